@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * Checked parsers for numbers and units in outside input (config files,
+ * sysfs, query strings). All return 0 or a negative errno and write their
+ * result only on success: -EINVAL for malformed text, -ERANGE for values
+ * that do not fit. Leading/trailing whitespace is not accepted; callers trim.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+int safe_atou64(const char *s, uint64_t *ret);
+int safe_atou32(const char *s, uint32_t *ret);
+int safe_atoi32(const char *s, int32_t *ret);
+
+/* "yes/no/true/false/on/off/1/0", case-insensitive. */
+int parse_bool(const char *s, bool *ret);
+
+/* "10s", "500ms", "1m", "2h", "250us", a bare number is seconds. */
+int parse_duration_usec(const char *s, uint64_t *ret_usec);
+
+/* "4096", "64K", "64KiB", "64MiB", "1G", "2GB"... Binary multiples (K = KiB). */
+int parse_size(const char *s, uint64_t *ret_bytes);
+
+/*
+ * Listen addresses as Prometheus exporters spell them: "ADDR:PORT",
+ * "[IPV6]:PORT" or ":PORT" (all addresses, dual stack). Port 0 picks an
+ * ephemeral port.
+ */
+struct listen_addr {
+        struct sockaddr_storage sa;
+        socklen_t len;
+        bool any; /* ":PORT": bind the IPv6 wildcard with dual stack */
+};
+
+int parse_listen_addr(const char *s, struct listen_addr *ret);
+/* Format back to "ADDR:PORT" / "[ADDR]:PORT"; buf must hold 64 bytes. */
+const char *listen_addr_to_string(const struct listen_addr *a, char *buf, size_t len);

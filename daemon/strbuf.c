@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "strbuf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void oom(void) {
+        static const char msg[] = "armprofd: out of memory\n";
+        ssize_t _unused_ r = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+        abort();
+}
+
+void *xmalloc(size_t n) {
+        void *p = malloc(n ? n : 1);
+        if (!p)
+                oom();
+        return p;
+}
+
+void *xcalloc(size_t n, size_t size) {
+        void *p = calloc(n ? n : 1, size ? size : 1);
+        if (!p)
+                oom();
+        return p;
+}
+
+void *xrealloc(void *p, size_t n) {
+        p = realloc(p, n ? n : 1);
+        if (!p)
+                oom();
+        return p;
+}
+
+char *xstrdup(const char *s) {
+        char *p = strdup(s);
+        if (!p)
+                oom();
+        return p;
+}
+
+void strbuf_reserve(struct strbuf *sb, size_t extra) {
+        size_t need = sb->len + extra + 1; /* keep room for the NUL */
+
+        if (need < sb->len)
+                oom();
+        if (need <= sb->cap)
+                return;
+        size_t cap = sb->cap ? sb->cap : 256;
+        while (cap < need)
+                cap *= 2;
+        sb->buf = xrealloc(sb->buf, cap);
+        sb->cap = cap;
+}
+
+void strbuf_append(struct strbuf *sb, const void *data, size_t len) {
+        strbuf_reserve(sb, len);
+        memcpy(sb->buf + sb->len, data, len);
+        sb->len += len;
+        sb->buf[sb->len] = '\0';
+}
+
+void strbuf_puts(struct strbuf *sb, const char *s) {
+        strbuf_append(sb, s, strlen(s));
+}
+
+void strbuf_putc(struct strbuf *sb, char c) {
+        strbuf_append(sb, &c, 1);
+}
+
+void strbuf_vprintf(struct strbuf *sb, const char *fmt, va_list ap) {
+        va_list aq;
+        int n;
+
+        va_copy(aq, ap);
+        n = vsnprintf(NULL, 0, fmt, aq);
+        va_end(aq);
+        if (n < 0)
+                return;
+        strbuf_reserve(sb, (size_t) n);
+        vsnprintf(sb->buf + sb->len, (size_t) n + 1, fmt, ap);
+        sb->len += (size_t) n;
+}
+
+void strbuf_printf(struct strbuf *sb, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        strbuf_vprintf(sb, fmt, ap);
+        va_end(ap);
+}
+
+char *strbuf_steal(struct strbuf *sb, size_t *ret_len) {
+        char *p;
+
+        strbuf_reserve(sb, 0);
+        p = sb->buf;
+        if (ret_len)
+                *ret_len = sb->len;
+        *sb = (struct strbuf) STRBUF_INIT;
+        return p;
+}
+
+void strbuf_done(struct strbuf *sb) {
+        free(sb->buf);
+        *sb = (struct strbuf) STRBUF_INIT;
+}

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * A growable byte buffer for building response bodies. Allocation failure
+ * aborts through oom(): a long-running daemon that cannot allocate a few
+ * kilobytes for a response has nothing better to do, and threading -ENOMEM
+ * through every formatter would hide the logic (chrony does the same).
+ */
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "macro.h"
+
+struct strbuf {
+        char *buf;
+        size_t len;
+        size_t cap;
+};
+
+#define STRBUF_INIT { NULL, 0, 0 }
+
+_noreturn_ void oom(void);
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+
+void strbuf_reserve(struct strbuf *sb, size_t extra);
+void strbuf_append(struct strbuf *sb, const void *data, size_t len);
+void strbuf_puts(struct strbuf *sb, const char *s);
+void strbuf_putc(struct strbuf *sb, char c);
+void strbuf_printf(struct strbuf *sb, const char *fmt, ...) _printf_(2, 3);
+void strbuf_vprintf(struct strbuf *sb, const char *fmt, va_list ap) _printf_(2, 0);
+/* Hand the NUL-terminated buffer to the caller; sb is reset. */
+char *strbuf_steal(struct strbuf *sb, size_t *ret_len);
+void strbuf_done(struct strbuf *sb);
