@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/* Command line of DESIGN.md §6. */
+
+#include <stdbool.h>
+#include <stdio.h>
+
+enum cli_action {
+        CLI_RUN,
+        CLI_HELP,
+        CLI_VERSION,
+};
+
+struct cli_args {
+        enum cli_action action;
+        const char *config_path;
+        bool config_explicit; /* -c given: the file must exist */
+        const char *listen;   /* overrides [http] listen */
+        const char *replay;
+        bool once;
+        bool check_config;
+        int log_level; /* -1: not given */
+};
+
+/*
+ * Parse argv. Returns 0, or -EINVAL after printing the reason and the usage
+ * to `err` (the caller exits 2). Strings point into argv.
+ */
+int cli_parse(int argc, char **argv, FILE *err, struct cli_args *ret);
+void cli_usage(FILE *f, const char *prog);

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <jansson.h>
+#include <systemd/sd-daemon.h>
+
+#include "build-config.h"
+#include "cli.h"
+#include "config.h"
+#include "log.h"
+#include "manager.h"
+
+#define EXIT_USAGE 2
+
+/*
+ * systemd socket activation: at most one listening TCP socket. Must run
+ * before any thread starts, since it unsets $LISTEN_FDS (sd_listen_fds(3)).
+ */
+static int take_listen_fd(int *ret_fd) {
+        int n = sd_listen_fds(1);
+
+        if (n < 0)
+                return log_error_errno(n, "Failed to read $LISTEN_FDS: %m");
+        if (n == 0) {
+                *ret_fd = -1;
+                return 0;
+        }
+        if (n > 1)
+                return log_error_errno(-EINVAL, "Got %d sockets from systemd, expected one", n);
+        if (sd_is_socket(SD_LISTEN_FDS_START, AF_UNSPEC, SOCK_STREAM, 1) <= 0)
+                return log_error_errno(-EINVAL, "The socket passed by systemd is not a listening stream socket");
+        *ret_fd = SD_LISTEN_FDS_START;
+        return 0;
+}
+
+static int block_signals(void) {
+        sigset_t mask;
+
+        /* Blocked before any thread exists, so only the signalfd sees them. */
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+                return -errno;
+        signal(SIGPIPE, SIG_IGN);
+        return 0;
+}
+
+int main(int argc, char **argv) {
+        _cleanup_(manager_freep) struct manager *m = NULL;
+        struct config_error err = {};
+        struct cli_args args;
+        struct config cfg;
+        int listen_fd = -1, r;
+
+        log_open();
+
+        if (cli_parse(argc, argv, stderr, &args) < 0)
+                return EXIT_USAGE;
+        if (args.action == CLI_HELP) {
+                cli_usage(stdout, argv[0]);
+                return EXIT_SUCCESS;
+        }
+        if (args.action == CLI_VERSION) {
+                printf("armprofd %s (%s)\n", ARMPROFD_VERSION, ARMPROFD_REVISION);
+                return EXIT_SUCCESS;
+        }
+        if (args.log_level >= 0)
+                log_set_max_level(args.log_level);
+
+        r = config_load(args.config_path, args.config_explicit, &cfg, &err);
+        if (r < 0) {
+                log_error("config: %s", err.msg);
+                return EXIT_FAILURE;
+        }
+        if (args.check_config) {
+                printf("%s: configuration is valid\n", args.config_path);
+                return EXIT_SUCCESS;
+        }
+        if (args.replay) {
+                log_error("--replay: SPE replay is not available in this build yet");
+                return EXIT_FAILURE;
+        }
+
+        r = take_listen_fd(&listen_fd);
+        if (r < 0)
+                return EXIT_FAILURE;
+        r = block_signals();
+        if (r < 0) {
+                log_error_errno(r, "Failed to block signals: %m");
+                return EXIT_FAILURE;
+        }
+        /* jansson's hash seed, before threads (jansson threadsafety.rst). */
+        json_object_seed(0);
+
+        r = manager_new(&(struct manager_options) {
+                                .config_path = args.config_path,
+                                .config_explicit = args.config_explicit,
+                                .listen_override = args.listen,
+                                .listen_fd = listen_fd,
+                        },
+                        &cfg, &m);
+        if (r < 0)
+                return EXIT_FAILURE;
+        r = manager_start(m);
+        if (r < 0) {
+                sd_notifyf(0, "STATUS=Failed to start: %s\nERRNO=%d", strerror(-r), -r);
+                return EXIT_FAILURE;
+        }
+        r = manager_run(m);
+        return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}

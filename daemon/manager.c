@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "manager.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <systemd/sd-daemon.h>
+
+#include "api.h"
+#include "collector.h"
+#include "http.h"
+#include "log.h"
+#include "strbuf.h"
+
+struct manager {
+        struct manager_options opts;
+
+        pthread_mutex_t config_lock; /* config is read by HTTP threads (/status) */
+        struct config config;
+
+        struct collector *collector;
+        struct api *api;
+        struct http_server *http;
+
+        int epoll_fd;
+        int signal_fd;
+        int watchdog_fd;
+        uint64_t watchdog_usec;
+        uint64_t reloads, failed_reloads;
+};
+
+static void apply_overrides(struct manager *m, struct config *c) {
+        /* --listen was validated by the CLI parser. */
+        if (m->opts.listen_override)
+                (void) parse_listen_addr(m->opts.listen_override, &c->http.listen);
+}
+
+/* exporter_source callbacks: read-only views for the HTTP threads. */
+
+static bool source_alive(void *userdata) {
+        struct manager *m = userdata;
+
+        return m->collector && collector_alive(m->collector);
+}
+
+static void source_write_metrics(void *userdata, struct prom_writer *w) {
+}
+
+static void source_fill_status(void *userdata, json_t *status) {
+        struct manager *m = userdata;
+        uint64_t reloads, failed_reloads;
+        struct config c;
+        char listen[80];
+
+        pthread_mutex_lock(&m->config_lock);
+        c = m->config;
+        reloads = m->reloads;
+        failed_reloads = m->failed_reloads;
+        pthread_mutex_unlock(&m->config_lock);
+
+        json_object_set_new(
+                status, "config",
+                json_pack("{s:s, s:{s:s, s:i, s:i, s:f, s:I}, s:{s:b, s:f}, s:I, s:I}",
+                          "file", m->opts.config_path,
+                          "http",
+                          "listen", listen_addr_to_string(&c.http.listen, listen, sizeof(listen)),
+                          "max_connections", (int) c.http.max_connections,
+                          "per_ip_connections", (int) c.http.per_ip_connections,
+                          "timeout_seconds", (double) c.http.timeout_usec / USEC_PER_SEC,
+                          "max_request_bytes", (json_int_t) c.http.max_request_bytes,
+                          "pmu",
+                          "enable", c.pmu.enable,
+                          "interval_seconds", (double) c.pmu.interval_usec / USEC_PER_SEC,
+                          "reloads", (json_int_t) reloads,
+                          "failed_reloads", (json_int_t) failed_reloads));
+        json_object_set_new(status, "collector_cycles",
+                            json_integer((json_int_t) collector_cycles(m->collector)));
+        json_object_set_new(status, "collectors", json_array());
+}
+
+static int add_fd(int epoll_fd, int fd) {
+        struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+
+        return epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
+}
+
+static int setup_watchdog(struct manager *m) {
+        uint64_t usec = 0, half;
+        struct itimerspec its = {};
+        int r;
+
+        /* sd_watchdog_enabled(3): ping at half the interval systemd gives us. */
+        r = sd_watchdog_enabled(0, &usec);
+        if (r <= 0 || usec == 0)
+                return 0;
+
+        half = usec / 2;
+        m->watchdog_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        if (m->watchdog_fd < 0)
+                return -errno;
+        its.it_value.tv_sec = its.it_interval.tv_sec = (time_t) (half / USEC_PER_SEC);
+        its.it_value.tv_nsec = its.it_interval.tv_nsec = (long) (half % USEC_PER_SEC) * 1000;
+        if (timerfd_settime(m->watchdog_fd, 0, &its, NULL) < 0)
+                return -errno;
+        m->watchdog_usec = usec;
+        log_debug("Watchdog enabled: %" PRIu64 " ms, pinging every %" PRIu64 " ms",
+                  usec / USEC_PER_MSEC, half / USEC_PER_MSEC);
+        return add_fd(m->epoll_fd, m->watchdog_fd);
+}
+
+int manager_new(const struct manager_options *opts, const struct config *cfg, struct manager **ret) {
+        struct manager *m = xcalloc(1, sizeof(*m));
+        sigset_t mask;
+        int r;
+
+        m->opts = *opts;
+        m->config = *cfg;
+        apply_overrides(m, &m->config);
+        pthread_mutex_init(&m->config_lock, NULL);
+        m->epoll_fd = m->signal_fd = m->watchdog_fd = -1;
+
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        m->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+        m->signal_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+        if (m->epoll_fd < 0 || m->signal_fd < 0) {
+                r = log_error_errno(-errno, "Failed to set up signal handling: %m");
+                goto fail;
+        }
+        r = add_fd(m->epoll_fd, m->signal_fd);
+        if (r < 0)
+                goto fail;
+        r = setup_watchdog(m);
+        if (r < 0) {
+                log_error_errno(r, "Failed to set up the watchdog timer: %m");
+                goto fail;
+        }
+
+        *ret = m;
+        return 0;
+fail:
+        manager_free(m);
+        return r;
+}
+
+int manager_start(struct manager *m) {
+        const struct http_route *routes;
+        size_t n_routes;
+        int r;
+
+        r = collector_start(m->config.pmu.interval_usec, &m->collector);
+        if (r < 0)
+                return log_error_errno(r, "Failed to start the collector thread: %m");
+
+        m->api = api_new(&(struct exporter_source) {
+                .userdata = m,
+                .alive = source_alive,
+                .write_metrics = source_write_metrics,
+                .fill_status = source_fill_status,
+        });
+        routes = api_routes(&n_routes);
+        r = http_server_start(
+                &(struct http_server_options) {
+                        .listen = m->config.http.listen,
+                        .listen_fd = m->opts.listen_fd,
+                        .max_connections = m->config.http.max_connections,
+                        .per_ip_connections = m->config.http.per_ip_connections,
+                        .timeout_sec = (unsigned) (m->config.http.timeout_usec / USEC_PER_SEC),
+                        .max_request_bytes = m->config.http.max_request_bytes,
+                },
+                routes, n_routes, m->api, &m->http);
+        if (r < 0)
+                return r; /* logged by the server, with the address */
+        api_set_server(m->api, m->http);
+
+        log_info("Serving on %s%s", http_server_address(m->http),
+                 m->opts.listen_fd >= 0 ? " (socket activation)" : "");
+        return 0;
+}
+
+static void reload(struct manager *m) {
+        struct config_error err = {};
+        struct config c;
+        char old_listen[80], new_listen[80];
+        int r;
+
+        sd_notify(0, "RELOADING=1\nSTATUS=Reloading configuration");
+        r = config_load(m->opts.config_path, m->opts.config_explicit, &c, &err);
+        if (r < 0) {
+                pthread_mutex_lock(&m->config_lock);
+                m->failed_reloads++;
+                pthread_mutex_unlock(&m->config_lock);
+                log_error("config: %s; keeping the previous configuration", err.msg);
+                sd_notifyf(0, "READY=1\nSTATUS=Serving on %s (reload failed: %s)",
+                           http_server_address(m->http), err.msg);
+                return;
+        }
+        apply_overrides(m, &c);
+
+        listen_addr_to_string(&m->config.http.listen, old_listen, sizeof(old_listen));
+        listen_addr_to_string(&c.http.listen, new_listen, sizeof(new_listen));
+        if (!streq(old_listen, new_listen) || c.http.max_connections != m->config.http.max_connections ||
+            c.http.per_ip_connections != m->config.http.per_ip_connections ||
+            c.http.timeout_usec != m->config.http.timeout_usec ||
+            c.http.max_request_bytes != m->config.http.max_request_bytes)
+                log_warning("config: [http] changes take effect at the next restart");
+
+        collector_set_interval(m->collector, c.pmu.interval_usec);
+
+        pthread_mutex_lock(&m->config_lock);
+        m->config = c;
+        m->reloads++;
+        pthread_mutex_unlock(&m->config_lock);
+
+        log_info("Configuration reloaded from %s", m->opts.config_path);
+        sd_notifyf(0, "READY=1\nSTATUS=Serving on %s", http_server_address(m->http));
+}
+
+static void watchdog_ping(struct manager *m) {
+        uint64_t expirations;
+
+        if (read(m->watchdog_fd, &expirations, sizeof(expirations)) < 0)
+                return;
+        /* Only a collector that makes progress keeps systemd from restarting us. */
+        if (collector_alive(m->collector))
+                sd_notify(0, "WATCHDOG=1");
+        else
+                log_warning("Collector loop made no progress; not pinging the watchdog");
+}
+
+int manager_run(struct manager *m) {
+        sd_notifyf(0, "READY=1\nSTATUS=Serving on %s", http_server_address(m->http));
+
+        for (;;) {
+                struct epoll_event ev[4];
+                int n = epoll_wait(m->epoll_fd, ev, ELEMENTSOF(ev), -1);
+
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return log_error_errno(-errno, "epoll_wait failed: %m");
+                }
+                for (int i = 0; i < n; i++) {
+                        struct signalfd_siginfo si;
+
+                        if (ev[i].data.fd == m->watchdog_fd) {
+                                watchdog_ping(m);
+                                continue;
+                        }
+                        if (read(m->signal_fd, &si, sizeof(si)) != sizeof(si))
+                                continue;
+                        if (si.ssi_signo == SIGHUP) {
+                                reload(m);
+                                continue;
+                        }
+                        log_info("Received %s, stopping", strsignal((int) si.ssi_signo));
+                        sd_notify(0, "STOPPING=1\nSTATUS=Stopping");
+                        return 0;
+                }
+        }
+}
+
+struct manager *manager_free(struct manager *m) {
+        if (!m)
+                return NULL;
+        /* Stop serving before the state handlers read goes away. */
+        m->http = http_server_stop(m->http);
+        m->collector = collector_stop(m->collector);
+        m->api = api_free(m->api);
+        safe_close(m->watchdog_fd);
+        safe_close(m->signal_fd);
+        safe_close(m->epoll_fd);
+        pthread_mutex_destroy(&m->config_lock);
+        free(m);
+        return NULL;
+}

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * The HTTP endpoints. The daemon hands in a source of published state as
+ * callbacks; the exporters never reach into collectors (DESIGN.md §1).
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "http.h"
+#include "prom.h"
+
+struct exporter_source {
+        void *userdata;
+        /* The collector loop made progress recently (/healthz). */
+        bool (*alive)(void *userdata);
+        /* Appends the daemon's own families to /metrics. */
+        void (*write_metrics)(void *userdata, struct prom_writer *w);
+        /* Adds "config" and "collectors" members to the /status object. */
+        void (*fill_status)(void *userdata, json_t *status);
+};
+
+struct api;
+
+struct api *api_new(const struct exporter_source *src);
+struct api *api_free(struct api *a);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct api *, api_free);
+
+/* The route table, with the api as each handler's userdata. */
+const struct http_route *api_routes(size_t *ret_n);
+/* Lets /metrics include request counters and /status the bound address. */
+void api_set_server(struct api *a, struct http_server *s);

@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <jansson.h>
+#include <microhttpd.h>
+
+#include "log.h"
+#include "macro.h"
+#include "prom.h"
+
+#define JSON_CONTENT_TYPE "application/json"
+#define HTTP_LISTEN_BACKLOG 64
+/* Distinct (handler, code) pairs we keep counts for; routes x a few codes. */
+#define HTTP_MAX_COUNTERS 128
+
+struct http_counter {
+        const char *handler;
+        unsigned code;
+        uint64_t count;
+};
+
+struct http_server {
+        struct MHD_Daemon *mhd;
+        int listen_fd;
+        const struct http_route *routes;
+        size_t n_routes;
+        void *userdata;
+        char address[80];
+
+        pthread_mutex_t lock; /* guards counters */
+        struct http_counter counters[HTTP_MAX_COUNTERS];
+        size_t n_counters;
+};
+
+const char *http_request_header(const struct http_request *req, const char *name) {
+        return MHD_lookup_connection_value(req->connection, MHD_HEADER_KIND, name);
+}
+
+const char *http_request_arg(const struct http_request *req, const char *name) {
+        return MHD_lookup_connection_value(req->connection, MHD_GET_ARGUMENT_KIND, name);
+}
+
+void http_response_error(struct http_response *resp, unsigned status, const char *fmt, ...) {
+        char msg[512];
+        json_t *o;
+        char *s;
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+
+        strbuf_done(&resp->body);
+        resp->status = status;
+        resp->content_type = JSON_CONTENT_TYPE;
+        o = json_pack("{s:s, s:i}", "error", msg, "status", (int) status);
+        s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        strbuf_puts(&resp->body, s ? s : "{\"error\":\"internal error\"}");
+        strbuf_putc(&resp->body, '\n');
+        free(s);
+        json_decref(o);
+}
+
+static void count_request(struct http_server *s, const char *handler, unsigned code) {
+        pthread_mutex_lock(&s->lock);
+        for (size_t i = 0; i < s->n_counters; i++)
+                if (s->counters[i].handler == handler && s->counters[i].code == code) {
+                        s->counters[i].count++;
+                        goto out;
+                }
+        if (s->n_counters < HTTP_MAX_COUNTERS)
+                s->counters[s->n_counters++] = (struct http_counter) { handler, code, 1 };
+out:
+        pthread_mutex_unlock(&s->lock);
+}
+
+void http_server_write_metrics(struct http_server *s, struct prom_writer *w) {
+        prom_family(w, "armprofd_http_requests_total", PROM_COUNTER,
+                    "HTTP requests served, by handler and status code.");
+        pthread_mutex_lock(&s->lock);
+        for (size_t i = 0; i < s->n_counters; i++) {
+                char code[16];
+
+                snprintf(code, sizeof(code), "%u", s->counters[i].code);
+                prom_sample_u64(w, "armprofd_http_requests_total",
+                                (const char *const[]) { "handler", s->counters[i].handler,
+                                                        "code", code, NULL },
+                                s->counters[i].count);
+        }
+        pthread_mutex_unlock(&s->lock);
+}
+
+static const struct http_route *find_route(const struct http_server *s, const char *path) {
+        for (size_t i = 0; i < s->n_routes; i++)
+                if (streq(s->routes[i].path, path))
+                        return &s->routes[i];
+        return NULL;
+}
+
+static enum MHD_Result queue(struct MHD_Connection *c, struct http_response *resp, bool allow_hdr) {
+        struct MHD_Response *r;
+        enum MHD_Result ret;
+        size_t len;
+        char *body;
+
+        body = strbuf_steal(&resp->body, &len);
+        r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+        if (!r) {
+                free(body);
+                return MHD_NO;
+        }
+        if (resp->content_type)
+                MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, resp->content_type);
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+        MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+        if (allow_hdr)
+                MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+        ret = MHD_queue_response(c, resp->status, r);
+        MHD_destroy_response(r);
+        return ret;
+}
+
+static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connection, const char *url,
+                                      const char *method, const char *version,
+                                      const char *upload_data, size_t *upload_data_size,
+                                      void **con_cls) {
+        static int first_call_marker;
+        struct http_server *s = cls;
+        struct http_response resp = { .status = 200, .body = STRBUF_INIT };
+        const struct http_route *route;
+        const char *handler_name;
+        bool get, head;
+        enum MHD_Result ret;
+
+        /*
+         * MHD calls us once after the headers and again for each body chunk
+         * and at the end (microhttpd.h, MHD_AccessHandlerCallback). Answer
+         * on the second call; a body on GET/HEAD is read and ignored.
+         */
+        if (*con_cls == NULL) {
+                *con_cls = &first_call_marker;
+                return MHD_YES;
+        }
+        if (*upload_data_size != 0) {
+                *upload_data_size = 0;
+                return MHD_YES;
+        }
+
+        route = find_route(s, url);
+        handler_name = route ? route->name : "other";
+        get = streq(method, MHD_HTTP_METHOD_GET);
+        head = streq(method, MHD_HTTP_METHOD_HEAD);
+
+        if (!get && !head) {
+                http_response_error(&resp, MHD_HTTP_METHOD_NOT_ALLOWED, "method %s not allowed", method);
+                count_request(s, handler_name, resp.status);
+                return queue(connection, &resp, true);
+        }
+        if (!route) {
+                http_response_error(&resp, MHD_HTTP_NOT_FOUND, "no such path: %s", url);
+                count_request(s, handler_name, resp.status);
+                return queue(connection, &resp, false);
+        }
+
+        /* HEAD runs the handler too, so Content-Length is right; MHD drops the body. */
+        route->handler(s->userdata,
+                       &(struct http_request) { .path = url, .method = method, .head = head,
+                                                .connection = connection },
+                       &resp);
+        count_request(s, handler_name, resp.status);
+        ret = queue(connection, &resp, false);
+        strbuf_done(&resp.body);
+        return ret;
+}
+
+_printf_(2, 0) static void mhd_logger(void *cls, const char *fmt, va_list ap) {
+        char msg[512];
+
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        msg[strcspn(msg, "\n")] = '\0';
+        log_debug("http: %s", msg);
+}
+
+static int open_listen_socket(const struct listen_addr *a, int *ret_fd) {
+        _cleanup_close_ int fd = -1;
+        int one = 1, zero = 0;
+
+        fd = socket(a->sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return -errno;
+        if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0)
+                return -errno;
+        /* ":PORT" means every address: IPv6 wildcard accepting IPv4 too. */
+        if (a->any && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero)) < 0)
+                return -errno;
+        if (bind(fd, (const struct sockaddr *) &a->sa, a->len) < 0)
+                return -errno;
+        if (listen(fd, HTTP_LISTEN_BACKLOG) < 0)
+                return -errno;
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+static void describe_socket(int fd, char *buf, size_t len) {
+        struct listen_addr a = {};
+
+        a.len = sizeof(a.sa);
+        if (getsockname(fd, (struct sockaddr *) &a.sa, &a.len) < 0) {
+                snprintf(buf, len, "fd %d", fd);
+                return;
+        }
+        listen_addr_to_string(&a, buf, len);
+}
+
+int http_server_start(const struct http_server_options *opts, const struct http_route *routes,
+                      size_t n_routes, void *userdata, struct http_server **ret) {
+        struct http_server *s;
+        int r;
+
+        s = xcalloc(1, sizeof(*s));
+        s->listen_fd = -1;
+        s->routes = routes;
+        s->n_routes = n_routes;
+        s->userdata = userdata;
+        pthread_mutex_init(&s->lock, NULL);
+
+        if (opts->listen_fd >= 0)
+                s->listen_fd = opts->listen_fd;
+        else {
+                r = open_listen_socket(&opts->listen, &s->listen_fd);
+                if (r < 0) {
+                        char a[80];
+                        log_error_errno(r, "Failed to listen on %s: %m",
+                                        listen_addr_to_string(&opts->listen, a, sizeof(a)));
+                        http_server_stop(s);
+                        return r;
+                }
+        }
+        describe_socket(s->listen_fd, s->address, sizeof(s->address));
+
+        /*
+         * MHD_USE_ITC keeps MHD from shutdown()ing a listening socket we were
+         * handed, which would break socket re-activation (journal-gatewayd).
+         */
+        s->mhd = MHD_start_daemon(
+                MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG,
+                0, NULL, NULL, access_handler, s,
+                MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, NULL,
+                MHD_OPTION_LISTEN_SOCKET, (MHD_socket) s->listen_fd,
+                MHD_OPTION_CONNECTION_LIMIT, (unsigned) opts->max_connections,
+                MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned) opts->per_ip_connections,
+                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) opts->timeout_sec,
+                MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) opts->max_request_bytes,
+                MHD_OPTION_END);
+        if (!s->mhd) {
+                log_error("Failed to start the HTTP server on %s", s->address);
+                http_server_stop(s);
+                return -EIO;
+        }
+        /* MHD now owns the socket and closes it on stop. */
+        *ret = s;
+        return 0;
+}
+
+struct http_server *http_server_stop(struct http_server *s) {
+        if (!s)
+                return NULL;
+        if (s->mhd)
+                MHD_stop_daemon(s->mhd);
+        else
+                safe_close(s->listen_fd);
+        pthread_mutex_destroy(&s->lock);
+        free(s);
+        return NULL;
+}
+
+const char *http_server_address(const struct http_server *s) {
+        return s->address;
+}

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * The HTTP server: libmicrohttpd with its own polling thread (epoll where
+ * available), explicit limits, GET/HEAD only. Routing is an exact-path
+ * table; handlers fill a response and never block on collectors: they read
+ * published snapshots only.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "parse-util.h"
+#include "strbuf.h"
+
+struct MHD_Connection;
+
+struct http_request {
+        const char *path;
+        const char *method;
+        bool head;
+        struct MHD_Connection *connection;
+};
+
+/* Header value of the request, or NULL. */
+const char *http_request_header(const struct http_request *req, const char *name);
+/* Query argument of the request, or NULL. */
+const char *http_request_arg(const struct http_request *req, const char *name);
+
+struct http_response {
+        unsigned status;
+        const char *content_type; /* static string */
+        struct strbuf body;
+};
+
+typedef void (*http_handler_fn)(void *userdata, const struct http_request *req,
+                                struct http_response *resp);
+
+struct http_route {
+        const char *path;
+        const char *name; /* the handler label of armprofd_http_requests_total */
+        http_handler_fn handler;
+};
+
+struct http_server_options {
+        struct listen_addr listen;
+        int listen_fd; /* >= 0: an already listening socket (socket activation) */
+        unsigned max_connections;
+        unsigned per_ip_connections;
+        unsigned timeout_sec;
+        size_t max_request_bytes;
+};
+
+struct http_server;
+
+/*
+ * Bind (unless listen_fd is given) and start serving. The routes array must
+ * outlive the server. Returns 0 or a negative errno.
+ */
+int http_server_start(const struct http_server_options *opts, const struct http_route *routes,
+                      size_t n_routes, void *userdata, struct http_server **ret);
+struct http_server *http_server_stop(struct http_server *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct http_server *, http_server_stop);
+
+/* "ADDR:PORT" actually bound (port resolved when 0 was asked). */
+const char *http_server_address(const struct http_server *s);
+
+/* Appends armprofd_http_requests_total{handler,code} in text format. */
+struct prom_writer;
+void http_server_write_metrics(struct http_server *s, struct prom_writer *w);
+
+/* Convenience for handlers. */
+void http_response_error(struct http_response *resp, unsigned status, const char *fmt, ...)
+        _printf_(3, 4);

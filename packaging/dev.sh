@@ -1,0 +1,72 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Developer entry point, idempotent, for a fresh Debian 12 as root:
+#   packaging/dev.sh run            install what is missing, build, run armprofd
+#                                   in the foreground on 127.0.0.1:9769
+#   packaging/dev.sh test [asan]    install what is missing, build, run every test suite
+#                                   (asan: in an ASan+UBSan build)
+#   packaging/dev.sh deps [test]    only install what is missing
+set -euo pipefail
+
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$top"
+
+build_pkgs=(
+        gcc libc6-dev meson ninja-build pkg-config git
+        libmicrohttpd-dev libsystemd-dev libjansson-dev libinih-dev
+        libprotobuf-c-dev protobuf-c-compiler zlib1g-dev libelf-dev libcurl4-openssl-dev
+)
+test_pkgs=(
+        libcmocka-dev python3 prometheus systemd curl clang linux-perf protobuf-compiler
+        qemu-system-arm gcc-aarch64-linux-gnu libc6-dev-arm64-cross cpio
+)
+
+as_root() {
+        if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+install_missing() {
+        local missing=() p
+        for p in "$@"; do
+                dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+        done
+        [ ${#missing[@]} -eq 0 ] && return 0
+        echo "dev.sh: installing ${missing[*]}" >&2
+        as_root apt-get update -q
+        as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+build() {
+        local dir=$1; shift
+        if [ ! -f "$dir/build.ninja" ]; then
+                meson setup "$dir" -Dwerror=true "$@"
+        fi
+        ninja -C "$dir"
+}
+
+case "${1:-}" in
+deps)
+        if [ "${2:-}" = test ]; then install_missing "${build_pkgs[@]}" "${test_pkgs[@]}"
+        else install_missing "${build_pkgs[@]}"; fi
+        ;;
+run)
+        install_missing "${build_pkgs[@]}"
+        build build
+        exec build/daemon/armprofd -c packaging/armprofd.conf --listen 127.0.0.1:9769 "${@:2}"
+        ;;
+test)
+        install_missing "${build_pkgs[@]}" "${test_pkgs[@]}"
+        if [ "${2:-}" = asan ]; then
+                build build-asan -Dsanitize=true
+                meson test -C build-asan --print-errorlogs --num-processes 2
+        else
+                build build
+                meson test -C build --print-errorlogs --num-processes 2
+        fi
+        ;;
+*)
+        echo "usage: $0 run | test [asan] | deps [test]" >&2
+        exit 2
+        ;;
+esac

@@ -1,0 +1,149 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Helpers for integration tests: run the real armprofd binary and talk HTTP to it."""
+
+import http.client
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+SKIP = 77
+
+
+def skip(reason):
+    print(f"SKIP: {reason}")
+    sys.exit(SKIP)
+
+
+def binary():
+    path = os.environ.get("ARMPROFD_BIN")
+    if not path or not os.access(path, os.X_OK):
+        print(f"ARMPROFD_BIN not set or not executable: {path!r}", file=sys.stderr)
+        sys.exit(1)
+    return path
+
+
+class Daemon:
+    """armprofd started on an ephemeral loopback port; stderr is collected."""
+
+    def __init__(self, args=(), config_text=None, env=None, listen="127.0.0.1:0", cmd_prefix=()):
+        self.tmp = tempfile.mkdtemp(prefix="armprofd-it-")
+        self.config = os.path.join(self.tmp, "armprofd.conf")
+        with open(self.config, "w") as f:
+            f.write(config_text or "")
+        argv = list(cmd_prefix) + [binary(), "-c", self.config]
+        if listen:
+            argv += ["--listen", listen]
+        argv += list(args)
+        self.stderr_lines = []
+        self._lock = threading.Lock()
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, env=env or os.environ.copy(), text=True)
+        self._reader = threading.Thread(target=self._read_stderr, daemon=True)
+        self._reader.start()
+        self.address = None
+
+    def _read_stderr(self):
+        for line in self.proc.stderr:
+            with self._lock:
+                self.stderr_lines.append(line.rstrip("\n"))
+
+    def log(self):
+        with self._lock:
+            return "\n".join(self.stderr_lines)
+
+    def wait_log(self, pattern, timeout=5.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            m = re.search(pattern, self.log())
+            if m:
+                return m
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.02)
+        raise AssertionError(f"log never matched {pattern!r}; log:\n{self.log()}")
+
+    def wait_ready(self, timeout=5.0):
+        m = self.wait_log(r"Serving on (\S+)", timeout)
+        self.address = m.group(1)
+        host, port = self.address.rsplit(":", 1)
+        self.host, self.port = host.strip("[]"), int(port)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if self.get("/healthz")[0] == 200:
+                    return self
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise AssertionError(f"/healthz never answered 200; log:\n{self.log()}")
+
+    def request(self, method, path, headers=None, timeout=5.0):
+        c = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+        try:
+            c.request(method, path, headers=headers or {})
+            r = c.getresponse()
+            return r.status, dict((k.lower(), v) for k, v in r.getheaders()), r.read()
+        finally:
+            c.close()
+
+    def get(self, path, headers=None):
+        return self.request("GET", path, headers)
+
+    def signal(self, sig):
+        self.proc.send_signal(sig)
+
+    def stop(self, timeout=2.0):
+        """SIGTERM and wait; returns (exit code, seconds taken)."""
+        if self.proc.poll() is not None:
+            return self.proc.returncode, 0.0
+        t0 = time.monotonic()
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f"armprofd did not exit within {timeout}s of SIGTERM")
+        return rc, time.monotonic() - t0
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._reader.join(timeout=2)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def parse_prom_text(body):
+    """{(name, frozenset(labels.items())): value} from a text exposition."""
+    samples = {}
+    line_re = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$')
+    label_re = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+    for line in body.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = line_re.match(line)
+        if not m:
+            raise AssertionError(f"unparsable exposition line: {line!r}")
+        labels = frozenset(label_re.findall(m.group(3) or ""))
+        samples[(m.group(1), labels)] = float(m.group(4))
+    return samples

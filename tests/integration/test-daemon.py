@@ -1,0 +1,245 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The built daemon on an ephemeral loopback port: endpoints, methods, limits, reload, stop."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from armprofd_test import Daemon, binary, parse_prom_text  # noqa: E402
+
+GOOD_CONFIG = """[http]
+max_connections = 8
+timeout = 1s
+max_request_size = 8KiB
+[pmu]
+interval = 200ms
+"""
+
+
+class DaemonTest(unittest.TestCase):
+    def setUp(self):
+        self.d = Daemon(config_text=GOOD_CONFIG).wait_ready()
+
+    def tearDown(self):
+        self.d.close()
+
+    def test_metrics_self(self):
+        status, headers, body = self.d.get("/metrics")
+        self.assertEqual(status, 200)
+        self.assertEqual(headers["content-type"], "text/plain; version=0.0.4; charset=utf-8")
+        text = body.decode()
+        self.assertTrue(text.endswith("\n"))
+        s = parse_prom_text(text)
+        names = {k[0] for k in s}
+        for n in ("armprofd_build_info", "process_cpu_seconds_total", "process_resident_memory_bytes",
+                  "process_virtual_memory_bytes", "process_open_fds", "process_max_fds",
+                  "process_start_time_seconds"):
+            self.assertIn(n, names)
+            self.assertIn(f"# HELP {n} ", text)
+            self.assertIn(f"# TYPE {n} ", text)
+        # Values mean what the Prometheus client libraries mean by them.
+        start = s[("process_start_time_seconds", frozenset())]
+        self.assertLess(abs(start - time.time()), 30)
+        self.assertGreater(s[("process_resident_memory_bytes", frozenset())], 1 << 20)
+        self.assertGreaterEqual(s[("process_virtual_memory_bytes", frozenset())],
+                                s[("process_resident_memory_bytes", frozenset())])
+        fds = len(os.listdir(f"/proc/{self.d.proc.pid}/fd"))
+        self.assertLessEqual(abs(s[("process_open_fds", frozenset())] - fds), 2)
+        with open(f"/proc/{self.d.proc.pid}/limits") as f:
+            soft = next(l.split()[3] for l in f if l.startswith("Max open files"))
+        self.assertEqual(s[("process_max_fds", frozenset())], float(soft))
+        info = [k for k in s if k[0] == "armprofd_build_info"]
+        self.assertEqual(len(info), 1)
+        self.assertEqual(dict(info[0][1])["version"], subprocess.run(
+            [binary(), "--version"], capture_output=True, text=True).stdout.split()[1])
+
+    def test_request_counter(self):
+        for _ in range(3):
+            self.assertEqual(self.d.get("/nope")[0], 404)
+        self.assertEqual(self.d.request("POST", "/metrics")[0], 405)
+        s = parse_prom_text(self.d.get("/metrics")[2].decode())
+        self.assertEqual(s[("armprofd_http_requests_total",
+                            frozenset({("handler", "other"), ("code", "404")}))], 3)
+        self.assertEqual(s[("armprofd_http_requests_total",
+                            frozenset({("handler", "metrics"), ("code", "405")}))], 1)
+        # The scrape that rendered this had not been counted yet; the one before had.
+        self.assertNotIn(("armprofd_http_requests_total",
+                          frozenset({("handler", "metrics"), ("code", "200")})), s)
+        s = parse_prom_text(self.d.get("/metrics")[2].decode())
+        self.assertEqual(s[("armprofd_http_requests_total",
+                            frozenset({("handler", "metrics"), ("code", "200")}))], 1)
+
+    def test_not_found_and_methods(self):
+        status, headers, body = self.d.get("/does/not/exist")
+        self.assertEqual(status, 404)
+        self.assertEqual(headers["content-type"], "application/json")
+        self.assertEqual(json.loads(body)["status"], 404)
+        for method in ("POST", "PUT", "DELETE", "PATCH", "OPTIONS"):
+            status, headers, _ = self.d.request(method, "/metrics")
+            self.assertEqual(status, 405, method)
+            self.assertEqual(headers["allow"], "GET, HEAD")
+
+    def test_head(self):
+        for path in ("/", "/healthz", "/metrics", "/status"):
+            get_status, get_headers, get_body = self.d.get(path)
+            status, headers, body = self.d.request("HEAD", path)
+            self.assertEqual(status, get_status, path)
+            self.assertEqual(body, b"", path)
+            self.assertEqual(headers["content-type"], get_headers["content-type"], path)
+        # Static pages: HEAD announces exactly the GET body's length.
+        for path in ("/", "/healthz"):
+            self.assertEqual(int(self.d.request("HEAD", path)[1]["content-length"]),
+                             len(self.d.get(path)[2]))
+
+    def test_index_links(self):
+        status, headers, body = self.d.get("/")
+        self.assertEqual(status, 200)
+        self.assertTrue(headers["content-type"].startswith("text/html"))
+        for link in ("/metrics", "/status", "/healthz"):
+            self.assertIn(f'href="{link}"'.encode(), body)
+            self.assertEqual(self.d.get(link)[0], 200, link)
+
+    def test_status(self):
+        status, headers, body = self.d.get("/status")
+        self.assertEqual(status, 200)
+        st = json.loads(body)
+        self.assertEqual(st["listen"], self.d.address)
+        self.assertEqual(st["config"]["file"], self.d.config)
+        self.assertEqual(st["config"]["http"]["max_connections"], 8)
+        self.assertEqual(st["config"]["pmu"]["interval_seconds"], 0.2)
+        self.assertEqual(st["collectors"], [])
+        self.assertGreaterEqual(st["uptime_seconds"], 0)
+        # The collector loop runs: its cycle count advances at the configured interval.
+        c0 = st["collector_cycles"]
+        time.sleep(0.7)
+        c1 = json.loads(self.d.get("/status")[2])["collector_cycles"]
+        self.assertGreaterEqual(c1 - c0, 2)
+
+    def test_oversized_request_rejected_and_still_serving(self):
+        # Headers beyond max_request_size (8 KiB) are refused, not buffered.
+        status, _, _ = self.d.get("/metrics", headers={"X-Big": "a" * 16384})
+        self.assertIn(status, (413, 414, 431))
+        self.assertEqual(self.d.get("/healthz")[0], 200)
+
+    def test_idle_connection_timeout(self):
+        # [http] timeout = 1s: an idle client is disconnected, not kept forever.
+        s = socket.create_connection((self.d.host, self.d.port), timeout=5)
+        t0 = time.monotonic()
+        try:
+            self.assertEqual(s.recv(1), b"")
+        finally:
+            s.close()
+        self.assertLess(time.monotonic() - t0, 4.5)
+
+    def test_connection_limit(self):
+        # max_connections = 8: with 8 idle clients connected, MHD stops accepting, so a 9th
+        # request waits in the backlog until the 1 s idle timeout frees a slot, then is served.
+        held = [socket.create_connection((self.d.host, self.d.port), timeout=5) for _ in range(8)]
+        try:
+            time.sleep(0.2)
+            t0 = time.monotonic()
+            self.assertEqual(self.d.get("/healthz")[0], 200)
+            waited = time.monotonic() - t0
+        finally:
+            for s in held:
+                s.close()
+        self.assertGreater(waited, 0.5)  # it did wait for a slot
+        self.assertLess(waited, 4.0)     # and idle clients did not keep it out
+
+    def test_reload(self):
+        # A broken config on SIGHUP is logged and the old one kept.
+        with open(self.d.config, "w") as f:
+            f.write("[pmu]\ninterval = soon\n")
+        self.d.signal(signal.SIGHUP)
+        self.d.wait_log(r"armprofd.conf:2: \[pmu\] interval: invalid duration 'soon'.*keeping the previous")
+        st = json.loads(self.d.get("/status")[2])
+        self.assertEqual(st["config"]["failed_reloads"], 1)
+        self.assertEqual(st["config"]["pmu"]["interval_seconds"], 0.2)
+        self.assertEqual(self.d.get("/healthz")[0], 200)
+        # A good one is applied.
+        with open(self.d.config, "w") as f:
+            f.write(GOOD_CONFIG.replace("interval = 200ms", "interval = 2s"))
+        self.d.signal(signal.SIGHUP)
+        self.d.wait_log(r"Configuration reloaded")
+        st = json.loads(self.d.get("/status")[2])
+        self.assertEqual(st["config"]["reloads"], 1)
+        self.assertEqual(st["config"]["pmu"]["interval_seconds"], 2.0)
+
+    def test_sigterm(self):
+        rc, took = self.d.stop(timeout=2.0)
+        self.assertEqual(rc, 0, self.d.log())
+        self.assertLess(took, 2.0)
+        self.assertIn("stopping", self.d.log())
+
+    def test_sigint(self):
+        self.d.signal(signal.SIGINT)
+        self.assertEqual(self.d.proc.wait(2), 0)
+
+
+class StartupTest(unittest.TestCase):
+    def run_armprofd(self, *args):
+        return subprocess.run([binary(), *args], capture_output=True, text=True, timeout=10)
+
+    def test_bad_config_is_fatal_at_start(self):
+        with Daemon(config_text="[http]\nlisten = 1.2.3.4\n") as d:
+            self.assertEqual(d.proc.wait(5), 1)
+            d._reader.join(2)
+            self.assertIn("armprofd.conf:2: [http] listen: invalid listen address", d.log())
+
+    def test_check_config(self):
+        with Daemon(config_text=GOOD_CONFIG, args=["--check-config"]) as d:
+            self.assertEqual(d.proc.wait(5), 0)
+        with Daemon(config_text="[pmu]\nbogus = 1\n", args=["--check-config"]) as d:
+            self.assertEqual(d.proc.wait(5), 1)
+            d._reader.join(2)
+            self.assertIn("armprofd.conf:2: [pmu] bogus: unknown key", d.log())
+
+    def test_shipped_config_is_valid(self):
+        shipped = os.path.join(os.environ["ARMPROFD_SOURCE_DIR"], "packaging", "armprofd.conf")
+        r = self.run_armprofd("-c", shipped, "--check-config")
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_usage_errors_exit_2(self):
+        for args in (["--bogus"], ["--listen"], ["-c"], ["extra"], ["--log-level", "chatty"]):
+            r = self.run_armprofd(*args)
+            self.assertEqual(r.returncode, 2, args)
+            self.assertIn("Usage:", r.stderr)
+            self.assertEqual(r.stdout, "")
+
+    def test_help_version(self):
+        r = self.run_armprofd("--help")
+        self.assertEqual(r.returncode, 0)
+        for opt in ("--config", "--listen", "--replay", "--once", "--check-config", "--log-level",
+                    "--version", "--help"):
+            self.assertIn(opt, r.stdout)
+        r = self.run_armprofd("--version")
+        self.assertEqual(r.returncode, 0)
+        self.assertRegex(r.stdout, r"^armprofd \d+\.\d+\.\d+ \(\S+\)\n$")
+
+    def test_port_in_use(self):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            s.listen()
+            port = s.getsockname()[1]
+            with Daemon(listen=f"127.0.0.1:{port}") as d:
+                self.assertEqual(d.proc.wait(5), 1)
+                d._reader.join(2)
+                self.assertIn(f"Failed to listen on 127.0.0.1:{port}: Address already in use", d.log())
+
+    def test_ipv6_loopback(self):
+        if not os.path.exists("/proc/net/if_inet6"):
+            self.skipTest("no IPv6")
+        with Daemon(listen="[::1]:0") as d:
+            d.wait_ready()
+            self.assertTrue(d.address.startswith("[::1]:"))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
