@@ -85,23 +85,27 @@ static void handle_healthz(void *userdata, const struct http_request *req, struc
 
 static void handle_metrics(void *userdata, const struct http_request *req, struct http_response *resp) {
         struct api *a = userdata;
-        struct prom_writer w = { .out = &resp->body };
+        _cleanup_(prom_writer_freep) struct prom_writer *w = prom_writer_new();
+        enum prom_format format = negotiate_prom_format(http_request_header(req, "Accept"));
         struct process_stats st;
 
-        resp->content_type = PROM_TEXT_CONTENT_TYPE;
-
-        prom_family(&w, "armprofd_build_info", PROM_GAUGE,
+        prom_family(w, "armprofd_build_info", PROM_GAUGE,
                     "A metric with a constant '1' value labeled by the version and git revision of armprofd.");
-        prom_sample_u64(&w, "armprofd_build_info",
+        prom_sample_u64(w,
                         (const char *const[]) { "version", ARMPROFD_VERSION, "revision",
                                                 ARMPROFD_REVISION, NULL },
                         1);
         if (process_stats_read("/proc", &st) == 0)
-                process_stats_write(&st, &w);
+                process_stats_write(&st, w);
         if (a->server)
-                http_server_write_metrics(a->server, &w);
+                http_server_write_metrics(a->server, w);
         if (a->src.write_metrics)
-                a->src.write_metrics(a->src.userdata, &w);
+                a->src.write_metrics(a->src.userdata, w);
+
+        prom_render(w, format, &resp->body);
+        resp->content_type = prom_format_content_type(format);
+        resp->negotiated = true;
+        resp->gzip_ok = true;
 }
 
 static void handle_status(void *userdata, const struct http_request *req, struct http_response *resp) {

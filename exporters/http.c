@@ -12,9 +12,11 @@
 
 #include <jansson.h>
 #include <microhttpd.h>
+#include <zlib.h>
 
 #include "log.h"
 #include "macro.h"
+#include "negotiate.h"
 #include "prom.h"
 
 #define JSON_CONTENT_TYPE "application/json"
@@ -91,7 +93,7 @@ void http_server_write_metrics(struct http_server *s, struct prom_writer *w) {
                 char code[16];
 
                 snprintf(code, sizeof(code), "%u", s->counters[i].code);
-                prom_sample_u64(w, "armprofd_http_requests_total",
+                prom_sample_u64(w,
                                 (const char *const[]) { "handler", s->counters[i].handler,
                                                         "code", code, NULL },
                                 s->counters[i].count);
@@ -106,11 +108,49 @@ static const struct http_route *find_route(const struct http_server *s, const ch
         return NULL;
 }
 
+/* gzip (RFC 1952) framing for deflate: windowBits 15 + 16 (zlib.h). */
+#define GZIP_WINDOW_BITS (15 + 16)
+#define GZIP_MEM_LEVEL 8
+/* Below this, compression costs more than it saves. */
+#define GZIP_MIN_BYTES 1024
+
+static int gzip_buffer(const struct strbuf *in, struct strbuf *out) {
+        z_stream z = {};
+        int r;
+
+        if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, GZIP_WINDOW_BITS, GZIP_MEM_LEVEL,
+                         Z_DEFAULT_STRATEGY) != Z_OK)
+                return -ENOMEM;
+        strbuf_reserve(out, deflateBound(&z, in->len));
+        z.next_in = (Bytef *) in->buf;
+        z.avail_in = (uInt) in->len;
+        z.next_out = (Bytef *) out->buf + out->len;
+        z.avail_out = (uInt) (out->cap - out->len - 1);
+        r = deflate(&z, Z_FINISH);
+        if (r == Z_STREAM_END)
+                out->len += z.total_out;
+        deflateEnd(&z);
+        return r == Z_STREAM_END ? 0 : -EIO;
+}
+
 static enum MHD_Result queue(struct MHD_Connection *c, struct http_response *resp, bool allow_hdr) {
         struct MHD_Response *r;
         enum MHD_Result ret;
+        bool gzipped = false;
         size_t len;
         char *body;
+
+        if (resp->gzip_ok && resp->body.len >= GZIP_MIN_BYTES &&
+            negotiate_gzip(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING))) {
+                struct strbuf z = STRBUF_INIT;
+
+                if (gzip_buffer(&resp->body, &z) == 0) {
+                        strbuf_done(&resp->body);
+                        resp->body = z;
+                        gzipped = true;
+                } else
+                        strbuf_done(&z);
+        }
 
         body = strbuf_steal(&resp->body, &len);
         r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
@@ -124,6 +164,13 @@ static enum MHD_Result queue(struct MHD_Connection *c, struct http_response *res
         MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
         if (allow_hdr)
                 MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+        if (gzipped)
+                MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
+        if (resp->gzip_ok || resp->negotiated)
+                MHD_add_response_header(r, MHD_HTTP_HEADER_VARY,
+                                        resp->gzip_ok && resp->negotiated ? "Accept, Accept-Encoding"
+                                        : resp->gzip_ok                   ? "Accept-Encoding"
+                                                                          : "Accept");
         ret = MHD_queue_response(c, resp->status, r);
         MHD_destroy_response(r);
         return ret;
@@ -177,6 +224,8 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
                                                 .connection = connection },
                        &resp);
         count_request(s, handler_name, resp.status);
+        log_debug("http: %s %s -> %u %s, %zu bytes", method, url, resp.status,
+                  resp.content_type ?: "-", resp.body.len);
         ret = queue(connection, &resp, false);
         strbuf_done(&resp.body);
         return ret;

@@ -32,6 +32,10 @@ struct http_response {
         unsigned status;
         const char *content_type; /* static string */
         struct strbuf body;
+        /* Compress with gzip when the client's Accept-Encoding allows it. */
+        bool gzip_ok;
+        /* The body depends on Accept (adds "Vary: Accept"). */
+        bool negotiated;
 };
 
 typedef void (*http_handler_fn)(void *userdata, const struct http_request *req,

@@ -108,18 +108,18 @@ int process_stats_read(const char *procfs, struct process_stats *ret) {
 }
 
 void process_stats_write(const struct process_stats *st, struct prom_writer *w) {
-        prom_family(w, "process_cpu_seconds_total", PROM_COUNTER,
-                    "Total user and system CPU time spent in seconds.");
-        prom_sample_double(w, "process_cpu_seconds_total", NULL, st->cpu_seconds);
-        prom_family(w, "process_resident_memory_bytes", PROM_GAUGE, "Resident memory size in bytes.");
-        prom_sample_u64(w, "process_resident_memory_bytes", NULL, st->resident_bytes);
-        prom_family(w, "process_virtual_memory_bytes", PROM_GAUGE, "Virtual memory size in bytes.");
-        prom_sample_u64(w, "process_virtual_memory_bytes", NULL, st->virtual_bytes);
+        prom_family_unit(w, "process_cpu_seconds_total", PROM_COUNTER, "seconds",
+                         "Total user and system CPU time spent in seconds.");
+        prom_sample_double(w, NULL, st->cpu_seconds);
+        prom_family_unit(w, "process_resident_memory_bytes", PROM_GAUGE, "bytes", "Resident memory size in bytes.");
+        prom_sample_u64(w, NULL, st->resident_bytes);
+        prom_family_unit(w, "process_virtual_memory_bytes", PROM_GAUGE, "bytes", "Virtual memory size in bytes.");
+        prom_sample_u64(w, NULL, st->virtual_bytes);
         prom_family(w, "process_open_fds", PROM_GAUGE, "Number of open file descriptors.");
-        prom_sample_u64(w, "process_open_fds", NULL, st->open_fds);
+        prom_sample_u64(w, NULL, st->open_fds);
         prom_family(w, "process_max_fds", PROM_GAUGE, "Maximum number of open file descriptors.");
-        prom_sample_u64(w, "process_max_fds", NULL, st->max_fds);
-        prom_family(w, "process_start_time_seconds", PROM_GAUGE,
-                    "Start time of the process since unix epoch in seconds.");
-        prom_sample_double(w, "process_start_time_seconds", NULL, st->start_time_seconds);
+        prom_sample_u64(w, NULL, st->max_fds);
+        prom_family_unit(w, "process_start_time_seconds", PROM_GAUGE, "seconds",
+                         "Start time of the process since unix epoch in seconds.");
+        prom_sample_double(w, NULL, st->start_time_seconds);
 }

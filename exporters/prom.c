@@ -4,6 +4,226 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
+
+#include "io/prometheus/client/metrics.pb-c.h"
+
+/* Strings and arrays of one exposition live in chunks freed together. */
+struct arena_chunk {
+        struct arena_chunk *next;
+        size_t used, size;
+        max_align_t data[];
+};
+
+#define ARENA_CHUNK_SIZE (64 * 1024)
+
+struct prom_sample {
+        const char *const *labels; /* NULL-terminated pairs, in the arena */
+        size_t n_labels;           /* pairs */
+        bool is_u64;
+        uint64_t u64;
+        double value;
+        struct prom_histogram *hist; /* in the arena */
+};
+
+struct prom_family_rec {
+        const char *name, *unit, *help;
+        enum prom_type type;
+        size_t first_sample, n_samples;
+};
+
+struct prom_writer {
+        struct arena_chunk *arena;
+        struct prom_family_rec *families;
+        size_t n_families, cap_families;
+        struct prom_sample *samples;
+        size_t n_samples, cap_samples;
+};
+
+static void *arena_alloc(struct prom_writer *w, size_t n) {
+        struct arena_chunk *c = w->arena;
+
+        n = (n + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
+        if (!c || c->size - c->used < n) {
+                size_t size = MAX(n, (size_t) ARENA_CHUNK_SIZE);
+
+                c = xmalloc(sizeof(*c) + size);
+                c->next = w->arena;
+                c->used = 0;
+                c->size = size;
+                w->arena = c;
+        }
+        void *p = (uint8_t *) c->data + c->used;
+        c->used += n;
+        return p;
+}
+
+static const char *arena_strdup(struct prom_writer *w, const char *s) {
+        size_t n = strlen(s) + 1;
+
+        return memcpy(arena_alloc(w, n), s, n);
+}
+
+static void *arena_memdup(struct prom_writer *w, const void *p, size_t n) {
+        return n ? memcpy(arena_alloc(w, n), p, n) : NULL;
+}
+
+struct prom_writer *prom_writer_new(void) {
+        return xcalloc(1, sizeof(struct prom_writer));
+}
+
+struct prom_writer *prom_writer_free(struct prom_writer *w) {
+        if (!w)
+                return NULL;
+        while (w->arena) {
+                struct arena_chunk *next = w->arena->next;
+                free(w->arena);
+                w->arena = next;
+        }
+        free(w->families);
+        free(w->samples);
+        free(w);
+        return NULL;
+}
+
+void prom_family_unit(struct prom_writer *w, const char *name, enum prom_type type, const char *unit,
+                      const char *help) {
+        if (w->n_families == w->cap_families) {
+                w->cap_families = w->cap_families ? w->cap_families * 2 : 32;
+                w->families = xrealloc(w->families, w->cap_families * sizeof(*w->families));
+        }
+        w->families[w->n_families++] = (struct prom_family_rec) {
+                .name = arena_strdup(w, name),
+                .unit = unit ? arena_strdup(w, unit) : NULL,
+                .help = arena_strdup(w, help),
+                .type = type,
+                .first_sample = w->n_samples,
+        };
+}
+
+static struct prom_sample *new_sample(struct prom_writer *w, const char *const *labels) {
+        struct prom_sample *s;
+        const char **copy;
+        size_t n = 0;
+
+        /* A sample outside any family is a programming error in the caller. */
+        if (w->n_families == 0)
+                abort();
+        while (labels && labels[2 * n] && labels[2 * n + 1])
+                n++;
+        copy = arena_alloc(w, (2 * n + 1) * sizeof(char *));
+        for (size_t i = 0; i < 2 * n; i++)
+                copy[i] = arena_strdup(w, labels[i]);
+        copy[2 * n] = NULL;
+
+        if (w->n_samples == w->cap_samples) {
+                w->cap_samples = w->cap_samples ? w->cap_samples * 2 : 128;
+                w->samples = xrealloc(w->samples, w->cap_samples * sizeof(*w->samples));
+        }
+        s = &w->samples[w->n_samples++];
+        *s = (struct prom_sample) { .labels = copy, .n_labels = n };
+        w->families[w->n_families - 1].n_samples++;
+        return s;
+}
+
+void prom_sample_u64(struct prom_writer *w, const char *const *labels, uint64_t v) {
+        struct prom_sample *s = new_sample(w, labels);
+
+        s->is_u64 = true;
+        s->u64 = v;
+        s->value = (double) v;
+}
+
+void prom_sample_double(struct prom_writer *w, const char *const *labels, double v) {
+        new_sample(w, labels)->value = v;
+}
+
+void prom_sample_histogram(struct prom_writer *w, const char *const *labels,
+                           const struct prom_histogram *h) {
+        struct prom_sample *s = new_sample(w, labels);
+        struct prom_histogram *c = arena_memdup(w, h, sizeof(*h));
+
+        c->upper_bounds = arena_memdup(w, h->upper_bounds, h->n_buckets * sizeof(double));
+        c->cumulative_counts = arena_memdup(w, h->cumulative_counts, h->n_buckets * sizeof(uint64_t));
+        c->native_index = arena_memdup(w, h->native_index, h->n_native * sizeof(int32_t));
+        c->native_count = arena_memdup(w, h->native_count, h->n_native * sizeof(uint64_t));
+        s->hist = c;
+}
+
+/* Text formats. */
+
+static void escape(struct strbuf *out, const char *s, bool quotes) {
+        for (; *s; s++) {
+                if (*s == '\\')
+                        strbuf_puts(out, "\\\\");
+                else if (*s == '\n')
+                        strbuf_puts(out, "\\n");
+                else if (quotes && *s == '"')
+                        strbuf_puts(out, "\\\"");
+                else
+                        strbuf_putc(out, *s);
+        }
+}
+
+void prom_escape_label_value(struct strbuf *out, const char *value) {
+        escape(out, value, true);
+}
+
+static void write_double(struct strbuf *out, double v, bool openmetrics) {
+        if (isnan(v))
+                strbuf_puts(out, "NaN");
+        else if (isinf(v))
+                strbuf_puts(out, v > 0 ? "+Inf" : "-Inf");
+        else if (openmetrics && v == floor(v) && fabs(v) < 1e15)
+                /* OpenMetrics writes integral floats such as bucket bounds as "16.0". */
+                strbuf_printf(out, "%.1f", v);
+        else
+                /* %.17g round-trips every double. */
+                strbuf_printf(out, "%.17g", v);
+}
+
+static void write_series(struct strbuf *out, const char *name, const char *suffix,
+                         const struct prom_sample *s, const char *le, bool openmetrics) {
+        bool any = s->n_labels > 0 || le;
+
+        strbuf_puts(out, name);
+        strbuf_puts(out, suffix);
+        if (any)
+                strbuf_putc(out, '{');
+        for (size_t i = 0; i < s->n_labels; i++) {
+                if (i > 0)
+                        strbuf_putc(out, ',');
+                strbuf_printf(out, "%s=\"", s->labels[2 * i]);
+                escape(out, s->labels[2 * i + 1], true);
+                strbuf_putc(out, '"');
+        }
+        if (le)
+                strbuf_printf(out, "%sle=\"%s\"", s->n_labels ? "," : "", le);
+        if (any)
+                strbuf_putc(out, '}');
+        strbuf_putc(out, ' ');
+}
+
+static void write_histogram_text(struct strbuf *out, const char *name, const struct prom_sample *s,
+                                 bool openmetrics) {
+        const struct prom_histogram *h = s->hist;
+
+        for (size_t i = 0; i < h->n_buckets; i++) {
+                struct strbuf le = STRBUF_INIT;
+
+                write_double(&le, h->upper_bounds[i], openmetrics);
+                write_series(out, name, "_bucket", s, le.buf, openmetrics);
+                strbuf_printf(out, "%" PRIu64 "\n", h->cumulative_counts[i]);
+                strbuf_done(&le);
+        }
+        write_series(out, name, "_bucket", s, "+Inf", openmetrics);
+        strbuf_printf(out, "%" PRIu64 "\n", h->count);
+        write_series(out, name, "_sum", s, NULL, openmetrics);
+        write_double(out, h->sum, openmetrics);
+        strbuf_putc(out, '\n');
+        write_series(out, name, "_count", s, NULL, openmetrics);
+        strbuf_printf(out, "%" PRIu64 "\n", h->count);
+}
 
 static const char *const type_names[] = {
         [PROM_COUNTER] = "counter",
@@ -12,64 +232,223 @@ static const char *const type_names[] = {
         [PROM_UNTYPED] = "untyped",
 };
 
-/* HELP text escapes only backslash and newline (exposition_formats.md). */
-static void escape_help(struct strbuf *out, const char *s) {
-        for (; *s; s++) {
-                if (*s == '\\')
-                        strbuf_puts(out, "\\\\");
-                else if (*s == '\n')
-                        strbuf_puts(out, "\\n");
-                else
-                        strbuf_putc(out, *s);
+static void render_text(const struct prom_writer *w, bool openmetrics, struct strbuf *out) {
+        for (size_t f = 0; f < w->n_families; f++) {
+                const struct prom_family_rec *fam = &w->families[f];
+                char base[256];
+                const char *meta = fam->name, *sample_suffix = "";
+
+                /* OpenMetrics: the counter family is "x", its sample "x_total". */
+                if (openmetrics && fam->type == PROM_COUNTER) {
+                        size_t n = strlen(fam->name);
+
+                        if (n > 6 && n - 6 < sizeof(base) && streq(fam->name + n - 6, "_total")) {
+                                memcpy(base, fam->name, n - 6);
+                                base[n - 6] = '\0';
+                                meta = base;
+                                sample_suffix = "_total";
+                        }
+                }
+                strbuf_printf(out, "# HELP %s ", meta);
+                escape(out, fam->help, openmetrics);
+                strbuf_printf(out, "\n# TYPE %s %s\n", meta,
+                              openmetrics && fam->type == PROM_UNTYPED ? "unknown" : type_names[fam->type]);
+                if (openmetrics && fam->unit)
+                        strbuf_printf(out, "# UNIT %s %s\n", meta, fam->unit);
+
+                for (size_t i = 0; i < fam->n_samples; i++) {
+                        const struct prom_sample *s = &w->samples[fam->first_sample + i];
+
+                        if (s->hist) {
+                                write_histogram_text(out, meta, s, openmetrics);
+                                continue;
+                        }
+                        write_series(out, meta, sample_suffix, s, NULL, openmetrics);
+                        if (s->is_u64)
+                                strbuf_printf(out, "%" PRIu64 "\n", s->u64);
+                        else {
+                                write_double(out, s->value, openmetrics);
+                                strbuf_putc(out, '\n');
+                        }
+                }
+        }
+        if (openmetrics)
+                strbuf_puts(out, "# EOF\n");
+}
+
+/* Protobuf: one length-delimited MetricFamily after another. */
+
+static void put_varint(struct strbuf *out, uint64_t v) {
+        uint8_t b[10];
+        size_t n = 0;
+
+        do {
+                b[n] = (uint8_t) (v & 0x7f);
+                v >>= 7;
+                if (v)
+                        b[n] |= 0x80;
+                n++;
+        } while (v);
+        strbuf_append(out, b, n);
+}
+
+/* Per-family scratch for the message graph; freed after packing. */
+struct pb_scratch {
+        void **ptrs;
+        size_t n, cap;
+};
+
+static void *scratch(struct pb_scratch *sc, size_t size) {
+        if (sc->n == sc->cap) {
+                sc->cap = sc->cap ? sc->cap * 2 : 64;
+                sc->ptrs = xrealloc(sc->ptrs, sc->cap * sizeof(void *));
+        }
+        return sc->ptrs[sc->n++] = xcalloc(1, size);
+}
+
+static void scratch_free(struct pb_scratch *sc) {
+        for (size_t i = 0; i < sc->n; i++)
+                free(sc->ptrs[i]);
+        free(sc->ptrs);
+        *sc = (struct pb_scratch) {};
+}
+
+static Io__Prometheus__Client__Histogram *pb_histogram(struct pb_scratch *sc, const struct prom_histogram *h) {
+        Io__Prometheus__Client__Histogram *ph = scratch(sc, sizeof(*ph));
+
+        io__prometheus__client__histogram__init(ph);
+        ph->has_sample_count = true;
+        ph->sample_count = h->count;
+        ph->has_sample_sum = true;
+        ph->sample_sum = h->sum;
+        ph->n_bucket = h->n_buckets;
+        ph->bucket = scratch(sc, (h->n_buckets + 1) * sizeof(*ph->bucket));
+        for (size_t i = 0; i < h->n_buckets; i++) {
+                Io__Prometheus__Client__Bucket *b = scratch(sc, sizeof(*b));
+
+                io__prometheus__client__bucket__init(b);
+                b->has_cumulative_count = b->has_upper_bound = true;
+                b->cumulative_count = h->cumulative_counts[i];
+                b->upper_bound = h->upper_bounds[i];
+                ph->bucket[i] = b;
+        }
+        if (!h->native)
+                return ph;
+
+        ph->has_schema = ph->has_zero_threshold = ph->has_zero_count = true;
+        ph->schema = h->schema;
+        ph->zero_threshold = h->zero_threshold;
+        ph->zero_count = h->zero_count;
+
+        /* Spans of consecutive indexes; the first offset is absolute, then gaps. */
+        ph->positive_span = scratch(sc, (h->n_native + 1) * sizeof(*ph->positive_span));
+        ph->positive_delta = scratch(sc, (h->n_native + 1) * sizeof(*ph->positive_delta));
+        for (size_t i = 0; i < h->n_native; i++) {
+                Io__Prometheus__Client__BucketSpan *span;
+
+                if (i == 0 || h->native_index[i] != h->native_index[i - 1] + 1) {
+                        span = scratch(sc, sizeof(*span));
+                        io__prometheus__client__bucket_span__init(span);
+                        span->has_offset = span->has_length = true;
+                        span->offset = i == 0 ? h->native_index[0]
+                                              : h->native_index[i] - h->native_index[i - 1] - 1;
+                        ph->positive_span[ph->n_positive_span++] = span;
+                }
+                ph->positive_span[ph->n_positive_span - 1]->length++;
+                ph->positive_delta[ph->n_positive_delta++] =
+                        (int64_t) h->native_count[i] - (i == 0 ? 0 : (int64_t) h->native_count[i - 1]);
+        }
+        if (h->n_native == 0) {
+                /* A no-op span marks an empty histogram as native (native_histograms.md). */
+                Io__Prometheus__Client__BucketSpan *span = scratch(sc, sizeof(*span));
+
+                io__prometheus__client__bucket_span__init(span);
+                span->has_offset = span->has_length = true;
+                ph->positive_span[ph->n_positive_span++] = span;
+        }
+        return ph;
+}
+
+static void render_protobuf(const struct prom_writer *w, struct strbuf *out) {
+        static const Io__Prometheus__Client__MetricType types[] = {
+                [PROM_COUNTER] = IO__PROMETHEUS__CLIENT__METRIC_TYPE__COUNTER,
+                [PROM_GAUGE] = IO__PROMETHEUS__CLIENT__METRIC_TYPE__GAUGE,
+                [PROM_HISTOGRAM] = IO__PROMETHEUS__CLIENT__METRIC_TYPE__HISTOGRAM,
+                [PROM_UNTYPED] = IO__PROMETHEUS__CLIENT__METRIC_TYPE__UNTYPED,
+        };
+
+        for (size_t f = 0; f < w->n_families; f++) {
+                const struct prom_family_rec *fam = &w->families[f];
+                Io__Prometheus__Client__MetricFamily mf = IO__PROMETHEUS__CLIENT__METRIC_FAMILY__INIT;
+                struct pb_scratch sc = {};
+                size_t len;
+
+                mf.name = (char *) fam->name;
+                mf.help = (char *) fam->help;
+                mf.has_type = true;
+                mf.type = types[fam->type];
+                if (fam->unit)
+                        mf.unit = (char *) fam->unit;
+                mf.n_metric = fam->n_samples;
+                mf.metric = scratch(&sc, (fam->n_samples + 1) * sizeof(*mf.metric));
+
+                for (size_t i = 0; i < fam->n_samples; i++) {
+                        const struct prom_sample *s = &w->samples[fam->first_sample + i];
+                        Io__Prometheus__Client__Metric *m = scratch(&sc, sizeof(*m));
+
+                        io__prometheus__client__metric__init(m);
+                        m->n_label = s->n_labels;
+                        m->label = scratch(&sc, (s->n_labels + 1) * sizeof(*m->label));
+                        for (size_t l = 0; l < s->n_labels; l++) {
+                                Io__Prometheus__Client__LabelPair *lp = scratch(&sc, sizeof(*lp));
+
+                                io__prometheus__client__label_pair__init(lp);
+                                lp->name = (char *) s->labels[2 * l];
+                                lp->value = (char *) s->labels[2 * l + 1];
+                                m->label[l] = lp;
+                        }
+                        if (s->hist)
+                                m->histogram = pb_histogram(&sc, s->hist);
+                        else if (fam->type == PROM_COUNTER) {
+                                m->counter = scratch(&sc, sizeof(*m->counter));
+                                io__prometheus__client__counter__init(m->counter);
+                                m->counter->has_value = true;
+                                m->counter->value = s->value;
+                        } else if (fam->type == PROM_GAUGE) {
+                                m->gauge = scratch(&sc, sizeof(*m->gauge));
+                                io__prometheus__client__gauge__init(m->gauge);
+                                m->gauge->has_value = true;
+                                m->gauge->value = s->value;
+                        } else {
+                                m->untyped = scratch(&sc, sizeof(*m->untyped));
+                                io__prometheus__client__untyped__init(m->untyped);
+                                m->untyped->has_value = true;
+                                m->untyped->value = s->value;
+                        }
+                        mf.metric[i] = m;
+                }
+
+                len = io__prometheus__client__metric_family__get_packed_size(&mf);
+                put_varint(out, len);
+                strbuf_reserve(out, len);
+                io__prometheus__client__metric_family__pack(&mf, (uint8_t *) out->buf + out->len);
+                out->len += len;
+                out->buf[out->len] = '\0';
+                scratch_free(&sc);
         }
 }
 
-void prom_escape_label_value(struct strbuf *out, const char *s) {
-        for (; *s; s++) {
-                if (*s == '\\')
-                        strbuf_puts(out, "\\\\");
-                else if (*s == '"')
-                        strbuf_puts(out, "\\\"");
-                else if (*s == '\n')
-                        strbuf_puts(out, "\\n");
-                else
-                        strbuf_putc(out, *s);
+void prom_render(const struct prom_writer *w, enum prom_format format, struct strbuf *out) {
+        switch (format) {
+        case PROM_FORMAT_PROTOBUF:
+                render_protobuf(w, out);
+                break;
+        case PROM_FORMAT_OPENMETRICS:
+                render_text(w, true, out);
+                break;
+        case PROM_FORMAT_TEXT:
+        default:
+                render_text(w, false, out);
+                break;
         }
-}
-
-void prom_family(struct prom_writer *w, const char *name, enum prom_type type, const char *help) {
-        strbuf_printf(w->out, "# HELP %s ", name);
-        escape_help(w->out, help);
-        strbuf_printf(w->out, "\n# TYPE %s %s\n", name, type_names[type]);
-}
-
-static void write_name_labels(struct prom_writer *w, const char *name, const char *const *labels) {
-        strbuf_puts(w->out, name);
-        if (!labels || !labels[0])
-                return;
-        strbuf_putc(w->out, '{');
-        for (size_t i = 0; labels[i] && labels[i + 1]; i += 2) {
-                if (i > 0)
-                        strbuf_putc(w->out, ',');
-                strbuf_printf(w->out, "%s=\"", labels[i]);
-                prom_escape_label_value(w->out, labels[i + 1]);
-                strbuf_putc(w->out, '"');
-        }
-        strbuf_putc(w->out, '}');
-}
-
-void prom_sample_u64(struct prom_writer *w, const char *name, const char *const *labels, uint64_t v) {
-        write_name_labels(w, name, labels);
-        strbuf_printf(w->out, " %" PRIu64 "\n", v);
-}
-
-void prom_sample_double(struct prom_writer *w, const char *name, const char *const *labels, double v) {
-        write_name_labels(w, name, labels);
-        if (isnan(v))
-                strbuf_puts(w->out, " NaN\n");
-        else if (isinf(v))
-                strbuf_puts(w->out, v > 0 ? " +Inf\n" : " -Inf\n");
-        else
-                /* %.17g round-trips every double exactly. */
-                strbuf_printf(w->out, " %.17g\n", v);
 }

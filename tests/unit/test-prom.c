@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Each format rendered from one exposition, against hand-written expected output. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "io/prometheus/client/metrics.pb-c.h"
+#include "macro.h"
+#include "prom.h"
+
+static struct prom_writer *example(void) {
+        static const double upper[] = { 16, 64 };
+        static const uint64_t cum[] = { 3, 7 };
+        static const int32_t idx[] = { -1, 0, 1, 5, 6 };
+        static const uint64_t cnt[] = { 1, 2, 0, 4, 3 };
+        struct prom_writer *w = prom_writer_new();
+        char tmp[32];
+
+        prom_family_unit(w, "x_cpu_seconds_total", PROM_COUNTER, "seconds", "CPU time.\nWith \\ and \"quotes\".");
+        prom_sample_double(w, NULL, 1.5);
+        prom_family(w, "x_requests_total", PROM_COUNTER, "Requests.");
+        strcpy(tmp, "a\"b\\c\nd");
+        prom_sample_u64(w, (const char *const[]) { "code", "200", "path", tmp, NULL }, 18446744073709551615ULL);
+        strcpy(tmp, "overwritten"); /* the writer copied it */
+        prom_family(w, "x_ratio", PROM_GAUGE, "A ratio.");
+        prom_sample_double(w, (const char *const[]) { "cpu", "0", NULL }, 0.25);
+        prom_family(w, "x_latency_cycles", PROM_HISTOGRAM, "Latency.");
+        prom_sample_histogram(w, (const char *const[]) { "op", "load", NULL },
+                              &(struct prom_histogram) {
+                                      .count = 10, .sum = 321.5,
+                                      .n_buckets = 2, .upper_bounds = upper, .cumulative_counts = cum,
+                                      .native = true, .schema = 3, .zero_threshold = 0.5, .zero_count = 0,
+                                      .n_native = 5, .native_index = idx, .native_count = cnt,
+                              });
+        return w;
+}
+
+static void test_text(void **state) {
+        _cleanup_(prom_writer_freep) struct prom_writer *w = example();
+        struct strbuf out = STRBUF_INIT;
+
+        prom_render(w, PROM_FORMAT_TEXT, &out);
+        assert_string_equal(out.buf,
+                "# HELP x_cpu_seconds_total CPU time.\\nWith \\\\ and \"quotes\".\n"
+                "# TYPE x_cpu_seconds_total counter\n"
+                "x_cpu_seconds_total 1.5\n"
+                "# HELP x_requests_total Requests.\n"
+                "# TYPE x_requests_total counter\n"
+                "x_requests_total{code=\"200\",path=\"a\\\"b\\\\c\\nd\"} 18446744073709551615\n"
+                "# HELP x_ratio A ratio.\n"
+                "# TYPE x_ratio gauge\n"
+                "x_ratio{cpu=\"0\"} 0.25\n"
+                "# HELP x_latency_cycles Latency.\n"
+                "# TYPE x_latency_cycles histogram\n"
+                "x_latency_cycles_bucket{op=\"load\",le=\"16\"} 3\n"
+                "x_latency_cycles_bucket{op=\"load\",le=\"64\"} 7\n"
+                "x_latency_cycles_bucket{op=\"load\",le=\"+Inf\"} 10\n"
+                "x_latency_cycles_sum{op=\"load\"} 321.5\n"
+                "x_latency_cycles_count{op=\"load\"} 10\n");
+        strbuf_done(&out);
+}
+
+static void test_openmetrics(void **state) {
+        _cleanup_(prom_writer_freep) struct prom_writer *w = example();
+        struct strbuf out = STRBUF_INIT;
+
+        prom_render(w, PROM_FORMAT_OPENMETRICS, &out);
+        assert_string_equal(out.buf,
+                "# HELP x_cpu_seconds CPU time.\\nWith \\\\ and \\\"quotes\\\".\n"
+                "# TYPE x_cpu_seconds counter\n"
+                "# UNIT x_cpu_seconds seconds\n"
+                "x_cpu_seconds_total 1.5\n"
+                "# HELP x_requests Requests.\n"
+                "# TYPE x_requests counter\n"
+                "x_requests_total{code=\"200\",path=\"a\\\"b\\\\c\\nd\"} 18446744073709551615\n"
+                "# HELP x_ratio A ratio.\n"
+                "# TYPE x_ratio gauge\n"
+                "x_ratio{cpu=\"0\"} 0.25\n"
+                "# HELP x_latency_cycles Latency.\n"
+                "# TYPE x_latency_cycles histogram\n"
+                "x_latency_cycles_bucket{op=\"load\",le=\"16.0\"} 3\n"
+                "x_latency_cycles_bucket{op=\"load\",le=\"64.0\"} 7\n"
+                "x_latency_cycles_bucket{op=\"load\",le=\"+Inf\"} 10\n"
+                "x_latency_cycles_sum{op=\"load\"} 321.5\n"
+                "x_latency_cycles_count{op=\"load\"} 10\n"
+                "# EOF\n");
+        strbuf_done(&out);
+}
+
+static void test_protobuf(void **state) {
+        _cleanup_(prom_writer_freep) struct prom_writer *w = example();
+        struct strbuf out = STRBUF_INIT;
+        size_t pos = 0, frames = 0;
+        Io__Prometheus__Client__MetricFamily *mf[4] = {};
+
+        prom_render(w, PROM_FORMAT_PROTOBUF, &out);
+        /* Split the varint-delimited frames ourselves. */
+        while (pos < out.len) {
+                uint64_t len = 0;
+                unsigned shift = 0;
+                uint8_t b;
+
+                do {
+                        b = (uint8_t) out.buf[pos++];
+                        len |= (uint64_t) (b & 0x7f) << shift;
+                        shift += 7;
+                } while (b & 0x80);
+                assert_true(frames < 4);
+                assert_true(pos + len <= out.len);
+                mf[frames] = io__prometheus__client__metric_family__unpack(NULL, len, (uint8_t *) out.buf + pos);
+                assert_non_null(mf[frames]);
+                pos += len;
+                frames++;
+        }
+        assert_int_equal(frames, 4);
+
+        assert_string_equal(mf[0]->name, "x_cpu_seconds_total");
+        assert_string_equal(mf[0]->unit, "seconds");
+        assert_int_equal(mf[0]->type, IO__PROMETHEUS__CLIENT__METRIC_TYPE__COUNTER);
+        assert_true(mf[0]->metric[0]->counter->value == 1.5);
+
+        assert_string_equal(mf[1]->metric[0]->label[1]->value, "a\"b\\c\nd");
+        assert_true(mf[1]->metric[0]->counter->value == 18446744073709551615.0);
+        assert_int_equal(mf[2]->type, IO__PROMETHEUS__CLIENT__METRIC_TYPE__GAUGE);
+        assert_true(mf[2]->metric[0]->gauge->value == 0.25);
+
+        /* Histogram: classic and native side by side. */
+        Io__Prometheus__Client__Histogram *h = mf[3]->metric[0]->histogram;
+        assert_int_equal(mf[3]->type, IO__PROMETHEUS__CLIENT__METRIC_TYPE__HISTOGRAM);
+        assert_int_equal(h->sample_count, 10);
+        assert_true(h->sample_sum == 321.5);
+        assert_int_equal(h->n_bucket, 2);
+        assert_int_equal(h->bucket[1]->cumulative_count, 7);
+        assert_true(h->bucket[1]->upper_bound == 64);
+        assert_int_equal(h->schema, 3);
+        assert_true(h->zero_threshold == 0.5);
+        /* Indexes -1,0,1 then 5,6: spans (offset -1, len 3), (gap 3, len 2). */
+        assert_int_equal(h->n_positive_span, 2);
+        assert_int_equal(h->positive_span[0]->offset, -1);
+        assert_int_equal(h->positive_span[0]->length, 3);
+        assert_int_equal(h->positive_span[1]->offset, 3);
+        assert_int_equal(h->positive_span[1]->length, 2);
+        /* Counts 1,2,0,4,3 as deltas. */
+        int64_t want[] = { 1, 1, -2, 4, -1 };
+        assert_int_equal(h->n_positive_delta, 5);
+        for (size_t i = 0; i < 5; i++)
+                assert_int_equal(h->positive_delta[i], want[i]);
+
+        for (size_t i = 0; i < frames; i++)
+                io__prometheus__client__metric_family__free_unpacked(mf[i], NULL);
+        strbuf_done(&out);
+}
+
+static void test_empty_native_histogram_has_noop_span(void **state) {
+        _cleanup_(prom_writer_freep) struct prom_writer *w = prom_writer_new();
+        struct strbuf out = STRBUF_INIT;
+        Io__Prometheus__Client__MetricFamily *mf;
+
+        prom_family(w, "h", PROM_HISTOGRAM, "Empty.");
+        prom_sample_histogram(w, NULL, &(struct prom_histogram) { .native = true, .schema = 7 });
+        prom_render(w, PROM_FORMAT_PROTOBUF, &out);
+        mf = io__prometheus__client__metric_family__unpack(NULL, (uint8_t) out.buf[0], (uint8_t *) out.buf + 1);
+        assert_non_null(mf);
+        assert_int_equal(mf->metric[0]->histogram->n_positive_span, 1);
+        assert_int_equal(mf->metric[0]->histogram->positive_span[0]->length, 0);
+        io__prometheus__client__metric_family__free_unpacked(mf, NULL);
+        strbuf_done(&out);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_text),
+                cmocka_unit_test(test_openmetrics),
+                cmocka_unit_test(test_protobuf),
+                cmocka_unit_test(test_empty_native_histogram_has_noop_span),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
