@@ -1,0 +1,795 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "pmu-collector.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "pmu-sysfs.h"
+
+#define PROCFS_DEFAULT_ROOT "/proc"
+#define PARANOID_FILE "sys/kernel/perf_event_paranoid"
+#define PARANOID_VALUE_MAX 32U
+#define SOFTWARE_GROUP_NAME "software"
+#define NO_PMU_GROUP_NAME "generic"
+
+struct member {
+        enum pmu_event_id ev;
+        int fd;
+        uint64_t kernel_id; /* PERF_EVENT_IOC_ID, matches the id in reads */
+};
+
+struct group {
+        bool software;
+        size_t n;
+        struct member m[PMU_GROUP_MAX_EVENTS];
+        size_t slot;          /* index into cpu_state.slots */
+        unsigned zero_reads;  /* reads with time_running == 0 since open */
+        bool stuck;           /* single event that never runs: left alone */
+};
+
+struct slot {
+        struct pmu_group_times pub; /* name, totals; n_events updated on open */
+        struct pmu_group_time time;
+};
+
+struct cpu_state {
+        unsigned cpu;
+        bool open;
+        bool reopen; /* close and open again before the next read */
+        const struct pmu_desc *pmu;
+        size_t n_groups;
+        struct group groups[PMU_MAX_GROUPS];
+        struct pmu_group_counter counters[_PMU_EVENT_MAX];
+        int error[_PMU_EVENT_MAX]; /* last open failure, negative errno */
+        size_t n_slots;
+        struct slot slots[PMU_MAX_GROUPS];
+        struct pmu_ratio ratios[_PMU_RATIO_MAX];
+};
+
+struct pmu_collector {
+        char *procfs_root;
+        enum pmu_event_id events[_PMU_EVENT_MAX];
+        size_t n_events;
+        unsigned general_override;
+        bool open_unlisted;
+        unsigned stuck_reads;
+
+        struct pmu_sysfs *sysfs;
+        unsigned *general; /* per sysfs->pmus[i], may shrink at run time */
+        bool *cycle_counter;
+        unsigned general_no_pmu;
+
+        struct cpulist online; /* CPUs we hold groups for */
+        struct cpu_state *cpus[CPULIST_MAX_CPUS];
+
+        uint64_t reads;
+        unsigned resplits;
+        enum pmu_state state;
+        char message[PMU_MESSAGE_MAX];
+};
+
+static const char *const state_names[_PMU_STATE_MAX] = {
+        [PMU_STATE_OK] = "ok",
+        [PMU_STATE_DEGRADED] = "degraded",
+        [PMU_STATE_PERMISSION_DENIED] = "permission-denied",
+        [PMU_STATE_NO_EVENTS] = "no-events",
+};
+
+const char *pmu_state_to_string(enum pmu_state s) {
+        if (s < 0 || s >= _PMU_STATE_MAX)
+                return NULL;
+        return state_names[s];
+}
+
+static int perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group_fd,
+                           unsigned long flags) {
+        long fd = syscall(SYS_perf_event_open, attr, pid, cpu, group_fd, flags);
+
+        return fd < 0 ? -errno : (int) fd;
+}
+
+static size_t pmu_index(const struct pmu_collector *c, const struct pmu_desc *p) {
+        return (size_t) (p - c->sysfs->pmus);
+}
+
+static void attr_init(struct perf_event_attr *attr, uint32_t type, uint64_t config) {
+        memset(attr, 0, sizeof(*attr));
+        attr->size = sizeof(*attr);
+        attr->type = type;
+        attr->config = config;
+        attr->read_format = PERF_FORMAT_GROUP | PERF_FORMAT_TOTAL_TIME_ENABLED |
+                            PERF_FORMAT_TOTAL_TIME_RUNNING | PERF_FORMAT_ID;
+}
+
+static void group_close(struct group *g) {
+        /* Members first, then the leader (m[0]). */
+        for (size_t i = g->n; i > 0; i--)
+                g->m[i - 1].fd = safe_close(g->m[i - 1].fd);
+        g->n = 0;
+}
+
+static void cpu_close(struct cpu_state *s) {
+        for (size_t i = 0; i < s->n_groups; i++)
+                group_close(&s->groups[i]);
+        for (size_t i = 0; i < s->n_slots; i++)
+                s->slots[i].pub.n_events = 0;
+        s->n_groups = 0;
+        s->open = false;
+}
+
+static size_t slot_get(struct cpu_state *s, const char *name) {
+        for (size_t i = 0; i < s->n_slots; i++)
+                if (streq(s->slots[i].pub.name, name))
+                        return i;
+        if (s->n_slots == ELEMENTSOF(s->slots)) {
+                /* Full (the PMU changed shape many times): recycle an
+                 * unused slot; its totals restart, which only a PMU swap
+                 * under our feet can cause. */
+                for (size_t i = 0; i < s->n_slots; i++)
+                        if (s->slots[i].pub.n_events == 0) {
+                                memset(&s->slots[i], 0, sizeof(s->slots[i]));
+                                snprintf(s->slots[i].pub.name, sizeof(s->slots[i].pub.name), "%s", name);
+                                return i;
+                        }
+                return 0;
+        }
+        snprintf(s->slots[s->n_slots].pub.name, sizeof(s->slots[s->n_slots].pub.name), "%s", name);
+        return s->n_slots++;
+}
+
+/* Open one planned group on s->cpu. Events that failed as members for a
+ * reason that may be capacity (EINVAL, ENOSPC) go to *deferred, to be tried
+ * in a group of their own; other failures are recorded per event. */
+static void group_open(struct pmu_collector *c, struct cpu_state *s, const struct pmu_group_spec *spec,
+                       const char *slot_name, enum pmu_event_id *deferred, size_t *n_deferred) {
+        struct group *g = &s->groups[s->n_groups];
+        int r;
+
+        *g = (struct group) { .software = spec->software };
+        for (size_t i = 0; i < ELEMENTSOF(g->m); i++)
+                g->m[i].fd = -1;
+
+        for (size_t i = 0; i < spec->n; i++) {
+                enum pmu_event_id ev = spec->ev[i];
+                struct perf_event_attr attr;
+                int leader = g->n > 0 ? g->m[0].fd : -1;
+                uint32_t type;
+                uint64_t config;
+
+                r = pmu_event_encode(ev, s->pmu, c->open_unlisted, &type, &config);
+                if (r < 0) {
+                        s->error[ev] = r;
+                        continue;
+                }
+                attr_init(&attr, type, config);
+                /* The leader is opened disabled and enabled once the group is
+                 * complete, so the members start counting together; members
+                 * follow their leader (perf_event_open(2), "disabled"). */
+                attr.disabled = leader < 0;
+                r = perf_event_open(&attr, -1, (int) s->cpu, leader, PERF_FLAG_FD_CLOEXEC);
+                if (r < 0 && leader >= 0 && (r == -EINVAL || r == -ENOSPC)) {
+                        deferred[(*n_deferred)++] = ev;
+                        continue;
+                }
+                if (r < 0) {
+                        s->error[ev] = r;
+                        continue;
+                }
+                g->m[g->n] = (struct member) { .ev = ev, .fd = r };
+                if (ioctl(r, PERF_EVENT_IOC_ID, &g->m[g->n].kernel_id) < 0) {
+                        /* Without its id the value cannot be matched in a
+                         * group read (the next event may then lead). */
+                        s->error[ev] = -errno;
+                        g->m[g->n].fd = safe_close(r);
+                        continue;
+                }
+                s->error[ev] = 0;
+                g->n++;
+        }
+        if (g->n == 0)
+                return;
+        if (ioctl(g->m[0].fd, PERF_EVENT_IOC_ENABLE, 0) < 0) {
+                r = -errno;
+                for (size_t i = 0; i < g->n; i++)
+                        s->error[g->m[i].ev] = r;
+                group_close(g);
+                return;
+        }
+        g->slot = slot_get(s, slot_name);
+        s->slots[g->slot].pub.n_events = g->n;
+        pmu_group_time_reopen(&s->slots[g->slot].time);
+        for (size_t i = 0; i < g->n; i++)
+                pmu_group_counter_reopen(&s->counters[g->m[i].ev]);
+        s->n_groups++;
+}
+
+static void cpu_open(struct pmu_collector *c, struct cpu_state *s) {
+        enum pmu_event_id pending[_PMU_EVENT_MAX];
+        size_t n_pending = c->n_events;
+        unsigned general = c->general_no_pmu;
+        bool cycle_counter = false;
+        const char *pmu_name = NO_PMU_GROUP_NAME;
+        unsigned hw_index = 0;
+
+        cpu_close(s);
+        s->reopen = false;
+        s->pmu = pmu_sysfs_pmu_for_cpu(c->sysfs, s->cpu);
+        if (s->pmu) {
+                general = c->general[pmu_index(c, s->pmu)];
+                cycle_counter = c->cycle_counter[pmu_index(c, s->pmu)];
+                pmu_name = s->pmu->name;
+        }
+        memcpy(pending, c->events, n_pending * sizeof(pending[0]));
+        for (size_t i = 0; i < _PMU_EVENT_MAX; i++)
+                s->error[i] = 0;
+
+        /* Plan, open, and plan again whatever did not fit, until every
+         * event is either open or failed: each round opens or fails at least
+         * the first event of its first group, so this ends. */
+        while (n_pending > 0) {
+                struct pmu_group_plan plan;
+                enum pmu_event_id deferred[_PMU_EVENT_MAX];
+                size_t n_deferred = 0;
+
+                if (pmu_group_plan(pending, n_pending, general, cycle_counter, &plan) < 0)
+                        break;
+                for (size_t k = 0; k < plan.n_groups && s->n_groups < ELEMENTSOF(s->groups); k++) {
+                        char name[PMU_NAME_MAX];
+
+                        if (plan.groups[k].software)
+                                snprintf(name, sizeof(name), "%s", SOFTWARE_GROUP_NAME);
+                        else
+                                snprintf(name, sizeof(name), "%s/%u", pmu_name, hw_index++);
+                        group_open(c, s, &plan.groups[k], name, deferred, &n_deferred);
+                }
+                /* A deferred event's group may have been the last one: one
+                 * per group from now on, so the next round cannot defer. */
+                general = 1;
+                cycle_counter = false;
+                memcpy(pending, deferred, n_deferred * sizeof(pending[0]));
+                n_pending = n_deferred;
+        }
+        s->open = true;
+}
+
+static struct cpu_state *cpu_get(struct pmu_collector *c, unsigned cpu) {
+        if (!c->cpus[cpu]) {
+                c->cpus[cpu] = calloc(1, sizeof(struct cpu_state));
+                if (!c->cpus[cpu])
+                        return NULL;
+                c->cpus[cpu]->cpu = cpu;
+                for (size_t i = 0; i < PMU_MAX_GROUPS; i++)
+                        for (size_t j = 0; j < PMU_GROUP_MAX_EVENTS; j++)
+                                c->cpus[cpu]->groups[i].m[j].fd = -1;
+        }
+        return c->cpus[cpu];
+}
+
+static bool cpu_has_event(const struct cpu_state *s, enum pmu_event_id ev) {
+        for (size_t k = 0; k < s->n_groups; k++)
+                for (size_t j = 0; j < s->groups[k].n; j++)
+                        if (s->groups[k].m[j].ev == ev)
+                                return true;
+        return false;
+}
+
+/* Append to c->message, silently truncating (it is for people). */
+_printf_(2, 3) static void message_append(struct pmu_collector *c, const char *fmt, ...) {
+        size_t len = strlen(c->message);
+        va_list ap;
+
+        if (len + 1 >= sizeof(c->message))
+                return;
+        va_start(ap, fmt);
+        (void) vsnprintf(c->message + len, sizeof(c->message) - len, fmt, ap);
+        va_end(ap);
+}
+
+/* Derive the state and its message from what is open now and from the
+ * errors of the last open on each online CPU. */
+static void update_state(struct pmu_collector *c) {
+        size_t configured = c->n_events, available = 0;
+        int eacces = 0;
+        bool emfile = false;
+        int error[_PMU_EVENT_MAX] = {};
+        bool ok[_PMU_EVENT_MAX] = {};
+
+        CPULIST_FOREACH(cpu, &c->online) {
+                const struct cpu_state *s = c->cpus[cpu];
+
+                if (!s || !s->open)
+                        continue;
+                for (size_t i = 0; i < c->n_events; i++) {
+                        enum pmu_event_id ev = c->events[i];
+                        int e = s->error[ev];
+
+                        if (cpu_has_event(s, ev))
+                                ok[ev] = true;
+                        if (e == 0)
+                                continue;
+                        if (error[ev] == 0)
+                                error[ev] = e;
+                        if ((e == -EACCES || e == -EPERM) && eacces == 0)
+                                eacces = e;
+                        if (e == -EMFILE || e == -ENFILE)
+                                emfile = true;
+                }
+        }
+        for (size_t i = 0; i < c->n_events; i++)
+                if (ok[c->events[i]])
+                        available++;
+
+        if (available > 0)
+                c->state = available == configured ? PMU_STATE_OK : PMU_STATE_DEGRADED;
+        else if (eacces != 0)
+                c->state = PMU_STATE_PERMISSION_DENIED;
+        else
+                c->state = PMU_STATE_NO_EVENTS;
+
+        c->message[0] = '\0';
+        if (eacces != 0) {
+                char paranoid[PARANOID_VALUE_MAX] = "?";
+                char path[PATH_MAX];
+
+                if (snprintf(path, sizeof(path), "%s/%s", c->procfs_root, PARANOID_FILE) < (int) sizeof(path))
+                        (void) pmu_sysfs_read_string(path, paranoid, sizeof(paranoid));
+                /* perf_event_open(2): cpu-wide events need CAP_PERFMON
+                 * (Linux >= 5.8, else CAP_SYS_ADMIN) or paranoid <= 0. */
+                message_append(c,
+                               "perf_event_open: %s for per-CPU counting (kernel.perf_event_paranoid=%s); "
+                               "system-wide counting needs CAP_PERFMON (CAP_SYS_ADMIN before Linux 5.8) "
+                               "or perf_event_paranoid <= 0. ",
+                               strerror(-eacces), paranoid);
+        }
+        if (emfile)
+                message_append(c, "perf_event_open: too many open files (one fd per event per CPU); "
+                                  "raise RLIMIT_NOFILE (LimitNOFILE=). ");
+        /* With permission denied, the list would only repeat EACCES. */
+        if (c->state != PMU_STATE_PERMISSION_DENIED && available < configured) {
+                bool first = true;
+
+                if (c->state == PMU_STATE_NO_EVENTS)
+                        message_append(c, "no configured event could be opened: ");
+                else
+                        message_append(c, "%zu of %zu configured events unavailable: ",
+                                       configured - available, configured);
+                for (size_t i = 0; i < c->n_events; i++) {
+                        enum pmu_event_id ev = c->events[i];
+
+                        if (ok[ev])
+                                continue;
+                        message_append(c, "%s%s (%s)", first ? "" : ", ", pmu_event_get(ev)->name,
+                                       error[ev] ? strerror(-error[ev]) : "not opened");
+                        first = false;
+                }
+        }
+        for (size_t len = strlen(c->message); len > 0 && c->message[len - 1] == ' '; len--)
+                c->message[len - 1] = '\0';
+}
+
+struct pmu_collector *pmu_collector_free(struct pmu_collector *c) {
+        if (!c)
+                return NULL;
+        for (size_t i = 0; i < ELEMENTSOF(c->cpus); i++) {
+                if (!c->cpus[i])
+                        continue;
+                cpu_close(c->cpus[i]);
+                free(c->cpus[i]);
+        }
+        pmu_sysfs_free(c->sysfs);
+        free(c->general);
+        free(c->cycle_counter);
+        free(c->procfs_root);
+        free(c);
+        return NULL;
+}
+
+static void pmu_collector_freep(struct pmu_collector **c) {
+        pmu_collector_free(*c);
+}
+
+int pmu_collector_new(const struct pmu_collector_config *cfg, struct pmu_collector **ret) {
+        _cleanup_(pmu_collector_freep) struct pmu_collector *c = NULL;
+        int r;
+
+        if (!cfg || (cfg->n_events > 0 && !cfg->events) || cfg->n_events > _PMU_EVENT_MAX)
+                return -EINVAL;
+
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        c->procfs_root = strdup(cfg->procfs_root ? cfg->procfs_root : PROCFS_DEFAULT_ROOT);
+        if (!c->procfs_root)
+                return -ENOMEM;
+
+        if (cfg->n_events == 0) {
+                for (size_t i = 0; i < _PMU_EVENT_MAX; i++)
+                        c->events[i] = (enum pmu_event_id) i;
+                c->n_events = _PMU_EVENT_MAX;
+        } else {
+                bool seen[_PMU_EVENT_MAX] = {};
+
+                for (size_t i = 0; i < cfg->n_events; i++) {
+                        if (!pmu_event_get(cfg->events[i]))
+                                return -EINVAL;
+                        if (seen[cfg->events[i]])
+                                continue;
+                        seen[cfg->events[i]] = true;
+                        c->events[c->n_events++] = cfg->events[i];
+                }
+        }
+        c->general_override = cfg->general_counters;
+        c->open_unlisted = cfg->open_unlisted;
+        c->stuck_reads = cfg->stuck_reads ? cfg->stuck_reads : PMU_DEFAULT_STUCK_READS;
+
+        r = pmu_sysfs_discover(cfg->sysfs_root, &c->sysfs);
+        if (r < 0)
+                return r;
+        c->general = calloc(c->sysfs->n_pmus + 1, sizeof(*c->general));
+        c->cycle_counter = calloc(c->sysfs->n_pmus + 1, sizeof(*c->cycle_counter));
+        if (!c->general || !c->cycle_counter)
+                return -ENOMEM;
+        for (size_t i = 0; i < c->sysfs->n_pmus; i++) {
+                c->general[i] = c->general_override ? c->general_override
+                                                    : c->sysfs->pmus[i].general_counters;
+                c->cycle_counter[i] = c->sysfs->pmus[i].cycle_counter;
+        }
+        c->general_no_pmu = c->general_override ? c->general_override : PMU_OTHER_DEFAULT_GENERAL_COUNTERS;
+
+        c->online = c->sysfs->online;
+        CPULIST_FOREACH(cpu, &c->online) {
+                struct cpu_state *s = cpu_get(c, (unsigned) cpu);
+
+                if (!s)
+                        return -ENOMEM;
+                cpu_open(c, s);
+        }
+        update_state(c);
+
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+int pmu_collector_update_cpus(struct pmu_collector *c) {
+        struct cpulist now;
+        bool changed = false;
+        int r;
+
+        r = pmu_sysfs_read_online(c->sysfs->root, &now);
+        if (r < 0)
+                return r;
+
+        /* Offline: close now; a read on them would return frozen values
+         * (the kernel moves their events to PERF_EVENT_STATE_OFF,
+         * perf_event_exit_cpu() in kernel/events/core.c). */
+        CPULIST_FOREACH(cpu, &c->online) {
+                if (cpulist_has(&now, (unsigned) cpu))
+                        continue;
+                if (c->cpus[cpu])
+                        cpu_close(c->cpus[cpu]);
+                changed = true;
+        }
+        /* Online (again): events left OFF are not re-enabled by the kernel,
+         * so open afresh; the totals carry on from where they were. */
+        CPULIST_FOREACH(cpu, &now) {
+                struct cpu_state *s;
+
+                if (cpulist_has(&c->online, (unsigned) cpu))
+                        continue;
+                s = cpu_get(c, (unsigned) cpu);
+                if (!s)
+                        return -ENOMEM;
+                cpu_open(c, s);
+                changed = true;
+        }
+        c->online = now;
+        if (changed)
+                update_state(c);
+        return changed;
+}
+
+/* A hardware group that never ran: the kernel accepted a group larger than
+ * the PMU can hold (arm_pmu's validate_group() skips a leader opened
+ * disabled, FINDINGS.md pitfall 3) and will never schedule it. Lower the
+ * PMU's budget to half of this group and reopen every CPU of that PMU. */
+static void handle_oversized(struct pmu_collector *c, struct cpu_state *s, struct group *g) {
+        size_t idx;
+        bool with_cycles = false;
+        size_t n_general;
+        unsigned *general;
+        bool *cycles;
+
+        /* Another CPU's group of the same PMU already lowered the budget
+         * in this read and marked us for reopening. */
+        if (s->reopen)
+                return;
+        if (s->pmu) {
+                idx = pmu_index(c, s->pmu);
+                general = &c->general[idx];
+                cycles = &c->cycle_counter[idx];
+        } else {
+                general = &c->general_no_pmu;
+                cycles = NULL;
+        }
+        for (size_t i = 0; i < g->n; i++)
+                if (g->m[i].ev == PMU_EVENT_CYCLES && cycles && *cycles)
+                        with_cycles = true;
+        n_general = g->n - (with_cycles ? 1 : 0);
+
+        if (n_general >= 2)
+                *general = MIN(*general, (unsigned) (n_general / 2));
+        else if (with_cycles)
+                *cycles = false; /* e.g. the cycle counter is taken by someone else */
+        else {
+                g->stuck = true; /* one event that never runs: nothing to split */
+                return;
+        }
+        c->resplits++;
+        for (size_t i = 0; i < ELEMENTSOF(c->cpus); i++) {
+                struct cpu_state *o = c->cpus[i];
+
+                if (o && o->open && o->pmu == s->pmu)
+                        o->reopen = true;
+        }
+}
+
+static void read_group(struct pmu_collector *c, struct cpu_state *s, struct group *g) {
+        uint64_t buf[PMU_GROUP_READ_SIZE(PMU_GROUP_MAX_EVENTS) / sizeof(uint64_t)];
+        struct pmu_group_reading rd;
+        struct slot *sl = &s->slots[g->slot];
+        uint64_t de, dr;
+        ssize_t n;
+
+        n = read(g->m[0].fd, buf, PMU_GROUP_READ_SIZE(g->n));
+        if (n < 0 || pmu_group_parse_read(buf, (size_t) n, &rd) < 0 || rd.n != g->n) {
+                /* ENODEV & co: the CPU or PMU went away under us. */
+                s->reopen = true;
+                return;
+        }
+
+        pmu_group_time_advance(&sl->time, rd.enabled, rd.running, &de, &dr);
+        sl->pub.enabled_ns_total = sl->time.enabled_ns_total;
+        sl->pub.running_ns_total = sl->time.running_ns_total;
+
+        for (size_t i = 0; i < rd.n; i++)
+                for (size_t j = 0; j < g->n; j++)
+                        if (g->m[j].kernel_id == rd.id[i]) {
+                                pmu_group_counter_advance(&s->counters[g->m[j].ev], rd.value[i], de, dr);
+                                break;
+                        }
+
+        if (rd.running == 0 && rd.enabled > 0 && !g->software && !g->stuck && ++g->zero_reads >= c->stuck_reads)
+                handle_oversized(c, s, g);
+
+        /* Enabled time stopped while the CPU is online: the events were
+         * turned OFF (a CPU offline and back between two polls). */
+        if (c->reads > 0 && de == 0 && rd.enabled > 0)
+                s->reopen = true;
+}
+
+static void compute_ratios(struct cpu_state *s) {
+        bool counted[_PMU_EVENT_MAX];
+        uint64_t delta[_PMU_EVENT_MAX];
+
+        for (size_t i = 0; i < _PMU_EVENT_MAX; i++) {
+                counted[i] = s->counters[i].counted;
+                delta[i] = s->counters[i].delta;
+        }
+        pmu_ratio_compute(counted, delta, s->ratios);
+}
+
+int pmu_collector_read(struct pmu_collector *c) {
+        bool reopened = false;
+
+        CPULIST_FOREACH(cpu, &c->online) {
+                struct cpu_state *s = c->cpus[cpu];
+
+                if (!s || !s->open)
+                        continue;
+                for (size_t i = 0; i < _PMU_EVENT_MAX; i++) {
+                        s->counters[i].counted = false;
+                        s->counters[i].delta = 0;
+                }
+                for (size_t k = 0; k < s->n_groups; k++)
+                        read_group(c, s, &s->groups[k]);
+                compute_ratios(s);
+        }
+        c->reads++;
+
+        CPULIST_FOREACH(cpu, &c->online) {
+                struct cpu_state *s = c->cpus[cpu];
+
+                if (s && s->reopen) {
+                        cpu_open(c, s);
+                        reopened = true;
+                }
+        }
+        if (reopened)
+                update_state(c);
+        return 0;
+}
+
+static uint64_t add_sat(uint64_t a, uint64_t b) {
+        return b > UINT64_MAX - a ? UINT64_MAX : a + b;
+}
+
+static void snapshot_cpu(const struct cpu_state *s, struct pmu_cpu_snapshot *out) {
+        memset(out, 0, sizeof(*out));
+        out->cpu = s->cpu;
+        if (s->pmu)
+                snprintf(out->pmu, sizeof(out->pmu), "%s", s->pmu->name);
+        for (size_t i = 0; i < _PMU_EVENT_MAX; i++) {
+                out->events[i].total = s->counters[i].total;
+                out->events[i].delta = s->counters[i].delta;
+                out->events[i].counted = s->counters[i].counted;
+        }
+        for (size_t k = 0; k < s->n_groups; k++)
+                for (size_t j = 0; j < s->groups[k].n; j++)
+                        out->events[s->groups[k].m[j].ev].available = true;
+        for (size_t i = 0; i < _PMU_EVENT_MAX; i++)
+                if (!out->events[i].available) {
+                        out->events[i].counted = false;
+                        out->events[i].delta = 0;
+                }
+        for (size_t i = 0; i < s->n_slots; i++)
+                if (s->slots[i].pub.n_events > 0)
+                        out->groups[out->n_groups++] = s->slots[i].pub;
+        memcpy(out->ratios, s->ratios, sizeof(out->ratios));
+}
+
+int pmu_collector_snapshot(const struct pmu_collector *c, struct pmu_snapshot **ret) {
+        struct pmu_snapshot *snap;
+        size_t n = 0;
+
+        snap = calloc(1, sizeof(*snap));
+        if (!snap)
+                return -ENOMEM;
+        snap->cpus = calloc(MAX(cpulist_count(&c->online), 1U), sizeof(*snap->cpus));
+        if (!snap->cpus) {
+                free(snap);
+                return -ENOMEM;
+        }
+        snap->reads = c->reads;
+        snap->state = c->state;
+        snprintf(snap->message, sizeof(snap->message), "%s", c->message);
+
+        CPULIST_FOREACH(cpu, &c->online) {
+                const struct cpu_state *s = c->cpus[cpu];
+
+                if (!s || !s->open)
+                        continue;
+                snapshot_cpu(s, &snap->cpus[n]);
+                n++;
+        }
+        snap->n_cpus = n;
+
+        for (size_t i = 0; i < c->n_events; i++) {
+                enum pmu_event_id ev = c->events[i];
+                struct pmu_event_status *st = &snap->events[ev];
+
+                st->configured = true;
+                CPULIST_FOREACH(cpu, &c->online) {
+                        const struct cpu_state *s = c->cpus[cpu];
+
+                        if (!s || !s->open)
+                                continue;
+                        if (s->error[ev] < 0 && st->error == 0)
+                                st->error = s->error[ev];
+                }
+        }
+
+        for (size_t k = 0; k < n; k++) {
+                const struct pmu_cpu_snapshot *cs = &snap->cpus[k];
+
+                for (size_t i = 0; i < _PMU_EVENT_MAX; i++) {
+                        struct pmu_event_value *h = &snap->host[i];
+
+                        if (!cs->events[i].available)
+                                continue;
+                        snap->events[i].available = true;
+                        h->available = true;
+                        if (cs->events[i].counted) {
+                                h->counted = true;
+                                h->delta = add_sat(h->delta, cs->events[i].delta);
+                        }
+                }
+        }
+        /* Host totals include what CPUs now offline counted before, so
+         * that the host-wide counter never goes backwards on hotplug. */
+        for (size_t cpu = 0; cpu < ELEMENTSOF(c->cpus); cpu++) {
+                const struct cpu_state *s = c->cpus[cpu];
+
+                if (!s)
+                        continue;
+                for (size_t i = 0; i < _PMU_EVENT_MAX; i++)
+                        if (snap->host[i].available)
+                                snap->host[i].total = add_sat(snap->host[i].total, s->counters[i].total);
+        }
+        /* Host ratios: sum numerator and denominator over the CPUs where
+         * both were counted, so a CPU that counted one side only (its
+         * other group was not scheduled) does not skew the ratio. */
+        for (size_t r = 0; r < _PMU_RATIO_MAX; r++) {
+                const struct pmu_ratio_def *d = pmu_ratio_get((enum pmu_ratio_id) r);
+                uint64_t num = 0, den = 0;
+                bool any = false;
+
+                for (size_t k = 0; k < n; k++) {
+                        const struct pmu_cpu_snapshot *cs = &snap->cpus[k];
+
+                        if (!cs->events[d->numerator].counted || !cs->events[d->denominator].counted)
+                                continue;
+                        num = add_sat(num, cs->events[d->numerator].delta);
+                        den = add_sat(den, cs->events[d->denominator].delta);
+                        any = true;
+                }
+                if (any && den > 0)
+                        snap->host_ratios[r] = (struct pmu_ratio) { .present = true,
+                                                                    .value = (double) num / (double) den };
+        }
+
+        *ret = snap;
+        return 0;
+}
+
+struct pmu_snapshot *pmu_snapshot_free(struct pmu_snapshot *s) {
+        if (!s)
+                return NULL;
+        free(s->cpus);
+        free(s);
+        return NULL;
+}
+
+const struct pmu_cpu_snapshot *pmu_snapshot_cpu(const struct pmu_snapshot *s, unsigned cpu) {
+        for (size_t i = 0; i < s->n_cpus; i++)
+                if (s->cpus[i].cpu == cpu)
+                        return &s->cpus[i];
+        return NULL;
+}
+
+enum pmu_state pmu_collector_state(const struct pmu_collector *c, const char **ret_message) {
+        if (ret_message)
+                *ret_message = c->message;
+        return c->state;
+}
+
+const struct cpulist *pmu_collector_online(const struct pmu_collector *c) {
+        return &c->online;
+}
+
+int pmu_collector_pmu_counters(const struct pmu_collector *c, const char *pmu, unsigned *ret) {
+        const struct pmu_desc *p = pmu_sysfs_pmu_by_name(c->sysfs, pmu);
+
+        if (!p)
+                return -ENOENT;
+        *ret = c->general[pmu_index(c, p)];
+        return 0;
+}
+
+unsigned pmu_collector_resplits(const struct pmu_collector *c) {
+        return c->resplits;
+}
+
+int pmu_raise_nofile_limit(uint64_t *ret_limit) {
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return -errno;
+        if (rl.rlim_cur < rl.rlim_max) {
+                rl.rlim_cur = rl.rlim_max;
+                if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                        return -errno;
+        }
+        if (ret_limit)
+                *ret_limit = (uint64_t) rl.rlim_cur;
+        return 0;
+}
