@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -18,6 +19,11 @@
 #define COLLECTOR_MIN_STALE_USEC (5 * USEC_PER_SEC)
 #define COLLECTOR_STALE_INTERVALS 3
 
+struct view_ref {
+        atomic_int refs;
+        struct collector_view view; /* first member's address is what readers see */
+};
+
 struct collector {
         pthread_t thread;
         bool thread_started;
@@ -25,8 +31,19 @@ struct collector {
         int timer_fd;
         int stop_fd;
 
+        /* Collector thread only. */
+        struct collector_options opts;
+        struct pmu_collector *pmu;
+        char pmu_reason[256];
+        int pmu_logged_state;
+        uint64_t armed_usec;
+
+        pthread_mutex_t lock; /* guards current, pending */
+        struct view_ref *current;
+        struct collector_options pending;
+        bool has_pending;
+
         _Atomic uint64_t interval_usec;
-        uint64_t armed_usec; /* interval the timer runs at; collector thread only */
         _Atomic uint64_t last_cycle_usec;
         _Atomic uint64_t cycles;
 };
@@ -38,25 +55,146 @@ uint64_t now_monotonic_usec(void) {
         return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / NSEC_PER_USEC;
 }
 
-static int arm_timer(struct collector *c, uint64_t usec) {
-        struct itimerspec its = {
-                .it_interval = { (time_t) (usec / USEC_PER_SEC), (long) (usec % USEC_PER_SEC) * 1000 },
-                .it_value = { (time_t) (usec / USEC_PER_SEC), (long) (usec % USEC_PER_SEC) * 1000 },
-        };
+static struct view_ref *view_of(const struct collector_view *v) {
+        return (struct view_ref *) ((uint8_t *) v - offsetof(struct view_ref, view));
+}
 
-        if (timerfd_settime(c->timer_fd, 0, &its, NULL) < 0)
-                return -errno;
-        c->armed_usec = usec;
-        return 0;
+void collector_view_put(const struct collector_view *v) {
+        struct view_ref *r;
+
+        if (!v)
+                return;
+        r = view_of(v);
+        if (atomic_fetch_sub(&r->refs, 1) == 1) {
+                pmu_snapshot_free(r->view.pmu);
+                free(r);
+        }
+}
+
+const struct collector_view *collector_view_get(struct collector *c) {
+        struct view_ref *r;
+
+        pthread_mutex_lock(&c->lock);
+        r = c->current;
+        atomic_fetch_add(&r->refs, 1);
+        pthread_mutex_unlock(&c->lock);
+        return &r->view;
+}
+
+static void publish(struct collector *c, struct view_ref *r) {
+        struct view_ref *old;
+
+        atomic_store(&r->refs, 1);
+        pthread_mutex_lock(&c->lock);
+        old = c->current;
+        c->current = r;
+        pthread_mutex_unlock(&c->lock);
+        if (old)
+                collector_view_put(&old->view);
+}
+
+static void pmu_close(struct collector *c, const char *reason) {
+        c->pmu = pmu_collector_free(c->pmu);
+        snprintf(c->pmu_reason, sizeof(c->pmu_reason), "%s", reason);
+}
+
+static void pmu_open(struct collector *c) {
+        enum pmu_event_id ids[_PMU_EVENT_MAX];
+        size_t n = 0;
+        int r;
+
+        if (!c->opts.pmu_enable) {
+                pmu_close(c, "disabled by configuration ([pmu] enable = no)");
+                return;
+        }
+        for (int e = 0; e < _PMU_EVENT_MAX; e++)
+                if (c->opts.pmu_events_mask & (UINT32_C(1) << e))
+                        ids[n++] = (enum pmu_event_id) e;
+
+        r = pmu_collector_new(&(struct pmu_collector_config) {
+                                      .events = ids,
+                                      .n_events = n,
+                                      .general_counters = c->opts.pmu_general_counters,
+                              },
+                              &c->pmu);
+        if (r < 0) {
+                char reason[200];
+
+                snprintf(reason, sizeof(reason), "cannot start counting: %s", strerror(-r));
+                log_error("pmu: %s", reason);
+                pmu_close(c, reason);
+        }
+        c->pmu_logged_state = -1;
+}
+
+/* One line per change of the collector's state, not one per interval. */
+static void pmu_log_state(struct collector *c, const struct pmu_snapshot *s) {
+        if ((int) s->state == c->pmu_logged_state)
+                return;
+        c->pmu_logged_state = (int) s->state;
+        switch (s->state) {
+        case PMU_STATE_OK:
+                log_info("pmu: counting %zu CPUs", s->n_cpus);
+                break;
+        case PMU_STATE_DEGRADED:
+                log_notice("pmu: counting %zu CPUs; %s", s->n_cpus, s->message);
+                break;
+        default:
+                log_error("pmu: %s", s->message);
+                break;
+        }
 }
 
 static void cycle(struct collector *c) {
-        uint64_t want = atomic_load(&c->interval_usec);
+        struct view_ref *r = xcalloc(1, sizeof(*r));
+        bool reconfigured = false;
+        uint64_t want;
 
-        if (want != c->armed_usec)
-                (void) arm_timer(c, want);
+        pthread_mutex_lock(&c->lock);
+        if (c->has_pending) {
+                reconfigured = c->opts.pmu_enable != c->pending.pmu_enable ||
+                               c->opts.pmu_events_mask != c->pending.pmu_events_mask ||
+                               c->opts.pmu_general_counters != c->pending.pmu_general_counters;
+                c->opts = c->pending;
+                c->has_pending = false;
+        }
+        pthread_mutex_unlock(&c->lock);
+        if (reconfigured) {
+                pmu_close(c, "reconfiguring");
+                pmu_open(c);
+        }
 
-        /* Collectors read their fds here and publish a snapshot. */
+        want = atomic_load(&c->interval_usec);
+        if (want != c->armed_usec) {
+                struct itimerspec its = {
+                        .it_interval = { (time_t) (want / USEC_PER_SEC), (long) (want % USEC_PER_SEC) * 1000 },
+                        .it_value = { (time_t) (want / USEC_PER_SEC), (long) (want % USEC_PER_SEC) * 1000 },
+                };
+
+                if (timerfd_settime(c->timer_fd, 0, &its, NULL) == 0)
+                        c->armed_usec = want;
+        }
+
+        if (c->pmu) {
+                int k;
+
+                /* Hotplug first, so a CPU that went away is not read. */
+                k = pmu_collector_update_cpus(c->pmu);
+                if (k < 0)
+                        log_debug_errno(k, "pmu: cannot re-read the online CPUs: %m");
+                k = pmu_collector_read(c->pmu);
+                if (k < 0)
+                        log_debug_errno(k, "pmu: read failed: %m");
+                k = pmu_collector_snapshot(c->pmu, &r->view.pmu);
+                if (k < 0)
+                        log_warning_errno(k, "pmu: cannot take a snapshot: %m");
+                else
+                        pmu_log_state(c, r->view.pmu);
+        }
+        snprintf(r->view.pmu_reason, sizeof(r->view.pmu_reason), "%s", c->pmu_reason);
+        r->view.interval_seconds = (double) c->armed_usec / USEC_PER_SEC;
+        r->view.cycle = atomic_load(&c->cycles) + 1;
+        publish(c, r);
 
         atomic_store(&c->last_cycle_usec, now_monotonic_usec());
         atomic_fetch_add(&c->cycles, 1);
@@ -80,10 +218,8 @@ static void *collector_main(void *userdata) {
 
                         if (ev[i].data.fd == c->stop_fd)
                                 return NULL;
-                        if (ev[i].data.fd == c->timer_fd) {
-                                if (read(c->timer_fd, &v, sizeof(v)) == sizeof(v))
-                                        cycle(c);
-                        }
+                        if (ev[i].data.fd == c->timer_fd && read(c->timer_fd, &v, sizeof(v)) == sizeof(v))
+                                cycle(c);
                 }
         }
 }
@@ -94,13 +230,26 @@ static int watch(struct collector *c, int fd) {
         return epoll_ctl(c->epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
 }
 
-int collector_start(uint64_t interval_usec, struct collector **ret) {
+int collector_start(const struct collector_options *opts, struct collector **ret) {
         struct collector *c = xcalloc(1, sizeof(*c));
+        struct view_ref *first = xcalloc(1, sizeof(*first));
+        uint64_t nofile;
         int r;
 
         c->timer_fd = c->stop_fd = -1;
-        atomic_store(&c->interval_usec, interval_usec);
+        c->opts = *opts;
+        pthread_mutex_init(&c->lock, NULL);
+        atomic_store(&c->interval_usec, opts->interval_usec);
         atomic_store(&c->last_cycle_usec, now_monotonic_usec());
+
+        /* One fd per event per CPU (perf-security.rst): raise the soft limit first. */
+        if (pmu_raise_nofile_limit(&nofile) < 0)
+                log_debug("Cannot raise RLIMIT_NOFILE; counting may run out of descriptors");
+        pmu_open(c);
+
+        /* Readers always find a view, even before the first cycle. */
+        snprintf(first->view.pmu_reason, sizeof(first->view.pmu_reason), "starting");
+        publish(c, first);
 
         c->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
         c->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -109,11 +258,11 @@ int collector_start(uint64_t interval_usec, struct collector **ret) {
                 r = -errno;
                 goto fail;
         }
-        r = arm_timer(c, interval_usec);
-        if (r < 0)
-                goto fail;
         if ((r = watch(c, c->timer_fd)) < 0 || (r = watch(c, c->stop_fd)) < 0)
                 goto fail;
+
+        /* The first cycle runs right away so /metrics has data before the first interval. */
+        cycle(c);
 
         r = -pthread_create(&c->thread, NULL, collector_main, c);
         if (r < 0)
@@ -139,12 +288,20 @@ struct collector *collector_stop(struct collector *c) {
         safe_close(c->epoll_fd);
         safe_close(c->timer_fd);
         safe_close(c->stop_fd);
+        c->pmu = pmu_collector_free(c->pmu);
+        if (c->current)
+                collector_view_put(&c->current->view);
+        pthread_mutex_destroy(&c->lock);
         free(c);
         return NULL;
 }
 
-void collector_set_interval(struct collector *c, uint64_t interval_usec) {
-        atomic_store(&c->interval_usec, interval_usec);
+void collector_reconfigure(struct collector *c, const struct collector_options *opts) {
+        pthread_mutex_lock(&c->lock);
+        c->pending = *opts;
+        c->has_pending = true;
+        pthread_mutex_unlock(&c->lock);
+        atomic_store(&c->interval_usec, opts->interval_usec);
 }
 
 uint64_t collector_cycles(struct collector *c) {

@@ -11,6 +11,7 @@
 #include <ini.h>
 
 #include "macro.h"
+#include "pmu-event.h"
 
 /* Every section of the contract (DESIGN.md §6), known even when empty. */
 static const char *const known_sections[] = {
@@ -113,6 +114,34 @@ static int parse_item_listen(const struct config_item *it, const char *value, vo
         return 0;
 }
 
+/* "cycles instructions, page_faults": names of the PMU event catalogue. */
+static int parse_item_pmu_events(const struct config_item *it, const char *value, void *dest,
+                                 char *err, size_t errlen) {
+        char copy[1024], *save = NULL;
+        uint32_t mask = 0;
+
+        if (strlen(value) >= sizeof(copy)) {
+                snprintf(err, errlen, "event list too long");
+                return -ERANGE;
+        }
+        strcpy(copy, value);
+        for (char *t = strtok_r(copy, " \t,", &save); t; t = strtok_r(NULL, " \t,", &save)) {
+                const struct pmu_event_def *d = pmu_event_by_name(t);
+
+                if (!d) {
+                        snprintf(err, errlen, "unknown event '%s' (known: see armprofd.conf)", t);
+                        return -EINVAL;
+                }
+                mask |= UINT32_C(1) << d->id;
+        }
+        if (mask == 0) {
+                snprintf(err, errlen, "empty event list (use enable = no to turn counting off)");
+                return -EINVAL;
+        }
+        *(uint32_t *) dest = mask;
+        return 0;
+}
+
 #define ITEM(sec, k, fn, field, lo, hi) \
         { sec, k, fn, offsetof(struct config, field), lo, hi }
 
@@ -125,6 +154,8 @@ static const struct config_item items[] = {
         ITEM("pmu", "enable", parse_item_bool, pmu.enable, 0, 0),
         ITEM("pmu", "interval", parse_item_duration, pmu.interval_usec, 100 * USEC_PER_MSEC,
              3600 * USEC_PER_SEC),
+        ITEM("pmu", "events", parse_item_pmu_events, pmu.events_mask, 0, 0),
+        ITEM("pmu", "general_counters", parse_item_u32, pmu.general_counters, 0, 31),
 };
 
 size_t config_n_items(void) {
@@ -147,6 +178,7 @@ void config_init(struct config *c) {
                 .pmu = {
                         .enable = true,
                         .interval_usec = USEC_PER_SEC,
+                        .events_mask = (UINT32_C(1) << _PMU_EVENT_MAX) - 1,
                 },
         };
         /* The default is a constant we own; it cannot fail to parse. */

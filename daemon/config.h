@@ -29,6 +29,9 @@ struct config {
         struct {
                 bool enable;
                 uint64_t interval_usec;
+                /* Bit i set: pmu_event_id i is counted. All bits: the catalogue. */
+                uint32_t events_mask;
+                uint32_t general_counters; /* 0: per-PMU default */
         } pmu;
 };
 

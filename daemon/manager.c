@@ -16,6 +16,7 @@
 
 #include "api.h"
 #include "collector.h"
+#include "counters.h"
 #include "http.h"
 #include "log.h"
 #include "strbuf.h"
@@ -51,7 +52,30 @@ static bool source_alive(void *userdata) {
         return m->collector && collector_alive(m->collector);
 }
 
+static struct collector_options collector_options_from(const struct config *c) {
+        return (struct collector_options) {
+                .interval_usec = c->pmu.interval_usec,
+                .pmu_enable = c->pmu.enable,
+                .pmu_events_mask = c->pmu.events_mask,
+                .pmu_general_counters = c->pmu.general_counters,
+        };
+}
+
 static void source_write_metrics(void *userdata, struct prom_writer *w) {
+        struct manager *m = userdata;
+        const struct collector_view *v = collector_view_get(m->collector);
+
+        counters_write_metrics(v->pmu, w);
+        collector_view_put(v);
+}
+
+static json_t *source_counters(void *userdata) {
+        struct manager *m = userdata;
+        const struct collector_view *v = collector_view_get(m->collector);
+        json_t *o = counters_to_json(v->pmu, v->interval_seconds);
+
+        collector_view_put(v);
+        return o;
 }
 
 static void source_fill_status(void *userdata, json_t *status) {
@@ -83,7 +107,11 @@ static void source_fill_status(void *userdata, json_t *status) {
                           "failed_reloads", (json_int_t) failed_reloads));
         json_object_set_new(status, "collector_cycles",
                             json_integer((json_int_t) collector_cycles(m->collector)));
-        json_object_set_new(status, "collectors", json_array());
+
+        const struct collector_view *v = collector_view_get(m->collector);
+        json_object_set_new(status, "collectors",
+                            json_pack("[o]", counters_status_json(v->pmu, v->pmu_reason)));
+        collector_view_put(v);
 }
 
 static int add_fd(int epoll_fd, int fd) {
@@ -158,7 +186,9 @@ int manager_start(struct manager *m) {
         size_t n_routes;
         int r;
 
-        r = collector_start(m->config.pmu.interval_usec, &m->collector);
+        struct collector_options co = collector_options_from(&m->config);
+
+        r = collector_start(&co, &m->collector);
         if (r < 0)
                 return log_error_errno(r, "Failed to start the collector thread: %m");
 
@@ -167,6 +197,7 @@ int manager_start(struct manager *m) {
                 .alive = source_alive,
                 .write_metrics = source_write_metrics,
                 .fill_status = source_fill_status,
+                .counters_json = source_counters,
         });
         routes = api_routes(&n_routes);
         r = http_server_start(
@@ -215,7 +246,9 @@ static void reload(struct manager *m) {
             c.http.max_request_bytes != m->config.http.max_request_bytes)
                 log_warning("config: [http] changes take effect at the next restart");
 
-        collector_set_interval(m->collector, c.pmu.interval_usec);
+        struct collector_options co = collector_options_from(&c);
+
+        collector_reconfigure(m->collector, &co);
 
         pthread_mutex_lock(&m->config_lock);
         m->config = c;

@@ -57,7 +57,8 @@ static void handle_index(void *userdata, const struct http_request *req, struct 
         static const struct {
                 const char *path, *what;
         } links[] = {
-                { "/metrics", "Prometheus metrics (text 0.0.4)" },
+                { "/metrics", "Prometheus metrics (text 0.0.4, OpenMetrics, protobuf by Accept)" },
+                { "/counters", "per-CPU PMU counters, rates and ratios, and a host aggregate (JSON)" },
                 { "/status", "collectors, availability, versions, configuration (JSON)" },
                 { "/healthz", "liveness of the collector loop" },
         };
@@ -131,11 +132,25 @@ static void handle_status(void *userdata, const struct http_request *req, struct
         json_decref(o);
 }
 
+static void handle_counters(void *userdata, const struct http_request *req, struct http_response *resp) {
+        struct api *a = userdata;
+        json_t *o = a->src.counters_json ? a->src.counters_json(a->src.userdata) : NULL;
+
+        if (!o) {
+                http_response_error(resp, 503, "no counting data");
+                return;
+        }
+        json_body(resp, o);
+        resp->gzip_ok = true;
+        json_decref(o);
+}
+
 static const struct http_route routes[] = {
         { "/", "index", handle_index },
         { "/healthz", "healthz", handle_healthz },
         { "/metrics", "metrics", handle_metrics },
         { "/status", "status", handle_status },
+        { "/counters", "counters", handle_counters },
 };
 
 const struct http_route *api_routes(size_t *ret_n) {

@@ -22,6 +22,8 @@ struct exporter_source {
         void (*write_metrics)(void *userdata, struct prom_writer *w);
         /* Adds "config" and "collectors" members to the /status object. */
         void (*fill_status)(void *userdata, json_t *status);
+        /* The /counters document (new reference). */
+        json_t *(*counters_json)(void *userdata);
 };
 
 struct api;

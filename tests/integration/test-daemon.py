@@ -102,7 +102,7 @@ class DaemonTest(unittest.TestCase):
         status, headers, body = self.d.get("/")
         self.assertEqual(status, 200)
         self.assertTrue(headers["content-type"].startswith("text/html"))
-        for link in ("/metrics", "/status", "/healthz"):
+        for link in ("/metrics", "/status", "/healthz", "/counters"):
             self.assertIn(f'href="{link}"'.encode(), body)
             self.assertEqual(self.d.get(link)[0], 200, link)
 
@@ -114,7 +114,9 @@ class DaemonTest(unittest.TestCase):
         self.assertEqual(st["config"]["file"], self.d.config)
         self.assertEqual(st["config"]["http"]["max_connections"], 8)
         self.assertEqual(st["config"]["pmu"]["interval_seconds"], 0.2)
-        self.assertEqual(st["collectors"], [])
+        pmu = [c for c in st["collectors"] if c["name"] == "pmu"]
+        self.assertEqual(len(pmu), 1)
+        self.assertIn(pmu[0]["state"], ("ok", "degraded", "permission-denied", "no-events"))
         self.assertGreaterEqual(st["uptime_seconds"], 0)
         # The collector loop runs: its cycle count advances at the configured interval.
         c0 = st["collector_cycles"]

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "config.h"
+#include "pmu-event.h"
 #include "macro.h"
 
 static void test_defaults(void **state) {
@@ -25,6 +26,8 @@ static void test_defaults(void **state) {
         assert_int_equal(c.http.timeout_usec, 15 * USEC_PER_SEC);
         assert_true(c.pmu.enable);
         assert_int_equal(c.pmu.interval_usec, USEC_PER_SEC);
+        assert_int_equal(c.pmu.events_mask, (1U << _PMU_EVENT_MAX) - 1);
+        assert_int_equal(c.pmu.general_counters, 0);
 }
 
 /* Each bad input must fail with the exact file:line and name the key. */
@@ -54,6 +57,12 @@ static void test_errors(void **state) {
                 { "[pmu]\ninterval = 10ms\n",
                   "t.conf:2: [pmu] interval: duration '10ms' out of range [100ms, 3600s]" },
                 { "[pmu]\nintervall = 1s\n", "t.conf:2: [pmu] intervall: unknown key" },
+                { "[pmu]\nevents = cycles, bogus\n",
+                  "t.conf:2: [pmu] events: unknown event 'bogus' (known: see armprofd.conf)" },
+                { "[pmu]\nevents = , ,\n",
+                  "t.conf:2: [pmu] events: empty event list (use enable = no to turn counting off)" },
+                { "[pmu]\ngeneral_counters = 32\n",
+                  "t.conf:2: [pmu] general_counters: value '32' out of range [0, 31]" },
                 { "[bogus]\nkey = 1\n", "t.conf:2: [bogus] key: unknown section [bogus]" },
                 { "stray = 1\n[http]\n", "t.conf:1: [] stray: key outside of any [section]" },
                 { "[http]\nthis line has no equals sign\n",
@@ -111,6 +120,8 @@ static void test_values(void **state) {
                                              "[pmu]\n"
                                              "enable = off\n"
                                              "interval = 250ms\n"
+                                             "events = page_faults,cycles  context_switches\n"
+                                             "general_counters = 4\n"
                                              "[spe]\n",
                                              "t.conf", &err),
                          0);
@@ -121,6 +132,9 @@ static void test_values(void **state) {
         assert_int_equal(c.http.max_request_bytes, 64 * 1024);
         assert_false(c.pmu.enable);
         assert_int_equal(c.pmu.interval_usec, 250 * USEC_PER_MSEC);
+        assert_int_equal(c.pmu.events_mask, (1U << PMU_EVENT_PAGE_FAULTS) | (1U << PMU_EVENT_CYCLES) |
+                                                    (1U << PMU_EVENT_CONTEXT_SWITCHES));
+        assert_int_equal(c.pmu.general_counters, 4);
 }
 
 static void test_table_complete(void **state) {

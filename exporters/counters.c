@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "counters.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "macro.h"
+
+#define NS_PER_SEC 1e9
+
+/* A "pmu" label only where there is more than one kind of core (big.LITTLE). */
+static bool heterogeneous(const struct pmu_snapshot *s) {
+        for (size_t i = 1; i < s->n_cpus; i++)
+                if (!streq(s->cpus[i].pmu, s->cpus[0].pmu))
+                        return true;
+        return false;
+}
+
+static void cpu_labels(const struct pmu_snapshot *s, const struct pmu_cpu_snapshot *c, bool with_pmu,
+                       char *cpu, size_t len, const char *labels[static 7]) {
+        size_t n = 0;
+
+        snprintf(cpu, len, "%u", c->cpu);
+        labels[n++] = "cpu";
+        labels[n++] = cpu;
+        if (with_pmu && c->pmu[0]) {
+                labels[n++] = "pmu";
+                labels[n++] = c->pmu;
+        }
+        labels[n] = NULL;
+}
+
+static bool collector_up(const struct pmu_snapshot *s) {
+        return s && (s->state == PMU_STATE_OK || s->state == PMU_STATE_DEGRADED);
+}
+
+void counters_write_metrics(const struct pmu_snapshot *s, struct prom_writer *w) {
+        bool with_pmu;
+
+        prom_family(w, "armprofd_collector_up", PROM_GAUGE,
+                    "1 when the collector runs and produces data, 0 when it cannot (see /status).");
+        prom_sample_u64(w, (const char *const[]) { "collector", "pmu", NULL }, collector_up(s));
+        if (!s)
+                return;
+
+        prom_family(w, "armprofd_pmu_event_available", PROM_GAUGE,
+                    "1 when the event is counted on at least one online CPU, 0 when the hardware, "
+                    "kernel or permissions do not allow it.");
+        for (int e = 0; e < _PMU_EVENT_MAX; e++)
+                if (s->events[e].configured)
+                        prom_sample_u64(w, (const char *const[]) { "event", pmu_event_get(e)->name, NULL },
+                                        s->events[e].available);
+
+        with_pmu = heterogeneous(s);
+
+        /* Counters: only CPUs where the event counted in the last interval (running == 0
+         * means "not counted", which is exported as no sample, never as 0). */
+        for (int e = 0; e < _PMU_EVENT_MAX; e++) {
+                const struct pmu_event_def *d = pmu_event_get(e);
+                bool family = false;
+
+                if (!s->events[e].configured || !s->events[e].available)
+                        continue;
+                for (size_t i = 0; i < s->n_cpus; i++) {
+                        const struct pmu_cpu_snapshot *c = &s->cpus[i];
+                        const char *labels[7];
+                        char cpu[16];
+
+                        if (!c->events[e].available || !c->events[e].counted)
+                                continue;
+                        if (!family) {
+                                prom_family(w, d->metric, PROM_COUNTER, d->help);
+                                family = true;
+                        }
+                        cpu_labels(s, c, with_pmu, cpu, sizeof(cpu), labels);
+                        prom_sample_u64(w, labels, c->events[e].total);
+                }
+        }
+
+        /* Ratios over the last interval; absent when a denominator is 0 or missing. */
+        for (int r = 0; r < _PMU_RATIO_MAX; r++) {
+                const struct pmu_ratio_def *d = pmu_ratio_get(r);
+                bool family = false;
+
+                for (size_t i = 0; i < s->n_cpus; i++) {
+                        const struct pmu_cpu_snapshot *c = &s->cpus[i];
+                        const char *labels[7];
+                        char cpu[16];
+
+                        if (!c->ratios[r].present)
+                                continue;
+                        if (!family) {
+                                prom_family(w, d->metric, PROM_GAUGE, d->help);
+                                family = true;
+                        }
+                        cpu_labels(s, c, with_pmu, cpu, sizeof(cpu), labels);
+                        prom_sample_double(w, labels, c->ratios[r].value);
+                }
+        }
+
+        /* Multiplexing made visible: running < enabled means scaled values. */
+        for (int which = 0; which < 2; which++) {
+                const char *name = which == 0 ? "armprofd_pmu_enabled_seconds_total"
+                                              : "armprofd_pmu_running_seconds_total";
+
+                prom_family_unit(w, name, PROM_COUNTER, "seconds",
+                                 which == 0 ? "Time each counter group was enabled."
+                                            : "Time each counter group was running on the PMU; "
+                                              "less than enabled when groups are multiplexed.");
+                for (size_t i = 0; i < s->n_cpus; i++) {
+                        const struct pmu_cpu_snapshot *c = &s->cpus[i];
+                        char cpu[16];
+
+                        snprintf(cpu, sizeof(cpu), "%u", c->cpu);
+                        for (size_t g = 0; g < c->n_groups; g++) {
+                                const struct pmu_group_times *t = &c->groups[g];
+
+                                if (t->n_events == 0)
+                                        continue;
+                                prom_sample_double(w,
+                                                   (const char *const[]) { "cpu", cpu, "group", t->name, NULL },
+                                                   (double) (which == 0 ? t->enabled_ns_total
+                                                                        : t->running_ns_total) /
+                                                           NS_PER_SEC);
+                        }
+                }
+        }
+}
+
+static json_t *events_json(const struct pmu_snapshot *s, const struct pmu_event_value *v,
+                           double interval_seconds) {
+        json_t *o = json_object();
+
+        for (int e = 0; e < _PMU_EVENT_MAX; e++) {
+                json_t *ev;
+
+                if (!s->events[e].configured || !v[e].available)
+                        continue;
+                ev = json_pack("{s:I, s:b}", "total", (json_int_t) v[e].total, "counted", v[e].counted);
+                if (v[e].counted) {
+                        json_object_set_new(ev, "delta", json_integer((json_int_t) v[e].delta));
+                        if (interval_seconds > 0)
+                                json_object_set_new(ev, "per_second",
+                                                    json_real((double) v[e].delta / interval_seconds));
+                }
+                json_object_set_new(o, pmu_event_get(e)->name, ev);
+        }
+        return o;
+}
+
+static json_t *ratios_json(const struct pmu_ratio *r) {
+        json_t *o = json_object();
+
+        for (int i = 0; i < _PMU_RATIO_MAX; i++)
+                if (r[i].present)
+                        /* "armprofd_instructions_per_cycle" -> "instructions_per_cycle" */
+                        json_object_set_new(o, pmu_ratio_get(i)->metric + strlen("armprofd_"),
+                                            json_real(r[i].value));
+        return o;
+}
+
+json_t *counters_to_json(const struct pmu_snapshot *s, double interval_seconds) {
+        json_t *root, *cpus;
+
+        if (!s)
+                return json_pack("{s:s, s:[]}", "state", "disabled", "cpus");
+
+        root = json_pack("{s:s, s:s, s:I, s:f}", "state", pmu_state_to_string(s->state), "message",
+                         s->message, "reads", (json_int_t) s->reads, "interval_seconds", interval_seconds);
+        cpus = json_array();
+        for (size_t i = 0; i < s->n_cpus; i++) {
+                const struct pmu_cpu_snapshot *c = &s->cpus[i];
+                json_t *groups = json_array();
+
+                for (size_t g = 0; g < c->n_groups; g++)
+                        if (c->groups[g].n_events > 0)
+                                json_array_append_new(
+                                        groups, json_pack("{s:s, s:i, s:f, s:f}", "name", c->groups[g].name,
+                                                          "events", (int) c->groups[g].n_events,
+                                                          "enabled_seconds",
+                                                          (double) c->groups[g].enabled_ns_total / NS_PER_SEC,
+                                                          "running_seconds",
+                                                          (double) c->groups[g].running_ns_total / NS_PER_SEC));
+                json_array_append_new(cpus, json_pack("{s:i, s:s, s:o, s:o, s:o}", "cpu", (int) c->cpu, "pmu",
+                                                      c->pmu, "events",
+                                                      events_json(s, c->events, interval_seconds), "ratios",
+                                                      ratios_json(c->ratios), "groups", groups));
+        }
+        json_object_set_new(root, "cpus", cpus);
+        json_object_set_new(root, "host",
+                            json_pack("{s:o, s:o}", "events", events_json(s, s->host, interval_seconds),
+                                      "ratios", ratios_json(s->host_ratios)));
+        return root;
+}
+
+json_t *counters_status_json(const struct pmu_snapshot *s, const char *disabled_reason) {
+        json_t *o, *events;
+
+        if (!s)
+                return json_pack("{s:s, s:b, s:s}", "name", "pmu", "up", false, "reason",
+                                 disabled_reason ?: "not started");
+
+        o = json_pack("{s:s, s:b, s:s, s:i}", "name", "pmu", "up", collector_up(s), "state",
+                      pmu_state_to_string(s->state), "cpus", (int) s->n_cpus);
+        if (s->message[0])
+                json_object_set_new(o, "reason", json_string(s->message));
+        events = json_object();
+        for (int e = 0; e < _PMU_EVENT_MAX; e++) {
+                json_t *ev;
+
+                if (!s->events[e].configured)
+                        continue;
+                ev = json_pack("{s:b}", "available", s->events[e].available);
+                if (s->events[e].error)
+                        json_object_set_new(ev, "error", json_string(strerror(-s->events[e].error)));
+                json_object_set_new(events, pmu_event_get(e)->name, ev);
+        }
+        json_object_set_new(o, "events", events);
+        return o;
+}

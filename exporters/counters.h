@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * Exports a published PMU counting snapshot: Prometheus families, the
+ * /counters JSON document and the collector's /status entry. Reads the
+ * snapshot only; the collector thread never waits for us.
+ */
+
+#include <jansson.h>
+
+#include "pmu-collector.h"
+#include "prom.h"
+
+/* `s` may be NULL (counting disabled or not started): only availability is written. */
+void counters_write_metrics(const struct pmu_snapshot *s, struct prom_writer *w);
+json_t *counters_to_json(const struct pmu_snapshot *s, double interval_seconds);
+json_t *counters_status_json(const struct pmu_snapshot *s, const char *disabled_reason);
