@@ -1,0 +1,1784 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "perf-data.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "macro.h"
+
+/*
+ * perf.data is written in the byte order of the recording machine and we
+ * only accept little-endian files, so on a little-endian host the fields can
+ * be copied as they are.
+ */
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "perf-data.c assumes a little-endian host"
+#endif
+
+/* Default and largest bytes per read(2)/pread(2) call. */
+#define PERF_DATA_READ_SIZE     (1024 * 1024)
+/* header.size is a u16, so no record (header included) is larger. */
+#define PERF_DATA_RECORD_MAX    UINT16_MAX
+/* The read buffer always holds at least one whole record. */
+#define PERF_DATA_BUF_MIN       (PERF_DATA_RECORD_MAX + 1)
+/* Feature sections larger than this are skipped, not read. */
+#define PERF_DATA_FEATURE_MAX   (64 * 1024)
+/* An attr larger than this (ours is 128 bytes today) is corruption. */
+#define PERF_DATA_ATTR_MAX      4096
+#define PERF_DATA_ATTRS_MAX     65536
+/* perf writes strings in feature sections as {u32 len; char str[len]}. */
+#define PERF_DATA_FEAT_STR_LEN  4
+/* sizeof(struct perf_branch_entry) [perf_event_open(2)]. */
+#define PERF_DATA_BRANCH_ENTRY_SIZE 24
+#define PERF_DATA_ERR_MAX       256
+
+#define HDR_SIZE                ((uint32_t) sizeof(struct perf_event_header))
+
+/* The wire structs must have the on-disk sizes [perf_event_open(2)]. */
+_Static_assert(sizeof(struct perf_data_file_header) == PERF_DATA_FILE_HEADER_SIZE, "perf_file_header");
+_Static_assert(sizeof(struct perf_data_wire_mmap) == 32, "mmap body");
+_Static_assert(sizeof(struct perf_data_wire_mmap2) == 64, "mmap2 body");
+_Static_assert(sizeof(struct perf_data_wire_task) == 24, "fork/exit body");
+_Static_assert(sizeof(struct perf_data_wire_time_conv) == 48, "time_conv body");
+_Static_assert(sizeof(struct perf_data_wire_auxtrace) == 40, "auxtrace body");
+
+/* Copy a wire struct out of the buffer: the caller has checked the length. */
+#define WIRE(dst, p) memcpy(&(dst), (p), sizeof(dst))
+
+struct id_map_entry {
+        uint64_t id;
+        size_t attr;
+};
+
+struct perf_data_reader {
+        /* Source: an fd or a memory block. */
+        int fd;
+        bool own_fd;
+        const uint8_t *mem;
+        size_t mem_size;
+        bool is_memory;
+        bool seekable;
+        bool size_known;
+        uint64_t file_size;
+        bool pipe_mode;
+        bool ran;
+
+        /* Read buffer: valid bytes are buf[start, end), buf[start] is at stream offset pos. */
+        uint8_t *buf;
+        size_t cap, start, end;
+        uint64_t pos;
+        size_t max_read;
+        uint64_t data_end;      /* file mode: end of the data section; pipe: UINT64_MAX */
+
+        struct perf_data_attr *attrs;
+        size_t nr_attrs;
+        struct id_map_entry *id_map;
+        size_t nr_id_map;
+        bool sample_id_all;
+        int id_pos, is_pos;     /* -1: no id in that position for every attr */
+
+        char *cpuid;
+        bool has_nrcpus;
+        uint32_t nr_cpus_avail, nr_cpus_online;
+        struct perf_data_spe_cpu *spe_cpus;
+        size_t nr_spe_cpus;
+
+        struct perf_data_stats stats;
+        struct perf_data_cpu_stats *cpu_stats;
+        uint32_t nr_cpu_stats;
+
+        const struct perf_data_ops *ops;
+        void *userdata;
+        char err[PERF_DATA_ERR_MAX];
+};
+
+/* Spelled as perf's perf_event__name() does, so our dumps compare with `perf report -D`. */
+static const char *const record_names[] = {
+        [PERF_RECORD_MMAP] = "MMAP",
+        [PERF_RECORD_LOST] = "LOST",
+        [PERF_RECORD_COMM] = "COMM",
+        [PERF_RECORD_EXIT] = "EXIT",
+        [PERF_RECORD_THROTTLE] = "THROTTLE",
+        [PERF_RECORD_UNTHROTTLE] = "UNTHROTTLE",
+        [PERF_RECORD_FORK] = "FORK",
+        [PERF_RECORD_READ] = "READ",
+        [PERF_RECORD_SAMPLE] = "SAMPLE",
+        [PERF_RECORD_MMAP2] = "MMAP2",
+        [PERF_RECORD_AUX] = "AUX",
+        [PERF_RECORD_ITRACE_START] = "ITRACE_START",
+        [PERF_RECORD_LOST_SAMPLES] = "LOST_SAMPLES",
+        [PERF_RECORD_SWITCH] = "SWITCH",
+        [PERF_RECORD_SWITCH_CPU_WIDE] = "SWITCH_CPU_WIDE",
+        [PERF_RECORD_NAMESPACES] = "NAMESPACES",
+        [PERF_RECORD_KSYMBOL] = "KSYMBOL",
+        [PERF_RECORD_BPF_EVENT] = "BPF_EVENT",
+        [PERF_RECORD_CGROUP] = "CGROUP",
+        [PERF_RECORD_TEXT_POKE] = "TEXT_POKE",
+        [PERF_RECORD_AUX_OUTPUT_HW_ID] = "AUX_OUTPUT_HW_ID",
+        [PERF_RECORD_HEADER_ATTR] = "ATTR",
+        [PERF_RECORD_HEADER_EVENT_TYPE] = "EVENT_TYPE",
+        [PERF_RECORD_HEADER_TRACING_DATA] = "TRACING_DATA",
+        [PERF_RECORD_HEADER_BUILD_ID] = "BUILD_ID",
+        [PERF_RECORD_FINISHED_ROUND] = "FINISHED_ROUND",
+        [PERF_RECORD_ID_INDEX] = "ID_INDEX",
+        [PERF_RECORD_AUXTRACE_INFO] = "AUXTRACE_INFO",
+        [PERF_RECORD_AUXTRACE] = "AUXTRACE",
+        [PERF_RECORD_AUXTRACE_ERROR] = "AUXTRACE_ERROR",
+        [PERF_RECORD_THREAD_MAP] = "THREAD_MAP",
+        [PERF_RECORD_CPU_MAP] = "CPU_MAP",
+        [PERF_RECORD_STAT_CONFIG] = "STAT_CONFIG",
+        [PERF_RECORD_STAT] = "STAT",
+        [PERF_RECORD_STAT_ROUND] = "STAT_ROUND",
+        [PERF_RECORD_EVENT_UPDATE] = "EVENT_UPDATE",
+        [PERF_RECORD_TIME_CONV] = "TIME_CONV",
+        [PERF_RECORD_HEADER_FEATURE] = "FEATURE",
+        [PERF_RECORD_COMPRESSED] = "COMPRESSED",
+        [PERF_RECORD_FINISHED_INIT] = "FINISHED_INIT",
+        [PERF_RECORD_COMPRESSED2] = "COMPRESSED2",
+};
+
+const char *perf_data_record_type_name(uint32_t type) {
+        if (type >= ELEMENTSOF(record_names))
+                return NULL;
+        return record_names[type];
+}
+
+static inline uint64_t rd64(const uint8_t *p) {
+        uint64_t v;
+
+        memcpy(&v, p, sizeof(v));
+        return v;
+}
+
+static inline uint32_t rd32(const uint8_t *p) {
+        uint32_t v;
+
+        memcpy(&v, p, sizeof(v));
+        return v;
+}
+
+static inline uint16_t rd16(const uint8_t *p) {
+        uint16_t v;
+
+        memcpy(&v, p, sizeof(v));
+        return v;
+}
+
+_printf_(3, 4)
+static int fail(struct perf_data_reader *r, int err, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(r->err, sizeof(r->err), fmt, ap);
+        va_end(ap);
+        return err;
+}
+
+static int new_common(struct perf_data_reader **ret) {
+        struct perf_data_reader *r;
+
+        r = calloc(1, sizeof(*r));
+        if (!r)
+                return -ENOMEM;
+        r->fd = -1;
+        r->max_read = PERF_DATA_READ_SIZE;
+        r->data_end = UINT64_MAX;
+        r->id_pos = r->is_pos = -1;
+        *ret = r;
+        return 0;
+}
+
+int perf_data_reader_new_fd(int fd, bool take_fd, struct perf_data_reader **ret) {
+        struct perf_data_reader *r;
+        struct stat st;
+        int k;
+
+        if (fd < 0 || !ret)
+                return -EINVAL;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+
+        k = new_common(&r);
+        if (k < 0)
+                return k;
+        r->fd = fd;
+        r->own_fd = take_fd;
+        /* Regular files (and block devices) are read with pread(2); pipes with read(2). */
+        if (S_ISREG(st.st_mode)) {
+                r->seekable = true;
+                r->size_known = true;
+                r->file_size = (uint64_t) st.st_size;
+        }
+        *ret = r;
+        return 0;
+}
+
+int perf_data_reader_new_path(const char *path, struct perf_data_reader **ret) {
+        _cleanup_close_ int fd = -1;
+        int k;
+
+        if (!path || !ret)
+                return -EINVAL;
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        k = perf_data_reader_new_fd(fd, true, ret);
+        if (k < 0)
+                return k;
+        TAKE_FD(fd);
+        return 0;
+}
+
+int perf_data_reader_new_memory(const void *data, size_t size, struct perf_data_reader **ret) {
+        struct perf_data_reader *r;
+        int k;
+
+        if ((!data && size > 0) || !ret)
+                return -EINVAL;
+        k = new_common(&r);
+        if (k < 0)
+                return k;
+        r->mem = data;
+        r->mem_size = size;
+        r->is_memory = true;
+        r->seekable = true;
+        r->size_known = true;
+        r->file_size = size;
+        *ret = r;
+        return 0;
+}
+
+static void free_attrs(struct perf_data_reader *r) {
+        for (size_t i = 0; i < r->nr_attrs; i++)
+                free(r->attrs[i].ids);
+        free(r->attrs);
+        r->attrs = NULL;
+        r->nr_attrs = 0;
+}
+
+struct perf_data_reader *perf_data_reader_free(struct perf_data_reader *r) {
+        if (!r)
+                return NULL;
+        if (r->own_fd)
+                safe_close(r->fd);
+        free(r->buf);
+        free_attrs(r);
+        free(r->id_map);
+        free(r->cpuid);
+        free(r->spe_cpus);
+        free(r->cpu_stats);
+        free(r);
+        return NULL;
+}
+
+void perf_data_reader_set_read_size(struct perf_data_reader *r, size_t max_read) {
+        if (!r)
+                return;
+        r->max_read = MIN(MAX(max_read, (size_t) 1), (size_t) PERF_DATA_READ_SIZE);
+}
+
+const char *perf_data_reader_error(const struct perf_data_reader *r) {
+        return r ? r->err : "";
+}
+
+bool perf_data_reader_is_pipe(const struct perf_data_reader *r) {
+        return r && r->pipe_mode;
+}
+
+const struct perf_data_stats *perf_data_reader_stats(const struct perf_data_reader *r) {
+        return &r->stats;
+}
+
+const struct perf_data_cpu_stats *perf_data_reader_cpu_stats(const struct perf_data_reader *r, uint32_t cpu) {
+        if (cpu >= r->nr_cpu_stats)
+                return NULL;
+        return &r->cpu_stats[cpu];
+}
+
+uint32_t perf_data_reader_nr_cpu_stats(const struct perf_data_reader *r) {
+        return r->nr_cpu_stats;
+}
+
+size_t perf_data_reader_nr_attrs(const struct perf_data_reader *r) {
+        return r->nr_attrs;
+}
+
+const struct perf_data_attr *perf_data_reader_attr(const struct perf_data_reader *r, size_t i) {
+        if (i >= r->nr_attrs)
+                return NULL;
+        return &r->attrs[i];
+}
+
+int perf_data_reader_nr_cpus(const struct perf_data_reader *r, uint32_t *ret_avail, uint32_t *ret_online) {
+        if (!r->has_nrcpus)
+                return -ENOENT;
+        if (ret_avail)
+                *ret_avail = r->nr_cpus_avail;
+        if (ret_online)
+                *ret_online = r->nr_cpus_online;
+        return 0;
+}
+
+const char *perf_data_reader_cpuid(const struct perf_data_reader *r) {
+        return r->cpuid;
+}
+
+static int hex_digit(char c) {
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
+
+/*
+ * arm64 perf writes HEADER_CPUID as "0x%016lx" of MIDR_EL1
+ * (tools/perf/arch/arm64/util/header.c); strtoul() would accept blanks,
+ * signs and trailing junk, so parse it by hand with a range check.
+ */
+int perf_data_parse_midr(const char *s, uint64_t *ret_midr) {
+        uint64_t v = 0;
+        size_t n = 0;
+
+        if (!s || s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
+                return -EINVAL;
+        for (s += 2; *s; s++, n++) {
+                int d = hex_digit(*s);
+
+                if (d < 0)
+                        return -EINVAL;
+                if (v >> 60)
+                        return -ERANGE;
+                v = (v << 4) | (uint64_t) d;
+        }
+        if (n == 0)
+                return -EINVAL;
+        *ret_midr = v;
+        return 0;
+}
+
+int perf_data_reader_midr(const struct perf_data_reader *r, uint32_t cpu, uint64_t *ret_midr) {
+        for (size_t i = 0; i < r->nr_spe_cpus; i++)
+                if (r->spe_cpus[i].cpu == cpu && r->spe_cpus[i].nr_params > PERF_DATA_SPE_PARAM_MIDR) {
+                        *ret_midr = r->spe_cpus[i].midr;
+                        return 0;
+                }
+        if (r->cpuid && perf_data_parse_midr(r->cpuid, ret_midr) == 0)
+                return 0;
+        return -ENOENT;
+}
+
+/* ---- source access ---------------------------------------------------- */
+
+/* Read up to len bytes at off; returns bytes read (0 = end of input) or -errno. */
+static ssize_t src_read(struct perf_data_reader *r, uint64_t off, void *dst, size_t len) {
+        ssize_t n;
+
+        if (r->is_memory) {
+                if (off >= r->mem_size)
+                        return 0;
+                len = (size_t) MIN((uint64_t) len, r->mem_size - off);
+                memcpy(dst, r->mem + off, len);
+                return (ssize_t) len;
+        }
+        if (off > INT64_MAX)
+                return 0;
+        do {
+                /* Pipes are read in order: off is then always the stream position. */
+                if (r->seekable)
+                        n = pread(r->fd, dst, len, (off_t) off);
+                else
+                        n = read(r->fd, dst, len);
+        } while (n < 0 && errno == EINTR);
+        if (n < 0)
+                return -errno;
+        return n;
+}
+
+/* Read exactly len bytes at off (file mode only); -ENODATA at end of input. */
+static int src_read_full(struct perf_data_reader *r, uint64_t off, void *dst, size_t len) {
+        uint8_t *p = dst;
+
+        while (len > 0) {
+                ssize_t n = src_read(r, off, p, len);
+
+                if (n < 0)
+                        return (int) n;
+                if (n == 0)
+                        return -ENODATA;
+                p += n;
+                off += (uint64_t) n;
+                len -= (size_t) n;
+        }
+        return 0;
+}
+
+static size_t buffered(const struct perf_data_reader *r) {
+        return r->end - r->start;
+}
+
+static void consume(struct perf_data_reader *r, size_t n) {
+        r->start += n;
+        r->pos += n;
+        if (r->start == r->end)
+                r->start = r->end = 0;
+}
+
+/* Read one more chunk into the buffer: >0 bytes added, 0 at end, or -errno. */
+static ssize_t fill(struct perf_data_reader *r) {
+        uint64_t next = r->pos + buffered(r);
+        size_t room;
+        ssize_t n;
+
+        if (r->start > 0 && r->end == r->cap) {
+                memmove(r->buf, r->buf + r->start, buffered(r));
+                r->end -= r->start;
+                r->start = 0;
+        }
+        room = MIN(r->cap - r->end, r->max_read);
+        /* Stop at the end of the data section: feature sections follow it. */
+        if (next >= r->data_end)
+                return 0;
+        room = (size_t) MIN((uint64_t) room, r->data_end - next);
+        if (room == 0)
+                return 0;
+        n = src_read(r, next, r->buf + r->end, room);
+        if (n < 0)
+                return n;
+        r->end += (size_t) n;
+        return n;
+}
+
+/* Make n contiguous bytes available at buf[start]: 1, 0 at end of input, or -errno. */
+static int ensure(struct perf_data_reader *r, size_t n) {
+        while (buffered(r) < n) {
+                ssize_t k;
+
+                if (r->cap - r->start < n) {
+                        memmove(r->buf, r->buf + r->start, buffered(r));
+                        r->end -= r->start;
+                        r->start = 0;
+                }
+                k = fill(r);
+                if (k < 0)
+                        return (int) k;
+                if (k == 0)
+                        return 0;
+        }
+        return 1;
+}
+
+static int alloc_buf(struct perf_data_reader *r) {
+        size_t cap = PERF_DATA_READ_SIZE;
+
+        /* A small input needs no more than a buffer that holds one record. */
+        if (r->size_known && r->file_size < cap)
+                cap = MAX((size_t) r->file_size, (size_t) PERF_DATA_BUF_MIN);
+        r->buf = malloc(cap);
+        if (!r->buf)
+                return -ENOMEM;
+        r->cap = cap;
+        return 0;
+}
+
+/* ---- attrs and sample ids ---------------------------------------------- */
+
+static int cmp_id(const void *a, const void *b) {
+        const struct id_map_entry *x = a, *y = b;
+
+        return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/*
+ * Where the event id sits, as perf computes it (util/evsel.c
+ * evsel__calc_id_pos): in SAMPLE records counted in u64s after the header,
+ * in the sample_id trailer of other records counted from the end.
+ */
+static int calc_id_pos(uint64_t st) {
+        int idx = 0;
+
+        if (st & PERF_SAMPLE_IDENTIFIER)
+                return 0;
+        if (!(st & PERF_SAMPLE_ID))
+                return -1;
+        if (st & PERF_SAMPLE_IP)
+                idx++;
+        if (st & PERF_SAMPLE_TID)
+                idx++;
+        if (st & PERF_SAMPLE_TIME)
+                idx++;
+        if (st & PERF_SAMPLE_ADDR)
+                idx++;
+        return idx;
+}
+
+static int calc_is_pos(uint64_t st) {
+        int idx = 1;
+
+        if (st & PERF_SAMPLE_IDENTIFIER)
+                return 1;
+        if (!(st & PERF_SAMPLE_ID))
+                return -1;
+        if (st & PERF_SAMPLE_CPU)
+                idx++;
+        if (st & PERF_SAMPLE_STREAM_ID)
+                idx++;
+        return idx;
+}
+
+static int rebuild_id_map(struct perf_data_reader *r) {
+        struct id_map_entry *m;
+        size_t n = 0, k = 0;
+
+        for (size_t i = 0; i < r->nr_attrs; i++)
+                n += r->attrs[i].nr_ids;
+        m = calloc(MAX(n, (size_t) 1), sizeof(*m));
+        if (!m)
+                return -ENOMEM;
+        for (size_t i = 0; i < r->nr_attrs; i++)
+                for (size_t j = 0; j < r->attrs[i].nr_ids; j++)
+                        m[k++] = (struct id_map_entry) { .id = r->attrs[i].ids[j], .attr = i };
+        qsort(m, n, sizeof(*m), cmp_id);
+        free(r->id_map);
+        r->id_map = m;
+        r->nr_id_map = n;
+
+        /* perf requires the id at the same place for every attr (evlist__valid_sample_type). */
+        r->sample_id_all = r->attrs[0].attr.sample_id_all;
+        r->id_pos = calc_id_pos(r->attrs[0].attr.sample_type);
+        r->is_pos = calc_is_pos(r->attrs[0].attr.sample_type);
+        for (size_t i = 1; i < r->nr_attrs; i++) {
+                if (calc_id_pos(r->attrs[i].attr.sample_type) != r->id_pos)
+                        r->id_pos = -1;
+                if (calc_is_pos(r->attrs[i].attr.sample_type) != r->is_pos)
+                        r->is_pos = -1;
+        }
+        return 0;
+}
+
+/*
+ * Add one attr: `raw` holds attr_len bytes of perf_event_attr as written
+ * (its own size field says how much of it is defined), ids are separate.
+ */
+static int add_attr(struct perf_data_reader *r, uint64_t where, const uint8_t *raw, size_t attr_len,
+                    uint64_t *ids, size_t nr_ids) {
+        struct perf_data_attr *a, *n;
+        uint32_t sz;
+
+        if (r->nr_attrs >= PERF_DATA_ATTRS_MAX) {
+                free(ids);
+                return fail(r, -EBADMSG, "attr at offset 0x%" PRIx64 ": more than %u attrs",
+                            where, PERF_DATA_ATTRS_MAX);
+        }
+        sz = rd32(raw + offsetof(struct perf_event_attr, size));
+        /* size 0 means the first published layout [perf_event_open(2)]. */
+        if (sz == 0)
+                sz = PERF_ATTR_SIZE_VER0;
+        if (sz < PERF_ATTR_SIZE_VER0 || sz > attr_len) {
+                free(ids);
+                return fail(r, -EBADMSG, "attr at offset 0x%" PRIx64 " has size %" PRIu32
+                            " outside [%u, %zu]", where, sz, PERF_ATTR_SIZE_VER0, attr_len);
+        }
+
+        n = realloc(r->attrs, (r->nr_attrs + 1) * sizeof(*n));
+        if (!n) {
+                free(ids);
+                return -ENOMEM;
+        }
+        r->attrs = n;
+        a = &r->attrs[r->nr_attrs++];
+        *a = (struct perf_data_attr) {
+                .attr_size = sz,
+                .nr_ids = nr_ids,
+                .ids = ids,
+        };
+        /* A newer perf may write a longer attr than ours; the tail is ignored. */
+        memcpy(&a->attr, raw, MIN((size_t) sz, sizeof(a->attr)));
+        a->attr.size = sz;
+
+        return rebuild_id_map(r);
+}
+
+static const struct perf_data_attr *find_attr_by_id(struct perf_data_reader *r, uint64_t id) {
+        size_t lo = 0, hi = r->nr_id_map;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+
+                if (r->id_map[mid].id == id)
+                        return &r->attrs[r->id_map[mid].attr];
+                if (r->id_map[mid].id < id)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return NULL;
+}
+
+/* Which attr a record belongs to (util/evlist.c evlist__event2evsel). */
+static const struct perf_data_attr *resolve_attr(struct perf_data_reader *r, const uint8_t *rec,
+                                                 uint32_t size, bool is_sample) {
+        const struct perf_data_attr *a;
+        uint32_t body = size - HDR_SIZE;
+        uint64_t id;
+        int p;
+
+        if (r->nr_attrs == 0)
+                return NULL;
+        if (!is_sample && !r->sample_id_all)
+                return NULL;
+        if (r->nr_attrs == 1)
+                return &r->attrs[0];
+        p = is_sample ? r->id_pos : r->is_pos;
+        if (p < 0)
+                return &r->attrs[0];
+        if (is_sample) {
+                if ((uint32_t) (p + 1) * 8 > body)
+                        goto unresolved;
+                id = rd64(rec + HDR_SIZE + (uint32_t) p * 8);
+        } else {
+                if ((uint32_t) p * 8 > body)
+                        goto unresolved;
+                id = rd64(rec + size - (uint32_t) p * 8);
+        }
+        if (id == 0)
+                return &r->attrs[0];
+        a = find_attr_by_id(r, id);
+        if (a)
+                return a;
+unresolved:
+        r->stats.unresolved_ids++;
+        return NULL;
+}
+
+/* The sample_id trailer fields in file order [perf_event_open(2) "struct sample_id"]. */
+static const uint64_t trailer_order[] = {
+        PERF_SAMPLE_TID, PERF_SAMPLE_TIME, PERF_SAMPLE_ID, PERF_SAMPLE_STREAM_ID, PERF_SAMPLE_CPU,
+        PERF_SAMPLE_IDENTIFIER,
+};
+
+/* One u64 word of sample identity, shared by SAMPLE bodies and sample_id trailers. */
+static void sid_field(struct perf_data_sample_id *sid, uint64_t bit, const uint8_t *p) {
+        switch (bit) {
+        case PERF_SAMPLE_TID:           /* {u32 pid; u32 tid} */
+                sid->pid = rd32(p);
+                sid->tid = rd32(p + sizeof(uint32_t));
+                sid->valid |= PERF_DATA_ID_TID;
+                break;
+        case PERF_SAMPLE_TIME:
+                sid->time = rd64(p);
+                sid->valid |= PERF_DATA_ID_TIME;
+                break;
+        case PERF_SAMPLE_ID:
+        case PERF_SAMPLE_IDENTIFIER:
+                sid->id = rd64(p);
+                sid->valid |= PERF_DATA_ID_ID;
+                break;
+        case PERF_SAMPLE_STREAM_ID:
+                sid->stream_id = rd64(p);
+                sid->valid |= PERF_DATA_ID_STREAM_ID;
+                break;
+        case PERF_SAMPLE_CPU:           /* {u32 cpu; u32 res} */
+                sid->cpu = rd32(p);
+                sid->valid |= PERF_DATA_ID_CPU;
+                break;
+        default:
+                break;
+        }
+}
+
+static unsigned trailer_words(uint64_t st) {
+        return !!(st & PERF_SAMPLE_TID) + !!(st & PERF_SAMPLE_TIME) + !!(st & PERF_SAMPLE_ID) +
+                !!(st & PERF_SAMPLE_STREAM_ID) + !!(st & PERF_SAMPLE_CPU) +
+                !!(st & PERF_SAMPLE_IDENTIFIER);
+}
+
+/*
+ * The sample_id trailer of a non-sample record [perf_event_open(2)
+ * "struct sample_id"]: {pid,tid} time id stream_id {cpu,res} identifier,
+ * each present when its sample_type bit is. Returns the trailer length, or
+ * a negative error when it does not fit in the record body after `fixed`.
+ */
+static int parse_trailer(struct perf_data_reader *r, const uint8_t *rec, uint32_t size, uint32_t fixed,
+                         uint64_t file_offset, struct perf_data_sample_id *sid, uint32_t *ret_len) {
+        const struct perf_data_attr *a;
+        const uint8_t *p;
+        uint64_t st;
+        uint32_t len;
+
+        a = resolve_attr(r, rec, size, false);
+        if (!a || !a->attr.sample_id_all) {
+                *ret_len = 0;
+                return 0;
+        }
+        st = a->attr.sample_type;
+        len = trailer_words(st) * 8;
+        if ((uint64_t) HDR_SIZE + fixed + len > size)
+                return fail(r, -EBADMSG, "%s record at offset 0x%" PRIx64 " (size 0x%" PRIx32
+                            ") is too short for its body (0x%" PRIx32 ") and sample_id (0x%" PRIx32 ")",
+                            perf_data_record_type_name(rd32(rec)) ?: "?", file_offset, size, fixed, len);
+        p = rec + size - len;
+        for (size_t i = 0; i < ELEMENTSOF(trailer_order); i++)
+                if (st & trailer_order[i]) {
+                        sid_field(sid, trailer_order[i], p);
+                        p += 8;
+                }
+        *ret_len = len;
+        return 0;
+}
+
+/* ---- stats -------------------------------------------------------------- */
+
+static struct perf_data_cpu_stats *cpu_stats(struct perf_data_reader *r, uint32_t cpu) {
+        struct perf_data_cpu_stats *n;
+        uint32_t want;
+
+        if (cpu >= PERF_DATA_MAX_CPUS)
+                return NULL;
+        if (cpu < r->nr_cpu_stats)
+                return &r->cpu_stats[cpu];
+        /* Grows only when a new CPU shows up, at most PERF_DATA_MAX_CPUS entries. */
+        want = MIN(MAX(cpu + 1, r->nr_cpu_stats * 2), (uint32_t) PERF_DATA_MAX_CPUS);
+        n = realloc(r->cpu_stats, want * sizeof(*n));
+        if (!n)
+                return NULL;
+        memset(n + r->nr_cpu_stats, 0, (want - r->nr_cpu_stats) * sizeof(*n));
+        r->cpu_stats = n;
+        r->nr_cpu_stats = want;
+        return &n[cpu];
+}
+
+static struct perf_data_cpu_stats *sid_cpu_stats(struct perf_data_reader *r, const struct perf_data_sample_id *sid) {
+        if (!(sid->valid & PERF_DATA_ID_CPU))
+                return NULL;
+        return cpu_stats(r, sid->cpu);
+}
+
+static void count_lost(struct perf_data_reader *r, const struct perf_data_sample_id *sid, uint64_t lost) {
+        struct perf_data_cpu_stats *cs = sid_cpu_stats(r, sid);
+
+        if (cs)
+                cs->lost += lost;
+}
+
+/* ---- features ------------------------------------------------------------ */
+
+/* {u32 len; char str[len]} with the string NUL-terminated inside len. */
+static int feature_string(const uint8_t *data, size_t len, const char **ret) {
+        uint32_t n;
+
+        if (len < PERF_DATA_FEAT_STR_LEN)
+                return -EBADMSG;
+        n = rd32(data);
+        if (n > len - PERF_DATA_FEAT_STR_LEN || !memchr(data + PERF_DATA_FEAT_STR_LEN, 0, n))
+                return -EBADMSG;
+        *ret = (const char *) data + PERF_DATA_FEAT_STR_LEN;
+        return 0;
+}
+
+static int process_feature(struct perf_data_reader *r, uint64_t where, unsigned feat,
+                           const uint8_t *data, size_t len) {
+        struct perf_data_wire_nrcpus nrc;
+        const char *s;
+        int k;
+
+        switch (feat) {
+        case PERF_DATA_FEAT_CPUID:
+                if (feature_string(data, len, &s) < 0)
+                        return fail(r, -EBADMSG, "HEADER_CPUID at offset 0x%" PRIx64
+                                    " is not a terminated string", where);
+                free(r->cpuid);
+                r->cpuid = strdup(s);
+                if (!r->cpuid)
+                        return -ENOMEM;
+                break;
+        case PERF_DATA_FEAT_NRCPUS:
+                if (len < sizeof(nrc))
+                        return fail(r, -EBADMSG, "HEADER_NRCPUS at offset 0x%" PRIx64
+                                    " has size 0x%zx, need 0x%zx", where, len, sizeof(nrc));
+                WIRE(nrc, data);
+                r->nr_cpus_avail = nrc.nr_cpus_avail;
+                r->nr_cpus_online = nrc.nr_cpus_online;
+                r->has_nrcpus = true;
+                break;
+        default:
+                break;
+        }
+        if (r->ops->on_feature) {
+                k = r->ops->on_feature(r->userdata, feat, data, len);
+                if (k < 0)
+                        return k;
+        }
+        return 0;
+}
+
+/*
+ * File mode: the feature index follows the data section, one {offset, size}
+ * per set bit of adds_features in increasing bit order
+ * [perf.data-file-format.txt "feature sections"].
+ */
+static int read_features(struct perf_data_reader *r, const struct perf_data_file_header *h) {
+        uint64_t idx_off = h->data.offset + h->data.size;
+        unsigned nr = 0, i = 0;
+        int k;
+
+        for (unsigned b = 0; b < ELEMENTSOF(h->adds_features); b++)
+                nr += (unsigned) __builtin_popcountll(h->adds_features[b]);
+        if (nr == 0)
+                return 0;
+        if (idx_off > r->file_size ||
+            (uint64_t) nr * sizeof(struct perf_data_file_section) > r->file_size - idx_off)
+                return fail(r, -ENODATA, "feature index of %u entries at offset 0x%" PRIx64
+                            " is past the end of the input at 0x%" PRIx64, nr, idx_off, r->file_size);
+
+        for (unsigned feat = 0; feat < PERF_DATA_FEAT_BITS; feat++) {
+                struct perf_data_file_section s;
+                uint64_t where;
+
+                if (!(h->adds_features[feat / 64] & (UINT64_C(1) << (feat % 64))))
+                        continue;
+                where = idx_off + (uint64_t) i++ * sizeof(s);
+                k = src_read_full(r, where, &s, sizeof(s));
+                if (k < 0)
+                        return fail(r, k, "cannot read feature index entry at offset 0x%" PRIx64, where);
+                if (s.offset > r->file_size || s.size > r->file_size - s.offset)
+                        return fail(r, -ENODATA, "feature %u section at offset 0x%" PRIx64 " size 0x%" PRIx64
+                                    " (index entry at 0x%" PRIx64 ") is past the end of the input at 0x%" PRIx64,
+                                    feat, s.offset, s.size, where, r->file_size);
+                if (s.size > PERF_DATA_FEATURE_MAX)
+                        continue;
+                if (!r->ops->on_feature && feat != PERF_DATA_FEAT_CPUID && feat != PERF_DATA_FEAT_NRCPUS)
+                        continue;
+                k = src_read_full(r, s.offset, r->buf, (size_t) s.size);
+                if (k < 0)
+                        return fail(r, k, "cannot read feature %u section at offset 0x%" PRIx64, feat, s.offset);
+                k = process_feature(r, s.offset, feat, r->buf, (size_t) s.size);
+                if (k < 0)
+                        return k;
+        }
+        return 0;
+}
+
+/* ---- records ------------------------------------------------------------- */
+
+static void fill_rec(struct perf_data_record *rec, const uint8_t *p, uint64_t off) {
+        *rec = (struct perf_data_record) {
+                .file_offset = off,
+                .type = rd32(p),
+                .misc = rd16(p + 4),
+                .size = rd16(p + 6),
+                .raw = p,
+        };
+}
+
+/* A NUL-terminated string in rec[from, to); NULL when it is not terminated. */
+static const char *rec_string(const uint8_t *p, uint32_t from, uint32_t to) {
+        if (from >= to || !memchr(p + from, 0, to - from))
+                return NULL;
+        return (const char *) p + from;
+}
+
+static int too_short(struct perf_data_reader *r, const struct perf_data_record *rec, uint32_t need) {
+        return fail(r, -EBADMSG, "%s record at offset 0x%" PRIx64 " has size 0x%" PRIx16
+                    ", its fields need 0x%" PRIx32, perf_data_record_type_name(rec->type) ?: "?",
+                    rec->file_offset, rec->size, need);
+}
+
+static int unterminated(struct perf_data_reader *r, const struct perf_data_record *rec) {
+        return fail(r, -EBADMSG, "%s record at offset 0x%" PRIx64 " has an unterminated string",
+                    perf_data_record_type_name(rec->type) ?: "?", rec->file_offset);
+}
+
+/* Copy a record's fixed body, checked against header.size less the sample_id trailer. */
+static int get_body(struct perf_data_reader *r, const struct perf_data_record *rec, uint32_t tlen,
+                    void *dst, size_t len) {
+        if (HDR_SIZE + len + tlen > rec->size)
+                return too_short(r, rec, (uint32_t) (HDR_SIZE + len + tlen));
+        memcpy(dst, rec->raw + HDR_SIZE, len);
+        return 0;
+}
+
+#define CALL(r, cb, arg) ((r)->ops->cb ? (r)->ops->cb((r)->userdata, (arg)) : 0)
+
+static int handle_mmap(struct perf_data_reader *r, struct perf_data_record *rec, uint32_t tlen) {
+        const uint8_t *b = rec->raw + HDR_SIZE;
+        bool v2 = rec->type == PERF_RECORD_MMAP2;
+        uint32_t fixed = v2 ? sizeof(struct perf_data_wire_mmap2) : sizeof(struct perf_data_wire_mmap);
+        struct perf_data_mmap m = { .rec = *rec };
+
+        if (HDR_SIZE + fixed + tlen > rec->size)
+                return too_short(r, rec, HDR_SIZE + fixed + tlen);
+        if (v2) {
+                struct perf_data_wire_mmap2 w;
+
+                WIRE(w, b);
+                m.pid = w.pid;
+                m.tid = w.tid;
+                m.addr = w.addr;
+                m.len = w.len;
+                m.pgoff = w.pgoff;
+                /* MMAP2 with PERF_RECORD_MISC_MMAP_BUILD_ID carries a build id
+                 * instead of maj/min/ino/ino_generation [perf_event_open(2)]. */
+                if (rec->misc & PERF_RECORD_MISC_MMAP_BUILD_ID) {
+                        m.has_build_id = true;
+                        m.build_id_size = MIN(w.build_id_size, (uint8_t) PERF_DATA_BUILD_ID_MAX);
+                        memcpy(m.build_id, w.build_id, sizeof(m.build_id));
+                } else {
+                        m.maj = w.maj;
+                        m.min = w.min;
+                        m.ino = w.ino;
+                        m.ino_generation = w.ino_generation;
+                }
+                m.prot = w.prot;
+                m.flags = w.flags;
+        } else {
+                struct perf_data_wire_mmap w;
+
+                WIRE(w, b);
+                m.pid = w.pid;
+                m.tid = w.tid;
+                m.addr = w.addr;
+                m.len = w.len;
+                m.pgoff = w.pgoff;
+        }
+        m.filename = rec_string(rec->raw, HDR_SIZE + fixed, rec->size - tlen);
+        if (!m.filename)
+                return unterminated(r, rec);
+        return CALL(r, on_mmap, &m);
+}
+
+static int handle_spe_info(struct perf_data_reader *r, struct perf_data_auxtrace_info *info) {
+        const uint8_t *p = info->priv;
+        size_t nr = info->priv_len / 8, hdr, nr_cpus, at;
+        struct perf_data_spe_cpu *cpus;
+
+        if (info->priv_len == PERF_DATA_SPE_V1_PRIV_U64 * 8) {
+                info->spe_version = 1;
+                info->spe_pmu_type = rd64(p + PERF_DATA_SPE_V1_PMU_TYPE * 8);
+                return 0;
+        }
+        if (nr < PERF_DATA_SPE_HDR_MIN_U64)
+                return fail(r, -EBADMSG, "Arm SPE AUXTRACE_INFO at offset 0x%" PRIx64
+                            " has %zu private u64s: neither version 1 (2) nor a version 2 header (>= %u)",
+                            info->rec.file_offset, nr, PERF_DATA_SPE_HDR_MIN_U64);
+        hdr = rd64(p + PERF_DATA_SPE_HDR_SIZE * 8) > nr ? SIZE_MAX : (size_t) rd64(p + PERF_DATA_SPE_HDR_SIZE * 8);
+        if (hdr < PERF_DATA_SPE_HDR_MIN_U64 || hdr > nr)
+                return fail(r, -EBADMSG, "Arm SPE AUXTRACE_INFO at offset 0x%" PRIx64
+                            ": header size %" PRIu64 " u64s outside [%u, %zu]", info->rec.file_offset,
+                            rd64(p + PERF_DATA_SPE_HDR_SIZE * 8), PERF_DATA_SPE_HDR_MIN_U64, nr);
+        info->spe_version = (unsigned) MIN(rd64(p + PERF_DATA_SPE_HDR_VERSION * 8), (uint64_t) UINT32_MAX);
+        info->spe_pmu_type = rd64(p + PERF_DATA_SPE_HDR_PMU_TYPE * 8);
+        /* Each CPU block takes at least 3 u64s, which bounds the allocation by the record size. */
+        if (rd64(p + PERF_DATA_SPE_HDR_NR_CPUS * 8) > (nr - hdr) / PERF_DATA_SPE_CPU_FIXED_U64)
+                return fail(r, -EBADMSG, "Arm SPE AUXTRACE_INFO at offset 0x%" PRIx64
+                            " claims %" PRIu64 " CPUs, room for at most %zu", info->rec.file_offset,
+                            rd64(p + PERF_DATA_SPE_HDR_NR_CPUS * 8), (nr - hdr) / PERF_DATA_SPE_CPU_FIXED_U64);
+        nr_cpus = (size_t) rd64(p + PERF_DATA_SPE_HDR_NR_CPUS * 8);
+
+        cpus = calloc(MAX(nr_cpus, (size_t) 1), sizeof(*cpus));
+        if (!cpus)
+                return -ENOMEM;
+        at = hdr;
+        for (size_t c = 0; c < nr_cpus; c++) {
+                const uint8_t *q = p + at * 8;
+                uint64_t nparams;
+
+                if (at + PERF_DATA_SPE_CPU_FIXED_U64 > nr ||
+                    rd64(q + PERF_DATA_SPE_CPU_MAGIC * 8) != PERF_DATA_SPE_CPU_MAGIC_VALUE) {
+                        free(cpus);
+                        return fail(r, -EBADMSG, "Arm SPE AUXTRACE_INFO at offset 0x%" PRIx64
+                                    ": CPU block %zu at offset 0x%" PRIx64 " lacks the per-CPU magic",
+                                    info->rec.file_offset, c,
+                                    (uint64_t) (info->priv - info->rec.raw) + info->rec.file_offset + at * 8);
+                }
+                nparams = rd64(q + PERF_DATA_SPE_CPU_NR_PARAMS * 8);
+                if (nparams > nr - at - PERF_DATA_SPE_CPU_FIXED_U64) {
+                        free(cpus);
+                        return fail(r, -EBADMSG, "Arm SPE AUXTRACE_INFO at offset 0x%" PRIx64
+                                    ": CPU block %zu claims %" PRIu64 " parameters past the record end",
+                                    info->rec.file_offset, c, nparams);
+                }
+                q += PERF_DATA_SPE_CPU_FIXED_U64 * 8;
+                cpus[c] = (struct perf_data_spe_cpu) {
+                        .cpu = (uint32_t) rd64(p + (at + PERF_DATA_SPE_CPU_NUM) * 8),
+                        .nr_params = (unsigned) nparams,
+                        .pmu_type = info->spe_pmu_type,
+                };
+                if (nparams > PERF_DATA_SPE_PARAM_MIDR)
+                        cpus[c].midr = rd64(q + PERF_DATA_SPE_PARAM_MIDR * 8);
+                if (nparams > PERF_DATA_SPE_PARAM_PMU_TYPE)
+                        cpus[c].pmu_type = rd64(q + PERF_DATA_SPE_PARAM_PMU_TYPE * 8);
+                if (nparams > PERF_DATA_SPE_PARAM_MIN_IVAL)
+                        cpus[c].min_interval = rd64(q + PERF_DATA_SPE_PARAM_MIN_IVAL * 8);
+                if (nparams > PERF_DATA_SPE_PARAM_EVENT_FILTER)
+                        cpus[c].event_filter = rd64(q + PERF_DATA_SPE_PARAM_EVENT_FILTER * 8);
+                at += PERF_DATA_SPE_CPU_FIXED_U64 + (size_t) nparams;
+        }
+        free(r->spe_cpus);
+        r->spe_cpus = cpus;
+        r->nr_spe_cpus = nr_cpus;
+        info->spe_cpus = cpus;
+        info->nr_spe_cpus = nr_cpus;
+        return 0;
+}
+
+static int handle_auxtrace_info(struct perf_data_reader *r, struct perf_data_record *rec) {
+        struct perf_data_auxtrace_info info = { .rec = *rec };
+        int k;
+
+        struct perf_data_wire_auxtrace_info w;
+
+        k = get_body(r, rec, 0, &w, sizeof(w));
+        if (k < 0)
+                return k;
+        info.type = w.type;
+        info.priv = rec->raw + HDR_SIZE + sizeof(w);
+        info.priv_len = rec->size - HDR_SIZE - sizeof(w);
+        if (info.type == PERF_AUXTRACE_ARM_SPE) {
+                k = handle_spe_info(r, &info);
+                if (k < 0)
+                        return k;
+        }
+        return CALL(r, on_auxtrace_info, &info);
+}
+
+/* Payload bytes that follow a record but are not counted in header.size. */
+static int check_payload(struct perf_data_reader *r, const struct perf_data_record *rec, uint64_t len) {
+        uint64_t end = rec->file_offset + rec->size;
+
+        if (len > r->data_end - end)
+                return fail(r, -EBADMSG, "%s record at offset 0x%" PRIx64 " claims a 0x%" PRIx64
+                            "-byte payload past end of data at 0x%" PRIx64,
+                            perf_data_record_type_name(rec->type) ?: "?", rec->file_offset, len, r->data_end);
+        return 0;
+}
+
+/*
+ * Hand `len` payload bytes that follow the current record to the consumer
+ * (or skip them when at is NULL), in pieces as they sit in the read buffer.
+ */
+static int stream_payload(struct perf_data_reader *r, const struct perf_data_auxtrace *at,
+                          const char *what, uint64_t rec_off, uint64_t len) {
+        uint64_t done = 0;
+        int k;
+
+        for (;;) {
+                size_t n = (size_t) MIN((uint64_t) buffered(r), len - done);
+                bool last = done + n == len;
+
+                if (n > 0 || len == 0) {
+                        if (at && r->ops->on_auxtrace) {
+                                k = r->ops->on_auxtrace(r->userdata, at, done, r->buf + r->start, n, last);
+                                if (k < 0)
+                                        return k;
+                        }
+                        consume(r, n);
+                        done += n;
+                }
+                if (last)
+                        return 0;
+                k = (int) fill(r);
+                if (k < 0)
+                        return fail(r, k, "read error in the %s payload of the record at offset 0x%" PRIx64,
+                                    what, rec_off);
+                if (k == 0)
+                        return fail(r, -ENODATA, "%s payload of the record at offset 0x%" PRIx64
+                                    " (0x%" PRIx64 " bytes) is cut at offset 0x%" PRIx64 ", the end of the input",
+                                    what, rec_off, len, r->pos);
+        }
+}
+
+static int handle_auxtrace(struct perf_data_reader *r, struct perf_data_record *rec) {
+        struct perf_data_wire_auxtrace w;
+        struct perf_data_auxtrace at;
+        struct perf_data_cpu_stats *cs;
+        int k;
+
+        k = get_body(r, rec, 0, &w, sizeof(w));
+        if (k < 0)
+                return k;
+        at = (struct perf_data_auxtrace) {
+                .file_offset = rec->file_offset,
+                .size = w.size,
+                .offset = w.offset,
+                .reference = w.reference,
+                .idx = w.idx,
+                .tid = w.tid,
+                .cpu = w.cpu,
+        };
+        k = check_payload(r, rec, at.size);
+        if (k < 0)
+                return k;
+
+        r->stats.aux_bytes += at.size;
+        cs = cpu_stats(r, at.cpu);
+        if (cs) {
+                cs->auxtrace_records++;
+                cs->aux_bytes += at.size;
+        }
+        /* The record is consumed before its payload is streamed (rec->raw goes stale). */
+        consume(r, rec->size);
+        return stream_payload(r, &at, "AUXTRACE", rec->file_offset, at.size);
+}
+
+static int read_bytes(const uint8_t **p, size_t *left, size_t n, const uint8_t **ret) {
+        if (*left < n)
+                return -EBADMSG;
+        *ret = *p;
+        *p += n;
+        *left -= n;
+        return 0;
+}
+
+static int read_u64(const uint8_t **p, size_t *left, uint64_t *ret) {
+        if (*left < 8)
+                return -EBADMSG;
+        *ret = rd64(*p);
+        *p += 8;
+        *left -= 8;
+        return 0;
+}
+
+/* struct read_format size for attr.read_format [perf_event_open(2)]. */
+static int skip_read_format(uint64_t fmt, const uint8_t **p, size_t *left) {
+        uint64_t per = 1 + !!(fmt & PERF_FORMAT_ID) + !!(fmt & PERF_FORMAT_LOST);
+        uint64_t times = !!(fmt & PERF_FORMAT_TOTAL_TIME_ENABLED) + !!(fmt & PERF_FORMAT_TOTAL_TIME_RUNNING);
+        uint64_t words, nr;
+
+        if (fmt & PERF_FORMAT_GROUP) {
+                if (read_u64(p, left, &nr) < 0)
+                        return -EBADMSG;
+                if (nr > *left / 8 / per)
+                        return -EBADMSG;
+                words = times + nr * per;
+        } else
+                words = times + per;
+        if (words > *left / 8)
+                return -EBADMSG;
+        *p += words * 8;
+        *left -= words * 8;
+        return 0;
+}
+
+static int skip_regs(uint64_t mask, const uint8_t **p, size_t *left) {
+        uint64_t abi, n = (uint64_t) __builtin_popcountll(mask);
+        const uint8_t *dummy;
+
+        if (read_u64(p, left, &abi) < 0)
+                return -EBADMSG;
+        /* abi == PERF_SAMPLE_REGS_ABI_NONE: no registers follow. */
+        if (abi == 0)
+                return 0;
+        return read_bytes(p, left, (size_t) n * 8, &dummy);
+}
+
+/*
+ * SAMPLE body in perf_event_open(2) order. Decodes the fields the daemon
+ * uses; AUX and any bit newer than WEIGHT_STRUCT are left raw in `rest`.
+ */
+static int parse_sample(const struct perf_data_attr *a, const uint8_t *body, size_t left,
+                        struct perf_data_sample *s) {
+        const uint64_t st = a->attr.sample_type;
+        const uint8_t *p = body, *dummy;
+        uint64_t v;
+
+#define U64(dst) do { if (read_u64(&p, &left, &(dst)) < 0) return -EBADMSG; } while (0)
+#define SID(bit)                                                        \
+        do {                                                            \
+                if (st & (bit)) {                                       \
+                        if (left < 8)                                   \
+                                return -EBADMSG;                        \
+                        sid_field(&s->rec.sid, (bit), p);               \
+                        p += 8;                                         \
+                        left -= 8;                                      \
+                }                                                       \
+        } while (0)
+        SID(PERF_SAMPLE_IDENTIFIER);
+        if (st & PERF_SAMPLE_IP)
+                U64(s->ip);
+        SID(PERF_SAMPLE_TID);
+        SID(PERF_SAMPLE_TIME);
+        if (st & PERF_SAMPLE_ADDR)
+                U64(s->addr);
+        SID(PERF_SAMPLE_ID);
+        SID(PERF_SAMPLE_STREAM_ID);
+        SID(PERF_SAMPLE_CPU);
+        if (st & PERF_SAMPLE_PERIOD)
+                U64(s->period);
+        if ((st & PERF_SAMPLE_READ) && skip_read_format(a->attr.read_format, &p, &left) < 0)
+                return -EBADMSG;
+        if (st & PERF_SAMPLE_CALLCHAIN) {
+                U64(s->nr_callchain);
+                if (s->nr_callchain > left / 8)
+                        return -EBADMSG;
+                s->callchain = p;
+                p += s->nr_callchain * 8;
+                left -= s->nr_callchain * 8;
+        }
+        if (st & PERF_SAMPLE_RAW) {
+                /* {u32 size; char data[size]}, size counting padding to a u64 boundary. */
+                uint32_t n;
+
+                if (left < 4)
+                        return -EBADMSG;
+                n = rd32(p);
+                if (read_bytes(&p, &left, (size_t) n + 4, &dummy) < 0)
+                        return -EBADMSG;
+        }
+        if (st & PERF_SAMPLE_BRANCH_STACK) {
+                uint64_t hw_idx;
+
+                U64(v);
+                if (a->attr.branch_sample_type & PERF_SAMPLE_BRANCH_HW_INDEX)
+                        U64(hw_idx);
+                if (v > left / PERF_DATA_BRANCH_ENTRY_SIZE)
+                        return -EBADMSG;
+                p += v * PERF_DATA_BRANCH_ENTRY_SIZE;
+                left -= v * PERF_DATA_BRANCH_ENTRY_SIZE;
+        }
+        if ((st & PERF_SAMPLE_REGS_USER) && skip_regs(a->attr.sample_regs_user, &p, &left) < 0)
+                return -EBADMSG;
+        if (st & PERF_SAMPLE_STACK_USER) {
+                /* {u64 size; char data[size]; u64 dyn_size} with dyn_size only when size != 0. */
+                U64(v);
+                if (v > 0) {
+                        if (v > left || read_bytes(&p, &left, (size_t) v, &dummy) < 0)
+                                return -EBADMSG;
+                        U64(v);
+                }
+        }
+        if (st & PERF_SAMPLE_WEIGHT_TYPE) {
+                U64(v);
+                if (st & PERF_SAMPLE_WEIGHT_STRUCT) {
+                        /* union perf_sample_weight: {u32 var1_dw; u16 var2_w; u16 var3_w} */
+                        s->weight = (uint32_t) v;
+                        s->weight_var2 = (uint16_t) (v >> 32);
+                        s->weight_var3 = (uint16_t) (v >> 48);
+                } else
+                        s->weight = v;
+        }
+        if (st & PERF_SAMPLE_DATA_SRC)
+                U64(s->data_src);
+        if (st & PERF_SAMPLE_TRANSACTION)
+                U64(s->transaction);
+        if ((st & PERF_SAMPLE_REGS_INTR) && skip_regs(a->attr.sample_regs_intr, &p, &left) < 0)
+                return -EBADMSG;
+        if (st & PERF_SAMPLE_PHYS_ADDR)
+                U64(s->phys_addr);
+        if (st & PERF_SAMPLE_CGROUP)
+                U64(s->cgroup);
+        if (st & PERF_SAMPLE_DATA_PAGE_SIZE)
+                U64(s->data_page_size);
+        if (st & PERF_SAMPLE_CODE_PAGE_SIZE)
+                U64(s->code_page_size);
+#undef SID
+#undef U64
+        s->rest_len = 0;
+        s->fields = st & ~(uint64_t) (PERF_SAMPLE_AUX | ~(uint64_t) (PERF_SAMPLE_MAX - 1));
+        if (left > 0) {
+                s->rest = p;
+                s->rest_len = left;
+        }
+        return 0;
+}
+
+static int handle_sample(struct perf_data_reader *r, struct perf_data_record *rec) {
+        struct perf_data_sample s = { .rec = *rec };
+        struct perf_data_cpu_stats *cs;
+
+        s.attr = resolve_attr(r, rec->raw, rec->size, true);
+        if (s.attr && parse_sample(s.attr, rec->raw + HDR_SIZE, rec->size - HDR_SIZE, &s) < 0)
+                return fail(r, -EBADMSG, "SAMPLE record at offset 0x%" PRIx64 " (size 0x%" PRIx16
+                            ") is too short for sample_type 0x%" PRIx64, rec->file_offset, rec->size,
+                            (uint64_t) s.attr->attr.sample_type);
+        cs = sid_cpu_stats(r, &s.rec.sid);
+        if (cs)
+                cs->samples++;
+        if (r->ops->on_record) {
+                int k = r->ops->on_record(r->userdata, &s.rec);
+
+                if (k < 0)
+                        return k;
+        }
+        return CALL(r, on_sample, &s);
+}
+
+static int handle_header_attr(struct perf_data_reader *r, struct perf_data_record *rec) {
+        uint32_t body = rec->size - HDR_SIZE, sz;
+        _cleanup_free_ uint64_t *ids = NULL;
+        size_t nr_ids;
+        int k;
+
+        /* {perf_event_attr (attr.size bytes); u64 id[]} [perf.data-file-format.txt pipe mode]. */
+        if (body < PERF_ATTR_SIZE_VER0)
+                return too_short(r, rec, HDR_SIZE + PERF_ATTR_SIZE_VER0);
+        sz = rd32(rec->raw + HDR_SIZE + offsetof(struct perf_event_attr, size));
+        if (sz == 0)
+                sz = PERF_ATTR_SIZE_VER0;
+        if (sz > body)
+                return fail(r, -EBADMSG, "ATTR record at offset 0x%" PRIx64 ": attr size 0x%" PRIx32
+                            " exceeds the record (0x%" PRIx16 ")", rec->file_offset, sz, rec->size);
+        nr_ids = (body - sz) / 8;
+        ids = calloc(MAX(nr_ids, (size_t) 1), sizeof(uint64_t));
+        if (!ids)
+                return -ENOMEM;
+        memcpy(ids, rec->raw + HDR_SIZE + sz, nr_ids * 8);
+        k = add_attr(r, rec->file_offset, rec->raw + HDR_SIZE, sz, TAKE_PTR(ids), nr_ids);
+        if (k < 0)
+                return k;
+        return CALL(r, on_attr, &r->attrs[r->nr_attrs - 1]);
+}
+
+static int handle_record(struct perf_data_reader *r, const uint8_t *p, uint64_t off) {
+        struct perf_data_record rec;
+        const uint8_t *b = p + HDR_SIZE;
+        struct perf_data_cpu_stats *cs;
+        uint32_t tlen = 0;
+        int k;
+
+        fill_rec(&rec, p, off);
+        r->stats.records_total++;
+        if (rec.type < PERF_DATA_NR_TYPES)
+                r->stats.records_by_type[rec.type]++;
+        else
+                r->stats.records_other_type++;
+
+        /* Kernel records other than SAMPLE may end in a sample_id trailer. */
+        if (rec.type < PERF_RECORD_USER_TYPE_START && rec.type != PERF_RECORD_SAMPLE) {
+                k = parse_trailer(r, p, rec.size, 0, off, &rec.sid, &tlen);
+                if (k < 0)
+                        return k;
+        }
+
+        /* SAMPLE goes to on_record from handle_sample, once its ids are decoded. */
+        if (r->ops->on_record && rec.type != PERF_RECORD_SAMPLE) {
+                k = r->ops->on_record(r->userdata, &rec);
+                if (k < 0)
+                        return k;
+        }
+
+        switch (rec.type) {
+        case PERF_RECORD_MMAP:
+        case PERF_RECORD_MMAP2:
+                return handle_mmap(r, &rec, tlen);
+
+        case PERF_RECORD_LOST: {
+                struct perf_data_lost l = { .rec = rec };
+                struct perf_data_wire_lost w;
+
+                k = get_body(r, &rec, tlen, &w, sizeof(w));
+                if (k < 0)
+                        return k;
+                l.id = w.id;
+                l.lost = w.lost;
+                r->stats.lost += l.lost;
+                count_lost(r, &rec.sid, l.lost);
+                return CALL(r, on_lost, &l);
+        }
+        case PERF_RECORD_LOST_SAMPLES: {
+                struct perf_data_lost l = { .rec = rec };
+                struct perf_data_wire_lost_samples w;
+
+                k = get_body(r, &rec, tlen, &w, sizeof(w));
+                if (k < 0)
+                        return k;
+                l.lost = w.lost;
+                r->stats.lost_samples += l.lost;
+                count_lost(r, &rec.sid, l.lost);
+                return CALL(r, on_lost, &l);
+        }
+        case PERF_RECORD_COMM: {
+                struct perf_data_comm c = { .rec = rec };
+                struct perf_data_wire_comm w;
+
+                k = get_body(r, &rec, tlen, &w, sizeof(w));
+                if (k < 0)
+                        return k;
+                c.pid = w.pid;
+                c.tid = w.tid;
+                c.exec = rec.misc & PERF_RECORD_MISC_COMM_EXEC;
+                c.comm = rec_string(p, HDR_SIZE + sizeof(w), rec.size - tlen);
+                if (!c.comm)
+                        return unterminated(r, &rec);
+                return CALL(r, on_comm, &c);
+        }
+        case PERF_RECORD_FORK:
+        case PERF_RECORD_EXIT: {
+                struct perf_data_task t = { .rec = rec };
+                struct perf_data_wire_task w;
+
+                k = get_body(r, &rec, tlen, &w, sizeof(w));
+                if (k < 0)
+                        return k;
+                t.pid = w.pid;
+                t.ppid = w.ppid;
+                t.tid = w.tid;
+                t.ptid = w.ptid;
+                t.time = w.time;
+                return rec.type == PERF_RECORD_FORK ? CALL(r, on_fork, &t) : CALL(r, on_exit, &t);
+        }
+        case PERF_RECORD_SAMPLE:
+                return handle_sample(r, &rec);
+
+        case PERF_RECORD_AUX: {
+                struct perf_data_aux a = { .rec = rec };
+                struct perf_data_wire_aux w;
+
+                k = get_body(r, &rec, tlen, &w, sizeof(w));
+                if (k < 0)
+                        return k;
+                a.aux_offset = w.aux_offset;
+                a.aux_size = w.aux_size;
+                a.flags = w.flags;
+                cs = sid_cpu_stats(r, &rec.sid);
+#define COUNT_FLAG(flag, field)                                 \
+                if (a.flags & (flag)) {                         \
+                        r->stats.field++;                       \
+                        if (cs)                                 \
+                                cs->field++;                    \
+                }
+                COUNT_FLAG(PERF_AUX_FLAG_TRUNCATED, aux_truncated);
+                COUNT_FLAG(PERF_AUX_FLAG_OVERWRITE, aux_overwrite);
+                COUNT_FLAG(PERF_AUX_FLAG_PARTIAL, aux_partial);
+                COUNT_FLAG(PERF_AUX_FLAG_COLLISION, aux_collision);
+#undef COUNT_FLAG
+                if (cs)
+                        cs->aux_records++;
+                return CALL(r, on_aux, &a);
+        }
+        case PERF_RECORD_ITRACE_START: {
+                struct perf_data_itrace_start is = { .rec = rec };
+                struct perf_data_wire_itrace_start w;
+
+                k = get_body(r, &rec, tlen, &w, sizeof(w));
+                if (k < 0)
+                        return k;
+                is.pid = w.pid;
+                is.tid = w.tid;
+                return CALL(r, on_itrace_start, &is);
+        }
+        case PERF_RECORD_SWITCH:
+        case PERF_RECORD_SWITCH_CPU_WIDE: {
+                struct perf_data_switch sw = { .rec = rec };
+
+                sw.out = rec.misc & PERF_RECORD_MISC_SWITCH_OUT;
+                sw.preempt = rec.misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT;
+                if (rec.type == PERF_RECORD_SWITCH_CPU_WIDE) {
+                        struct perf_data_wire_switch_cpu_wide w;
+
+                        k = get_body(r, &rec, tlen, &w, sizeof(w));
+                        if (k < 0)
+                                return k;
+                        sw.next_prev_pid = w.next_prev_pid;
+                        sw.next_prev_tid = w.next_prev_tid;
+                }
+                return CALL(r, on_switch, &sw);
+        }
+        case PERF_RECORD_HEADER_ATTR:
+                return handle_header_attr(r, &rec);
+
+        case PERF_RECORD_HEADER_FEATURE: {
+                struct perf_data_wire_feature w;
+
+                k = get_body(r, &rec, 0, &w, sizeof(w));
+                if (k < 0)
+                        return k;
+                if (w.feat_id >= PERF_DATA_FEAT_BITS)
+                        return 0;
+                return process_feature(r, off, (unsigned) w.feat_id, b + sizeof(w),
+                                       rec.size - HDR_SIZE - sizeof(w));
+        }
+
+        case PERF_RECORD_AUXTRACE_INFO:
+                return handle_auxtrace_info(r, &rec);
+
+        case PERF_RECORD_TIME_CONV: {
+                struct perf_data_time_conv tc = { .rec = rec };
+                struct perf_data_wire_time_conv w = {};
+
+                if (rec.size < HDR_SIZE + PERF_DATA_TIME_CONV_V1_SIZE)
+                        return too_short(r, &rec, HDR_SIZE + PERF_DATA_TIME_CONV_V1_SIZE);
+                /* Older perf stops after time_zero; the rest stays zero then. */
+                memcpy(&w, b, MIN(sizeof(w), (size_t) (rec.size - HDR_SIZE)));
+                tc.time_shift = w.time_shift;
+                tc.time_mult = w.time_mult;
+                tc.time_zero = w.time_zero;
+                if (rec.size >= HDR_SIZE + sizeof(w)) {
+                        tc.has_cycles = true;
+                        tc.time_cycles = w.time_cycles;
+                        tc.time_mask = w.time_mask;
+                        tc.cap_user_time_zero = w.cap_user_time_zero;
+                        tc.cap_user_time_short = w.cap_user_time_short;
+                }
+                return CALL(r, on_time_conv, &tc);
+        }
+        case PERF_RECORD_COMPRESSED:
+        case PERF_RECORD_COMPRESSED2:
+                return fail(r, -EOPNOTSUPP, "record at offset 0x%" PRIx64 " is %s: compressed perf.data "
+                            "(perf record -z) is not supported; record without -z",
+                            off, perf_data_record_type_name(rec.type));
+        default:
+                /* Unknown or uninteresting: skipped by header.size. */
+                return 0;
+        }
+}
+
+/* Stream records from r->pos until the end of the data section (or of a pipe). */
+static int read_records(struct perf_data_reader *r) {
+        for (;;) {
+                uint64_t off = r->pos;
+                uint32_t type, size;
+                int k;
+
+                if (off == r->data_end)
+                        return 0;
+                k = ensure(r, HDR_SIZE);
+                if (k < 0)
+                        return fail(r, k, "read error at offset 0x%" PRIx64, off);
+                if (k == 0) {
+                        /* A pipe may end between records; a file's data section may not. */
+                        if (r->pipe_mode && buffered(r) == 0)
+                                return 0;
+                        return fail(r, -ENODATA, "record header at offset 0x%" PRIx64
+                                    " is cut by the end of the input at 0x%" PRIx64
+                                    " (data section ends at 0x%" PRIx64 ")", off, off + buffered(r), r->data_end);
+                }
+                type = rd32(r->buf + r->start);
+                size = rd16(r->buf + r->start + 6);
+                if (size < HDR_SIZE)
+                        return fail(r, -EBADMSG, "record at offset 0x%" PRIx64 " (type %" PRIu32
+                                    ") has size 0x%" PRIx32 ", less than its header", off, type, size);
+                if (size > r->data_end - off)
+                        return fail(r, -EBADMSG, "record at offset 0x%" PRIx64 " claims size 0x%" PRIx32
+                                    " past end of data at 0x%" PRIx64, off, size, r->data_end);
+                k = ensure(r, size);
+                if (k < 0)
+                        return fail(r, k, "read error at offset 0x%" PRIx64, off);
+                if (k == 0)
+                        return fail(r, -ENODATA, "record at offset 0x%" PRIx64 " (type %" PRIu32 ", size 0x%"
+                                    PRIx32 ") is cut by the end of the input at 0x%" PRIx64,
+                                    off, type, size, off + buffered(r));
+
+                if (type == PERF_RECORD_AUXTRACE) {
+                        struct perf_data_record rec;
+
+                        fill_rec(&rec, r->buf + r->start, off);
+                        r->stats.records_total++;
+                        r->stats.records_by_type[type]++;
+                        if (r->ops->on_record) {
+                                k = r->ops->on_record(r->userdata, &rec);
+                                if (k < 0)
+                                        return k;
+                        }
+                        k = handle_auxtrace(r, &rec);
+                        if (k < 0)
+                                return k;
+                        continue;
+                }
+
+                k = handle_record(r, r->buf + r->start, off);
+                if (k < 0)
+                        return k;
+
+                if (type == PERF_RECORD_HEADER_TRACING_DATA) {
+                        /* {header; u32 size; u32 pad} then `size` bytes of tracing data (util/trace-event.c). */
+                        struct perf_data_record rec;
+                        uint64_t len;
+
+                        fill_rec(&rec, r->buf + r->start, off);
+                        struct perf_data_wire_tracing_data w;
+
+                        k = get_body(r, &rec, 0, &w, sizeof(w));
+                        if (k < 0)
+                                return k;
+                        len = w.size;
+                        k = check_payload(r, &rec, len);
+                        if (k < 0)
+                                return k;
+                        consume(r, size);
+                        k = stream_payload(r, NULL, "TRACING_DATA", off, len);
+                        if (k < 0)
+                                return k;
+                        continue;
+                }
+                consume(r, size);
+        }
+}
+
+static int read_file_header(struct perf_data_reader *r, struct perf_data_file_header *h) {
+        uint64_t size;
+        int k;
+
+        /* Older headers (without adds_features) are not worth supporting. */
+        k = src_read_full(r, 0, h, sizeof(*h));
+        if (k == -ENODATA)
+                return fail(r, k, "perf.data header (0x%x bytes) is cut by the end of the input at 0x%" PRIx64,
+                            PERF_DATA_FILE_HEADER_SIZE, r->file_size);
+        if (k < 0)
+                return fail(r, k, "cannot read the perf.data header");
+        size = h->size;
+        if (size < PERF_DATA_FILE_HEADER_SIZE)
+                return fail(r, -EBADMSG, "perf.data header at offset 0 claims size 0x%" PRIx64
+                            ", expected 0x%x", size, PERF_DATA_FILE_HEADER_SIZE);
+        if (h->data.offset > UINT64_MAX - h->data.size)
+                return fail(r, -EBADMSG, "data section at offset 0x%" PRIx64 " size 0x%" PRIx64 " overflows",
+                            h->data.offset, h->data.size);
+        return 0;
+}
+
+static int read_file_attrs(struct perf_data_reader *r, const struct perf_data_file_header *h) {
+        uint64_t nr, attr_len;
+        int k;
+
+        if (h->attrs.size == 0)
+                return 0;
+        if (h->attr_size < sizeof(struct perf_data_file_section) + PERF_ATTR_SIZE_VER0 ||
+            h->attr_size > sizeof(struct perf_data_file_section) + PERF_DATA_ATTR_MAX)
+                return fail(r, -EBADMSG, "perf.data header at offset 0x10: attr_size 0x%" PRIx64
+                            " is implausible", h->attr_size);
+        if (h->attrs.size % h->attr_size != 0)
+                return fail(r, -EBADMSG, "attrs section at offset 0x%" PRIx64 ": size 0x%" PRIx64
+                            " is not a multiple of attr_size 0x%" PRIx64, h->attrs.offset, h->attrs.size, h->attr_size);
+        if (h->attrs.offset > r->file_size || h->attrs.size > r->file_size - h->attrs.offset)
+                return fail(r, -ENODATA, "attrs section at offset 0x%" PRIx64 " size 0x%" PRIx64
+                            " is past the end of the input at 0x%" PRIx64, h->attrs.offset, h->attrs.size, r->file_size);
+        nr = h->attrs.size / h->attr_size;
+        attr_len = h->attr_size - sizeof(struct perf_data_file_section);
+
+        for (uint64_t i = 0; i < nr; i++) {
+                uint64_t where = h->attrs.offset + i * h->attr_size;
+                struct perf_data_file_section ids;
+                _cleanup_free_ uint64_t *idv = NULL;
+
+                k = src_read_full(r, where, r->buf, (size_t) h->attr_size);
+                if (k < 0)
+                        return fail(r, k, "cannot read attr at offset 0x%" PRIx64, where);
+                memcpy(&ids, r->buf + attr_len, sizeof(ids));
+                if (ids.size % 8 != 0 || ids.offset > r->file_size || ids.size > r->file_size - ids.offset)
+                        return fail(r, ids.size % 8 ? -EBADMSG : -ENODATA, "ids of attr at offset 0x%" PRIx64
+                                    " (offset 0x%" PRIx64 " size 0x%" PRIx64 ") are misaligned or past the end "
+                                    "of the input at 0x%" PRIx64, where, ids.offset, ids.size, r->file_size);
+                idv = calloc(MAX((size_t) (ids.size / 8), (size_t) 1), sizeof(uint64_t));
+                if (!idv)
+                        return -ENOMEM;
+                k = src_read_full(r, ids.offset, idv, (size_t) ids.size);
+                if (k < 0)
+                        return fail(r, k, "cannot read ids at offset 0x%" PRIx64, ids.offset);
+                k = add_attr(r, where, r->buf, (size_t) attr_len, TAKE_PTR(idv), (size_t) (ids.size / 8));
+                if (k < 0)
+                        return k;
+                k = CALL(r, on_attr, &r->attrs[r->nr_attrs - 1]);
+                if (k < 0)
+                        return k;
+        }
+        return 0;
+}
+
+static int check_magic(struct perf_data_reader *r, uint64_t magic) {
+        if (magic == PERF_DATA_MAGIC2)
+                return 0;
+        if (magic == PERF_DATA_MAGIC2_SWAPPED)
+                return fail(r, -EPROTONOSUPPORT, "perf.data at offset 0 has opposite-endian magic: "
+                            "files from big-endian machines are not supported");
+        if (magic == PERF_DATA_MAGIC1)
+                return fail(r, -EPROTONOSUPPORT, "perf.data at offset 0 has the old PERFFILE magic (version 1), "
+                            "not supported");
+        return fail(r, -EPROTONOSUPPORT, "not a perf.data: magic 0x%016" PRIx64 " at offset 0", magic);
+}
+
+static int run(struct perf_data_reader *r) {
+        struct perf_data_file_header h;
+        uint64_t magic, size;
+        int k, deferred = 0;
+        char deferred_msg[PERF_DATA_ERR_MAX] = "";
+
+        k = alloc_buf(r);
+        if (k < 0)
+                return k;
+
+        /* Both modes start with {magic, header size}; pipes can only be read in order. */
+        k = ensure(r, PERF_DATA_PIPE_HEADER_SIZE);
+        if (k < 0)
+                return fail(r, k, "cannot read the perf.data header");
+        if (k == 0) {
+                if (buffered(r) >= sizeof(magic)) {
+                        k = check_magic(r, rd64(r->buf + r->start));
+                        if (k < 0)
+                                return k;
+                }
+                return fail(r, -ENODATA, "perf.data header is cut by the end of the input at 0x%zx", buffered(r));
+        }
+        magic = rd64(r->buf + r->start);
+        size = rd64(r->buf + r->start + 8);
+        k = check_magic(r, magic);
+        if (k < 0)
+                return k;
+
+        if (size == PERF_DATA_PIPE_HEADER_SIZE) {
+                /* Pipe mode [perf.data-file-format.txt "Pipe-mode data"]: records follow. */
+                r->pipe_mode = true;
+                consume(r, PERF_DATA_PIPE_HEADER_SIZE);
+                return read_records(r);
+        }
+
+        if (!r->seekable)
+                return fail(r, -ESPIPE, "file-mode perf.data (header size 0x%" PRIx64 ") on an unseekable "
+                            "input; pipe it from `perf record -o -` or give a file", size);
+        k = read_file_header(r, &h);
+        if (k < 0)
+                return k;
+        k = read_file_attrs(r, &h);
+        if (k < 0)
+                return k;
+
+        /*
+         * Features sit after the data but describe the machine (CPUID, number
+         * of CPUs) the records need, so read them first. A truncated file
+         * loses them; then the records before the damage still go out and
+         * the feature error is returned at the end.
+         */
+        k = read_features(r, &h);
+        /* No message: out of memory or a callback said stop; that ends the run now. */
+        if (k < 0 && r->err[0] == '\0')
+                return k;
+        if (k < 0) {
+                deferred = k;
+                memcpy(deferred_msg, r->err, sizeof(deferred_msg));
+                r->err[0] = '\0';
+        }
+
+        r->start = r->end = 0;
+        r->pos = h.data.offset;
+        r->data_end = h.data.offset + h.data.size;
+        k = read_records(r);
+        if (k < 0)
+                return k;
+        if (deferred < 0) {
+                memcpy(r->err, deferred_msg, sizeof(r->err));
+                return deferred;
+        }
+        return 0;
+}
+
+int perf_data_reader_run(struct perf_data_reader *r, const struct perf_data_ops *ops, void *userdata) {
+        static const struct perf_data_ops no_ops = {};
+
+        if (!r)
+                return -EINVAL;
+        if (r->ran)
+                return -EALREADY;
+        r->ran = true;
+        r->ops = ops ?: &no_ops;
+        r->userdata = userdata;
+        r->err[0] = '\0';
+        return run(r);
+}

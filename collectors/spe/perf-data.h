@@ -1,0 +1,524 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * perf.data reader: a streaming parser for the files (and pipe streams) that
+ * `perf record` writes, independent of the daemon. It reads in bounded
+ * chunks (never the whole file), hands every record it understands to a
+ * table of callbacks and delivers AUXTRACE payloads (the raw SPE bytes) in
+ * pieces straight out of its read buffer.
+ *
+ * Layout references: tools/perf/Documentation/perf.data-file-format.txt
+ * ("perf.data format"), tools/perf/util/header.h, tools/perf/util/event.h,
+ * tools/lib/perf/include/perf/event.h, and perf_event_open(2) for the kernel
+ * record bodies. Only little-endian files are supported (every machine we run
+ * on is little-endian); an opposite-endian file is rejected with a message.
+ *
+ * Errors are negative errno values:
+ *   -EBADMSG          corrupt structure (bad size, section past the end...)
+ *   -ENODATA          the input ends inside a header, section or record
+ *   -EPROTONOSUPPORT  not a perf.data (foreign magic, opposite endianness,
+ *                     old "PERFFILE" v1 format)
+ *   -EOPNOTSUPP       compressed records (perf record -z)
+ *   -ESPIPE           file-mode perf.data on an unseekable fd
+ *   -ENOMEM, -errno from read(2)/pread(2), or whatever a callback returned.
+ * perf_data_reader_error() then says what went wrong and at which byte
+ * offset of the input. Everything decoded before the damage has already been
+ * delivered.
+ *
+ * Order of delivery. File mode: the attrs, then the feature sections (they
+ * sit after the data but say what the machine was), then the data records in
+ * file order. A damaged feature section does not hold back the records; its
+ * error is returned after them. Pipe mode: everything in stream order (the
+ * ATTR and FEATURE records included). Records are not time-sorted: that is
+ * the consumer's business (perf sorts by FINISHED_ROUND; SPE consumers
+ * usually only need per-CPU order, which the stream already has).
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <linux/perf_event.h>
+
+/* "PERFILE2" read as a little-endian u64 [perf.data-file-format.txt]. */
+#define PERF_DATA_MAGIC2        UINT64_C(0x32454c4946524550)
+/* The same bytes written by a big-endian machine. */
+#define PERF_DATA_MAGIC2_SWAPPED UINT64_C(0x50455246494c4532)
+/* "PERFFILE": the pre-2.6.37 format. */
+#define PERF_DATA_MAGIC1        UINT64_C(0x454c494646524550)
+
+/* struct perf_file_section: {u64 offset; u64 size} */
+struct perf_data_file_section {
+        uint64_t offset;
+        uint64_t size;
+};
+
+/* struct perf_file_header [perf.data-file-format.txt "header"]. */
+#define PERF_DATA_FEAT_BITS     256
+struct perf_data_file_header {
+        uint64_t magic;
+        uint64_t size;          /* size of this header */
+        uint64_t attr_size;     /* size of one attrs entry: attr + ids section */
+        struct perf_data_file_section attrs;
+        struct perf_data_file_section data;
+        struct perf_data_file_section event_types; /* unused */
+        uint64_t adds_features[PERF_DATA_FEAT_BITS / 64];
+};
+#define PERF_DATA_FILE_HEADER_SIZE      104
+#define PERF_DATA_PIPE_HEADER_SIZE      16
+
+/* Feature bits (enum HEADER_*, tools/perf/util/header.h). */
+enum {
+        PERF_DATA_FEAT_TRACING_DATA     = 1,
+        PERF_DATA_FEAT_BUILD_ID         = 2,
+        PERF_DATA_FEAT_HOSTNAME         = 3,
+        PERF_DATA_FEAT_OSRELEASE        = 4,
+        PERF_DATA_FEAT_VERSION          = 5,
+        PERF_DATA_FEAT_ARCH             = 6,
+        PERF_DATA_FEAT_NRCPUS           = 7,
+        PERF_DATA_FEAT_CPUDESC          = 8,
+        PERF_DATA_FEAT_CPUID            = 9,
+        PERF_DATA_FEAT_TOTAL_MEM        = 10,
+        PERF_DATA_FEAT_CMDLINE          = 11,
+        PERF_DATA_FEAT_EVENT_DESC       = 12,
+        PERF_DATA_FEAT_CPU_TOPOLOGY     = 13,
+        PERF_DATA_FEAT_NUMA_TOPOLOGY    = 14,
+        PERF_DATA_FEAT_BRANCH_STACK     = 15,
+        PERF_DATA_FEAT_PMU_MAPPINGS     = 16,
+        PERF_DATA_FEAT_GROUP_DESC       = 17,
+        PERF_DATA_FEAT_AUXTRACE         = 18,
+        PERF_DATA_FEAT_STAT             = 19,
+        PERF_DATA_FEAT_CACHE            = 20,
+        PERF_DATA_FEAT_SAMPLE_TIME      = 21,
+        PERF_DATA_FEAT_MEM_TOPOLOGY     = 22,
+        PERF_DATA_FEAT_CLOCKID          = 23,
+        PERF_DATA_FEAT_DIR_FORMAT       = 24,
+        PERF_DATA_FEAT_BPF_PROG_INFO    = 25,
+        PERF_DATA_FEAT_BPF_BTF          = 26,
+        PERF_DATA_FEAT_COMPRESSED       = 27,
+        PERF_DATA_FEAT_CPU_PMU_CAPS     = 28,
+        PERF_DATA_FEAT_CLOCK_DATA       = 29,
+        PERF_DATA_FEAT_HYBRID_TOPOLOGY  = 30,
+        PERF_DATA_FEAT_PMU_CAPS         = 31,
+};
+
+/*
+ * Record types perf itself synthesizes (user records, never from the
+ * kernel): tools/lib/perf/include/perf/event.h `enum perf_user_event_type`,
+ * listed in perf.data-file-format.txt. The kernel ones (PERF_RECORD_MMAP ...
+ * PERF_RECORD_AUX_OUTPUT_HW_ID) come from <linux/perf_event.h>.
+ */
+enum {
+        PERF_RECORD_USER_TYPE_START     = 64,
+        PERF_RECORD_HEADER_ATTR         = 64,
+        PERF_RECORD_HEADER_EVENT_TYPE   = 65,
+        PERF_RECORD_HEADER_TRACING_DATA = 66,
+        PERF_RECORD_HEADER_BUILD_ID     = 67,
+        PERF_RECORD_FINISHED_ROUND      = 68,
+        PERF_RECORD_ID_INDEX            = 69,
+        PERF_RECORD_AUXTRACE_INFO       = 70,
+        PERF_RECORD_AUXTRACE            = 71,
+        PERF_RECORD_AUXTRACE_ERROR      = 72,
+        PERF_RECORD_THREAD_MAP          = 73,
+        PERF_RECORD_CPU_MAP             = 74,
+        PERF_RECORD_STAT_CONFIG         = 75,
+        PERF_RECORD_STAT                = 76,
+        PERF_RECORD_STAT_ROUND          = 77,
+        PERF_RECORD_EVENT_UPDATE        = 78,
+        PERF_RECORD_TIME_CONV           = 79,
+        PERF_RECORD_HEADER_FEATURE      = 80,
+        PERF_RECORD_COMPRESSED          = 81,
+        PERF_RECORD_FINISHED_INIT       = 82,
+        PERF_RECORD_COMPRESSED2         = 83,
+};
+
+/*
+ * Record bodies as written after struct perf_event_header [perf_event_open(2)
+ * "PERF_RECORD_*", tools/lib/perf/include/perf/event.h]. Every field sits at
+ * its natural alignment, so these structs have the on-disk layout; the
+ * reader memcpy()s them out of its (unaligned) buffer. Variable parts
+ * (strings, the sample_id trailer, payloads) follow and are not included.
+ */
+struct perf_data_wire_mmap {            /* + char filename[] */
+        uint32_t pid, tid;
+        uint64_t addr, len, pgoff;
+};
+
+#define PERF_DATA_BUILD_ID_MAX  20
+struct perf_data_wire_mmap2 {           /* + char filename[] */
+        uint32_t pid, tid;
+        uint64_t addr, len, pgoff;
+        union {
+                struct {
+                        uint32_t maj, min;
+                        uint64_t ino, ino_generation;
+                };
+                struct {                /* PERF_RECORD_MISC_MMAP_BUILD_ID */
+                        uint8_t build_id_size;
+                        uint8_t reserved_1;
+                        uint16_t reserved_2;
+                        uint8_t build_id[PERF_DATA_BUILD_ID_MAX];
+                };
+        };
+        uint32_t prot, flags;
+};
+
+struct perf_data_wire_comm {            /* + char comm[] */
+        uint32_t pid, tid;
+};
+
+struct perf_data_wire_task {            /* FORK, EXIT */
+        uint32_t pid, ppid, tid, ptid;
+        uint64_t time;
+};
+
+struct perf_data_wire_lost {
+        uint64_t id, lost;
+};
+
+struct perf_data_wire_lost_samples {
+        uint64_t lost;
+};
+
+struct perf_data_wire_aux {
+        uint64_t aux_offset, aux_size, flags;
+};
+
+struct perf_data_wire_itrace_start {
+        uint32_t pid, tid;
+};
+
+struct perf_data_wire_switch_cpu_wide {
+        uint32_t next_prev_pid, next_prev_tid;
+};
+
+/* perf >= 5.10 appended time_cycles..cap_user_time_short; older files stop at time_zero. */
+struct perf_data_wire_time_conv {
+        uint64_t time_shift, time_mult, time_zero;
+        uint64_t time_cycles, time_mask;
+        uint8_t cap_user_time_zero, cap_user_time_short;
+        uint8_t reserved[6];
+};
+#define PERF_DATA_TIME_CONV_V1_SIZE     (3 * sizeof(uint64_t))
+
+/* PERF_RECORD_AUXTRACE: followed by `size` payload bytes not counted in header.size. */
+struct perf_data_wire_auxtrace {
+        uint64_t size, offset, reference;
+        uint32_t idx, tid, cpu, reserved;
+};
+
+struct perf_data_wire_auxtrace_info {   /* + u64 priv[] */
+        uint32_t type, reserved;
+};
+
+/* PERF_RECORD_HEADER_TRACING_DATA: followed by `size` bytes of tracing data. */
+struct perf_data_wire_tracing_data {
+        uint32_t size, pad;
+};
+
+/* PERF_RECORD_HEADER_FEATURE: + the feature section's contents. */
+struct perf_data_wire_feature {
+        uint64_t feat_id;
+};
+
+/* HEADER_NRCPUS section (tools/perf/util/header.c write_nrcpus). */
+struct perf_data_wire_nrcpus {
+        uint32_t nr_cpus_avail, nr_cpus_online;
+};
+
+/* Stats count records by type below this bound; others go to "other". */
+#define PERF_DATA_NR_TYPES              128
+
+/* enum auxtrace_type (tools/perf/util/auxtrace.h). */
+enum {
+        PERF_AUXTRACE_UNKNOWN           = 0,
+        PERF_AUXTRACE_INTEL_PT          = 1,
+        PERF_AUXTRACE_INTEL_BTS         = 2,
+        PERF_AUXTRACE_CS_ETM            = 3,
+        PERF_AUXTRACE_ARM_SPE           = 4,
+        PERF_AUXTRACE_S390_CPUMSF       = 5,
+        PERF_AUXTRACE_HISI_PTT          = 6,
+};
+
+/*
+ * Arm SPE private area of PERF_RECORD_AUXTRACE_INFO (u64 indexes,
+ * tools/perf/util/arm-spe.h; spe-format.md §9.2).
+ * Version 1: exactly two u64s, {pmu_type, per_cpu_mmaps}.
+ * Version 2+: a header {version, header size in u64s, pmu_type, nr_cpus},
+ * then per CPU {magic, cpu, nr_params, params[nr_params]} where params are
+ * {midr, pmu_type, min_interval, event_filter caps (newer perf)}.
+ */
+#define PERF_DATA_SPE_V1_PRIV_U64       2
+#define PERF_DATA_SPE_V1_PMU_TYPE       0
+#define PERF_DATA_SPE_V1_PER_CPU_MMAPS  1
+#define PERF_DATA_SPE_HDR_VERSION       0
+#define PERF_DATA_SPE_HDR_SIZE          1
+#define PERF_DATA_SPE_HDR_PMU_TYPE      2
+#define PERF_DATA_SPE_HDR_NR_CPUS       3
+#define PERF_DATA_SPE_HDR_MIN_U64       4
+#define PERF_DATA_SPE_CPU_MAGIC_VALUE   UINT64_C(0x1010101010101010)
+#define PERF_DATA_SPE_CPU_MAGIC         0
+#define PERF_DATA_SPE_CPU_NUM           1
+#define PERF_DATA_SPE_CPU_NR_PARAMS     2
+#define PERF_DATA_SPE_CPU_FIXED_U64     3
+/* Parameter indexes, relative to the first parameter. */
+#define PERF_DATA_SPE_PARAM_MIDR        0
+#define PERF_DATA_SPE_PARAM_PMU_TYPE    1
+#define PERF_DATA_SPE_PARAM_MIN_IVAL    2
+#define PERF_DATA_SPE_PARAM_EVENT_FILTER 3
+
+/* Which sample_id fields a record carried (bits of perf_data_sample_id.valid). */
+enum {
+        PERF_DATA_ID_TID        = 1 << 0,
+        PERF_DATA_ID_TIME       = 1 << 1,
+        PERF_DATA_ID_ID         = 1 << 2,
+        PERF_DATA_ID_STREAM_ID  = 1 << 3,
+        PERF_DATA_ID_CPU        = 1 << 4,
+};
+
+/*
+ * Where and when a record happened: from the sample_id trailer of non-sample
+ * records when attr.sample_id_all is set [perf_event_open(2)
+ * "sample_id_all"], and from the sample body for SAMPLE.
+ */
+struct perf_data_sample_id {
+        unsigned valid;         /* PERF_DATA_ID_* */
+        uint32_t pid, tid;
+        uint64_t time;
+        uint64_t id;
+        uint64_t stream_id;
+        uint32_t cpu;
+};
+
+/* What every delivered record has in common. */
+struct perf_data_record {
+        uint64_t file_offset;   /* byte offset of the record in the input */
+        uint32_t type;
+        uint16_t misc;
+        uint16_t size;          /* header.size */
+        const uint8_t *raw;     /* the record, header included, size bytes; unaligned */
+        struct perf_data_sample_id sid;
+};
+
+struct perf_data_attr {
+        struct perf_event_attr attr;    /* zero-extended to our struct size */
+        uint32_t attr_size;             /* size the file had */
+        size_t nr_ids;
+        uint64_t *ids;
+};
+
+struct perf_data_spe_cpu {
+        uint32_t cpu;
+        uint64_t midr;
+        uint64_t pmu_type;              /* UINT64_MAX: no SPE on this CPU */
+        uint64_t min_interval;
+        uint64_t event_filter;
+        unsigned nr_params;
+};
+
+struct perf_data_auxtrace_info {
+        struct perf_data_record rec;
+        uint32_t type;                  /* PERF_AUXTRACE_* */
+        const uint8_t *priv;            /* raw private area; unaligned */
+        size_t priv_len;
+        /* Arm SPE only (type == PERF_AUXTRACE_ARM_SPE): */
+        unsigned spe_version;           /* 1, or the header version (2+) */
+        uint64_t spe_pmu_type;
+        size_t nr_spe_cpus;             /* 0 for version 1 */
+        const struct perf_data_spe_cpu *spe_cpus;
+};
+
+struct perf_data_auxtrace {
+        uint64_t file_offset;           /* of the 48-byte record */
+        uint64_t size;                  /* payload bytes */
+        uint64_t offset;                /* AUX ring position of the first byte */
+        uint64_t reference;
+        uint32_t idx;                   /* mmap (queue) index */
+        uint32_t tid;                   /* (u32)-1 in per-CPU mode */
+        uint32_t cpu;                   /* (u32)-1 in per-thread mode */
+};
+
+struct perf_data_aux {
+        struct perf_data_record rec;
+        uint64_t aux_offset;
+        uint64_t aux_size;
+        uint64_t flags;                 /* PERF_AUX_FLAG_* */
+};
+
+struct perf_data_lost {
+        struct perf_data_record rec;    /* type LOST or LOST_SAMPLES */
+        uint64_t id;                    /* LOST only */
+        uint64_t lost;
+};
+
+struct perf_data_comm {
+        struct perf_data_record rec;
+        uint32_t pid, tid;
+        const char *comm;               /* NUL-terminated inside the record */
+        bool exec;                      /* PERF_RECORD_MISC_COMM_EXEC */
+};
+
+struct perf_data_mmap {
+        struct perf_data_record rec;    /* type MMAP or MMAP2 */
+        uint32_t pid, tid;
+        uint64_t addr, len, pgoff;
+        /* MMAP2 only: */
+        bool has_build_id;              /* PERF_RECORD_MISC_MMAP_BUILD_ID */
+        uint32_t maj, min;
+        uint64_t ino, ino_generation;
+        uint8_t build_id_size;
+        uint8_t build_id[PERF_DATA_BUILD_ID_MAX];
+        uint32_t prot, flags;
+        const char *filename;           /* NUL-terminated inside the record */
+};
+
+struct perf_data_task {
+        struct perf_data_record rec;    /* type FORK or EXIT */
+        uint32_t pid, ppid, tid, ptid;
+        uint64_t time;
+};
+
+struct perf_data_switch {
+        struct perf_data_record rec;    /* type SWITCH or SWITCH_CPU_WIDE */
+        bool out;                       /* PERF_RECORD_MISC_SWITCH_OUT */
+        bool preempt;                   /* PERF_RECORD_MISC_SWITCH_OUT_PREEMPT */
+        uint32_t next_prev_pid, next_prev_tid; /* CPU_WIDE only */
+};
+
+struct perf_data_itrace_start {
+        struct perf_data_record rec;
+        uint32_t pid, tid;
+};
+
+/* PERF_RECORD_TIME_CONV (tools/lib/perf/include/perf/event.h). */
+struct perf_data_time_conv {
+        struct perf_data_record rec;
+        uint64_t time_shift, time_mult, time_zero;
+        bool has_cycles;                /* newer perf: the fields below */
+        uint64_t time_cycles, time_mask;
+        bool cap_user_time_zero, cap_user_time_short;
+};
+
+/* Sample fields decoded (bits of perf_data_sample.fields): PERF_SAMPLE_* bits. */
+struct perf_data_sample {
+        struct perf_data_record rec;    /* rec.sid carries tid/time/id/stream_id/cpu */
+        const struct perf_data_attr *attr; /* NULL: no attr matched, nothing decoded */
+        uint64_t fields;                /* PERF_SAMPLE_* bits actually decoded */
+        uint64_t ip;
+        uint64_t addr;
+        uint64_t period;
+        uint64_t nr_callchain;
+        const uint8_t *callchain;       /* nr_callchain u64s; unaligned */
+        uint64_t weight;                /* WEIGHT, or WEIGHT_STRUCT var1_dw */
+        uint16_t weight_var2, weight_var3;
+        uint64_t data_src;
+        uint64_t transaction;
+        uint64_t phys_addr;
+        uint64_t cgroup;
+        uint64_t data_page_size, code_page_size;
+        /* Bytes not decoded (sample_type bits we do not parse, e.g. AUX), if any. */
+        const uint8_t *rest;
+        size_t rest_len;
+};
+
+/*
+ * Consumer callbacks. Any may be NULL. A negative return stops the reader,
+ * which returns that value. Pointers are valid only during the call.
+ */
+struct perf_data_ops {
+        /* Every record, before its typed callback (dump tools, unknown types). */
+        int (*on_record)(void *userdata, const struct perf_data_record *rec);
+        /* File mode: each attrs entry; pipe mode: each HEADER_ATTR record. */
+        int (*on_attr)(void *userdata, const struct perf_data_attr *attr);
+        /* A feature section (file mode, sections up to 64 KiB) or HEADER_FEATURE. */
+        int (*on_feature)(void *userdata, unsigned feat, const uint8_t *data, size_t len);
+        int (*on_auxtrace_info)(void *userdata, const struct perf_data_auxtrace_info *info);
+        /*
+         * AUXTRACE payload in pieces: `chunk_offset` is where `data` starts
+         * within the payload; `last` is set on the final piece (a zero-size
+         * payload gets one call with len 0).
+         */
+        int (*on_auxtrace)(void *userdata, const struct perf_data_auxtrace *at,
+                           uint64_t chunk_offset, const uint8_t *data, size_t len, bool last);
+        int (*on_aux)(void *userdata, const struct perf_data_aux *aux);
+        int (*on_lost)(void *userdata, const struct perf_data_lost *lost);
+        int (*on_comm)(void *userdata, const struct perf_data_comm *comm);
+        int (*on_mmap)(void *userdata, const struct perf_data_mmap *mmap);
+        int (*on_fork)(void *userdata, const struct perf_data_task *task);
+        int (*on_exit)(void *userdata, const struct perf_data_task *task);
+        int (*on_switch)(void *userdata, const struct perf_data_switch *sw);
+        int (*on_itrace_start)(void *userdata, const struct perf_data_itrace_start *is);
+        int (*on_time_conv)(void *userdata, const struct perf_data_time_conv *tc);
+        int (*on_sample)(void *userdata, const struct perf_data_sample *sample);
+};
+
+/* Per-CPU counters; CPUs beyond PERF_DATA_MAX_CPUS or (u32)-1 are not kept. */
+#define PERF_DATA_MAX_CPUS      4096
+struct perf_data_cpu_stats {
+        uint64_t auxtrace_records;
+        uint64_t aux_bytes;             /* AUXTRACE payload bytes */
+        uint64_t aux_records;           /* PERF_RECORD_AUX */
+        uint64_t aux_truncated, aux_overwrite, aux_partial, aux_collision;
+        uint64_t lost;                  /* LOST.lost + LOST_SAMPLES.lost */
+        uint64_t samples;
+};
+
+struct perf_data_stats {
+        uint64_t records_total;
+        uint64_t records_by_type[PERF_DATA_NR_TYPES];
+        uint64_t records_other_type;    /* type >= PERF_DATA_NR_TYPES */
+        uint64_t aux_bytes;             /* all AUXTRACE payload bytes */
+        uint64_t aux_truncated, aux_overwrite, aux_partial, aux_collision;
+        uint64_t lost;                  /* sum of LOST.lost */
+        uint64_t lost_samples;          /* sum of LOST_SAMPLES.lost */
+        uint64_t unresolved_ids;        /* records whose sample id matched no attr */
+};
+
+struct perf_data_reader;
+
+/* Constructors read nothing yet; perf_data_reader_run() does the work. */
+int perf_data_reader_new_path(const char *path, struct perf_data_reader **ret);
+/* take_fd: the reader closes fd when freed. A pipe must carry pipe mode. */
+int perf_data_reader_new_fd(int fd, bool take_fd, struct perf_data_reader **ret);
+/* The memory must outlive the reader; nothing is copied beyond the read buffer. */
+int perf_data_reader_new_memory(const void *data, size_t size, struct perf_data_reader **ret);
+struct perf_data_reader *perf_data_reader_free(struct perf_data_reader *r);
+
+/*
+ * Test hook: read at most max_read bytes per read call (default 1 MiB), so
+ * that records and AUXTRACE payloads straddle chunk boundaries.
+ */
+void perf_data_reader_set_read_size(struct perf_data_reader *r, size_t max_read);
+
+/* Read everything once. 0 on success, else a negative error (see above). */
+int perf_data_reader_run(struct perf_data_reader *r, const struct perf_data_ops *ops, void *userdata);
+
+/* "" when nothing failed. */
+const char *perf_data_reader_error(const struct perf_data_reader *r);
+
+bool perf_data_reader_is_pipe(const struct perf_data_reader *r);
+const struct perf_data_stats *perf_data_reader_stats(const struct perf_data_reader *r);
+/* NULL when nothing was counted for that CPU. */
+const struct perf_data_cpu_stats *perf_data_reader_cpu_stats(const struct perf_data_reader *r, uint32_t cpu);
+/* One past the highest CPU with stats. */
+uint32_t perf_data_reader_nr_cpu_stats(const struct perf_data_reader *r);
+
+size_t perf_data_reader_nr_attrs(const struct perf_data_reader *r);
+const struct perf_data_attr *perf_data_reader_attr(const struct perf_data_reader *r, size_t i);
+
+/* HEADER_NRCPUS: -ENOENT when the input had none. */
+int perf_data_reader_nr_cpus(const struct perf_data_reader *r, uint32_t *ret_avail, uint32_t *ret_online);
+/* HEADER_CPUID string ("0x00000000410fd0c0" on arm64), NULL when absent. */
+const char *perf_data_reader_cpuid(const struct perf_data_reader *r);
+/*
+ * MIDR of a CPU: from the SPE AUXTRACE_INFO per-CPU metadata when present,
+ * else the HEADER_CPUID MIDR (perf assumes a homogeneous machine then).
+ * -ENOENT when neither says.
+ */
+int perf_data_reader_midr(const struct perf_data_reader *r, uint32_t cpu, uint64_t *ret_midr);
+
+/* Parse an arm64 CPUID string "0x<hex>" into a MIDR; -EINVAL otherwise. */
+int perf_data_parse_midr(const char *s, uint64_t *ret_midr);
+
+/* "AUXTRACE", "SAMPLE"... for a record type; NULL when unknown. */
+const char *perf_data_record_type_name(uint32_t type);

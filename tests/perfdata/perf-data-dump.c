@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * perf-data-dump: read a perf.data (file or pipe mode; "-" is stdin) with
+ * the armprofd reader and print what it found: mode, attrs, CPUs, record
+ * counts by type, AUX statistics. With --offsets also one line per record
+ * ("record OFFSET TYPE"), to compare with `perf report -D`.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "perf-data.h"
+
+static int print_record(void *userdata, const struct perf_data_record *rec) {
+        const char *name = perf_data_record_type_name(rec->type);
+
+        if (name)
+                printf("record 0x%" PRIx64 " %s\n", rec->file_offset, name);
+        else
+                printf("record 0x%" PRIx64 " TYPE_%" PRIu32 "\n", rec->file_offset, rec->type);
+        return 0;
+}
+
+static void print_summary(struct perf_data_reader *r) {
+        const struct perf_data_stats *st = perf_data_reader_stats(r);
+        uint32_t avail, online;
+        uint64_t midr;
+
+        printf("mode %s\n", perf_data_reader_is_pipe(r) ? "pipe" : "file");
+        printf("attrs %zu\n", perf_data_reader_nr_attrs(r));
+        for (size_t i = 0; i < perf_data_reader_nr_attrs(r); i++) {
+                const struct perf_data_attr *a = perf_data_reader_attr(r, i);
+
+                printf("attr %zu type %" PRIu32 " config 0x%llx sample_type 0x%llx ids %zu\n", i, a->attr.type,
+                       (unsigned long long) a->attr.config, (unsigned long long) a->attr.sample_type, a->nr_ids);
+        }
+        if (perf_data_reader_nr_cpus(r, &avail, &online) == 0)
+                printf("nr_cpus_avail %" PRIu32 "\nnr_cpus_online %" PRIu32 "\n", avail, online);
+        if (perf_data_reader_cpuid(r))
+                printf("cpuid %s\n", perf_data_reader_cpuid(r));
+        if (perf_data_reader_midr(r, 0, &midr) == 0)
+                printf("midr_cpu0 0x%" PRIx64 "\n", midr);
+        printf("records %" PRIu64 "\n", st->records_total);
+        for (uint32_t t = 0; t < PERF_DATA_NR_TYPES; t++) {
+                const char *name = perf_data_record_type_name(t);
+
+                if (st->records_by_type[t] == 0)
+                        continue;
+                if (name)
+                        printf("type %s %" PRIu64 "\n", name, st->records_by_type[t]);
+                else
+                        printf("type TYPE_%" PRIu32 " %" PRIu64 "\n", t, st->records_by_type[t]);
+        }
+        if (st->records_other_type)
+                printf("type OTHER %" PRIu64 "\n", st->records_other_type);
+        printf("aux_bytes %" PRIu64 "\n", st->aux_bytes);
+        printf("aux_flags truncated %" PRIu64 " partial %" PRIu64 " collision %" PRIu64 " overwrite %" PRIu64 "\n",
+               st->aux_truncated, st->aux_partial, st->aux_collision, st->aux_overwrite);
+        printf("lost %" PRIu64 " lost_samples %" PRIu64 "\n", st->lost, st->lost_samples);
+        for (uint32_t c = 0; c < perf_data_reader_nr_cpu_stats(r); c++) {
+                const struct perf_data_cpu_stats *cs = perf_data_reader_cpu_stats(r, c);
+
+                if (!cs->samples && !cs->aux_bytes && !cs->aux_records && !cs->lost)
+                        continue;
+                printf("cpu %" PRIu32 " samples %" PRIu64 " aux_bytes %" PRIu64 " aux_records %" PRIu64
+                       " truncated %" PRIu64 " collision %" PRIu64 " lost %" PRIu64 "\n", c, cs->samples,
+                       cs->aux_bytes, cs->aux_records, cs->aux_truncated, cs->aux_collision, cs->lost);
+        }
+}
+
+int main(int argc, char **argv) {
+        struct perf_data_ops ops = {};
+        struct perf_data_reader *r;
+        const char *path = NULL;
+        int k;
+
+        for (int i = 1; i < argc; i++) {
+                if (strcmp(argv[i], "--offsets") == 0)
+                        ops.on_record = print_record;
+                else if (!path)
+                        path = argv[i];
+                else
+                        path = NULL, i = argc;
+        }
+        if (!path) {
+                fprintf(stderr, "usage: %s [--offsets] FILE|-\n", argv[0]);
+                return 2;
+        }
+        if (strcmp(path, "-") == 0)
+                k = perf_data_reader_new_fd(STDIN_FILENO, false, &r);
+        else
+                k = perf_data_reader_new_path(path, &r);
+        if (k < 0) {
+                fprintf(stderr, "%s: %s\n", path, strerror(-k));
+                return 1;
+        }
+        k = perf_data_reader_run(r, &ops, NULL);
+        print_summary(r);
+        if (k < 0)
+                fprintf(stderr, "%s: %s (%s)\n", path, perf_data_reader_error(r), strerror(-k));
+        perf_data_reader_free(r);
+        return k < 0 ? 1 : 0;
+}

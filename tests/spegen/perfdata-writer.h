@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * Minimal perf.data writer for Arm SPE captures, file mode and pipe mode,
+ * following tools/perf/Documentation/perf.data-file-format.txt and what
+ * Debian's perf 6.1 needs to decode SPE (../shared/reference/
+ * perf-oracle.md): two attrs (the arm_spe event and a dummy:u tracking
+ * event) with one sample id per CPU and PERF_SAMPLE_IDENTIFIER, TIME_CONV
+ * before AUXTRACE_INFO, side-band records with the sample_id_all trailer,
+ * PERF_RECORD_AUX + PERF_RECORD_AUXTRACE (payload inline) per chunk, and
+ * the header features perf c2c needs.
+ *
+ * Writes are buffered and AUX payloads go straight to the fd, so writing
+ * millions of records costs little more than the bytes themselves.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The "dynamic" PMU type we claim for arm_spe_0 (sysfs `type`). */
+#define PDW_SPE_PMU_TYPE_DEFAULT 8U
+#define PDW_MAX_CPUS             256U
+
+struct pdw_config {
+        bool pipe;               /* pipe-mode layout (no seeks, features as events) */
+        unsigned n_cpus;
+        uint32_t spe_pmu_type;
+        uint64_t spe_config;     /* arm_spe attr.config (ts_enable, pa_enable...) */
+        uint64_t spe_period;
+        uint64_t midr;           /* HEADER_CPUID, e.g. Neoverse N1 */
+        unsigned n_nodes;        /* NUMA nodes; CPUs split evenly */
+        uint64_t mem_block;      /* HEADER_MEM_TOPOLOGY block size */
+        unsigned blocks_per_node;
+        uint64_t mem_total_kb;
+        const char *hostname;
+        const char *osrelease;
+        const char *arch;        /* "aarch64" makes perf c2c default to peer */
+        const char *cpudesc;
+        const char *cmdline;     /* one string */
+};
+
+struct pdw;
+
+void pdw_config_init(struct pdw_config *c);
+
+/* Start writing to fd (which stays owned by the caller). File mode needs a
+ * seekable fd (the header is written last, with pwrite). */
+int pdw_new(int fd, const struct pdw_config *c, struct pdw **ret);
+
+/* Side band. cpu is the CPU stamped in the sample_id trailer. */
+int pdw_comm(struct pdw *w, uint32_t pid, uint32_t tid, const char *comm, uint64_t time);
+int pdw_fork(struct pdw *w, uint32_t pid, uint32_t ppid, uint32_t tid, uint32_t ptid, uint64_t time);
+int pdw_mmap2(struct pdw *w, uint32_t pid, uint32_t tid, uint64_t addr, uint64_t len, uint64_t pgoff,
+              uint32_t prot, uint32_t flags, const char *filename, uint64_t time);
+int pdw_itrace_start(struct pdw *w, unsigned cpu, uint32_t pid, uint32_t tid, uint64_t time);
+
+/* One chunk of CPU cpu's AUX stream starting at AUX position aux_offset:
+ * PERF_RECORD_AUX then PERF_RECORD_AUXTRACE + payload. len must be a
+ * multiple of 8 (perf.data-file-format.txt: AUXTRACE sizes are). */
+int pdw_aux(struct pdw *w, unsigned cpu, const void *data, size_t len, uint64_t aux_offset,
+            uint64_t time);
+
+/* Optional: first/last sample time for HEADER_SAMPLE_TIME (file mode). */
+void pdw_set_sample_time(struct pdw *w, uint64_t first, uint64_t last);
+
+/* Write the features and the header. The writer is unusable afterwards. */
+int pdw_finish(struct pdw *w);
+
+struct pdw *pdw_free(struct pdw *w);
