@@ -1,0 +1,316 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "spe-replay.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+#include "perf-data.h"
+#include "strbuf.h"
+
+/* Records decoded per sink call: amortises the call, fits in L1 with its ids. */
+#define REPLAY_BATCH 256
+/*
+ * tid -> pid: a direct-mapped table. A colliding thread overwrites the
+ * older one (counted); the memory is fixed whatever the file holds.
+ */
+#define TIDMAP_BITS 16
+#define TIDMAP_SIZE (1U << TIDMAP_BITS)
+
+struct tid_slot {
+        uint32_t tid;
+        uint32_t pid;
+        bool used;
+};
+
+struct replay_queue {
+        struct spe_replay_cpu_stats st;
+        struct spe_decoder dec;
+        bool started;
+        uint64_t next_offset; /* AUX position where the next payload should begin */
+        uint32_t cur_pid, cur_tid; /* task last switched in on this CPU */
+};
+
+struct spe_replay {
+        struct perf_data_reader *reader;
+        const struct spe_sink *sink;
+        struct replay_queue *queues[SPE_REPLAY_MAX_CPUS];
+        struct replay_queue *sorted[SPE_REPLAY_MAX_CPUS];
+        size_t n_queues;
+        struct tid_slot tids[TIDMAP_SIZE];
+        uint64_t unattributed, tid_evictions;
+        char error[512];
+
+        struct spe_record batch[REPLAY_BATCH];
+        uint32_t pids[REPLAY_BATCH], tids_out[REPLAY_BATCH];
+};
+
+static uint32_t tid_hash(uint32_t tid) {
+        /* Fibonacci hashing: spreads sequential TIDs over the table. */
+        return (uint32_t) ((tid * UINT32_C(2654435769)) >> (32 - TIDMAP_BITS));
+}
+
+static void tid_set(struct spe_replay *r, uint32_t tid, uint32_t pid) {
+        struct tid_slot *s = &r->tids[tid_hash(tid)];
+
+        if (s->used && s->tid != tid)
+                r->tid_evictions++;
+        *s = (struct tid_slot) { .tid = tid, .pid = pid, .used = true };
+}
+
+static uint32_t tid_pid(const struct spe_replay *r, uint32_t tid) {
+        const struct tid_slot *s = &r->tids[tid_hash(tid)];
+
+        return s->used && s->tid == tid ? s->pid : SPE_REPLAY_NO_ID;
+}
+
+static struct replay_queue *queue(struct spe_replay *r, uint32_t cpu) {
+        struct replay_queue *q;
+        uint64_t midr = 0;
+
+        if (cpu >= SPE_REPLAY_MAX_CPUS)
+                return NULL;
+        q = r->queues[cpu];
+        if (q)
+                return q;
+
+        q = xcalloc(1, sizeof(*q));
+        /* A MIDR we cannot find keeps raw data sources ("unknown"), never a guess. */
+        (void) perf_data_reader_midr(r->reader, cpu, &midr);
+        spe_decoder_init(&q->dec, cpu, midr);
+        q->st.cpu = cpu;
+        q->st.midr = midr;
+        q->cur_pid = q->cur_tid = SPE_REPLAY_NO_ID;
+        r->queues[cpu] = q;
+
+        /* Keep an ascending index for reporting. */
+        size_t i = r->n_queues++;
+        while (i > 0 && r->sorted[i - 1]->st.cpu > cpu) {
+                r->sorted[i] = r->sorted[i - 1];
+                i--;
+        }
+        r->sorted[i] = q;
+        return q;
+}
+
+static void emit(struct spe_replay *r, struct replay_queue *q, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                const struct spe_record *rec = &r->batch[i];
+                uint32_t tid, pid;
+
+                /* A context packet names the thread and holds until the next one
+                 * (or a switch record), as perf carries it over on that CPU. */
+                if (rec->present & SPE_REC_CONTEXT && rec->context != q->cur_tid) {
+                        q->cur_tid = rec->context;
+                        q->cur_pid = SPE_REPLAY_NO_ID;
+                }
+                tid = q->cur_tid;
+                pid = tid == SPE_REPLAY_NO_ID ? SPE_REPLAY_NO_ID : tid_pid(r, tid);
+                /* The switched-in task's pid is known even without its COMM. */
+                if (pid == SPE_REPLAY_NO_ID)
+                        pid = q->cur_pid;
+                if (pid == SPE_REPLAY_NO_ID)
+                        r->unattributed++;
+                r->tids_out[i] = tid;
+                r->pids[i] = pid;
+        }
+        q->st.records += n;
+        if (r->sink && r->sink->records)
+                r->sink->records(r->sink->userdata, r->batch, r->pids, r->tids_out, n);
+}
+
+static int on_auxtrace(void *userdata, const struct perf_data_auxtrace *at, uint64_t chunk_offset,
+                       const uint8_t *data, size_t len, bool last) {
+        struct spe_replay *r = userdata;
+        /* Per-thread recordings have cpu = -1: the mmap index is the queue then. */
+        struct replay_queue *q = queue(r, at->cpu != UINT32_MAX ? at->cpu : at->idx);
+
+        if (!q)
+                return 0;
+        if (chunk_offset == 0) {
+                /* A payload that does not continue the last one (ring overwritten,
+                 * data lost) must not glue two unrelated halves of a record. */
+                if (q->started && at->offset != q->next_offset) {
+                        spe_decoder_reset(&q->dec);
+                        q->st.discontinuities++;
+                }
+                q->started = true;
+                q->next_offset = at->offset + at->size;
+        }
+        q->st.bytes += len;
+
+        while (len > 0) {
+                size_t consumed = 0, n;
+
+                n = spe_decoder_decode(&q->dec, data, len, r->batch, REPLAY_BATCH, &consumed);
+                if (n > 0)
+                        emit(r, q, n);
+                data += consumed;
+                len -= consumed;
+                if (n == 0 && consumed == 0)
+                        break; /* everything is buffered in the decoder */
+        }
+        return 0;
+}
+
+static int on_aux(void *userdata, const struct perf_data_aux *aux) {
+        struct spe_replay *r = userdata;
+        struct replay_queue *q;
+
+        if (!(aux->rec.sid.valid & PERF_DATA_ID_CPU))
+                return 0;
+        q = queue(r, aux->rec.sid.cpu);
+        if (!q)
+                return 0;
+        q->st.aux_records++;
+        q->st.aux_truncated += !!(aux->flags & PERF_AUX_FLAG_TRUNCATED);
+        q->st.aux_collision += !!(aux->flags & PERF_AUX_FLAG_COLLISION);
+        q->st.aux_partial += !!(aux->flags & PERF_AUX_FLAG_PARTIAL);
+        return 0;
+}
+
+static int on_lost(void *userdata, const struct perf_data_lost *lost) {
+        struct spe_replay *r = userdata;
+        struct replay_queue *q;
+
+        if (!(lost->rec.sid.valid & PERF_DATA_ID_CPU))
+                return 0;
+        q = queue(r, lost->rec.sid.cpu);
+        if (q)
+                q->st.lost += lost->lost;
+        return 0;
+}
+
+static int on_comm(void *userdata, const struct perf_data_comm *c) {
+        tid_set(userdata, c->tid, c->pid);
+        return 0;
+}
+
+static int on_fork(void *userdata, const struct perf_data_task *t) {
+        tid_set(userdata, t->tid, t->pid);
+        return 0;
+}
+
+static void switch_in(struct spe_replay *r, uint32_t cpu, uint32_t pid, uint32_t tid) {
+        struct replay_queue *q = queue(r, cpu);
+
+        if (!q)
+                return;
+        q->cur_pid = pid;
+        q->cur_tid = tid;
+        if (pid != SPE_REPLAY_NO_ID)
+                tid_set(r, tid, pid);
+}
+
+static int on_switch(void *userdata, const struct perf_data_switch *sw) {
+        const struct perf_data_sample_id *sid = &sw->rec.sid;
+
+        if (!(sid->valid & PERF_DATA_ID_CPU))
+                return 0;
+        /* perf_event_open(2) PERF_RECORD_SWITCH_CPU_WIDE: on a switch out,
+         * next_prev_* is the task coming in; on a switch in, the sample id
+         * is the task that now runs. */
+        if (sw->rec.type == PERF_RECORD_SWITCH_CPU_WIDE && sw->out)
+                switch_in(userdata, sid->cpu, sw->next_prev_pid, sw->next_prev_tid);
+        else if (!sw->out && (sid->valid & PERF_DATA_ID_TID))
+                switch_in(userdata, sid->cpu, sid->pid, sid->tid);
+        return 0;
+}
+
+static int on_itrace_start(void *userdata, const struct perf_data_itrace_start *is) {
+        if (is->rec.sid.valid & PERF_DATA_ID_CPU)
+                switch_in(userdata, is->rec.sid.cpu, is->pid, is->tid);
+        return 0;
+}
+
+static int run(struct perf_data_reader *reader, const struct spe_sink *sink, struct spe_replay **ret) {
+        static const struct perf_data_ops ops = {
+                .on_auxtrace = on_auxtrace,
+                .on_aux = on_aux,
+                .on_lost = on_lost,
+                .on_comm = on_comm,
+                .on_fork = on_fork,
+                .on_switch = on_switch,
+                .on_itrace_start = on_itrace_start,
+        };
+        struct spe_replay *r = xcalloc(1, sizeof(*r));
+        int k;
+
+        r->reader = reader;
+        r->sink = sink;
+        k = perf_data_reader_run(reader, &ops, r);
+        if (k < 0)
+                snprintf(r->error, sizeof(r->error), "%s", perf_data_reader_error(reader));
+
+        /* Snapshot the decoders' counters; partial records at the end stay unemitted. */
+        for (size_t i = 0; i < r->n_queues; i++)
+                r->sorted[i]->st.decoder = r->sorted[i]->dec.stats;
+        *ret = r;
+        return k;
+}
+
+int spe_replay_path(const char *path, const struct spe_sink *sink, struct spe_replay **ret) {
+        struct perf_data_reader *reader = NULL;
+        int k;
+
+        k = perf_data_reader_new_path(path, &reader);
+        if (k < 0) {
+                struct spe_replay *r = xcalloc(1, sizeof(*r));
+
+                snprintf(r->error, sizeof(r->error), "%s: %s", path, strerror(-k));
+                *ret = r;
+                return k;
+        }
+        return run(reader, sink, ret);
+}
+
+int spe_replay_fd(int fd, const struct spe_sink *sink, struct spe_replay **ret) {
+        struct perf_data_reader *reader = NULL;
+        int k;
+
+        k = perf_data_reader_new_fd(fd, false, &reader);
+        if (k < 0) {
+                struct spe_replay *r = xcalloc(1, sizeof(*r));
+
+                snprintf(r->error, sizeof(r->error), "fd %d: %s", fd, strerror(-k));
+                *ret = r;
+                return k;
+        }
+        return run(reader, sink, ret);
+}
+
+struct spe_replay *spe_replay_free(struct spe_replay *r) {
+        if (!r)
+                return NULL;
+        for (size_t i = 0; i < r->n_queues; i++)
+                free(r->sorted[i]);
+        perf_data_reader_free(r->reader);
+        free(r);
+        return NULL;
+}
+
+const char *spe_replay_error(const struct spe_replay *r) {
+        return r->error;
+}
+
+bool spe_replay_is_pipe(const struct spe_replay *r) {
+        return r->reader && perf_data_reader_is_pipe(r->reader);
+}
+
+size_t spe_replay_n_cpus(const struct spe_replay *r) {
+        return r->n_queues;
+}
+
+const struct spe_replay_cpu_stats *spe_replay_cpu(const struct spe_replay *r, size_t i) {
+        return i < r->n_queues ? &r->sorted[i]->st : NULL;
+}
+
+uint64_t spe_replay_unattributed(const struct spe_replay *r) {
+        return r->unattributed;
+}
+
+uint64_t spe_replay_tid_evictions(const struct spe_replay *r) {
+        return r->tid_evictions;
+}

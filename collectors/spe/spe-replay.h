@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * SPE replay: a perf.data recorded with `perf record -e arm_spe_0//` (file
+ * or pipe mode) becomes the same stream of decoded records the live AUX
+ * source produces. AUXTRACE payloads are routed to one decoder per CPU
+ * queue (MIDR from the file's SPE metadata or CPUID), and each record is
+ * attributed to a thread and process:
+ *  - the TID from the record's context packet (CONTEXTIDR with
+ *    CONFIG_PID_IN_CONTEXTIDR), which holds for the following records of
+ *    that CPU until the next one (perf does the same), or the task the
+ *    file's SWITCH / ITRACE_START records last put on that CPU;
+ *  - the PID from COMM/FORK records for that TID (bounded table).
+ *
+ * Library code: no logging, errors as negative errno plus a message.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "spe-rec.h"
+
+#define SPE_REPLAY_MAX_CPUS 4096
+#define SPE_REPLAY_NO_ID UINT32_MAX
+
+struct spe_sink {
+        void *userdata;
+        /* A batch of records decoded on one CPU, with their pid and tid (or SPE_REPLAY_NO_ID). */
+        void (*records)(void *userdata, const struct spe_record *recs, const uint32_t *pids,
+                        const uint32_t *tids, size_t n);
+};
+
+struct spe_replay_cpu_stats {
+        uint32_t cpu;
+        uint64_t midr;
+        uint64_t records;
+        uint64_t bytes;
+        struct spe_decoder_stats decoder;
+        uint64_t aux_records, aux_truncated, aux_collision, aux_partial;
+        uint64_t discontinuities; /* payloads that did not continue the previous one */
+        uint64_t lost;
+};
+
+struct spe_replay;
+
+/* Runs the whole input. Returns 0, or a negative errno with spe_replay_error()
+ * naming the offset of the damage; everything before it has reached the sink
+ * and is in the stats either way. *ret is set in both cases (free it). */
+int spe_replay_path(const char *path, const struct spe_sink *sink, struct spe_replay **ret);
+int spe_replay_fd(int fd, const struct spe_sink *sink, struct spe_replay **ret);
+struct spe_replay *spe_replay_free(struct spe_replay *r);
+
+const char *spe_replay_error(const struct spe_replay *r);
+bool spe_replay_is_pipe(const struct spe_replay *r);
+/* CPUs that had SPE data, ascending. */
+size_t spe_replay_n_cpus(const struct spe_replay *r);
+const struct spe_replay_cpu_stats *spe_replay_cpu(const struct spe_replay *r, size_t i);
+/* Records whose thread or process could not be named. */
+uint64_t spe_replay_unattributed(const struct spe_replay *r);
+/* Threads the attribution table had to forget (it is bounded). */
+uint64_t spe_replay_tid_evictions(const struct spe_replay *r);
