@@ -1,0 +1,511 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "hotlines.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+#include "strbuf.h"
+
+#define HOTLINES_LINE_SIZE_MIN  4U
+
+/* Tag key layout: b = offset | el << 16 | pid << 32. */
+#define HOTLINES_TAG_EL_SHIFT   16
+#define HOTLINES_TAG_PID_SHIFT  32
+
+static const char *const class_names[_HOTLINES_CLASS_MAX] = {
+        [HOTLINES_READ_ONLY]            = "read_only",
+        [HOTLINES_TRUE_SHARING]         = "true_sharing",
+        [HOTLINES_FALSE_SHARING]        = "false_sharing",
+};
+
+const char *hotlines_class_name(enum hotlines_class c) {
+        if ((unsigned) c >= ELEMENTSOF(class_names))
+                return "unknown";
+        return class_names[c];
+}
+
+struct hotlines *hotlines_new(uint32_t capacity, uint32_t offsets, uint32_t line_size) {
+        struct hotlines *h;
+
+        if (capacity == 0 || offsets == 0 || offsets > UINT16_MAX ||
+            line_size < HOTLINES_LINE_SIZE_MIN || line_size > HOTLINES_LINE_SIZE_MAX ||
+            (line_size & (line_size - 1)) != 0)
+                return NULL;
+
+        h = xcalloc(1, sizeof(*h));
+        h->capacity = capacity;
+        h->offsets = offsets;
+        h->line_size = line_size;
+        keytab_init(&h->tab, capacity);
+        ssum_init(&h->ss, capacity);
+        h->line = xcalloc(capacity, sizeof(struct hotlines_line));
+        h->off = xcalloc((size_t) capacity * offsets, sizeof(struct hotlines_off));
+        h->offtag = xcalloc((size_t) capacity * offsets, sizeof(uint64_t));
+        h->offscore = xcalloc((size_t) capacity * offsets, sizeof(uint32_t));
+        return h;
+}
+
+struct hotlines *hotlines_free(struct hotlines *h) {
+        if (!h)
+                return NULL;
+        keytab_done(&h->tab);
+        ssum_done(&h->ss);
+        free(h->line);
+        free(h->off);
+        free(h->offtag);
+        free(h->offscore);
+        free(h);
+        return NULL;
+}
+
+void hotlines_reset(struct hotlines *h) {
+        keytab_clear(&h->tab);
+        ssum_reset(&h->ss);
+        h->n = 0;
+        h->records = 0;
+        h->evictions = 0;
+        h->off_evictions = 0;
+}
+
+size_t hotlines_bytes(uint32_t capacity, uint32_t offsets) {
+        return sizeof(struct hotlines) + keytab_bytes(capacity) + ssum_bytes(capacity) +
+                (size_t) capacity * sizeof(struct hotlines_line) +
+                (size_t) capacity * offsets * (sizeof(struct hotlines_off) + sizeof(uint64_t) + sizeof(uint32_t));
+}
+
+size_t hotlines_summary_bytes(uint32_t capacity, uint32_t offsets) {
+        return sizeof(struct hotlines_summary) +
+                (size_t) capacity * sizeof(struct hotlines_line) +
+                (size_t) capacity * offsets * sizeof(struct hotlines_off);
+}
+
+static void line_init(struct hotlines_line *l, uint64_t addr, const struct hotlines_access *a) {
+        /* Runs on every eviction: plain stores, no rep-stos memset of the whole entry. */
+        l->addr = addr;
+        l->va = a->va;
+        l->pid = a->pid;
+        l->by_pa = a->by_pa;
+        l->flags = 0;
+        l->noffs = 0;
+        l->first_off = 0;
+        l->lat_max = 0;
+        l->score = l->error = 0;
+        l->loads = l->stores = 0;
+        for (unsigned i = 0; i < _SPE_SOURCE_MAX; i++)
+                l->src[i] = 0;
+        l->peer_local = l->peer_remote = 0;
+        l->lat_sum = 0;
+}
+
+static void off_init(struct hotlines_off *o, uint16_t offset, const struct hotlines_access *a) {
+        /* Field by field: the cpus[]/tids[] arrays are valid only up to
+         * ncpus/ntids and need no clearing (this runs on every eviction). */
+        o->pc = a->pc;
+        o->lat_sum = 0;
+        o->loads = o->stores = 0;
+        o->peer_local = o->peer_remote = 0;
+        o->pid = a->pid;
+        o->score = 0;
+        o->offset = offset;
+        o->el = a->el;
+        o->ncpus = o->ntids = 0;
+        o->cpus_more = o->tids_more = 0;
+}
+
+/* Hotness inside a line is u32 (beside 112-byte entries); saturate, never wrap. */
+static uint32_t sat_add32(uint32_t x, uint32_t w) {
+        return x > UINT32_MAX - w ? UINT32_MAX : x + w;
+}
+
+static void off_note_cpu(struct hotlines_off *o, uint32_t cpu) {
+        uint16_t c = (uint16_t) MIN(cpu, (uint32_t) UINT16_MAX);
+
+        /* Full and already marked "more": nothing left to learn (the common
+         * case for busy entries, which would otherwise scan every time). */
+        if (o->cpus_more)
+                return;
+        for (unsigned i = 0; i < o->ncpus; i++)
+                if (o->cpus[i] == c)
+                        return;
+        if (o->ncpus < HOTLINES_CPUS)
+                o->cpus[o->ncpus++] = c;
+        else
+                o->cpus_more = 1;
+}
+
+static void off_note_tid(struct hotlines_off *o, uint32_t tid) {
+        if (o->tids_more)
+                return;
+        for (unsigned i = 0; i < o->ntids; i++)
+                if (o->tids[i] == tid)
+                        return;
+        if (o->ntids < HOTLINES_TIDS)
+                o->tids[o->ntids++] = tid;
+        else
+                o->tids_more = 1;
+}
+
+void hotlines_add(struct hotlines *h, const struct hotlines_access *a) {
+        uint64_t addr = a->addr & ~(uint64_t) (h->line_size - 1);
+        uint64_t b = (a->by_pa ? HOTLINES_PA_KEY : a->pid);
+        uint32_t w = a->peer != SPE_PEER_NONE ? HOTLINES_PEER_WEIGHT : 1;
+        uint16_t offset = (uint16_t) (a->addr & (h->line_size - 1));
+        struct keytab_slot *s = keytab_lookup(&h->tab, addr, b);
+        struct hotlines_line *l;
+        struct hotlines_off *o, *offs;
+        uint64_t *tags, tag;
+        uint32_t *scores, idx;
+        size_t base;
+
+        h->records++;
+        if (s->idx != KEYTAB_NONE) {
+                idx = s->idx;
+                ssum_add(&h->ss, idx, w);
+        } else if (h->n < h->capacity) {
+                idx = h->n++;
+                keytab_set(s, addr, b, idx);
+                line_init(&h->line[idx], addr, a);
+                ssum_push(&h->ss, idx, w);
+        } else {
+                uint64_t min = ssum_min_score(&h->ss);
+
+                idx = ssum_min_idx(&h->ss);
+                l = &h->line[idx];
+                keytab_remove(&h->tab, l->addr,
+                              l->by_pa ? HOTLINES_PA_KEY : l->pid);
+                keytab_set(keytab_lookup(&h->tab, addr, b), addr, b, idx);
+                line_init(l, addr, a);
+                l->error = min;
+                ssum_add(&h->ss, idx, w);
+                h->evictions++;
+        }
+
+        l = &h->line[idx];
+        if (a->store)
+                l->stores++;
+        else {
+                l->loads++;
+                l->src[a->src]++;
+        }
+        l->peer_local += a->peer == SPE_PEER_LOCAL;
+        l->peer_remote += a->peer == SPE_PEER_REMOTE;
+        l->lat_sum += a->lat;
+        l->lat_max = MAX(l->lat_max, a->lat);
+
+        /* (offset, pc) entry: a short linear scan over the tags, the list is
+         * small and bounded; the full key is compared only on a tag match. */
+        base = (size_t) idx * h->offsets;
+        offs = &h->off[base];
+        tags = &h->offtag[base];
+        scores = &h->offscore[base];
+        tag = keytab_hash(a->pc, offset | (uint64_t) a->el << HOTLINES_TAG_EL_SHIFT |
+                          (uint64_t) a->pid << HOTLINES_TAG_PID_SHIFT);
+        o = NULL;
+        for (unsigned i = 0; i < l->noffs; i++)
+                if (tags[i] == tag && offs[i].offset == offset && offs[i].pc == a->pc &&
+                    offs[i].pid == a->pid && offs[i].el == a->el) {
+                        o = &offs[i];
+                        scores[i] = sat_add32(scores[i], w);
+                        break;
+                }
+        if (!o) {
+                unsigned k;
+
+                if (l->noffs < h->offsets) {
+                        k = l->noffs++;
+                        scores[k] = w;
+                } else {
+                        /* Space-Saving inside the line: take over the least hot entry. */
+                        uint32_t min = scores[0];
+
+                        k = 0;
+                        for (unsigned i = 1; i < l->noffs; i++) {
+                                /* Select without a branch: the order is random. */
+                                bool lt = scores[i] < min;
+
+                                k = lt ? i : k;
+                                min = lt ? scores[i] : min;
+                        }
+                        scores[k] = sat_add32(scores[k], w);
+                        h->off_evictions++;
+                }
+                o = &offs[k];
+                tags[k] = tag;
+                off_init(o, offset, a);
+        }
+        if (a->store)
+                o->stores++;
+        else
+                o->loads++;
+        o->peer_local += a->peer == SPE_PEER_LOCAL;
+        o->peer_remote += a->peer == SPE_PEER_REMOTE;
+        o->lat_sum += a->lat;
+        off_note_cpu(o, a->cpu);
+        off_note_tid(o, a->tid);
+}
+
+struct hotlines_summary *hotlines_freeze(const struct hotlines *h) {
+        struct hotlines_summary *s;
+        size_t noffs = 0;
+        uint32_t k = 0;
+
+        for (uint32_t i = 0; i < h->n; i++)
+                noffs += h->line[i].noffs;
+
+        s = xmalloc(sizeof(*s) + (size_t) h->n * sizeof(struct hotlines_line) +
+                    noffs * sizeof(struct hotlines_off));
+        *s = (struct hotlines_summary) {
+                .capacity = h->capacity,
+                .offsets = h->offsets,
+                .line_size = h->line_size,
+                .n = h->n,
+                .noffs = (uint32_t) noffs,
+                .records = h->records,
+                .min = h->n == h->capacity ? ssum_min_score(&h->ss) : 0,
+                .evictions = h->evictions,
+                .off_evictions = h->off_evictions,
+        };
+        s->line = (struct hotlines_line *) (s + 1);
+        s->off = (struct hotlines_off *) (s->line + h->n);
+        for (uint32_t i = 0; i < h->n; i++) {
+                s->line[i] = h->line[i];
+                s->line[i].score = ssum_score(&h->ss, i);
+                s->line[i].first_off = k;
+                memcpy(&s->off[k], &h->off[(size_t) i * h->offsets],
+                       h->line[i].noffs * sizeof(struct hotlines_off));
+                for (unsigned j = 0; j < h->line[i].noffs; j++)
+                        s->off[k + j].score = h->offscore[(size_t) i * h->offsets + j];
+                k += h->line[i].noffs;
+        }
+        return s;
+}
+
+/* ---- merging and classification (reader side) ---- */
+
+static bool cpus_differ(const struct hotlines_off *a, const struct hotlines_off *b) {
+        if (a->ncpus == 0 || b->ncpus == 0)
+                return false;
+        /* A list of two or more holds two distinct CPUs, one differs from b's. */
+        if (a->ncpus > 1 || b->ncpus > 1)
+                return true;
+        return a->cpus[0] != b->cpus[0];
+}
+
+unsigned hotlines_classify(const struct hotlines_off *off, size_t n, uint64_t peer_snoops) {
+        unsigned f = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                const struct hotlines_off *x = &off[i];
+
+                if (x->ncpus > 1)
+                        f |= HOTLINES_F_SHARED;
+                for (size_t j = 0; j < n; j++) {
+                        const struct hotlines_off *y = &off[j];
+
+                        if (!cpus_differ(x, y))
+                                continue;
+                        f |= HOTLINES_F_SHARED;
+                        /* perf c2c's notion (c2c.md §1, §6): a store on one CPU
+                         * and an access on another; same bytes = true sharing,
+                         * other bytes of the line = false sharing, which costs
+                         * only if the line then moves between caches (peer
+                         * snoops). SPE gives no access size, so different
+                         * offsets count as non-overlapping. */
+                        if (x->stores == 0 || (y->loads == 0 && y->stores == 0))
+                                continue;
+                        if (x->offset == y->offset)
+                                f |= HOTLINES_F_TRUE;
+                        else if (peer_snoops > 0)
+                                f |= HOTLINES_F_FALSE;
+                }
+        }
+        return f;
+}
+
+enum hotlines_class hotlines_class_of(unsigned flags) {
+        /* A line can show both; false sharing is the one a layout change fixes. */
+        if (flags & HOTLINES_F_FALSE)
+                return HOTLINES_FALSE_SHARING;
+        if (flags & HOTLINES_F_TRUE)
+                return HOTLINES_TRUE_SHARING;
+        return HOTLINES_READ_ONLY;
+}
+
+struct lref {
+        const struct hotlines_line *l;
+        const struct hotlines_off *off;
+        uint64_t min;                   /* summary minimum */
+};
+
+static int cmp_line_key(const void *x, const void *y) {
+        const struct hotlines_line *a = ((const struct lref *) x)->l, *b = ((const struct lref *) y)->l;
+
+        if (a->by_pa != b->by_pa)
+                return a->by_pa < b->by_pa ? -1 : 1;
+        if (a->addr != b->addr)
+                return a->addr < b->addr ? -1 : 1;
+        if (a->by_pa)
+                return 0;
+        return a->pid < b->pid ? -1 : a->pid > b->pid;
+}
+
+static int cmp_off(const void *x, const void *y) {
+        const struct hotlines_off *a = x, *b = y;
+
+        if (a->offset != b->offset)
+                return a->offset < b->offset ? -1 : 1;
+        if (a->pc != b->pc)
+                return a->pc < b->pc ? -1 : 1;
+        if (a->pid != b->pid)
+                return a->pid < b->pid ? -1 : 1;
+        return (int) a->el - (int) b->el;
+}
+
+static int cmp_rank(const void *x, const void *y) {
+        const struct hotlines_result *a = x, *b = y;
+        uint64_t pa = a->l.peer_local + a->l.peer_remote, pb = b->l.peer_local + b->l.peer_remote;
+
+        if (pa != pb)
+                return pa > pb ? -1 : 1;
+        if (a->l.lat_sum != b->l.lat_sum)
+                return a->l.lat_sum > b->l.lat_sum ? -1 : 1;
+        if (a->l.addr != b->l.addr)
+                return a->l.addr < b->l.addr ? -1 : 1;
+        return a->l.pid < b->l.pid ? -1 : a->l.pid > b->l.pid;
+}
+
+static void off_merge(struct hotlines_off *d, const struct hotlines_off *o) {
+        d->loads += o->loads;
+        d->stores += o->stores;
+        d->peer_local += o->peer_local;
+        d->peer_remote += o->peer_remote;
+        d->lat_sum += o->lat_sum;
+        d->score = sat_add32(d->score, o->score);
+        for (unsigned i = 0; i < o->ncpus; i++)
+                off_note_cpu(d, o->cpus[i]);
+        for (unsigned i = 0; i < o->ntids; i++)
+                off_note_tid(d, o->tids[i]);
+        d->cpus_more |= o->cpus_more;
+        d->tids_more |= o->tids_more;
+}
+
+static bool line_has_pid(const struct lref *r, uint32_t pid) {
+        if (r->l->pid == pid)
+                return true;
+        if (!r->l->by_pa)
+                return false;
+        for (unsigned i = 0; i < r->l->noffs; i++)
+                if (r->off[i].pid == pid)
+                        return true;
+        return false;
+}
+
+void hotlines_merge(const struct hotlines_summary *const *s, size_t n, uint32_t pid,
+                    size_t limit, struct hotlines_merged *ret) {
+        struct hotlines_merged m = {};
+        struct lref *refs;
+        struct hotlines_result *res;
+        size_t nref = 0, nres = 0, total = 0;
+        uint64_t sum_min = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                total += s[i]->n;
+                sum_min += s[i]->min;
+                m.records += s[i]->records;
+                m.evictions += s[i]->evictions;
+                m.off_evictions += s[i]->off_evictions;
+                m.line_size = s[i]->line_size;
+        }
+
+        refs = xmalloc(MAX(total, (size_t) 1) * sizeof(*refs));
+        for (size_t i = 0; i < n; i++)
+                for (uint32_t j = 0; j < s[i]->n; j++) {
+                        struct lref r = {
+                                .l = &s[i]->line[j],
+                                .off = &s[i]->off[s[i]->line[j].first_off],
+                                .min = s[i]->min,
+                        };
+
+                        m.peer_local += r.l->peer_local;
+                        m.peer_remote += r.l->peer_remote;
+                        if (pid != HOTLINES_PID_ANY && !line_has_pid(&r, pid))
+                                continue;
+                        refs[nref++] = r;
+                }
+        qsort(refs, nref, sizeof(*refs), cmp_line_key);
+
+        res = xmalloc(MAX(nref, (size_t) 1) * sizeof(*res));
+        for (size_t i = 0; i < nref; ) {
+                struct hotlines_result *r = &res[nres++];
+                uint64_t min_present = 0;
+                size_t j, noff = 0, k = 0;
+
+                for (j = i; j < nref && cmp_line_key(&refs[j], &refs[i]) == 0; j++)
+                        noff += refs[j].l->noffs;
+
+                r->l = *refs[i].l;
+                r->l.score = r->l.error = 0;
+                r->l.loads = r->l.stores = r->l.peer_local = r->l.peer_remote = r->l.lat_sum = 0;
+                r->l.lat_max = 0;
+                memset(r->l.src, 0, sizeof(r->l.src));
+                r->off = xmalloc(MAX(noff, (size_t) 1) * sizeof(struct hotlines_off));
+                for (size_t t = i; t < j; t++) {
+                        const struct hotlines_line *l = refs[t].l;
+
+                        r->l.score += l->score;
+                        r->l.error += l->error;
+                        min_present += refs[t].min;
+                        r->l.loads += l->loads;
+                        r->l.stores += l->stores;
+                        for (unsigned q = 0; q < _SPE_SOURCE_MAX; q++)
+                                r->l.src[q] += l->src[q];
+                        r->l.peer_local += l->peer_local;
+                        r->l.peer_remote += l->peer_remote;
+                        r->l.lat_sum += l->lat_sum;
+                        r->l.lat_max = MAX(r->l.lat_max, l->lat_max);
+                        memcpy(&r->off[k], refs[t].off, l->noffs * sizeof(struct hotlines_off));
+                        k += l->noffs;
+                }
+                /* Same Space-Saving merge as hot PCs (see hotpcs.h). */
+                r->l.score += sum_min - min_present;
+                r->l.error += sum_min - min_present;
+
+                qsort(r->off, noff, sizeof(struct hotlines_off), cmp_off);
+                k = 0;
+                for (size_t t = 0; t < noff; t++) {
+                        if (k > 0 && cmp_off(&r->off[k - 1], &r->off[t]) == 0)
+                                off_merge(&r->off[k - 1], &r->off[t]);
+                        else
+                                r->off[k++] = r->off[t];
+                }
+                r->noffs = k;
+                r->l.noffs = (uint16_t) MIN(k, (size_t) UINT16_MAX);
+                i = j;
+        }
+        free(refs);
+
+        qsort(res, nres, sizeof(*res), cmp_rank);
+        m.nlines = nres;
+        m.n = MIN(nres, limit);
+        for (size_t i = m.n; i < nres; i++)
+                free(res[i].off);
+        for (size_t i = 0; i < m.n; i++) {
+                unsigned f = hotlines_classify(res[i].off, res[i].noffs,
+                                               res[i].l.peer_local + res[i].l.peer_remote);
+                res[i].l.flags = (uint8_t) f;
+                res[i].cls = hotlines_class_of(f);
+        }
+        m.line = res;
+        *ret = m;
+}
+
+void hotlines_merged_done(struct hotlines_merged *m) {
+        if (!m)
+                return;
+        for (size_t i = 0; i < m->n; i++)
+                free(m->line[i].off);
+        free(m->line);
+        m->line = NULL;
+        m->n = 0;
+}

@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * Hot cache lines, the continuous form of `perf c2c report --display peer`
+ * (c2c.md §2-4, spe-format §7.3).
+ *
+ * Lines are keyed by (line address, pid) with the data VA, or by physical
+ * line address alone when PAs are enabled so that sharing across processes
+ * shows as one line. The table holds `capacity` lines; each line holds up to
+ * `offsets` (offset, pc, el, pid) entries with the CPUs and TIDs seen.
+ *
+ * Boundedness: both levels are Space-Saving tables (Metwally et al. 2005)
+ * over a "hotness" score: 1 per sample, HOTLINES_PEER_WEIGHT per peer-snoop
+ * load, so a line that keeps producing peer snoops is not pushed out by a
+ * stream of one-off lines (which a plain evict-the-coldest table would do:
+ * each newcomer would evict the previous newcomer, the hot line included).
+ * A newcomer takes over the least-hot entry, inheriting its score as
+ * `error`; its counters start at zero, so they are exact counts of what
+ * happened while the line was tracked. Evictions are counted per table.
+ *
+ * CPUs and TIDs per (offset, pc): a bounded list of the first
+ * HOTLINES_CPUS CPU numbers and HOTLINES_TIDS TIDs, plus a flag that more
+ * were seen. Two entries are "touched by different CPUs" unless both lists
+ * are the same single CPU, which the bounded lists decide exactly.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "keytab.h"
+#include "spe-rec.h"
+#include "ssum.h"
+
+#define HOTLINES_CPUS           8
+#define HOTLINES_TIDS           8
+#define HOTLINES_PEER_WEIGHT    16U
+#define HOTLINES_LINE_SIZE_MAX  4096U
+
+/* Classification flags (hotlines_classify). */
+#define HOTLINES_F_SHARED       (1U << 0)       /* touched by two or more CPUs */
+#define HOTLINES_F_FALSE        (1U << 1)       /* false sharing */
+#define HOTLINES_F_TRUE         (1U << 2)       /* true sharing */
+
+enum hotlines_class {
+        HOTLINES_READ_ONLY = 0,                 /* neither pattern below */
+        HOTLINES_TRUE_SHARING,
+        HOTLINES_FALSE_SHARING,
+        _HOTLINES_CLASS_MAX,
+};
+const char *hotlines_class_name(enum hotlines_class c);  /* "read_only", "true_sharing", "false_sharing" */
+
+/* One (offset, pc) inside a line. */
+struct hotlines_off {
+        uint64_t pc;
+        uint64_t lat_sum;
+        uint64_t loads, stores;
+        uint64_t peer_local, peer_remote;
+        uint32_t pid;
+        uint32_t score;                 /* Space-Saving hotness inside the line (set at freeze) */
+        uint16_t offset;
+        uint8_t el;
+        uint8_t ncpus;                  /* valid entries in cpus[] */
+        uint8_t ntids;
+        uint8_t cpus_more;              /* a CPU was seen that did not fit */
+        uint8_t tids_more;
+        uint16_t cpus[HOTLINES_CPUS];
+        uint32_t tids[HOTLINES_TIDS];
+};
+
+struct hotlines_line {
+        uint64_t addr;                  /* line address (VA, or PA with by_pa) */
+        uint64_t va;                    /* a data VA seen on the line (first) */
+        uint32_t pid;                   /* owner (VA keying); with PA keying a pid seen on it */
+        uint8_t by_pa;
+        uint8_t flags;                  /* HOTLINES_F_* (merged results only) */
+        uint16_t noffs;
+        uint32_t first_off;             /* summaries: index of its first offset entry */
+        uint32_t lat_max;
+        uint64_t score;                 /* hotness (Space-Saving count) */
+        uint64_t error;                 /* score overestimate bound */
+        uint64_t loads, stores;
+        uint64_t src[_SPE_SOURCE_MAX];  /* loads by data source */
+        uint64_t peer_local, peer_remote;
+        uint64_t lat_sum;               /* total latency of its loads and stores */
+};
+
+/* One access, as store.c hands it over. */
+struct hotlines_access {
+        uint64_t addr;                  /* VA or PA of the data */
+        uint64_t va;
+        uint64_t pc;
+        uint32_t pid, tid, cpu;
+        uint32_t lat;
+        uint8_t el;
+        bool by_pa;
+        bool store;
+        uint8_t src;                    /* enum spe_source (loads) */
+        uint8_t peer;                   /* enum spe_peer */
+};
+
+struct hotlines {
+        uint32_t capacity, offsets, line_size;
+        uint32_t n;
+        uint64_t records;
+        uint64_t evictions, off_evictions;
+        struct keytab tab;
+        struct ssum ss;                 /* Space-Saving hotness */
+        struct hotlines_line *line;
+        struct hotlines_off *off;       /* capacity x offsets */
+        /* Per (offset, pc) entry, beside the 112-byte entries so that the
+         * per-record scan of a line's entries reads one or two cache lines:
+         * a 64-bit hash tag of the entry's key and its hotness. */
+        uint64_t *offtag;               /* capacity x offsets */
+        uint32_t *offscore;             /* capacity x offsets */
+};
+
+struct hotlines_summary {
+        uint32_t capacity, offsets, line_size;
+        uint32_t n, noffs;
+        uint64_t records;
+        uint64_t min;                   /* least hotness if full, else 0 */
+        uint64_t evictions, off_evictions;
+        struct hotlines_line *line;     /* point into the same allocation */
+        struct hotlines_off *off;
+};
+
+/* line_size: power of two in 4..HOTLINES_LINE_SIZE_MAX. NULL on bad sizes. */
+struct hotlines *hotlines_new(uint32_t capacity, uint32_t offsets, uint32_t line_size);
+struct hotlines *hotlines_free(struct hotlines *h);
+void hotlines_reset(struct hotlines *h);
+size_t hotlines_bytes(uint32_t capacity, uint32_t offsets);
+size_t hotlines_summary_bytes(uint32_t capacity, uint32_t offsets);
+
+/* Key layout in the hash: a = line address, b = pid, or 1 << 32 with PA keying. */
+#define HOTLINES_PA_KEY ((uint64_t) 1 << 32)
+
+static inline void hotlines_prefetch(const struct hotlines *h, const struct hotlines_access *a) {
+        keytab_prefetch(&h->tab, a->addr & ~(uint64_t) (h->line_size - 1),
+                        a->by_pa ? HOTLINES_PA_KEY : a->pid);
+}
+
+void hotlines_add(struct hotlines *h, const struct hotlines_access *a);
+
+struct hotlines_summary *hotlines_freeze(const struct hotlines *h);
+
+#define HOTLINES_PID_ANY UINT32_MAX
+
+struct hotlines_result {
+        struct hotlines_line l;
+        enum hotlines_class cls;
+        size_t noffs;
+        struct hotlines_off *off;       /* sorted by offset, then pc */
+};
+
+struct hotlines_merged {
+        uint64_t records;               /* loads and stores seen by the tables */
+        uint64_t peer_local, peer_remote;       /* over all lines, for percentages */
+        uint64_t evictions, off_evictions;
+        uint32_t line_size;
+        size_t nlines;                  /* distinct lines in the window (before limit) */
+        size_t n;
+        struct hotlines_result *line;   /* ranked: peer snoops, then latency sum */
+};
+
+/*
+ * Merge summaries, keep lines of pid (HOTLINES_PID_ANY: all; with PA keying
+ * a line matches when any of its entries is that pid), classify, rank and
+ * return at most limit lines. Free with hotlines_merged_done().
+ */
+void hotlines_merge(const struct hotlines_summary *const *s, size_t n, uint32_t pid,
+                    size_t limit, struct hotlines_merged *ret);
+void hotlines_merged_done(struct hotlines_merged *m);
+
+/* Classify merged (offset, pc) entries of one line; returns HOTLINES_F_*. */
+unsigned hotlines_classify(const struct hotlines_off *off, size_t n, uint64_t peer_snoops);
+enum hotlines_class hotlines_class_of(unsigned flags);

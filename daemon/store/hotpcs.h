@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * Hot PCs: a Space-Saving top-K summary per epoch (Metwally, Agrawal,
+ * El Abbadi, ICDT 2005), keyed by (pid, pc, el).
+ *
+ * Per epoch with N samples and K counters, every entry's count c satisfies
+ * true <= c <= true + error, with error <= min counter <= N/K, and every key
+ * whose true count exceeds the minimum counter is present.
+ *
+ * Breakdowns (op kinds, events, latency sum) count the samples seen while
+ * the key was monitored (an entry taken over from an evicted key starts
+ * them at zero): they are exact lower bounds, the count is the upper bound.
+ *
+ * Merging epochs (hotpcs_merge) follows Agarwal, Cormode, Huang, Phillips,
+ * Wei, Yi, "Mergeable summaries" (PODS 2012, sec. 2-3): Space-Saving with K
+ * counters is Misra-Gries with K-1 counters after subtracting each
+ * summary's minimum m_i. For each key x:
+ *     U(x) = sum_i (c_i(x) if present in i else m_i)   (upper bound)
+ *     L(x) = sum_i (c_i(x) - e_i(x) if present else 0) (lower bound)
+ *     g(x) = sum_i (c_i(x) - m_i if present else 0)    (MG counter)
+ * and the K keys with the largest g are kept (the MG merge keeps exactly
+ * the keys whose g exceeds the (K+1)-th largest, a subset of these). The
+ * reported count is U, its error U - L <= sum_i m_i <= N/K; every key with
+ * true count > (N - sum_x g(x)) / K has g > 0 and is kept, in particular
+ * every key with share > 1/K.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "keytab.h"
+#include "ssum.h"
+
+/* Indexes of the breakdown arrays. */
+enum hotpcs_op {
+        HOTPCS_OP_LOAD,
+        HOTPCS_OP_STORE,        /* stores and atomics with a store */
+        HOTPCS_OP_BRANCH,
+        HOTPCS_OP_OTHER,        /* other and unknown classes */
+        _HOTPCS_OP_MAX,
+};
+
+enum hotpcs_ev {
+        HOTPCS_EV_L1D_REFILL,
+        HOTPCS_EV_LLC_MISS,
+        HOTPCS_EV_TLB_WALK,
+        HOTPCS_EV_MISPRED,
+        _HOTPCS_EV_MAX,
+};
+
+struct hotpcs_item {
+        uint64_t pc;
+        uint32_t pid;
+        uint8_t el;
+        uint64_t count;                 /* upper bound of the true sample count */
+        uint64_t error;                 /* count - error <= true */
+        uint64_t ops[_HOTPCS_OP_MAX];
+        uint64_t events[_HOTPCS_EV_MAX];
+        uint64_t lat_sum;               /* total latency, cycles */
+};
+
+/* Key layout in the hash: a = pc, b = pid | el << 32. */
+#define HOTPCS_EL_SHIFT 32
+
+/* Writer-side table for the current epoch. */
+struct hotpcs {
+        uint32_t capacity;
+        uint32_t n;
+        uint64_t total;                 /* samples added this epoch */
+        uint64_t evictions;
+        struct keytab tab;
+        struct ssum ss;                 /* Space-Saving counts */
+        struct hotpcs_item *item;       /* item[i].count is kept in ss */
+};
+
+/* Immutable per-epoch result. */
+struct hotpcs_summary {
+        uint32_t capacity;
+        uint32_t n;
+        uint64_t total;                 /* N */
+        uint64_t min;                   /* min counter if full, else 0 */
+        uint64_t evictions;
+        struct hotpcs_item item[];      /* table order, not sorted */
+};
+
+struct hotpcs *hotpcs_new(uint32_t capacity);
+struct hotpcs *hotpcs_free(struct hotpcs *h);
+void hotpcs_reset(struct hotpcs *h);
+size_t hotpcs_bytes(uint32_t capacity);                 /* writer table */
+size_t hotpcs_summary_bytes(uint32_t capacity);         /* largest summary */
+
+static inline void hotpcs_prefetch(const struct hotpcs *h, uint32_t pid, uint64_t pc, uint8_t el) {
+        keytab_prefetch(&h->tab, pc, pid | (uint64_t) el << HOTPCS_EL_SHIFT);
+}
+
+void hotpcs_add(struct hotpcs *h, uint32_t pid, uint64_t pc, uint8_t el,
+                enum hotpcs_op op, uint64_t ev_bits, uint32_t lat);
+
+/* Copy of the epoch's table (allocates; epoch boundary only). */
+struct hotpcs_summary *hotpcs_freeze(const struct hotpcs *h);
+
+#define HOTPCS_PID_ANY UINT32_MAX
+
+struct hotpcs_merged {
+        uint64_t total;                 /* N over the merged summaries */
+        uint32_t capacity;              /* K */
+        uint64_t error_bound;           /* sum of the summaries' minimums (<= N/K) */
+        uint64_t evictions;
+        size_t n;
+        struct hotpcs_item *item;       /* sorted by count, descending */
+};
+
+/*
+ * Merge summaries (any order) and return at most min(limit, K) items of
+ * the given pid (HOTPCS_PID_ANY: all). ret->item is allocated; free it with
+ * hotpcs_merged_done().
+ */
+void hotpcs_merge(const struct hotpcs_summary *const *s, size_t n, uint32_t pid,
+                  size_t limit, struct hotpcs_merged *ret);
+void hotpcs_merged_done(struct hotpcs_merged *m);

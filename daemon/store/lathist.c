@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "lathist.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "macro.h"
+
+#define LATHIST_BUCKETS_PER_OCTAVE (1U << LATHIST_SCHEMA)
+
+static struct lathist_bucket buckets[LATHIST_NBUCKETS];
+static uint16_t index_table[LATHIST_MAX_VALUE + 1];
+const uint16_t *lathist_index_table = index_table;
+static pthread_once_t buckets_once = PTHREAD_ONCE_INIT;
+
+/* Schema-7 index of an integer v >= 1: the smallest i with v <= 2^(i/128). */
+static int32_t native_index(uint32_t v) {
+        double x = ceil(log2((double) v) * LATHIST_BUCKETS_PER_OCTAVE);
+        int32_t i = (int32_t) x;
+
+        /* Guard the floating-point rounding at the boundaries exactly. */
+        while (i > 0 && exp2((double) (i - 1) / LATHIST_BUCKETS_PER_OCTAVE) >= (double) v)
+                i--;
+        while (exp2((double) i / LATHIST_BUCKETS_PER_OCTAVE) < (double) v)
+                i++;
+        return i;
+}
+
+static void build(void) {
+        unsigned n = 0;
+        int32_t prev = -1;
+
+        buckets[0] = (struct lathist_bucket) { .native_index = INT32_MIN, .lo = 0, .hi = 0, .upper = 0 };
+        index_table[0] = 0;
+        for (uint32_t v = 1; v <= LATHIST_MAX_VALUE; v++) {
+                int32_t i = native_index(v);
+
+                if (i != prev) {
+                        n++;
+                        if (n >= LATHIST_NBUCKETS)
+                                abort();        /* LATHIST_NBUCKETS disagrees with the scheme */
+                        buckets[n] = (struct lathist_bucket) {
+                                .native_index = i,
+                                .lo = v,
+                                .upper = exp2((double) i / LATHIST_BUCKETS_PER_OCTAVE),
+                        };
+                        prev = i;
+                }
+                buckets[n].hi = v;
+                index_table[v] = (uint16_t) n;
+        }
+        if (n + 1 != LATHIST_NBUCKETS)
+                abort();
+}
+
+const struct lathist_bucket *lathist_buckets(void) {
+        pthread_once(&buckets_once, build);
+        return buckets;
+}
+
+unsigned lathist_index(uint32_t v) {
+        (void) lathist_buckets();
+        return index_table[MIN(v, LATHIST_MAX_VALUE)];
+}
+
+void lathist_merge(struct lathist_merged *m, const struct lathist *h) {
+        for (unsigned i = 0; i < LATHIST_NBUCKETS; i++) {
+                m->count[i] += h->count[i];
+                m->n += h->count[i];
+        }
+        m->sum += h->sum;
+}
+
+uint64_t lathist_total(const struct lathist *h) {
+        uint64_t n = 0;
+
+        for (unsigned i = 0; i < LATHIST_NBUCKETS; i++)
+                n += h->count[i];
+        return n;
+}
+
+double lathist_quantile(const struct lathist_merged *m, double q) {
+        const struct lathist_bucket *b = lathist_buckets();
+        uint64_t rank, cum = 0;
+
+        if (m->n == 0)
+                return 0;
+        if (!(q > 0))
+                q = 0;
+        if (q > 1)
+                q = 1;
+        rank = (uint64_t) ceil(q * (double) m->n);
+        if (rank < 1)
+                rank = 1;
+        for (unsigned i = 0; i < LATHIST_NBUCKETS; i++) {
+                cum += m->count[i];
+                if (cum >= rank)
+                        return ((double) b[i].lo + (double) b[i].hi) / 2;
+        }
+        return b[LATHIST_NBUCKETS - 1].hi;
+}

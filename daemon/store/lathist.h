@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * Latency histograms for 16-bit SPE counters (cycles, 0..65535).
+ *
+ * Buckets ARE the buckets of a Prometheus native histogram of schema 7
+ * (OpenMetrics/Prometheus "sparse exponential" histograms): bucket with
+ * native index i holds values v with 2^((i-1)/128) < v <= 2^(i/128), plus
+ * the zero bucket for v == 0. Adjacent bounds differ by 2^(1/128) ~ 1.0054,
+ * so any value is within 0.54% of its bucket's bounds (<= 1% required).
+ * Only the 1268 native buckets that contain at least one integer in
+ * 1..65535 are stored ("compact" indexes 1..1268; compact 0 is the zero
+ * bucket), so an export to protobuf native histograms is exact: each
+ * compact bucket maps to one native index (lathist_bucket()).
+ *
+ * Counts are u32 in the per-epoch histogram (an epoch sees < 2^32 samples)
+ * and u64 in merged results.
+ */
+
+#include <stdint.h>
+#include <stddef.h>
+
+#define LATHIST_SCHEMA          7
+#define LATHIST_MAX_VALUE       65535U
+#define LATHIST_NBUCKETS        1269U   /* zero bucket + 1268 populated schema-7 buckets */
+
+struct lathist_bucket {
+        int32_t native_index;   /* schema-7 index; INT32_MIN for the zero bucket (value 0 only) */
+        uint32_t lo, hi;        /* integer values covered: lo..hi inclusive */
+        double upper;           /* native upper bound 2^(native_index/128); 0 for the zero bucket */
+};
+
+/* Bucket table (LATHIST_NBUCKETS entries), built once, thread-safe. */
+const struct lathist_bucket *lathist_buckets(void);
+
+/* Compact bucket index of a value (values above LATHIST_MAX_VALUE clamp). */
+unsigned lathist_index(uint32_t v);
+
+/* Per-epoch histogram. */
+struct lathist {
+        uint64_t sum;
+        uint32_t count[LATHIST_NBUCKETS];
+};
+
+/* Merged histogram (query results). */
+struct lathist_merged {
+        uint64_t n;
+        uint64_t sum;
+        uint64_t count[LATHIST_NBUCKETS];
+};
+
+/* Hot path: index lookup through a table built by lathist_buckets(). */
+extern const uint16_t *lathist_index_table;
+
+static inline void lathist_add(struct lathist *h, uint16_t v) {
+        h->count[lathist_index_table[v]]++;
+        h->sum += v;
+}
+
+void lathist_merge(struct lathist_merged *m, const struct lathist *h);
+uint64_t lathist_total(const struct lathist *h);
+
+/*
+ * Nearest-rank quantile (the value of rank ceil(q*n)), estimated as the
+ * middle of the integers its bucket covers, so exact below 185 and within
+ * 0.27% above. q in [0,1]. Returns 0 for an empty histogram.
+ */
+double lathist_quantile(const struct lathist_merged *m, double q);

@@ -1,0 +1,580 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "store.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "parse-util.h"
+#include "spe-pkt.h"
+#include "strbuf.h"
+
+struct store_attach {
+        unsigned ref;
+        void *data;
+        void (*destroy)(void *data);
+};
+
+struct store_epoch {
+        unsigned ref;
+        uint64_t start_ns, end_ns;
+        struct store_totals totals;
+        struct hotpcs_summary *pcs;
+        struct hotlines_summary *lines;
+        struct lathist *lat[STORE_LAT_HISTS];   /* NULL when empty */
+};
+
+struct store_snapshot {
+        unsigned ref;
+        uint64_t seq;
+        uint64_t epoch_ns;
+        struct store_totals cumulative;
+        struct store_attach *attach;
+        size_t n;
+        struct store_epoch *epoch[];            /* newest first */
+};
+
+struct store {
+        struct store_options opt;
+
+        /* writer state, current epoch */
+        struct hotpcs *pcs;
+        struct hotlines *lines;
+        struct lathist *lat;                    /* STORE_LAT_HISTS */
+        struct store_totals cur, cumulative;
+        uint64_t epoch_start_ns;
+
+        /* finished epochs: ring[(head + i) % epochs], i < nring, oldest first */
+        struct store_epoch **ring;
+        size_t head, nring;
+        struct store_attach *attach;
+        uint64_t seq;
+
+        /* publication */
+        pthread_mutex_t lock;
+        struct store_snapshot *current;
+};
+
+static const char *const lat_kind_names[_STORE_LAT_KIND_MAX] = {
+        [STORE_LAT_TOTAL] = "total",
+        [STORE_LAT_ISSUE] = "issue",
+        [STORE_LAT_XLAT]  = "translation",
+};
+
+static const char *const op_names[_HOTPCS_OP_MAX] = {
+        [HOTPCS_OP_LOAD]   = "load",
+        [HOTPCS_OP_STORE]  = "store",
+        [HOTPCS_OP_BRANCH] = "branch",
+        [HOTPCS_OP_OTHER]  = "other",
+};
+
+const char *store_lat_kind_name(enum store_lat_kind k) {
+        if ((unsigned) k >= ELEMENTSOF(lat_kind_names))
+                return "unknown";
+        return lat_kind_names[k];
+}
+
+bool store_lat_group_is_source(unsigned group) {
+        return group >= _HOTPCS_OP_MAX && group < STORE_LAT_GROUPS;
+}
+
+const char *store_lat_group_name(unsigned group) {
+        if (group < _HOTPCS_OP_MAX)
+                return op_names[group];
+        if (group < STORE_LAT_GROUPS)
+                return spe_source_name((enum spe_source) (group - _HOTPCS_OP_MAX));
+        return "unknown";
+}
+
+void store_options_init(struct store_options *o) {
+        *o = (struct store_options) {
+                .epoch_ns = STORE_EPOCH_NS_DEFAULT,
+                .epochs = STORE_EPOCHS_DEFAULT,
+                .hotpcs = STORE_HOTPCS_DEFAULT,
+                .hotlines = STORE_HOTLINES_DEFAULT,
+                .line_offsets = STORE_LINE_OFFSETS_DEFAULT,
+                .line_size = STORE_LINE_SIZE_DEFAULT,
+                .lines_by_pa = false,
+        };
+}
+
+static bool options_valid(const struct store_options *o) {
+        return o->epoch_ns > 0 &&
+                o->epochs > 0 && o->epochs <= STORE_EPOCHS_MAX &&
+                o->hotpcs > 0 && o->hotpcs <= STORE_TABLE_MAX &&
+                o->hotlines > 0 && o->hotlines <= STORE_TABLE_MAX &&
+                o->line_offsets > 0 && o->line_offsets <= STORE_LINE_OFFSETS_MAX &&
+                o->line_size >= sizeof(uint32_t) && o->line_size <= HOTLINES_LINE_SIZE_MAX &&
+                (o->line_size & (o->line_size - 1)) == 0;
+}
+
+size_t store_bytes(const struct store_options *o) {
+        size_t lat = STORE_LAT_HISTS * sizeof(struct lathist);
+        size_t w, p, s;
+
+        w = sizeof(struct store) + hotpcs_bytes(o->hotpcs) +
+                hotlines_bytes(o->hotlines, o->line_offsets) + lat +
+                (size_t) o->epochs * sizeof(struct store_epoch *);
+        p = sizeof(struct store_epoch) + hotpcs_summary_bytes(o->hotpcs) +
+                hotlines_summary_bytes(o->hotlines, o->line_offsets) + lat;
+        s = sizeof(struct store_snapshot) + (size_t) o->epochs * sizeof(struct store_epoch *);
+        return w + ((size_t) o->epochs + 1) * p + ((size_t) o->epochs + 2) * s +
+                sizeof(struct store_attach);
+}
+
+/* ---- reference counting ---- */
+
+static void ref_inc(unsigned *ref) {
+        __atomic_add_fetch(ref, 1, __ATOMIC_RELAXED);
+}
+
+static bool ref_dec(unsigned *ref) {
+        return __atomic_sub_fetch(ref, 1, __ATOMIC_ACQ_REL) == 0;
+}
+
+static struct store_attach *attach_unref(struct store_attach *a) {
+        if (a && ref_dec(&a->ref)) {
+                if (a->destroy)
+                        a->destroy(a->data);
+                free(a);
+        }
+        return NULL;
+}
+
+static struct store_epoch *epoch_unref(struct store_epoch *e) {
+        if (e && ref_dec(&e->ref)) {
+                free(e->pcs);
+                free(e->lines);
+                for (unsigned i = 0; i < STORE_LAT_HISTS; i++)
+                        free(e->lat[i]);
+                free(e);
+        }
+        return NULL;
+}
+
+struct store_snapshot *store_snapshot_unref(struct store_snapshot *snap) {
+        if (snap && ref_dec(&snap->ref)) {
+                for (size_t i = 0; i < snap->n; i++)
+                        epoch_unref(snap->epoch[i]);
+                attach_unref(snap->attach);
+                free(snap);
+        }
+        return NULL;
+}
+
+/* Build and publish a snapshot of the ring as it is now (writer thread). */
+static void publish(struct store *s) {
+        struct store_snapshot *snap, *old;
+
+        snap = xcalloc(1, sizeof(*snap) + s->nring * sizeof(struct store_epoch *));
+        snap->ref = 1;
+        snap->seq = ++s->seq;
+        snap->epoch_ns = s->opt.epoch_ns;
+        snap->cumulative = s->cumulative;
+        snap->n = s->nring;
+        for (size_t i = 0; i < s->nring; i++) {
+                struct store_epoch *e = s->ring[(s->head + s->nring - 1 - i) % s->opt.epochs];
+
+                ref_inc(&e->ref);
+                snap->epoch[i] = e;
+        }
+        if (s->attach) {
+                ref_inc(&s->attach->ref);
+                snap->attach = s->attach;
+        }
+
+        pthread_mutex_lock(&s->lock);
+        old = s->current;
+        s->current = snap;
+        pthread_mutex_unlock(&s->lock);
+
+        store_snapshot_unref(old);
+}
+
+int store_new(const struct store_options *o, uint64_t now_ns, struct store **ret) {
+        struct store *s;
+
+        if (!o || !ret || !options_valid(o))
+                return -EINVAL;
+
+        (void) lathist_buckets();       /* build the bucket tables before the hot path */
+
+        s = xcalloc(1, sizeof(*s));
+        s->opt = *o;
+        s->pcs = hotpcs_new(o->hotpcs);
+        s->lines = hotlines_new(o->hotlines, o->line_offsets, o->line_size);
+        if (!s->pcs || !s->lines) {
+                hotpcs_free(s->pcs);
+                hotlines_free(s->lines);
+                free(s);
+                return -EINVAL;
+        }
+        s->lat = xcalloc(STORE_LAT_HISTS, sizeof(struct lathist));
+        s->ring = xcalloc(o->epochs, sizeof(struct store_epoch *));
+        s->epoch_start_ns = now_ns;
+        pthread_mutex_init(&s->lock, NULL);
+        publish(s);
+
+        *ret = s;
+        return 0;
+}
+
+struct store *store_free(struct store *s) {
+        if (!s)
+                return NULL;
+        store_snapshot_unref(s->current);
+        for (size_t i = 0; i < s->nring; i++)
+                epoch_unref(s->ring[(s->head + i) % s->opt.epochs]);
+        attach_unref(s->attach);
+        pthread_mutex_destroy(&s->lock);
+        hotpcs_free(s->pcs);
+        hotlines_free(s->lines);
+        free(s->lat);
+        free(s->ring);
+        free(s);
+        return NULL;
+}
+
+/* ---- writer: per record ---- */
+
+static enum hotpcs_op record_op(const struct spe_record *r) {
+        if (!(r->present & SPE_REC_OP))
+                return HOTPCS_OP_OTHER;
+        switch (r->op_class) {
+        case SPE_OP_CLASS_LDST:
+                /* The decoder sets exactly one of LOAD/STORE for ld/st class ops;
+                 * atomics with a store side count as stores, as perf's data_src does. */
+                return (r->op_flags & SPE_OPF_STORE) ? HOTPCS_OP_STORE : HOTPCS_OP_LOAD;
+        case SPE_OP_CLASS_BRANCH:
+                return HOTPCS_OP_BRANCH;
+        default:
+                return HOTPCS_OP_OTHER;
+        }
+}
+
+/* perf c2c peer scope (spe-format §7.3); same rule as spe_record_peer(), inlined. */
+static enum spe_peer record_peer(enum hotpcs_op op, unsigned src) {
+        if (op != HOTPCS_OP_LOAD)
+                return SPE_PEER_NONE;
+        switch (src) {
+        case SPE_SOURCE_PEER_CORE:
+        case SPE_SOURCE_LOCAL_CLUSTER:
+        case SPE_SOURCE_PEER_CLUSTER:
+                return SPE_PEER_LOCAL;
+        case SPE_SOURCE_REMOTE:
+                return SPE_PEER_REMOTE;
+        default:
+                return SPE_PEER_NONE;
+        }
+}
+
+/* One latency into its op-kind histogram and, for loads, its data-source one. */
+static inline void lat_add(struct store *s, enum store_lat_kind k, enum hotpcs_op op, unsigned src, uint16_t v) {
+        struct lathist *h = &s->lat[(unsigned) k * STORE_LAT_GROUPS];
+
+        lathist_add(&h[STORE_LAT_GROUP_OP(op)], v);
+        if (op == HOTPCS_OP_LOAD)
+                lathist_add(&h[STORE_LAT_GROUP_SOURCE(src)], v);
+}
+
+void store_add(struct store *s, const struct spe_record *r, uint32_t pid, uint32_t tid) {
+        struct store_totals *t = &s->cur;
+        enum hotpcs_op op = record_op(r);
+        unsigned src = (r->present & SPE_REC_SOURCE) && r->source < _SPE_SOURCE_MAX ?
+                r->source : SPE_SOURCE_NONE;
+        enum spe_peer peer = record_peer(op, src);
+        uint32_t lat = (r->present & SPE_REC_LAT_TOTAL) ? r->lat_total : 0;
+        bool has_pc = r->present & SPE_REC_PC;
+        bool by_pa = s->opt.lines_by_pa && (r->present & SPE_REC_PA);
+        bool line = (op == HOTPCS_OP_LOAD || op == HOTPCS_OP_STORE) && (by_pa || (r->present & SPE_REC_VA));
+        struct hotlines_access a;
+
+        /* Both hash probes start now and overlap with the counting below. */
+        if (has_pc)
+                hotpcs_prefetch(s->pcs, pid, r->pc.addr, r->pc.el);
+        if (line) {
+                a = (struct hotlines_access) {
+                        .addr = by_pa ? r->pa : r->va,
+                        .va = (r->present & SPE_REC_VA) ? r->va : 0,
+                        .pc = has_pc ? r->pc.addr : 0,
+                        .pid = pid,
+                        .tid = tid,
+                        .cpu = r->cpu,
+                        .lat = lat,
+                        .el = has_pc ? r->pc.el : 0,
+                        .by_pa = by_pa,
+                        .store = op == HOTPCS_OP_STORE,
+                        .src = (uint8_t) src,
+                        .peer = (uint8_t) peer,
+                };
+                hotlines_prefetch(s->lines, &a);
+        }
+
+        t->records++;
+        switch (op) {
+        case HOTPCS_OP_LOAD:
+                t->loads++;
+                t->loads_by_source[src]++;
+                break;
+        case HOTPCS_OP_STORE:
+                t->stores++;
+                break;
+        case HOTPCS_OP_BRANCH:
+                t->branches++;
+                break;
+        default:
+                t->other++;
+                break;
+        }
+        t->peer_local += peer == SPE_PEER_LOCAL;
+        t->peer_remote += peer == SPE_PEER_REMOTE;
+
+        if (r->present & SPE_REC_LAT_TOTAL)
+                lat_add(s, STORE_LAT_TOTAL, op, src, r->lat_total);
+        if (r->present & SPE_REC_LAT_ISSUE)
+                lat_add(s, STORE_LAT_ISSUE, op, src, r->lat_issue);
+        if (r->present & SPE_REC_LAT_XLAT)
+                lat_add(s, STORE_LAT_XLAT, op, src, r->lat_xlat);
+
+        if (has_pc)
+                hotpcs_add(s->pcs, pid, r->pc.addr, r->pc.el, op,
+                           (r->present & SPE_REC_EVENTS) ? r->events : 0, lat);
+        else
+                t->no_pc++;
+
+        if (line)
+                hotlines_add(s->lines, &a);
+}
+
+/* ---- writer: epoch boundary ---- */
+
+static void totals_add(struct store_totals *d, const struct store_totals *a) {
+        d->records += a->records;
+        d->loads += a->loads;
+        d->stores += a->stores;
+        d->branches += a->branches;
+        d->other += a->other;
+        for (unsigned i = 0; i < _SPE_SOURCE_MAX; i++)
+                d->loads_by_source[i] += a->loads_by_source[i];
+        d->peer_local += a->peer_local;
+        d->peer_remote += a->peer_remote;
+        d->no_pc += a->no_pc;
+        d->evict_hotpcs += a->evict_hotpcs;
+        d->evict_hotlines += a->evict_hotlines;
+        d->evict_offsets += a->evict_offsets;
+}
+
+void store_epoch_end(struct store *s, uint64_t now_ns) {
+        struct store_epoch *e;
+        size_t slot;
+
+        e = xcalloc(1, sizeof(*e));
+        e->ref = 1;
+        e->start_ns = s->epoch_start_ns;
+        e->end_ns = MAX(now_ns, s->epoch_start_ns);
+        s->cur.evict_hotpcs = s->pcs->evictions;
+        s->cur.evict_hotlines = s->lines->evictions;
+        s->cur.evict_offsets = s->lines->off_evictions;
+        e->totals = s->cur;
+        e->pcs = hotpcs_freeze(s->pcs);
+        e->lines = hotlines_freeze(s->lines);
+        for (unsigned i = 0; i < STORE_LAT_HISTS; i++)
+                if (lathist_total(&s->lat[i]) > 0) {
+                        e->lat[i] = xmalloc(sizeof(struct lathist));
+                        *e->lat[i] = s->lat[i];
+                }
+
+        totals_add(&s->cumulative, &s->cur);
+        memset(&s->cur, 0, sizeof(s->cur));
+        hotpcs_reset(s->pcs);
+        hotlines_reset(s->lines);
+        memset(s->lat, 0, STORE_LAT_HISTS * sizeof(struct lathist));
+        s->epoch_start_ns = e->end_ns;
+
+        if (s->nring == s->opt.epochs) {
+                epoch_unref(s->ring[s->head]);
+                s->ring[s->head] = NULL;
+                s->head = (s->head + 1) % s->opt.epochs;
+                s->nring--;
+        }
+        slot = (s->head + s->nring) % s->opt.epochs;
+        s->ring[slot] = e;
+        s->nring++;
+
+        publish(s);
+}
+
+void store_publish_attachment(struct store *s, void *data, void (*destroy)(void *data)) {
+        struct store_attach *a = xcalloc(1, sizeof(*a));
+
+        a->ref = 1;
+        a->data = data;
+        a->destroy = destroy;
+        attach_unref(s->attach);
+        s->attach = a;
+        publish(s);
+}
+
+/* ---- readers ---- */
+
+struct store_snapshot *store_snapshot_get(struct store *s) {
+        struct store_snapshot *snap;
+
+        pthread_mutex_lock(&s->lock);
+        snap = s->current;
+        ref_inc(&snap->ref);
+        pthread_mutex_unlock(&s->lock);
+        return snap;
+}
+
+uint64_t store_snapshot_seq(const struct store_snapshot *snap) {
+        return snap->seq;
+}
+
+size_t store_snapshot_epochs(const struct store_snapshot *snap) {
+        return snap->n;
+}
+
+uint64_t store_snapshot_epoch_ns(const struct store_snapshot *snap) {
+        return snap->epoch_ns;
+}
+
+const struct store_totals *store_snapshot_cumulative(const struct store_snapshot *snap) {
+        return &snap->cumulative;
+}
+
+const void *store_snapshot_attachment(const struct store_snapshot *snap) {
+        return snap->attach ? snap->attach->data : NULL;
+}
+
+int store_window_parse(const char *s, uint64_t *ret_ns) {
+        uint64_t usec;
+        int r;
+
+        if (!s || !ret_ns)
+                return -EINVAL;
+        if (streq(s, "all")) {
+                *ret_ns = STORE_WINDOW_ALL;
+                return 0;
+        }
+        r = parse_duration_usec(s, &usec);
+        if (r < 0)
+                return r;
+        if (usec == 0)
+                return -EINVAL;
+        if (usec > UINT64_MAX / NSEC_PER_USEC)
+                return -ERANGE;
+        *ret_ns = usec * NSEC_PER_USEC;
+        return 0;
+}
+
+/* Newest epochs until their durations cover the window: how many. */
+static size_t window_epochs(const struct store_snapshot *snap, uint64_t window_ns,
+                            struct store_interval *ret) {
+        uint64_t covered = 0;
+        size_t n = 0;
+
+        while (n < snap->n && covered < window_ns) {
+                covered += snap->epoch[n]->end_ns - snap->epoch[n]->start_ns;
+                n++;
+        }
+        *ret = (struct store_interval) {};
+        if (n > 0) {
+                ret->end_ns = snap->epoch[0]->end_ns;
+                ret->start_ns = snap->epoch[n - 1]->start_ns;
+                ret->epochs = (uint32_t) n;
+        }
+        return n;
+}
+
+int store_query_totals(const struct store_snapshot *snap, uint64_t window_ns,
+                       struct store_totals_result *ret) {
+        struct store_totals_result r = {};
+        size_t n;
+
+        if (!snap || !ret || window_ns == 0)
+                return -EINVAL;
+        n = window_epochs(snap, window_ns, &r.iv);
+        for (size_t i = 0; i < n; i++)
+                totals_add(&r.t, &snap->epoch[i]->totals);
+        *ret = r;
+        return 0;
+}
+
+int store_query_hotpcs(const struct store_snapshot *snap, uint64_t window_ns, size_t limit,
+                       uint32_t pid, struct store_hotpcs_result *ret) {
+        const struct hotpcs_summary **v;
+        struct store_hotpcs_result r = {};
+        size_t n;
+
+        if (!snap || !ret || window_ns == 0)
+                return -EINVAL;
+        n = window_epochs(snap, window_ns, &r.iv);
+        v = xmalloc(MAX(n, (size_t) 1) * sizeof(*v));
+        for (size_t i = 0; i < n; i++)
+                v[i] = snap->epoch[i]->pcs;
+        hotpcs_merge(v, n, pid, limit, &r.pcs);
+        free(v);
+        *ret = r;
+        return 0;
+}
+
+int store_query_hotlines(const struct store_snapshot *snap, uint64_t window_ns, size_t limit,
+                         uint32_t pid, struct store_hotlines_result *ret) {
+        const struct hotlines_summary **v;
+        struct store_hotlines_result r = {};
+        size_t n;
+
+        if (!snap || !ret || window_ns == 0)
+                return -EINVAL;
+        n = window_epochs(snap, window_ns, &r.iv);
+        v = xmalloc(MAX(n, (size_t) 1) * sizeof(*v));
+        for (size_t i = 0; i < n; i++)
+                v[i] = snap->epoch[i]->lines;
+        hotlines_merge(v, n, pid, limit, &r.lines);
+        free(v);
+        *ret = r;
+        return 0;
+}
+
+int store_query_latency(const struct store_snapshot *snap, uint64_t window_ns,
+                        struct store_latency_result *ret) {
+        struct store_latency_result r = {};
+        size_t n;
+
+        if (!snap || !ret || window_ns == 0)
+                return -EINVAL;
+        n = window_epochs(snap, window_ns, &r.iv);
+        r.hist = xcalloc(STORE_LAT_HISTS, sizeof(struct store_lat_hist));
+        for (unsigned h = 0; h < STORE_LAT_HISTS; h++) {
+                struct store_lat_hist *x = &r.hist[h];
+
+                for (size_t i = 0; i < n; i++)
+                        if (snap->epoch[i]->lat[h])
+                                lathist_merge(&x->h, snap->epoch[i]->lat[h]);
+                x->p50 = lathist_quantile(&x->h, 0.50);
+                x->p90 = lathist_quantile(&x->h, 0.90);
+                x->p99 = lathist_quantile(&x->h, 0.99);
+                x->p999 = lathist_quantile(&x->h, 0.999);
+        }
+        *ret = r;
+        return 0;
+}
+
+void store_hotpcs_result_done(struct store_hotpcs_result *r) {
+        if (r)
+                hotpcs_merged_done(&r->pcs);
+}
+
+void store_hotlines_result_done(struct store_hotlines_result *r) {
+        if (r)
+                hotlines_merged_done(&r->lines);
+}
+
+void store_latency_result_done(struct store_latency_result *r) {
+        if (!r)
+                return;
+        free(r->hist);
+        r->hist = NULL;
+}

@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * The rolling aggregate store (DESIGN.md §3, §5).
+ *
+ * One writer, the collector thread, calls store_add() per SPE record and
+ * store_epoch_end() at each epoch boundary. Nothing on the per-record path
+ * allocates, locks or logs: all tables are sized from struct store_options
+ * at store_new() and reset in place at each epoch end.
+ *
+ * At an epoch end the finished epoch is frozen into an immutable,
+ * reference-counted `struct store_epoch` (compact copies of the tables,
+ * allocated at that moment) and pushed into a ring of the last
+ * `opt.epochs` epochs. A new immutable `struct store_snapshot` (references
+ * to the ring's epochs, cumulative totals, the attachment) is then
+ * published: the store's current-snapshot pointer is swapped under a mutex
+ * held only for the pointer swap, and readers take their reference under
+ * the same mutex (store_snapshot_get()), so the lock is never held across
+ * a request. Whoever drops the last reference to a snapshot, epoch or
+ * attachment frees it, on its own thread: usually the writer (the ring
+ * lets go of the oldest epoch) or an HTTP thread finishing a request on a
+ * snapshot older than the current one.
+ *
+ * Readers query a window (store_window_parse(): "10s", "1m", "10m", or a
+ * number of seconds) that is answered from whole epochs, newest first,
+ * until their durations cover the window; every answer carries the
+ * interval it covers (struct store_interval).
+ *
+ * MEMORY. With K = hotpcs, L = hotlines, O = line_offsets, E = epochs,
+ * H = STORE_LAT_HISTS = 3 x 14 histograms of sizeof(struct lathist) = 5088
+ * bytes (u64 sum + 1269 u32 buckets), slots(n) = the next power of two
+ * >= 4n (hash index, 24 bytes a slot), sizes as on x86-64/arm64 with gcc:
+ *
+ *   store_bytes(opt) = W + (E + 1) x P + (E + 2) x S + 24
+ *
+ *   W, the writer's tables, allocated once by store_new():
+ *       sizeof(struct store) + hotpcs_bytes(K) + hotlines_bytes(L, O)
+ *       + H x 5088 + 8 E
+ *     = 488 + [96 + 24 slots(K) + 24 (K + 1) + 12 K + 104 K]
+ *       + [136 + 24 slots(L) + 24 (L + 1) + 12 L + 168 L + 124 L O]
+ *       + 213696 + 8 E
+ *   P, one frozen epoch at its largest (full tables, every (offset, pc)
+ *      entry used, every histogram non-empty):
+ *       sizeof(struct store_epoch) + hotpcs_summary_bytes(K)
+ *       + hotlines_summary_bytes(L, O) + H x 5088
+ *     = 544 + [32 + 104 K] + [72 + 168 L + 112 L O] + 213696
+ *   S, one snapshot: sizeof(struct store_snapshot) + 8 E = 208 + 8 E
+ *
+ * E + 1 epochs: the ring plus the one being frozen; E + 2 snapshots: the
+ * current one, the one being replaced and one held by a reader. A reader
+ * that keeps a snapshot across epoch ends also keeps the epochs the ring
+ * has dropped since (one P per epoch end it spans): requests are short, so
+ * this is at most one or two P in practice. Frozen epochs are compact
+ * (used entries only, empty histograms not stored), so they are usually
+ * far below P. Defaults (K 1024, L 256, O 8, E 60): 37016704 bytes,
+ * 35.3 MiB, of which 13 MiB are histograms.
+ * Query results are allocated by the reader per request and freed by it:
+ * at most E x (K items + L lines, each with up to E x O entries).
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hotlines.h"
+#include "hotpcs.h"
+#include "lathist.h"
+#include "macro.h"
+#include "spe-rec.h"
+
+#define STORE_EPOCH_NS_DEFAULT          (10 * NSEC_PER_SEC)
+#define STORE_EPOCHS_DEFAULT            60U
+#define STORE_HOTPCS_DEFAULT            1024U
+#define STORE_HOTLINES_DEFAULT          256U
+#define STORE_LINE_OFFSETS_DEFAULT      8U
+#define STORE_LINE_SIZE_DEFAULT         64U
+
+/* Sanity limits for options (each table is allocated up front). */
+#define STORE_EPOCHS_MAX                100000U
+#define STORE_TABLE_MAX                 (1U << 24)
+#define STORE_LINE_OFFSETS_MAX          1024U
+
+struct store_options {
+        uint64_t epoch_ns;              /* [store] epoch: nominal epoch length (informational:
+                                         * the caller's timer calls store_epoch_end) */
+        uint32_t epochs;                /* [store] epochs: ring length */
+        uint32_t hotpcs;                /* [store] hotpcs: Space-Saving counters per epoch */
+        uint32_t hotlines;              /* [store] hotlines: lines per epoch */
+        uint32_t line_offsets;          /* (offset, pc) entries per line */
+        uint32_t line_size;             /* sysfs coherency_line_size, power of two */
+        bool lines_by_pa;               /* key lines by physical address when the record has one */
+};
+
+void store_options_init(struct store_options *o);
+
+/* ---- totals (exact counts, for /metrics counters) ---- */
+
+struct store_totals {
+        uint64_t records;
+        uint64_t loads, stores, branches, other;
+        uint64_t loads_by_source[_SPE_SOURCE_MAX];
+        uint64_t peer_local, peer_remote;       /* perf c2c lcl_peer / rmt_peer */
+        uint64_t no_pc;                         /* records without a PC packet (not in hot PCs) */
+        uint64_t evict_hotpcs, evict_hotlines, evict_offsets;
+};
+
+/* ---- latency histograms ---- */
+
+enum store_lat_kind {
+        STORE_LAT_TOTAL,
+        STORE_LAT_ISSUE,
+        STORE_LAT_XLAT,                 /* translation */
+        _STORE_LAT_KIND_MAX,
+};
+
+/* Groups: the op kinds (enum hotpcs_op), then loads by data source. */
+#define STORE_LAT_GROUP_OP(op)          ((unsigned) (op))
+#define STORE_LAT_GROUP_SOURCE(src)     ((unsigned) _HOTPCS_OP_MAX + (unsigned) (src))
+#define STORE_LAT_GROUPS                ((unsigned) _HOTPCS_OP_MAX + (unsigned) _SPE_SOURCE_MAX)
+#define STORE_LAT_HISTS                 ((unsigned) _STORE_LAT_KIND_MAX * STORE_LAT_GROUPS)
+
+const char *store_lat_kind_name(enum store_lat_kind k);        /* "total", "issue", "translation" */
+/* "load", "store", "branch", "other" for op groups; the source name for source groups. */
+const char *store_lat_group_name(unsigned group);
+bool store_lat_group_is_source(unsigned group);
+
+/* ---- the store (writer side) ---- */
+
+struct store;
+struct store_snapshot;
+
+/* -EINVAL on bad options (zero sizes, line size not a power of two...). */
+int store_new(const struct store_options *o, uint64_t now_ns, struct store **ret);
+/* Snapshots hold no pointer to the store: ones still held stay valid. */
+struct store *store_free(struct store *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct store *, store_free);
+
+/* The memory bound above for these options. */
+size_t store_bytes(const struct store_options *o);
+
+/* Per record (writer thread). pid/tid as attributed by the collector. */
+void store_add(struct store *s, const struct spe_record *r, uint32_t pid, uint32_t tid);
+
+/* Close the epoch [previous end, now_ns) and publish a new snapshot (writer thread). */
+void store_epoch_end(struct store *s, uint64_t now_ns);
+
+/*
+ * Attach counting results (e.g. the PMU library's per-CPU values) so that
+ * readers see them in the same snapshot as the SPE aggregates. The store
+ * owns data from now on and calls destroy(data) when the last snapshot
+ * referring to it goes away (on that thread). Publishes a new snapshot at
+ * once (same epochs); later epoch ends carry the attachment forward until
+ * it is replaced. Writer thread only.
+ */
+void store_publish_attachment(struct store *s, void *data, void (*destroy)(void *data));
+
+/* ---- readers (any thread) ---- */
+
+/* A reference to the newest snapshot; never NULL. */
+struct store_snapshot *store_snapshot_get(struct store *s);
+struct store_snapshot *store_snapshot_unref(struct store_snapshot *snap);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct store_snapshot *, store_snapshot_unref);
+
+uint64_t store_snapshot_seq(const struct store_snapshot *snap);        /* publication counter */
+size_t store_snapshot_epochs(const struct store_snapshot *snap);       /* epochs held */
+uint64_t store_snapshot_epoch_ns(const struct store_snapshot *snap);   /* configured length */
+const struct store_totals *store_snapshot_cumulative(const struct store_snapshot *snap);
+const void *store_snapshot_attachment(const struct store_snapshot *snap);
+
+#define STORE_WINDOW_ALL UINT64_MAX
+
+/* "10s", "1m", "10m", "1h", "500ms", "30" (seconds), "all". -EINVAL, -ERANGE. */
+int store_window_parse(const char *s, uint64_t *ret_ns);
+
+struct store_interval {
+        uint64_t start_ns, end_ns;      /* [start, end) covered; 0, 0 when no epoch yet */
+        uint32_t epochs;                /* epochs merged */
+};
+
+struct store_totals_result {
+        struct store_interval iv;
+        struct store_totals t;
+};
+
+struct store_hotpcs_result {
+        struct store_interval iv;
+        struct hotpcs_merged pcs;       /* items, N, K, error bound */
+};
+
+struct store_hotlines_result {
+        struct store_interval iv;
+        struct hotlines_merged lines;
+};
+
+struct store_lat_hist {
+        struct lathist_merged h;
+        double p50, p90, p99, p999;
+};
+
+struct store_latency_result {
+        struct store_interval iv;
+        struct store_lat_hist *hist;    /* STORE_LAT_HISTS, use store_latency_hist() */
+};
+
+#define STORE_PID_ANY UINT32_MAX
+
+/* All return 0 or -EINVAL (NULL argument, zero window); results are owned by the caller. */
+int store_query_totals(const struct store_snapshot *snap, uint64_t window_ns,
+                       struct store_totals_result *ret);
+int store_query_hotpcs(const struct store_snapshot *snap, uint64_t window_ns, size_t limit,
+                       uint32_t pid, struct store_hotpcs_result *ret);
+int store_query_hotlines(const struct store_snapshot *snap, uint64_t window_ns, size_t limit,
+                         uint32_t pid, struct store_hotlines_result *ret);
+int store_query_latency(const struct store_snapshot *snap, uint64_t window_ns,
+                        struct store_latency_result *ret);
+
+void store_hotpcs_result_done(struct store_hotpcs_result *r);
+void store_hotlines_result_done(struct store_hotlines_result *r);
+void store_latency_result_done(struct store_latency_result *r);
+
+static inline const struct store_lat_hist *store_latency_hist(const struct store_latency_result *r,
+                                                              enum store_lat_kind k, unsigned group) {
+        return &r->hist[(unsigned) k * STORE_LAT_GROUPS + group];
+}

@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Bounds: 100 M synthetic records with 10 M distinct PCs and 10 M distinct
+ * lines (scaled down 20x under sanitizers). Resident memory grows by no
+ * more than the documented formula (store_bytes) plus a small constant, and
+ * the evictions equal the number the stream forces: each key occurs once
+ * per epoch, so every record after a table fills evicts exactly one entry.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <cmocka.h>
+
+#include "store.h"
+#include "store-test-util.h"
+
+/* malloc bookkeeping, page rounding and the test's own allocations. */
+#define RSS_SLACK       (8U << 20)
+
+static size_t nrecords = 100000000;
+static size_t ndistinct = 10000000;
+static bool quick;
+
+static void test_bounds(void **state) {
+        _cleanup_(store_freep) struct store *s = NULL;
+        struct store_options o;
+        size_t rss0, rss1, bound, epochs;
+        uint64_t now = 0;
+        struct rusage ru;
+
+        store_options_init(&o);
+        o.epochs = 10;
+        o.hotpcs = 4096;
+        o.hotlines = 1024;
+        o.line_offsets = 8;
+        epochs = nrecords / ndistinct;
+        assert_int_equal(epochs, o.epochs);
+
+        rss0 = tu_rss_bytes();
+        assert_int_equal(store_new(&o, 0, &s), 0);
+        bound = store_bytes(&o);
+
+        for (size_t i = 0; i < nrecords; i++) {
+                uint64_t k = i % ndistinct;
+                /* One load per distinct key: its own PC and its own line. */
+                struct spe_record r = tu_rec_load(UINT64_C(0x400000) + 4 * k,
+                                                  UINT64_C(0x100000000) + 64 * k + 8 * (i & 7),
+                                                  (uint32_t) (i & 63), SPE_SOURCE_L1D,
+                                                  (uint16_t) (1 + (i & 1023)));
+
+                store_add(s, &r, 100, (uint32_t) (i & 255));
+                if ((i + 1) % ndistinct == 0) {
+                        now += STORE_EPOCH_NS_DEFAULT;
+                        store_epoch_end(s, now);
+                }
+        }
+
+        _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = store_snapshot_get(s);
+        const struct store_totals *t = store_snapshot_cumulative(snap);
+        struct store_totals_result tr;
+
+        assert_int_equal(t->records, nrecords);
+        assert_int_equal(t->evict_hotpcs, epochs * (ndistinct - o.hotpcs));
+        assert_int_equal(t->evict_hotlines, epochs * (ndistinct - o.hotlines));
+        assert_int_equal(t->evict_offsets, 0);
+        assert_int_equal(store_query_totals(snap, STORE_WINDOW_ALL, &tr), 0);
+        assert_int_equal(tr.t.evict_hotpcs, t->evict_hotpcs);
+        assert_int_equal(tr.iv.epochs, epochs);
+
+        /* Queries work on the full ring and respect the capacities. */
+        struct store_hotpcs_result pr;
+        assert_int_equal(store_query_hotpcs(snap, STORE_WINDOW_ALL, SIZE_MAX, STORE_PID_ANY, &pr), 0);
+        assert_true(pr.pcs.n <= o.hotpcs);
+        assert_int_equal(pr.pcs.total, nrecords);
+        /* All keys equally frequent (10 each): the bound is N/K-sized, every count >= true. */
+        for (size_t i = 0; i < pr.pcs.n; i++)
+                assert_true(pr.pcs.item[i].count >= epochs && pr.pcs.item[i].count - pr.pcs.item[i].error <= epochs);
+        assert_true(pr.pcs.error_bound <= nrecords / o.hotpcs);
+        store_hotpcs_result_done(&pr);
+
+        rss1 = tu_rss_bytes();
+        getrusage(RUSAGE_SELF, &ru);
+        printf("bounds: %zu records, %zu distinct PCs/lines, evictions hotpcs %lu hotlines %lu offsets %lu\n",
+               nrecords, ndistinct, (unsigned long) t->evict_hotpcs, (unsigned long) t->evict_hotlines,
+               (unsigned long) t->evict_offsets);
+        printf("bounds: RSS grew %.1f MiB (maxrss %.1f MiB), formula store_bytes() = %.1f MiB + slack %.1f MiB\n",
+               (double) (rss1 - rss0) / 1048576, (double) ru.ru_maxrss / 1024,
+               (double) bound / 1048576, (double) RSS_SLACK / 1048576);
+        if (quick)
+                printf("bounds: sanitizer build, RSS not asserted (shadow memory, quarantine)\n");
+        else
+                assert_true(rss1 - rss0 <= bound + RSS_SLACK);
+}
+
+int main(int argc, char **argv) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_bounds),
+        };
+
+        quick = tu_quick(argc, argv);
+        if (quick) {
+                nrecords /= 20;
+                ndistinct /= 20;
+        }
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
