@@ -2,6 +2,7 @@
 #include "collector.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -14,14 +15,29 @@
 
 #include "log.h"
 #include "macro.h"
+#include "parse-util.h"
 #include "strbuf.h"
 
+#define SYSFS_LINE_SIZE "/sys/devices/system/cpu/cpu0/cache/index0/coherency_line_size"
+#define DEFAULT_LINE_SIZE 64U
 #define COLLECTOR_MIN_STALE_USEC (5 * USEC_PER_SEC)
 #define COLLECTOR_STALE_INTERVALS 3
 
-struct view_ref {
+/* Op groups exported as armprofd_spe_latency_cycles{op}: load, store, branch. */
+static const enum hotpcs_op lat_ops[SPE_LAT_OPS] = { HOTPCS_OP_LOAD, HOTPCS_OP_STORE, HOTPCS_OP_BRANCH };
+
+/*
+ * Cumulative latency histograms change only at epoch ends; views published
+ * every interval share one immutable block instead of copying ~90 KiB.
+ */
+struct lat_block {
         atomic_int refs;
-        struct collector_view view; /* first member's address is what readers see */
+        struct spe_latency_cum lat[_STORE_LAT_KIND_MAX][SPE_LAT_OPS];
+};
+
+struct view_box {
+        struct collector_view view;
+        struct lat_block *lat;
 };
 
 struct collector {
@@ -29,6 +45,7 @@ struct collector {
         bool thread_started;
         int epoll_fd;
         int timer_fd;
+        int epoch_fd;
         int stop_fd;
 
         /* Collector thread only. */
@@ -37,9 +54,14 @@ struct collector {
         char pmu_reason[256];
         int pmu_logged_state;
         uint64_t armed_usec;
+        struct store *store;
+        struct lat_block *lat;
+        const char *spe_source;
+        char spe_reason[256];
+        size_t n_spe_cpus;
+        struct spe_replay_cpu_stats *spe_cpus;
 
-        pthread_mutex_t lock; /* guards current, pending */
-        struct view_ref *current;
+        pthread_mutex_t lock; /* guards pending */
         struct collector_options pending;
         bool has_pending;
 
@@ -48,6 +70,45 @@ struct collector {
         _Atomic uint64_t cycles;
 };
 
+static unsigned line_size(const struct config *cfg) {
+        char buf[32] = "";
+        uint32_t v;
+        FILE *f;
+
+        if (cfg->store.line_size)
+                return cfg->store.line_size;
+        f = fopen(SYSFS_LINE_SIZE, "re");
+        if (f) {
+                if (fgets(buf, sizeof(buf), f))
+                        buf[strcspn(buf, "\n")] = '\0';
+                fclose(f);
+        }
+        /* Only a sane power of two from sysfs is trusted. */
+        if (safe_atou32(buf, &v) == 0 && v >= 16 && v <= 1024 && (v & (v - 1)) == 0)
+                return v;
+        return DEFAULT_LINE_SIZE;
+}
+
+void collector_store_options(const struct config *cfg, struct store_options *ret) {
+        store_options_init(ret);
+        ret->epoch_ns = cfg->store.epoch_usec * NSEC_PER_USEC;
+        ret->epochs = cfg->store.epochs;
+        ret->hotpcs = cfg->store.hotpcs;
+        ret->hotlines = cfg->store.hotlines;
+        ret->line_offsets = cfg->store.line_offsets;
+        ret->line_size = line_size(cfg);
+}
+
+void collector_options_from_config(const struct config *cfg, struct collector_options *ret) {
+        *ret = (struct collector_options) {
+                .interval_usec = cfg->pmu.interval_usec,
+                .pmu_enable = cfg->pmu.enable,
+                .pmu_events_mask = cfg->pmu.events_mask,
+                .pmu_general_counters = cfg->pmu.general_counters,
+        };
+        collector_store_options(cfg, &ret->store);
+}
+
 uint64_t now_monotonic_usec(void) {
         struct timespec ts;
 
@@ -55,42 +116,39 @@ uint64_t now_monotonic_usec(void) {
         return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / NSEC_PER_USEC;
 }
 
-static struct view_ref *view_of(const struct collector_view *v) {
-        return (struct view_ref *) ((uint8_t *) v - offsetof(struct view_ref, view));
+static uint64_t now_ns(void) {
+        return now_monotonic_usec() * NSEC_PER_USEC;
 }
 
-void collector_view_put(const struct collector_view *v) {
-        struct view_ref *r;
-
-        if (!v)
-                return;
-        r = view_of(v);
-        if (atomic_fetch_sub(&r->refs, 1) == 1) {
-                pmu_snapshot_free(r->view.pmu);
-                free(r);
-        }
+static struct lat_block *lat_ref(struct lat_block *b) {
+        if (b)
+                atomic_fetch_add(&b->refs, 1);
+        return b;
 }
 
-const struct collector_view *collector_view_get(struct collector *c) {
-        struct view_ref *r;
-
-        pthread_mutex_lock(&c->lock);
-        r = c->current;
-        atomic_fetch_add(&r->refs, 1);
-        pthread_mutex_unlock(&c->lock);
-        return &r->view;
+static void lat_unref(struct lat_block *b) {
+        if (b && atomic_fetch_sub(&b->refs, 1) == 1)
+                free(b);
 }
 
-static void publish(struct collector *c, struct view_ref *r) {
-        struct view_ref *old;
+static void view_destroy(void *data) {
+        struct view_box *b = data;
 
-        atomic_store(&r->refs, 1);
-        pthread_mutex_lock(&c->lock);
-        old = c->current;
-        c->current = r;
-        pthread_mutex_unlock(&c->lock);
-        if (old)
-                collector_view_put(&old->view);
+        pmu_snapshot_free(b->view.pmu);
+        free(b->view.spe_cpus);
+        lat_unref(b->lat);
+        free(b);
+}
+
+struct store_snapshot *collector_snapshot(struct collector *c) {
+        return store_snapshot_get(c->store);
+}
+
+const struct collector_view *collector_view(const struct store_snapshot *snap) {
+        static const struct collector_view starting = { .pmu_reason = "starting", .spe_reason = "starting" };
+        const struct view_box *b = store_snapshot_attachment(snap);
+
+        return b ? &b->view : &starting;
 }
 
 static void pmu_close(struct collector *c, const char *reason) {
@@ -145,8 +203,64 @@ static void pmu_log_state(struct collector *c, const struct pmu_snapshot *s) {
         }
 }
 
+/* Publish what this cycle knows as the store's attachment (one consistent snapshot). */
+static void publish_view(struct collector *c, struct pmu_snapshot *pmu) {
+        struct view_box *b = xcalloc(1, sizeof(*b));
+
+        b->view.pmu = pmu;
+        snprintf(b->view.pmu_reason, sizeof(b->view.pmu_reason), "%s", c->pmu_reason);
+        b->view.spe_source = c->spe_source;
+        snprintf(b->view.spe_reason, sizeof(b->view.spe_reason), "%s", c->spe_reason);
+        if (c->n_spe_cpus) {
+                b->view.spe_cpus = xmalloc(c->n_spe_cpus * sizeof(*c->spe_cpus));
+                memcpy(b->view.spe_cpus, c->spe_cpus, c->n_spe_cpus * sizeof(*c->spe_cpus));
+                b->view.n_spe_cpus = c->n_spe_cpus;
+        }
+        b->lat = lat_ref(c->lat);
+        b->view.latency = b->lat ? &b->lat->lat[0][0] : NULL;
+        b->view.interval_seconds = (double) c->armed_usec / USEC_PER_SEC;
+        b->view.cycle = atomic_load(&c->cycles) + 1;
+        store_publish_attachment(c->store, b, view_destroy);
+}
+
+/*
+ * Close the epoch and fold its latency histograms into the cumulative ones
+ * that /metrics exports as Prometheus histograms (which must never go down).
+ */
+static void epoch_end(struct collector *c) {
+        struct store_latency_result lat;
+        struct store_snapshot *snap;
+        struct lat_block *b;
+
+        store_epoch_end(c->store, now_ns());
+
+        b = xcalloc(1, sizeof(*b));
+        atomic_store(&b->refs, 1);
+        if (c->lat)
+                memcpy(b->lat, c->lat->lat, sizeof(b->lat));
+        snap = store_snapshot_get(c->store);
+        /* The newest epoch alone: the window of one epoch length. */
+        if (store_query_latency(snap, store_snapshot_epoch_ns(snap), &lat) == 0) {
+                for (int k = 0; k < _STORE_LAT_KIND_MAX; k++)
+                        for (int o = 0; o < SPE_LAT_OPS; o++) {
+                                const struct store_lat_hist *h =
+                                        store_latency_hist(&lat, k, STORE_LAT_GROUP_OP(lat_ops[o]));
+                                struct spe_latency_cum *cum = &b->lat[k][o];
+
+                                cum->count += h->h.n;
+                                cum->sum += h->h.sum;
+                                for (unsigned i = 0; i < LATHIST_NBUCKETS; i++)
+                                        cum->bucket[i] += h->h.count[i];
+                        }
+                store_latency_result_done(&lat);
+        }
+        store_snapshot_unref(snap);
+        lat_unref(c->lat);
+        c->lat = b;
+}
+
 static void cycle(struct collector *c) {
-        struct view_ref *r = xcalloc(1, sizeof(*r));
+        struct pmu_snapshot *snap = NULL;
         bool reconfigured = false;
         uint64_t want;
 
@@ -155,7 +269,10 @@ static void cycle(struct collector *c) {
                 reconfigured = c->opts.pmu_enable != c->pending.pmu_enable ||
                                c->opts.pmu_events_mask != c->pending.pmu_events_mask ||
                                c->opts.pmu_general_counters != c->pending.pmu_general_counters;
-                c->opts = c->pending;
+                c->opts.interval_usec = c->pending.interval_usec;
+                c->opts.pmu_enable = c->pending.pmu_enable;
+                c->opts.pmu_events_mask = c->pending.pmu_events_mask;
+                c->opts.pmu_general_counters = c->pending.pmu_general_counters;
                 c->has_pending = false;
         }
         pthread_mutex_unlock(&c->lock);
@@ -185,16 +302,13 @@ static void cycle(struct collector *c) {
                 k = pmu_collector_read(c->pmu);
                 if (k < 0)
                         log_debug_errno(k, "pmu: read failed: %m");
-                k = pmu_collector_snapshot(c->pmu, &r->view.pmu);
+                k = pmu_collector_snapshot(c->pmu, &snap);
                 if (k < 0)
                         log_warning_errno(k, "pmu: cannot take a snapshot: %m");
                 else
-                        pmu_log_state(c, r->view.pmu);
+                        pmu_log_state(c, snap);
         }
-        snprintf(r->view.pmu_reason, sizeof(r->view.pmu_reason), "%s", c->pmu_reason);
-        r->view.interval_seconds = (double) c->armed_usec / USEC_PER_SEC;
-        r->view.cycle = atomic_load(&c->cycles) + 1;
-        publish(c, r);
+        publish_view(c, snap);
 
         atomic_store(&c->last_cycle_usec, now_monotonic_usec());
         atomic_fetch_add(&c->cycles, 1);
@@ -215,10 +329,15 @@ static void *collector_main(void *userdata) {
                 }
                 for (int i = 0; i < n; i++) {
                         uint64_t v;
+                        int fd = ev[i].data.fd;
 
-                        if (ev[i].data.fd == c->stop_fd)
+                        if (fd == c->stop_fd)
                                 return NULL;
-                        if (ev[i].data.fd == c->timer_fd && read(c->timer_fd, &v, sizeof(v)) == sizeof(v))
+                        if (read(fd, &v, sizeof(v)) != sizeof(v))
+                                continue;
+                        if (fd == c->epoch_fd)
+                                epoch_end(c);
+                        else if (fd == c->timer_fd)
                                 cycle(c);
                 }
         }
@@ -230,38 +349,89 @@ static int watch(struct collector *c, int fd) {
         return epoll_ctl(c->epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
 }
 
+static int arm(int fd, uint64_t usec) {
+        struct itimerspec its = {
+                .it_interval = { (time_t) (usec / USEC_PER_SEC), (long) (usec % USEC_PER_SEC) * 1000 },
+                .it_value = { (time_t) (usec / USEC_PER_SEC), (long) (usec % USEC_PER_SEC) * 1000 },
+        };
+
+        return timerfd_settime(fd, 0, &its, NULL) < 0 ? -errno : 0;
+}
+
+static void replay_sink(void *userdata, const struct spe_record *recs, const uint32_t *pids,
+                        const uint32_t *tids, size_t n) {
+        struct store *s = userdata;
+
+        for (size_t i = 0; i < n; i++)
+                store_add(s, &recs[i], pids[i], tids[i]);
+}
+
+/* --replay FILE: the file's records go through the same store as live data would. */
+static int replay(struct collector *c, const char *path) {
+        struct spe_replay *r = NULL;
+        uint64_t records = 0;
+        int k;
+
+        k = spe_replay_path(path, &(struct spe_sink) { c->store, replay_sink }, &r);
+        c->n_spe_cpus = spe_replay_n_cpus(r);
+        c->spe_cpus = xcalloc(c->n_spe_cpus ?: 1, sizeof(*c->spe_cpus));
+        for (size_t i = 0; i < c->n_spe_cpus; i++) {
+                c->spe_cpus[i] = *spe_replay_cpu(r, i);
+                records += c->spe_cpus[i].records;
+        }
+        if (k < 0)
+                log_error("replay: %s; keeping the %" PRIu64 " records decoded before it", spe_replay_error(r),
+                          records);
+        else
+                log_info("replay: %" PRIu64 " SPE records from %s on %zu CPUs", records, path, c->n_spe_cpus);
+        spe_replay_free(r);
+        c->spe_source = "replay";
+        epoch_end(c);
+        return k;
+}
+
 int collector_start(const struct collector_options *opts, struct collector **ret) {
         struct collector *c = xcalloc(1, sizeof(*c));
-        struct view_ref *first = xcalloc(1, sizeof(*first));
         uint64_t nofile;
         int r;
 
-        c->timer_fd = c->stop_fd = -1;
+        c->timer_fd = c->epoch_fd = c->stop_fd = c->epoll_fd = -1;
         c->opts = *opts;
+        c->opts.replay_path = NULL;
         pthread_mutex_init(&c->lock, NULL);
         atomic_store(&c->interval_usec, opts->interval_usec);
         atomic_store(&c->last_cycle_usec, now_monotonic_usec());
+        snprintf(c->spe_reason, sizeof(c->spe_reason),
+                 "no SPE source: live SPE capture is not implemented yet; use --replay FILE");
+
+        r = store_new(&opts->store, now_ns(), &c->store);
+        if (r < 0) {
+                log_error_errno(r, "Failed to create the aggregate store: %m");
+                goto fail;
+        }
+        log_debug("store: at most %zu bytes", store_bytes(&opts->store));
 
         /* One fd per event per CPU (perf-security.rst): raise the soft limit first. */
         if (pmu_raise_nofile_limit(&nofile) < 0)
                 log_debug("Cannot raise RLIMIT_NOFILE; counting may run out of descriptors");
         pmu_open(c);
 
-        /* Readers always find a view, even before the first cycle. */
-        snprintf(first->view.pmu_reason, sizeof(first->view.pmu_reason), "starting");
-        publish(c, first);
+        if (opts->replay_path)
+                (void) replay(c, opts->replay_path);
 
         c->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
         c->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        c->epoch_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
         c->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (c->epoll_fd < 0 || c->timer_fd < 0 || c->stop_fd < 0) {
+        if (c->epoll_fd < 0 || c->timer_fd < 0 || c->epoch_fd < 0 || c->stop_fd < 0) {
                 r = -errno;
                 goto fail;
         }
-        if ((r = watch(c, c->timer_fd)) < 0 || (r = watch(c, c->stop_fd)) < 0)
+        if ((r = arm(c->epoch_fd, opts->store.epoch_ns / NSEC_PER_USEC)) < 0 || (r = watch(c, c->timer_fd)) < 0 ||
+            (r = watch(c, c->epoch_fd)) < 0 || (r = watch(c, c->stop_fd)) < 0)
                 goto fail;
 
-        /* The first cycle runs right away so /metrics has data before the first interval. */
+        /* The first cycle runs right away, so /metrics has data before the first interval. */
         cycle(c);
 
         r = -pthread_create(&c->thread, NULL, collector_main, c);
@@ -287,10 +457,13 @@ struct collector *collector_stop(struct collector *c) {
         }
         safe_close(c->epoll_fd);
         safe_close(c->timer_fd);
+        safe_close(c->epoch_fd);
         safe_close(c->stop_fd);
         c->pmu = pmu_collector_free(c->pmu);
-        if (c->current)
-                collector_view_put(&c->current->view);
+        /* Snapshots still held by readers keep their views alive. */
+        c->store = store_free(c->store);
+        lat_unref(c->lat);
+        free(c->spe_cpus);
         pthread_mutex_destroy(&c->lock);
         free(c);
         return NULL;

@@ -3,23 +3,30 @@
 
 /*
  * The collector thread (DESIGN.md §3): one epoll loop that owns every
- * collector fd and is the only writer of collected state. Each cycle it
- * reads the PMU, then publishes an immutable, reference-counted view; HTTP
- * threads take a reference for the length of a request and never block the
- * loop. Each cycle ends with a heartbeat that /healthz and the systemd
+ * collector fd and the aggregate store, and is their only writer. Each
+ * counting interval it reads the PMU and publishes a `struct collector_view`
+ * as the store's attachment, so a reader's one store snapshot holds the
+ * counters, the SPE aggregates and the stream statistics of the same
+ * moment. Each cycle ends with a heartbeat that /healthz and the systemd
  * watchdog look at, so both report real progress.
  */
 
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "config.h"
 #include "pmu-collector.h"
+#include "spe-metrics.h"
+#include "spe-replay.h"
+#include "store.h"
 
 struct collector_options {
         uint64_t interval_usec;
         bool pmu_enable;
         uint32_t pmu_events_mask; /* bit i: pmu_event_id i */
         uint32_t pmu_general_counters;
+        struct store_options store;
+        const char *replay_path; /* fed into the store before the loop starts, or NULL */
 };
 
 /* What one cycle produced. Immutable once published. */
@@ -28,19 +35,34 @@ struct collector_view {
         double interval_seconds;
         struct pmu_snapshot *pmu; /* NULL when counting is off or could not start */
         char pmu_reason[256];     /* why pmu is NULL */
+
+        /* SPE: where records came from and how the streams fared. */
+        const char *spe_source;   /* "replay", or NULL when there is no SPE source */
+        char spe_reason[256];     /* why there is none */
+        size_t n_spe_cpus;
+        struct spe_replay_cpu_stats *spe_cpus;
+        /* [kind * SPE_LAT_OPS + op], shared by views; NULL before the first epoch. */
+        const struct spe_latency_cum *latency;
 };
 
 struct collector;
 
+/* [store] settings as store options; the line size from sysfs when not set. */
+void collector_store_options(const struct config *cfg, struct store_options *ret);
+/* Everything the collector takes from the configuration. */
+void collector_options_from_config(const struct config *cfg, struct collector_options *ret);
+
 int collector_start(const struct collector_options *opts, struct collector **ret);
 struct collector *collector_stop(struct collector *c);
 
-/* New options take effect at the next cycle (PMU events are reopened if they changed). */
+/* New options take effect at the next cycle (PMU events are reopened if they changed;
+ * store sizes need a restart). */
 void collector_reconfigure(struct collector *c, const struct collector_options *opts);
 
-/* A reference to the latest view (never NULL); give it back with collector_view_put(). */
-const struct collector_view *collector_view_get(struct collector *c);
-void collector_view_put(const struct collector_view *v);
+/* A reference to the newest store snapshot (never NULL): release with store_snapshot_unref(). */
+struct store_snapshot *collector_snapshot(struct collector *c);
+/* The collector's view inside a snapshot (never NULL). */
+const struct collector_view *collector_view(const struct store_snapshot *snap);
 
 /* Completed cycles, and whether the last one is recent (3 intervals, at least 5 s). */
 uint64_t collector_cycles(struct collector *c);

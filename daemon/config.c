@@ -142,6 +142,20 @@ static int parse_item_pmu_events(const struct config_item *it, const char *value
         return 0;
 }
 
+/* 0 (from sysfs) or a power of two between 16 and 1024 bytes. */
+static int parse_item_line_size(const struct config_item *it, const char *value, void *dest,
+                                char *err, size_t errlen) {
+        uint32_t v;
+
+        if (safe_atou32(value, &v) < 0 || (v != 0 && (v < 16 || v > 1024 || (v & (v - 1)) != 0))) {
+                snprintf(err, errlen, "invalid line size '%s' (0 for sysfs, or a power of two 16..1024)",
+                         value);
+                return -EINVAL;
+        }
+        *(uint32_t *) dest = v;
+        return 0;
+}
+
 #define ITEM(sec, k, fn, field, lo, hi) \
         { sec, k, fn, offsetof(struct config, field), lo, hi }
 
@@ -156,6 +170,12 @@ static const struct config_item items[] = {
              3600 * USEC_PER_SEC),
         ITEM("pmu", "events", parse_item_pmu_events, pmu.events_mask, 0, 0),
         ITEM("pmu", "general_counters", parse_item_u32, pmu.general_counters, 0, 31),
+        ITEM("store", "epoch", parse_item_duration, store.epoch_usec, USEC_PER_SEC, 3600 * USEC_PER_SEC),
+        ITEM("store", "epochs", parse_item_u32, store.epochs, 1, 8640),
+        ITEM("store", "hotpcs", parse_item_u32, store.hotpcs, 16, 1U << 20),
+        ITEM("store", "hotlines", parse_item_u32, store.hotlines, 16, 1U << 20),
+        ITEM("store", "line_offsets", parse_item_u32, store.line_offsets, 1, 1024),
+        ITEM("store", "line_size", parse_item_line_size, store.line_size, 0, 0),
 };
 
 size_t config_n_items(void) {
@@ -179,6 +199,13 @@ void config_init(struct config *c) {
                         .enable = true,
                         .interval_usec = USEC_PER_SEC,
                         .events_mask = (UINT32_C(1) << _PMU_EVENT_MAX) - 1,
+                },
+                .store = {
+                        .epoch_usec = 10 * USEC_PER_SEC,
+                        .epochs = 60,
+                        .hotpcs = 1024,
+                        .hotlines = 256,
+                        .line_offsets = 8,
                 },
         };
         /* The default is a constant we own; it cannot fail to parse. */

@@ -33,6 +33,14 @@ struct config {
                 uint32_t events_mask;
                 uint32_t general_counters; /* 0: per-PMU default */
         } pmu;
+        struct {
+                uint64_t epoch_usec;
+                uint32_t epochs;
+                uint32_t hotpcs;
+                uint32_t hotlines;
+                uint32_t line_offsets;
+                uint32_t line_size; /* 0: sysfs coherency_line_size, else 64 */
+        } store;
 };
 
 /* First error only: "file:line: [section] key: reason". */

@@ -14,6 +14,7 @@
 #include "config.h"
 #include "log.h"
 #include "manager.h"
+#include "replay.h"
 
 #define EXIT_USAGE 2
 
@@ -83,10 +84,8 @@ int main(int argc, char **argv) {
                 printf("%s: configuration is valid\n", args.config_path);
                 return EXIT_SUCCESS;
         }
-        if (args.replay) {
-                log_error("--replay: SPE replay is not available in this build yet");
-                return EXIT_FAILURE;
-        }
+        if (args.replay && args.once)
+                return replay_once(args.replay, &cfg, stdout) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 
         r = take_listen_fd(&listen_fd);
         if (r < 0)
@@ -104,6 +103,7 @@ int main(int argc, char **argv) {
                                 .config_explicit = args.config_explicit,
                                 .listen_override = args.listen,
                                 .listen_fd = listen_fd,
+                                .replay = args.replay,
                         },
                         &cfg, &m);
         if (r < 0)

@@ -17,6 +17,8 @@
 #include "api.h"
 #include "collector.h"
 #include "counters.h"
+#include "spe-metrics.h"
+#include "store.h"
 #include "http.h"
 #include "log.h"
 #include "strbuf.h"
@@ -52,30 +54,39 @@ static bool source_alive(void *userdata) {
         return m->collector && collector_alive(m->collector);
 }
 
-static struct collector_options collector_options_from(const struct config *c) {
-        return (struct collector_options) {
-                .interval_usec = c->pmu.interval_usec,
-                .pmu_enable = c->pmu.enable,
-                .pmu_events_mask = c->pmu.events_mask,
-                .pmu_general_counters = c->pmu.general_counters,
-        };
-}
-
 static void source_write_metrics(void *userdata, struct prom_writer *w) {
         struct manager *m = userdata;
-        const struct collector_view *v = collector_view_get(m->collector);
+        _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = collector_snapshot(m->collector);
+        const struct collector_view *v = collector_view(snap);
+
+        prom_family(w, "armprofd_collector_up", PROM_GAUGE,
+                    "1 when the collector runs and produces data, 0 when it cannot (see /status).");
+        prom_sample_u64(w, (const char *const[]) { "collector", "pmu", NULL }, counters_up(v->pmu));
+        prom_sample_u64(w, (const char *const[]) { "collector", "spe", NULL }, v->spe_source != NULL);
 
         counters_write_metrics(v->pmu, w);
-        collector_view_put(v);
+        spe_metrics_write(&(struct spe_metrics_input) {
+                                  .totals = store_snapshot_cumulative(snap),
+                                  .cpus = v->spe_cpus,
+                                  .n_cpus = v->n_spe_cpus,
+                                  .latency = v->latency,
+                                  .up = v->spe_source != NULL,
+                          },
+                          w);
 }
 
 static json_t *source_counters(void *userdata) {
         struct manager *m = userdata;
-        const struct collector_view *v = collector_view_get(m->collector);
-        json_t *o = counters_to_json(v->pmu, v->interval_seconds);
+        _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = collector_snapshot(m->collector);
+        const struct collector_view *v = collector_view(snap);
 
-        collector_view_put(v);
-        return o;
+        return counters_to_json(v->pmu, v->interval_seconds);
+}
+
+static struct store_snapshot *source_snapshot(void *userdata) {
+        struct manager *m = userdata;
+
+        return collector_snapshot(m->collector);
 }
 
 static void source_fill_status(void *userdata, json_t *status) {
@@ -108,10 +119,16 @@ static void source_fill_status(void *userdata, json_t *status) {
         json_object_set_new(status, "collector_cycles",
                             json_integer((json_int_t) collector_cycles(m->collector)));
 
-        const struct collector_view *v = collector_view_get(m->collector);
+        _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = collector_snapshot(m->collector);
+        const struct collector_view *v = collector_view(snap);
+        json_t *spe = json_pack("{s:s, s:b}", "name", "spe", "up", v->spe_source != NULL);
+
+        if (v->spe_source)
+                json_object_set_new(spe, "source", json_string(v->spe_source));
+        else
+                json_object_set_new(spe, "reason", json_string(v->spe_reason));
         json_object_set_new(status, "collectors",
-                            json_pack("[o]", counters_status_json(v->pmu, v->pmu_reason)));
-        collector_view_put(v);
+                            json_pack("[o, o]", counters_status_json(v->pmu, v->pmu_reason), spe));
 }
 
 static int add_fd(int epoll_fd, int fd) {
@@ -186,8 +203,10 @@ int manager_start(struct manager *m) {
         size_t n_routes;
         int r;
 
-        struct collector_options co = collector_options_from(&m->config);
+        struct collector_options co;
 
+        collector_options_from_config(&m->config, &co);
+        co.replay_path = m->opts.replay;
         r = collector_start(&co, &m->collector);
         if (r < 0)
                 return log_error_errno(r, "Failed to start the collector thread: %m");
@@ -198,6 +217,7 @@ int manager_start(struct manager *m) {
                 .write_metrics = source_write_metrics,
                 .fill_status = source_fill_status,
                 .counters_json = source_counters,
+                .snapshot = source_snapshot,
         });
         routes = api_routes(&n_routes);
         r = http_server_start(
@@ -246,8 +266,9 @@ static void reload(struct manager *m) {
             c.http.max_request_bytes != m->config.http.max_request_bytes)
                 log_warning("config: [http] changes take effect at the next restart");
 
-        struct collector_options co = collector_options_from(&c);
+        struct collector_options co;
 
+        collector_options_from_config(&c, &co);
         collector_reconfigure(m->collector, &co);
 
         pthread_mutex_lock(&m->config_lock);

@@ -19,6 +19,7 @@ struct manager_options {
         bool config_explicit;
         const char *listen_override; /* --listen, kept across reloads */
         int listen_fd;               /* socket activation, or -1 */
+        const char *replay;          /* --replay FILE, loaded into the store at start */
 };
 
 /* Call with SIGTERM, SIGINT and SIGHUP already blocked in every thread. */

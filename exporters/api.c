@@ -3,7 +3,9 @@
 
 #include <time.h>
 
+#include "aggregates.h"
 #include "build-config.h"
+#include "parse-util.h"
 #include "log.h"
 #include "process-metrics.h"
 
@@ -53,12 +55,26 @@ static void json_body(struct http_response *resp, json_t *o) {
         free(s);
 }
 
+static void html_escape(struct strbuf *out, const char *s) {
+        for (; *s; s++)
+                switch (*s) {
+                case '&': strbuf_puts(out, "&amp;"); break;
+                case '<': strbuf_puts(out, "&lt;"); break;
+                case '>': strbuf_puts(out, "&gt;"); break;
+                case '"': strbuf_puts(out, "&quot;"); break;
+                default: strbuf_putc(out, *s); break;
+                }
+}
+
 static void handle_index(void *userdata, const struct http_request *req, struct http_response *resp) {
         static const struct {
                 const char *path, *what;
         } links[] = {
                 { "/metrics", "Prometheus metrics (text 0.0.4, OpenMetrics, protobuf by Accept)" },
                 { "/counters", "per-CPU PMU counters, rates and ratios, and a host aggregate (JSON)" },
+                { "/hotlines?window=1m&limit=20", "cache lines ranked by peer snoops: false/true sharing, offsets, PCs, CPUs (JSON)" },
+                { "/hotpcs?window=1m&limit=50", "hottest sampled PCs with counts by op and event (JSON)" },
+                { "/latency?window=1m", "latency histograms with p50/p90/p99/p999 by op and data source (JSON)" },
                 { "/status", "collectors, availability, versions, configuration (JSON)" },
                 { "/healthz", "liveness of the collector loop" },
         };
@@ -69,9 +85,13 @@ static void handle_index(void *userdata, const struct http_request *req, struct 
                       "<title>armprofd</title></head>\n<body>\n<h1>armprofd %s</h1>\n"
                       "<p>Always-on hardware profiler.</p>\n<ul>\n",
                       ARMPROFD_VERSION);
-        for (size_t i = 0; i < ELEMENTSOF(links); i++)
-                strbuf_printf(&resp->body, "<li><a href=\"%s\">%s</a>: %s</li>\n", links[i].path,
-                              links[i].path, links[i].what);
+        for (size_t i = 0; i < ELEMENTSOF(links); i++) {
+                strbuf_puts(&resp->body, "<li><a href=\"");
+                html_escape(&resp->body, links[i].path);
+                strbuf_puts(&resp->body, "\">");
+                html_escape(&resp->body, links[i].path);
+                strbuf_printf(&resp->body, "</a>: %s</li>\n", links[i].what);
+        }
         strbuf_puts(&resp->body, "</ul>\n</body></html>\n");
 }
 
@@ -145,12 +165,135 @@ static void handle_counters(void *userdata, const struct http_request *req, stru
         json_decref(o);
 }
 
+#define DEFAULT_WINDOW_NS (60 * NSEC_PER_SEC)
+#define HOTPCS_DEFAULT_LIMIT 50
+#define HOTPCS_MAX_LIMIT 1000
+#define HOTLINES_DEFAULT_LIMIT 20
+#define HOTLINES_MAX_LIMIT 500
+
+struct query {
+        uint64_t window_ns;
+        size_t limit;
+        uint32_t pid;
+};
+
+/*
+ * window=10s|1m|10m|SECONDS|all, limit=1..max, pid=N. Anything else, or a
+ * bad value, is a 400 that names the parameter.
+ */
+static bool parse_query(const struct http_request *req, struct http_response *resp, size_t default_limit,
+                        size_t max_limit, struct query *ret) {
+        static const char *const allowed[] = { "window", "limit", "pid", NULL };
+        const char *unknown = http_request_unknown_arg(req, allowed);
+        const char *v;
+        struct query q = { DEFAULT_WINDOW_NS, default_limit, STORE_PID_ANY };
+        uint32_t u;
+
+        if (unknown) {
+                http_response_error(resp, 400, "unknown parameter '%s' (known: window, limit, pid)", unknown);
+                return false;
+        }
+        v = http_request_arg(req, "window");
+        if (v && store_window_parse(v, &q.window_ns) < 0) {
+                http_response_error(resp, 400, "parameter 'window': invalid window '%s' (e.g. 10s, 1m, 10m, 600, all)", v);
+                return false;
+        }
+        v = http_request_arg(req, "limit");
+        if (v && (safe_atou32(v, &u) < 0 || u < 1 || u > max_limit)) {
+                http_response_error(resp, 400, "parameter 'limit': '%s' is not a number in 1..%zu", v, max_limit);
+                return false;
+        }
+        if (v)
+                q.limit = u;
+        v = http_request_arg(req, "pid");
+        if (v && (safe_atou32(v, &u) < 0 || u == STORE_PID_ANY)) {
+                http_response_error(resp, 400, "parameter 'pid': '%s' is not a process id", v);
+                return false;
+        }
+        if (v)
+                q.pid = u;
+        *ret = q;
+        return true;
+}
+
+static struct store_snapshot *snapshot_or_503(struct api *a, struct http_response *resp) {
+        struct store_snapshot *snap = a->src.snapshot ? a->src.snapshot(a->src.userdata) : NULL;
+
+        if (!snap)
+                http_response_error(resp, 503, "no aggregates yet");
+        return snap;
+}
+
+static void handle_hotpcs(void *userdata, const struct http_request *req, struct http_response *resp) {
+        struct api *a = userdata;
+        _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = NULL;
+        struct store_hotpcs_result r;
+        struct query q;
+        json_t *o;
+
+        if (!parse_query(req, resp, HOTPCS_DEFAULT_LIMIT, HOTPCS_MAX_LIMIT, &q) || !(snap = snapshot_or_503(a, resp)))
+                return;
+        if (store_query_hotpcs(snap, q.window_ns, q.limit, q.pid, &r) < 0) {
+                http_response_error(resp, 500, "hot PC query failed");
+                return;
+        }
+        o = agg_hotpcs_json(&r);
+        store_hotpcs_result_done(&r);
+        json_body(resp, o);
+        resp->gzip_ok = true;
+        json_decref(o);
+}
+
+static void handle_hotlines(void *userdata, const struct http_request *req, struct http_response *resp) {
+        struct api *a = userdata;
+        _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = NULL;
+        struct store_hotlines_result r;
+        struct query q;
+        json_t *o;
+
+        if (!parse_query(req, resp, HOTLINES_DEFAULT_LIMIT, HOTLINES_MAX_LIMIT, &q) ||
+            !(snap = snapshot_or_503(a, resp)))
+                return;
+        if (store_query_hotlines(snap, q.window_ns, q.limit, q.pid, &r) < 0) {
+                http_response_error(resp, 500, "hot line query failed");
+                return;
+        }
+        o = agg_hotlines_json(&r);
+        store_hotlines_result_done(&r);
+        json_body(resp, o);
+        resp->gzip_ok = true;
+        json_decref(o);
+}
+
+static void handle_latency(void *userdata, const struct http_request *req, struct http_response *resp) {
+        struct api *a = userdata;
+        _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = NULL;
+        struct store_latency_result r;
+        struct query q;
+        json_t *o;
+
+        if (!parse_query(req, resp, 0, 1, &q) || !(snap = snapshot_or_503(a, resp)))
+                return;
+        if (store_query_latency(snap, q.window_ns, &r) < 0) {
+                http_response_error(resp, 500, "latency query failed");
+                return;
+        }
+        o = agg_latency_json(&r);
+        store_latency_result_done(&r);
+        json_body(resp, o);
+        resp->gzip_ok = true;
+        json_decref(o);
+}
+
 static const struct http_route routes[] = {
         { "/", "index", handle_index },
         { "/healthz", "healthz", handle_healthz },
         { "/metrics", "metrics", handle_metrics },
         { "/status", "status", handle_status },
         { "/counters", "counters", handle_counters },
+        { "/hotpcs", "hotpcs", handle_hotpcs },
+        { "/hotlines", "hotlines", handle_hotlines },
+        { "/latency", "latency", handle_latency },
 };
 
 const struct http_route *api_routes(size_t *ret_n) {

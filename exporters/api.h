@@ -13,6 +13,7 @@
 
 #include "http.h"
 #include "prom.h"
+#include "store.h"
 
 struct exporter_source {
         void *userdata;
@@ -24,6 +25,8 @@ struct exporter_source {
         void (*fill_status)(void *userdata, json_t *status);
         /* The /counters document (new reference). */
         json_t *(*counters_json)(void *userdata);
+        /* A reference to the newest aggregate snapshot (/hotpcs, /hotlines, /latency). */
+        struct store_snapshot *(*snapshot)(void *userdata);
 };
 
 struct api;

@@ -34,12 +34,13 @@ static bool collector_up(const struct pmu_snapshot *s) {
         return s && (s->state == PMU_STATE_OK || s->state == PMU_STATE_DEGRADED);
 }
 
+bool counters_up(const struct pmu_snapshot *s) {
+        return collector_up(s);
+}
+
 void counters_write_metrics(const struct pmu_snapshot *s, struct prom_writer *w) {
         bool with_pmu;
 
-        prom_family(w, "armprofd_collector_up", PROM_GAUGE,
-                    "1 when the collector runs and produces data, 0 when it cannot (see /status).");
-        prom_sample_u64(w, (const char *const[]) { "collector", "pmu", NULL }, collector_up(s));
         if (!s)
                 return;
 

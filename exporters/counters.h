@@ -12,7 +12,9 @@
 #include "pmu-collector.h"
 #include "prom.h"
 
-/* `s` may be NULL (counting disabled or not started): only availability is written. */
+/* The collector runs and counts something. */
+bool counters_up(const struct pmu_snapshot *s);
+/* `s` may be NULL (counting disabled or not started): nothing is written. */
 void counters_write_metrics(const struct pmu_snapshot *s, struct prom_writer *w);
 json_t *counters_to_json(const struct pmu_snapshot *s, double interval_seconds);
 json_t *counters_status_json(const struct pmu_snapshot *s, const char *disabled_reason);

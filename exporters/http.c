@@ -51,6 +51,28 @@ const char *http_request_arg(const struct http_request *req, const char *name) {
         return MHD_lookup_connection_value(req->connection, MHD_GET_ARGUMENT_KIND, name);
 }
 
+struct arg_check {
+        const char *const *allowed;
+        const char *unknown;
+};
+
+static enum MHD_Result check_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+        struct arg_check *c = cls;
+
+        for (const char *const *a = c->allowed; *a; a++)
+                if (streq(*a, key))
+                        return MHD_YES;
+        c->unknown = key;
+        return MHD_NO; /* stop iterating */
+}
+
+const char *http_request_unknown_arg(const struct http_request *req, const char *const *allowed) {
+        struct arg_check c = { .allowed = allowed };
+
+        MHD_get_connection_values(req->connection, MHD_GET_ARGUMENT_KIND, check_arg, &c);
+        return c.unknown;
+}
+
 void http_response_error(struct http_response *resp, unsigned status, const char *fmt, ...) {
         char msg[512];
         json_t *o;

@@ -27,6 +27,8 @@ struct http_request {
 const char *http_request_header(const struct http_request *req, const char *name);
 /* Query argument of the request, or NULL. */
 const char *http_request_arg(const struct http_request *req, const char *name);
+/* The first query argument not in `allowed` (NULL-terminated), or NULL. */
+const char *http_request_unknown_arg(const struct http_request *req, const char *const *allowed);
 
 struct http_response {
         unsigned status;

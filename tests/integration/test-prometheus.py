@@ -43,8 +43,16 @@ def wait_query(port, expr, timeout=30):
     raise AssertionError(f"Prometheus never returned data for {expr!r}")
 
 
+spegen = os.path.join(os.environ["ARMPROFD_BUILD_DIR"], "tests", "spegen", "armprofd-spegen")
+gen_dir = tempfile.mkdtemp(prefix="armprofd-prom-gen-")
+subprocess.run([spegen, "--out-dir", gen_dir, "--prefix", "p", "--records", "20000", "--scenario", "all",
+                "--no-bin", "--no-truth"], check=True, stdout=subprocess.DEVNULL)
+REPLAY = os.path.join(gen_dir, "p.data")
+LOAD = 'kind="total",op="load"'
+
+
 def run(native):
-    with Daemon(args=["--log-level", "debug"]) as d:
+    with Daemon(args=["--log-level", "debug", "--replay", REPLAY]) as d:
         d.wait_ready()
         tmp = tempfile.mkdtemp(prefix="armprofd-prom-")
         port = free_port()
@@ -84,6 +92,20 @@ scrape_configs:
             wait_query(port, "process_cpu_seconds_total")
             info = wait_query(port, "armprofd_build_info")
             assert info[0]["metric"]["version"], info
+
+            # The latency histogram: count as served; quantiles computable by Prometheus.
+            count = ours[("armprofd_spe_latency_cycles_count",
+                          frozenset({("kind", "total"), ("op", "load")}))]
+            if native:
+                # Native (schema 7, sparse buckets) histogram, the one series Prometheus keeps.
+                got = float(wait_query(port, f"histogram_count(armprofd_spe_latency_cycles{{{LOAD}}})")[0]["value"][1])
+                p50 = float(wait_query(port, f"histogram_quantile(0.5, armprofd_spe_latency_cycles{{{LOAD}}})")[0]["value"][1])
+            else:
+                got = float(wait_query(port, f"armprofd_spe_latency_cycles_count{{{LOAD}}}")[0]["value"][1])
+                p50 = float(wait_query(port, f"histogram_quantile(0.5, armprofd_spe_latency_cycles_bucket{{{LOAD}}})")[0]["value"][1])
+            assert got == count, (got, count)
+            assert 1 <= p50 <= 65536, p50
+            print(f"  latency histogram ({'native' if native else 'classic'}): count {got:.0f}, p50 {p50:.1f} cycles")
             print(f"{'protobuf' if native else 'OpenMetrics'} scrape: up=1, "
                   f"requests_total stored {stored:.0f} <= served {served:.0f}")
         finally:
@@ -95,5 +117,8 @@ scrape_configs:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-run(native=False)
-run(native=True)
+try:
+    run(native=False)
+    run(native=True)
+finally:
+    shutil.rmtree(gen_dir, ignore_errors=True)

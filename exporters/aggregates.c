@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "aggregates.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "macro.h"
+
+#define NS_PER_SEC 1e9
+
+json_t *agg_hex(uint64_t v) {
+        char buf[24];
+
+        snprintf(buf, sizeof(buf), "0x%" PRIx64, v);
+        return json_string(buf);
+}
+
+json_t *agg_interval_json(const struct store_interval *iv) {
+        return json_pack("{s:f, s:f, s:f, s:i}", "start_seconds", (double) iv->start_ns / NS_PER_SEC,
+                         "end_seconds", (double) iv->end_ns / NS_PER_SEC, "seconds",
+                         (double) (iv->end_ns - iv->start_ns) / NS_PER_SEC, "epochs", (int) iv->epochs);
+}
+
+static json_t *sources_json(const uint64_t *by_source) {
+        json_t *o = json_object();
+
+        /* SPE_SOURCE_NONE (no data-source packet) is not a source. */
+        for (int s = SPE_SOURCE_UNKNOWN; s < _SPE_SOURCE_MAX; s++)
+                if (by_source[s])
+                        json_object_set_new(o, spe_source_name(s), json_integer((json_int_t) by_source[s]));
+        return o;
+}
+
+json_t *agg_totals_json(const struct store_totals *t) {
+        return json_pack("{s:I, s:{s:I, s:I, s:I, s:I}, s:o, s:{s:I, s:I}, s:I, s:{s:I, s:I, s:I}}",
+                         "records", (json_int_t) t->records,
+                         "ops", "load", (json_int_t) t->loads, "store", (json_int_t) t->stores,
+                         "branch", (json_int_t) t->branches, "other", (json_int_t) t->other,
+                         "loads_by_source", sources_json(t->loads_by_source),
+                         "peer_snoops", "local", (json_int_t) t->peer_local, "remote",
+                         (json_int_t) t->peer_remote,
+                         "records_without_pc", (json_int_t) t->no_pc,
+                         "evictions", "hotpcs", (json_int_t) t->evict_hotpcs, "hotlines",
+                         (json_int_t) t->evict_hotlines, "offsets", (json_int_t) t->evict_offsets);
+}
+
+json_t *agg_hotpcs_json(const struct store_hotpcs_result *r) {
+        static const char *const ops[_HOTPCS_OP_MAX] = { "load", "store", "branch", "other" };
+        static const char *const evs[_HOTPCS_EV_MAX] = { "l1d_refill", "llc_miss", "tlb_walk", "mispredict" };
+        json_t *items = json_array();
+
+        for (size_t i = 0; i < r->pcs.n; i++) {
+                const struct hotpcs_item *it = &r->pcs.item[i];
+                json_t *o = json_object(), *e = json_object();
+
+                for (int k = 0; k < _HOTPCS_OP_MAX; k++)
+                        if (it->ops[k])
+                                json_object_set_new(o, ops[k], json_integer((json_int_t) it->ops[k]));
+                for (int k = 0; k < _HOTPCS_EV_MAX; k++)
+                        if (it->events[k])
+                                json_object_set_new(e, evs[k], json_integer((json_int_t) it->events[k]));
+                json_array_append_new(items,
+                                      json_pack("{s:o, s:I, s:i, s:I, s:I, s:o, s:o, s:I}", "pc", agg_hex(it->pc),
+                                                "pid", (json_int_t) it->pid, "el", (int) it->el, "samples",
+                                                (json_int_t) it->count, "error", (json_int_t) it->error, "ops", o,
+                                                "events", e, "latency_sum_cycles", (json_int_t) it->lat_sum));
+        }
+        return json_pack("{s:o, s:I, s:i, s:I, s:I, s:o}", "interval", agg_interval_json(&r->iv), "samples",
+                         (json_int_t) r->pcs.total, "capacity", (int) r->pcs.capacity, "error_bound",
+                         (json_int_t) r->pcs.error_bound, "evictions", (json_int_t) r->pcs.evictions, "pcs",
+                         items);
+}
+
+static json_t *u16_list(const uint16_t *v, size_t n) {
+        json_t *a = json_array();
+
+        for (size_t i = 0; i < n; i++)
+                json_array_append_new(a, json_integer(v[i]));
+        return a;
+}
+
+static json_t *u32_list(const uint32_t *v, size_t n) {
+        json_t *a = json_array();
+
+        for (size_t i = 0; i < n; i++)
+                json_array_append_new(a, json_integer(v[i]));
+        return a;
+}
+
+json_t *agg_hotlines_json(const struct store_hotlines_result *r) {
+        json_t *lines = json_array();
+
+        for (size_t i = 0; i < r->lines.n; i++) {
+                const struct hotlines_result *l = &r->lines.line[i];
+                json_t *offs = json_array();
+
+                for (size_t k = 0; k < l->noffs; k++) {
+                        const struct hotlines_off *o = &l->off[k];
+
+                        json_array_append_new(
+                                offs, json_pack("{s:o, s:o, s:I, s:i, s:I, s:I, s:{s:I, s:I}, s:I, s:o, s:b, s:o, s:b}",
+                                                "offset", agg_hex(o->offset), "pc", agg_hex(o->pc), "pid",
+                                                (json_int_t) o->pid, "el", (int) o->el, "loads",
+                                                (json_int_t) o->loads, "stores", (json_int_t) o->stores,
+                                                "peer_snoops", "local", (json_int_t) o->peer_local, "remote",
+                                                (json_int_t) o->peer_remote, "latency_sum_cycles",
+                                                (json_int_t) o->lat_sum, "cpus", u16_list(o->cpus, o->ncpus),
+                                                "cpus_truncated", (int) o->cpus_more, "tids",
+                                                u32_list(o->tids, o->ntids), "tids_truncated", (int) o->tids_more));
+                }
+                json_array_append_new(
+                        lines,
+                        json_pack("{s:o, s:o, s:s, s:I, s:b, s:s, s:I, s:I, s:I, s:{s:I, s:I}, s:o, s:I, s:i, s:o}",
+                                  "address", agg_hex(l->l.addr), "va", agg_hex(l->l.va), "key",
+                                  l->l.by_pa ? "pa" : "va", "pid", (json_int_t) l->l.pid, "shared",
+                                  (int) !!(l->l.flags & HOTLINES_F_SHARED), "class", hotlines_class_name(l->cls),
+                                  "records", (json_int_t) (l->l.loads + l->l.stores), "loads",
+                                  (json_int_t) l->l.loads, "stores", (json_int_t) l->l.stores, "peer_snoops",
+                                  "local", (json_int_t) l->l.peer_local, "remote", (json_int_t) l->l.peer_remote,
+                                  "loads_by_source", sources_json(l->l.src), "latency_sum_cycles",
+                                  (json_int_t) l->l.lat_sum, "latency_max_cycles", (int) l->l.lat_max,
+                                  "offsets", offs));
+        }
+        return json_pack("{s:o, s:i, s:I, s:{s:I, s:I}, s:I, s:I, s:I, s:o}", "interval",
+                         agg_interval_json(&r->iv), "line_size", (int) r->lines.line_size, "records",
+                         (json_int_t) r->lines.records, "peer_snoops", "local",
+                         (json_int_t) r->lines.peer_local, "remote", (json_int_t) r->lines.peer_remote,
+                         "lines_seen", (json_int_t) r->lines.nlines, "evictions", (json_int_t) r->lines.evictions,
+                         "offset_evictions", (json_int_t) r->lines.off_evictions, "lines", lines);
+}
+
+json_t *agg_latency_json(const struct store_latency_result *r) {
+        json_t *kinds = json_object();
+
+        for (int k = 0; k < _STORE_LAT_KIND_MAX; k++) {
+                json_t *by_op = json_object(), *by_source = json_object();
+
+                for (unsigned g = 0; g < STORE_LAT_GROUPS; g++) {
+                        const struct store_lat_hist *h = store_latency_hist(r, k, g);
+
+                        if (h->h.n == 0)
+                                continue;
+                        json_object_set_new(store_lat_group_is_source(g) ? by_source : by_op,
+                                            store_lat_group_name(g),
+                                            json_pack("{s:I, s:I, s:f, s:f, s:f, s:f, s:f}", "count",
+                                                      (json_int_t) h->h.n, "sum_cycles", (json_int_t) h->h.sum,
+                                                      "mean", (double) h->h.sum / (double) h->h.n, "p50", h->p50,
+                                                      "p90", h->p90, "p99", h->p99, "p999", h->p999));
+                }
+                json_object_set_new(kinds, store_lat_kind_name(k),
+                                    json_pack("{s:o, s:o}", "by_op", by_op, "loads_by_source", by_source));
+        }
+        return json_pack("{s:o, s:o}", "interval", agg_interval_json(&r->iv), "latency_cycles", kinds);
+}

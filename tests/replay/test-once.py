@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""`armprofd --replay FILE --once` on generator files reports what the ground truth
+says, computed here independently from the truth CSV: records per CPU, ops, loads
+by data source, peer snoops, decode errors, the hottest PC, the false-sharing line
+(first, with its offsets, PCs and CPUs), the other scenarios' classes, latency
+quantiles; and it fails clearly, keeping what decoded, on damaged input."""
+
+import csv
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+build = os.environ["ARMPROFD_BUILD_DIR"]
+spegen = os.path.join(build, "tests", "spegen", "armprofd-spegen")
+armprofd = os.path.join(build, "daemon", "armprofd")
+
+# Neoverse "common" data-source encodings (spe-format.md §7) -> armprofd's names.
+SOURCES = {0x0: "l1d", 0x8: "l2", 0x9: "peer_core", 0xA: "local_cluster", 0xB: "sys_cache",
+           0xC: "peer_cluster", 0xD: "remote", 0xE: "dram"}
+LOCAL_PEER = {"peer_core", "local_cluster", "peer_cluster"}
+
+
+def num(s):
+    return int(s, 16) if s.startswith("0x") else int(s)
+
+
+def generate(tmp, *args):
+    subprocess.run([spegen, "--out-dir", tmp, "--prefix", "o", *args], check=True, stdout=subprocess.DEVNULL)
+    facts = {}
+    with open(os.path.join(tmp, "o.truth.txt")) as f:
+        for line in f:
+            if "=" in line and not line.startswith("#"):
+                k, v = line.rstrip("\n").split("=", 1)
+                facts[k] = v
+    with open(os.path.join(tmp, "o.truth.csv"), newline="") as f:
+        rows = list(csv.DictReader(f))
+    return facts, rows
+
+
+def once(path, stdin=None):
+    r = subprocess.run([armprofd, "--replay", path, "--once"], capture_output=True, text=True, stdin=stdin)
+    return r.returncode, (json.loads(r.stdout) if r.stdout.strip() else None), r.stderr
+
+
+def expected(rows):
+    e = {"cpus": {}, "ops": {"load": 0, "store": 0, "branch": 0, "other": 0}, "sources": {},
+         "peer": {"local": 0, "remote": 0}, "garbage": 0, "lat": {}}
+    for r in rows:
+        if r["kind"] == "garbage":
+            e["garbage"] += int(r["size"])
+            continue
+        e["cpus"][int(r["cpu"])] = e["cpus"].get(int(r["cpu"]), 0) + 1
+        cls = r["op_class"]
+        if cls == "1":
+            op = "store" if num(r["op_subclass"]) & 1 else "load"  # LDST payload bit 0: ST
+        elif cls == "2":
+            op = "branch"
+        else:
+            op = "other"
+        e["ops"][op] += 1
+        if r["tot_lat"]:
+            e["lat"].setdefault(op, []).append(num(r["tot_lat"]))
+        if op == "load" and r["data_source"]:
+            src = SOURCES.get(num(r["data_source"]), "unknown")
+            e["sources"][src] = e["sources"].get(src, 0) + 1
+            if src in LOCAL_PEER:
+                e["peer"]["local"] += 1
+            elif src == "remote":
+                e["peer"]["remote"] += 1
+    return e
+
+
+def check_report(rep, facts, rows):
+    e = expected(rows)
+    assert rep["complete"], rep.get("error")
+    assert {c["cpu"]: c["records"] for c in rep["cpus"]} == e["cpus"], (rep["cpus"], e["cpus"])
+    t = rep["totals"]
+    assert t["records"] == int(facts["records"]), t["records"]
+    assert t["ops"] == e["ops"], (t["ops"], e["ops"])
+    assert t["loads_by_source"] == e["sources"], (t["loads_by_source"], e["sources"])
+    assert t["peer_snoops"] == e["peer"], (t["peer_snoops"], e["peer"])
+    assert rep["decode_errors"]["bad_header"] == e["garbage"], (rep["decode_errors"], e["garbage"])
+    assert rep["decode_errors"]["dropped_records"] == 0
+
+    # Hot PCs: the generator's hottest PC first, its count inside the Space-Saving bound.
+    top = rep["hotpcs"]["pcs"][0]
+    assert top["pc"] == facts["hottest.pc"], (top, facts["hottest.pc"])
+    true_count = int(facts["hottest.count"])
+    assert top["samples"] - top["error"] <= true_count <= top["samples"], (top, true_count)
+
+    # Hot lines: the false-sharing line ranks first, classified, with the right offsets/PCs/CPUs.
+    lines = {l["address"]: l for l in rep["hotlines"]["lines"]}
+    first = rep["hotlines"]["lines"][0]
+    fs = facts["false_sharing.line"]
+    assert first["address"] == fs and first["class"] == "false_sharing", first["address"]
+    stores = {o["offset"] for o in first["offsets"] if o["stores"]}
+    loads = {o["offset"] for o in first["offsets"] if o["loads"]}
+    assert stores == set(facts["false_sharing.store_offsets"].split(",")), stores
+    assert loads == set(facts["false_sharing.load_offsets"].split(",")), loads
+    store_pcs = {o["pc"] for o in first["offsets"] if o["stores"]}
+    load_pcs = {o["pc"] for o in first["offsets"] if o["loads"]}
+    assert store_pcs == set(facts["false_sharing.store_pcs"].split(",")), store_pcs
+    assert load_pcs == set(facts["false_sharing.load_pcs"].split(",")), load_pcs
+    cpus = {c for o in first["offsets"] for c in o["cpus"]}
+    want = {int(c) for c in (facts["false_sharing.writer_cpus"] + "," + facts["false_sharing.reader_cpus"]).split(",")}
+    assert cpus == want, (cpus, want)
+    assert lines[facts["true_sharing.line"]]["class"] == "true_sharing"
+    assert lines[facts["read_only.line"]]["class"] == "read_only"
+    for k in ("padded.writer_line", "padded.reader_line"):
+        if facts[k] in lines:
+            assert lines[facts[k]]["class"] == "read_only", (k, lines[facts[k]]["class"])
+    assert lines[facts["remote.line"]]["peer_snoops"]["remote"] > 0
+
+    # Latency quantiles within 1% of the exact nearest-rank quantile of the same records.
+    by_op = rep["latency"]["latency_cycles"]["total"]["by_op"]
+    for op, vals in e["lat"].items():
+        vals.sort()
+        assert by_op[op]["count"] == len(vals), (op, by_op[op]["count"], len(vals))
+        for q, key in ((0.5, "p50"), (0.9, "p90"), (0.99, "p99")):
+            exact = vals[max(0, math.ceil(q * len(vals)) - 1)]
+            got = by_op[op][key]
+            assert abs(got - exact) <= 0.01 * exact + 0.5, (op, key, got, exact)
+    return sum(e["cpus"].values())
+
+
+with tempfile.TemporaryDirectory(prefix="armprofd-once-") as tmp:
+    facts, rows = generate(tmp, "--seed", "21", "--records", "40000", "--cpus", "4", "--scenario", "all",
+                           "--garbage", "0.01")
+    data = os.path.join(tmp, "o.data")
+    rc, rep, err = once(data)
+    assert rc == 0, err
+    n = check_report(rep, facts, rows)
+    print(f"file mode: {n} records; counts, hot PC, hot lines and quantiles equal the truth")
+
+    # Damage: a cut file reports the offset, exits non-zero, and keeps what decoded before.
+    size = os.path.getsize(data)
+    cut = os.path.join(tmp, "cut.data")
+    with open(data, "rb") as src, open(cut, "wb") as dst:
+        dst.write(src.read(size // 2))
+    rc, rep, err = once(cut)
+    assert rc == 1, (rc, err)
+    assert "offset" in err and "offset" in rep["error"], (err, rep.get("error"))
+    assert not rep["complete"] and 0 < rep["totals"]["records"] < n, rep["totals"]["records"]
+    print(f"cut at {size // 2} bytes: exit 1, '{rep['error']}', {rep['totals']['records']} records kept")
+
+    rc, rep, err = once(os.path.join(tmp, "absent.data"))
+    assert rc == 1 and "absent.data" in err, err
+    with open(os.path.join(tmp, "junk.data"), "wb") as f:
+        f.write(b"not a perf.data file at all" * 10)
+    rc, rep, err = once(os.path.join(tmp, "junk.data"))
+    assert rc == 1 and "not a perf.data" in err, err
+    print(f"unreadable files: exit 1 ({err.strip().splitlines()[-1]})")
+
+with tempfile.TemporaryDirectory(prefix="armprofd-once-") as tmp:
+    facts, rows = generate(tmp, "--seed", "22", "--records", "20000", "--cpus", "8", "--scenario", "all",
+                           "--ts", "--padded", "--pipe")
+    with open(os.path.join(tmp, "o.data"), "rb") as f:
+        rc, rep, err = once("-", stdin=f)
+    assert rc == 0, err
+    assert rep["mode"] == "pipe"
+    n = check_report(rep, facts, rows)
+    print(f"pipe mode on stdin: {n} records equal the truth")
