@@ -12,10 +12,17 @@
  * Only the 1268 native buckets that contain at least one integer in
  * 1..65535 are stored ("compact" indexes 1..1268; compact 0 is the zero
  * bucket), so an export to protobuf native histograms is exact: each
- * compact bucket maps to one native index (lathist_bucket()).
+ * compact bucket maps to one native index (lathist_buckets()).
  *
  * Counts are u32 in the per-epoch histogram (an epoch sees < 2^32 samples)
  * and u64 in merged results.
+ *
+ * Export: a Prometheus native histogram is schema 7, zero_threshold 0,
+ * zero_count = count[0], and positive buckets at lathist_buckets()[i]
+ * .native_index for i >= 1 (indexes between two stored ones are empty:
+ * below 185 cycles some schema-7 buckets hold no integer). Classic
+ * buckets are exact when each `le` is one of the buckets' `hi` values
+ * (values are integers, so le = hi counts everything <= hi).
  */
 
 #include <stdint.h>

@@ -10,6 +10,9 @@
 #include "spe-pkt.h"
 #include "strbuf.h"
 
+_Static_assert(STORE_PID_ANY == HOTPCS_PID_ANY && STORE_PID_ANY == HOTLINES_PID_ANY,
+               "one 'any pid' value across the store's modules");
+
 struct store_attach {
         unsigned ref;
         void *data;
