@@ -188,6 +188,23 @@ static int on_comm(void *userdata, const struct perf_data_comm *c) {
         return 0;
 }
 
+static int on_mmap(void *userdata, const struct perf_data_mmap *m) {
+        struct spe_replay *r = userdata;
+
+        if (r->sink && r->sink->mapping)
+                r->sink->mapping(r->sink->userdata,
+                                 &(struct spe_mapping) {
+                                         .pid = m->pid,
+                                         .start = m->addr,
+                                         .len = m->len,
+                                         .pgoff = m->pgoff,
+                                         .filename = m->filename,
+                                         .build_id = m->has_build_id ? m->build_id : NULL,
+                                         .build_id_len = m->has_build_id ? m->build_id_size : 0,
+                                 });
+        return 0;
+}
+
 static int on_fork(void *userdata, const struct perf_data_task *t) {
         tid_set(userdata, t->tid, t->pid);
         return 0;
@@ -231,6 +248,7 @@ static int run(struct perf_data_reader *reader, const struct spe_sink *sink, str
                 .on_aux = on_aux,
                 .on_lost = on_lost,
                 .on_comm = on_comm,
+                .on_mmap = on_mmap,
                 .on_fork = on_fork,
                 .on_switch = on_switch,
                 .on_itrace_start = on_itrace_start,

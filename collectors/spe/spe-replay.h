@@ -25,11 +25,22 @@
 #define SPE_REPLAY_MAX_CPUS 4096
 #define SPE_REPLAY_NO_ID UINT32_MAX
 
+/* A mapping of a process, for symbolization (PERF_RECORD_MMAP/MMAP2). */
+struct spe_mapping {
+        uint32_t pid;
+        uint64_t start, len, pgoff;
+        const char *filename;      /* valid during the callback only */
+        const uint8_t *build_id;   /* NULL when the record had none */
+        size_t build_id_len;
+};
+
 struct spe_sink {
         void *userdata;
         /* A batch of records decoded on one CPU, with their pid and tid (or SPE_REPLAY_NO_ID). */
         void (*records)(void *userdata, const struct spe_record *recs, const uint32_t *pids,
                         const uint32_t *tids, size_t n);
+        /* Optional: each mapping in file order, before the records that use it. */
+        void (*mapping)(void *userdata, const struct spe_mapping *m);
 };
 
 struct spe_replay_cpu_stats {

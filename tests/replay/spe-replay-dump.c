@@ -39,6 +39,11 @@ static void print_records(void *userdata, const struct spe_record *recs, const u
         }
 }
 
+static void print_mapping(void *userdata, const struct spe_mapping *m) {
+        printf("# mapping pid %" PRIu32 " start %" PRIx64 " len %" PRIx64 " pgoff %" PRIx64 " build_id %zu %s\n",
+               m->pid, m->start, m->len, m->pgoff, m->build_id_len, m->filename);
+}
+
 static void count_records(void *userdata, const struct spe_record *recs, const uint32_t *pids,
                           const uint32_t *tids, size_t n) {
         total += n;
@@ -46,7 +51,7 @@ static void count_records(void *userdata, const struct spe_record *recs, const u
 
 int main(int argc, char **argv) {
         bool count = argc == 3 && strcmp(argv[1], "--count") == 0;
-        struct spe_sink sink = { stdout, count ? count_records : print_records };
+        struct spe_sink sink = { stdout, count ? count_records : print_records, print_mapping };
         struct spe_replay *r = NULL;
         int k;
 

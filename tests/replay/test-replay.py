@@ -66,9 +66,11 @@ def check(args, tag):
                     garbage[row["cpu"]] = garbage.get(row["cpu"], 0) + int(row["size"])
         out = subprocess.run([dump, os.path.join(tmp, "r.data")], check=True, capture_output=True,
                              text=True).stdout
-    got, stats = {}, {}
+    got, stats, mappings = {}, {}, []
     for line in out.splitlines():
-        if line.startswith("# cpu "):
+        if line.startswith("# mapping "):
+            mappings.append(line.split())
+        elif line.startswith("# cpu "):
             f = line.split()
             stats[f[2]] = dict(zip(f[3::2], f[4::2]))
         elif not line.startswith("#"):
@@ -84,6 +86,9 @@ def check(args, tag):
             n += 1
         assert int(stats[cpu]["bad_header"]) == garbage.get(cpu, 0), (tag, cpu, stats[cpu], garbage)
         assert int(stats[cpu]["dropped"]) == 0, stats[cpu]
+    # The fake ELF the user PCs live in reaches the sink as pid 4242's mapping at 0xaaaac0000000.
+    elf = [m for m in mappings if m[3] == "4242" and m[5] == "aaaac0000000"]
+    assert elf and elf[0][-1].endswith("r.elf"), mappings
     print(f"{tag}: {n} records equal the truth; decode errors {sum(garbage.values())} = garbage bytes")
 
 
