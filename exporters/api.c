@@ -4,6 +4,9 @@
 #include <time.h>
 
 #include "aggregates.h"
+#include "armprofd.pb-c.h"
+#include "json-pb.h"
+#include "negotiate.h"
 #include "build-config.h"
 #include "parse-util.h"
 #include "log.h"
@@ -53,6 +56,34 @@ static void json_body(struct http_response *resp, json_t *o) {
         strbuf_puts(&resp->body, s);
         strbuf_putc(&resp->body, '\n');
         free(s);
+}
+
+/*
+ * The answer as JSON, or as the armprofd.v1 message `d` when the client
+ * prefers application/x-protobuf (proto/armprofd.proto). Anything else,
+ * including a missing or unparsable Accept, gets JSON.
+ */
+static void answer(const struct http_request *req, struct http_response *resp, json_t *o,
+                   const ProtobufCMessageDescriptor *d, const char *pb_content_type) {
+        static const struct media_offer offers[] = {
+                { "application", "json", NULL },
+                { "application", "x-protobuf", NULL },
+        };
+        size_t unknown = 0;
+
+        resp->negotiated = true;
+        resp->gzip_ok = true;
+        if (negotiate(http_request_header(req, "Accept"), offers, ELEMENTSOF(offers)) != 1) {
+                json_body(resp, o);
+                return;
+        }
+        if (json_to_pb(o, d, &resp->body, &unknown) < 0) {
+                http_response_error(resp, 500, "cannot encode %s", d->name);
+                return;
+        }
+        if (unknown)
+                log_debug("api: %zu JSON fields have no %s field", unknown, d->name);
+        resp->content_type = pb_content_type;
 }
 
 static void html_escape(struct strbuf *out, const char *s) {
@@ -148,7 +179,7 @@ static void handle_status(void *userdata, const struct http_request *req, struct
                 a->src.fill_status(a->src.userdata, o);
         if (!json_object_get(o, "collectors"))
                 json_object_set_new(o, "collectors", json_array());
-        json_body(resp, o);
+        answer(req, resp, o, &armprofd__v1__status__descriptor, "application/x-protobuf; proto=armprofd.v1.Status");
         json_decref(o);
 }
 
@@ -160,8 +191,8 @@ static void handle_counters(void *userdata, const struct http_request *req, stru
                 http_response_error(resp, 503, "no counting data");
                 return;
         }
-        json_body(resp, o);
-        resp->gzip_ok = true;
+        answer(req, resp, o, &armprofd__v1__counters__descriptor,
+               "application/x-protobuf; proto=armprofd.v1.Counters");
         json_decref(o);
 }
 
@@ -239,8 +270,7 @@ static void handle_hotpcs(void *userdata, const struct http_request *req, struct
         }
         o = agg_hotpcs_json(&r);
         store_hotpcs_result_done(&r);
-        json_body(resp, o);
-        resp->gzip_ok = true;
+        answer(req, resp, o, &armprofd__v1__hot_pcs__descriptor, "application/x-protobuf; proto=armprofd.v1.HotPcs");
         json_decref(o);
 }
 
@@ -260,8 +290,8 @@ static void handle_hotlines(void *userdata, const struct http_request *req, stru
         }
         o = agg_hotlines_json(&r);
         store_hotlines_result_done(&r);
-        json_body(resp, o);
-        resp->gzip_ok = true;
+        answer(req, resp, o, &armprofd__v1__hot_lines__descriptor,
+               "application/x-protobuf; proto=armprofd.v1.HotLines");
         json_decref(o);
 }
 
@@ -280,8 +310,7 @@ static void handle_latency(void *userdata, const struct http_request *req, struc
         }
         o = agg_latency_json(&r);
         store_latency_result_done(&r);
-        json_body(resp, o);
-        resp->gzip_ok = true;
+        answer(req, resp, o, &armprofd__v1__latency__descriptor, "application/x-protobuf; proto=armprofd.v1.Latency");
         json_decref(o);
 }
 

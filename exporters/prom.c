@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "io/prometheus/client/metrics.pb-c.h"
+#include "pb-scratch.h"
 
 /* Strings and arrays of one exposition live in chunks freed together. */
 struct arena_chunk {
@@ -292,29 +293,8 @@ static void put_varint(struct strbuf *out, uint64_t v) {
         strbuf_append(out, b, n);
 }
 
-/* Per-family scratch for the message graph; freed after packing. */
-struct pb_scratch {
-        void **ptrs;
-        size_t n, cap;
-};
-
-static void *scratch(struct pb_scratch *sc, size_t size) {
-        if (sc->n == sc->cap) {
-                sc->cap = sc->cap ? sc->cap * 2 : 64;
-                sc->ptrs = xrealloc(sc->ptrs, sc->cap * sizeof(void *));
-        }
-        return sc->ptrs[sc->n++] = xcalloc(1, size);
-}
-
-static void scratch_free(struct pb_scratch *sc) {
-        for (size_t i = 0; i < sc->n; i++)
-                free(sc->ptrs[i]);
-        free(sc->ptrs);
-        *sc = (struct pb_scratch) {};
-}
-
 static Io__Prometheus__Client__Histogram *pb_histogram(struct pb_scratch *sc, const struct prom_histogram *h) {
-        Io__Prometheus__Client__Histogram *ph = scratch(sc, sizeof(*ph));
+        Io__Prometheus__Client__Histogram *ph = pb_scratch_alloc(sc, sizeof(*ph));
 
         io__prometheus__client__histogram__init(ph);
         ph->has_sample_count = true;
@@ -322,9 +302,9 @@ static Io__Prometheus__Client__Histogram *pb_histogram(struct pb_scratch *sc, co
         ph->has_sample_sum = true;
         ph->sample_sum = h->sum;
         ph->n_bucket = h->n_buckets;
-        ph->bucket = scratch(sc, (h->n_buckets + 1) * sizeof(*ph->bucket));
+        ph->bucket = pb_scratch_alloc(sc, (h->n_buckets + 1) * sizeof(*ph->bucket));
         for (size_t i = 0; i < h->n_buckets; i++) {
-                Io__Prometheus__Client__Bucket *b = scratch(sc, sizeof(*b));
+                Io__Prometheus__Client__Bucket *b = pb_scratch_alloc(sc, sizeof(*b));
 
                 io__prometheus__client__bucket__init(b);
                 b->has_cumulative_count = b->has_upper_bound = true;
@@ -341,13 +321,13 @@ static Io__Prometheus__Client__Histogram *pb_histogram(struct pb_scratch *sc, co
         ph->zero_count = h->zero_count;
 
         /* Spans of consecutive indexes; the first offset is absolute, then gaps. */
-        ph->positive_span = scratch(sc, (h->n_native + 1) * sizeof(*ph->positive_span));
-        ph->positive_delta = scratch(sc, (h->n_native + 1) * sizeof(*ph->positive_delta));
+        ph->positive_span = pb_scratch_alloc(sc, (h->n_native + 1) * sizeof(*ph->positive_span));
+        ph->positive_delta = pb_scratch_alloc(sc, (h->n_native + 1) * sizeof(*ph->positive_delta));
         for (size_t i = 0; i < h->n_native; i++) {
                 Io__Prometheus__Client__BucketSpan *span;
 
                 if (i == 0 || h->native_index[i] != h->native_index[i - 1] + 1) {
-                        span = scratch(sc, sizeof(*span));
+                        span = pb_scratch_alloc(sc, sizeof(*span));
                         io__prometheus__client__bucket_span__init(span);
                         span->has_offset = span->has_length = true;
                         span->offset = i == 0 ? h->native_index[0]
@@ -360,7 +340,7 @@ static Io__Prometheus__Client__Histogram *pb_histogram(struct pb_scratch *sc, co
         }
         if (h->n_native == 0) {
                 /* A no-op span marks an empty histogram as native (native_histograms.md). */
-                Io__Prometheus__Client__BucketSpan *span = scratch(sc, sizeof(*span));
+                Io__Prometheus__Client__BucketSpan *span = pb_scratch_alloc(sc, sizeof(*span));
 
                 io__prometheus__client__bucket_span__init(span);
                 span->has_offset = span->has_length = true;
@@ -390,17 +370,17 @@ static void render_protobuf(const struct prom_writer *w, struct strbuf *out) {
                 if (fam->unit)
                         mf.unit = (char *) fam->unit;
                 mf.n_metric = fam->n_samples;
-                mf.metric = scratch(&sc, (fam->n_samples + 1) * sizeof(*mf.metric));
+                mf.metric = pb_scratch_alloc(&sc, (fam->n_samples + 1) * sizeof(*mf.metric));
 
                 for (size_t i = 0; i < fam->n_samples; i++) {
                         const struct prom_sample *s = &w->samples[fam->first_sample + i];
-                        Io__Prometheus__Client__Metric *m = scratch(&sc, sizeof(*m));
+                        Io__Prometheus__Client__Metric *m = pb_scratch_alloc(&sc, sizeof(*m));
 
                         io__prometheus__client__metric__init(m);
                         m->n_label = s->n_labels;
-                        m->label = scratch(&sc, (s->n_labels + 1) * sizeof(*m->label));
+                        m->label = pb_scratch_alloc(&sc, (s->n_labels + 1) * sizeof(*m->label));
                         for (size_t l = 0; l < s->n_labels; l++) {
-                                Io__Prometheus__Client__LabelPair *lp = scratch(&sc, sizeof(*lp));
+                                Io__Prometheus__Client__LabelPair *lp = pb_scratch_alloc(&sc, sizeof(*lp));
 
                                 io__prometheus__client__label_pair__init(lp);
                                 lp->name = (char *) s->labels[2 * l];
@@ -410,17 +390,17 @@ static void render_protobuf(const struct prom_writer *w, struct strbuf *out) {
                         if (s->hist)
                                 m->histogram = pb_histogram(&sc, s->hist);
                         else if (fam->type == PROM_COUNTER) {
-                                m->counter = scratch(&sc, sizeof(*m->counter));
+                                m->counter = pb_scratch_alloc(&sc, sizeof(*m->counter));
                                 io__prometheus__client__counter__init(m->counter);
                                 m->counter->has_value = true;
                                 m->counter->value = s->value;
                         } else if (fam->type == PROM_GAUGE) {
-                                m->gauge = scratch(&sc, sizeof(*m->gauge));
+                                m->gauge = pb_scratch_alloc(&sc, sizeof(*m->gauge));
                                 io__prometheus__client__gauge__init(m->gauge);
                                 m->gauge->has_value = true;
                                 m->gauge->value = s->value;
                         } else {
-                                m->untyped = scratch(&sc, sizeof(*m->untyped));
+                                m->untyped = pb_scratch_alloc(&sc, sizeof(*m->untyped));
                                 io__prometheus__client__untyped__init(m->untyped);
                                 m->untyped->has_value = true;
                                 m->untyped->value = s->value;
@@ -434,7 +414,7 @@ static void render_protobuf(const struct prom_writer *w, struct strbuf *out) {
                 io__prometheus__client__metric_family__pack(&mf, (uint8_t *) out->buf + out->len);
                 out->len += len;
                 out->buf[out->len] = '\0';
-                scratch_free(&sc);
+                pb_scratch_free(&sc);
         }
 }
 

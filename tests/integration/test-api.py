@@ -7,6 +7,8 @@ parameters get a 400 naming them; hostile clients do not stop it answering other
 import csv
 import json
 import os
+import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -79,6 +81,65 @@ with Daemon(args=["--replay", os.path.join(tmp, "a.data")], config_text="[http]\
         err = get_json(path, want=400)
         assert word in err["error"], (path, err)
     print("hot lines, hot PCs, latency and SPE metrics equal the truth; bad parameters give 400")
+
+    # Protobuf answers: protoc decodes them with our .proto and they agree with the JSON.
+    protoc = shutil.which("protoc")
+    if protoc:
+        proto_dir = os.path.join(os.environ["ARMPROFD_SOURCE_DIR"], "proto")
+
+        def decode(message, body):
+            r = subprocess.run([protoc, f"--decode={message}", f"--proto_path={proto_dir}", *PROTO_FILES],
+                               input=body, capture_output=True, check=True)
+            return r.stdout.decode()
+
+        PROTO_FILES = ["armprofd.proto"]
+        for path, message in (("/hotlines?window=all&limit=3", "HotLines"), ("/hotpcs?window=all&limit=5", "HotPcs"),
+                              ("/latency?window=all", "Latency"), ("/counters", "Counters"), ("/status", "Status")):
+            status, headers, body = d.get(path, headers={"Accept": "application/x-protobuf"})
+            assert status == 200, (path, status)
+            assert headers["content-type"] == f"application/x-protobuf; proto=armprofd.v1.{message}", headers
+            text = decode(f"armprofd.v1.{message}", body)
+            js = get_json(path)
+            if message == "HotLines":
+                addrs = re.findall(r"^  address: (\d+)$", text, re.M)
+                assert [int(a) for a in addrs] == [int(l["address"], 16) for l in js["lines"]], (addrs, text[:500])
+                assert re.search(r'^  class: "false_sharing"$', text, re.M), text[:800]
+            elif message == "HotPcs":
+                pcs = [int(x) for x in re.findall(r"^  pc: (\d+)$", text, re.M)]
+                assert pcs == [int(p["pc"], 16) for p in js["pcs"]], pcs
+                samples = [int(x) for x in re.findall(r"^  samples: (\d+)$", text, re.M)]
+                assert samples == [p["samples"] for p in js["pcs"]], samples
+            elif message == "Latency":
+                count = js["latency_cycles"]["total"]["by_op"]["load"]["count"]
+                assert re.search(rf'group: "load"\n\s+count: {count}\n', text), text[:600]
+            elif message == "Status":
+                assert f'version: "{js["version"]}"' in text and 'name: "spe"' in text, text[:400]
+            elif message == "Counters":
+                assert f'state: "{js["state"]}"' in text, text[:300]
+        # /metrics protobuf: split the varint-delimited frames, decode each as a MetricFamily.
+        PROTO_FILES = ["io/prometheus/client/metrics.proto"]
+        status, headers, body = d.get("/metrics", headers={
+            "Accept": "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited"})
+        assert status == 200 and headers["content-type"].startswith("application/vnd.google.protobuf"), headers
+        families, pos = {}, 0
+        while pos < len(body):
+            n, shift = 0, 0
+            while True:
+                b = body[pos]
+                pos += 1
+                n |= (b & 0x7F) << shift
+                shift += 7
+                if b < 0x80:
+                    break
+            text = decode("io.prometheus.client.MetricFamily", body[pos:pos + n])
+            families[re.search(r'^name: "(\w+)"', text, re.M).group(1)] = text
+            pos += n
+        rec = families["armprofd_spe_records_total"]
+        for cpu in range(4):
+            want = int(facts[f"cpu{cpu}.records"])
+            assert re.search(rf'value: "{cpu}"\n  }}\n  counter {{\n    value: {want}\n', rec), rec[:600]
+        assert "schema: 7" in families["armprofd_spe_latency_cycles"]
+        print(f"protobuf: 5 API answers and {len(families)} /metrics families decode with protoc and agree with JSON/text")
 
     # Hostile clients: an oversized query string is refused; ten slow clients from one
     # address (127.0.0.2) that never finish their request get at most per_ip_connections
