@@ -218,6 +218,7 @@ static void publish_view(struct collector *c, struct pmu_snapshot *pmu) {
         }
         b->lat = lat_ref(c->lat);
         b->view.latency = b->lat ? &b->lat->lat[0][0] : NULL;
+        b->view.store_bytes = store_bytes(&c->opts.store);
         b->view.interval_seconds = (double) c->armed_usec / USEC_PER_SEC;
         b->view.cycle = atomic_load(&c->cycles) + 1;
         store_publish_attachment(c->store, b, view_destroy);

@@ -43,6 +43,7 @@ struct collector_view {
         struct spe_replay_cpu_stats *spe_cpus;
         /* [kind * SPE_LAT_OPS + op], shared by views; NULL before the first epoch. */
         const struct spe_latency_cum *latency;
+        uint64_t store_bytes; /* the store's memory bound */
 };
 
 struct collector;

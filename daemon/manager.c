@@ -70,6 +70,7 @@ static void source_write_metrics(void *userdata, struct prom_writer *w) {
                                   .cpus = v->spe_cpus,
                                   .n_cpus = v->n_spe_cpus,
                                   .latency = v->latency,
+                                  .store_bytes = v->store_bytes,
                                   .up = v->spe_source != NULL,
                           },
                           w);

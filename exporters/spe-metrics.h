@@ -29,6 +29,7 @@ struct spe_metrics_input {
         const struct spe_replay_cpu_stats *cpus;
         size_t n_cpus;
         const struct spe_latency_cum *latency; /* [kind * SPE_LAT_OPS + op] or NULL */
+        uint64_t store_bytes;                  /* the store's memory bound */
         bool up;
 };
 

@@ -10,6 +10,8 @@ import csv
 import json
 import math
 import os
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -114,6 +116,20 @@ def check_report(rep, facts, rows):
         if facts[k] in lines:
             assert lines[facts[k]]["class"] == "read_only", (k, lines[facts[k]]["class"])
     assert lines[facts["remote.line"]]["peer_snoops"]["remote"] > 0
+    assert {o["offset"] for o in lines[facts["remote.line"]]["offsets"]} == {facts["remote.offset"]}
+
+    # Precision and recall of the sharing classification over all scenarios' lines.
+    # The remote scenario's writer stores the one offset (remote.offset) its readers on the
+    # other node load: that is true sharing too, across sockets.
+    truth_flagged = {facts["false_sharing.line"]: "false_sharing", facts["true_sharing.line"]: "true_sharing",
+                     facts["remote.line"]: "true_sharing"}
+    flagged = {a: l["class"] for a, l in lines.items() if l["class"] != "read_only"}
+    hits = sum(1 for a, c in flagged.items() if truth_flagged.get(a) == c)
+    precision = hits / len(flagged) if flagged else 0.0
+    recall = hits / len(truth_flagged)
+    print(f"  sharing classification: precision {precision:.0%}, recall {recall:.0%} "
+          f"({len(flagged)} lines flagged of {len(lines)} reported)")
+    assert precision == 1.0 and recall == 1.0, (flagged, truth_flagged)
 
     # Latency quantiles within 1% of the exact nearest-rank quantile of the same records.
     by_op = rep["latency"]["latency_cycles"]["total"]["by_op"]
@@ -135,6 +151,20 @@ with tempfile.TemporaryDirectory(prefix="armprofd-once-") as tmp:
     assert rc == 0, err
     n = check_report(rep, facts, rows)
     print(f"file mode: {n} records; counts, hot PC, hot lines and quantiles equal the truth")
+
+    # perf c2c, on the same file, names the same cache line we rank first.
+    perf = shutil.which("perf")
+    if perf:
+        r = subprocess.run([perf, "c2c", "report", "-i", data, "--stdio", "-N"], capture_output=True, text=True)
+        m = re.search(r"Shared Data Cache Line Table.*?\n\s+0\s+(0x[0-9a-f]+)", r.stdout, re.S)
+        if r.returncode == 0 and m:
+            assert int(m.group(1), 16) == int(rep["hotlines"]["lines"][0]["address"], 16), (m.group(1), rep["hotlines"]["lines"][0]["address"])
+            print(f"perf c2c ranks {m.group(1)} first, as armprofd does")
+        else:
+            print(f"perf c2c gave no cache line table (rc {r.returncode}): {r.stderr.strip()[:200]}")
+            sys.exit(1)
+    else:
+        print("perf not installed: c2c comparison skipped")
 
     # Damage: a cut file reports the offset, exits non-zero, and keeps what decoded before.
     size = os.path.getsize(data)
