@@ -7,6 +7,7 @@ replay path against perf's own SPE decoding, on the same generated perf.data.
   armprofd --once      the daemon's --replay --once (adds the aggregates), when built
   perf --itrace=e      perf's decode-only path (errors only, no samples synthesised)
   perf --itrace=i1i    perf synthesising one sample per record
+  perf c2c report      perf's cache-line analysis (the baseline for the aggregates)
 
 Usage: bench-replay.py [RECORDS]   (default 5,000,000)"""
 
@@ -54,11 +55,16 @@ with tempfile.TemporaryDirectory(prefix="armprofd-bench-") as tmp:
         rows.append(("perf script --itrace=e (decode only)", timed([perf, "script", "-i", data, "--itrace=e"], 1)))
         rows.append(("perf script --itrace=i1i (one sample per record)",
                      timed([perf, "script", "-i", data, "--itrace=i1i"], 1)))
+        rows.append(("perf c2c report --stdio (cache lines)",
+                     timed([perf, "c2c", "report", "-i", data, "--stdio", "-N"], 1)))
     else:
         print("perf not installed: no baseline")
 
-    base = dict(rows).get("perf script --itrace=e (decode only)")
-    print(f"{'path':52} {'seconds':>8} {'records/s':>12} {'vs perf -e':>11}")
+    t = dict(rows)
+    base = t.get("perf script --itrace=e (decode only)")
+    c2c = t.get("perf c2c report --stdio (cache lines)")
+    print(f"{'path':52} {'seconds':>8} {'records/s':>12} {'vs perf -e':>11} {'vs c2c':>8}")
     for name, secs in rows:
         ratio = f"{base / secs:10.1f}x" if base else "-"
-        print(f"{name:52} {secs:8.3f} {records / secs / 1e6:10.1f} M {ratio:>11}")
+        rc2c = f"{c2c / secs:7.1f}x" if c2c else "-"
+        print(f"{name:52} {secs:8.3f} {records / secs / 1e6:10.1f} M {ratio:>11} {rc2c:>8}")
