@@ -214,14 +214,17 @@ struct query {
  */
 static bool parse_query(const struct http_request *req, struct http_response *resp, size_t default_limit,
                         size_t max_limit, struct query *ret) {
-        static const char *const allowed[] = { "window", "limit", "pid", NULL };
-        const char *unknown = http_request_unknown_arg(req, allowed);
+        static const char *const with_limit[] = { "window", "limit", "pid", NULL };
+        static const char *const window_only[] = { "window", NULL };
+        /* An endpoint without a limit (max_limit 0) is not per process either: /latency. */
+        const char *unknown = http_request_unknown_arg(req, max_limit ? with_limit : window_only);
         const char *v;
         struct query q = { DEFAULT_WINDOW_NS, default_limit, STORE_PID_ANY };
         uint32_t u;
 
         if (unknown) {
-                http_response_error(resp, 400, "unknown parameter '%s' (known: window, limit, pid)", unknown);
+                http_response_error(resp, 400, "unknown parameter '%s' (known: %s)", unknown,
+                                    max_limit ? "window, limit, pid" : "window");
                 return false;
         }
         v = http_request_arg(req, "window");
@@ -247,71 +250,91 @@ static bool parse_query(const struct http_request *req, struct http_response *re
         return true;
 }
 
-static struct store_snapshot *snapshot_or_503(struct api *a, struct http_response *resp) {
-        struct store_snapshot *snap = a->src.snapshot ? a->src.snapshot(a->src.userdata) : NULL;
+/* One aggregate endpoint: its limits, its query, its protobuf message. */
+struct aggregate_endpoint {
+        size_t default_limit, max_limit; /* max_limit 0: the endpoint takes neither limit nor pid */
+        json_t *(*query)(const struct store_snapshot *snap, const struct query *q);
+        const ProtobufCMessageDescriptor *pb;
+        const char *pb_content_type;
+};
 
-        if (!snap)
+static json_t *query_hotpcs(const struct store_snapshot *snap, const struct query *q) {
+        struct store_hotpcs_result r;
+        json_t *o;
+
+        if (store_query_hotpcs(snap, q->window_ns, q->limit, q->pid, &r) < 0)
+                return NULL;
+        o = agg_hotpcs_json(&r);
+        store_hotpcs_result_done(&r);
+        return o;
+}
+
+static json_t *query_hotlines(const struct store_snapshot *snap, const struct query *q) {
+        struct store_hotlines_result r;
+        json_t *o;
+
+        if (store_query_hotlines(snap, q->window_ns, q->limit, q->pid, &r) < 0)
+                return NULL;
+        o = agg_hotlines_json(&r);
+        store_hotlines_result_done(&r);
+        return o;
+}
+
+static json_t *query_latency(const struct store_snapshot *snap, const struct query *q) {
+        struct store_latency_result r;
+        json_t *o;
+
+        if (store_query_latency(snap, q->window_ns, &r) < 0)
+                return NULL;
+        o = agg_latency_json(&r);
+        store_latency_result_done(&r);
+        return o;
+}
+
+static void handle_aggregate(struct api *a, const struct http_request *req, struct http_response *resp,
+                             const struct aggregate_endpoint *e) {
+        _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = NULL;
+        struct query q;
+        json_t *o;
+
+        if (!parse_query(req, resp, e->default_limit, e->max_limit, &q))
+                return;
+        snap = a->src.snapshot ? a->src.snapshot(a->src.userdata) : NULL;
+        if (!snap) {
                 http_response_error(resp, 503, "no aggregates yet");
-        return snap;
+                return;
+        }
+        o = e->query(snap, &q);
+        if (!o) {
+                http_response_error(resp, 500, "query failed");
+                return;
+        }
+        answer(req, resp, o, e->pb, e->pb_content_type);
+        json_decref(o);
 }
 
 static void handle_hotpcs(void *userdata, const struct http_request *req, struct http_response *resp) {
-        struct api *a = userdata;
-        _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = NULL;
-        struct store_hotpcs_result r;
-        struct query q;
-        json_t *o;
-
-        if (!parse_query(req, resp, HOTPCS_DEFAULT_LIMIT, HOTPCS_MAX_LIMIT, &q) || !(snap = snapshot_or_503(a, resp)))
-                return;
-        if (store_query_hotpcs(snap, q.window_ns, q.limit, q.pid, &r) < 0) {
-                http_response_error(resp, 500, "hot PC query failed");
-                return;
-        }
-        o = agg_hotpcs_json(&r);
-        store_hotpcs_result_done(&r);
-        answer(req, resp, o, &armprofd__v1__hot_pcs__descriptor, "application/x-protobuf; proto=armprofd.v1.HotPcs");
-        json_decref(o);
+        static const struct aggregate_endpoint e = {
+                HOTPCS_DEFAULT_LIMIT, HOTPCS_MAX_LIMIT, query_hotpcs, &armprofd__v1__hot_pcs__descriptor,
+                "application/x-protobuf; proto=armprofd.v1.HotPcs",
+        };
+        handle_aggregate(userdata, req, resp, &e);
 }
 
 static void handle_hotlines(void *userdata, const struct http_request *req, struct http_response *resp) {
-        struct api *a = userdata;
-        _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = NULL;
-        struct store_hotlines_result r;
-        struct query q;
-        json_t *o;
-
-        if (!parse_query(req, resp, HOTLINES_DEFAULT_LIMIT, HOTLINES_MAX_LIMIT, &q) ||
-            !(snap = snapshot_or_503(a, resp)))
-                return;
-        if (store_query_hotlines(snap, q.window_ns, q.limit, q.pid, &r) < 0) {
-                http_response_error(resp, 500, "hot line query failed");
-                return;
-        }
-        o = agg_hotlines_json(&r);
-        store_hotlines_result_done(&r);
-        answer(req, resp, o, &armprofd__v1__hot_lines__descriptor,
-               "application/x-protobuf; proto=armprofd.v1.HotLines");
-        json_decref(o);
+        static const struct aggregate_endpoint e = {
+                HOTLINES_DEFAULT_LIMIT, HOTLINES_MAX_LIMIT, query_hotlines, &armprofd__v1__hot_lines__descriptor,
+                "application/x-protobuf; proto=armprofd.v1.HotLines",
+        };
+        handle_aggregate(userdata, req, resp, &e);
 }
 
 static void handle_latency(void *userdata, const struct http_request *req, struct http_response *resp) {
-        struct api *a = userdata;
-        _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = NULL;
-        struct store_latency_result r;
-        struct query q;
-        json_t *o;
-
-        if (!parse_query(req, resp, 0, 1, &q) || !(snap = snapshot_or_503(a, resp)))
-                return;
-        if (store_query_latency(snap, q.window_ns, &r) < 0) {
-                http_response_error(resp, 500, "latency query failed");
-                return;
-        }
-        o = agg_latency_json(&r);
-        store_latency_result_done(&r);
-        answer(req, resp, o, &armprofd__v1__latency__descriptor, "application/x-protobuf; proto=armprofd.v1.Latency");
-        json_decref(o);
+        static const struct aggregate_endpoint e = {
+                0, 0, query_latency, &armprofd__v1__latency__descriptor,
+                "application/x-protobuf; proto=armprofd.v1.Latency",
+        };
+        handle_aggregate(userdata, req, resp, &e);
 }
 
 static const struct http_route routes[] = {

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include <jansson.h>
 #include <microhttpd.h>
@@ -30,6 +31,17 @@ struct http_counter {
         uint64_t count;
 };
 
+/* Per-request context (MHD's *con_cls). */
+struct conn_ctx {
+        void *state; /* the handler's, across deferrals */
+};
+
+/* A suspended connection and when to resume it. */
+struct deferral {
+        struct MHD_Connection *connection;
+        uint64_t due_usec;
+};
+
 struct http_server {
         struct MHD_Daemon *mhd;
         int listen_fd;
@@ -38,10 +50,92 @@ struct http_server {
         void *userdata;
         char address[80];
 
-        pthread_mutex_t lock; /* guards counters */
+        pthread_mutex_t lock; /* guards counters and deferrals */
         struct http_counter counters[HTTP_MAX_COUNTERS];
         size_t n_counters;
+
+        /* Resumes suspended connections when they are due; at most one per connection. */
+        pthread_t resumer;
+        bool resumer_started, stopping;
+        pthread_cond_t wake;
+        struct deferral *deferrals;
+        size_t n_deferrals, max_deferrals;
 };
+
+static uint64_t mono_usec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / NSEC_PER_USEC;
+}
+
+static void *resumer_main(void *userdata) {
+        struct http_server *s = userdata;
+        struct MHD_Connection **due = xcalloc(s->max_deferrals + 1, sizeof(*due));
+        bool stopping = false;
+
+        while (!stopping) {
+                uint64_t now = mono_usec(), next = UINT64_MAX;
+                size_t n_due = 0;
+
+                pthread_mutex_lock(&s->lock);
+                for (size_t i = 0; i < s->n_deferrals;) {
+                        if (s->stopping || s->deferrals[i].due_usec <= now) {
+                                due[n_due++] = s->deferrals[i].connection;
+                                s->deferrals[i] = s->deferrals[--s->n_deferrals];
+                                continue;
+                        }
+                        next = MIN(next, s->deferrals[i].due_usec);
+                        i++;
+                }
+                stopping = s->stopping;
+                if (n_due == 0 && !stopping) {
+                        if (next == UINT64_MAX)
+                                pthread_cond_wait(&s->wake, &s->lock);
+                        else {
+                                /* The condition variable runs on CLOCK_MONOTONIC (set at init). */
+                                struct timespec ts = {
+                                        .tv_sec = (time_t) (next / USEC_PER_SEC),
+                                        .tv_nsec = (long) (next % USEC_PER_SEC) * 1000,
+                                };
+
+                                pthread_cond_timedwait(&s->wake, &s->lock, &ts);
+                        }
+                }
+                pthread_mutex_unlock(&s->lock);
+
+                /* Outside our lock: MHD takes its own, and its thread may be in defer(). */
+                for (size_t i = 0; i < n_due; i++)
+                        MHD_resume_connection(due[i]);
+        }
+        free(due);
+        return NULL;
+}
+
+static bool defer(struct http_server *s, struct MHD_Connection *c, uint64_t usec) {
+        bool ok = false;
+
+        pthread_mutex_lock(&s->lock);
+        if (!s->stopping && s->n_deferrals < s->max_deferrals) {
+                MHD_suspend_connection(c);
+                s->deferrals[s->n_deferrals++] = (struct deferral) { c, mono_usec() + MIN(usec, HTTP_MAX_DEFER_USEC) };
+                pthread_cond_signal(&s->wake);
+                ok = true;
+        }
+        pthread_mutex_unlock(&s->lock);
+        return ok;
+}
+
+static void request_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                              enum MHD_RequestTerminationCode toe) {
+        struct conn_ctx *ctx = *con_cls;
+
+        if (!ctx)
+                return;
+        free(ctx->state);
+        free(ctx);
+        *con_cls = NULL;
+}
 
 const char *http_request_header(const struct http_request *req, const char *name) {
         return MHD_lookup_connection_value(req->connection, MHD_HEADER_KIND, name);
@@ -202,8 +296,8 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
                                       const char *method, const char *version,
                                       const char *upload_data, size_t *upload_data_size,
                                       void **con_cls) {
-        static int first_call_marker;
         struct http_server *s = cls;
+        struct conn_ctx *ctx;
         struct http_response resp = { .status = 200, .body = STRBUF_INIT };
         const struct http_route *route;
         const char *handler_name;
@@ -216,9 +310,10 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
          * on the second call; a body on GET/HEAD is read and ignored.
          */
         if (*con_cls == NULL) {
-                *con_cls = &first_call_marker;
+                *con_cls = xcalloc(1, sizeof(struct conn_ctx));
                 return MHD_YES;
         }
+        ctx = *con_cls;
         if (*upload_data_size != 0) {
                 *upload_data_size = 0;
                 return MHD_YES;
@@ -243,8 +338,14 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
         /* HEAD runs the handler too, so Content-Length is right; MHD drops the body. */
         route->handler(s->userdata,
                        &(struct http_request) { .path = url, .method = method, .head = head,
-                                                .connection = connection },
+                                                .connection = connection, .state = &ctx->state },
                        &resp);
+        if (resp.defer_usec > 0) {
+                strbuf_done(&resp.body);
+                if (defer(s, connection, resp.defer_usec))
+                        return MHD_YES; /* called again when due */
+                http_response_error(&resp, 503, "too many waiting requests");
+        }
         count_request(s, handler_name, resp.status);
         log_debug("http: %s %s -> %u %s, %zu bytes", method, url, resp.status,
                   resp.content_type ?: "-", resp.body.len);
@@ -303,6 +404,16 @@ int http_server_start(const struct http_server_options *opts, const struct http_
         s->n_routes = n_routes;
         s->userdata = userdata;
         pthread_mutex_init(&s->lock, NULL);
+        {
+                pthread_condattr_t ca;
+
+                pthread_condattr_init(&ca);
+                pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+                pthread_cond_init(&s->wake, &ca);
+                pthread_condattr_destroy(&ca);
+        }
+        s->max_deferrals = opts->max_connections;
+        s->deferrals = xcalloc(s->max_deferrals, sizeof(*s->deferrals));
 
         if (opts->listen_fd >= 0)
                 s->listen_fd = opts->listen_fd;
@@ -323,9 +434,10 @@ int http_server_start(const struct http_server_options *opts, const struct http_
          * handed, which would break socket re-activation (journal-gatewayd).
          */
         s->mhd = MHD_start_daemon(
-                MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG,
+                MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG,
                 0, NULL, NULL, access_handler, s,
                 MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, NULL,
+                MHD_OPTION_NOTIFY_COMPLETED, request_completed, NULL,
                 MHD_OPTION_LISTEN_SOCKET, (MHD_socket) s->listen_fd,
                 MHD_OPTION_CONNECTION_LIMIT, (unsigned) opts->max_connections,
                 MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned) opts->per_ip_connections,
@@ -337,6 +449,11 @@ int http_server_start(const struct http_server_options *opts, const struct http_
                 http_server_stop(s);
                 return -EIO;
         }
+        if (pthread_create(&s->resumer, NULL, resumer_main, s) != 0) {
+                http_server_stop(s);
+                return -EAGAIN;
+        }
+        s->resumer_started = true;
         /* MHD now owns the socket and closes it on stop. */
         *ret = s;
         return 0;
@@ -345,11 +462,20 @@ int http_server_start(const struct http_server_options *opts, const struct http_
 struct http_server *http_server_stop(struct http_server *s) {
         if (!s)
                 return NULL;
+        if (s->resumer_started) {
+                pthread_mutex_lock(&s->lock);
+                s->stopping = true;
+                pthread_cond_signal(&s->wake);
+                pthread_mutex_unlock(&s->lock);
+                pthread_join(s->resumer, NULL);
+        }
         if (s->mhd)
                 MHD_stop_daemon(s->mhd);
         else
                 safe_close(s->listen_fd);
         pthread_mutex_destroy(&s->lock);
+        pthread_cond_destroy(&s->wake);
+        free(s->deferrals);
         free(s);
         return NULL;
 }

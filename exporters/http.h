@@ -21,6 +21,12 @@ struct http_request {
         const char *method;
         bool head;
         struct MHD_Connection *connection;
+        /*
+         * A slot that survives a deferral (see http_response.defer_usec):
+         * the handler may keep malloc()ed state here; the server free()s it
+         * when the request completes.
+         */
+        void **state;
 };
 
 /* Header value of the request, or NULL. */
@@ -38,7 +44,15 @@ struct http_response {
         bool gzip_ok;
         /* The body depends on Accept (adds "Vary: Accept"). */
         bool negotiated;
+        /*
+         * Set (and leave the rest alone) to be called again after this long,
+         * e.g. /debug/pprof/profile?seconds=N. The connection is suspended
+         * meanwhile: no thread waits on it. At most HTTP_MAX_DEFER_USEC.
+         */
+        uint64_t defer_usec;
 };
+
+#define HTTP_MAX_DEFER_USEC (120 * USEC_PER_SEC)
 
 typedef void (*http_handler_fn)(void *userdata, const struct http_request *req,
                                 struct http_response *resp);

@@ -77,7 +77,7 @@ with Daemon(args=["--replay", os.path.join(tmp, "a.data")], config_text="[http]\
                        ("/hotlines?limit=501", "limit"), ("/hotpcs?limit=abc", "limit"),
                        ("/hotpcs?window=-1s", "window"), ("/latency?window=1y", "window"),
                        ("/hotpcs?pid=-3", "pid"), ("/hotlines?pid=4294967295", "pid"),
-                       ("/latency?limit=5", "limit")):
+                       ("/latency?limit=5", "limit"), ("/latency?pid=42", "pid")):
         err = get_json(path, want=400)
         assert word in err["error"], (path, err)
     print("hot lines, hot PCs, latency and SPE metrics equal the truth; bad parameters give 400")
