@@ -19,7 +19,7 @@ build_pkgs=(
 )
 test_pkgs=(
         libcmocka-dev python3 prometheus systemd curl clang linux-perf protobuf-compiler
-        qemu-system-arm gcc-aarch64-linux-gnu libc6-dev-arm64-cross cpio
+        qemu-system-arm gcc-aarch64-linux-gnu libc6-dev-arm64-cross cpio golang-go
 )
 
 as_root() {

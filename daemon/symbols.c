@@ -1,0 +1,590 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "symbols.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gelf.h>
+#include <libelf.h>
+
+#include "macro.h"
+#include "strbuf.h"
+
+/* Kernel addresses: the top byte is 0xff (arm64 TTBR1 half, x86-64 upper half). */
+#define KERNEL_ADDR_SHIFT       56
+#define KERNEL_ADDR_TOP_BYTE    UINT64_C(0xff)
+/* PT_LOAD segments remembered per file; more are ignored (real binaries have 2-4). */
+#define MAX_LOADS               16
+/* First allocation of a growing array (mappings of a process, symbols of a file). */
+#define ARRAY_MIN_CAP           16
+#define HEX_DIGITS_PER_BYTE     2
+#define NIBBLE_BITS             4
+#define NIBBLE_MASK             0xfU
+
+struct sym {
+        uint64_t start, size;
+        uint32_t name;          /* offset into elf_file.names */
+        uint8_t rank;           /* binding preference among aliases: lower wins */
+};
+
+struct load_seg {
+        uint64_t offset, filesz, vaddr;
+};
+
+/* One cached ELF file. `gen` changes whenever the slot is (re)loaded, so a
+ * mapping's cached (slot, gen) pair says whether the slot still holds its file. */
+struct elf_file {
+        char *path;             /* NULL: slot unused */
+        uint64_t gen;
+        uint64_t last_used;
+        int error;              /* < 0: unreadable, no symbols */
+        bool relocatable;       /* ET_DYN/ET_EXEC: offsets need a PT_LOAD's vaddr - offset */
+        struct load_seg loads[MAX_LOADS];
+        size_t n_loads;
+        struct sym *syms;       /* sorted by start */
+        size_t n_syms;
+        char *names;
+};
+
+struct mapping {
+        uint64_t start, end, pgoff;
+        uint64_t seq;           /* insertion order, for eviction */
+        char *filename;
+        char build_id_hex[SYMBOLS_BUILD_ID_HEX_SIZE];
+        size_t file_slot;       /* cache hint, valid when file_gen matches */
+        uint64_t file_gen;
+};
+
+struct proc {
+        uint32_t pid;
+        uint64_t last_used;
+        struct mapping *maps;   /* sorted by start, non-overlapping */
+        size_t n_maps, cap_maps; /* cap grows up to lim.max_mappings_per_pid */
+};
+
+struct symbols {
+        struct symbols_limits lim;
+        struct symbols_stats st;
+        uint64_t tick;          /* LRU clock */
+        uint64_t seq;
+        uint64_t gen;
+        struct proc *procs;     /* sorted by pid */
+        size_t n_procs;
+        struct elf_file *files; /* lim.max_files slots */
+};
+
+struct symbols *symbols_new(const struct symbols_limits *limits) {
+        struct symbols *s = xcalloc(1, sizeof(*s));
+
+        s->lim = (struct symbols_limits) {
+                .max_pids = SYMBOLS_MAX_PIDS,
+                .max_mappings_per_pid = SYMBOLS_MAX_MAPPINGS_PER_PID,
+                .max_files = SYMBOLS_MAX_FILES,
+                .max_symbols_per_file = SYMBOLS_MAX_SYMBOLS_PER_FILE,
+        };
+        if (limits) {
+                if (limits->max_pids)
+                        s->lim.max_pids = limits->max_pids;
+                if (limits->max_mappings_per_pid)
+                        s->lim.max_mappings_per_pid = limits->max_mappings_per_pid;
+                if (limits->max_files)
+                        s->lim.max_files = limits->max_files;
+                if (limits->max_symbols_per_file)
+                        s->lim.max_symbols_per_file = limits->max_symbols_per_file;
+        }
+        s->procs = xcalloc(s->lim.max_pids, sizeof(*s->procs));
+        s->files = xcalloc(s->lim.max_files, sizeof(*s->files));
+        return s;
+}
+
+static void mapping_done(struct mapping *m) {
+        free(m->filename);
+        m->filename = NULL;
+}
+
+static void proc_done(struct proc *p) {
+        for (size_t i = 0; i < p->n_maps; i++)
+                mapping_done(&p->maps[i]);
+        free(p->maps);
+        *p = (struct proc) {};
+}
+
+static void file_done(struct elf_file *f) {
+        free(f->path);
+        free(f->syms);
+        free(f->names);
+        *f = (struct elf_file) {};
+}
+
+struct symbols *symbols_free(struct symbols *s) {
+        if (!s)
+                return NULL;
+        for (size_t i = 0; i < s->n_procs; i++)
+                proc_done(&s->procs[i]);
+        for (size_t i = 0; s->files && i < s->lim.max_files; i++)
+                file_done(&s->files[i]);
+        free(s->procs);
+        free(s->files);
+        free(s);
+        return NULL;
+}
+
+const struct symbols_stats *symbols_get_stats(const struct symbols *s) {
+        return &s->st;
+}
+
+/* Index of pid in procs, or where it would be inserted (*ret_found false). */
+static size_t proc_search(const struct symbols *s, uint32_t pid, bool *ret_found) {
+        size_t lo = 0, hi = s->n_procs;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+
+                if (s->procs[mid].pid < pid)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        *ret_found = lo < s->n_procs && s->procs[lo].pid == pid;
+        return lo;
+}
+
+static void proc_remove_at(struct symbols *s, size_t i) {
+        proc_done(&s->procs[i]);
+        memmove(&s->procs[i], &s->procs[i + 1], (s->n_procs - i - 1) * sizeof(*s->procs));
+        s->n_procs--;
+}
+
+static struct proc *proc_get(struct symbols *s, uint32_t pid) {
+        bool found;
+        size_t i = proc_search(s, pid, &found);
+
+        if (!found)
+                return NULL;
+        s->procs[i].last_used = ++s->tick;
+        return &s->procs[i];
+}
+
+static struct proc *proc_get_or_add(struct symbols *s, uint32_t pid) {
+        struct proc *p = proc_get(s, pid);
+        bool found;
+        size_t i;
+
+        if (p)
+                return p;
+        if (s->n_procs == s->lim.max_pids) {
+                /* Full: forget the least recently used process. A scan, but only
+                 * when a new process arrives at a full table. */
+                size_t lru = 0;
+
+                for (size_t j = 1; j < s->n_procs; j++)
+                        if (s->procs[j].last_used < s->procs[lru].last_used)
+                                lru = j;
+                proc_remove_at(s, lru);
+                s->st.pid_evictions++;
+        }
+        i = proc_search(s, pid, &found);
+        memmove(&s->procs[i + 1], &s->procs[i], (s->n_procs - i) * sizeof(*s->procs));
+        s->n_procs++;
+        s->procs[i] = (struct proc) {
+                .pid = pid,
+                .last_used = ++s->tick,
+        };
+        return &s->procs[i];
+}
+
+void symbols_remove_pid(struct symbols *s, uint32_t pid) {
+        bool found;
+        size_t i = proc_search(s, pid, &found);
+
+        if (found)
+                proc_remove_at(s, i);
+}
+
+static void map_remove_at(struct proc *p, size_t i) {
+        mapping_done(&p->maps[i]);
+        memmove(&p->maps[i], &p->maps[i + 1], (p->n_maps - i - 1) * sizeof(*p->maps));
+        p->n_maps--;
+}
+
+/* Insert m keeping maps sorted by start; the caller keeps n_maps below the limit. */
+static void map_insert(struct proc *p, const struct mapping *m) {
+        size_t i = p->n_maps;
+
+        if (p->n_maps == p->cap_maps) {
+                p->cap_maps = p->cap_maps ? p->cap_maps * 2 : ARRAY_MIN_CAP;
+                p->maps = xrealloc(p->maps, p->cap_maps * sizeof(*p->maps));
+        }
+
+        while (i > 0 && p->maps[i - 1].start > m->start)
+                i--;
+        memmove(&p->maps[i + 1], &p->maps[i], (p->n_maps - i) * sizeof(*p->maps));
+        p->maps[i] = *m;
+        p->n_maps++;
+}
+
+static void map_evict_oldest(struct symbols *s, struct proc *p) {
+        size_t oldest = 0;
+
+        for (size_t i = 1; i < p->n_maps; i++)
+                if (p->maps[i].seq < p->maps[oldest].seq)
+                        oldest = i;
+        map_remove_at(p, oldest);
+        s->st.mapping_evictions++;
+}
+
+/*
+ * A new mapping replaces what it overlaps, as a new mmap(2) over an old one
+ * does (perf's maps__fixup_overlappings() splits the old map the same way).
+ */
+static void map_punch(struct symbols *s, struct proc *p, uint64_t start, uint64_t end) {
+        for (size_t i = 0; i < p->n_maps;) {
+                struct mapping *m = &p->maps[i];
+
+                if (m->end <= start || m->start >= end) {
+                        i++;
+                        continue;
+                }
+                if (m->start >= start && m->end <= end) {
+                        map_remove_at(p, i);
+                        continue;
+                }
+                if (m->start < start && m->end > end) {
+                        /* The new mapping splits m: keep both ends. */
+                        struct mapping tail = *m;
+
+                        tail.pgoff += end - m->start;
+                        tail.start = end;
+                        tail.filename = xstrdup(m->filename);
+                        m->end = start;
+                        if (p->n_maps == s->lim.max_mappings_per_pid) {
+                                /* No room for the tail: it is the one evicted. */
+                                free(tail.filename);
+                                s->st.mapping_evictions++;
+                        } else
+                                map_insert(p, &tail);
+                        return; /* nothing else can overlap [start, end) */
+                }
+                if (m->start < start)
+                        m->end = start;
+                else {
+                        m->pgoff += end - m->start;
+                        m->start = end;
+                }
+                i++;
+        }
+}
+
+int symbols_add_mapping(struct symbols *s, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
+                        const char *filename, const uint8_t *build_id, size_t build_id_len) {
+        static const char hex[] = "0123456789abcdef";
+        struct mapping m = {};
+        struct proc *p;
+
+        if (len == 0 || start + len < start || build_id_len > SYMBOLS_BUILD_ID_MAX || !filename)
+                return -EINVAL;
+
+        m = (struct mapping) {
+                .start = start,
+                .end = start + len,
+                .pgoff = pgoff,
+                .seq = ++s->seq,
+                .file_slot = SIZE_MAX,
+        };
+        for (size_t i = 0; build_id && i < build_id_len; i++) {
+                m.build_id_hex[HEX_DIGITS_PER_BYTE * i] = hex[build_id[i] >> NIBBLE_BITS];
+                m.build_id_hex[HEX_DIGITS_PER_BYTE * i + 1] = hex[build_id[i] & NIBBLE_MASK];
+        }
+
+        p = proc_get_or_add(s, pid);
+        map_punch(s, p, m.start, m.end);
+        if (p->n_maps == s->lim.max_mappings_per_pid)
+                map_evict_oldest(s, p);
+        m.filename = xstrdup(filename);
+        map_insert(p, &m);
+        return 0;
+}
+
+static int sym_cmp(const void *a, const void *b) {
+        const struct sym *x = a, *y = b;
+
+        if (x->start != y->start)
+                return x->start < y->start ? -1 : 1;
+        if (x->rank != y->rank)
+                return x->rank < y->rank ? -1 : 1;
+        return x->name < y->name ? -1 : x->name > y->name;
+}
+
+/* Globals name an address better than weaks, weaks better than locals. */
+static uint8_t binding_rank(unsigned bind) {
+        switch (bind) {
+        case STB_GLOBAL:
+                return 0;
+        case STB_WEAK:
+                return 1;
+        default:
+                return 2;
+        }
+}
+
+/* The symbol table to use: .symtab when present, else .dynsym (stripped files). */
+static Elf_Scn *find_symtab(Elf *elf, GElf_Shdr *ret_shdr) {
+        Elf_Scn *scn = NULL, *dyn = NULL;
+        GElf_Shdr sh, dynsh = {};
+
+        while ((scn = elf_nextscn(elf, scn))) {
+                if (!gelf_getshdr(scn, &sh))
+                        continue;
+                if (sh.sh_type == SHT_SYMTAB) {
+                        *ret_shdr = sh;
+                        return scn;
+                }
+                if (sh.sh_type == SHT_DYNSYM && !dyn) {
+                        dyn = scn;
+                        dynsh = sh;
+                }
+        }
+        if (dyn)
+                *ret_shdr = dynsh;
+        return dyn;
+}
+
+static int load_symbols(struct symbols *s, Elf *elf, struct elf_file *f) {
+        struct strbuf names = STRBUF_INIT;
+        struct sym *syms = NULL;
+        size_t n = 0, cap = 0, count;
+        Elf_Scn *scn;
+        Elf_Data *data;
+        GElf_Shdr sh;
+
+        scn = find_symtab(elf, &sh);
+        if (!scn)
+                return 0; /* no symbols: mappings resolve, functions do not */
+        data = elf_getdata(scn, NULL);
+        if (!data || sh.sh_entsize == 0)
+                return -EBADMSG;
+        count = sh.sh_size / sh.sh_entsize;
+
+        for (size_t i = 0; i < count; i++) {
+                GElf_Sym es;
+                const char *name;
+
+                if (!gelf_getsym(data, (int) i, &es))
+                        break;
+                if (GELF_ST_TYPE(es.st_info) != STT_FUNC && GELF_ST_TYPE(es.st_info) != STT_GNU_IFUNC)
+                        continue;
+                if (es.st_shndx == SHN_UNDEF || es.st_value == 0)
+                        continue;
+                name = elf_strptr(elf, sh.sh_link, es.st_name);
+                if (!name || !*name)
+                        continue;
+                if (n == s->lim.max_symbols_per_file) {
+                        s->st.symbols_truncated++;
+                        continue;
+                }
+                if (names.len > UINT32_MAX) {
+                        s->st.symbols_truncated++;
+                        continue;
+                }
+                if (n == cap) {
+                        cap = cap ? cap * 2 : ARRAY_MIN_CAP;
+                        syms = xrealloc(syms, cap * sizeof(*syms));
+                }
+                syms[n++] = (struct sym) {
+                        .start = es.st_value,
+                        .size = es.st_size,
+                        .name = (uint32_t) names.len,
+                        .rank = binding_rank(GELF_ST_BIND(es.st_info)),
+                };
+                strbuf_append(&names, name, strlen(name) + 1);
+        }
+
+        qsort(syms, n, sizeof(*syms), sym_cmp);
+        /* Keep one symbol per address (the best-ranked alias), and give
+         * zero-sized ones (assembly) the room up to the next symbol, as
+         * perf's symbols__fixup_end() does. */
+        if (n > 0) {
+                size_t w = 1;
+
+                for (size_t i = 1; i < n; i++)
+                        if (syms[i].start != syms[w - 1].start)
+                                syms[w++] = syms[i];
+                n = w;
+        }
+        for (size_t i = 0; i + 1 < n; i++)
+                if (syms[i].size == 0)
+                        syms[i].size = syms[i + 1].start - syms[i].start;
+
+        f->syms = syms;
+        f->n_syms = n;
+        f->names = strbuf_steal(&names, NULL);
+        return 0;
+}
+
+static int load_file(struct symbols *s, struct elf_file *f) {
+        _cleanup_close_ int fd = -1;
+        GElf_Ehdr eh;
+        size_t phnum;
+        Elf *elf;
+        int r = 0;
+
+        if (elf_version(EV_CURRENT) == EV_NONE)
+                return -ENOTSUP;
+        fd = open(f->path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        elf = elf_begin(fd, ELF_C_READ, NULL);
+        if (!elf)
+                return -EBADMSG;
+        if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh) || elf_getphdrnum(elf, &phnum) != 0) {
+                r = -EBADMSG;
+                goto out;
+        }
+        f->relocatable = eh.e_type == ET_DYN || eh.e_type == ET_EXEC;
+        for (size_t i = 0; i < phnum && f->n_loads < MAX_LOADS; i++) {
+                GElf_Phdr ph;
+
+                if (!gelf_getphdr(elf, (int) i, &ph) || ph.p_type != PT_LOAD)
+                        continue;
+                f->loads[f->n_loads++] = (struct load_seg) {
+                        .offset = ph.p_offset,
+                        .filesz = ph.p_filesz,
+                        .vaddr = ph.p_vaddr,
+                };
+        }
+        r = load_symbols(s, elf, f);
+out:
+        elf_end(elf);
+        return r;
+}
+
+/* The cache slot holding path, loading it (evicting the LRU slot) if needed. */
+static struct elf_file *file_get(struct symbols *s, struct mapping *m) {
+        struct elf_file *f;
+        size_t victim = 0;
+
+        if (m->file_slot < s->lim.max_files && s->files[m->file_slot].path &&
+            s->files[m->file_slot].gen == m->file_gen) {
+                f = &s->files[m->file_slot];
+                f->last_used = ++s->tick;
+                return f;
+        }
+        for (size_t i = 0; i < s->lim.max_files; i++) {
+                f = &s->files[i];
+                if (f->path && streq(f->path, m->filename)) {
+                        victim = i;
+                        goto found;
+                }
+                if (!f->path || (s->files[victim].path && f->last_used < s->files[victim].last_used))
+                        victim = i;
+        }
+        f = &s->files[victim];
+        if (f->path) {
+                file_done(f);
+                s->st.file_evictions++;
+        }
+        f->path = xstrdup(m->filename);
+        f->gen = ++s->gen;
+        f->error = load_file(s, f);
+        s->st.files_loaded++;
+        if (f->error < 0) {
+                free(f->syms);
+                free(f->names);
+                f->syms = NULL;
+                f->names = NULL;
+                f->n_syms = 0;
+                s->st.file_errors++;
+        }
+found:
+        f = &s->files[victim];
+        f->last_used = ++s->tick;
+        m->file_slot = victim;
+        m->file_gen = f->gen;
+        return f;
+}
+
+/* ELF virtual address of a file offset (see the header comment). */
+static uint64_t file_vaddr(const struct elf_file *f, uint64_t off) {
+        if (!f->relocatable || f->n_loads == 0)
+                return off;
+        for (size_t i = 0; i < f->n_loads; i++)
+                if (off >= f->loads[i].offset && off - f->loads[i].offset < f->loads[i].filesz)
+                        return off - f->loads[i].offset + f->loads[i].vaddr;
+        return off - f->loads[0].offset + f->loads[0].vaddr;
+}
+
+static const struct sym *sym_find(const struct elf_file *f, uint64_t addr) {
+        size_t lo = 0, hi = f->n_syms;
+        const struct sym *y;
+
+        /* The last symbol starting at or below addr. */
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+
+                if (f->syms[mid].start <= addr)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        if (lo == 0)
+                return NULL;
+        y = &f->syms[lo - 1];
+        if (addr - y->start < y->size || (y->size == 0 && addr == y->start))
+                return y;
+        return NULL;
+}
+
+/* Names that are no file on disk: anonymous memory, [vdso], [stack], //anon. */
+static bool is_file_path(const char *path) {
+        return path[0] == '/' && path[1] != '/';
+}
+
+int symbols_lookup(struct symbols *s, uint32_t pid, uint64_t pc, struct symbols_result *ret) {
+        struct symbols_result res = {};
+        struct mapping *m = NULL;
+        struct proc *p;
+        size_t lo, hi;
+
+        if ((pc >> KERNEL_ADDR_SHIFT) == KERNEL_ADDR_TOP_BYTE) {
+                res.function = SYMBOLS_KERNEL_NAME;
+                *ret = res;
+                return 0;
+        }
+        p = proc_get(s, pid);
+        if (!p)
+                return -ENOENT;
+        lo = 0;
+        hi = p->n_maps;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+
+                if (p->maps[mid].start <= pc)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        if (lo > 0 && pc < p->maps[lo - 1].end)
+                m = &p->maps[lo - 1];
+        if (!m)
+                return -ENOENT;
+
+        res.has_mapping = true;
+        res.map_start = m->start;
+        res.map_limit = m->end;
+        res.map_pgoff = m->pgoff;
+        res.filename = m->filename;
+        memcpy(res.build_id_hex, m->build_id_hex, sizeof(res.build_id_hex));
+        if (is_file_path(m->filename)) {
+                const struct elf_file *f = file_get(s, m);
+                const struct sym *y = f->error < 0 ? NULL : sym_find(f, file_vaddr(f, pc - m->start + m->pgoff));
+
+                if (y) {
+                        res.function = f->names + y->name;
+                        res.function_offset = file_vaddr(f, pc - m->start + m->pgoff) - y->start;
+                }
+        }
+        *ret = res;
+        return 0;
+}

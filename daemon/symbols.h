@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * Symbolization of user PCs from the mappings perf.data announces
+ * (PERF_RECORD_MMAP/MMAP2, perf_event_open(2)) and the ELF files they name.
+ *
+ * A PC of process `pid` falls in one of its mappings [start, start + len);
+ * its offset in the file is pc - start + pgoff (perf's map__map_ip()). For
+ * ET_EXEC and ET_DYN files that offset becomes an ELF virtual address by
+ * adding p_vaddr - p_offset of the PT_LOAD segment holding it (ELF gABI
+ * "Program Header"; perf's dso__find_symbol() sees the same addresses), and
+ * the FUNC symbol of .symtab (else .dynsym) covering it names the function.
+ *
+ * Everything is bounded (struct symbols_limits): processes and mappings per
+ * process are evicted least recently used / oldest first, ELF files are
+ * cached least recently used with their symbols sorted once per load; each
+ * eviction is counted. A file that cannot be read is cached as such so that
+ * it is not retried for every sample.
+ *
+ * Not thread-safe: lookups update the LRU state, so one thread at a time
+ * (or the caller's lock) per symbols object.
+ *
+ * Library code: no logging, errors are negative errno values, allocation
+ * failure aborts (strbuf.h).
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SYMBOLS_MAX_PIDS                4096
+#define SYMBOLS_MAX_MAPPINGS_PER_PID    256
+#define SYMBOLS_MAX_FILES               64
+#define SYMBOLS_MAX_SYMBOLS_PER_FILE    (1U << 20)
+/* NT_GNU_BUILD_ID of a SHA-1 build id; MMAP2 carries at most this much. */
+#define SYMBOLS_BUILD_ID_MAX            20
+/* Two lowercase hex digits per byte and the NUL. */
+#define SYMBOLS_BUILD_ID_HEX_SIZE       (2 * SYMBOLS_BUILD_ID_MAX + 1)
+/* What kernel addresses (top byte 0xff on arm64 and x86-64) resolve to. */
+#define SYMBOLS_KERNEL_NAME             "[kernel]"
+
+struct symbols_limits {
+        size_t max_pids;
+        size_t max_mappings_per_pid;
+        size_t max_files;
+        size_t max_symbols_per_file;
+};
+
+struct symbols_stats {
+        uint64_t pid_evictions;         /* processes forgotten to make room */
+        uint64_t mapping_evictions;     /* mappings dropped from a full process */
+        uint64_t file_evictions;        /* ELF files dropped from the cache */
+        uint64_t files_loaded;          /* ELF files read (a re-read after eviction counts again) */
+        uint64_t file_errors;           /* files that could not be read as ELF */
+        uint64_t symbols_truncated;     /* FUNC symbols beyond max_symbols_per_file */
+};
+
+/*
+ * The result of a lookup. Strings point into the symbols object and stay
+ * valid until the next symbols_add_mapping() or symbols_lookup() on it.
+ */
+struct symbols_result {
+        bool has_mapping;               /* false for kernel addresses */
+        uint64_t map_start, map_limit;  /* [start, limit) */
+        uint64_t map_pgoff;             /* file offset of map_start */
+        const char *filename;
+        char build_id_hex[SYMBOLS_BUILD_ID_HEX_SIZE]; /* "" when none */
+        const char *function;           /* NULL when the file or symbol is unknown */
+        uint64_t function_offset;       /* pc's distance from the symbol's start */
+};
+
+struct symbols;
+
+/* limits NULL: the SYMBOLS_MAX_* defaults. Zero fields take the default too. */
+struct symbols *symbols_new(const struct symbols_limits *limits);
+struct symbols *symbols_free(struct symbols *s);
+
+/*
+ * Add a mapping of `filename` at [start, start + len) from file offset
+ * pgoff, replacing the parts of older mappings of that pid it overlaps (as
+ * mmap(2) does). build_id may be NULL. Returns 0, or -EINVAL for an empty
+ * or wrapping range or a build id longer than SYMBOLS_BUILD_ID_MAX.
+ */
+int symbols_add_mapping(struct symbols *s, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
+                        const char *filename, const uint8_t *build_id, size_t build_id_len);
+
+/* Forget a process (PERF_RECORD_EXIT). */
+void symbols_remove_pid(struct symbols *s, uint32_t pid);
+
+/*
+ * Resolve pc of pid. Returns 0 with ret filled (ret->function may be NULL),
+ * or -ENOENT when no mapping of pid covers pc. Kernel addresses return 0
+ * with has_mapping false and function SYMBOLS_KERNEL_NAME.
+ */
+int symbols_lookup(struct symbols *s, uint32_t pid, uint64_t pc, struct symbols_result *ret);
+
+const struct symbols_stats *symbols_get_stats(const struct symbols *s);

@@ -1,0 +1,584 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "pprof.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include <zlib.h>
+
+#include "macro.h"
+#include "pb-scratch.h"
+#include "profile.pb-c.h"
+
+/* gzip (RFC 1952) framing for deflate: windowBits 15 + 16 (zlib.h). pprof's
+ * profile.proto: "On-disk, the serialized proto must be gzip-compressed." */
+#define PPROF_GZIP_WINDOW_BITS  (15 + 16)
+#define PPROF_GZIP_MEM_LEVEL    8
+
+/* Open-addressing tables stay at most half full; they start this small. */
+#define ITAB_MIN_SLOTS          64
+#define ARRAY_MIN_CAP           16
+
+/* FNV-1a (64-bit) offset basis and prime. */
+#define FNV64_OFFSET            UINT64_C(0xcbf29ce484222325)
+#define FNV64_PRIME             UINT64_C(0x100000001b3)
+
+/*
+ * A hash index over one of the builder's arrays: each used slot holds the
+ * element's hash and its array index + 1 (0 = empty). The elements stay in
+ * their array, so ids (index + 1) are stable and the table only finds them.
+ */
+struct itab_slot {
+        uint64_t hash;
+        size_t idx1;
+};
+
+struct itab {
+        struct itab_slot *slot;
+        size_t mask;            /* slots - 1; slots is a power of two */
+        size_t n;
+};
+
+struct pprof_mapping_rec {
+        uint64_t start, limit, offset;
+        int64_t filename, build_id;     /* string table indexes */
+        bool has_functions;
+};
+
+struct pprof_location_rec {
+        uint64_t mapping_id, address;
+        uint64_t function_id;           /* 0: unknown */
+};
+
+struct pprof_label_rec {
+        int64_t key, str, num, num_unit; /* string table indexes but num */
+};
+
+struct pprof_sample_rec {
+        uint64_t location_id;
+        size_t first_label, n_labels;   /* in labels[] */
+        size_t first_value;             /* n_types values in values[] */
+};
+
+struct pprof_builder {
+        /* string_table: strs[0] == "" (profile.proto: "string_table[0] must always be \"\""). */
+        char **strs;
+        size_t n_strs, cap_strs;
+        struct itab str_index;
+
+        struct pprof_value_type_rec {
+                int64_t type, unit;
+        } *types, period_type;
+        size_t n_types;
+        size_t default_type;            /* index into types */
+        bool has_period_type;
+        int64_t period;
+        uint64_t time_nanos, duration_nanos;
+
+        struct pprof_mapping_rec *mappings;
+        size_t n_mappings, cap_mappings;
+        struct itab mapping_index;
+
+        struct pprof_location_rec *locations;
+        size_t n_locations, cap_locations;
+        struct itab location_index;
+
+        int64_t *functions;             /* name string index per function id - 1 */
+        size_t n_functions, cap_functions;
+        struct itab function_index;
+
+        struct pprof_sample_rec *samples;
+        size_t n_samples, cap_samples;
+        struct itab sample_index;
+        int64_t *values;
+        size_t n_values, cap_values;
+        struct pprof_label_rec *labels;
+        size_t n_labels, cap_labels;
+};
+
+static void grow(void **p, size_t *cap, size_t need, size_t elem) {
+        size_t c = *cap ? *cap : ARRAY_MIN_CAP;
+
+        if (need <= *cap)
+                return;
+        while (c < need) {
+                if (c > SIZE_MAX / 2 / elem)
+                        oom();
+                c *= 2;
+        }
+        *p = xrealloc(*p, c * elem);
+        *cap = c;
+}
+#define GROW(arr, cap, need) grow((void **) &(arr), &(cap), (need), sizeof(*(arr)))
+
+static uint64_t fnv_bytes(uint64_t h, const void *data, size_t len) {
+        const uint8_t *p = data;
+
+        for (size_t i = 0; i < len; i++) {
+                h ^= p[i];
+                h *= FNV64_PRIME;
+        }
+        return h;
+}
+
+static uint64_t fnv_u64(uint64_t h, uint64_t v) {
+        return fnv_bytes(h, &v, sizeof(v));
+}
+
+static void itab_done(struct itab *t) {
+        free(t->slot);
+        *t = (struct itab) {};
+}
+
+/*
+ * The slot holding an element with this hash for which eq() holds, or the
+ * empty slot where it would go. eq(ctx, idx, key) compares element idx.
+ */
+typedef bool (*itab_eq_fn)(const struct pprof_builder *b, size_t idx, const void *key);
+
+static struct itab_slot *itab_find(const struct pprof_builder *b, const struct itab *t, uint64_t hash,
+                                   itab_eq_fn eq, const void *key) {
+        for (size_t i = hash & t->mask;; i = (i + 1) & t->mask) {
+                struct itab_slot *s = &t->slot[i];
+
+                if (s->idx1 == 0)
+                        return s;
+                if (s->hash == hash && eq(b, s->idx1 - 1, key))
+                        return s;
+        }
+}
+
+/* Make room for one more element; keeps the load factor <= 1/2 so that
+ * itab_find() always meets an empty slot. */
+static void itab_reserve(struct itab *t) {
+        struct itab old = *t;
+        size_t slots;
+
+        if (t->slot && (t->n + 1) * 2 <= t->mask + 1)
+                return;
+        slots = t->slot ? (t->mask + 1) * 2 : ITAB_MIN_SLOTS;
+        if (slots > SIZE_MAX / sizeof(struct itab_slot))
+                oom();
+        t->slot = xcalloc(slots, sizeof(struct itab_slot));
+        t->mask = slots - 1;
+        for (size_t i = 0; old.slot && i <= old.mask; i++) {
+                const struct itab_slot *s = &old.slot[i];
+                size_t j;
+
+                if (s->idx1 == 0)
+                        continue;
+                for (j = s->hash & t->mask; t->slot[j].idx1; j = (j + 1) & t->mask)
+                        ;
+                t->slot[j] = *s;
+        }
+        free(old.slot);
+}
+
+/* The slot of the element equal to key (idx1 != 0), or the empty slot a new
+ * one goes to: the caller then appends it to its array and itab_claim()s. */
+static struct itab_slot *itab_lookup(const struct pprof_builder *b, struct itab *t, uint64_t hash, itab_eq_fn eq,
+                                     const void *key) {
+        itab_reserve(t);
+        return itab_find(b, t, hash, eq, key);
+}
+
+/* Record the element just appended as number ++*n_elems; returns its id (index + 1). */
+static size_t itab_claim(struct itab *t, struct itab_slot *slot, uint64_t hash, size_t *n_elems) {
+        *slot = (struct itab_slot) { hash, ++*n_elems };
+        t->n++;
+        return *n_elems;
+}
+
+static bool str_eq(const struct pprof_builder *b, size_t idx, const void *key) {
+        return streq(b->strs[idx], key);
+}
+
+/* The string table index of s, adding it on first use; NULL is "". */
+static int64_t intern(struct pprof_builder *b, const char *s) {
+        struct itab_slot *slot;
+        uint64_t h;
+
+        if (!s || !*s)
+                return 0;
+        h = fnv_bytes(FNV64_OFFSET, s, strlen(s));
+        slot = itab_lookup(b, &b->str_index, h, str_eq, s);
+        if (slot->idx1)
+                return (int64_t) (slot->idx1 - 1);
+        GROW(b->strs, b->cap_strs, b->n_strs + 1);
+        b->strs[b->n_strs] = xstrdup(s);
+        return (int64_t) itab_claim(&b->str_index, slot, h, &b->n_strs) - 1;
+}
+
+struct pprof_builder *pprof_builder_new(const struct pprof_value_type *sample_types, size_t n,
+                                        const struct pprof_value_type *period_type, int64_t period,
+                                        uint64_t time_nanos, uint64_t duration_nanos) {
+        struct pprof_builder *b = xcalloc(1, sizeof(*b));
+
+        GROW(b->strs, b->cap_strs, 1);
+        b->strs[b->n_strs++] = xstrdup("");
+        b->n_types = n;
+        b->types = xcalloc(n ? n : 1, sizeof(*b->types));
+        for (size_t i = 0; i < n; i++) {
+                b->types[i].type = intern(b, sample_types[i].type);
+                b->types[i].unit = intern(b, sample_types[i].unit);
+        }
+        if (period_type) {
+                b->has_period_type = true;
+                b->period_type.type = intern(b, period_type->type);
+                b->period_type.unit = intern(b, period_type->unit);
+                b->period = period;
+        }
+        b->time_nanos = time_nanos;
+        b->duration_nanos = duration_nanos;
+        return b;
+}
+
+int pprof_set_default_sample_type(struct pprof_builder *b, size_t index) {
+        if (index >= b->n_types)
+                return -EINVAL;
+        b->default_type = index;
+        return 0;
+}
+
+struct pprof_builder *pprof_builder_free(struct pprof_builder *b) {
+        if (!b)
+                return NULL;
+        for (size_t i = 0; i < b->n_strs; i++)
+                free(b->strs[i]);
+        free(b->strs);
+        free(b->types);
+        free(b->mappings);
+        free(b->locations);
+        free(b->functions);
+        free(b->samples);
+        free(b->values);
+        free(b->labels);
+        itab_done(&b->str_index);
+        itab_done(&b->mapping_index);
+        itab_done(&b->location_index);
+        itab_done(&b->function_index);
+        itab_done(&b->sample_index);
+        free(b);
+        return NULL;
+}
+
+static bool mapping_eq(const struct pprof_builder *b, size_t idx, const void *key) {
+        const struct pprof_mapping_rec *m = &b->mappings[idx], *k = key;
+
+        return m->start == k->start && m->limit == k->limit && m->offset == k->offset &&
+               m->filename == k->filename && m->build_id == k->build_id;
+}
+
+uint64_t pprof_mapping(struct pprof_builder *b, uint64_t start, uint64_t limit, uint64_t file_offset,
+                       const char *filename, const char *build_id_hex) {
+        struct pprof_mapping_rec k = {
+                .start = start,
+                .limit = limit,
+                .offset = file_offset,
+                .filename = intern(b, filename),
+                .build_id = intern(b, build_id_hex),
+        };
+        struct itab_slot *slot;
+        uint64_t h = FNV64_OFFSET;
+
+        h = fnv_u64(h, k.start);
+        h = fnv_u64(h, k.limit);
+        h = fnv_u64(h, k.offset);
+        h = fnv_u64(h, (uint64_t) k.filename);
+        h = fnv_u64(h, (uint64_t) k.build_id);
+        slot = itab_lookup(b, &b->mapping_index, h, mapping_eq, &k);
+        if (slot->idx1)
+                return slot->idx1;
+        GROW(b->mappings, b->cap_mappings, b->n_mappings + 1);
+        b->mappings[b->n_mappings] = k;
+        return itab_claim(&b->mapping_index, slot, h, &b->n_mappings);
+}
+
+static bool function_eq(const struct pprof_builder *b, size_t idx, const void *key) {
+        return b->functions[idx] == *(const int64_t *) key;
+}
+
+/* Function id (>= 1) for a name: one Function per distinct name. */
+static uint64_t function_id(struct pprof_builder *b, const char *name) {
+        int64_t n = intern(b, name);
+        uint64_t h = fnv_u64(FNV64_OFFSET, (uint64_t) n);
+        struct itab_slot *slot;
+
+        slot = itab_lookup(b, &b->function_index, h, function_eq, &n);
+        if (slot->idx1)
+                return slot->idx1;
+        GROW(b->functions, b->cap_functions, b->n_functions + 1);
+        b->functions[b->n_functions] = n;
+        return itab_claim(&b->function_index, slot, h, &b->n_functions);
+}
+
+static bool location_eq(const struct pprof_builder *b, size_t idx, const void *key) {
+        const struct pprof_location_rec *l = &b->locations[idx], *k = key;
+
+        return l->mapping_id == k->mapping_id && l->address == k->address;
+}
+
+static uint64_t location_id(struct pprof_builder *b, uint64_t address, uint64_t mapping_id,
+                            const char *function) {
+        struct pprof_location_rec k = { .mapping_id = mapping_id, .address = address };
+        uint64_t h = fnv_u64(fnv_u64(FNV64_OFFSET, mapping_id), address);
+        struct itab_slot *slot;
+        struct pprof_location_rec *l;
+
+        slot = itab_lookup(b, &b->location_index, h, location_eq, &k);
+        if (slot->idx1)
+                l = &b->locations[slot->idx1 - 1];
+        else {
+                GROW(b->locations, b->cap_locations, b->n_locations + 1);
+                l = &b->locations[b->n_locations];
+                *l = k;
+                itab_claim(&b->location_index, slot, h, &b->n_locations);
+        }
+        if (function && *function && l->function_id == 0) {
+                l->function_id = function_id(b, function);
+                if (mapping_id)
+                        b->mappings[mapping_id - 1].has_functions = true;
+        }
+        return slot->idx1;
+}
+
+struct sample_key {
+        uint64_t location_id;
+        const struct pprof_label_rec *labels;
+        size_t n_labels;
+};
+
+static bool sample_eq(const struct pprof_builder *b, size_t idx, const void *key) {
+        const struct pprof_sample_rec *s = &b->samples[idx];
+        const struct sample_key *k = key;
+
+        return s->location_id == k->location_id && s->n_labels == k->n_labels &&
+               (k->n_labels == 0 ||
+                memcmp(&b->labels[s->first_label], k->labels, k->n_labels * sizeof(*k->labels)) == 0);
+}
+
+int pprof_sample(struct pprof_builder *b, uint64_t address, uint64_t mapping_id, const char *function,
+                 const int64_t *values, const struct pprof_label *labels, size_t n_labels) {
+        struct sample_key k = { .n_labels = n_labels };
+        struct pprof_sample_rec *s;
+        struct itab_slot *slot;
+        size_t first_label;
+        uint64_t h;
+
+        if (mapping_id > b->n_mappings)
+                return -EINVAL;
+
+        /* Intern the labels at the end of labels[]; dropped again on a merge. */
+        first_label = b->n_labels;
+        GROW(b->labels, b->cap_labels, first_label + n_labels);
+        for (size_t i = 0; i < n_labels; i++) {
+                struct pprof_label_rec *l = &b->labels[first_label + i];
+
+                *l = (struct pprof_label_rec) { .key = intern(b, labels[i].key) };
+                if (labels[i].str)
+                        l->str = intern(b, labels[i].str);
+                else {
+                        l->num = labels[i].num;
+                        l->num_unit = intern(b, labels[i].num_unit);
+                }
+        }
+        k.location_id = location_id(b, address, mapping_id, function);
+        k.labels = &b->labels[first_label];
+
+        h = fnv_u64(FNV64_OFFSET, k.location_id);
+        h = fnv_bytes(h, k.labels, n_labels * sizeof(*k.labels));
+        slot = itab_lookup(b, &b->sample_index, h, sample_eq, &k);
+        if (slot->idx1) {
+                s = &b->samples[slot->idx1 - 1];
+                /* Element-wise sum (profile.proto, Sample.value); wraps instead of UB. */
+                for (size_t i = 0; i < b->n_types; i++)
+                        b->values[s->first_value + i] =
+                                (int64_t) ((uint64_t) b->values[s->first_value + i] + (uint64_t) values[i]);
+                return 0;
+        }
+
+        GROW(b->samples, b->cap_samples, b->n_samples + 1);
+        GROW(b->values, b->cap_values, b->n_values + b->n_types);
+        s = &b->samples[b->n_samples];
+        *s = (struct pprof_sample_rec) {
+                .location_id = k.location_id,
+                .first_label = first_label,
+                .n_labels = n_labels,
+                .first_value = b->n_values,
+        };
+        if (b->n_types)
+                memcpy(&b->values[b->n_values], values, b->n_types * sizeof(*values));
+        b->n_values += b->n_types;
+        b->n_labels += n_labels;
+        itab_claim(&b->sample_index, slot, h, &b->n_samples);
+        return 0;
+}
+
+size_t pprof_n_samples(const struct pprof_builder *b) {
+        return b->n_samples;
+}
+
+/* Zeroed count * elem bytes that live until pb_scratch_free(). */
+static void *scratch_array(struct pb_scratch *sc, size_t count, size_t elem) {
+        if (count && elem > SIZE_MAX / count)
+                oom();
+        return pb_scratch_alloc(sc, count * elem);
+}
+
+/*
+ * The message graph of one pprof_finish(): a handful of arrays on one
+ * scratch list (protobuf-c does not own messages it packs, ecosystem.md §c),
+ * pointing at the builder's strings and values rather than copying them.
+ */
+static void build_profile(const struct pprof_builder *b, struct pb_scratch *a, Perftools__Profiles__Profile *p) {
+        Perftools__Profiles__ValueType *vt = scratch_array(a, b->n_types + 1, sizeof(*vt));
+        Perftools__Profiles__Sample *sm = scratch_array(a, b->n_samples, sizeof(*sm));
+        Perftools__Profiles__Label *lb = scratch_array(a, b->n_labels, sizeof(*lb));
+        Perftools__Profiles__Mapping *mp = scratch_array(a, b->n_mappings, sizeof(*mp));
+        Perftools__Profiles__Location *lc = scratch_array(a, b->n_locations, sizeof(*lc));
+        Perftools__Profiles__Line *ln = scratch_array(a, b->n_locations, sizeof(*ln));
+        Perftools__Profiles__Function *fn = scratch_array(a, b->n_functions, sizeof(*fn));
+        Perftools__Profiles__Label **lbp = scratch_array(a, b->n_labels, sizeof(*lbp));
+        Perftools__Profiles__Line **lnp = scratch_array(a, b->n_locations, sizeof(*lnp));
+        uint64_t *loc_ids = scratch_array(a, b->n_samples, sizeof(*loc_ids));
+
+        p->n_sample_type = b->n_types;
+        p->sample_type = scratch_array(a, b->n_types, sizeof(*p->sample_type));
+        for (size_t i = 0; i < b->n_types; i++) {
+                perftools__profiles__value_type__init(&vt[i]);
+                vt[i].type = b->types[i].type;
+                vt[i].unit = b->types[i].unit;
+                p->sample_type[i] = &vt[i];
+        }
+        if (b->has_period_type) {
+                Perftools__Profiles__ValueType *pt = &vt[b->n_types];
+
+                perftools__profiles__value_type__init(pt);
+                pt->type = b->period_type.type;
+                pt->unit = b->period_type.unit;
+                p->period_type = pt;
+                p->period = b->period;
+        }
+        if (b->n_types)
+                p->default_sample_type = b->types[b->default_type].type;
+        p->time_nanos = (int64_t) b->time_nanos;
+        p->duration_nanos = (int64_t) b->duration_nanos;
+
+        for (size_t i = 0; i < b->n_labels; i++) {
+                perftools__profiles__label__init(&lb[i]);
+                lb[i].key = b->labels[i].key;
+                lb[i].str = b->labels[i].str;
+                lb[i].num = b->labels[i].num;
+                lb[i].num_unit = b->labels[i].num_unit;
+                lbp[i] = &lb[i];
+        }
+        p->n_sample = b->n_samples;
+        p->sample = scratch_array(a, b->n_samples, sizeof(*p->sample));
+        for (size_t i = 0; i < b->n_samples; i++) {
+                const struct pprof_sample_rec *s = &b->samples[i];
+
+                perftools__profiles__sample__init(&sm[i]);
+                /* One frame: SPE samples a PC, not a stack; the leaf is location_id[0]. */
+                loc_ids[i] = s->location_id;
+                sm[i].n_location_id = 1;
+                sm[i].location_id = &loc_ids[i];
+                sm[i].n_value = b->n_types;
+                sm[i].value = &b->values[s->first_value];
+                sm[i].n_label = s->n_labels;
+                sm[i].label = &lbp[s->first_label];
+                p->sample[i] = &sm[i];
+        }
+
+        p->n_mapping = b->n_mappings;
+        p->mapping = scratch_array(a, b->n_mappings, sizeof(*p->mapping));
+        for (size_t i = 0; i < b->n_mappings; i++) {
+                const struct pprof_mapping_rec *m = &b->mappings[i];
+
+                perftools__profiles__mapping__init(&mp[i]);
+                mp[i].id = i + 1;
+                mp[i].memory_start = m->start;
+                mp[i].memory_limit = m->limit;
+                mp[i].file_offset = m->offset;
+                mp[i].filename = m->filename;
+                mp[i].build_id = m->build_id;
+                /* Symbolized here: pprof then does not try to symbolize it again. */
+                mp[i].has_functions = m->has_functions;
+                p->mapping[i] = &mp[i];
+        }
+
+        p->n_location = b->n_locations;
+        p->location = scratch_array(a, b->n_locations, sizeof(*p->location));
+        for (size_t i = 0; i < b->n_locations; i++) {
+                const struct pprof_location_rec *l = &b->locations[i];
+
+                perftools__profiles__location__init(&lc[i]);
+                lc[i].id = i + 1;
+                lc[i].mapping_id = l->mapping_id;
+                lc[i].address = l->address;
+                if (l->function_id) {
+                        perftools__profiles__line__init(&ln[i]);
+                        ln[i].function_id = l->function_id;
+                        lnp[i] = &ln[i];
+                        lc[i].n_line = 1;
+                        lc[i].line = &lnp[i];
+                }
+                p->location[i] = &lc[i];
+        }
+
+        p->n_function = b->n_functions;
+        p->function = scratch_array(a, b->n_functions, sizeof(*p->function));
+        for (size_t i = 0; i < b->n_functions; i++) {
+                perftools__profiles__function__init(&fn[i]);
+                fn[i].id = i + 1;
+                fn[i].name = b->functions[i];
+                fn[i].system_name = b->functions[i];
+                p->function[i] = &fn[i];
+        }
+
+        p->n_string_table = b->n_strs;
+        p->string_table = b->strs;
+}
+
+static int gzip_append(const uint8_t *in, size_t len, struct strbuf *out) {
+        z_stream z = {};
+        uLong bound;
+        int r;
+
+        /* zlib counts in uInt; a profile that large is a caller bug. */
+        if (len > UINT32_MAX)
+                return -EFBIG;
+        if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, PPROF_GZIP_WINDOW_BITS, PPROF_GZIP_MEM_LEVEL,
+                         Z_DEFAULT_STRATEGY) != Z_OK)
+                return -EIO;
+        bound = deflateBound(&z, (uLong) len);
+        strbuf_reserve(out, bound);
+        z.next_in = (Bytef *) in;
+        z.avail_in = (uInt) len;
+        z.next_out = (Bytef *) out->buf + out->len;
+        z.avail_out = (uInt) bound;
+        r = deflate(&z, Z_FINISH);
+        if (r == Z_STREAM_END) {
+                out->len += z.total_out;
+                out->buf[out->len] = '\0';
+        }
+        deflateEnd(&z);
+        return r == Z_STREAM_END ? 0 : -EIO;
+}
+
+int pprof_finish(struct pprof_builder *b, struct strbuf *ret_gz) {
+        Perftools__Profiles__Profile p = PERFTOOLS__PROFILES__PROFILE__INIT;
+        struct pb_scratch sc = {};
+        uint8_t *buf;
+        size_t len;
+        int r;
+
+        build_profile(b, &sc, &p);
+        len = perftools__profiles__profile__get_packed_size(&p);
+        buf = xmalloc(len ? len : 1);
+        perftools__profiles__profile__pack(&p, buf);
+        pb_scratch_free(&sc);
+        r = gzip_append(buf, len, ret_gz);
+        free(buf);
+        return r;
+}

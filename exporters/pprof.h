@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * pprof profile builder: the caller adds mappings and samples, pprof_finish()
+ * writes a gzip-compressed serialized perftools.profiles.Profile
+ * (proto/profile.proto), which is what `go tool pprof` and the /debug/pprof
+ * endpoint (DESIGN.md §6) expect.
+ *
+ * Conventions of pprof's profile.proto documentation that this module keeps
+ * for its callers:
+ *  - string_table[0] is "" and every string is stored once (interned);
+ *  - Mapping, Location and Function ids are nonzero and unique;
+ *  - locations are one per (mapping, address), functions one per name;
+ *  - every Sample has one value per sample type.
+ * Samples with the same location and the same labels are merged by summing
+ * their values element-wise, which the documentation defines as the meaning
+ * of aggregating samples; memory therefore grows with the distinct
+ * (location, labels) keys the caller adds, not with the number of calls.
+ *
+ * Allocation failure aborts (strbuf.h's policy); the module does not log.
+ * A builder is used by one thread at a time.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "strbuf.h"
+
+/* A Profile.sample_type or period_type entry: e.g. {"samples", "count"}. */
+struct pprof_value_type {
+        const char *type;
+        const char *unit;
+};
+
+/*
+ * A Sample.label: a string label when str is not NULL, else a numeric one
+ * with an optional unit (profile.proto: "At most one of the following must
+ * be present"; num_unit "Should only be present when num is present").
+ */
+struct pprof_label {
+        const char *key;
+        const char *str;
+        int64_t num;
+        const char *num_unit;   /* NULL: none */
+};
+
+struct pprof_builder;
+
+/*
+ * sample_types: n entries (n >= 1), copied. period_type may be NULL (then
+ * period is not written either). time_nanos: start of the collection in ns
+ * since the epoch; duration_nanos: its length. Never returns NULL.
+ *
+ * default_sample_type is sample_types[0]: profile.proto puts the count of
+ * events at index 0 "by convention", and without the field pprof would
+ * show the last type first. pprof_set_default_sample_type() changes it.
+ */
+struct pprof_builder *pprof_builder_new(const struct pprof_value_type *sample_types, size_t n,
+                                        const struct pprof_value_type *period_type, int64_t period,
+                                        uint64_t time_nanos, uint64_t duration_nanos);
+struct pprof_builder *pprof_builder_free(struct pprof_builder *b);
+
+/* The sample type pprof shows unless told otherwise: 0 or -EINVAL (index >= n). */
+int pprof_set_default_sample_type(struct pprof_builder *b, size_t index);
+
+/*
+ * A mapping [start, limit) of filename at file_offset; build_id_hex may be
+ * NULL. Returns its id (>= 1); the same arguments return the same id.
+ */
+uint64_t pprof_mapping(struct pprof_builder *b, uint64_t start, uint64_t limit, uint64_t file_offset,
+                       const char *filename, const char *build_id_hex);
+
+/*
+ * One sample at a leaf address: mapping_id from pprof_mapping() or 0 for
+ * none; function NULL when unknown. values: one per sample type. A location
+ * takes the function of the first sample that named one for it.
+ * Returns 0, or -EINVAL for a mapping id the builder did not hand out.
+ */
+int pprof_sample(struct pprof_builder *b, uint64_t address, uint64_t mapping_id, const char *function,
+                 const int64_t *values, const struct pprof_label *labels, size_t n_labels);
+
+/* Samples so far after merging (for callers' accounting and tests). */
+size_t pprof_n_samples(const struct pprof_builder *b);
+
+/*
+ * Serialize and gzip (RFC 1952) the profile, appending it to ret_gz. The
+ * builder stays usable (more samples, another finish). Returns 0, or
+ * -EFBIG (over 4 GiB serialized) or -EIO (zlib failed); ret_gz's contents
+ * are then unchanged.
+ */
+int pprof_finish(struct pprof_builder *b, struct strbuf *ret_gz);

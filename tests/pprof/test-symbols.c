@@ -1,0 +1,455 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * daemon/symbols.c: lookups in ELF files written by the generator's ELF
+ * writer (tests/spegen/fake-elf.c), patched into the variants that matter
+ * (a PT_LOAD whose vaddr differs from its offset, ET_EXEC, .dynsym only),
+ * the bounds and their eviction counters, then the generator's perf.data:
+ * every record's PC resolves to the function its ground truth names.
+ *
+ * Usage: test-symbols ARMPROFD-SPEGEN
+ */
+#include <dirent.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fake-elf.h"
+#include "macro.h"
+#include "replay-sym.h"
+#include "strbuf.h"
+#include "symbols.h"
+
+#define TEXT_OFF        UINT64_C(0x1000)
+#define TEXT_SIZE       UINT64_C(0x1000)
+#define FILE_MAP_LEN    (TEXT_OFF + TEXT_SIZE)
+#define BASE            UINT64_C(0x555500000000)
+/* Where a non-PIE AArch64/x86-64 executable is linked. */
+#define EXEC_VADDR      UINT64_C(0x400000)
+#define PID             1234
+#define KERNEL_PC       UINT64_C(0xffff800008010000)
+
+static const struct fake_elf_sym test_syms[] = {
+        { "alpha", 0x1000, 0x100 },
+        { "beta", 0x1100, 0x80 },       /* a gap follows, up to 0x1200 */
+        { "gamma", 0x1200, 0x200 },
+};
+
+static const char *spegen_path;
+static char tmpdir[] = "/tmp/test-symbols-XXXXXX";
+
+static char *tmp_path(const char *name) {
+        struct strbuf sb = STRBUF_INIT;
+
+        strbuf_printf(&sb, "%s/%s", tmpdir, name);
+        return strbuf_steal(&sb, NULL);
+}
+
+enum elf_variant {
+        ELF_PLAIN,      /* ET_DYN, vaddr == offset */
+        ELF_DYN_BIAS,   /* ET_DYN linked at EXEC_VADDR */
+        ELF_EXEC_BIAS,  /* ET_EXEC linked at EXEC_VADDR */
+        ELF_DYNSYM,     /* symbols in .dynsym, no .symtab */
+};
+
+/* Write the fake ELF, then patch the ELF header, program header and
+ * symbols in place (ELF-64 gABI layouts from <elf.h>). */
+static char *write_elf(const char *name, enum elf_variant v) {
+        char *path = tmp_path(name);
+        struct stat st;
+        uint8_t *img;
+        Elf64_Ehdr *eh;
+        int fd;
+
+        fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        assert_true(fd >= 0);
+        assert_int_equal(fake_elf_write(fd, TEXT_OFF, TEXT_SIZE, test_syms, ELEMENTSOF(test_syms)), 0);
+        assert_int_equal(fstat(fd, &st), 0);
+        img = xmalloc((size_t) st.st_size);
+        assert_int_equal(pread(fd, img, (size_t) st.st_size, 0), st.st_size);
+        eh = (Elf64_Ehdr *) img;
+
+        if (v == ELF_DYN_BIAS || v == ELF_EXEC_BIAS) {
+                Elf64_Phdr *ph = (Elf64_Phdr *) (img + eh->e_phoff);
+
+                if (v == ELF_EXEC_BIAS)
+                        eh->e_type = ET_EXEC;
+                ph->p_vaddr += EXEC_VADDR;
+                ph->p_paddr += EXEC_VADDR;
+        }
+        for (unsigned i = 0; i < eh->e_shnum; i++) {
+                Elf64_Shdr *sh = (Elf64_Shdr *) (img + eh->e_shoff + (uint64_t) i * eh->e_shentsize);
+
+                if (sh->sh_type != SHT_SYMTAB)
+                        continue;
+                if (v == ELF_DYNSYM)
+                        sh->sh_type = SHT_DYNSYM;
+                if (v == ELF_DYN_BIAS || v == ELF_EXEC_BIAS)
+                        for (uint64_t k = 1; k < sh->sh_size / sizeof(Elf64_Sym); k++)
+                                ((Elf64_Sym *) (img + sh->sh_offset))[k].st_value += EXEC_VADDR;
+        }
+        assert_int_equal(pwrite(fd, img, (size_t) st.st_size, 0), st.st_size);
+        free(img);
+        close(fd);
+        return path;
+}
+
+static void assert_function(struct symbols *s, uint32_t pid, uint64_t pc, const char *name, uint64_t offset) {
+        struct symbols_result r;
+
+        assert_int_equal(symbols_lookup(s, pid, pc, &r), 0);
+        if (!name) {
+                assert_null(r.function);
+                return;
+        }
+        assert_non_null(r.function);
+        assert_string_equal(r.function, name);
+        assert_int_equal(r.function_offset, offset);
+}
+
+static void test_lookup(void **state) {
+        _cleanup_free_ char *path = write_elf("plain.elf", ELF_PLAIN);
+        static const uint8_t build_id[] = { 0xde, 0xad, 0xbe, 0xef, 0x01 };
+        struct symbols *s = symbols_new(NULL);
+        struct symbols_result r;
+
+        assert_int_equal(symbols_add_mapping(s, PID, BASE, FILE_MAP_LEN, 0, path, build_id, sizeof(build_id)), 0);
+        assert_int_equal(symbols_lookup(s, PID, BASE + 0x1010, &r), 0);
+        assert_true(r.has_mapping);
+        assert_int_equal(r.map_start, BASE);
+        assert_int_equal(r.map_limit, BASE + FILE_MAP_LEN);
+        assert_int_equal(r.map_pgoff, 0);
+        assert_string_equal(r.filename, path);
+        assert_string_equal(r.build_id_hex, "deadbeef01");
+        assert_string_equal(r.function, "alpha");
+        assert_int_equal(r.function_offset, 0x10);
+
+        assert_function(s, PID, BASE + 0x1000, "alpha", 0);
+        assert_function(s, PID, BASE + 0x10ff, "alpha", 0xff);
+        assert_function(s, PID, BASE + 0x1100, "beta", 0);
+        assert_function(s, PID, BASE + 0x117f, "beta", 0x7f);
+        assert_function(s, PID, BASE + 0x1180, NULL, 0);        /* the gap */
+        assert_function(s, PID, BASE + 0x13fc, "gamma", 0x1fc);
+        assert_function(s, PID, BASE + 0x0800, NULL, 0);        /* before the first symbol */
+
+        assert_int_equal(symbols_lookup(s, PID, BASE + FILE_MAP_LEN, &r), -ENOENT);
+        assert_int_equal(symbols_lookup(s, PID, BASE - 1, &r), -ENOENT);
+        assert_int_equal(symbols_lookup(s, PID + 1, BASE + 0x1000, &r), -ENOENT);
+        /* Loaded once, however many lookups. */
+        assert_int_equal(symbols_get_stats(s)->files_loaded, 1);
+        assert_int_equal(symbols_get_stats(s)->file_errors, 0);
+        assert_null(symbols_free(s));
+        assert_null(symbols_free(NULL));
+        unlink(path);
+}
+
+/* pc - start + pgoff: a mapping of the text alone (pgoff 0x1000). */
+static void test_pgoff(void **state) {
+        _cleanup_free_ char *path = write_elf("pgoff.elf", ELF_PLAIN);
+        struct symbols *s = symbols_new(NULL);
+        struct symbols_result r;
+
+        assert_int_equal(symbols_add_mapping(s, PID, BASE, TEXT_SIZE, TEXT_OFF, path, NULL, 0), 0);
+        assert_function(s, PID, BASE, "alpha", 0);
+        assert_function(s, PID, BASE + 0x100, "beta", 0);
+        assert_int_equal(symbols_lookup(s, PID, BASE + 0x200, &r), 0);
+        assert_int_equal(r.map_pgoff, TEXT_OFF);
+        assert_string_equal(r.build_id_hex, "");
+        assert_string_equal(r.function, "gamma");
+        symbols_free(s);
+        unlink(path);
+}
+
+/* + p_vaddr - p_offset of the PT_LOAD for ET_DYN and ET_EXEC (perf does the same). */
+static void test_load_bias(void **state) {
+        _cleanup_free_ char *dyn = write_elf("dyn-bias.elf", ELF_DYN_BIAS);
+        _cleanup_free_ char *exec = write_elf("exec-bias.elf", ELF_EXEC_BIAS);
+        struct symbols *s = symbols_new(NULL);
+
+        assert_int_equal(symbols_add_mapping(s, PID, BASE, FILE_MAP_LEN, 0, dyn, NULL, 0), 0);
+        assert_function(s, PID, BASE + 0x1104, "beta", 4);
+        assert_function(s, PID, BASE + 0x1000, "alpha", 0);
+        assert_int_equal(symbols_add_mapping(s, PID + 1, EXEC_VADDR, FILE_MAP_LEN, 0, exec, NULL, 0), 0);
+        assert_function(s, PID + 1, EXEC_VADDR + 0x1208, "gamma", 8);
+        assert_function(s, PID + 1, EXEC_VADDR + 0x1180, NULL, 0);
+        symbols_free(s);
+        unlink(dyn);
+        unlink(exec);
+}
+
+static void test_dynsym(void **state) {
+        _cleanup_free_ char *path = write_elf("dynsym.elf", ELF_DYNSYM);
+        struct symbols *s = symbols_new(NULL);
+
+        assert_int_equal(symbols_add_mapping(s, PID, BASE, FILE_MAP_LEN, 0, path, NULL, 0), 0);
+        assert_function(s, PID, BASE + 0x1100, "beta", 0);
+        symbols_free(s);
+        unlink(path);
+}
+
+static void test_kernel_and_non_files(void **state) {
+        struct symbols *s = symbols_new(NULL);
+        struct symbols_result r;
+
+        /* Kernel: no mapping needed, no pid needed. */
+        assert_int_equal(symbols_lookup(s, 99, KERNEL_PC, &r), 0);
+        assert_false(r.has_mapping);
+        assert_string_equal(r.function, SYMBOLS_KERNEL_NAME);
+
+        /* Anonymous memory and unreadable files: the mapping, no function,
+         * and an unreadable file is tried once. */
+        assert_int_equal(symbols_add_mapping(s, PID, BASE, 0x1000, 0, "//anon", NULL, 0), 0);
+        assert_int_equal(symbols_add_mapping(s, PID, BASE + 0x1000, 0x1000, 0, "[vdso]", NULL, 0), 0);
+        assert_int_equal(symbols_add_mapping(s, PID, BASE + 0x2000, 0x1000, 0, "/nonexistent/lib.so", NULL, 0), 0);
+        assert_int_equal(symbols_lookup(s, PID, BASE + 0x10, &r), 0);
+        assert_true(r.has_mapping);
+        assert_string_equal(r.filename, "//anon");
+        assert_null(r.function);
+        assert_int_equal(symbols_lookup(s, PID, BASE + 0x1010, &r), 0);
+        assert_string_equal(r.filename, "[vdso]");
+        assert_null(r.function);
+        assert_int_equal(symbols_get_stats(s)->files_loaded, 0);
+        for (int i = 0; i < 3; i++) {
+                assert_int_equal(symbols_lookup(s, PID, BASE + 0x2010, &r), 0);
+                assert_string_equal(r.filename, "/nonexistent/lib.so");
+                assert_null(r.function);
+        }
+        assert_int_equal(symbols_get_stats(s)->files_loaded, 1);
+        assert_int_equal(symbols_get_stats(s)->file_errors, 1);
+        symbols_free(s);
+}
+
+static void test_bad_args(void **state) {
+        static const uint8_t long_id[SYMBOLS_BUILD_ID_MAX + 1] = {};
+        struct symbols *s = symbols_new(NULL);
+
+        assert_int_equal(symbols_add_mapping(s, PID, BASE, 0, 0, "/x", NULL, 0), -EINVAL);
+        assert_int_equal(symbols_add_mapping(s, PID, UINT64_MAX - 10, 100, 0, "/x", NULL, 0), -EINVAL);
+        assert_int_equal(symbols_add_mapping(s, PID, BASE, 1, 0, "/x", long_id, sizeof(long_id)), -EINVAL);
+        assert_int_equal(symbols_add_mapping(s, PID, BASE, 1, 0, NULL, NULL, 0), -EINVAL);
+        symbols_free(s);
+}
+
+/* A new mapping replaces what it overlaps; a split keeps both ends with the right pgoff. */
+static void test_overlap(void **state) {
+        _cleanup_free_ char *path = write_elf("overlap.elf", ELF_PLAIN);
+        struct symbols *s = symbols_new(NULL);
+        struct symbols_result r;
+
+        assert_int_equal(symbols_add_mapping(s, PID, BASE, 0x4000, 0, path, NULL, 0), 0);
+        assert_int_equal(symbols_add_mapping(s, PID, BASE + 0x1000, 0x100, 0, "//anon", NULL, 0), 0);
+        assert_int_equal(symbols_lookup(s, PID, BASE + 0x1080, &r), 0);
+        assert_string_equal(r.filename, "//anon");
+        assert_int_equal(r.map_start, BASE + 0x1000);
+        assert_int_equal(r.map_limit, BASE + 0x1100);
+        assert_int_equal(symbols_lookup(s, PID, BASE + 0x10, &r), 0);
+        assert_string_equal(r.filename, path);
+        assert_int_equal(r.map_limit, BASE + 0x1000);
+        assert_int_equal(symbols_lookup(s, PID, BASE + 0x1100, &r), 0);
+        assert_string_equal(r.filename, path);
+        assert_int_equal(r.map_start, BASE + 0x1100);
+        assert_int_equal(r.map_pgoff, 0x1100);
+        assert_string_equal(r.function, "beta");
+
+        /* Covering both: one mapping left. */
+        assert_int_equal(symbols_add_mapping(s, PID, BASE, 0x4000, 0, "//anon", NULL, 0), 0);
+        assert_int_equal(symbols_lookup(s, PID, BASE + 0x1100, &r), 0);
+        assert_string_equal(r.filename, "//anon");
+        assert_int_equal(r.map_start, BASE);
+        assert_int_equal(r.map_limit, BASE + 0x4000);
+        assert_int_equal(symbols_get_stats(s)->mapping_evictions, 0);
+        symbols_free(s);
+        unlink(path);
+}
+
+static void test_bounds(void **state) {
+        struct symbols_limits lim = { .max_pids = 2, .max_mappings_per_pid = 3, .max_files = 2 };
+        char *files[3];
+        struct symbols *s = symbols_new(&lim);
+        struct symbols_result r;
+
+        /* Processes: least recently used goes. */
+        assert_int_equal(symbols_add_mapping(s, 1, BASE, 0x1000, 0, "//anon", NULL, 0), 0);
+        assert_int_equal(symbols_add_mapping(s, 2, BASE, 0x1000, 0, "//anon", NULL, 0), 0);
+        assert_int_equal(symbols_lookup(s, 1, BASE, &r), 0);
+        assert_int_equal(symbols_add_mapping(s, 3, BASE, 0x1000, 0, "//anon", NULL, 0), 0);
+        assert_int_equal(symbols_get_stats(s)->pid_evictions, 1);
+        assert_int_equal(symbols_lookup(s, 1, BASE, &r), 0);
+        assert_int_equal(symbols_lookup(s, 2, BASE, &r), -ENOENT);
+        assert_int_equal(symbols_lookup(s, 3, BASE, &r), 0);
+        symbols_remove_pid(s, 3);
+        assert_int_equal(symbols_lookup(s, 3, BASE, &r), -ENOENT);
+
+        /* Mappings per process: the oldest goes. */
+        for (uint64_t i = 0; i < 4; i++)
+                assert_int_equal(symbols_add_mapping(s, 1, BASE + 0x10000 * (i + 1), 0x1000, 0, "//anon", NULL, 0), 0);
+        assert_int_equal(symbols_get_stats(s)->mapping_evictions, 2);
+        assert_int_equal(symbols_lookup(s, 1, BASE, &r), -ENOENT);
+        assert_int_equal(symbols_lookup(s, 1, BASE + 0x10000, &r), -ENOENT);
+        for (uint64_t i = 1; i < 4; i++)
+                assert_int_equal(symbols_lookup(s, 1, BASE + 0x10000 * (i + 1), &r), 0);
+
+        /* ELF files: least recently used goes, and comes back correct. */
+        symbols_remove_pid(s, 1);
+        files[0] = write_elf("f0.elf", ELF_PLAIN);
+        files[1] = write_elf("f1.elf", ELF_DYN_BIAS);
+        files[2] = write_elf("f2.elf", ELF_DYNSYM);
+        for (uint64_t i = 0; i < 3; i++)
+                assert_int_equal(symbols_add_mapping(s, 7, BASE + 0x100000 * i, FILE_MAP_LEN, 0, files[i], NULL, 0),
+                                 0);
+        for (int round = 0; round < 2; round++)
+                for (uint64_t i = 0; i < 3; i++)
+                        assert_function(s, 7, BASE + 0x100000 * i + 0x1100, "beta", 0);
+        /* Round robin over 3 files with room for 2: every lookup reloads. */
+        assert_int_equal(symbols_get_stats(s)->files_loaded, 6);
+        assert_int_equal(symbols_get_stats(s)->file_evictions, 4);
+        /* Two files alternating: f1 and f2 are cached, so f0 evicts f1 and f1
+         * then evicts f2; after those two loads both stay cached. */
+        for (int round = 0; round < 3; round++) {
+                assert_function(s, 7, BASE + 0x1000, "alpha", 0);
+                assert_function(s, 7, BASE + 0x100000 + 0x1200, "gamma", 0);
+        }
+        assert_int_equal(symbols_get_stats(s)->files_loaded, 8);
+        assert_int_equal(symbols_get_stats(s)->file_evictions, 6);
+        symbols_free(s);
+        for (int i = 0; i < 3; i++) {
+                unlink(files[i]);
+                free(files[i]);
+        }
+}
+
+/* key=value from the generator's truth.txt; NULL when absent. */
+static char *truth_get(const char *truth, const char *key) {
+        size_t klen = strlen(key);
+
+        for (const char *l = truth; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+                if (strncmp(l, key, klen) == 0 && l[klen] == '=') {
+                        const char *v = l + klen + 1;
+
+                        return strndup(v, strcspn(v, "\n"));
+                }
+        return NULL;
+}
+
+static char *read_text(const char *path) {
+        struct strbuf sb = STRBUF_INIT;
+        char buf[4096];
+        size_t n;
+        FILE *f = fopen(path, "re");
+
+        assert_non_null(f);
+        while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+                strbuf_append(&sb, buf, n);
+        fclose(f);
+        return strbuf_steal(&sb, NULL);
+}
+
+static void test_spegen(void **state) {
+        _cleanup_free_ char *data = tmp_path("p.data"), *truth_path = tmp_path("p.truth.txt");
+        _cleanup_free_ char *truth = NULL, *hot_pc = NULL, *hot_sym = NULL, *hot_count = NULL, *pid = NULL;
+        struct symbols *s = symbols_new(NULL);
+        struct replay_sym_stats st;
+        struct symbols_result r;
+        uint64_t total = 0;
+        pid_t child;
+        int status;
+
+        child = fork();
+        assert_true(child >= 0);
+        if (child == 0) {
+                execl(spegen_path, spegen_path, "--out-dir", tmpdir, "--prefix", "p", "--records", "2000",
+                      "--scenario", "all", "--no-bin", "--no-truth", (char *) NULL);
+                _exit(127);
+        }
+        assert_int_equal(waitpid(child, &status, 0), child);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+        truth = read_text(truth_path);
+        hot_pc = truth_get(truth, "hottest.pc");
+        hot_sym = truth_get(truth, "hottest.symbol");
+        hot_count = truth_get(truth, "hottest.count");
+        pid = truth_get(truth, "pid");
+        assert_non_null(hot_pc);
+        assert_non_null(hot_count);
+        assert_non_null(hot_sym);
+        assert_non_null(pid);
+        assert_string_equal(hot_sym, "hot_loop");
+
+        assert_int_equal(replay_sym_run(data, s, NULL, &st), 0);
+        assert_int_equal(st.mappings, 2);
+        assert_int_equal(st.with_pc, 2000);
+
+        /* The hottest PC names hot_loop; the perf.data's MMAP2 names the ELF the generator wrote. */
+        assert_int_equal(symbols_lookup(s, (uint32_t) strtoul(pid, NULL, 10), strtoull(hot_pc, NULL, 16), &r), 0);
+        assert_non_null(r.function);
+        assert_string_equal(r.function, hot_sym);
+        assert_true(strstr(r.filename, "/p.elf") != NULL);
+
+        /* Every function the truth counts has exactly that many records
+         * resolved to it, [kernel] included; nothing is left unresolved. */
+        for (const char *l = truth; (l = strstr(l, "function_records.")); l++) {
+                const char *name = l + strlen("function_records.");
+                _cleanup_free_ char *fn = strndup(name, strcspn(name, "="));
+                uint64_t want = strtoull(name + strlen(fn) + 1, NULL, 10);
+
+                assert_int_equal(replay_sym_count(&st, fn), want);
+                total += want;
+        }
+        assert_int_equal(total, 2000);
+        assert_int_equal(replay_sym_count(&st, REPLAY_SYM_UNKNOWN), 0);
+        assert_int_equal(replay_sym_count(&st, hot_sym), strtoull(hot_count, NULL, 10));
+        replay_sym_done(&st);
+        symbols_free(s);
+}
+
+static void rm_tmpdir(void) {
+        DIR *d = opendir(tmpdir);
+        struct dirent *e;
+
+        while (d && (e = readdir(d)))
+                if (!streq(e->d_name, ".") && !streq(e->d_name, ".."))
+                        unlinkat(dirfd(d), e->d_name, 0);
+        if (d)
+                closedir(d);
+        rmdir(tmpdir);
+}
+
+int main(int argc, char **argv) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_lookup),
+                cmocka_unit_test(test_pgoff),
+                cmocka_unit_test(test_load_bias),
+                cmocka_unit_test(test_dynsym),
+                cmocka_unit_test(test_kernel_and_non_files),
+                cmocka_unit_test(test_bad_args),
+                cmocka_unit_test(test_overlap),
+                cmocka_unit_test(test_bounds),
+                cmocka_unit_test(test_spegen),
+        };
+        int r;
+
+        if (argc != 2) {
+                fprintf(stderr, "usage: %s ARMPROFD-SPEGEN\n", argv[0]);
+                return 2;
+        }
+        spegen_path = argv[1];
+        if (!mkdtemp(tmpdir)) {
+                perror("mkdtemp");
+                return 1;
+        }
+        r = cmocka_run_group_tests(tests, NULL, NULL);
+        rm_tmpdir();
+        return r;
+}
