@@ -16,10 +16,13 @@
 #include "log.h"
 #include "macro.h"
 #include "parse-util.h"
+#include "profile.h"
 #include "strbuf.h"
 
 #define SYSFS_LINE_SIZE "/sys/devices/system/cpu/cpu0/cache/index0/coherency_line_size"
 #define DEFAULT_LINE_SIZE 64U
+#define SYMBOLS_MAX_FILES_DAEMON 16
+#define SYMBOLS_MAX_PER_FILE_DAEMON (128 * 1024)
 #define COLLECTOR_MIN_STALE_USEC (5 * USEC_PER_SEC)
 #define COLLECTOR_STALE_INTERVALS 3
 
@@ -60,6 +63,10 @@ struct collector {
         char spe_reason[256];
         size_t n_spe_cpus;
         struct spe_replay_cpu_stats *spe_cpus;
+
+        /* Symbols of sampled processes: fed by the sources, read by pprof requests. */
+        pthread_mutex_t symbols_lock;
+        struct symbols *symbols;
 
         pthread_mutex_t lock; /* guards pending */
         struct collector_options pending;
@@ -361,10 +368,33 @@ static int arm(int fd, uint64_t usec) {
 
 static void replay_sink(void *userdata, const struct spe_record *recs, const uint32_t *pids,
                         const uint32_t *tids, size_t n) {
-        struct store *s = userdata;
+        struct collector *c = userdata;
 
         for (size_t i = 0; i < n; i++)
-                store_add(s, &recs[i], pids[i], tids[i]);
+                store_add(c->store, &recs[i], pids[i], tids[i]);
+}
+
+static void replay_mapping(void *userdata, const struct spe_mapping *m) {
+        struct collector *c = userdata;
+        int k;
+
+        pthread_mutex_lock(&c->symbols_lock);
+        k = symbols_add_mapping(c->symbols, m->pid, m->start, m->len, m->pgoff, m->filename, m->build_id,
+                                m->build_id_len);
+        pthread_mutex_unlock(&c->symbols_lock);
+        if (k < 0)
+                log_debug_errno(k, "symbols: cannot add mapping of %s: %m", m->filename);
+}
+
+int collector_profile(struct collector *c, uint64_t window_ns, struct strbuf *ret_gz) {
+        _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = store_snapshot_get(c->store);
+        int k;
+
+        /* Lookup results live until the next lookup: hold the lock for the whole profile. */
+        pthread_mutex_lock(&c->symbols_lock);
+        k = profile_build(snap, window_ns, c->symbols, ret_gz);
+        pthread_mutex_unlock(&c->symbols_lock);
+        return k;
 }
 
 /* --replay FILE: the file's records go through the same store as live data would. */
@@ -373,7 +403,7 @@ static int replay(struct collector *c, const char *path) {
         uint64_t records = 0;
         int k;
 
-        k = spe_replay_path(path, &(struct spe_sink) { c->store, replay_sink }, &r);
+        k = spe_replay_path(path, &(struct spe_sink) { c, replay_sink, replay_mapping }, &r);
         c->n_spe_cpus = spe_replay_n_cpus(r);
         c->spe_cpus = xcalloc(c->n_spe_cpus ?: 1, sizeof(*c->spe_cpus));
         for (size_t i = 0; i < c->n_spe_cpus; i++) {
@@ -400,6 +430,16 @@ int collector_start(const struct collector_options *opts, struct collector **ret
         c->opts = *opts;
         c->opts.replay_path = NULL;
         pthread_mutex_init(&c->lock, NULL);
+        pthread_mutex_init(&c->symbols_lock, NULL);
+        /*
+         * Symbol tables are the daemon's largest variable cost: bound them so
+         * the worst case (16 files x 128k symbols) stays within the unit's
+         * MemoryMax next to the store; evictions are counted by the module.
+         */
+        c->symbols = symbols_new(&(struct symbols_limits) {
+                .max_files = SYMBOLS_MAX_FILES_DAEMON,
+                .max_symbols_per_file = SYMBOLS_MAX_PER_FILE_DAEMON,
+        });
         atomic_store(&c->interval_usec, opts->interval_usec);
         atomic_store(&c->last_cycle_usec, now_monotonic_usec());
         snprintf(c->spe_reason, sizeof(c->spe_reason),
@@ -465,6 +505,8 @@ struct collector *collector_stop(struct collector *c) {
         c->store = store_free(c->store);
         lat_unref(c->lat);
         free(c->spe_cpus);
+        c->symbols = symbols_free(c->symbols);
+        pthread_mutex_destroy(&c->symbols_lock);
         pthread_mutex_destroy(&c->lock);
         free(c);
         return NULL;

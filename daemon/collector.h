@@ -19,6 +19,7 @@
 #include "spe-metrics.h"
 #include "spe-replay.h"
 #include "store.h"
+#include "strbuf.h"
 
 struct collector_options {
         uint64_t interval_usec;
@@ -64,6 +65,12 @@ void collector_reconfigure(struct collector *c, const struct collector_options *
 struct store_snapshot *collector_snapshot(struct collector *c);
 /* The collector's view inside a snapshot (never NULL). */
 const struct collector_view *collector_view(const struct store_snapshot *snap);
+
+/*
+ * A gzip-compressed pprof profile of the hot PCs over a window, symbolized
+ * from the mappings the sources reported. Any thread.
+ */
+int collector_profile(struct collector *c, uint64_t window_ns, struct strbuf *ret_gz);
 
 /* Completed cycles, and whether the last one is recent (3 intervals, at least 5 s). */
 uint64_t collector_cycles(struct collector *c);

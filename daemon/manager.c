@@ -84,6 +84,12 @@ static json_t *source_counters(void *userdata) {
         return counters_to_json(v->pmu, v->interval_seconds);
 }
 
+static int source_pprof(void *userdata, uint64_t window_ns, struct strbuf *out) {
+        struct manager *m = userdata;
+
+        return collector_profile(m->collector, window_ns, out);
+}
+
 static struct store_snapshot *source_snapshot(void *userdata) {
         struct manager *m = userdata;
 
@@ -219,6 +225,7 @@ int manager_start(struct manager *m) {
                 .fill_status = source_fill_status,
                 .counters_json = source_counters,
                 .snapshot = source_snapshot,
+                .pprof = source_pprof,
         });
         routes = api_routes(&n_routes);
         r = http_server_start(

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "api.h"
 
+#include <errno.h>
+#include <string.h>
 #include <time.h>
 
 #include "aggregates.h"
@@ -106,6 +108,8 @@ static void handle_index(void *userdata, const struct http_request *req, struct 
                 { "/hotlines?window=1m&limit=20", "cache lines ranked by peer snoops: false/true sharing, offsets, PCs, CPUs (JSON)" },
                 { "/hotpcs?window=1m&limit=50", "hottest sampled PCs with counts by op and event (JSON)" },
                 { "/latency?window=1m", "latency histograms with p50/p90/p99/p999 by op and data source (JSON)" },
+                { "/debug/pprof/spe?window=1m", "pprof profile of the sampled operations of the window (go tool pprof)" },
+                { "/debug/pprof/profile?seconds=30", "pprof profile collected over the next N seconds" },
                 { "/status", "collectors, availability, versions, configuration (JSON)" },
                 { "/healthz", "liveness of the collector loop" },
         };
@@ -337,6 +341,59 @@ static void handle_latency(void *userdata, const struct http_request *req, struc
         handle_aggregate(userdata, req, resp, &e);
 }
 
+#define PPROF_DEFAULT_SECONDS 30 /* what go tool pprof asks for by default */
+#define PPROF_MAX_SECONDS 120
+
+static void pprof_body(struct api *a, struct http_response *resp, uint64_t window_ns) {
+        int k = a->src.pprof ? a->src.pprof(a->src.userdata, window_ns, &resp->body) : -EOPNOTSUPP;
+
+        if (k < 0) {
+                http_response_error(resp, 500, "cannot build the profile: %s", strerror(-k));
+                return;
+        }
+        /* As Go's net/http/pprof serves it: gzip-compressed profile.proto. */
+        resp->content_type = "application/octet-stream";
+}
+
+/* /debug/pprof/spe?window=1m: the aggregated samples of the window, at once. */
+static void handle_pprof_spe(void *userdata, const struct http_request *req, struct http_response *resp) {
+        struct query q;
+
+        if (parse_query(req, resp, 0, 0, &q))
+                pprof_body(userdata, resp, q.window_ns);
+}
+
+/*
+ * /debug/pprof/profile?seconds=N: answers after N seconds (the connection is
+ * suspended meanwhile) with the samples of the epochs covering that time.
+ */
+static void handle_pprof_profile(void *userdata, const struct http_request *req, struct http_response *resp) {
+        static const char *const allowed[] = { "seconds", NULL };
+        const char *unknown, *v;
+        uint64_t *seconds = *req->state;
+        uint32_t n = PPROF_DEFAULT_SECONDS;
+
+        if (seconds) {
+                pprof_body(userdata, resp, *seconds * NSEC_PER_SEC);
+                return;
+        }
+        unknown = http_request_unknown_arg(req, allowed);
+        if (unknown) {
+                http_response_error(resp, 400, "unknown parameter '%s' (known: seconds)", unknown);
+                return;
+        }
+        v = http_request_arg(req, "seconds");
+        if (v && (safe_atou32(v, &n) < 0 || n < 1 || n > PPROF_MAX_SECONDS)) {
+                http_response_error(resp, 400, "parameter 'seconds': '%s' is not a number in 1..%d", v,
+                                    PPROF_MAX_SECONDS);
+                return;
+        }
+        seconds = xmalloc(sizeof(*seconds));
+        *seconds = n;
+        *req->state = seconds;
+        resp->defer_usec = n * USEC_PER_SEC;
+}
+
 static const struct http_route routes[] = {
         { "/", "index", handle_index },
         { "/healthz", "healthz", handle_healthz },
@@ -346,6 +403,8 @@ static const struct http_route routes[] = {
         { "/hotpcs", "hotpcs", handle_hotpcs },
         { "/hotlines", "hotlines", handle_hotlines },
         { "/latency", "latency", handle_latency },
+        { "/debug/pprof/profile", "pprof", handle_pprof_profile },
+        { "/debug/pprof/spe", "pprof", handle_pprof_spe },
 };
 
 const struct http_route *api_routes(size_t *ret_n) {

@@ -27,6 +27,8 @@ struct exporter_source {
         json_t *(*counters_json)(void *userdata);
         /* A reference to the newest aggregate snapshot (/hotpcs, /hotlines, /latency). */
         struct store_snapshot *(*snapshot)(void *userdata);
+        /* A gzip-compressed pprof profile of the window (/debug/pprof/...). */
+        int (*pprof)(void *userdata, uint64_t window_ns, struct strbuf *out);
 };
 
 struct api;

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * pprof profiles of sampled operations: the store's hot PCs over a window,
+ * symbolized, as a gzip-compressed profile.proto (go tool pprof reads it).
+ * Sample types: samples/count (the SPE samples of the PC), latency/cycles
+ * (their total latency), l1d_refills, llc_misses, tlb_walks and
+ * mispredicts/count; each sample carries a pid label.
+ */
+
+#include <stdint.h>
+
+#include "store.h"
+#include "strbuf.h"
+#include "symbols.h"
+
+/* `sym` may be NULL (no symbols). Returns 0 or a negative errno. */
+int profile_build(const struct store_snapshot *snap, uint64_t window_ns, struct symbols *sym,
+                  struct strbuf *ret_gz);

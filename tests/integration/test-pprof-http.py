@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""go tool pprof reads both pprof endpoints of a daemon serving a replayed generator
+file: its sample totals equal the store's count of samples, -top names the
+generator's hottest function first, and /debug/pprof/profile?seconds=N answers
+after N seconds."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from armprofd_test import Daemon, skip  # noqa: E402
+
+go = shutil.which("go")
+if not go:
+    skip("go not installed (Debian package golang-go): no go tool pprof")
+spegen = os.path.join(os.environ["ARMPROFD_BUILD_DIR"], "tests", "spegen", "armprofd-spegen")
+
+tmp = tempfile.mkdtemp(prefix="armprofd-pprof-")
+env = dict(os.environ, HOME=tmp, GOCACHE=os.path.join(tmp, "gocache"), GOFLAGS="-mod=mod", PPROF_TMPDIR=tmp)
+subprocess.run([spegen, "--out-dir", tmp, "--prefix", "g", "--records", "20000", "--scenario", "all"],
+               check=True, stdout=subprocess.DEVNULL)
+facts = dict(l.rstrip("\n").split("=", 1) for l in open(os.path.join(tmp, "g.truth.txt")) if "=" in l and l[0] != "#")
+
+
+def pprof(*args):
+    r = subprocess.run([go, "tool", "pprof", "-symbolize=none", *args], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def raw_total(text, index):
+    """Sum of one sample type's column in `pprof -raw` output."""
+    lines = text.splitlines()
+    start = next(i for i, l in enumerate(lines) if l.startswith("Samples:"))
+    total = 0
+    for l in lines[start + 2:]:
+        m = re.match(r"^\s+(\d+(?:\s+\d+)*): ", l)
+        if not m:
+            if l.startswith("Locations"):
+                break
+            continue
+        total += int(m.group(1).split()[index])
+    return total
+
+
+try:
+    with Daemon(args=["--replay", os.path.join(tmp, "g.data")], config_text="[store]\nepoch = 60s\n") as d:
+        d.wait_ready()
+        url = f"http://{d.host}:{d.port}"
+        store_samples = json.loads(d.get("/hotpcs?window=all&limit=1")[2])["samples"]
+
+        raw = pprof("-raw", f"{url}/debug/pprof/spe?window=all")
+        # "[dflt]" marks the default sample type (samples), as pprof prints it.
+        assert re.search(r"samples/count(\[dflt\])? latency/cycles", raw), raw[:400]
+        assert raw_total(raw, 0) == store_samples, (raw_total(raw, 0), store_samples)
+
+        top = pprof("-top", f"{url}/debug/pprof/spe?window=all")
+        assert "Type: samples" in top, top[:300]  # samples is the default type
+        first = next(l for l in top.splitlines() if re.match(r"^\s+\d+\s+[\d.]+%", l))
+        assert first.split()[-1] == facts["hottest.symbol"], (first, facts["hottest.symbol"])
+        print(f"/debug/pprof/spe: {store_samples} samples as the store counts; -top: {first.strip()}")
+
+        t0 = time.monotonic()
+        proc = subprocess.Popen([go, "tool", "pprof", "-symbolize=none", "-raw", "-seconds=3",
+                                 f"{url}/debug/pprof/profile"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env=env)
+        # While that request waits (suspended, no thread held), others are answered at once.
+        time.sleep(1.0)
+        t1 = time.monotonic()
+        assert d.get("/healthz")[0] == 200 and time.monotonic() - t1 < 0.5
+        raw, err = proc.communicate(timeout=120)
+        took = time.monotonic() - t0
+        assert proc.returncode == 0, err
+        assert took >= 3.0, took
+        assert raw_total(raw, 0) == store_samples, (raw_total(raw, 0), store_samples)
+        print(f"/debug/pprof/profile?seconds=3: answered after {took:.1f} s with {store_samples} samples; "
+              "/healthz answered meanwhile")
+        rc, _ = d.stop()
+        assert rc == 0, d.log()
+finally:
+    shutil.rmtree(tmp, ignore_errors=True)
