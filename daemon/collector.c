@@ -386,6 +386,18 @@ static void replay_mapping(void *userdata, const struct spe_mapping *m) {
                 log_debug_errno(k, "symbols: cannot add mapping of %s: %m", m->filename);
 }
 
+bool collector_symbol(struct collector *c, uint32_t pid, uint64_t pc, char *buf, size_t len) {
+        struct symbols_result r;
+        bool found;
+
+        pthread_mutex_lock(&c->symbols_lock);
+        found = symbols_lookup(c->symbols, pid, pc, &r) == 0 && r.function;
+        if (found)
+                snprintf(buf, len, "%s", r.function);
+        pthread_mutex_unlock(&c->symbols_lock);
+        return found;
+}
+
 int collector_profile(struct collector *c, uint64_t window_ns, struct strbuf *ret_gz) {
         _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = store_snapshot_get(c->store);
         int k;

@@ -72,6 +72,9 @@ const struct collector_view *collector_view(const struct store_snapshot *snap);
  */
 int collector_profile(struct collector *c, uint64_t window_ns, struct strbuf *ret_gz);
 
+/* The function a PC of a process lies in, copied into buf; false when unknown. Any thread. */
+bool collector_symbol(struct collector *c, uint32_t pid, uint64_t pc, char *buf, size_t len);
+
 /* Completed cycles, and whether the last one is recent (3 intervals, at least 5 s). */
 uint64_t collector_cycles(struct collector *c);
 bool collector_alive(struct collector *c);

@@ -76,12 +76,18 @@ static void source_write_metrics(void *userdata, struct prom_writer *w) {
                           w);
 }
 
-static json_t *source_counters(void *userdata) {
+static json_t *source_counters(void *userdata, int64_t cpu) {
         struct manager *m = userdata;
         _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = collector_snapshot(m->collector);
         const struct collector_view *v = collector_view(snap);
 
-        return counters_to_json(v->pmu, v->interval_seconds);
+        return counters_to_json(v->pmu, v->interval_seconds, cpu);
+}
+
+static bool source_symbol(void *userdata, uint32_t pid, uint64_t pc, char *buf, size_t len) {
+        struct manager *m = userdata;
+
+        return collector_symbol(m->collector, pid, pc, buf, len);
 }
 
 static int source_pprof(void *userdata, uint64_t window_ns, struct strbuf *out) {
@@ -226,6 +232,7 @@ int manager_start(struct manager *m) {
                 .counters_json = source_counters,
                 .snapshot = source_snapshot,
                 .pprof = source_pprof,
+                .symbol = source_symbol,
         });
         routes = api_routes(&n_routes);
         r = http_server_start(

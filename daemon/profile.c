@@ -63,9 +63,19 @@ int profile_build(const struct store_snapshot *snap, uint64_t window_ns, struct 
                         [VALUE_TLB_WALKS] = (int64_t) it->events[HOTPCS_EV_TLB_WALK],
                         [VALUE_MISPREDICTS] = (int64_t) it->events[HOTPCS_EV_MISPRED],
                 };
+                static const char *const op_names[_HOTPCS_OP_MAX] = { "load", "store", "branch", "other" };
+                /* A string: a numeric label of 0 (user code) is lost in proto3 encoding. */
+                static const char *const el_names[] = { "el0", "el1", "el2", "el3" };
+                size_t op = 0;
+
+                /* An instruction is one kind of op; the label names the kind its samples had. */
+                for (size_t o = 1; o < _HOTPCS_OP_MAX; o++)
+                        if (it->ops[o] > it->ops[op])
+                                op = o;
                 const struct pprof_label labels[] = {
                         { .key = "pid", .num = it->pid },
-                        { .key = "el", .num = it->el },
+                        { .key = "el", .str = el_names[it->el & 3] },
+                        { .key = "op", .str = op_names[op] },
                 };
 
                 if (sym && symbols_lookup(sym, it->pid, it->pc, &s) == 0 && s.has_mapping)

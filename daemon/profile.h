@@ -6,7 +6,9 @@
  * symbolized, as a gzip-compressed profile.proto (go tool pprof reads it).
  * Sample types: samples/count (the SPE samples of the PC), latency/cycles
  * (their total latency), l1d_refills, llc_misses, tlb_walks and
- * mispredicts/count; each sample carries a pid label.
+ * mispredicts/count; each sample carries pid, el (exception level) and op
+ * labels. The store does not keep tid, cpu or data source per PC, so there
+ * are no such labels.
  */
 
 #include <stdint.h>

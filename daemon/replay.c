@@ -13,16 +13,38 @@
 #include "log.h"
 #include "spe-replay.h"
 #include "store.h"
+#include "symbols.h"
 
 #define REPORT_HOTPCS 50
 #define REPORT_HOTLINES 20
 
+struct once {
+        struct store *store;
+        struct symbols *symbols;
+};
+
 static void sink_records(void *userdata, const struct spe_record *recs, const uint32_t *pids,
                          const uint32_t *tids, size_t n) {
-        struct store *s = userdata;
+        struct once *o = userdata;
 
         for (size_t i = 0; i < n; i++)
-                store_add(s, &recs[i], pids[i], tids[i]);
+                store_add(o->store, &recs[i], pids[i], tids[i]);
+}
+
+static void sink_mapping(void *userdata, const struct spe_mapping *m) {
+        struct once *o = userdata;
+
+        (void) symbols_add_mapping(o->symbols, m->pid, m->start, m->len, m->pgoff, m->filename, m->build_id,
+                                   m->build_id_len);
+}
+
+static bool symbol(void *userdata, uint32_t pid, uint64_t pc, char *buf, size_t len) {
+        struct symbols_result r;
+
+        if (symbols_lookup(userdata, pid, pc, &r) < 0 || !r.function)
+                return false;
+        snprintf(buf, len, "%s", r.function);
+        return true;
 }
 
 static json_t *decoder_errors_json(const struct spe_decoder_stats *d) {
@@ -77,13 +99,16 @@ int replay_once(const char *path, const struct config *cfg, FILE *out) {
         k = store_new(&so, 0, &s);
         if (k < 0)
                 return log_error_errno(k, "Failed to create the aggregate store: %m");
+        struct once once = { s, symbols_new(NULL) };
+        struct spe_sink sink = { &once, sink_records, sink_mapping };
+        struct agg_symbolizer sym = { once.symbols, symbol };
 
         /* A replay is one epoch covering the whole file. */
         /* "-" reads a pipe-mode stream from stdin: perf record -o - | armprofd --replay - --once */
         if (streq(path, "-"))
-                rr = spe_replay_fd(STDIN_FILENO, &(struct spe_sink) { s, sink_records }, &r);
+                rr = spe_replay_fd(STDIN_FILENO, &sink, &r);
         else
-                rr = spe_replay_path(path, &(struct spe_sink) { s, sink_records }, &r);
+                rr = spe_replay_path(path, &sink, &r);
         store_epoch_end(s, now_monotonic_usec() * NSEC_PER_USEC);
 
         snap = store_snapshot_get(s);
@@ -100,8 +125,8 @@ int replay_once(const char *path, const struct config *cfg, FILE *out) {
         json_object_set_new(report, "decode_errors", decoder_errors_json(&errors));
         json_object_set_new(report, "unattributed_records", json_integer((json_int_t) spe_replay_unattributed(r)));
         json_object_set_new(report, "totals", agg_totals_json(&totals.t));
-        json_object_set_new(report, "hotpcs", agg_hotpcs_json(&pcs));
-        json_object_set_new(report, "hotlines", agg_hotlines_json(&lines));
+        json_object_set_new(report, "hotpcs", agg_hotpcs_json(&pcs, &sym));
+        json_object_set_new(report, "hotlines", agg_hotlines_json(&lines, &sym));
         json_object_set_new(report, "latency", agg_latency_json(&lat));
         json_dumpf(report, out, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
         fputc('\n', out);
@@ -112,6 +137,7 @@ int replay_once(const char *path, const struct config *cfg, FILE *out) {
         store_latency_result_done(&lat);
         store_snapshot_unref(snap);
         store_free(s);
+        symbols_free(once.symbols);
         if (rr < 0)
                 log_error("replay: %s", spe_replay_error(r));
         spe_replay_free(r);

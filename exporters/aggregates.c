@@ -44,7 +44,16 @@ json_t *agg_totals_json(const struct store_totals *t) {
                          (json_int_t) t->evict_hotlines, "offsets", (json_int_t) t->evict_offsets);
 }
 
-json_t *agg_hotpcs_json(const struct store_hotpcs_result *r) {
+#define SYMBOL_MAX 256
+
+static void add_symbol(json_t *o, const struct agg_symbolizer *sym, uint32_t pid, uint64_t pc) {
+        char name[SYMBOL_MAX];
+
+        if (sym && sym->name(sym->userdata, pid, pc, name, sizeof(name)))
+                json_object_set_new(o, "symbol", json_string(name));
+}
+
+json_t *agg_hotpcs_json(const struct store_hotpcs_result *r, const struct agg_symbolizer *sym) {
         static const char *const ops[_HOTPCS_OP_MAX] = { "load", "store", "branch", "other" };
         static const char *const evs[_HOTPCS_EV_MAX] = { "l1d_refill", "llc_miss", "tlb_walk", "mispredict" };
         json_t *items = json_array();
@@ -59,11 +68,13 @@ json_t *agg_hotpcs_json(const struct store_hotpcs_result *r) {
                 for (int k = 0; k < _HOTPCS_EV_MAX; k++)
                         if (it->events[k])
                                 json_object_set_new(e, evs[k], json_integer((json_int_t) it->events[k]));
-                json_array_append_new(items,
-                                      json_pack("{s:o, s:I, s:i, s:I, s:I, s:o, s:o, s:I}", "pc", agg_hex(it->pc),
-                                                "pid", (json_int_t) it->pid, "el", (int) it->el, "samples",
-                                                (json_int_t) it->count, "error", (json_int_t) it->error, "ops", o,
-                                                "events", e, "latency_sum_cycles", (json_int_t) it->lat_sum));
+                json_t *item = json_pack("{s:o, s:I, s:i, s:I, s:I, s:o, s:o, s:I}", "pc", agg_hex(it->pc), "pid",
+                                         (json_int_t) it->pid, "el", (int) it->el, "samples",
+                                         (json_int_t) it->count, "error", (json_int_t) it->error, "ops", o,
+                                         "events", e, "latency_sum_cycles", (json_int_t) it->lat_sum);
+
+                add_symbol(item, sym, it->pid, it->pc);
+                json_array_append_new(items, item);
         }
         return json_pack("{s:o, s:I, s:i, s:I, s:I, s:o}", "interval", agg_interval_json(&r->iv), "samples",
                          (json_int_t) r->pcs.total, "capacity", (int) r->pcs.capacity, "error_bound",
@@ -87,7 +98,7 @@ static json_t *u32_list(const uint32_t *v, size_t n) {
         return a;
 }
 
-json_t *agg_hotlines_json(const struct store_hotlines_result *r) {
+json_t *agg_hotlines_json(const struct store_hotlines_result *r, const struct agg_symbolizer *sym) {
         json_t *lines = json_array();
 
         for (size_t i = 0; i < r->lines.n; i++) {
@@ -96,9 +107,7 @@ json_t *agg_hotlines_json(const struct store_hotlines_result *r) {
 
                 for (size_t k = 0; k < l->noffs; k++) {
                         const struct hotlines_off *o = &l->off[k];
-
-                        json_array_append_new(
-                                offs, json_pack("{s:o, s:o, s:I, s:i, s:I, s:I, s:{s:I, s:I}, s:I, s:o, s:b, s:o, s:b}",
+                        json_t *entry = json_pack("{s:o, s:o, s:I, s:i, s:I, s:I, s:{s:I, s:I}, s:I, s:o, s:b, s:o, s:b}",
                                                 "offset", agg_hex(o->offset), "pc", agg_hex(o->pc), "pid",
                                                 (json_int_t) o->pid, "el", (int) o->el, "loads",
                                                 (json_int_t) o->loads, "stores", (json_int_t) o->stores,
@@ -106,7 +115,10 @@ json_t *agg_hotlines_json(const struct store_hotlines_result *r) {
                                                 (json_int_t) o->peer_remote, "latency_sum_cycles",
                                                 (json_int_t) o->lat_sum, "cpus", u16_list(o->cpus, o->ncpus),
                                                 "cpus_truncated", (int) o->cpus_more, "tids",
-                                                u32_list(o->tids, o->ntids), "tids_truncated", (int) o->tids_more));
+                                                u32_list(o->tids, o->ntids), "tids_truncated", (int) o->tids_more);
+
+                        add_symbol(entry, sym, o->pid, o->pc);
+                        json_array_append_new(offs, entry);
                 }
                 json_array_append_new(
                         lines,

@@ -13,7 +13,14 @@
 
 json_t *agg_interval_json(const struct store_interval *iv);
 json_t *agg_totals_json(const struct store_totals *t);
-json_t *agg_hotpcs_json(const struct store_hotpcs_result *r);
-json_t *agg_hotlines_json(const struct store_hotlines_result *r);
+/* Names a PC of a process: writes the function into buf and returns true when known. */
+struct agg_symbolizer {
+        void *userdata;
+        bool (*name)(void *userdata, uint32_t pid, uint64_t pc, char *buf, size_t len);
+};
+
+/* `sym` may be NULL: no "symbol" fields. */
+json_t *agg_hotpcs_json(const struct store_hotpcs_result *r, const struct agg_symbolizer *sym);
+json_t *agg_hotlines_json(const struct store_hotlines_result *r, const struct agg_symbolizer *sym);
 json_t *agg_latency_json(const struct store_latency_result *r);
 json_t *agg_hex(uint64_t v);

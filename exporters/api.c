@@ -188,8 +188,21 @@ static void handle_status(void *userdata, const struct http_request *req, struct
 }
 
 static void handle_counters(void *userdata, const struct http_request *req, struct http_response *resp) {
+        static const char *const allowed[] = { "cpu", NULL };
         struct api *a = userdata;
-        json_t *o = a->src.counters_json ? a->src.counters_json(a->src.userdata) : NULL;
+        const char *unknown = http_request_unknown_arg(req, allowed), *v = http_request_arg(req, "cpu");
+        uint32_t cpu;
+        json_t *o;
+
+        if (unknown) {
+                http_response_error(resp, 400, "unknown parameter '%s' (known: cpu)", unknown);
+                return;
+        }
+        if (v && safe_atou32(v, &cpu) < 0) {
+                http_response_error(resp, 400, "parameter 'cpu': '%s' is not a CPU number", v);
+                return;
+        }
+        o = a->src.counters_json ? a->src.counters_json(a->src.userdata, v ? (int64_t) cpu : -1) : NULL;
 
         if (!o) {
                 http_response_error(resp, 503, "no counting data");
@@ -257,34 +270,37 @@ static bool parse_query(const struct http_request *req, struct http_response *re
 /* One aggregate endpoint: its limits, its query, its protobuf message. */
 struct aggregate_endpoint {
         size_t default_limit, max_limit; /* max_limit 0: the endpoint takes neither limit nor pid */
-        json_t *(*query)(const struct store_snapshot *snap, const struct query *q);
+        json_t *(*query)(const struct store_snapshot *snap, const struct query *q, const struct agg_symbolizer *sym);
         const ProtobufCMessageDescriptor *pb;
         const char *pb_content_type;
 };
 
-static json_t *query_hotpcs(const struct store_snapshot *snap, const struct query *q) {
+static json_t *query_hotpcs(const struct store_snapshot *snap, const struct query *q,
+                            const struct agg_symbolizer *sym) {
         struct store_hotpcs_result r;
         json_t *o;
 
         if (store_query_hotpcs(snap, q->window_ns, q->limit, q->pid, &r) < 0)
                 return NULL;
-        o = agg_hotpcs_json(&r);
+        o = agg_hotpcs_json(&r, sym);
         store_hotpcs_result_done(&r);
         return o;
 }
 
-static json_t *query_hotlines(const struct store_snapshot *snap, const struct query *q) {
+static json_t *query_hotlines(const struct store_snapshot *snap, const struct query *q,
+                              const struct agg_symbolizer *sym) {
         struct store_hotlines_result r;
         json_t *o;
 
         if (store_query_hotlines(snap, q->window_ns, q->limit, q->pid, &r) < 0)
                 return NULL;
-        o = agg_hotlines_json(&r);
+        o = agg_hotlines_json(&r, sym);
         store_hotlines_result_done(&r);
         return o;
 }
 
-static json_t *query_latency(const struct store_snapshot *snap, const struct query *q) {
+static json_t *query_latency(const struct store_snapshot *snap, const struct query *q,
+                             const struct agg_symbolizer *sym) {
         struct store_latency_result r;
         json_t *o;
 
@@ -308,7 +324,8 @@ static void handle_aggregate(struct api *a, const struct http_request *req, stru
                 http_response_error(resp, 503, "no aggregates yet");
                 return;
         }
-        o = e->query(snap, &q);
+        o = e->query(snap, &q,
+                     a->src.symbol ? &(struct agg_symbolizer) { a->src.userdata, a->src.symbol } : NULL);
         if (!o) {
                 http_response_error(resp, 500, "query failed");
                 return;

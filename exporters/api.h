@@ -23,10 +23,12 @@ struct exporter_source {
         void (*write_metrics)(void *userdata, struct prom_writer *w);
         /* Adds "config" and "collectors" members to the /status object. */
         void (*fill_status)(void *userdata, json_t *status);
-        /* The /counters document (new reference). */
-        json_t *(*counters_json)(void *userdata);
+        /* The /counters document (new reference); cpu -1 for all CPUs. */
+        json_t *(*counters_json)(void *userdata, int64_t cpu);
         /* A reference to the newest aggregate snapshot (/hotpcs, /hotlines, /latency). */
         struct store_snapshot *(*snapshot)(void *userdata);
+        /* The function of a PC of a process, for "symbol" fields; false when unknown. */
+        bool (*symbol)(void *userdata, uint32_t pid, uint64_t pc, char *buf, size_t len);
         /* A gzip-compressed pprof profile of the window (/debug/pprof/...). */
         int (*pprof)(void *userdata, uint64_t window_ns, struct strbuf *out);
 };

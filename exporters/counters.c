@@ -160,7 +160,7 @@ static json_t *ratios_json(const struct pmu_ratio *r) {
         return o;
 }
 
-json_t *counters_to_json(const struct pmu_snapshot *s, double interval_seconds) {
+json_t *counters_to_json(const struct pmu_snapshot *s, double interval_seconds, int64_t cpu) {
         json_t *root, *cpus;
 
         if (!s)
@@ -171,7 +171,11 @@ json_t *counters_to_json(const struct pmu_snapshot *s, double interval_seconds) 
         cpus = json_array();
         for (size_t i = 0; i < s->n_cpus; i++) {
                 const struct pmu_cpu_snapshot *c = &s->cpus[i];
-                json_t *groups = json_array();
+                json_t *groups;
+
+                if (cpu >= 0 && c->cpu != (unsigned) cpu)
+                        continue;
+                groups = json_array();
 
                 for (size_t g = 0; g < c->n_groups; g++)
                         if (c->groups[g].n_events > 0)

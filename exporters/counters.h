@@ -16,5 +16,6 @@
 bool counters_up(const struct pmu_snapshot *s);
 /* `s` may be NULL (counting disabled or not started): nothing is written. */
 void counters_write_metrics(const struct pmu_snapshot *s, struct prom_writer *w);
-json_t *counters_to_json(const struct pmu_snapshot *s, double interval_seconds);
+/* cpu: only that CPU in "cpus" (the host aggregate stays whole), or -1 for all. */
+json_t *counters_to_json(const struct pmu_snapshot *s, double interval_seconds, int64_t cpu);
 json_t *counters_status_json(const struct pmu_snapshot *s, const char *disabled_reason);

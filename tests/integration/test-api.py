@@ -65,7 +65,7 @@ with Daemon(args=["--replay", os.path.join(tmp, "a.data")], config_text="[http]\
     hp = get_json("/hotpcs?window=all&limit=3")
     assert len(hp["pcs"]) == 3
     top = hp["pcs"][0]
-    assert top["pc"] == facts["hottest.pc"], top
+    assert top["pc"] == facts["hottest.pc"] and top["symbol"] == facts["hottest.symbol"], top
     assert top["samples"] - top["error"] <= int(facts["hottest.count"]) <= top["samples"], top
 
     # /latency: the count of loads with a latency equals the truth.

@@ -109,6 +109,9 @@ with Daemon(config_text="[pmu]\ninterval = 200ms\n") as d:
     assert set(cpus) == set(range(os.cpu_count())), cpus.keys()
     host = c["host"]["events"]["page_faults"]["total"]
     assert host == sum(e["events"]["page_faults"]["total"] for e in c["cpus"]), host
+    one = json.loads(d.get("/counters?cpu=1")[2])
+    assert [e["cpu"] for e in one["cpus"]] == [1], one["cpus"]
+    assert d.get("/counters?cpu=x")[0] == 400 and d.get("/counters?cpus=1")[0] == 400
     st = json.loads(d.get("/status")[2])
     pmu = [x for x in st["collectors"] if x["name"] == "pmu"][0]
     assert pmu["up"] and pmu["events"]["page_faults"]["available"], pmu

@@ -61,6 +61,10 @@ try:
         # "[dflt]" marks the default sample type (samples), as pprof prints it.
         assert re.search(r"samples/count(\[dflt\])? latency/cycles", raw), raw[:400]
         assert raw_total(raw, 0) == store_samples, (raw_total(raw, 0), store_samples)
+        samples_part = raw.split("Samples:", 1)[1].split("Locations", 1)[0]
+        n_samples = len(re.findall(r"^\s+\d+(?:\s+\d+)*: ", samples_part, re.M))
+        for label in ("pid", "el", "op"):
+            assert len(re.findall(rf"\b{label}:\[", samples_part)) == n_samples, (label, n_samples, raw[:800])
 
         top = pprof("-top", f"{url}/debug/pprof/spe?window=all")
         assert "Type: samples" in top, top[:300]  # samples is the default type

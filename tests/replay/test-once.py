@@ -93,6 +93,7 @@ def check_report(rep, facts, rows):
     assert top["pc"] == facts["hottest.pc"], (top, facts["hottest.pc"])
     true_count = int(facts["hottest.count"])
     assert top["samples"] - top["error"] <= true_count <= top["samples"], (top, true_count)
+    assert top["symbol"] == facts["hottest.symbol"], top
 
     # Hot lines: the false-sharing line ranks first, classified, with the right offsets/PCs/CPUs.
     lines = {l["address"]: l for l in rep["hotlines"]["lines"]}
@@ -107,6 +108,7 @@ def check_report(rep, facts, rows):
     load_pcs = {o["pc"] for o in first["offsets"] if o["loads"]}
     assert store_pcs == set(facts["false_sharing.store_pcs"].split(",")), store_pcs
     assert load_pcs == set(facts["false_sharing.load_pcs"].split(",")), load_pcs
+    assert {o["symbol"] for o in first["offsets"]} == set(facts["false_sharing.symbols"].split(",")), first["offsets"]
     cpus = {c for o in first["offsets"] for c in o["cpus"]}
     want = {int(c) for c in (facts["false_sharing.writer_cpus"] + "," + facts["false_sharing.reader_cpus"]).split(",")}
     assert cpus == want, (cpus, want)
