@@ -104,6 +104,9 @@ void collector_store_options(const struct config *cfg, struct store_options *ret
         ret->hotlines = cfg->store.hotlines;
         ret->line_offsets = cfg->store.line_offsets;
         ret->line_size = line_size(cfg);
+        /* Physical addresses find sharing across processes, but they are only used
+         * (and then served as line addresses) when the administrator allows it. */
+        ret->lines_by_pa = cfg->privacy.physical_addresses;
 }
 
 void collector_options_from_config(const struct config *cfg, struct collector_options *ret) {

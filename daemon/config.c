@@ -176,6 +176,7 @@ static const struct config_item items[] = {
         ITEM("store", "hotlines", parse_item_u32, store.hotlines, 16, 1U << 20),
         ITEM("store", "line_offsets", parse_item_u32, store.line_offsets, 1, 1024),
         ITEM("store", "line_size", parse_item_line_size, store.line_size, 0, 0),
+        ITEM("privacy", "physical_addresses", parse_item_bool, privacy.physical_addresses, 0, 0),
 };
 
 size_t config_n_items(void) {

@@ -41,6 +41,10 @@ struct config {
                 uint32_t line_offsets;
                 uint32_t line_size; /* 0: sysfs coherency_line_size, else 64 */
         } store;
+        struct {
+                /* Key hot lines by physical address (sharing across processes) and serve PAs. */
+                bool physical_addresses;
+        } privacy;
 };
 
 /* First error only: "file:line: [section] key: reason". */

@@ -43,8 +43,9 @@ def generate(tmp, *args):
     return facts, rows
 
 
-def once(path, stdin=None):
-    r = subprocess.run([armprofd, "--replay", path, "--once"], capture_output=True, text=True, stdin=stdin)
+def once(path, stdin=None, config=None):
+    args = ["-c", config] if config else []
+    r = subprocess.run([armprofd, *args, "--replay", path, "--once"], capture_output=True, text=True, stdin=stdin)
     return r.returncode, (json.loads(r.stdout) if r.stdout.strip() else None), r.stderr
 
 
@@ -167,6 +168,19 @@ with tempfile.TemporaryDirectory(prefix="armprofd-once-") as tmp:
             sys.exit(1)
     else:
         print("perf not installed: c2c comparison skipped")
+
+    # [privacy] physical_addresses: lines keyed by PA (the generator maps data VA
+    # 0xffff8a000000 + x to PA 0x40000000 + x), so the false-sharing line is found by its PA.
+    conf = os.path.join(tmp, "pa.conf")
+    with open(conf, "w") as f:
+        f.write("[privacy]\nphysical_addresses = yes\n")
+    rc, rep_pa, err = once(data, config=conf)
+    assert rc == 0, err
+    first = rep_pa["hotlines"]["lines"][0]
+    want_pa = int(facts["false_sharing.line"], 16) - 0xffff8a000000 + 0x40000000
+    assert first["key"] == "pa" and int(first["address"], 16) == want_pa, first["address"]
+    assert first["class"] == "false_sharing"
+    print(f"lines by physical address: the false-sharing line is {first['address']}")
 
     # Damage: a cut file reports the offset, exits non-zero, and keeps what decoded before.
     size = os.path.getsize(data)

@@ -122,6 +122,8 @@ static void test_values(void **state) {
                                              "interval = 250ms\n"
                                              "events = page_faults,cycles  context_switches\n"
                                              "general_counters = 4\n"
+                                             "[privacy]\n"
+                                             "physical_addresses = yes\n"
                                              "[spe]\n",
                                              "t.conf", &err),
                          0);
@@ -135,6 +137,7 @@ static void test_values(void **state) {
         assert_int_equal(c.pmu.events_mask, (1U << PMU_EVENT_PAGE_FAULTS) | (1U << PMU_EVENT_CYCLES) |
                                                     (1U << PMU_EVENT_CONTEXT_SWITCHES));
         assert_int_equal(c.pmu.general_counters, 4);
+        assert_true(c.privacy.physical_addresses);
 }
 
 static void test_table_complete(void **state) {
