@@ -61,6 +61,7 @@ struct collector {
         struct lat_block *lat;
         const char *spe_source;
         char spe_reason[256];
+        uint64_t spe_period; /* sampling interval in operations, 0 unknown; set before threads start */
         size_t n_spe_cpus;
         struct spe_replay_cpu_stats *spe_cpus;
 
@@ -407,7 +408,7 @@ int collector_profile(struct collector *c, uint64_t window_ns, struct strbuf *re
 
         /* Lookup results live until the next lookup: hold the lock for the whole profile. */
         pthread_mutex_lock(&c->symbols_lock);
-        k = profile_build(snap, window_ns, c->symbols, ret_gz);
+        k = profile_build(snap, window_ns, c->symbols, c->spe_period, ret_gz);
         pthread_mutex_unlock(&c->symbols_lock);
         return k;
 }
@@ -420,6 +421,7 @@ static int replay(struct collector *c, const char *path) {
 
         k = spe_replay_path(path, &(struct spe_sink) { c, replay_sink, replay_mapping }, &r);
         c->n_spe_cpus = spe_replay_n_cpus(r);
+        c->spe_period = spe_replay_sample_period(r);
         c->spe_cpus = xcalloc(c->n_spe_cpus ?: 1, sizeof(*c->spe_cpus));
         for (size_t i = 0; i < c->n_spe_cpus; i++) {
                 c->spe_cpus[i] = *spe_replay_cpu(r, i);

@@ -38,7 +38,7 @@ static uint64_t mono_to_wall_ns(uint64_t mono_ns) {
         return now_wall - (now_mono - MIN(mono_ns, now_mono));
 }
 
-int profile_build(const struct store_snapshot *snap, uint64_t window_ns, struct symbols *sym,
+int profile_build(const struct store_snapshot *snap, uint64_t window_ns, struct symbols *sym, uint64_t period,
                   struct strbuf *ret_gz) {
         struct store_hotpcs_result r;
         struct pprof_builder *b;
@@ -47,9 +47,12 @@ int profile_build(const struct store_snapshot *snap, uint64_t window_ns, struct 
         k = store_query_hotpcs(snap, window_ns, SIZE_MAX, STORE_PID_ANY, &r);
         if (k < 0)
                 return k;
-        /* SPE samples one operation in N; each sample stands for itself here. */
-        b = pprof_builder_new(sample_types, _VALUE_MAX, &(struct pprof_value_type) { "samples", "count" }, 1,
-                              mono_to_wall_ns(r.iv.start_ns), r.iv.end_ns - r.iv.start_ns);
+        /* SPE samples one operation in N: the period is N operations when the source said so. */
+        b = pprof_builder_new(sample_types, _VALUE_MAX,
+                              period ? &(struct pprof_value_type) { "operations", "count" }
+                                     : &(struct pprof_value_type) { "samples", "count" },
+                              period ? (int64_t) period : 1, mono_to_wall_ns(r.iv.start_ns),
+                              r.iv.end_ns - r.iv.start_ns);
 
         for (size_t i = 0; i < r.pcs.n && k >= 0; i++) {
                 const struct hotpcs_item *it = &r.pcs.item[i];

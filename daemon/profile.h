@@ -17,6 +17,9 @@
 #include "strbuf.h"
 #include "symbols.h"
 
-/* `sym` may be NULL (no symbols). Returns 0 or a negative errno. */
-int profile_build(const struct store_snapshot *snap, uint64_t window_ns, struct symbols *sym,
+/*
+ * `sym` may be NULL (no symbols). `period`: the SPE sampling interval (one
+ * sample every N operations), 0 when unknown. Returns 0 or a negative errno.
+ */
+int profile_build(const struct store_snapshot *snap, uint64_t window_ns, struct symbols *sym, uint64_t period,
                   struct strbuf *ret_gz);

@@ -124,6 +124,7 @@ int replay_once(const char *path, const struct config *cfg, FILE *out) {
         json_object_set_new(report, "cpus", cpus_json(r, &errors));
         json_object_set_new(report, "decode_errors", decoder_errors_json(&errors));
         json_object_set_new(report, "unattributed_records", json_integer((json_int_t) spe_replay_unattributed(r)));
+        json_object_set_new(report, "sample_period", json_integer((json_int_t) spe_replay_sample_period(r)));
         json_object_set_new(report, "totals", agg_totals_json(&totals.t));
         json_object_set_new(report, "hotpcs", agg_hotpcs_json(&pcs, &sym));
         json_object_set_new(report, "hotlines", agg_hotlines_json(&lines, &sym));

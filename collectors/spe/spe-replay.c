@@ -18,6 +18,8 @@
  */
 #define TIDMAP_BITS 16
 #define TIDMAP_SIZE (1U << TIDMAP_BITS)
+/* Events of a recording (SPE plus perf's dummy/tracking events): a few. */
+#define REPLAY_MAX_ATTRS 16
 
 struct tid_slot {
         uint32_t tid;
@@ -41,6 +43,13 @@ struct spe_replay {
         size_t n_queues;
         struct tid_slot tids[TIDMAP_SIZE];
         uint64_t unattributed, tid_evictions;
+        struct {
+                uint32_t type;
+                uint64_t period;
+        } attrs[REPLAY_MAX_ATTRS];
+        size_t n_attrs;
+        uint64_t spe_pmu_type;
+        bool has_spe_pmu_type;
         char error[512];
 
         struct spe_record batch[REPLAY_BATCH];
@@ -155,6 +164,28 @@ static int on_auxtrace(void *userdata, const struct perf_data_auxtrace *at, uint
         return 0;
 }
 
+static int on_attr(void *userdata, const struct perf_data_attr *a) {
+        struct spe_replay *r = userdata;
+
+        if (r->n_attrs < REPLAY_MAX_ATTRS) {
+                r->attrs[r->n_attrs].type = a->attr.type;
+                /* SPE samples by operation count: attr.freq is 0 and this is the interval. */
+                r->attrs[r->n_attrs].period = a->attr.freq ? 0 : a->attr.sample_period;
+                r->n_attrs++;
+        }
+        return 0;
+}
+
+static int on_auxtrace_info(void *userdata, const struct perf_data_auxtrace_info *info) {
+        struct spe_replay *r = userdata;
+
+        if (info->type == PERF_AUXTRACE_ARM_SPE) {
+                r->spe_pmu_type = info->spe_pmu_type;
+                r->has_spe_pmu_type = true;
+        }
+        return 0;
+}
+
 static int on_aux(void *userdata, const struct perf_data_aux *aux) {
         struct spe_replay *r = userdata;
         struct replay_queue *q;
@@ -244,6 +275,8 @@ static int on_itrace_start(void *userdata, const struct perf_data_itrace_start *
 
 static int run(struct perf_data_reader *reader, const struct spe_sink *sink, struct spe_replay **ret) {
         static const struct perf_data_ops ops = {
+                .on_attr = on_attr,
+                .on_auxtrace_info = on_auxtrace_info,
                 .on_auxtrace = on_auxtrace,
                 .on_aux = on_aux,
                 .on_lost = on_lost,
@@ -323,6 +356,15 @@ size_t spe_replay_n_cpus(const struct spe_replay *r) {
 
 const struct spe_replay_cpu_stats *spe_replay_cpu(const struct spe_replay *r, size_t i) {
         return i < r->n_queues ? &r->sorted[i]->st : NULL;
+}
+
+uint64_t spe_replay_sample_period(const struct spe_replay *r) {
+        if (!r->has_spe_pmu_type)
+                return 0;
+        for (size_t i = 0; i < r->n_attrs; i++)
+                if (r->attrs[i].type == r->spe_pmu_type)
+                        return r->attrs[i].period;
+        return 0;
 }
 
 uint64_t spe_replay_unattributed(const struct spe_replay *r) {

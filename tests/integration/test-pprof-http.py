@@ -61,6 +61,8 @@ try:
         # "[dflt]" marks the default sample type (samples), as pprof prints it.
         assert re.search(r"samples/count(\[dflt\])? latency/cycles", raw), raw[:400]
         assert raw_total(raw, 0) == store_samples, (raw_total(raw, 0), store_samples)
+        # The generator records the SPE event with sample_period 4096, as perf record -c 4096 would.
+        assert "PeriodType: operations count" in raw and "Period: 4096" in raw, raw[:300]
         samples_part = raw.split("Samples:", 1)[1].split("Locations", 1)[0]
         n_samples = len(re.findall(r"^\s+\d+(?:\s+\d+)*: ", samples_part, re.M))
         for label in ("pid", "el", "op"):

@@ -88,6 +88,7 @@ def check_report(rep, facts, rows):
     assert t["peer_snoops"] == e["peer"], (t["peer_snoops"], e["peer"])
     assert rep["decode_errors"]["bad_header"] == e["garbage"], (rep["decode_errors"], e["garbage"])
     assert rep["decode_errors"]["dropped_records"] == 0
+    assert rep["sample_period"] == 4096, rep["sample_period"]  # the generator's SPE interval
 
     # Hot PCs: the generator's hottest PC first, its count inside the Space-Saving bound.
     top = rep["hotpcs"]["pcs"][0]
