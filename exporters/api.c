@@ -109,7 +109,7 @@ static void handle_index(void *userdata, const struct http_request *req, struct 
                 { "/hotpcs?window=1m&limit=50", "hottest sampled PCs with counts by op and event (JSON)" },
                 { "/latency?window=1m", "latency histograms with p50/p90/p99/p999 by op and data source (JSON)" },
                 { "/debug/pprof/spe?window=1m", "pprof profile of the sampled operations of the window (go tool pprof)" },
-                { "/debug/pprof/profile?seconds=30", "pprof profile collected over the next N seconds" },
+                { "/debug/pprof/profile?seconds=5", "pprof profile collected over the next N seconds" },
                 { "/status", "collectors, availability, versions, configuration (JSON)" },
                 { "/healthz", "liveness of the collector loop" },
         };

@@ -2,8 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """The built daemon on an ephemeral loopback port: endpoints, methods, limits, reload, stop."""
 
+import html
+import http.client
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -102,9 +105,16 @@ class DaemonTest(unittest.TestCase):
         status, headers, body = self.d.get("/")
         self.assertEqual(status, 200)
         self.assertTrue(headers["content-type"].startswith("text/html"))
-        for link in ("/metrics", "/status", "/healthz", "/counters"):
-            self.assertIn(f'href="{link}"'.encode(), body)
-            self.assertEqual(self.d.get(link)[0], 200, link)
+        links = [html.unescape(h) for h in re.findall(r'href="([^"]+)"', body.decode())]
+        for link in ("/metrics", "/status", "/healthz", "/counters", "/hotlines?window=1m&limit=20",
+                     "/hotpcs?window=1m&limit=50", "/latency?window=1m", "/debug/pprof/spe?window=1m"):
+            self.assertIn(link, links)
+        # A person can follow every link: each answers 200 (the profile after its 5 s).
+        for link in links:
+            c = http.client.HTTPConnection(self.d.host, self.d.port, timeout=15)
+            c.request("GET", link)
+            self.assertEqual(c.getresponse().status, 200, link)
+            c.close()
 
     def test_status(self):
         status, headers, body = self.d.get("/status")
