@@ -280,6 +280,12 @@ static void reload(struct manager *m) {
             c.http.timeout_usec != m->config.http.timeout_usec ||
             c.http.max_request_bytes != m->config.http.max_request_bytes)
                 log_warning("config: [http] changes take effect at the next restart");
+        /* The store is sized once at start (its memory bound is fixed). */
+        if (c.store.epoch_usec != m->config.store.epoch_usec || c.store.epochs != m->config.store.epochs ||
+            c.store.hotpcs != m->config.store.hotpcs || c.store.hotlines != m->config.store.hotlines ||
+            c.store.line_offsets != m->config.store.line_offsets || c.store.line_size != m->config.store.line_size ||
+            c.privacy.physical_addresses != m->config.privacy.physical_addresses)
+                log_warning("config: [store] and [privacy] changes take effect at the next restart");
 
         struct collector_options co;
 

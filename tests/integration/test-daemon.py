@@ -177,9 +177,10 @@ class DaemonTest(unittest.TestCase):
         self.assertEqual(self.d.get("/healthz")[0], 200)
         # A good one is applied.
         with open(self.d.config, "w") as f:
-            f.write(GOOD_CONFIG.replace("interval = 200ms", "interval = 2s"))
+            f.write(GOOD_CONFIG.replace("interval = 200ms", "interval = 2s") + "[store]\nhotpcs = 2048\n")
         self.d.signal(signal.SIGHUP)
         self.d.wait_log(r"Configuration reloaded")
+        self.assertIn("[store] and [privacy] changes take effect at the next restart", self.d.log())
         st = json.loads(self.d.get("/status")[2])
         self.assertEqual(st["config"]["reloads"], 1)
         self.assertEqual(st["config"]["pmu"]["interval_seconds"], 2.0)
