@@ -2,6 +2,7 @@
 #include "profile.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <time.h>
 
 #include "macro.h"
@@ -44,7 +45,7 @@ int profile_build(const struct store_snapshot *snap, uint64_t window_ns, struct 
         struct pprof_builder *b;
         int k;
 
-        k = store_query_hotpcs(snap, window_ns, SIZE_MAX, STORE_PID_ANY, &r);
+        k = store_query_samples(snap, window_ns, SIZE_MAX, &r);
         if (k < 0)
                 return k;
         /* SPE samples one operation in N: the period is N operations when the source said so. */
@@ -67,24 +68,29 @@ int profile_build(const struct store_snapshot *snap, uint64_t window_ns, struct 
                         [VALUE_MISPREDICTS] = (int64_t) it->events[HOTPCS_EV_MISPRED],
                 };
                 static const char *const op_names[_HOTPCS_OP_MAX] = { "load", "store", "branch", "other" };
-                /* A string: a numeric label of 0 (user code) is lost in proto3 encoding. */
+                /* Strings: a numeric label of 0 (user code, CPU 0) is lost in proto3 encoding. */
                 static const char *const el_names[] = { "el0", "el1", "el2", "el3" };
-                size_t op = 0;
+                uint32_t pid = STORE_SAMPLE_PID(it->key), tid = STORE_SAMPLE_TID(it->key);
+                unsigned source = STORE_SAMPLE_SOURCE(it->key);
+                struct pprof_label labels[6];
+                char cpu[16];
+                size_t n = 0;
 
-                /* An instruction is one kind of op; the label names the kind its samples had. */
-                for (size_t o = 1; o < _HOTPCS_OP_MAX; o++)
-                        if (it->ops[o] > it->ops[op])
-                                op = o;
-                const struct pprof_label labels[] = {
-                        { .key = "pid", .num = it->pid },
-                        { .key = "el", .str = el_names[it->el & 3] },
-                        { .key = "op", .str = op_names[op] },
-                };
+                snprintf(cpu, sizeof(cpu), "%u", STORE_SAMPLE_CPU(it->key));
+                if (pid != STORE_SAMPLE_NO_ID)
+                        labels[n++] = (struct pprof_label) { .key = "pid", .num = pid };
+                if (tid != STORE_SAMPLE_NO_ID)
+                        labels[n++] = (struct pprof_label) { .key = "tid", .num = tid };
+                labels[n++] = (struct pprof_label) { .key = "cpu", .str = cpu };
+                labels[n++] = (struct pprof_label) { .key = "el", .str = el_names[STORE_SAMPLE_EL(it->key)] };
+                labels[n++] = (struct pprof_label) { .key = "op", .str = op_names[STORE_SAMPLE_OP(it->key)] };
+                if (source != SPE_SOURCE_NONE)
+                        labels[n++] = (struct pprof_label) { .key = "source", .str = spe_source_name(source) };
 
-                if (sym && symbols_lookup(sym, it->pid, it->pc, &s) == 0 && s.has_mapping)
+                if (sym && symbols_lookup(sym, pid, it->pc, &s) == 0 && s.has_mapping)
                         mapping = pprof_mapping(b, s.map_start, s.map_limit, s.map_pgoff, s.filename,
                                                 s.build_id_hex[0] ? s.build_id_hex : NULL);
-                k = pprof_sample(b, it->pc, mapping, s.function, values, labels, ELEMENTSOF(labels));
+                k = pprof_sample(b, it->pc, mapping, s.function, values, labels, n);
         }
         if (k >= 0)
                 k = pprof_finish(b, ret_gz);

@@ -2,13 +2,12 @@
 #pragma once
 
 /*
- * pprof profiles of sampled operations: the store's hot PCs over a window,
- * symbolized, as a gzip-compressed profile.proto (go tool pprof reads it).
- * Sample types: samples/count (the SPE samples of the PC), latency/cycles
- * (their total latency), l1d_refills, llc_misses, tlb_walks and
- * mispredicts/count; each sample carries pid, el (exception level) and op
- * labels. The store does not keep tid, cpu or data source per PC, so there
- * are no such labels.
+ * pprof profiles of sampled operations: the store's PC-by-context table
+ * over a window, symbolized, as a gzip-compressed profile.proto (go tool
+ * pprof reads it). Sample types: samples/count (the SPE samples), latency
+ * /cycles (their total latency), l1d_refills, llc_misses, tlb_walks and
+ * mispredicts/count; each sample carries pid, tid, cpu, el, op and (for
+ * loads) data source labels.
  */
 
 #include <stdint.h>

@@ -55,9 +55,8 @@ size_t hotpcs_summary_bytes(uint32_t capacity) {
         return sizeof(struct hotpcs_summary) + (size_t) capacity * sizeof(struct hotpcs_item);
 }
 
-void hotpcs_add(struct hotpcs *h, uint32_t pid, uint64_t pc, uint8_t el,
-                enum hotpcs_op op, uint64_t ev_bits, uint32_t lat) {
-        uint64_t b = pid | (uint64_t) el << HOTPCS_EL_SHIFT;
+void hotpcs_add_key(struct hotpcs *h, uint64_t pc, uint64_t b, uint32_t pid, uint8_t el,
+                    enum hotpcs_op op, uint64_t ev_bits, uint32_t lat) {
         struct keytab_slot *s = keytab_lookup(&h->tab, pc, b);
         struct hotpcs_item *it;
         uint32_t idx;
@@ -72,6 +71,7 @@ void hotpcs_add(struct hotpcs *h, uint32_t pid, uint64_t pc, uint8_t el,
                 it = &h->item[idx];
                 memset(it, 0, sizeof(*it));
                 it->pc = pc;
+                it->key = b;
                 it->pid = pid;
                 it->el = el;
                 ssum_push(&h->ss, idx, 1);
@@ -81,10 +81,11 @@ void hotpcs_add(struct hotpcs *h, uint32_t pid, uint64_t pc, uint8_t el,
 
                 idx = ssum_min_idx(&h->ss);
                 it = &h->item[idx];
-                keytab_remove(&h->tab, it->pc, it->pid | (uint64_t) it->el << HOTPCS_EL_SHIFT);
+                keytab_remove(&h->tab, it->pc, it->key);
                 keytab_set(keytab_lookup(&h->tab, pc, b), pc, b, idx);
                 memset(it, 0, sizeof(*it));
                 it->pc = pc;
+                it->key = b;
                 it->pid = pid;
                 it->el = el;
                 it->error = min;
@@ -127,9 +128,7 @@ static int cmp_key(const void *x, const void *y) {
 
         if (a->it.pc != b->it.pc)
                 return a->it.pc < b->it.pc ? -1 : 1;
-        if (a->it.pid != b->it.pid)
-                return a->it.pid < b->it.pid ? -1 : 1;
-        return (int) a->it.el - (int) b->it.el;
+        return a->it.key < b->it.key ? -1 : a->it.key > b->it.key;
 }
 
 static int cmp_g(const void *x, const void *y) {
@@ -149,7 +148,7 @@ static int cmp_count(const void *x, const void *y) {
                 return a->count > b->count ? -1 : 1;
         if (a->pc != b->pc)
                 return a->pc < b->pc ? -1 : 1;
-        return a->pid < b->pid ? -1 : a->pid > b->pid;
+        return a->key < b->key ? -1 : a->key > b->key;
 }
 
 void hotpcs_merge(const struct hotpcs_summary *const *s, size_t n, uint32_t pid,

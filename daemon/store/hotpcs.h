@@ -60,9 +60,15 @@ struct hotpcs_item {
         uint64_t ops[_HOTPCS_OP_MAX];
         uint64_t events[_HOTPCS_EV_MAX];
         uint64_t lat_sum;               /* total latency, cycles */
+        uint64_t key;                   /* the table's second key word (see below) */
 };
 
-/* Key layout in the hash: a = pc, b = pid | el << 32. */
+/*
+ * Key layout in the hash: a = pc, b = `key`. The hot-PC table uses
+ * b = pid | el << 32 (hotpcs_add); other tables may key PCs by a richer
+ * context word with hotpcs_add_key() (the store's pprof sample table packs
+ * pid, tid, cpu, el, op and data source into it).
+ */
 #define HOTPCS_EL_SHIFT 32
 
 /* Writer-side table for the current epoch. */
@@ -96,8 +102,13 @@ static inline void hotpcs_prefetch(const struct hotpcs *h, uint32_t pid, uint64_
         keytab_prefetch(&h->tab, pc, pid | (uint64_t) el << HOTPCS_EL_SHIFT);
 }
 
-void hotpcs_add(struct hotpcs *h, uint32_t pid, uint64_t pc, uint8_t el,
-                enum hotpcs_op op, uint64_t ev_bits, uint32_t lat);
+void hotpcs_add_key(struct hotpcs *h, uint64_t pc, uint64_t key, uint32_t pid, uint8_t el,
+                    enum hotpcs_op op, uint64_t ev_bits, uint32_t lat);
+
+static inline void hotpcs_add(struct hotpcs *h, uint32_t pid, uint64_t pc, uint8_t el,
+                              enum hotpcs_op op, uint64_t ev_bits, uint32_t lat) {
+        hotpcs_add_key(h, pc, pid | (uint64_t) el << HOTPCS_EL_SHIFT, pid, el, op, ev_bits, lat);
+}
 
 /* Copy of the epoch's table (allocates; epoch boundary only). */
 struct hotpcs_summary *hotpcs_freeze(const struct hotpcs *h);

@@ -10,6 +10,7 @@
 #include "spe-pkt.h"
 #include "strbuf.h"
 
+_Static_assert(_SPE_SOURCE_MAX <= 16 && _HOTPCS_OP_MAX <= 4, "sample keys hold 4 bits of source, 2 of op");
 _Static_assert(STORE_PID_ANY == HOTPCS_PID_ANY && STORE_PID_ANY == HOTLINES_PID_ANY,
                "one 'any pid' value across the store's modules");
 
@@ -24,6 +25,7 @@ struct store_epoch {
         uint64_t start_ns, end_ns;
         struct store_totals totals;
         struct hotpcs_summary *pcs;
+        struct hotpcs_summary *samples;         /* PCs by context, for pprof labels */
         struct hotlines_summary *lines;
         struct lathist *lat[STORE_LAT_HISTS];   /* NULL when empty */
 };
@@ -43,6 +45,7 @@ struct store {
 
         /* writer state, current epoch */
         struct hotpcs *pcs;
+        struct hotpcs *samples;
         struct hotlines *lines;
         struct lathist *lat;                    /* STORE_LAT_HISTS */
         struct store_totals cur, cumulative;
@@ -116,10 +119,11 @@ size_t store_bytes(const struct store_options *o) {
         size_t lat = STORE_LAT_HISTS * sizeof(struct lathist);
         size_t w, p, s;
 
-        w = sizeof(struct store) + hotpcs_bytes(o->hotpcs) +
+        /* The hot-PC and pprof sample tables have the same capacity (hotpcs). */
+        w = sizeof(struct store) + 2 * hotpcs_bytes(o->hotpcs) +
                 hotlines_bytes(o->hotlines, o->line_offsets) + lat +
                 (size_t) o->epochs * sizeof(struct store_epoch *);
-        p = sizeof(struct store_epoch) + hotpcs_summary_bytes(o->hotpcs) +
+        p = sizeof(struct store_epoch) + 2 * hotpcs_summary_bytes(o->hotpcs) +
                 hotlines_summary_bytes(o->hotlines, o->line_offsets) + lat;
         s = sizeof(struct store_snapshot) + (size_t) o->epochs * sizeof(struct store_epoch *);
         return w + ((size_t) o->epochs + 1) * p + ((size_t) o->epochs + 2) * s +
@@ -148,6 +152,7 @@ static struct store_attach *attach_unref(struct store_attach *a) {
 static struct store_epoch *epoch_unref(struct store_epoch *e) {
         if (e && ref_dec(&e->ref)) {
                 free(e->pcs);
+                free(e->samples);
                 free(e->lines);
                 for (unsigned i = 0; i < STORE_LAT_HISTS; i++)
                         free(e->lat[i]);
@@ -206,9 +211,11 @@ int store_new(const struct store_options *o, uint64_t now_ns, struct store **ret
         s = xcalloc(1, sizeof(*s));
         s->opt = *o;
         s->pcs = hotpcs_new(o->hotpcs);
+        s->samples = hotpcs_new(o->hotpcs);
         s->lines = hotlines_new(o->hotlines, o->line_offsets, o->line_size);
-        if (!s->pcs || !s->lines) {
+        if (!s->pcs || !s->samples || !s->lines) {
                 hotpcs_free(s->pcs);
+                hotpcs_free(s->samples);
                 hotlines_free(s->lines);
                 free(s);
                 return -EINVAL;
@@ -232,6 +239,7 @@ struct store *store_free(struct store *s) {
         attach_unref(s->attach);
         pthread_mutex_destroy(&s->lock);
         hotpcs_free(s->pcs);
+        hotpcs_free(s->samples);
         hotlines_free(s->lines);
         free(s->lat);
         free(s->ring);
@@ -340,10 +348,14 @@ void store_add(struct store *s, const struct spe_record *r, uint32_t pid, uint32
         if (r->present & SPE_REC_LAT_XLAT)
                 lat_add(s, STORE_LAT_XLAT, op, src, r->lat_xlat);
 
-        if (has_pc)
-                hotpcs_add(s->pcs, pid, r->pc.addr, r->pc.el, op,
-                           (r->present & SPE_REC_EVENTS) ? r->events : 0, lat);
-        else
+        if (has_pc) {
+                uint64_t ev = (r->present & SPE_REC_EVENTS) ? r->events : 0;
+
+                hotpcs_add(s->pcs, pid, r->pc.addr, r->pc.el, op, ev, lat);
+                hotpcs_add_key(s->samples, r->pc.addr,
+                               store_sample_key(pid, tid, r->cpu, r->pc.el, op, src), pid, r->pc.el, op, ev,
+                               lat);
+        } else
                 t->no_pc++;
 
         if (line)
@@ -381,6 +393,7 @@ void store_epoch_end(struct store *s, uint64_t now_ns) {
         s->cur.evict_offsets = s->lines->off_evictions;
         e->totals = s->cur;
         e->pcs = hotpcs_freeze(s->pcs);
+        e->samples = hotpcs_freeze(s->samples);
         e->lines = hotlines_freeze(s->lines);
         for (unsigned i = 0; i < STORE_LAT_HISTS; i++)
                 if (lathist_total(&s->lat[i]) > 0) {
@@ -391,6 +404,7 @@ void store_epoch_end(struct store *s, uint64_t now_ns) {
         totals_add(&s->cumulative, &s->cur);
         memset(&s->cur, 0, sizeof(s->cur));
         hotpcs_reset(s->pcs);
+        hotpcs_reset(s->samples);
         hotlines_reset(s->lines);
         memset(s->lat, 0, STORE_LAT_HISTS * sizeof(struct lathist));
         s->epoch_start_ns = e->end_ns;
@@ -518,6 +532,24 @@ int store_query_hotpcs(const struct store_snapshot *snap, uint64_t window_ns, si
         for (size_t i = 0; i < n; i++)
                 v[i] = snap->epoch[i]->pcs;
         hotpcs_merge(v, n, pid, limit, &r.pcs);
+        free(v);
+        *ret = r;
+        return 0;
+}
+
+int store_query_samples(const struct store_snapshot *snap, uint64_t window_ns, size_t limit,
+                        struct store_hotpcs_result *ret) {
+        const struct hotpcs_summary **v;
+        struct store_hotpcs_result r = {};
+        size_t n;
+
+        if (!snap || !ret || window_ns == 0)
+                return -EINVAL;
+        n = window_epochs(snap, window_ns, &r.iv);
+        v = xmalloc(MAX(n, (size_t) 1) * sizeof(*v));
+        for (size_t i = 0; i < n; i++)
+                v[i] = snap->epoch[i]->samples;
+        hotpcs_merge(v, n, HOTPCS_PID_ANY, limit, &r.pcs);
         free(v);
         *ret = r;
         return 0;

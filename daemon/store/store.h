@@ -34,17 +34,18 @@
  *
  *   store_bytes(opt) = W + (E + 1) x P + (E + 2) x S + 24
  *
- *   W, the writer's tables, allocated once by store_new():
- *       sizeof(struct store) + hotpcs_bytes(K) + hotlines_bytes(L, O)
+ *   W, the writer's tables, allocated once by store_new() (two PC tables
+ *   of capacity K: the hot PCs, and the pprof samples keyed by context):
+ *       sizeof(struct store) + 2 hotpcs_bytes(K) + hotlines_bytes(L, O)
  *       + H x 5088 + 8 E
- *     = 488 + [96 + 24 slots(K) + 24 (K + 1) + 12 K + 104 K]
+ *     = 496 + 2 [96 + 24 slots(K) + 24 (K + 1) + 12 K + 112 K]
  *       + [136 + 24 slots(L) + 24 (L + 1) + 12 L + 168 L + 124 L O]
  *       + 213696 + 8 E
  *   P, one frozen epoch at its largest (full tables, every (offset, pc)
  *      entry used, every histogram non-empty):
- *       sizeof(struct store_epoch) + hotpcs_summary_bytes(K)
+ *       sizeof(struct store_epoch) + 2 hotpcs_summary_bytes(K)
  *       + hotlines_summary_bytes(L, O) + H x 5088
- *     = 544 + [32 + 104 K] + [72 + 168 L + 112 L O] + 213696
+ *     = 552 + 2 [32 + 112 K] + [72 + 168 L + 112 L O] + 213696
  *   S, one snapshot: sizeof(struct store_snapshot) + 8 E = 208 + 8 E
  *
  * E + 1 epochs: the ring plus the one being frozen; E + 2 snapshots: the
@@ -53,8 +54,8 @@
  * has dropped since (one P per epoch end it spans): requests are short, so
  * this is at most one or two P in practice. Frozen epochs are compact
  * (used entries only, empty histograms not stored), so they are usually
- * far below P. Defaults (K 1024, L 256, O 8, E 60): 37016704 bytes,
- * 35.3 MiB, of which 13 MiB are histograms.
+ * far below P. Defaults (K 1024, L 256, O 8, E 60): 44773000 bytes,
+ * 42.7 MiB, of which 13 MiB are histograms.
  * Query results are allocated by the reader per request and freed by it:
  * at most E x (K items + L lines, each with up to E x O entries).
  */
@@ -212,6 +213,38 @@ int store_query_hotpcs(const struct store_snapshot *snap, uint64_t window_ns, si
                        uint32_t pid, struct store_hotpcs_result *ret);
 int store_query_hotlines(const struct store_snapshot *snap, uint64_t window_ns, size_t limit,
                          uint32_t pid, struct store_hotlines_result *ret);
+
+/*
+ * PCs by context, for profiles: a second Space-Saving table per epoch,
+ * keyed (pc, store_sample_key(pid, tid, cpu, el, op, source)), merged like
+ * the hot PCs. Each item's `key` unpacks with the STORE_SAMPLE_* macros.
+ */
+int store_query_samples(const struct store_snapshot *snap, uint64_t window_ns, size_t limit,
+                        struct store_hotpcs_result *ret);
+
+/*
+ * The sample context in one 64-bit word: pid and tid 22 bits each (Linux's
+ * largest pid_max is 2^22), cpu 12, el 2, op 2, data source 4. A pid or tid
+ * that does not fit (or is unknown) is stored as STORE_SAMPLE_NO_ID.
+ */
+#define STORE_SAMPLE_ID_BITS    22
+#define STORE_SAMPLE_NO_ID      ((UINT32_C(1) << STORE_SAMPLE_ID_BITS) - 1)
+#define STORE_SAMPLE_CPU_BITS   12
+#define STORE_SAMPLE_PID(k)     ((uint32_t) ((k) & STORE_SAMPLE_NO_ID))
+#define STORE_SAMPLE_TID(k)     ((uint32_t) (((k) >> 22) & STORE_SAMPLE_NO_ID))
+#define STORE_SAMPLE_CPU(k)     ((unsigned) (((k) >> 44) & 0xFFF))
+#define STORE_SAMPLE_EL(k)      ((unsigned) (((k) >> 56) & 0x3))
+#define STORE_SAMPLE_OP(k)      ((enum hotpcs_op) (((k) >> 58) & 0x3))
+#define STORE_SAMPLE_SOURCE(k)  ((unsigned) (((k) >> 60) & 0xF))
+
+static inline uint64_t store_sample_key(uint32_t pid, uint32_t tid, uint32_t cpu, unsigned el,
+                                        enum hotpcs_op op, unsigned source) {
+        uint64_t p = pid < STORE_SAMPLE_NO_ID ? pid : STORE_SAMPLE_NO_ID;
+        uint64_t t = tid < STORE_SAMPLE_NO_ID ? tid : STORE_SAMPLE_NO_ID;
+
+        return p | t << 22 | (uint64_t) (cpu & 0xFFF) << 44 | (uint64_t) (el & 3) << 56 |
+               (uint64_t) ((unsigned) op & 3) << 58 | (uint64_t) (source & 0xF) << 60;
+}
 int store_query_latency(const struct store_snapshot *snap, uint64_t window_ns,
                         struct store_latency_result *ret);
 

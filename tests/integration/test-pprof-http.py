@@ -65,8 +65,10 @@ try:
         assert "PeriodType: operations count" in raw and "Period: 4096" in raw, raw[:300]
         samples_part = raw.split("Samples:", 1)[1].split("Locations", 1)[0]
         n_samples = len(re.findall(r"^\s+\d+(?:\s+\d+)*: ", samples_part, re.M))
-        for label in ("pid", "el", "op"):
+        for label in ("pid", "tid", "cpu", "el", "op"):
             assert len(re.findall(rf"\b{label}:\[", samples_part)) == n_samples, (label, n_samples, raw[:800])
+        # Loads carry their data source (the generator's false sharing hits peer cores).
+        assert "source:[peer_core]" in samples_part and "source:[l1d]" in samples_part, samples_part[:800]
 
         top = pprof("-top", f"{url}/debug/pprof/spe?window=all")
         assert "Type: samples" in top, top[:300]  # samples is the default type

@@ -408,10 +408,11 @@ static void test_options(void **state) {
                         slots_k <<= 1;
                 while (slots_l < 4 * L)
                         slots_l <<= 1;
-                W = 488 + (96 + 24 * slots_k + 24 * (K + 1) + 12 * K + 104 * K) +
+                /* Two K-sized PC tables: hot PCs and the pprof sample table. */
+                W = 496 + 2 * (96 + 24 * slots_k + 24 * (K + 1) + 12 * K + 112 * K) +
                         (136 + 24 * slots_l + 24 * (L + 1) + 12 * L + 168 * L + 124 * L * O) +
                         213696 + 8 * E;
-                P = 544 + (32 + 104 * K) + (72 + 168 * L + 112 * L * O) + 213696;
+                P = 552 + 2 * (32 + 112 * K) + (72 + 168 * L + 112 * L * O) + 213696;
                 S = 208 + 8 * E;
                 assert_int_equal(base, W + (E + 1) * P + (E + 2) * S + 24);
         }
