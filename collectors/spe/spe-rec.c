@@ -359,8 +359,20 @@ static inline uint64_t decode_va(uint64_t p) {
         return a | (-kernel & SPE_ADDR_KERNEL_TOP);
 }
 
+/*
+ * Zero a record with plain 16-byte vector stores (GCC's portable vector
+ * extension: SSE on x86, NEON on arm64). memset() of this size became
+ * `rep stos`, whose start-up cost was about a tenth of decoding time.
+ */
+typedef uint8_t rec_chunk __attribute__((vector_size(16), aligned(1)));
+
+_Static_assert(sizeof(struct spe_record) == 8 * sizeof(rec_chunk), "rec_init() zeroes 8 chunks");
+
 static inline void rec_init(const struct spe_decoder *d, struct spe_record *r) {
-        memset(r, 0, sizeof(*r));
+        rec_chunk *p = (rec_chunk *) r;
+
+        /* Written out: as a loop, gcc turns it back into memset(). */
+        p[0] = p[1] = p[2] = p[3] = p[4] = p[5] = p[6] = p[7] = (rec_chunk) {};
         r->cpu = d->cpu;
 }
 
