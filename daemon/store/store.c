@@ -519,8 +519,9 @@ int store_query_totals(const struct store_snapshot *snap, uint64_t window_ns,
         return 0;
 }
 
-int store_query_hotpcs(const struct store_snapshot *snap, uint64_t window_ns, size_t limit,
-                       uint32_t pid, struct store_hotpcs_result *ret) {
+/* The hot-PC table, or (by_context) the PC-by-context sample table. */
+static int query_pc_table(const struct store_snapshot *snap, uint64_t window_ns, size_t limit, uint32_t pid,
+                          bool by_context, struct store_hotpcs_result *ret) {
         const struct hotpcs_summary **v;
         struct store_hotpcs_result r = {};
         size_t n;
@@ -530,29 +531,21 @@ int store_query_hotpcs(const struct store_snapshot *snap, uint64_t window_ns, si
         n = window_epochs(snap, window_ns, &r.iv);
         v = xmalloc(MAX(n, (size_t) 1) * sizeof(*v));
         for (size_t i = 0; i < n; i++)
-                v[i] = snap->epoch[i]->pcs;
+                v[i] = by_context ? snap->epoch[i]->samples : snap->epoch[i]->pcs;
         hotpcs_merge(v, n, pid, limit, &r.pcs);
         free(v);
         *ret = r;
         return 0;
 }
 
+int store_query_hotpcs(const struct store_snapshot *snap, uint64_t window_ns, size_t limit,
+                       uint32_t pid, struct store_hotpcs_result *ret) {
+        return query_pc_table(snap, window_ns, limit, pid, false, ret);
+}
+
 int store_query_samples(const struct store_snapshot *snap, uint64_t window_ns, size_t limit,
                         struct store_hotpcs_result *ret) {
-        const struct hotpcs_summary **v;
-        struct store_hotpcs_result r = {};
-        size_t n;
-
-        if (!snap || !ret || window_ns == 0)
-                return -EINVAL;
-        n = window_epochs(snap, window_ns, &r.iv);
-        v = xmalloc(MAX(n, (size_t) 1) * sizeof(*v));
-        for (size_t i = 0; i < n; i++)
-                v[i] = snap->epoch[i]->samples;
-        hotpcs_merge(v, n, HOTPCS_PID_ANY, limit, &r.pcs);
-        free(v);
-        *ret = r;
-        return 0;
+        return query_pc_table(snap, window_ns, limit, HOTPCS_PID_ANY, true, ret);
 }
 
 int store_query_hotlines(const struct store_snapshot *snap, uint64_t window_ns, size_t limit,
