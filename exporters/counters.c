@@ -16,7 +16,7 @@ static bool heterogeneous(const struct pmu_snapshot *s) {
         return false;
 }
 
-static void cpu_labels(const struct pmu_snapshot *s, const struct pmu_cpu_snapshot *c, bool with_pmu,
+static void cpu_labels(const struct pmu_cpu_snapshot *c, bool with_pmu,
                        char *cpu, size_t len, const char *labels[static 7]) {
         size_t n = 0;
 
@@ -30,12 +30,8 @@ static void cpu_labels(const struct pmu_snapshot *s, const struct pmu_cpu_snapsh
         labels[n] = NULL;
 }
 
-static bool collector_up(const struct pmu_snapshot *s) {
-        return s && (s->state == PMU_STATE_OK || s->state == PMU_STATE_DEGRADED);
-}
-
 bool counters_up(const struct pmu_snapshot *s) {
-        return collector_up(s);
+        return s && (s->state == PMU_STATE_OK || s->state == PMU_STATE_DEGRADED);
 }
 
 void counters_write_metrics(const struct pmu_snapshot *s, struct prom_writer *w) {
@@ -73,7 +69,7 @@ void counters_write_metrics(const struct pmu_snapshot *s, struct prom_writer *w)
                                 prom_family(w, d->metric, PROM_COUNTER, d->help);
                                 family = true;
                         }
-                        cpu_labels(s, c, with_pmu, cpu, sizeof(cpu), labels);
+                        cpu_labels(c, with_pmu, cpu, sizeof(cpu), labels);
                         prom_sample_u64(w, labels, c->events[e].total);
                 }
         }
@@ -94,7 +90,7 @@ void counters_write_metrics(const struct pmu_snapshot *s, struct prom_writer *w)
                                 prom_family(w, d->metric, PROM_GAUGE, d->help);
                                 family = true;
                         }
-                        cpu_labels(s, c, with_pmu, cpu, sizeof(cpu), labels);
+                        cpu_labels(c, with_pmu, cpu, sizeof(cpu), labels);
                         prom_sample_double(w, labels, c->ratios[r].value);
                 }
         }
@@ -205,7 +201,7 @@ json_t *counters_status_json(const struct pmu_snapshot *s, const char *disabled_
                 return json_pack("{s:s, s:b, s:s}", "name", "pmu", "up", false, "reason",
                                  disabled_reason ?: "not started");
 
-        o = json_pack("{s:s, s:b, s:s, s:i}", "name", "pmu", "up", collector_up(s), "state",
+        o = json_pack("{s:s, s:b, s:s, s:i}", "name", "pmu", "up", counters_up(s), "state",
                       pmu_state_to_string(s->state), "cpus", (int) s->n_cpus);
         if (s->message[0])
                 json_object_set_new(o, "reason", json_string(s->message));

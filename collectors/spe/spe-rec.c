@@ -135,17 +135,7 @@ const char *spe_peer_name(enum spe_peer p) {
 enum spe_peer spe_record_peer(const struct spe_record *r) {
         if (!r || !(r->present & SPE_REC_SOURCE) || !(r->op_flags & SPE_OPF_LOAD))
                 return SPE_PEER_NONE;
-
-        switch (r->source) {
-        case SPE_SOURCE_PEER_CORE:
-        case SPE_SOURCE_LOCAL_CLUSTER:
-        case SPE_SOURCE_PEER_CLUSTER:
-                return SPE_PEER_LOCAL;
-        case SPE_SOURCE_REMOTE:
-                return SPE_PEER_REMOTE;
-        default:
-                return SPE_PEER_NONE;
-        }
+        return spe_source_peer(r->source);
 }
 
 enum spe_op_kind spe_record_op_kind(const struct spe_record *r) {

@@ -245,6 +245,20 @@ const char *spe_op_name(const struct spe_record *r);
  */
 enum spe_peer spe_record_peer(const struct spe_record *r);
 
+/* The scope of a load served from `s` (the rule above, for callers that already know it is a load). */
+static inline enum spe_peer spe_source_peer(enum spe_source s) {
+        switch (s) {
+        case SPE_SOURCE_PEER_CORE:
+        case SPE_SOURCE_LOCAL_CLUSTER:
+        case SPE_SOURCE_PEER_CLUSTER:
+                return SPE_PEER_LOCAL;
+        case SPE_SOURCE_REMOTE:
+                return SPE_PEER_REMOTE;
+        default:
+                return SPE_PEER_NONE;
+        }
+}
+
 /* Event bit name in perf's -D spelling ("RETIRED", "L1D-REFILL", ...), NULL if none. */
 const char *spe_event_name(unsigned bit);
 

@@ -264,20 +264,9 @@ static enum hotpcs_op record_op(const struct spe_record *r) {
         }
 }
 
-/* perf c2c peer scope (spe-format §7.3); same rule as spe_record_peer(), inlined. */
-static enum spe_peer record_peer(enum hotpcs_op op, unsigned src) {
-        if (op != HOTPCS_OP_LOAD)
-                return SPE_PEER_NONE;
-        switch (src) {
-        case SPE_SOURCE_PEER_CORE:
-        case SPE_SOURCE_LOCAL_CLUSTER:
-        case SPE_SOURCE_PEER_CLUSTER:
-                return SPE_PEER_LOCAL;
-        case SPE_SOURCE_REMOTE:
-                return SPE_PEER_REMOTE;
-        default:
-                return SPE_PEER_NONE;
-        }
+/* perf c2c peer scope (spe-format §7.3) of a load; the store's own op kind decides "load". */
+static inline enum spe_peer record_peer(enum hotpcs_op op, unsigned src) {
+        return op == HOTPCS_OP_LOAD ? spe_source_peer((enum spe_source) src) : SPE_PEER_NONE;
 }
 
 /* One latency into its op-kind histogram and, for loads, its data-source one. */
