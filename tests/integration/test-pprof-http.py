@@ -56,6 +56,8 @@ try:
         d.wait_ready()
         url = f"http://{d.host}:{d.port}"
         store_samples = json.loads(d.get("/hotpcs?window=all&limit=1")[2])["samples"]
+        # Independent of the code under test: every generated record has a PC.
+        assert store_samples == int(facts["records"]), (store_samples, facts["records"])
 
         raw = pprof("-raw", f"{url}/debug/pprof/spe?window=all")
         # "[dflt]" marks the default sample type (samples), as pprof prints it.
