@@ -193,8 +193,20 @@ def parse_desc(desc, pkt):
     return "UNKNOWN", desc
 
 
+# Where perf must find each packet of a record the generator wrote in the
+# Neoverse N1 fixed-slot layout (CSV layout=slots; spe-format.md §10):
+# offset from the record's first byte. Written from the captures, like the
+# generator's table, and checked here through perf's own decode.
+N1_SLOTS = {
+    "PC": 0x00, "CONTEXT": 0x0e, "OP": 0x13, "EV": 0x15, "LAT ISSUE": 0x18, "LAT TOT": 0x1b,
+    "VA": 0x1e, "TGT": 0x1e, "LAT XLAT": 0x27, "PA": 0x2a, "DATA-SOURCE": 0x33,
+}
+N1_SLOT_TS, N1_SLOT_END = 0x37, 0x3f
+
+
 def parse_dump(text):
-    """perf report -D -> ({(cpu, offset): packets}, {(cpu, offset) of bad bytes}, n_buffers)."""
+    """perf report -D -> ({(cpu, offset): (packets, {packet: offset in the record})},
+    {(cpu, offset) of bad bytes}, n_buffers)."""
     records, bad = {}, set()
     cpu = base = None
     cur = None
@@ -221,13 +233,14 @@ def parse_dump(text):
         if desc == "PAD":
             continue
         if cur is None:
-            cur = ((cpu, pos), {})
+            cur = ((cpu, pos), {}, {})
         key, val = parse_desc(desc, m.group(2))
         if key in cur[1]:
             fail("cpu %d offset %d: packet %s twice in one record" % (cpu, cur[0][1], key))
         cur[1][key] = val
+        cur[2][key] = pos - cur[0][1]
         if key == "END":
-            records[cur[0]] = cur[1]
+            records[cur[0]] = (cur[1], cur[2])
             cur = None
     return records, bad, n_buffers
 
@@ -264,7 +277,7 @@ def check_dump(perf, data, records, garbage, label, stdin_data=None):
         fail("%s: Bad packet bytes at %d places, garbage injected at %d (first extra %s, first missing %s)" % (
             label, len(bad), len(want_bad), sorted(bad - want_bad)[:3], sorted(want_bad - bad)[:3]))
 
-    mismatches = 0
+    mismatches = slots = 0
     for r in records:
         key = (int(r["cpu"]), int(r["offset"]))
         if key not in got:
@@ -273,16 +286,25 @@ def check_dump(perf, data, records, garbage, label, stdin_data=None):
             mismatches += 1
             continue
         want = expected_packets(r)
-        have = got.pop(key)
+        have, where = got.pop(key)
         if want != have:
             mismatches += 1
             diff = {k: (want.get(k), have.get(k)) for k in set(want) | set(have) if want.get(k) != have.get(k)}
             fail("%s: cpu %s record %s (offset %s, %s): want/have %s" % (
                 label, r["cpu"], r["index"], r["offset"], r["scenario"], diff))
+        elif r["layout"] == "slots":
+            slots += 1
+            want_at = {k: N1_SLOTS[k] for k in have if k != "END"}
+            want_at["END"] = N1_SLOT_TS if r["timestamp"] else N1_SLOT_END
+            if where != want_at:
+                mismatches += 1
+                fail("%s: cpu %s record %s (offset %s, %s): N1 slot offsets want %s have %s" % (
+                    label, r["cpu"], r["index"], r["offset"], r["scenario"], want_at, where))
     if got:
         fail("%s: perf decoded %d records the truth does not have, e.g. %s" % (label, len(got), list(got)[:3]))
-    print("%s: %d records, %d garbage bytes, %d AUXTRACE buffers; %d mismatches" % (
-        label, len(records), len(want_bad), n_buffers, mismatches))
+    print("%s: %d records (%d in N1 slots), %d garbage bytes, %d AUXTRACE buffers; %d mismatches" % (
+        label, len(records), slots, len(want_bad), n_buffers, mismatches))
+    return slots
 
 
 def parse_samples(text):
@@ -435,11 +457,18 @@ def mode_dump(perf, spegen, tmp):
                                 "--garbage", "0.01"]),
         ("padded-ts-ext", ["--ts", "--seed", "9", "--records", "1500", "--cpus", "2", "--padded",
                            "--scenario", "ext-header,noise,kernel,branches", "--midr", "v1"]),
+        ("padded-split-ts", ["--ts", "--seed", "14", "--records", "1500", "--cpus", "2", "--padded",
+                             "--pad-layout=split", "--garbage", "0.01"]),
         ("small-chunks", ["--ts", "--seed", "10", "--records", "2000", "--cpus", "1", "--chunk-size", "4K"]),
     ]
     for label, args in variants:
         data, records, garbage, _ = generate(spegen, tmp, label, args)
-        check_dump(perf, data, records, garbage, label)
+        slots = check_dump(perf, data, records, garbage, label)
+        # --padded defaults to the N1 slots; most records fit them.
+        if "--padded" in args and "--pad-layout=split" not in args and slots < len(records) // 2:
+            fail("%s: only %d of %d padded records checked in the N1 slot layout" % (label, slots, len(records)))
+        if "--pad-layout=split" in args and slots != 0:
+            fail("%s: %d records in the N1 slot layout with --pad-layout=split" % (label, slots))
 
 
 def mode_script(perf, spegen, tmp, script):

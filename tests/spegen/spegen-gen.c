@@ -173,6 +173,38 @@ uint64_t spegen_midr(enum spegen_midr_kind k) {
         }
 }
 
+static const char *const pad_layout_names[_SPEGEN_PAD_MAX] = {
+        [SPEGEN_PAD_SLOTS] = "slots",
+        [SPEGEN_PAD_SPLIT] = "split",
+};
+
+static const char *const record_layout_names[_SPEGEN_LAYOUT_MAX] = {
+        [SPEGEN_LAYOUT_PACKED] = "packed",
+        [SPEGEN_LAYOUT_SPLIT]  = "split",
+        [SPEGEN_LAYOUT_SLOTS]  = "slots",
+};
+
+const char *spegen_pad_layout_name(enum spegen_pad_layout l) {
+        if ((unsigned) l >= _SPEGEN_PAD_MAX)
+                return NULL;
+        return pad_layout_names[l];
+}
+
+int spegen_parse_pad_layout(const char *s, enum spegen_pad_layout *ret) {
+        for (unsigned i = 0; s && i < _SPEGEN_PAD_MAX; i++)
+                if (strcmp(s, pad_layout_names[i]) == 0) {
+                        *ret = i;
+                        return 0;
+                }
+        return -EINVAL;
+}
+
+const char *spegen_record_layout_name(enum spegen_record_layout l) {
+        if ((unsigned) l >= _SPEGEN_LAYOUT_MAX)
+                return NULL;
+        return record_layout_names[l];
+}
+
 const char *spegen_scenario_name(enum spegen_scenario s) {
         if ((unsigned) s >= _SPEGEN_SC_MAX)
                 return NULL;
@@ -218,6 +250,7 @@ void spegen_config_init(struct spegen_config *c) {
                 .n_cpus = 4,
                 .scenarios = SPEGEN_SC_ALL,
                 .padded = false,
+                .pad_layout = SPEGEN_PAD_SLOTS,
                 .ts = false,
                 .garbage_rate = 0.0,
                 .chunk_size = SPEGEN_DEFAULT_CHUNK,
@@ -233,6 +266,8 @@ int spegen_config_check(const struct spegen_config *c) {
                 return -ERANGE;
         if (c->chunk_size < SPEGEN_MIN_CHUNK)
                 return -ERANGE;
+        if ((unsigned) c->pad_layout >= _SPEGEN_PAD_MAX)
+                return -EINVAL;
         return 0;
 }
 
@@ -663,6 +698,73 @@ static const uint8_t n1_order[_P_MAX] = {
         P_PC, P_CTX, P_OP, P_EV, P_ISSUE, P_TOT, P_TGT, P_VA, P_PA, P_XLAT, P_DS,
 };
 
+/*
+ * The Neoverse N1 fixed-slot record: every packet kind has its own offset
+ * in the 64-byte record and a packet that is not recorded leaves its slot
+ * as 0x00 padding. Read off real captures: the quipper record of
+ * spe-format.md §10 (testdata/spe/vectors/perf_data_converter-quipper-two-
+ * records.txt: PC, CONTEXT, LD, EV, ISSUE, TOT, VA, XLAT, DS, TS) and the
+ * WindowsPerf branch records testdata/spe/spe-b1-ts{0,1}.data (TGT in the
+ * VA slot, END at 0x3f). The PA slot is inferred: the STREAM record of
+ * vectors/telemetry-solution-spe_parser-vectors.txt orders VA, XLAT, PA,
+ * DS, and the 9-byte gap between XLAT and DS fits exactly one Address
+ * packet. Bytes 0x09-0x0d and 0x35-0x36 are zero in every capture.
+ *
+ *   0x00 PC (9)     0x0e CONTEXT (5)  0x13 OP (2)       0x15 EV, 2 B (3)
+ *   0x18 ISSUE (3)  0x1b TOT (3)      0x1e VA|TGT (9)   0x27 XLAT (3)
+ *   0x2a PA (9)     0x33 DS, 1 B (2)  0x37 TS (9), or END at 0x3f
+ *
+ * Deliberately written here from the captures, not taken from the
+ * decoder: the generator is an independent check of collectors/spe.
+ */
+#define N1_SLOT_PC       0x00U
+#define N1_SLOT_CONTEXT  0x0eU
+#define N1_SLOT_OP       0x13U
+#define N1_SLOT_EVENTS   0x15U
+#define N1_SLOT_ISSUE    0x18U
+#define N1_SLOT_TOTAL    0x1bU
+#define N1_SLOT_ADDR     0x1eU /* data VA (loads/stores) or branch target */
+#define N1_SLOT_XLAT     0x27U
+#define N1_SLOT_PA       0x2aU
+#define N1_SLOT_DS       0x33U
+#define N1_SLOT_TS       0x37U
+#define N1_SLOT_END      0x3fU
+/* Payload bytes the slots have room for. */
+#define N1_EVENTS_SIZE   2U
+#define N1_DS_SIZE       1U
+
+/* Slot of each packet (offset, size with header). */
+static const struct {
+        uint8_t off, len;
+} n1_slots[_P_MAX] = {
+        [P_PC]    = { N1_SLOT_PC, 9 },
+        [P_CTX]   = { N1_SLOT_CONTEXT, 5 },
+        [P_OP]    = { N1_SLOT_OP, 2 },
+        [P_EV]    = { N1_SLOT_EVENTS, 1 + N1_EVENTS_SIZE },
+        [P_ISSUE] = { N1_SLOT_ISSUE, 3 },
+        [P_TOT]   = { N1_SLOT_TOTAL, 3 },
+        [P_TGT]   = { N1_SLOT_ADDR, 9 },
+        [P_VA]    = { N1_SLOT_ADDR, 9 },
+        [P_PA]    = { N1_SLOT_PA, 9 },
+        [P_XLAT]  = { N1_SLOT_XLAT, 3 },
+        [P_DS]    = { N1_SLOT_DS, 1 + N1_DS_SIZE },
+};
+
+/* Each slot ends where the next begins (or at a zero gap), and the
+ * terminator closes the 64-byte record. */
+static_assert(N1_SLOT_PC + 9 <= N1_SLOT_CONTEXT, "PC slot");
+static_assert(N1_SLOT_CONTEXT + 5 == N1_SLOT_OP, "CONTEXT slot");
+static_assert(N1_SLOT_OP + 2 == N1_SLOT_EVENTS, "OP slot");
+static_assert(N1_SLOT_EVENTS + 1 + N1_EVENTS_SIZE == N1_SLOT_ISSUE, "EV slot");
+static_assert(N1_SLOT_ISSUE + 3 == N1_SLOT_TOTAL, "ISSUE slot");
+static_assert(N1_SLOT_TOTAL + 3 == N1_SLOT_ADDR, "TOT slot");
+static_assert(N1_SLOT_ADDR + 9 == N1_SLOT_XLAT, "VA/TGT slot");
+static_assert(N1_SLOT_XLAT + 3 == N1_SLOT_PA, "XLAT slot");
+static_assert(N1_SLOT_PA + 9 == N1_SLOT_DS, "PA slot");
+static_assert(N1_SLOT_DS + 1 + N1_DS_SIZE <= N1_SLOT_TS, "DS slot");
+static_assert(N1_SLOT_TS + 9 == SPEGEN_PADDED_RECORD, "TS slot");
+static_assert(N1_SLOT_END + 1 == SPEGEN_PADDED_RECORD, "END slot");
+
 static size_t encode_pkt(const struct spegen_record *r, enum pkt p, uint8_t *buf) {
         switch (p) {
         case P_PC:
@@ -719,11 +821,52 @@ static size_t encode_pkt(const struct spegen_record *r, enum pkt p, uint8_t *buf
 }
 
 #define RECORD_BUF_MAX (_P_MAX * SPE_ENC_MAX_PKT + SPE_ENC_MAX_PKT)
+static_assert(RECORD_BUF_MAX >= SPEGEN_PADDED_RECORD, "record buffer");
 
-/* Encode r into out; returns its size. In padded mode the record fills a
- * 64-byte slot: the packets, `pad_split` zero bytes after the first packet,
- * the rest of the slack before the terminator (as N1 lays records out).
- * Returns 0 if the record does not fit a slot. */
+/* Whether r, with its packets in `order`, can be written in the N1 fixed
+ * slots: PC present, short headers only, the normal N1 order, events with
+ * a 2-byte payload, a data source that fits one byte (the slot always
+ * holds a 1-byte payload), not both a branch target and a data VA (they
+ * share a slot). */
+static bool fits_n1_slots(const struct spegen_record *r, const uint8_t *order) {
+        if (!(r->has & SPEGEN_HAS_PC) || r->ext != 0)
+                return false;
+        if (memcmp(order, n1_order, sizeof(n1_order)) != 0)
+                return false;
+        if ((r->has & SPEGEN_HAS_EVENTS) && (r->events_size != N1_EVENTS_SIZE || r->events > UINT16_MAX))
+                return false;
+        if ((r->has & SPEGEN_HAS_DS) && r->data_source > UINT8_MAX)
+                return false;
+        if ((r->has & SPEGEN_HAS_TGT) && (r->has & SPEGEN_HAS_VA))
+                return false;
+        if ((r->has & SPEGEN_HAS_CONTEXT) && r->context_idx > SPE_ENC_CONTEXT_EL2)
+                return false;
+        return true;
+}
+
+/* Encode r (which fits_n1_slots(), with ds_size N1_DS_SIZE) into the N1
+ * fixed slots of a 64-byte record at out; returns SPEGEN_PADDED_RECORD. */
+static size_t encode_record_slots(const struct spegen_record *r, uint8_t *out) {
+        memset(out, SPE_ENC_HDR_PAD, SPEGEN_PADDED_RECORD);
+        for (size_t i = 0; i < _P_MAX; i++) {
+                enum pkt p = n1_order[i];
+                size_t len = encode_pkt(r, p, out + n1_slots[p].off);
+
+                assert(len == 0 || len == n1_slots[p].len);
+                (void) len;
+        }
+        if (r->has & SPEGEN_HAS_TS)
+                spe_enc_timestamp(out + N1_SLOT_TS, r->timestamp);
+        else
+                spe_enc_end(out + N1_SLOT_END);
+        return SPEGEN_PADDED_RECORD;
+}
+
+/* Encode r into out; returns its size. In padded mode (SPEGEN_PAD_SPLIT,
+ * or a record that does not fit the N1 slots) the record fills 64 bytes:
+ * the packets back to back, `pad_rand % (slack + 1)` zero bytes after the
+ * first packet, the rest of the slack before the terminator. Returns 0 if
+ * the record does not fit in 64 bytes. */
 static size_t encode_record(const struct spegen_record *r, const uint8_t *order, bool padded,
                             uint64_t pad_rand, uint8_t *out) {
         uint8_t pkts[_P_MAX][SPE_ENC_MAX_PKT];
@@ -854,12 +997,22 @@ static int emit_one(struct gen *g) {
                         order[i] = order[j];
                         order[j] = t;
                 }
+        /* Drawn whatever the layout, so that slots and split runs of one
+         * seed hold the same records. */
         pad_rand = rng_next(&g->rng);
-        len = encode_record(&rec, order, g->c->padded, pad_rand, buf);
-        if (len == 0) {
-                /* Does not fit a 64-byte slot: fall back to short headers. */
-                rec.ext = 0;
+        if (g->c->padded && g->c->pad_layout == SPEGEN_PAD_SLOTS && fits_n1_slots(&rec, order)) {
+                if (rec.has & SPEGEN_HAS_DS)
+                        rec.ds_size = N1_DS_SIZE;
+                rec.layout = SPEGEN_LAYOUT_SLOTS;
+                len = encode_record_slots(&rec, buf);
+        } else {
+                rec.layout = g->c->padded ? SPEGEN_LAYOUT_SPLIT : SPEGEN_LAYOUT_PACKED;
                 len = encode_record(&rec, order, g->c->padded, pad_rand, buf);
+                if (len == 0) {
+                        /* Does not fit 64 bytes: fall back to short headers. */
+                        rec.ext = 0;
+                        len = encode_record(&rec, order, g->c->padded, pad_rand, buf);
+                }
         }
         assert(len > 0 && len <= sizeof(buf));
 
@@ -906,6 +1059,7 @@ static int emit_one(struct gen *g) {
 
         g->stats.records++;
         g->stats.records_per_scenario[rec.scenario]++;
+        g->stats.records_per_layout[rec.layout]++;
         g->stats.records_per_cpu[rec.cpu]++;
         if (g->stats.first_time == 0)
                 g->stats.first_time = rec.timestamp;

@@ -69,6 +69,27 @@ enum {
         SPEGEN_EXT_XLAT  = 1U << 6,
 };
 
+/* How --padded lays a record out in its 64-byte slot. */
+enum spegen_pad_layout {
+        /* Neoverse N1 fixed slots (spe-format.md §10): each packet kind at
+         * its own offset, absent packets left as 0x00. Records that cannot
+         * be written that way (extended headers, shuffled order, 1/4-byte
+         * events, ...) fall back to SPEGEN_PAD_SPLIT. */
+        SPEGEN_PAD_SLOTS,
+        /* Packets back to back, a random share of the slack after the
+         * first packet and the rest before the terminator. */
+        SPEGEN_PAD_SPLIT,
+        _SPEGEN_PAD_MAX,
+};
+
+/* How a record was laid out (struct spegen_record.layout). */
+enum spegen_record_layout {
+        SPEGEN_LAYOUT_PACKED,   /* unpadded: packets back to back */
+        SPEGEN_LAYOUT_SPLIT,    /* 64 bytes, SPEGEN_PAD_SPLIT */
+        SPEGEN_LAYOUT_SLOTS,    /* 64 bytes, N1 fixed slots */
+        _SPEGEN_LAYOUT_MAX,
+};
+
 enum spegen_midr_kind {
         SPEGEN_MIDR_N1,
         SPEGEN_MIDR_N2,
@@ -81,6 +102,7 @@ struct spegen_config {
         unsigned n_cpus;          /* 1..SPEGEN_MAX_CPUS */
         uint32_t scenarios;       /* bit mask of enum spegen_scenario */
         bool padded;              /* fixed 64-byte records, N1 style */
+        enum spegen_pad_layout pad_layout; /* with padded only */
         bool ts;                  /* TIMESTAMP-terminated, else END */
         double garbage_rate;      /* probability of a garbage run before a record */
         size_t chunk_size;        /* max AUXTRACE buffer size, >= SPEGEN_MIN_CHUNK */
@@ -114,6 +136,7 @@ struct spegen_record {
         uint64_t timestamp;      /* generator time; in the TS packet iff HAS_TS */
         enum spegen_scenario scenario;
         uint32_t pid, tid;       /* the thread that really ran it */
+        enum spegen_record_layout layout;
 };
 
 /* Bytes that decode as bad packet headers, placed between records. */
@@ -146,6 +169,7 @@ struct spegen_sink {
 struct spegen_stats {
         uint64_t records;
         uint64_t records_per_scenario[_SPEGEN_SC_MAX];
+        uint64_t records_per_layout[_SPEGEN_LAYOUT_MAX];
         uint64_t records_per_cpu[SPEGEN_MAX_CPUS];
         uint64_t bytes_per_cpu[SPEGEN_MAX_CPUS];
         uint64_t garbage_runs_per_cpu[SPEGEN_MAX_CPUS];
@@ -159,6 +183,11 @@ void spegen_config_init(struct spegen_config *c);
 int spegen_config_check(const struct spegen_config *c);
 
 const char *spegen_scenario_name(enum spegen_scenario s);
+/* "slots" / "split"; NULL when out of range. Parsing: -EINVAL otherwise. */
+const char *spegen_pad_layout_name(enum spegen_pad_layout l);
+int spegen_parse_pad_layout(const char *s, enum spegen_pad_layout *ret);
+/* "packed" / "split" / "slots"; NULL when out of range. */
+const char *spegen_record_layout_name(enum spegen_record_layout l);
 /* "false-sharing,dram" or "all" -> mask. -EINVAL names no scenario. */
 int spegen_parse_scenarios(const char *s, uint32_t *ret_mask);
 

@@ -51,6 +51,7 @@ struct args {
         const char *truth_path;
         const char *elf_path;
         bool pipe;
+        bool pad_layout_set;
         bool no_bin, no_truth, no_perf_data;
 };
 
@@ -78,7 +79,12 @@ static void help(void) {
                "  --perf-data PATH      perf.data path ('-' = stdout)\n"
                "  --truth PATH          ground-truth CSV path\n"
                "  --elf PATH            fake ELF path\n"
-               "  --padded              fixed 64-byte records (Neoverse N1 layout)\n"
+               "  --padded              fixed 64-byte records (Neoverse N1)\n"
+               "  --pad-layout=L        with --padded, L = slots (default): each packet at\n"
+               "                        its N1 fixed offset, zeros for absent ones (records\n"
+               "                        that do not fit, e.g. extended headers, use split);\n"
+               "                        split: packets back to back, padding split at random\n"
+               "                        after the first one and before the terminator\n"
                "  --ts                  TIMESTAMP-terminated records (default: END)\n"
                "  --no-ts               END-terminated records\n"
                "  --garbage RATE        probability 0..1 of bad bytes before a record\n"
@@ -114,7 +120,7 @@ static int parse_rate(const char *s, double *ret) {
 enum {
         ARG_SEED = 0x100, ARG_RECORDS, ARG_CPUS, ARG_SCENARIO, ARG_OUT_DIR, ARG_PREFIX, ARG_PERF_DATA,
         ARG_TRUTH, ARG_ELF, ARG_PADDED, ARG_TS, ARG_NO_TS, ARG_GARBAGE, ARG_PIPE, ARG_CHUNK, ARG_MIDR,
-        ARG_PMU_TYPE, ARG_NO_BIN, ARG_NO_TRUTH, ARG_NO_PERF_DATA,
+        ARG_PMU_TYPE, ARG_NO_BIN, ARG_NO_TRUTH, ARG_NO_PERF_DATA, ARG_PAD_LAYOUT,
 };
 
 static int parse_args(int argc, char **argv, struct args *a) {
@@ -130,6 +136,7 @@ static int parse_args(int argc, char **argv, struct args *a) {
                 { "truth",        required_argument, NULL, ARG_TRUTH },
                 { "elf",          required_argument, NULL, ARG_ELF },
                 { "padded",       no_argument,       NULL, ARG_PADDED },
+                { "pad-layout",   required_argument, NULL, ARG_PAD_LAYOUT },
                 { "ts",           no_argument,       NULL, ARG_TS },
                 { "no-ts",        no_argument,       NULL, ARG_NO_TS },
                 { "garbage",      required_argument, NULL, ARG_GARBAGE },
@@ -202,6 +209,12 @@ static int parse_args(int argc, char **argv, struct args *a) {
                 case ARG_PADDED:
                         a->gen.padded = true;
                         break;
+                case ARG_PAD_LAYOUT:
+                        r = spegen_parse_pad_layout(optarg, &a->gen.pad_layout);
+                        if (r < 0)
+                                goto bad;
+                        a->pad_layout_set = true;
+                        break;
                 case ARG_TS:
                         a->gen.ts = true;
                         break;
@@ -265,6 +278,10 @@ static int parse_args(int argc, char **argv, struct args *a) {
                 fprintf(stderr, "armprofd-spegen: unexpected argument '%s'\n", argv[optind]);
                 return -EINVAL;
         }
+        if (a->pad_layout_set && !a->gen.padded) {
+                fprintf(stderr, "armprofd-spegen: --pad-layout needs --padded\n");
+                return -EINVAL;
+        }
         return 1;
 }
 
@@ -309,7 +326,7 @@ static char *put_hex(char *p, uint64_t v) {
 static const char csv_header[] =
         "kind,cpu,index,offset,pc,el,ns,tgt,va,pa,tot_lat,issue_lat,xlat_lat,events,op_class,"
         "op_subclass,data_source,context,timestamp,scenario,pid,tid,size,pa_ns,pa_ch,pa_pat,"
-        "events_size,ds_size,context_el,ext_hdr,garbage_bytes,before_record\n";
+        "events_size,ds_size,context_el,ext_hdr,garbage_bytes,before_record,layout\n";
 
 #define FIELD(cond, expr)               \
         do {                            \
@@ -372,7 +389,9 @@ static int on_record(void *userdata, const struct spegen_record *r) {
         FIELD(h & SPEGEN_HAS_CONTEXT, put_dec(p, r->context_idx + 1));
         FIELD(true, put_hex(p, r->ext));
         *p++ = ','; /* garbage_bytes */
-        *p++ = '\n'; /* before_record */
+        *p++ = ','; /* before_record */
+        p = put_str(p, spegen_record_layout_name(r->layout));
+        *p++ = '\n';
         if (fwrite(o->line, 1, (size_t) (p - o->line), o->csv) != (size_t) (p - o->line))
                 return -EIO;
         return 0;
@@ -406,6 +425,7 @@ static int on_garbage(void *userdata, const struct spegen_garbage *g) {
         }
         *p++ = ',';
         p = put_dec(p, g->before_record);
+        *p++ = ','; /* layout */
         *p++ = '\n';
         if (fwrite(o->line, 1, (size_t) (p - o->line), o->csv) != (size_t) (p - o->line))
                 return -EIO;
@@ -483,11 +503,17 @@ static int write_summary(const struct args *a, const struct out_ctx *o, const ch
         if (!f)
                 return -errno;
         fprintf(f, "# armprofd-spegen ground truth summary (key=value)\n");
-        fprintf(f, "seed=%llu\nrecords=%llu\ncpus=%u\nnodes=%u\nscenarios=%s\npadded=%d\nts=%d\n"
-                   "garbage_rate=%g\nmidr=0x%llx\npid=%u\n",
+        fprintf(f, "seed=%llu\nrecords=%llu\ncpus=%u\nnodes=%u\nscenarios=%s\npadded=%d\npad_layout=%s\n"
+                   "ts=%d\ngarbage_rate=%g\nmidr=0x%llx\npid=%u\n",
                 (unsigned long long) a->gen.seed, (unsigned long long) st->records, a->gen.n_cpus,
-                spegen_n_nodes(a->gen.n_cpus), names, a->gen.padded, a->gen.ts, a->gen.garbage_rate,
-                (unsigned long long) spegen_midr(a->midr), SPEGEN_PID);
+                spegen_n_nodes(a->gen.n_cpus), names, a->gen.padded,
+                a->gen.padded ? spegen_pad_layout_name(a->gen.pad_layout) : "", a->gen.ts,
+                a->gen.garbage_rate, (unsigned long long) spegen_midr(a->midr), SPEGEN_PID);
+        /* How the records were laid out: "slots" counts the records in the
+         * N1 fixed-slot layout, "split" the other padded ones. */
+        for (unsigned i = 0; i < _SPEGEN_LAYOUT_MAX; i++)
+                fprintf(f, "layout.%s=%llu\n", spegen_record_layout_name(i),
+                        (unsigned long long) st->records_per_layout[i]);
         for (unsigned i = 0; i < _SPEGEN_SC_MAX; i++)
                 fprintf(f, "records.%s=%llu\n", spegen_scenario_name(i),
                         (unsigned long long) st->records_per_scenario[i]);

@@ -2,9 +2,10 @@
 /*
  * Round trip: the generator's encoder (tests/spegen, written from the spec)
  * against the armprofd decoder (collectors/spe, spe_dep). Every record of
- * more than a million, across all scenarios, padded and unpadded, END and
- * TIMESTAMP terminated, with injected garbage, must decode to exactly its
- * ground truth, and the decoder's error counters must equal the garbage.
+ * more than a million, across all scenarios, padded (N1 fixed slots and
+ * split padding) and unpadded, END and TIMESTAMP terminated, with injected
+ * garbage, must decode to exactly its ground truth, and the decoder's error
+ * counters must equal the garbage.
  *
  * Chunks are decoded as the generator emits them, so memory stays at one
  * chunk per CPU.
@@ -261,14 +262,15 @@ static int on_chunk(void *userdata, unsigned cpu, const uint8_t *data, size_t le
         return 0;
 }
 
-static int run_case(const char *label, const struct spegen_config *cfg, uint64_t *ret_hash) {
+static int run_case(const char *label, const struct spegen_config *cfg, uint64_t *ret_hash,
+                    struct spegen_stats *ret_stats) {
         struct rt *t = calloc(1, sizeof(*t));
         struct spegen_sink sink = {
                 .record = on_record,
                 .garbage = on_garbage,
                 .chunk = on_chunk,
         };
-        struct spegen_stats st;
+        struct spegen_stats st = {};
         uint64_t total_garbage = 0, total_errors = 0, total_records = 0;
         int r, failed = 0;
 
@@ -317,16 +319,45 @@ static int run_case(const char *label, const struct spegen_config *cfg, uint64_t
         if (t->mismatches > 0 || t->compared != cfg->n_records)
                 failed = 1;
         printf("%s: %" PRIu64 " records generated, %" PRIu64 " decoded, %" PRIu64 " compared, %" PRIu64
-               " mismatches; garbage %" PRIu64 " bytes, decoder errors %" PRIu64 "\n",
-               label, cfg->n_records, total_records, t->compared, t->mismatches, total_garbage, total_errors);
+               " mismatches; garbage %" PRIu64 " bytes, decoder errors %" PRIu64 "; layout packed %" PRIu64
+               " split %" PRIu64 " slots %" PRIu64 "\n",
+               label, cfg->n_records, total_records, t->compared, t->mismatches, total_garbage, total_errors,
+               st.records_per_layout[SPEGEN_LAYOUT_PACKED], st.records_per_layout[SPEGEN_LAYOUT_SPLIT],
+               st.records_per_layout[SPEGEN_LAYOUT_SLOTS]);
         if (ret_hash)
                 *ret_hash = t->hash;
+        if (ret_stats)
+                *ret_stats = st;
         free(t);
         return failed ? -EBADMSG : 0;
 }
 
+/* The share of records --padded wrote in each layout is what was asked:
+ * with the N1 slots, more than min_slots_pct percent; with split, none. */
+static int check_layouts(const char *label, const struct spegen_config *c, const struct spegen_stats *st,
+                         unsigned min_slots_pct) {
+        uint64_t slots = st->records_per_layout[SPEGEN_LAYOUT_SLOTS];
+        uint64_t split = st->records_per_layout[SPEGEN_LAYOUT_SPLIT];
+        uint64_t packed = st->records_per_layout[SPEGEN_LAYOUT_PACKED];
+
+        if (slots + split + packed != c->n_records || (c->padded && packed != 0) ||
+            (!c->padded && packed != c->n_records) ||
+            (c->padded && c->pad_layout == SPEGEN_PAD_SPLIT && slots != 0) ||
+            (c->padded && c->pad_layout == SPEGEN_PAD_SLOTS && slots * 100 <= c->n_records * min_slots_pct)) {
+                printf("FAIL %s: layouts packed %" PRIu64 " split %" PRIu64 " slots %" PRIu64 " of %" PRIu64
+                       " records (padded %d, layout %s, want > %u%% slots)\n",
+                       label, packed, split, slots, c->n_records, c->padded,
+                       spegen_pad_layout_name(c->pad_layout), min_slots_pct);
+                return -EBADMSG;
+        }
+        printf("%s: %.1f%% of the records in the N1 slot layout\n", label,
+               100.0 * (double) slots / (double) c->n_records);
+        return 0;
+}
+
 int main(void) {
         struct spegen_config c;
+        struct spegen_stats st;
         uint64_t h1 = 0, h2 = 0, h3 = 0;
         int failed = 0;
 
@@ -338,9 +369,13 @@ int main(void) {
         c.ts = true;
         c.garbage_rate = 0.002;
         c.chunk_size = 64 * 1024;
-        failed |= run_case("all-unpadded-ts", &c, NULL) < 0;
+        failed |= run_case("all-unpadded-ts", &c, NULL, &st) < 0;
+        failed |= check_layouts("all-unpadded-ts", &c, &st, 0) < 0;
 
-        /* 2. N1 fixed 64-byte slots, END-terminated, more garbage */
+        /* 2. N1 fixed 64-byte slots (the default --padded layout; records
+         * that do not fit keep the split padding), END-terminated, more
+         * garbage. An 'all' mix puts well over 80% in the slots: only
+         * ext-header and part of noise do not fit. */
         spegen_config_init(&c);
         c.seed = 77;
         c.n_records = 200000;
@@ -349,13 +384,14 @@ int main(void) {
         c.ts = false;
         c.garbage_rate = 0.01;
         c.chunk_size = 16 * 1024;
-        failed |= run_case("all-padded-end", &c, &h1) < 0;
+        failed |= run_case("all-padded-end", &c, &h1, &st) < 0;
+        failed |= check_layouts("all-padded-end", &c, &st, 80) < 0;
 
         /* 3. determinism: the same config gives the same bytes, another
          * seed does not */
-        failed |= run_case("all-padded-end-again", &c, &h2) < 0;
+        failed |= run_case("all-padded-end-again", &c, &h2, NULL) < 0;
         c.seed = 78;
-        failed |= run_case("all-padded-end-seed78", &c, &h3) < 0;
+        failed |= run_case("all-padded-end-seed78", &c, &h3, NULL) < 0;
         if (h1 != h2 || h1 == h3) {
                 printf("FAIL determinism: stream hash %016" PRIx64 " / %016" PRIx64 " (same seed), %016" PRIx64
                        " (other seed)\n", h1, h2, h3);
@@ -373,7 +409,22 @@ int main(void) {
                       (UINT32_C(1) << SPEGEN_SC_KERNEL) | (UINT32_C(1) << SPEGEN_SC_BRANCHES);
         c.garbage_rate = 0.005;
         c.chunk_size = SPEGEN_MIN_CHUNK;
-        failed |= run_case("ext-noise-padded-ts", &c, NULL) < 0;
+        failed |= run_case("ext-noise-padded-ts", &c, NULL, &st) < 0;
+        failed |= check_layouts("ext-noise-padded-ts", &c, &st, 50) < 0;
+
+        /* 5. the adversarial split padding for every record: packets move
+         * from record to record, nothing is in the N1 slots */
+        spegen_config_init(&c);
+        c.seed = 79;
+        c.n_records = 200000;
+        c.n_cpus = 2;
+        c.padded = true;
+        c.pad_layout = SPEGEN_PAD_SPLIT;
+        c.ts = true;
+        c.garbage_rate = 0.005;
+        c.chunk_size = 32 * 1024;
+        failed |= run_case("all-padded-split-ts", &c, NULL, &st) < 0;
+        failed |= check_layouts("all-padded-split-ts", &c, &st, 0) < 0;
 
         return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
