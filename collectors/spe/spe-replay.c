@@ -10,8 +10,6 @@
 #include "perf-data.h"
 #include "strbuf.h"
 
-/* Records decoded per sink call: amortises the call, fits in L1 with its ids. */
-#define REPLAY_BATCH 256
 /*
  * tid -> pid: a direct-mapped table. A colliding thread overwrites the
  * older one (counted); the memory is fixed whatever the file holds.
@@ -52,8 +50,8 @@ struct spe_replay {
         bool has_spe_pmu_type;
         char error[512];
 
-        struct spe_record batch[REPLAY_BATCH];
-        uint32_t pids[REPLAY_BATCH], tids_out[REPLAY_BATCH];
+        struct spe_record batch[SPE_REPLAY_BATCH];
+        uint32_t pids[SPE_REPLAY_BATCH], tids_out[SPE_REPLAY_BATCH];
 };
 
 static uint32_t tid_hash(uint32_t tid) {
@@ -105,6 +103,10 @@ static struct replay_queue *queue(struct spe_replay *r, uint32_t cpu) {
 }
 
 static void emit(struct spe_replay *r, struct replay_queue *q, size_t n) {
+        /* The tid map cannot change during one batch, and a CPU runs one thread
+         * for many records in a row: look each thread up once per run. */
+        uint32_t map_tid = SPE_REPLAY_NO_ID, map_pid = SPE_REPLAY_NO_ID;
+
         for (size_t i = 0; i < n; i++) {
                 const struct spe_record *rec = &r->batch[i];
                 uint32_t tid, pid;
@@ -116,7 +118,11 @@ static void emit(struct spe_replay *r, struct replay_queue *q, size_t n) {
                         q->cur_pid = SPE_REPLAY_NO_ID;
                 }
                 tid = q->cur_tid;
-                pid = tid == SPE_REPLAY_NO_ID ? SPE_REPLAY_NO_ID : tid_pid(r, tid);
+                if (tid != map_tid) {
+                        map_tid = tid;
+                        map_pid = tid == SPE_REPLAY_NO_ID ? SPE_REPLAY_NO_ID : tid_pid(r, tid);
+                }
+                pid = map_pid;
                 /* The switched-in task's pid is known even without its COMM. */
                 if (pid == SPE_REPLAY_NO_ID)
                         pid = q->cur_pid;
@@ -153,7 +159,7 @@ static int on_auxtrace(void *userdata, const struct perf_data_auxtrace *at, uint
         while (len > 0) {
                 size_t consumed = 0, n;
 
-                n = spe_decoder_decode(&q->dec, data, len, r->batch, REPLAY_BATCH, &consumed);
+                n = spe_decoder_decode(&q->dec, data, len, r->batch, SPE_REPLAY_BATCH, &consumed);
                 if (n > 0)
                         emit(r, q, n);
                 data += consumed;
