@@ -1,19 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Micro-benchmark of the SPE decoders (not a test: figures only, no
- * assertions on time). Builds an in-memory stream of realistic 64-byte
- * records in the Neoverse N1 fixed-slot layout (spe-format §10: PC, pad,
- * context, op, events, issue, total, VA, xlat, pad, data source, pad,
- * timestamp) with varied values, then times:
- *   - baseline: a byte-sum over the same buffer (memory bandwidth, same run),
+ * assertions on time). Builds an in-memory stream of 64-byte records with
+ * the op mix of a typical run (loads, stores, branches, other ops, so the
+ * packets present vary from record to record) in the Neoverse N1
+ * fixed-slot layout (spe-format §10), then times:
+ *   - baseline: a byte-sum over the same buffer (same run),
  *   - spe_pkt_decode() over every packet,
  *   - spe_decoder_decode() (batch) and spe_decoder_next() (one record per call).
- * A second stream moves the same 16 padding bytes between the three pad
- * slots at random, as armprofd-spegen --padded does: every packet then
- * sits at a different offset from record to record, so the decoder's
- * branches on the packet kind mispredict, as they do on bench-replay's
- * input. The fixed stream is the best case, the varied one closer to
- * bench-replay (which adds more packet kinds and orders).
+ * A second stream holds the same packets back to back with each record's
+ * padding split at random over three places, as armprofd-spegen
+ * --pad-layout=split does: the N1 whole-record path never applies and every
+ * packet goes through the packet dispatch, whose branches then mispredict.
  * Usage: bench-spe-decode [RECORDS] (default 1000000).
  * Reference point outside this run: perf 6.1 `perf script --itrace=e`
  * decodes ~6-8 M records/s on the 2-vCPU build VM (perf-oracle.md).
@@ -50,60 +48,95 @@ static uint8_t *put_le(uint8_t *p, uint64_t v, unsigned n) {
         return p;
 }
 
-/* Padding bytes in a record, and their split over the three pad slots in the fixed layout. */
-#define PAD_TOTAL 16U
-#define PAD_FIXED_1 5U
-#define PAD_FIXED_2 9U
+/*
+ * The Neoverse N1 slot of each packet kind (spe-format §10 and the
+ * captures), written out here on purpose rather than taken from the
+ * decoder. Packets absent from a record leave their slot zero.
+ */
+enum {
+        SLOT_PC = 0x00, SLOT_CTX = 0x0E, SLOT_OP = 0x13, SLOT_EV = 0x15, SLOT_ISSUE = 0x18,
+        SLOT_TOTAL = 0x1B, SLOT_ADDR = 0x1E, SLOT_XLAT = 0x27, SLOT_DS = 0x33, SLOT_TS = 0x37,
+};
 
+#define MAX_PKTS 10
+
+struct pkt {
+        uint8_t slot;
+        uint8_t len;
+        uint8_t b[9];
+};
+
+static struct pkt *add_pkt(struct pkt *k, uint8_t slot, uint8_t hdr, uint64_t payload, unsigned plen) {
+        k->slot = slot;
+        k->len = (uint8_t) (1 + plen);
+        k->b[0] = hdr;
+        put_le(k->b + 1, payload, plen);
+        return k + 1;
+}
+
+/*
+ * One record with the op mix of a typical run: 50% loads (VA, xlat, data
+ * source), 20% stores (VA, xlat), 20% branches (target), 10% other ops
+ * (no address). fixed: the N1 slots. varied: the same packets back to back
+ * with the record's padding split at random over three places (after the
+ * PC, before a random later packet, before the timestamp), as
+ * armprofd-spegen --pad-layout=split does.
+ */
 static void build_record(uint8_t *rec, uint64_t i, bool varied) {
         static const uint8_t sources[] = { 0x0, 0x0, 0x0, 0x8, 0x9, 0xa, 0xb, 0xc, 0xd, 0xe };
-        uint64_t r = rnd();
+        struct pkt pkts[MAX_PKTS], *k = pkts;
+        uint64_t r = rnd(), v = rnd();
+        unsigned kind = (unsigned) (r % 10), n, content = 0, slack, pad1, pad2, split;
         uint8_t *p = rec;
-        unsigned kind = (unsigned) (r % 10);
-        unsigned pad1 = PAD_FIXED_1, pad2 = PAD_FIXED_2;
 
-        if (varied) {
-                uint64_t v = rnd();
-
-                pad1 = (unsigned) (v % (PAD_TOTAL + 1));
-                pad2 = (unsigned) ((v >> 8) % (PAD_TOTAL - pad1 + 1));
+        k = add_pkt(k, SLOT_PC, SPE_HDR_ADDRESS | SPE_ADDR_IDX_PC,
+                    (UINT64_C(1) << SPE_ADDR_NS_SHIFT) | (UINT64_C(0xaaaac0000000) + ((r >> 8) & 0xffffc)), 8);
+        k = add_pkt(k, SLOT_CTX, SPE_HDR_CONTEXT | SPE_CTX_IDX_EL1, 4242 + (r & 7), 4);
+        if (kind < 5)
+                k = add_pkt(k, SLOT_OP, SPE_HDR_OP_TYPE | SPE_OP_CLASS_LDST, SPE_OP_LDST_GP_REG, 1);
+        else if (kind < 7)
+                k = add_pkt(k, SLOT_OP, SPE_HDR_OP_TYPE | SPE_OP_CLASS_LDST, SPE_OP_LDST_GP_REG | SPE_OP_LDST_ST, 1);
+        else if (kind < 9)
+                k = add_pkt(k, SLOT_OP, SPE_HDR_OP_TYPE | SPE_OP_CLASS_BRANCH, SPE_OP_BR_COND, 1);
+        else
+                k = add_pkt(k, SLOT_OP, SPE_HDR_OP_TYPE | SPE_OP_CLASS_OTHER, 0, 1);
+        k = add_pkt(k, SLOT_EV, SPE_HDR_EVENTS | (1U << SPE_HDR_SZ_SHIFT), 0x0002 | ((r >> 20) & 0x031c), 2);
+        k = add_pkt(k, SLOT_ISSUE, SPE_HDR_COUNTER | SPE_CNT_IDX_ISSUE, (r >> 32) & 0xff, 2);
+        k = add_pkt(k, SLOT_TOTAL, SPE_HDR_COUNTER | SPE_CNT_IDX_TOTAL, (r >> 40) & 0x3ff, 2);
+        if (kind < 7) {
+                k = add_pkt(k, SLOT_ADDR, SPE_HDR_ADDRESS | SPE_ADDR_IDX_DATA_VA,
+                            UINT64_C(0xffff8a000000) + ((r >> 4) & 0xffff8), 8);
+                k = add_pkt(k, SLOT_XLAT, SPE_HDR_COUNTER | SPE_CNT_IDX_XLAT, (r >> 50) & 0xf, 2);
+        } else if (kind < 9) {
+                k = add_pkt(k, SLOT_ADDR, SPE_HDR_ADDRESS | SPE_ADDR_IDX_BR_TGT,
+                            (UINT64_C(1) << SPE_ADDR_NS_SHIFT) | (UINT64_C(0xaaaac0000000) + ((r >> 12) & 0xffffc)), 8);
         }
+        if (kind < 5)
+                k = add_pkt(k, SLOT_DS, SPE_HDR_DATA_SOURCE, sources[(r >> 56) % ELEMENTSOF(sources)], 1);
+        k = add_pkt(k, SLOT_TS, SPE_HDR_TIMESTAMP, UINT64_C(1000000000) + i * 100, 8);
+        n = (unsigned) (k - pkts);
 
         memset(rec, 0, RECORD_SIZE);
-        *p++ = SPE_HDR_ADDRESS | SPE_ADDR_IDX_PC;
-        p = put_le(p, (UINT64_C(1) << SPE_ADDR_NS_SHIFT) | (UINT64_C(0xaaaac0000000) + ((r >> 8) & 0xffffc)), 8);
-        p += pad1;                                              /* padding */
-        *p++ = SPE_HDR_CONTEXT | SPE_CTX_IDX_EL1;
-        p = put_le(p, 4242 + (r & 7), 4);
-        if (kind < 6) {                                         /* load */
-                *p++ = SPE_HDR_OP_TYPE | SPE_OP_CLASS_LDST;
-                *p++ = SPE_OP_LDST_GP_REG;
-        } else if (kind < 8) {                                  /* store */
-                *p++ = SPE_HDR_OP_TYPE | SPE_OP_CLASS_LDST;
-                *p++ = SPE_OP_LDST_GP_REG | SPE_OP_LDST_ST;
-        } else {                                                /* branch */
-                *p++ = SPE_HDR_OP_TYPE | SPE_OP_CLASS_BRANCH;
-                *p++ = SPE_OP_BR_COND;
+        if (!varied) {
+                for (unsigned j = 0; j < n; j++)
+                        memcpy(rec + pkts[j].slot, pkts[j].b, pkts[j].len);
+                return;
         }
-        *p++ = SPE_HDR_EVENTS | (1U << SPE_HDR_SZ_SHIFT);       /* 2-byte events */
-        p = put_le(p, 0x0016 | ((r >> 20) & 0x0308), 2);
-        *p++ = SPE_HDR_COUNTER | SPE_CNT_IDX_ISSUE;
-        p = put_le(p, (r >> 32) & 0xff, 2);
-        *p++ = SPE_HDR_COUNTER | SPE_CNT_IDX_TOTAL;
-        p = put_le(p, (r >> 40) & 0x3ff, 2);
-        *p++ = SPE_HDR_ADDRESS | SPE_ADDR_IDX_DATA_VA;
-        p = put_le(p, UINT64_C(0xffff8a000000) + ((r >> 4) & 0xffff8), 8);
-        *p++ = SPE_HDR_COUNTER | SPE_CNT_IDX_XLAT;
-        p = put_le(p, (r >> 50) & 0xf, 2);
-        p += pad2;                                              /* padding */
-        *p++ = SPE_HDR_DATA_SOURCE;
-        *p++ = sources[(r >> 56) % ELEMENTSOF(sources)];
-        p += PAD_TOTAL - pad1 - pad2;                           /* padding */
-        *p++ = SPE_HDR_TIMESTAMP;
-        p = put_le(p, UINT64_C(1000000000) + i * 100, 8);
-        if (p != rec + RECORD_SIZE) {
-                fprintf(stderr, "record layout is %td bytes\n", p - rec);
-                exit(EXIT_FAILURE);
+        for (unsigned j = 0; j < n; j++)
+                content += pkts[j].len;
+        slack = RECORD_SIZE - content;
+        pad1 = (unsigned) (v % (slack + 1));
+        pad2 = (unsigned) ((v >> 8) % (slack - pad1 + 1));
+        split = 2 + (unsigned) ((v >> 16) % (n - 2));  /* a packet after the context, or the timestamp */
+        for (unsigned j = 0; j < n; j++) {
+                if (j == split)
+                        p += pad2;
+                if (j == n - 1)
+                        p = rec + RECORD_SIZE - pkts[j].len;  /* the rest of the padding */
+                memcpy(p, pkts[j].b, pkts[j].len);
+                p += pkts[j].len;
+                if (j == 0)
+                        p += pad1;
         }
 }
 
@@ -238,7 +271,7 @@ int main(int argc, char **argv) {
 
                 printf("%sstream: %" PRIu64 " records x %u bytes = %.1f MiB, %s, best of %d passes\n",
                        varied ? "\n" : "", nrec, RECORD_SIZE, (double) len / (1 << 20),
-                       varied ? "padding moved at random" : "fixed slots", PASSES);
+                       varied ? "padding split at random" : "N1 fixed slots", PASSES);
                 for (size_t i = 0; i < ELEMENTSOF(runs); i++) {
                         double t = best_of(runs[i].fn, buf, len, &got);
 
