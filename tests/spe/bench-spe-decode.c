@@ -9,9 +9,9 @@
  *   - spe_pkt_decode() over every packet,
  *   - spe_decoder_decode() (batch) and spe_decoder_next() (one record per call).
  * A second stream holds the same packets back to back with each record's
- * padding split at random over three places, as armprofd-spegen
- * --pad-layout=split does: the N1 whole-record path never applies and every
- * packet goes through the packet dispatch, whose branches then mispredict.
+ * padding split at random over three places (armprofd-spegen
+ * --pad-layout=split uses two): packets then sit at offsets that change from
+ * record to record, and the dispatch after each padding run mispredicts.
  * Usage: bench-spe-decode [RECORDS] (default 1000000).
  * Reference point outside this run: perf 6.1 `perf script --itrace=e`
  * decodes ~6-8 M records/s on the 2-vCPU build VM (perf-oracle.md).
