@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -21,6 +20,7 @@
 #include "macro.h"
 #include "pmu-collector.h"
 #include "pmu-sysfs.h"
+#include "vm-check.h"
 
 /* The measured loop: LOOP_INSNS_PER_ITER instructions per iteration. */
 #define LOOP_INSNS_PER_ITER 5U
@@ -30,19 +30,6 @@
 #define MUX_INSN_TOLERANCE 0.10 /* multiplexed estimate: 10% */
 #define CPU1_ONLINE "/sys/devices/system/cpu/cpu1/online"
 
-static unsigned failures;
-
-_printf_(2, 3) static void check(bool ok, const char *fmt, ...) {
-        va_list ap;
-
-        printf("%s ", ok ? "PASS" : "FAIL");
-        va_start(ap, fmt);
-        vprintf(fmt, ap);
-        va_end(ap);
-        putchar('\n');
-        if (!ok)
-                failures++;
-}
 
 static char buffer[256 * 1024] __attribute__((aligned(4096)));
 
@@ -402,6 +389,6 @@ int main(void) {
         test_multiplexing();
         test_oversized();
         test_hotplug();
-        printf("%s: %u failure(s)\n", failures ? "FAIL" : "PASS", failures);
-        return failures ? 1 : 0;
+        printf("%s: %u failure(s)\n", vm_failures ? "FAIL" : "PASS", vm_failures);
+        return vm_failures ? 1 : 0;
 }
