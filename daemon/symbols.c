@@ -41,6 +41,8 @@ struct elf_file {
         uint64_t last_used;
         int error;              /* < 0: unreadable, no symbols */
         bool relocatable;       /* ET_DYN/ET_EXEC: offsets need a PT_LOAD's vaddr - offset */
+        bool has_symtab;        /* .symtab, not only .dynsym */
+        char build_id_hex[SYMBOLS_BUILD_ID_HEX_SIZE]; /* NT_GNU_BUILD_ID, "" when none */
         struct load_seg loads[MAX_LOADS];
         size_t n_loads;
         struct sym *syms;       /* sorted by start */
@@ -48,13 +50,19 @@ struct elf_file {
         char *names;
 };
 
+/* Where a mapping's file was in the cache: valid while the slot's gen is unchanged. */
+struct file_ref {
+        size_t slot;
+        uint64_t gen;
+};
+
 struct mapping {
         uint64_t start, end, pgoff;
         uint64_t seq;           /* insertion order, for eviction */
         char *filename;
         char build_id_hex[SYMBOLS_BUILD_ID_HEX_SIZE];
-        size_t file_slot;       /* cache hint, valid when file_gen matches */
-        uint64_t file_gen;
+        struct file_ref file, debug;
+        bool counted;           /* its mismatch or debug file is in the stats */
 };
 
 struct proc {
@@ -66,6 +74,7 @@ struct proc {
 
 struct symbols {
         struct symbols_limits lim;
+        char *debug_dir;        /* "" when none */
         struct symbols_stats st;
         uint64_t tick;          /* LRU clock */
         uint64_t seq;
@@ -94,6 +103,8 @@ struct symbols *symbols_new(const struct symbols_limits *limits) {
                 if (limits->max_symbols_per_file)
                         s->lim.max_symbols_per_file = limits->max_symbols_per_file;
         }
+        s->debug_dir = xstrdup(limits && limits->debug_dir ? limits->debug_dir : SYMBOLS_DEBUG_DIR);
+        s->lim.debug_dir = s->debug_dir;
         s->procs = xcalloc(s->lim.max_pids, sizeof(*s->procs));
         s->files = xcalloc(s->lim.max_files, sizeof(*s->files));
         return s;
@@ -127,6 +138,7 @@ struct symbols *symbols_free(struct symbols *s) {
                 file_done(&s->files[i]);
         free(s->procs);
         free(s->files);
+        free(s->debug_dir);
         free(s);
         return NULL;
 }
@@ -277,9 +289,20 @@ static void map_punch(struct symbols *s, struct proc *p, uint64_t start, uint64_
         }
 }
 
+/* Lowercase hex of a build id of at most SYMBOLS_BUILD_ID_MAX bytes into out (NUL-terminated). */
+static void build_id_to_hex(const uint8_t *id, size_t len, char out[SYMBOLS_BUILD_ID_HEX_SIZE]) {
+        static const char hex[] = "0123456789abcdef";
+
+        len = MIN(len, (size_t) SYMBOLS_BUILD_ID_MAX);
+        for (size_t i = 0; i < len; i++) {
+                out[HEX_DIGITS_PER_BYTE * i] = hex[id[i] >> NIBBLE_BITS];
+                out[HEX_DIGITS_PER_BYTE * i + 1] = hex[id[i] & NIBBLE_MASK];
+        }
+        out[HEX_DIGITS_PER_BYTE * len] = 0;
+}
+
 int symbols_add_mapping(struct symbols *s, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
                         const char *filename, const uint8_t *build_id, size_t build_id_len) {
-        static const char hex[] = "0123456789abcdef";
         struct mapping m = {};
         struct proc *p;
 
@@ -291,12 +314,11 @@ int symbols_add_mapping(struct symbols *s, uint32_t pid, uint64_t start, uint64_
                 .end = start + len,
                 .pgoff = pgoff,
                 .seq = ++s->seq,
-                .file_slot = SIZE_MAX,
+                .file.slot = SIZE_MAX,
+                .debug.slot = SIZE_MAX,
         };
-        for (size_t i = 0; build_id && i < build_id_len; i++) {
-                m.build_id_hex[HEX_DIGITS_PER_BYTE * i] = hex[build_id[i] >> NIBBLE_BITS];
-                m.build_id_hex[HEX_DIGITS_PER_BYTE * i + 1] = hex[build_id[i] & NIBBLE_MASK];
-        }
+        if (build_id)
+                build_id_to_hex(build_id, build_id_len, m.build_id_hex);
 
         p = proc_get_or_add(s, pid);
         map_punch(s, p, m.start, m.end);
@@ -362,6 +384,7 @@ static int load_symbols(struct symbols *s, Elf *elf, struct elf_file *f) {
         scn = find_symtab(elf, &sh);
         if (!scn)
                 return 0; /* no symbols: mappings resolve, functions do not */
+        f->has_symtab = sh.sh_type == SHT_SYMTAB;
         data = elf_getdata(scn, NULL);
         if (!data || sh.sh_entsize == 0)
                 return -EBADMSG;
@@ -423,6 +446,28 @@ static int load_symbols(struct symbols *s, Elf *elf, struct elf_file *f) {
         return 0;
 }
 
+/* NT_GNU_BUILD_ID from the note sections (stripped files and debug files keep them). */
+static void read_build_id(Elf *elf, char out[SYMBOLS_BUILD_ID_HEX_SIZE]) {
+        Elf_Scn *scn = NULL;
+        GElf_Shdr sh;
+
+        while ((scn = elf_nextscn(elf, scn))) {
+                Elf_Data *data;
+                GElf_Nhdr nh;
+                size_t off = 0, name_off, desc_off;
+
+                if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+                        continue;
+                data = elf_getdata(scn, NULL);
+                while (data && (off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0)
+                        if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == sizeof(ELF_NOTE_GNU) &&
+                            memcmp((const char *) data->d_buf + name_off, ELF_NOTE_GNU, sizeof(ELF_NOTE_GNU)) == 0) {
+                                build_id_to_hex((const uint8_t *) data->d_buf + desc_off, nh.n_descsz, out);
+                                return;
+                        }
+        }
+}
+
 static int load_file(struct symbols *s, struct elf_file *f) {
         _cleanup_close_ int fd = -1;
         GElf_Ehdr eh;
@@ -454,6 +499,7 @@ static int load_file(struct symbols *s, struct elf_file *f) {
                         .vaddr = ph.p_vaddr,
                 };
         }
+        read_build_id(elf, f->build_id_hex);
         r = load_symbols(s, elf, f);
 out:
         elf_end(elf);
@@ -461,19 +507,18 @@ out:
 }
 
 /* The cache slot holding path, loading it (evicting the LRU slot) if needed. */
-static struct elf_file *file_get(struct symbols *s, struct mapping *m) {
+static struct elf_file *file_get(struct symbols *s, const char *path, struct file_ref *ref) {
         struct elf_file *f;
         size_t victim = 0;
 
-        if (m->file_slot < s->lim.max_files && s->files[m->file_slot].path &&
-            s->files[m->file_slot].gen == m->file_gen) {
-                f = &s->files[m->file_slot];
+        if (ref->slot < s->lim.max_files && s->files[ref->slot].path && s->files[ref->slot].gen == ref->gen) {
+                f = &s->files[ref->slot];
                 f->last_used = ++s->tick;
                 return f;
         }
         for (size_t i = 0; i < s->lim.max_files; i++) {
                 f = &s->files[i];
-                if (f->path && streq(f->path, m->filename)) {
+                if (f->path && streq(f->path, path)) {
                         victim = i;
                         goto found;
                 }
@@ -485,7 +530,7 @@ static struct elf_file *file_get(struct symbols *s, struct mapping *m) {
                 file_done(f);
                 s->st.file_evictions++;
         }
-        f->path = xstrdup(m->filename);
+        f->path = xstrdup(path);
         f->gen = ++s->gen;
         f->error = load_file(s, f);
         s->st.files_loaded++;
@@ -500,9 +545,44 @@ static struct elf_file *file_get(struct symbols *s, struct mapping *m) {
 found:
         f = &s->files[victim];
         f->last_used = ++s->tick;
-        m->file_slot = victim;
-        m->file_gen = f->gen;
+        *ref = (struct file_ref) { victim, f->gen };
         return f;
+}
+
+/*
+ * The file whose symbols name m's PCs (see the header comment), or NULL.
+ * *ret_layout is the file whose PT_LOADs turn file offsets into addresses:
+ * the binary itself, as a detached debug file's program headers keep the
+ * addresses but not the file offsets.
+ */
+static const struct elf_file *symbol_file(struct symbols *s, struct mapping *m,
+                                          const struct elf_file **ret_layout) {
+        const struct elf_file *f = file_get(s, m->filename, &m->file), *d;
+        const char *id = m->build_id_hex[0] ? m->build_id_hex : f->build_id_hex;
+        struct strbuf path = STRBUF_INIT;
+        bool count = !m->counted;
+
+        m->counted = true;
+        if (f->error < 0)
+                return NULL;
+        if (m->build_id_hex[0] && f->build_id_hex[0] && !streq(m->build_id_hex, f->build_id_hex)) {
+                s->st.build_id_mismatches += count;
+                return NULL;
+        }
+        *ret_layout = f;
+        if (f->has_symtab || !id[0] || !s->debug_dir[0])
+                return f;
+
+        strbuf_printf(&path, "%s/.build-id/%.2s/%s.debug", s->debug_dir, id, id + HEX_DIGITS_PER_BYTE);
+        d = file_get(s, path.buf, &m->debug);
+        strbuf_done(&path);
+        if (d->error < 0 || !d->has_symtab || !streq(d->build_id_hex, id))
+                return f;
+        /* f was used last, so d took another slot, unless the cache holds one file. */
+        if (m->file.slot == m->debug.slot)
+                return NULL;
+        s->st.debug_files += count;
+        return d;
 }
 
 /* ELF virtual address of a file offset (see the header comment). */
@@ -577,12 +657,13 @@ int symbols_lookup(struct symbols *s, uint32_t pid, uint64_t pc, struct symbols_
         res.filename = m->filename;
         memcpy(res.build_id_hex, m->build_id_hex, sizeof(res.build_id_hex));
         if (is_file_path(m->filename)) {
-                const struct elf_file *f = file_get(s, m);
-                const struct sym *y = f->error < 0 ? NULL : sym_find(f, file_vaddr(f, pc - m->start + m->pgoff));
+                const struct elf_file *layout = NULL, *f = symbol_file(s, m, &layout);
+                uint64_t addr = f ? file_vaddr(layout, pc - m->start + m->pgoff) : 0;
+                const struct sym *y = f ? sym_find(f, addr) : NULL;
 
                 if (y) {
                         res.function = f->names + y->name;
-                        res.function_offset = file_vaddr(f, pc - m->start + m->pgoff) - y->start;
+                        res.function_offset = addr - y->start;
                 }
         }
         *ret = res;

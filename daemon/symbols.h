@@ -12,6 +12,14 @@
  * "Program Header"; perf's dso__find_symbol() sees the same addresses), and
  * the FUNC symbol of .symtab (else .dynsym) covering it names the function.
  *
+ * Build ids: a mapping that carries one (MMAP2, perf's build-id table) is
+ * named only from a file of that build: when the file at its path is another
+ * build (upgraded since the recording, another container's file) its PCs get
+ * no function name rather than a wrong one. A file without .symtab (stripped,
+ * as Debian ships binaries) takes its function names from the detached debug
+ * file of its build id under the debug directory, when installed, and its
+ * address layout from the binary itself.
+ *
  * Everything is bounded (struct symbols_limits): processes and mappings per
  * process are evicted least recently used / oldest first, ELF files are
  * cached least recently used with their symbols sorted once per load; each
@@ -37,6 +45,9 @@
 #define SYMBOLS_BUILD_ID_MAX            20
 /* Two lowercase hex digits per byte and the NUL. */
 #define SYMBOLS_BUILD_ID_HEX_SIZE       (2 * SYMBOLS_BUILD_ID_MAX + 1)
+/* Where detached debug information lives, by build id: DIR/.build-id/ab/cdef....debug
+ * (GDB's layout; Debian's -dbgsym packages install there). */
+#define SYMBOLS_DEBUG_DIR               "/usr/lib/debug"
 /* What kernel addresses (top byte 0xff on arm64 and x86-64) resolve to. */
 #define SYMBOLS_KERNEL_NAME             "[kernel]"
 
@@ -45,6 +56,7 @@ struct symbols_limits {
         size_t max_mappings_per_pid;
         size_t max_files;
         size_t max_symbols_per_file;
+        const char *debug_dir;          /* NULL: SYMBOLS_DEBUG_DIR; "": none */
 };
 
 struct symbols_stats {
@@ -54,6 +66,8 @@ struct symbols_stats {
         uint64_t files_loaded;          /* ELF files read (a re-read after eviction counts again) */
         uint64_t file_errors;           /* files that could not be read as ELF */
         uint64_t symbols_truncated;     /* FUNC symbols beyond max_symbols_per_file */
+        uint64_t build_id_mismatches;   /* mappings whose file on disk is another build: no names */
+        uint64_t debug_files;           /* mappings named through a detached debug file */
 };
 
 /*

@@ -414,6 +414,144 @@ static void test_spegen(void **state) {
         symbols_free(s);
 }
 
+/* ---- build ids and detached debug files, on ELF files built by the compiler ---- */
+
+#define BUILD_ID_A      "0123456789abcdef0123456789abcdef01234567"
+#define BUILD_ID_B      "89abcdef0123456789abcdef0123456789abcdef"
+#define LIB_MAP_LEN     UINT64_C(0x10000)
+
+static const char lib_src[] =
+        "static int __attribute__((noinline)) hidden_fn(int x) { return x * 3 + VARIANT; }\n"
+        "int exported_fn(int x) { return hidden_fn(x) + 2; }\n";
+
+/* Run a shell command in tmpdir; false if it failed. */
+static bool sh(const char *fmt, ...) _printf_(1, 2);
+static bool sh(const char *fmt, ...) {
+        struct strbuf cmd = STRBUF_INIT;
+        va_list ap;
+        int r;
+
+        strbuf_printf(&cmd, "cd '%s' && (", tmpdir);
+        va_start(ap, fmt);
+        strbuf_vprintf(&cmd, fmt, ap);
+        va_end(ap);
+        strbuf_printf(&cmd, ") >/dev/null 2>&1");
+        r = system(cmd.buf);
+        strbuf_done(&cmd);
+        return r != -1 && WIFEXITED(r) && WEXITSTATUS(r) == 0;
+}
+
+/* The file offset where symbol `name` of the ELF at path is loaded from
+ * (its value through the PT_LOAD holding it), read with nm and readelf. */
+static uint64_t symbol_offset(const char *path, const char *name) {
+        struct strbuf cmd = STRBUF_INIT;
+        uint64_t value = 0, off = 0, vaddr, poff, filesz;
+        char line[512], sym[128];
+        FILE *f;
+
+        strbuf_printf(&cmd, "nm '%s'", path);
+        f = popen(cmd.buf, "r");
+        assert_non_null(f);
+        while (fgets(line, sizeof(line), f))
+                if (sscanf(line, "%" SCNx64 " %*c %127s", &value, sym) == 2 && streq(sym, name))
+                        break;
+        pclose(f);
+        assert_string_equal(sym, name);
+        strbuf_done(&cmd);
+        strbuf_printf(&cmd, "readelf -lW '%s'", path);
+        f = popen(cmd.buf, "r");
+        assert_non_null(f);
+        while (fgets(line, sizeof(line), f))
+                if (sscanf(line, " LOAD 0x%" SCNx64 " 0x%" SCNx64 " 0x%*x 0x%" SCNx64, &poff, &vaddr, &filesz) == 3 &&
+                    value >= vaddr && value - vaddr < filesz)
+                        off = value - vaddr + poff;
+        pclose(f);
+        strbuf_done(&cmd);
+        assert_true(off > 0);
+        return off;
+}
+
+static const uint8_t *id_bytes(const char *hex) {
+        static uint8_t b[SYMBOLS_BUILD_ID_MAX];
+
+        for (size_t i = 0; i < sizeof(b); i++)
+                sscanf(hex + 2 * i, "%2hhx", &b[i]);
+        return b;
+}
+
+/*
+ * A stripped library (only .dynsym, as Debian ships them) is named through
+ * the debug file of its build id; a library of another build at the
+ * mapping's path names nothing rather than the wrong functions; a debug
+ * file of another build is not used.
+ */
+static void test_build_id(void **state) {
+        _cleanup_free_ char *a = tmp_path("liba.so"), *stripped = tmp_path("liba-stripped.so");
+        _cleanup_free_ char *b = tmp_path("libb.so"), *dbgdir = tmp_path("debug");
+        uint64_t hidden, exported;
+        struct symbols_result r;
+        struct symbols *s;
+
+        if (!sh("printf '%%s' '%s' > lib.c", lib_src) ||
+            !sh("cc -O1 -shared -fPIC -DVARIANT=1 -Wl,--build-id=0x%s -o liba.so lib.c", BUILD_ID_A) ||
+            !sh("cc -O1 -shared -fPIC -DVARIANT=7 -Wl,--build-id=0x%s -o libb.so lib.c", BUILD_ID_B) ||
+            !sh("strip --strip-all -o liba-stripped.so liba.so")) {
+                print_message("cc, strip or objcopy missing: skipped\n");
+                skip();
+        }
+        hidden = symbol_offset(a, "hidden_fn");
+        exported = symbol_offset(a, "exported_fn");
+
+        /* The unstripped build named by its own build id. */
+        s = symbols_new(&(struct symbols_limits) { .debug_dir = "" });
+        assert_int_equal(symbols_add_mapping(s, PID, BASE, LIB_MAP_LEN, 0, a, id_bytes(BUILD_ID_A), 20), 0);
+        assert_function(s, PID, BASE + hidden, "hidden_fn", 0);
+        assert_function(s, PID, BASE + exported + 4, "exported_fn", 4);
+
+        /* Stripped, no debug file: only the exported function has a name. */
+        assert_int_equal(symbols_add_mapping(s, PID + 1, BASE, LIB_MAP_LEN, 0, stripped, id_bytes(BUILD_ID_A), 20), 0);
+        assert_function(s, PID + 1, BASE + exported, "exported_fn", 0);
+        assert_function(s, PID + 1, BASE + hidden, NULL, 0);
+
+        /* Another build at the path: no names at all, counted once per mapping. */
+        assert_int_equal(symbols_add_mapping(s, PID + 2, BASE, LIB_MAP_LEN, 0, b, id_bytes(BUILD_ID_A), 20), 0);
+        for (int i = 0; i < 3; i++) {
+                assert_int_equal(symbols_lookup(s, PID + 2, BASE + exported, &r), 0);
+                assert_true(r.has_mapping);
+                assert_string_equal(r.build_id_hex, BUILD_ID_A);
+                assert_null(r.function);
+        }
+        assert_int_equal(symbols_get_stats(s)->build_id_mismatches, 1);
+        assert_int_equal(symbols_get_stats(s)->debug_files, 0);
+        symbols_free(s);
+
+        /* The debug file of build A installed as a -dbgsym package would. */
+        assert_true(sh("mkdir -p debug/.build-id/%.2s && objcopy --only-keep-debug liba.so debug/.build-id/%.2s/%s.debug",
+                       BUILD_ID_A, BUILD_ID_A, BUILD_ID_A + 2));
+        s = symbols_new(&(struct symbols_limits) { .debug_dir = dbgdir });
+        assert_int_equal(symbols_add_mapping(s, PID, BASE, LIB_MAP_LEN, 0, stripped, id_bytes(BUILD_ID_A), 20), 0);
+        for (int i = 0; i < 3; i++) {
+                assert_function(s, PID, BASE + hidden + 2, "hidden_fn", 2);
+                assert_function(s, PID, BASE + exported, "exported_fn", 0);
+        }
+        /* Without a build id in the mapping, the file's own note finds it. */
+        assert_int_equal(symbols_add_mapping(s, PID + 1, BASE, LIB_MAP_LEN, 0, stripped, NULL, 0), 0);
+        assert_function(s, PID + 1, BASE + hidden, "hidden_fn", 0);
+        assert_int_equal(symbols_get_stats(s)->debug_files, 2);
+        assert_int_equal(symbols_get_stats(s)->build_id_mismatches, 0);
+        symbols_free(s);
+
+        /* A debug file of another build under A's name is not believed. */
+        assert_true(sh("objcopy --only-keep-debug libb.so debug/.build-id/%.2s/%s.debug", BUILD_ID_A, BUILD_ID_A + 2));
+        s = symbols_new(&(struct symbols_limits) { .debug_dir = dbgdir });
+        assert_int_equal(symbols_add_mapping(s, PID, BASE, LIB_MAP_LEN, 0, stripped, id_bytes(BUILD_ID_A), 20), 0);
+        assert_function(s, PID, BASE + hidden, NULL, 0);
+        assert_function(s, PID, BASE + exported, "exported_fn", 0);
+        assert_int_equal(symbols_get_stats(s)->debug_files, 0);
+        symbols_free(s);
+        assert_true(sh("rm -rf debug lib.c liba.so libb.so liba-stripped.so"));
+}
+
 static void rm_tmpdir(void) {
         DIR *d = opendir(tmpdir);
         struct dirent *e;
@@ -437,6 +575,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_overlap),
                 cmocka_unit_test(test_bounds),
                 cmocka_unit_test(test_spegen),
+                cmocka_unit_test(test_build_id),
         };
         int r;
 
