@@ -390,6 +390,12 @@ static void replay_mapping(void *userdata, const struct spe_mapping *m) {
                 log_debug_errno(k, "symbols: cannot add mapping of %s: %m", m->filename);
 }
 
+void collector_symbols_stats(struct collector *c, struct symbols_stats *ret) {
+        pthread_mutex_lock(&c->symbols_lock);
+        *ret = *symbols_get_stats(c->symbols);
+        pthread_mutex_unlock(&c->symbols_lock);
+}
+
 bool collector_symbol(struct collector *c, uint32_t pid, uint64_t pc, char *buf, size_t len) {
         struct symbols_result r;
         bool found;

@@ -20,6 +20,7 @@
 #include "spe-replay.h"
 #include "store.h"
 #include "strbuf.h"
+#include "symbols.h"
 
 struct collector_options {
         uint64_t interval_usec;
@@ -55,6 +56,8 @@ void collector_store_options(const struct config *cfg, struct store_options *ret
 void collector_options_from_config(const struct config *cfg, struct collector_options *ret);
 
 int collector_start(const struct collector_options *opts, struct collector **ret);
+/* The symbol cache's counters (any thread). */
+void collector_symbols_stats(struct collector *c, struct symbols_stats *ret);
 struct collector *collector_stop(struct collector *c);
 
 /* New options take effect at the next cycle (PMU events are reopened if they changed;

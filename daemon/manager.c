@@ -58,6 +58,7 @@ static void source_write_metrics(void *userdata, struct prom_writer *w) {
         struct manager *m = userdata;
         _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = collector_snapshot(m->collector);
         const struct collector_view *v = collector_view(snap);
+        struct symbols_stats sym;
 
         prom_family(w, "armprofd_collector_up", PROM_GAUGE,
                     "1 when the collector runs and produces data, 0 when it cannot (see /status).");
@@ -74,6 +75,8 @@ static void source_write_metrics(void *userdata, struct prom_writer *w) {
                                   .up = v->spe_source != NULL,
                           },
                           w);
+        collector_symbols_stats(m->collector, &sym);
+        symbols_metrics_write(&sym, w);
 }
 
 static json_t *source_counters(void *userdata, int64_t cpu) {

@@ -15,6 +15,7 @@
 #include "prom.h"
 #include "spe-replay.h"
 #include "store.h"
+#include "symbols.h"
 
 #define SPE_LAT_OPS 3 /* load, store, branch */
 
@@ -34,3 +35,6 @@ struct spe_metrics_input {
 };
 
 void spe_metrics_write(const struct spe_metrics_input *in, struct prom_writer *w);
+
+/* The symbol cache: its evictions, files read, and what build ids decided. */
+void symbols_metrics_write(const struct symbols_stats *st, struct prom_writer *w);

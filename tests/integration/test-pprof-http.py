@@ -78,6 +78,16 @@ try:
         assert first.split()[-1] == facts["hottest.symbol"], (first, facts["hottest.symbol"])
         print(f"/debug/pprof/spe: {store_samples} samples as the store counts; -top: {first.strip()}")
 
+        # Naming them read the generator's ELF once, and the symbol cache says so.
+        metrics = d.get("/metrics")[2].decode()
+        sym = {m.group(1): float(m.group(2)) for m in
+               re.finditer(r"^(armprofd_symbols_\w+?)(?:\{[^}]*\})? (\S+)$", metrics, re.M)
+               if "{" not in m.group(0)}
+        assert sym.get("armprofd_symbols_files_loaded_total") == 1, sym
+        assert sym.get("armprofd_symbols_file_errors_total") == 0, sym
+        assert sym.get("armprofd_symbols_build_id_mismatches_total") == 0, sym
+        print(f"/metrics symbol cache: {sym}")
+
         t0 = time.monotonic()
         proc = subprocess.Popen([go, "tool", "pprof", "-symbolize=none", "-raw", "-seconds=3",
                                  f"{url}/debug/pprof/profile"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
