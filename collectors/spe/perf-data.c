@@ -51,6 +51,8 @@ _Static_assert(sizeof(struct perf_data_wire_auxtrace) == 40, "auxtrace body");
 
 /* Copy a wire struct out of the buffer: the caller has checked the length. */
 #define WIRE(dst, p) memcpy(&(dst), (p), sizeof(dst))
+/* A consumer callback, when set. */
+#define CALL(r, cb, arg) ((r)->ops->cb ? (r)->ops->cb((r)->userdata, (arg)) : 0)
 
 struct id_map_entry {
         uint64_t id;
@@ -785,6 +787,50 @@ static int feature_string(const uint8_t *data, size_t len, const char **ret) {
         return 0;
 }
 
+/* A NUL-terminated string in rec[from, to); NULL when it is not terminated. */
+static const char *rec_string(const uint8_t *p, uint32_t from, uint32_t to) {
+        if (from >= to || !memchr(p + from, 0, to - from))
+                return NULL;
+        return (const char *) p + from;
+}
+
+/*
+ * Build-id table entries in p[0, len) (a HEADER_BUILD_ID section, or one
+ * PERF_RECORD_HEADER_BUILD_ID record with its header), at input offset where.
+ */
+static int build_ids(struct perf_data_reader *r, uint64_t where, const uint8_t *p, size_t len) {
+        while (len > 0) {
+                struct perf_data_build_id bid = { .file_offset = where };
+                struct perf_data_wire_build_id w;
+                int k;
+
+                if (len < sizeof(w))
+                        return fail(r, -EBADMSG, "build-id entry at offset 0x%" PRIx64 " has 0x%zx bytes, "
+                                    "needs 0x%zx", where, len, sizeof(w));
+                WIRE(w, p);
+                if (w.size < sizeof(w) || w.size > len)
+                        return fail(r, -EBADMSG, "build-id entry at offset 0x%" PRIx64 " has size 0x%" PRIx16
+                                    " outside [0x%zx, 0x%zx]", where, w.size, sizeof(w), len);
+                bid.filename = rec_string(p, sizeof(w), w.size);
+                if (!bid.filename)
+                        return fail(r, -EBADMSG, "build-id entry at offset 0x%" PRIx64
+                                    " has an unterminated file name", where);
+                bid.misc = w.misc;
+                bid.pid = w.pid;
+                bid.build_id_size = (w.misc & PERF_DATA_MISC_BUILD_ID_SIZE) ?
+                                            MIN(w.build_id_size, (uint8_t) PERF_DATA_BUILD_ID_MAX) :
+                                            PERF_DATA_BUILD_ID_MAX;
+                memcpy(bid.build_id, w.build_id, sizeof(bid.build_id));
+                k = CALL(r, on_build_id, &bid);
+                if (k < 0)
+                        return k;
+                p += w.size;
+                len -= w.size;
+                where += w.size;
+        }
+        return 0;
+}
+
 static int process_feature(struct perf_data_reader *r, uint64_t where, unsigned feat,
                            const uint8_t *data, size_t len) {
         struct perf_data_wire_nrcpus nrc;
@@ -800,6 +846,11 @@ static int process_feature(struct perf_data_reader *r, uint64_t where, unsigned 
                 r->cpuid = strdup(s);
                 if (!r->cpuid)
                         return -ENOMEM;
+                break;
+        case PERF_DATA_FEAT_BUILD_ID:
+                k = build_ids(r, where, data, len);
+                if (k < 0)
+                        return k;
                 break;
         case PERF_DATA_FEAT_NRCPUS:
                 if (len < sizeof(nrc))
@@ -854,9 +905,11 @@ static int read_features(struct perf_data_reader *r, const struct perf_data_file
                         return fail(r, -ENODATA, "feature %u section at offset 0x%" PRIx64 " size 0x%" PRIx64
                                     " (index entry at 0x%" PRIx64 ") is past the end of the input at 0x%" PRIx64,
                                     feat, s.offset, s.size, where, r->file_size);
-                if (s.size > PERF_DATA_FEATURE_MAX)
+                /* The build-id table grows with the files sampled: it may fill the read buffer. */
+                if (s.size > (feat == PERF_DATA_FEAT_BUILD_ID ? PERF_DATA_READ_SIZE : PERF_DATA_FEATURE_MAX))
                         continue;
-                if (!r->ops->on_feature && feat != PERF_DATA_FEAT_CPUID && feat != PERF_DATA_FEAT_NRCPUS)
+                if (!r->ops->on_feature && feat != PERF_DATA_FEAT_CPUID && feat != PERF_DATA_FEAT_NRCPUS &&
+                    !(feat == PERF_DATA_FEAT_BUILD_ID && r->ops->on_build_id))
                         continue;
                 k = src_read_full(r, s.offset, r->buf, (size_t) s.size);
                 if (k < 0)
@@ -880,13 +933,6 @@ static void fill_rec(struct perf_data_record *rec, const uint8_t *p, uint64_t of
         };
 }
 
-/* A NUL-terminated string in rec[from, to); NULL when it is not terminated. */
-static const char *rec_string(const uint8_t *p, uint32_t from, uint32_t to) {
-        if (from >= to || !memchr(p + from, 0, to - from))
-                return NULL;
-        return (const char *) p + from;
-}
-
 static int too_short(struct perf_data_reader *r, const struct perf_data_record *rec, uint32_t need) {
         return fail(r, -EBADMSG, "%s record at offset 0x%" PRIx64 " has size 0x%" PRIx16
                     ", its fields need 0x%" PRIx32, perf_data_record_type_name(rec->type) ?: "?",
@@ -907,7 +953,6 @@ static int get_body(struct perf_data_reader *r, const struct perf_data_record *r
         return 0;
 }
 
-#define CALL(r, cb, arg) ((r)->ops->cb ? (r)->ops->cb((r)->userdata, (arg)) : 0)
 
 static int handle_mmap(struct perf_data_reader *r, struct perf_data_record *rec, uint32_t tlen) {
         const uint8_t *b = rec->raw + HDR_SIZE;
@@ -1485,6 +1530,9 @@ static int handle_record(struct perf_data_reader *r, const uint8_t *p, uint64_t 
         }
         case PERF_RECORD_HEADER_ATTR:
                 return handle_header_attr(r, &rec);
+
+        case PERF_RECORD_HEADER_BUILD_ID:
+                return build_ids(r, off, rec.raw, rec.size);
 
         case PERF_RECORD_HEADER_FEATURE: {
                 struct perf_data_wire_feature w;

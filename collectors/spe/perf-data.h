@@ -216,6 +216,26 @@ struct perf_data_wire_tracing_data {
         uint32_t size, pad;
 };
 
+/*
+ * A build-id table entry: HEADER_BUILD_ID feature sections hold a run of
+ * them (header.type 0), pipe mode sends each as PERF_RECORD_HEADER_BUILD_ID
+ * (perf's struct perf_record_header_build_id, tools/perf/util/header.c
+ * write_buildid()). The 24-byte id field holds the id, then its length when
+ * misc has PERF_DATA_MISC_BUILD_ID_SIZE (else the id is 20 bytes); the
+ * NUL-terminated file name follows, padded to 64 bytes.
+ */
+struct perf_data_wire_build_id {        /* + char filename[] */
+        uint32_t type;
+        uint16_t misc, size;
+        int32_t pid;
+        uint8_t build_id[PERF_DATA_BUILD_ID_MAX];
+        uint8_t build_id_size;
+        uint8_t reserved[3];
+};
+#define PERF_DATA_MISC_BUILD_ID_SIZE    (1U << 15)
+/* The pid of the host's entries (perf's HOST_KERNEL_ID); guests have their own. */
+#define PERF_DATA_BUILD_ID_HOST         (-1)
+
 /* PERF_RECORD_HEADER_FEATURE: + the feature section's contents. */
 struct perf_data_wire_feature {
         uint64_t feat_id;
@@ -372,6 +392,15 @@ struct perf_data_mmap {
         const char *filename;           /* NUL-terminated inside the record */
 };
 
+struct perf_data_build_id {
+        uint64_t file_offset;           /* of the entry */
+        uint16_t misc;                  /* PERF_RECORD_MISC_CPUMODE_MASK: kernel, user, guest... */
+        int32_t pid;                    /* the machine: PERF_DATA_BUILD_ID_HOST, else a guest */
+        uint8_t build_id_size;
+        uint8_t build_id[PERF_DATA_BUILD_ID_MAX];
+        const char *filename;
+};
+
 struct perf_data_task {
         struct perf_data_record rec;    /* type FORK or EXIT */
         uint32_t pid, ppid, tid, ptid;
@@ -444,6 +473,8 @@ struct perf_data_ops {
         int (*on_lost)(void *userdata, const struct perf_data_lost *lost);
         int (*on_comm)(void *userdata, const struct perf_data_comm *comm);
         int (*on_mmap)(void *userdata, const struct perf_data_mmap *mmap);
+        /* The build-id table: file mode before the records (it is a feature), pipe mode where it comes. */
+        int (*on_build_id)(void *userdata, const struct perf_data_build_id *bid);
         int (*on_fork)(void *userdata, const struct perf_data_task *task);
         int (*on_exit)(void *userdata, const struct perf_data_task *task);
         int (*on_switch)(void *userdata, const struct perf_data_switch *sw);

@@ -2,8 +2,9 @@
 /*
  * perf-data-dump: read a perf.data (file or pipe mode; "-" is stdin) with
  * the armprofd reader and print what it found: mode, attrs, CPUs, record
- * counts by type, AUX statistics. With --offsets also one line per record
- * ("record OFFSET TYPE"), to compare with `perf report -D`.
+ * counts by type, AUX statistics, the build-id table ("build_id HEX FILE",
+ * as `perf buildid-list` prints it). With --offsets also one line per
+ * record ("record OFFSET TYPE"), to compare with `perf report -D`.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -20,6 +21,14 @@ static int print_record(void *userdata, const struct perf_data_record *rec) {
                 printf("record 0x%" PRIx64 " %s\n", rec->file_offset, name);
         else
                 printf("record 0x%" PRIx64 " TYPE_%" PRIu32 "\n", rec->file_offset, rec->type);
+        return 0;
+}
+
+static int print_build_id(void *userdata, const struct perf_data_build_id *bid) {
+        printf("build_id ");
+        for (unsigned i = 0; i < bid->build_id_size; i++)
+                printf("%02x", bid->build_id[i]);
+        printf(" %s\n", bid->filename);
         return 0;
 }
 
@@ -71,7 +80,7 @@ static void print_summary(struct perf_data_reader *r) {
 }
 
 int main(int argc, char **argv) {
-        struct perf_data_ops ops = {};
+        struct perf_data_ops ops = { .on_build_id = print_build_id };
         struct perf_data_reader *r;
         const char *path = NULL;
         int k;

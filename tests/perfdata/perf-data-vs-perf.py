@@ -6,7 +6,8 @@ Records `perf record -e cpu-clock -a -- sleep 0.2` in file mode and in pipe
 mode, reads both with perf-data-dump (the pipe stream also through a real
 pipe), and checks that every record perf's `perf report -D` lists is found
 at the same byte offset with the same type, and that nr_cpus and cpuid
-match `perf report --header-only`. Exits 77 (skip) without perf or without
+match `perf report --header-only`, and that the build-id table is the one
+`perf buildid-list` prints. Exits 77 (skip) without perf or without
 the permission to record system-wide.
 
 usage: perf-data-vs-perf.py PATH/TO/perf-data-dump
@@ -64,6 +65,13 @@ def perf_header(perf, path):
     return hdr
 
 
+def perf_build_ids(perf, path):
+    """(hex id, file) of each build-id table entry, as perf buildid-list prints them (pipe mode: none)."""
+    out = subprocess.run([perf, 'buildid-list', '-i', path], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True, errors='replace').stdout
+    return {(m.group(1), m.group(2)) for m in re.finditer(r'^([0-9a-f]{16,40}) (.+)$', out, re.M)}
+
+
 def our_dump(dump, path, via_pipe=False):
     if via_pipe:
         with open(path, 'rb') as f:
@@ -77,11 +85,13 @@ def our_dump(dump, path, via_pipe=False):
         print(out)
         print(p.stderr.decode())
         raise SystemExit(f'FAIL: perf-data-dump {path} exited {p.returncode}')
-    recs, info = [], {}
+    recs, info = [], {'build_ids': set()}
     for line in out.splitlines():
         f = line.split(' ', 2)
         if f[0] == 'record':
             recs.append((int(f[1], 16), f[2]))
+        elif f[0] == 'build_id':
+            info['build_ids'].add((f[1], f[2]))
         elif f[0] in ('mode', 'attrs', 'nr_cpus_avail', 'nr_cpus_online', 'cpuid', 'records'):
             info[f[0]] = line.split(' ', 1)[1]
     return recs, info
@@ -120,6 +130,14 @@ def compare(perf, dump, path, pipe, via_pipe=False):
         if c_ours[t] == 0:
             print(f'{label}: no {t} records at all')
             failed = True
+
+    # perf 6.1 writes the table in file mode only (pipe mode: none at all).
+    bids = perf_build_ids(perf, path)
+    print(f'{label}: build-id table: {len(info["build_ids"])} entries (perf buildid-list: {len(bids)})')
+    if info['build_ids'] != bids or (not pipe and not bids):
+        print(f'{label}: build ids differ: only ours {sorted(info["build_ids"] - bids)[:3]}, '
+              f'only perf {sorted(bids - info["build_ids"])[:3]}')
+        failed = True
 
     hdr = perf_header(perf, path)
     for key, ours_key in (('nrcpus online', 'nr_cpus_online'), ('nrcpus avail', 'nr_cpus_avail'),

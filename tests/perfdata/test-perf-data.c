@@ -858,6 +858,140 @@ static void test_feature_past_end(void **state) {
         sink_done(&s);
 }
 
+/* ---- the build-id table ---- */
+
+#define BID_NAME_ALIGN 64
+
+static int log_build_id(void *u, const struct perf_data_build_id *bid) {
+        struct strbuf *log = u;
+
+        strbuf_printf(log, "bid pid=%" PRId32 " misc=0x%" PRIx16 " id=", bid->pid, bid->misc);
+        for (unsigned i = 0; i < bid->build_id_size; i++)
+                strbuf_printf(log, "%02x", bid->build_id[i]);
+        strbuf_printf(log, " file=%s\n", bid->filename);
+        return 0;
+}
+
+/*
+ * One entry as perf's write_buildid() lays it out: header, pid, 24 id bytes
+ * (the length in byte 20 when misc says so), the name padded to 64 bytes.
+ * In pipe mode the header is the record's, so only the rest is returned.
+ */
+static size_t bid_entry(uint8_t *out, uint16_t misc, int32_t pid, uint8_t fill, uint8_t size, const char *name,
+                        bool with_header) {
+        struct perf_data_wire_build_id w = { .misc = misc, .pid = pid, .build_id_size = size };
+        size_t name_len = (strlen(name) + 1 + BID_NAME_ALIGN - 1) / BID_NAME_ALIGN * BID_NAME_ALIGN;
+
+        memset(w.build_id, fill, sizeof(w.build_id));
+        w.size = (uint16_t) (sizeof(w) + name_len);
+        memcpy(out, &w, sizeof(w));
+        memset(out + sizeof(w), 0, name_len);
+        memcpy(out + sizeof(w), name, strlen(name));
+        if (with_header)
+                return sizeof(w) + name_len;
+        memmove(out, out + 8, sizeof(w) + name_len - 8); /* drop the perf_event_header */
+        return sizeof(w) + name_len - 8;
+}
+
+#define BID_USER (PERF_RECORD_MISC_USER | PERF_DATA_MISC_BUILD_ID_SIZE)
+
+static const char want_build_ids[] =
+        "bid pid=-1 misc=0x8002 id=1111111111111111111111111111111111111111 file=/usr/lib/libc.so.6\n"
+        "bid pid=-1 misc=0x1 id=2222222222222222222222222222222222222222 file=[kernel.kallsyms]\n"
+        "bid pid=-1 misc=0x8002 id=33333333333333333333333333333333 file=/opt/md5-linked\n"
+        "bid pid=4242 misc=0x8005 id=4444444444444444444444444444444444444444 file=/guest/bin/app\n";
+
+/* The table in a file's feature section and as pipe-mode records; then damaged entries. */
+static void test_build_id_table(void **state) {
+        static const struct perf_data_ops ops = { .on_build_id = log_build_id };
+        uint8_t sec[1024];
+        size_t n = 0, len;
+
+        for (int pipe = 0; pipe <= 1; pipe++) {
+                _cleanup_free_ uint8_t *data = NULL;
+                struct strbuf log = STRBUF_INIT;
+                struct perf_data_reader *r;
+                struct pdb b;
+                uint8_t e[256];
+                const struct {
+                        uint16_t misc;
+                        int32_t pid;
+                        uint8_t fill, size;
+                        const char *name;
+                } ents[] = {
+                        { BID_USER, -1, 0x11, 20, "/usr/lib/libc.so.6" },
+                        { PERF_RECORD_MISC_KERNEL, -1, 0x22, 0, "[kernel.kallsyms]" }, /* no size: 20 */
+                        { BID_USER, -1, 0x33, 16, "/opt/md5-linked" },
+                        { PERF_RECORD_MISC_GUEST_USER | PERF_DATA_MISC_BUILD_ID_SIZE, 4242, 0x44, 20,
+                          "/guest/bin/app" },
+                };
+
+                pdb_init(&b, pipe);
+                n = 0;
+                for (size_t i = 0; i < ELEMENTSOF(ents); i++) {
+                        if (pipe) {
+                                size_t el = bid_entry(e, ents[i].misc, ents[i].pid, ents[i].fill, ents[i].size,
+                                                      ents[i].name, false);
+
+                                pdb_record(&b, PERF_RECORD_HEADER_BUILD_ID, ents[i].misc, e, el, false);
+                        } else
+                                n += bid_entry(sec + n, ents[i].misc, ents[i].pid, ents[i].fill, ents[i].size,
+                                               ents[i].name, true);
+                }
+                if (!pipe)
+                        pdb_add_feature(&b, PERF_DATA_FEAT_BUILD_ID, sec, n);
+                data = pdb_finish(&b, &len);
+                assert_int_equal(perf_data_reader_new_memory(data, len, &r), 0);
+                assert_int_equal(perf_data_reader_run(r, &ops, &log), 0);
+                assert_string_equal(log.buf, want_build_ids);
+                perf_data_reader_free(r);
+                strbuf_done(&log);
+        }
+
+        /* Damage in the file's section: named with its offset, the good entries before it kept. */
+        const struct {
+                size_t at;              /* byte of the third entry's header to change */
+                uint16_t size;          /* its new header.size; 0: unterminate the name instead */
+                const char *msg;
+        } bad[] = {
+                { 6, 12, "has size 0xc outside" },
+                { 6, 0xfff0, "has size 0xfff0 outside" },
+                { 0, 0, "has an unterminated file name" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                _cleanup_free_ uint8_t *data = NULL;
+                struct strbuf log = STRBUF_INIT;
+                struct perf_data_reader *r;
+                size_t third = 0, m = 0;
+                struct pdb b;
+
+                n = 0;
+                n += bid_entry(sec + n, BID_USER, -1, 0x11, 20, "/usr/lib/libc.so.6", true);
+                n += bid_entry(sec + n, PERF_RECORD_MISC_KERNEL, -1, 0x22, 0, "[kernel.kallsyms]", true);
+                third = n;
+                m = bid_entry(sec + n, BID_USER, -1, 0x33, 16, "/opt/md5-linked", true);
+                if (bad[i].size)
+                        memcpy(sec + third + bad[i].at, &bad[i].size, sizeof(bad[i].size));
+                else
+                        memset(sec + third + sizeof(struct perf_data_wire_build_id), 'x',
+                               m - sizeof(struct perf_data_wire_build_id));
+                n += m;
+                pdb_init(&b, false);
+                pdb_add_feature(&b, PERF_DATA_FEAT_BUILD_ID, sec, n);
+                data = pdb_finish(&b, &len);
+                assert_int_equal(perf_data_reader_new_memory(data, len, &r), 0);
+                assert_int_equal(perf_data_reader_run(r, &(struct perf_data_ops) { .on_build_id = log_build_id },
+                                                      &log), -EBADMSG);
+                assert_non_null(strstr(perf_data_reader_error(r), bad[i].msg));
+                assert_non_null(strstr(perf_data_reader_error(r), "build-id entry at offset 0x"));
+                /* The two entries before the damage were delivered. */
+                assert_int_equal(strlen(log.buf), strlen(want_build_ids) -
+                                 strlen(strstr(want_build_ids, "bid pid=-1 misc=0x8002 id=3333")));
+                perf_data_reader_free(r);
+                strbuf_done(&log);
+        }
+}
+
 /* SPE AUXTRACE_INFO private areas written word by word (spe-format.md §9.2). */
 struct spe_info_case {
         const char *name;
@@ -1220,6 +1354,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_sample_fields),
                 cmocka_unit_test(test_path_and_fd),
                 cmocka_unit_test(test_big_payload),
+                cmocka_unit_test(test_build_id_table),
         };
 
         if (argc == 3 && streq(argv[1], "--write-seeds"))
