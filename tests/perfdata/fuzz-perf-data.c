@@ -61,6 +61,12 @@ static int on_mmap(void *u, const struct perf_data_mmap *m) {
         return 0;
 }
 
+static int on_build_id(void *u, const struct perf_data_build_id *b) {
+        touch(b->filename, strlen(b->filename));
+        touch(b->build_id, b->build_id_size);
+        return 0;
+}
+
 static int on_sample(void *u, const struct perf_data_sample *s) {
         touch(s->callchain, s->nr_callchain * 8);
         touch(s->rest, s->rest_len);
@@ -75,6 +81,7 @@ static const struct perf_data_ops ops = {
         .on_auxtrace = on_auxtrace,
         .on_comm = on_comm,
         .on_mmap = on_mmap,
+        .on_build_id = on_build_id,
         .on_sample = on_sample,
 };
 
