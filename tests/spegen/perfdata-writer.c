@@ -32,6 +32,7 @@
 /* perf's own record types (tools/lib/perf/include/perf/event.h,
  * enum perf_user_event_type). */
 #define PDW_RECORD_HEADER_ATTR      64U
+#define PDW_RECORD_HEADER_BUILD_ID  67U
 #define PDW_RECORD_FINISHED_ROUND   68U
 #define PDW_RECORD_AUXTRACE_INFO    70U
 #define PDW_RECORD_AUXTRACE         71U
@@ -45,6 +46,7 @@
 
 /* Header feature bits (tools/perf/util/header.h, HEADER_*). */
 enum {
+        FEAT_BUILD_ID      = 2,
         FEAT_HOSTNAME      = 3,
         FEAT_OSRELEASE     = 4,
         FEAT_VERSION       = 5,
@@ -75,6 +77,16 @@ enum {
 #define PDW_DUMMY_SAMPLE_TYPE (PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | \
                                PERF_SAMPLE_IDENTIFIER)
 
+/* struct perf_record_header_build_id (tools/lib/perf/include/perf/
+ * event.h): header, pid, build_id[24] (data[20], size, 3 reserved), then
+ * the file name. PERF_RECORD_MISC_BUILD_ID_SIZE (1 << 15) says that byte
+ * 20 holds the id's size; pid HOST_KERNEL_ID (-1) is the host machine. */
+#define PDW_BUILD_ID_HEAD_SIZE      36U
+#define PDW_BUILD_ID_MAX            20U
+#define PDW_BUILD_ID_FIELD          24U
+#define PDW_MISC_BUILD_ID_SIZE      (1U << 15)
+#define PDW_HOST_KERNEL_ID          (-1)
+
 #define PDW_VERSION_STRING          "6.1.0-armprofd-spegen"
 #define PDW_BUF_SIZE                (1U << 20)
 #define PDW_REC_MAX                 4096U
@@ -82,6 +94,12 @@ enum {
 struct index_entry {
         uint64_t offset;
         uint64_t size;
+};
+
+struct build_id_entry {
+        char *filename;
+        uint8_t id[PDW_BUILD_ID_MAX];
+        uint8_t size;
 };
 
 struct pdw {
@@ -94,6 +112,8 @@ struct pdw {
         uint64_t data_offset;
         struct index_entry *index;
         size_t n_index, cap_index;
+        struct build_id_entry *build_ids;
+        size_t n_build_ids;
         uint64_t first_time, last_time;
         bool finished;
 };
@@ -258,6 +278,28 @@ static uint64_t attr_id(unsigned i, unsigned cpu) {
         return (i == 0 ? PDW_SPE_ID_BASE : PDW_DUMMY_ID_BASE) + cpu;
 }
 
+/* One build-id table entry, as tools/perf/util/header.c write_buildid()
+ * writes it (header type 0 in the feature section, 67 as a pipe record). */
+static void build_id_entry(struct strbuf *sb, uint32_t type, const struct build_id_entry *e) {
+        static const uint8_t zeros[PDW_NAME_ALIGN];
+        size_t olen = strlen(e->filename) + 1;
+        size_t len = (olen + PDW_NAME_ALIGN - 1) / PDW_NAME_ALIGN * PDW_NAME_ALIGN;
+        uint8_t id[PDW_BUILD_ID_FIELD] = {};
+        uint16_t misc = PERF_RECORD_MISC_USER | PDW_MISC_BUILD_ID_SIZE;
+        uint16_t size = (uint16_t) (PDW_BUILD_ID_HEAD_SIZE + len);
+        int32_t pid = PDW_HOST_KERNEL_ID;
+
+        memcpy(id, e->id, e->size);
+        id[PDW_BUILD_ID_MAX] = e->size;
+        strbuf_append(sb, &type, sizeof(type));
+        strbuf_append(sb, &misc, sizeof(misc));
+        strbuf_append(sb, &size, sizeof(size));
+        strbuf_append(sb, &pid, sizeof(pid));
+        strbuf_append(sb, id, sizeof(id));
+        strbuf_append(sb, e->filename, olen);
+        strbuf_append(sb, zeros, len - olen);
+}
+
 /* Feature payload helpers (tools/perf/util/header.c do_write*). */
 static void feat_u32(struct strbuf *sb, uint32_t v) {
         strbuf_append(sb, &v, sizeof(v));
@@ -287,6 +329,15 @@ static bool build_feature(struct pdw *w, unsigned bit, struct strbuf *sb) {
         char s[128];
 
         switch (bit) {
+        case FEAT_BUILD_ID:
+                /* perf_session__write_buildid_table(); in pipe mode perf
+                 * never sends it as a HEADER_FEATURE event (pdw_build_id()
+                 * writes the records). */
+                if (w->c.pipe || w->n_build_ids == 0)
+                        return false;
+                for (size_t i = 0; i < w->n_build_ids; i++)
+                        build_id_entry(sb, 0, &w->build_ids[i]);
+                return true;
         case FEAT_HOSTNAME:
                 feat_string(sb, w->hostname);
                 return true;
@@ -543,6 +594,38 @@ int pdw_new(int fd, const struct pdw_config *c, struct pdw **ret) {
         return 0;
 }
 
+int pdw_build_id(struct pdw *w, const char *filename, const uint8_t *build_id, size_t build_id_size) {
+        struct build_id_entry e = {};
+        size_t l;
+        int r;
+
+        if (!filename || !filename[0] || build_id_size == 0 || build_id_size > PDW_BUILD_ID_MAX)
+                return -EINVAL;
+        l = strlen(filename) + 1;
+        if (PDW_BUILD_ID_HEAD_SIZE + (l + PDW_NAME_ALIGN - 1) / PDW_NAME_ALIGN * PDW_NAME_ALIGN > PDW_EVENT_MAX)
+                return -ENAMETOOLONG;
+        memcpy(e.id, build_id, build_id_size);
+        e.size = (uint8_t) build_id_size;
+
+        if (w->c.pipe) {
+                struct strbuf sb = STRBUF_INIT;
+
+                /* header.size is 36 + a multiple of 64, so the records
+                 * after it are 4-byte aligned only; perf writes it so too
+                 * and reads pipe events by header.size. */
+                e.filename = (char *) filename;
+                build_id_entry(&sb, PDW_RECORD_HEADER_BUILD_ID, &e);
+                r = out(w, sb.buf, sb.len);
+                strbuf_done(&sb);
+                return r;
+        }
+
+        e.filename = xstrdup(filename);
+        w->build_ids = xrealloc(w->build_ids, (w->n_build_ids + 1) * sizeof(*w->build_ids));
+        w->build_ids[w->n_build_ids++] = e;
+        return 0;
+}
+
 int pdw_comm(struct pdw *w, uint32_t pid, uint32_t tid, const char *comm, uint64_t time) {
         struct rec r;
         int ret;
@@ -754,6 +837,9 @@ struct pdw *pdw_free(struct pdw *w) {
         free(w->cmdline);
         free(w->buf);
         free(w->index);
+        for (size_t i = 0; i < w->n_build_ids; i++)
+                free(w->build_ids[i].filename);
+        free(w->build_ids);
         free(w);
         return NULL;
 }

@@ -8,8 +8,8 @@
  * perf-oracle.md): two attrs (the arm_spe event and a dummy:u tracking
  * event) with one sample id per CPU and PERF_SAMPLE_IDENTIFIER, TIME_CONV
  * before AUXTRACE_INFO, side-band records with the sample_id_all trailer,
- * PERF_RECORD_AUX + PERF_RECORD_AUXTRACE (payload inline) per chunk, and
- * the header features perf c2c needs.
+ * PERF_RECORD_AUX + PERF_RECORD_AUXTRACE (payload inline) per chunk, the
+ * build-id table, and the header features perf c2c needs.
  *
  * Writes are buffered and AUX payloads go straight to the fd, so writing
  * millions of records costs little more than the bytes themselves.
@@ -48,6 +48,18 @@ void pdw_config_init(struct pdw_config *c);
 /* Start writing to fd (which stays owned by the caller). File mode needs a
  * seekable fd (the header is written last, with pwrite). */
 int pdw_new(int fd, const struct pdw_config *c, struct pdw **ret);
+
+/* Build id of a mapped file, as perf writes its build-id table
+ * (tools/perf/util/header.c write_buildid()): one entry {header (misc
+ * PERF_RECORD_MISC_USER | PERF_RECORD_MISC_BUILD_ID_SIZE), pid -1 (the
+ * host machine), build_id[24] with the size in byte 20, the file name
+ * padded with NULs to NAME_ALIGN (64)}. File mode: collected into the
+ * HEADER_BUILD_ID feature section (header type 0). Pipe mode: written at
+ * once as a PERF_RECORD_HEADER_BUILD_ID (67) record, so call it just
+ * before the file's MMAP2, where `perf inject --buildid-all` puts it (perf
+ * 6.1's record writes none in pipe mode). At most 20 id bytes;
+ * filename must be the MMAP2's. */
+int pdw_build_id(struct pdw *w, const char *filename, const uint8_t *build_id, size_t build_id_size);
 
 /* Side band. cpu is the CPU stamped in the sample_id trailer. */
 int pdw_comm(struct pdw *w, uint32_t pid, uint32_t tid, const char *comm, uint64_t time);

@@ -13,6 +13,11 @@
 #           with its offsets and functions; peer-load totals equal the truth.
 #   pipe    pipe-mode perf.data streamed through a real pipe: dump + samples.
 #
+# script and pipe also check the fake ELF's build id: the id in perf's
+# build-id table (HEADER_BUILD_ID / PERF_RECORD_HEADER_BUILD_ID) equals the
+# ELF's NT_GNU_BUILD_ID (readelf -n) and the truth summary, and perf
+# refuses the ELF's symbols once its note says another build.
+#
 # Usage: spe-oracle.py MODE PATH-TO-armprofd-spegen
 # Exits 77 (skip) when perf is missing or cannot decode Arm SPE.
 
@@ -450,6 +455,111 @@ def check_samples(perf, data, records, garbage, summary, label, script, stdin_da
         label, len(samples), len(records), sum(zero.values()), mismatches))
 
 
+BUILD_ID_EVENT_RE = re.compile(r"build id event received for (\S+): ([0-9a-f]+) \[(\d+)\]")
+DUMP_RECORD_RE = re.compile(r"(0x[0-9a-f]+) \[(0x[0-9a-f]+)\]: PERF_RECORD_(BUILD_ID|MMAP2)\b(.*)$")
+# The build-id note as ld writes it: namesz 4, descsz 20, NT_GNU_BUILD_ID, "GNU".
+GNU_BUILD_ID_NOTE = (4).to_bytes(4, "little") + (20).to_bytes(4, "little") + (3).to_bytes(4, "little") + b"GNU\0"
+
+
+def perf_in(perf, args, data, stdin_data):
+    """perf ARGS on data, through a real pipe when stdin_data is given
+    (pipe mode: perf 6.1 cannot read it with -i FILE)."""
+    cmd = [perf] + args + ["-i", "-" if stdin_data is not None else data]
+    p = subprocess.run(cmd, input=stdin_data, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=PERF_TIMEOUT)
+    return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+
+
+def generator_symbols(perf, data, summary, stdin_data):
+    """perf script --itrace=i1i -F ip,sym: samples per generator function."""
+    rc, out, err = perf_in(perf, ["script", "--itrace=i1i", "-F", "ip,sym"], data, stdin_data)
+    funcs = {k[len("symbol."):] for k in summary if k.startswith("symbol.")}
+    have = {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 2 and f[1] in funcs:
+            have[f[1]] = have.get(f[1], 0) + 1
+    return rc, have
+
+
+def check_build_id(perf, data, summary, label, stdin_data=None):
+    elf = os.path.realpath(data[:-len(".data")] + ".elf")
+    want = summary.get("elf.build_id", "")
+    if not re.fullmatch(r"[0-9a-f]{40}", want):
+        fail("%s: truth summary elf.build_id is %r" % (label, want))
+        return
+    readelf = shutil.which("readelf")
+    if readelf:
+        m = re.search(r"NT_GNU_BUILD_ID.*?Build ID: ([0-9a-f]+)", run([readelf, "-n", "-W", elf]).stdout, re.S)
+        note = m.group(1) if m else None
+        if note != want:
+            fail("%s: readelf -n says the ELF's build id is %s, the truth %s" % (label, note, want))
+    else:
+        print("%s: no readelf, the ELF note is checked through perf only" % label)
+
+    # perf reads the table (file mode: the header, pipe mode: the record)
+    # through __event_process_build_id(), which says so with -v.
+    rc, out, err = perf_in(perf, ["report", "-D", "-v"], data, stdin_data)
+    events = BUILD_ID_EVENT_RE.findall(out + err)
+    if rc != 0 or events != [(elf, want, "20")]:
+        fail("%s: perf report -D -v exited %d, build id events %s, want [(%s, %s, 20)]" % (
+            label, rc, events, elf, want))
+    bad = [l for l in (out + err).splitlines() if re.search(r"build.?id", l, re.I) and
+           re.search(r"mismatch|error|fail|invalid|bad", l, re.I)]
+    if bad:
+        fail("%s: perf report -D complains about build ids: %s" % (label, bad[:3]))
+    recs = [(int(m.group(1), 16), int(m.group(2), 16), m.group(3), m.group(4))
+            for m in (DUMP_RECORD_RE.search(l) for l in out.splitlines()) if m]
+    bids = [r for r in recs if r[2] == "BUILD_ID"]
+    mmap = [r for r in recs if r[2] == "MMAP2" and r[3].endswith(" " + elf)]
+    if stdin_data is None:
+        if bids:
+            fail("%s: file mode has PERF_RECORD_BUILD_ID records in the data section" % label)
+    elif len(bids) != 1 or len(mmap) != 1 or bids[0][0] + bids[0][1] != mmap[0][0]:
+        # where perf inject --buildid-all puts it (perf 6.1's record writes
+        # none in pipe mode)
+        fail("%s: want one PERF_RECORD_BUILD_ID right before the ELF's MMAP2, have %s and %s" % (label, bids, mmap))
+
+    rc, out, err = perf_in(perf, ["buildid-list"], data, stdin_data)
+    listed = [tuple(l.split(None, 1)) for l in out.splitlines() if l.strip()]
+    if stdin_data is None:
+        if rc != 0 or listed != [(want, elf)]:
+            fail("%s: perf buildid-list exited %d and printed %s, want [(%s, %s)]" % (label, rc, listed, want, elf))
+    elif rc != 0 or any(l != (want, elf) for l in listed):
+        # In pipe mode perf 6.1 lists only the DSOs that PERF_RECORD_SAMPLE
+        # events hit (it forces --with-hits); SPE samples exist only once the
+        # AUX data is decoded, so an empty list is what perf prints here.
+        fail("%s: perf buildid-list -i - exited %d and printed %s" % (label, rc, listed))
+
+    # perf matches the table against the ELF's note before it reads the
+    # symbols: the functions resolve, and none once the note is changed.
+    want_funcs = {k[len("function_records."):]: int(v) for k, v in summary.items()
+                  if k.startswith("function_records.") and int(v) and not k.endswith("[kernel]")}
+    rc, have = generator_symbols(perf, data, summary, stdin_data)
+    if rc != 0 or have != want_funcs:
+        fail("%s: perf script -F ip,sym exited %d, samples per function %s, truth %s" % (label, rc, have, want_funcs))
+    with open(elf, "rb") as f:
+        good = f.read()
+    at = good.find(GNU_BUILD_ID_NOTE)
+    if at < 0:
+        fail("%s: no NT_GNU_BUILD_ID note in the ELF" % label)
+        return
+    other = bytearray(good)
+    other[at + len(GNU_BUILD_ID_NOTE)] ^= 0xff
+    try:
+        with open(elf, "wb") as f:
+            f.write(other)
+        _, wrong = generator_symbols(perf, data, summary, stdin_data)
+    finally:
+        with open(elf, "wb") as f:
+            f.write(good)
+    if wrong:
+        fail("%s: perf resolved %s in an ELF of another build id" % (label, wrong))
+    print("%s: build id %s of %s in perf's table (%s), readelf agrees; %d samples in %d functions, "
+          "none with another build" % (label, want, elf, "pipe record" if stdin_data is not None else "file header",
+                                       sum(have.values()), len(have)))
+
+
 def mode_dump(perf, spegen, tmp):
     variants = [
         ("unpadded-ts-garbage", ["--ts", "--seed", "7", "--records", "3000", "--cpus", "4", "--garbage", "0.02"]),
@@ -483,6 +593,9 @@ def mode_script(perf, spegen, tmp, script):
         check_report(perf, data, summary, label)
         if "--no-ts" not in args:
             check_branch_misses(perf, data, records, label, script)
+    data, _, _, summary = generate(spegen, tmp, "buildid", ["--ts", "--seed", "15", "--records", "1000", "--cpus", "2",
+                                                            "--garbage", "0.01"])
+    check_build_id(perf, data, summary, "buildid")
 
 
 def check_branch_misses(perf, data, records, label, script):
@@ -650,6 +763,7 @@ def mode_pipe(perf, spegen, tmp, script):
         fail("pipe-mode perf.data does not start with the 16-byte pipe header")
     check_dump(perf, data, records, garbage, label + "-dump", stdin_data=blob)
     check_samples(perf, data, records, garbage, summary, label + "-script", script, stdin_data=blob)
+    check_build_id(perf, data, summary, label + "-buildid", stdin_data=blob)
 
     # The generator can also stream straight into perf.
     gen = subprocess.Popen([spegen, "--out-dir", tmp, "--prefix", "pipe2", "--ts", "--seed", "32", "--records", "500",

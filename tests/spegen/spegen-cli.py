@@ -10,7 +10,9 @@
 import csv
 import hashlib
 import os
+import re
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -75,6 +77,111 @@ def csv_rows(path):
 
 def summary_of(path):
     return dict(l.rstrip("\n").split("=", 1) for l in open(path) if "=" in l and not l.startswith("#"))
+
+
+# ELF-64 constants (<elf.h>) and perf's build-id table (tools/perf/util/
+# header.c write_buildid(), tools/lib/perf/include/perf/event.h).
+SHT_NOTE, SHF_ALLOC, PT_LOAD, PT_NOTE, NT_GNU_BUILD_ID = 7, 0x2, 1, 4, 3
+PERF_RECORD_MMAP2, PERF_RECORD_HEADER_BUILD_ID, PERF_RECORD_HEADER_FEATURE = 10, 67, 80
+MISC_USER, MISC_BUILD_ID_SIZE, NAME_ALIGN, HEADER_BUILD_ID = 2, 1 << 15, 64, 2
+
+
+def elf_build_id(path):
+    """Check the fake ELF's .note.gnu.build-id and PT_NOTE the way ld
+    lays them out; return the descriptor (hex) or None."""
+    b = open(path, "rb").read()
+    phoff, shoff = struct.unpack_from("<QQ", b, 32)
+    phentsize, phnum, shentsize, shnum, shstrndx = struct.unpack_from("<HHHHH", b, 54)
+    shdrs = [struct.unpack_from("<IIQQQQIIQQ", b, shoff + i * shentsize) for i in range(shnum)]
+    strtab_off = shdrs[shstrndx][4]
+    name = lambda off: b[strtab_off + off:b.index(b"\0", strtab_off + off)].decode()
+    notes = [sh for sh in shdrs if name(sh[0]) == ".note.gnu.build-id"]
+    if len(notes) != 1:
+        fail("ELF: %d .note.gnu.build-id sections" % len(notes))
+        return None
+    _, typ, flags, addr, off, size, _, _, align, _ = notes[0]
+    if typ != SHT_NOTE or not flags & SHF_ALLOC or align != 4 or off % 4 or size != 36 or addr != off:
+        fail("ELF: .note.gnu.build-id type %d flags %#x align %d offset %#x size %d addr %#x" % (
+            typ, flags, align, off, size, addr))
+    namesz, descsz, ntype = struct.unpack_from("<III", b, off)
+    if (namesz, descsz, ntype, b[off + 12:off + 16]) != (4, 20, NT_GNU_BUILD_ID, b"GNU\0"):
+        fail("ELF: build-id note header %s" % ((namesz, descsz, ntype, b[off + 12:off + 16]),))
+    phdrs = [struct.unpack_from("<IIQQQQQQ", b, phoff + i * phentsize) for i in range(phnum)]
+    if [p[0] for p in phdrs] != [PT_LOAD, PT_NOTE]:
+        fail("ELF: program headers %s, want PT_LOAD, PT_NOTE" % [p[0] for p in phdrs])
+    elif phdrs[1][2:6] != (off, addr, addr, size) or phdrs[1][6] != size or phdrs[1][7] != 4 or \
+            not (phdrs[0][2] <= off and off + size <= phdrs[0][2] + phdrs[0][5]):
+        fail("ELF: PT_NOTE %s does not cover the note (offset %#x size %d) inside the PT_LOAD" % (phdrs[1], off, size))
+    desc = b[off + 16:off + 36]
+    # ld/lld --build-id=sha1: the SHA-1 of the file with the id zero.
+    if hashlib.sha1(b[:off + 16] + bytes(20) + b[off + 36:]).digest() != desc:
+        fail("ELF: build id %s is not the SHA-1 of the file with the id zeroed" % desc.hex())
+    readelf = shutil.which("readelf")
+    if readelf:
+        n = subprocess.run([readelf, "-n", "-W", path], stdout=subprocess.PIPE, universal_newlines=True).stdout
+        m = re.search(r"NT_GNU_BUILD_ID.*?\s+Build ID: ([0-9a-f]+)", n, re.S)
+        if not m or m.group(1) != desc.hex():
+            fail("readelf -n: %r, want build id %s" % (n, desc.hex()))
+        l = subprocess.run([readelf, "-l", "-W", path], stdout=subprocess.PIPE, universal_newlines=True).stdout
+        if not re.search(r"^\s+01\s+\.note\.gnu\.build-id\s*$", l, re.M):
+            fail("readelf -l: the NOTE segment does not hold .note.gnu.build-id:\n%s" % l)
+    return desc.hex()
+
+
+def build_id_entry(b, p, want_type, want_id, want_name):
+    """One build-id table entry at b[p:] as perf 6.1 writes it; its size."""
+    typ, misc, size, pid = struct.unpack_from("<IHHi", b, p)
+    field, name = b[p + 12:p + 36], b[p + 36:p + size]
+    padded = (len(want_name) + 1 + NAME_ALIGN - 1) // NAME_ALIGN * NAME_ALIGN
+    want_field = bytes.fromhex(want_id) + bytes([20, 0, 0, 0])
+    want_name_b = want_name.encode() + bytes(padded - len(want_name))
+    if (typ, misc, size, pid, field, name) != (want_type, MISC_USER | MISC_BUILD_ID_SIZE, 36 + padded, -1,
+                                               want_field, want_name_b):
+        fail("build-id entry: type %d misc %#x size %d pid %d id %s name %r (%d bytes); want type %d misc %#x "
+             "size %d pid -1 id %s name %r (%d bytes)" % (
+                 typ, misc, size, pid, field.hex(), name.rstrip(b"\0"), len(name), want_type,
+                 MISC_USER | MISC_BUILD_ID_SIZE, 36 + padded, want_field.hex(), want_name, padded))
+    return max(size, 8)
+
+
+def check_build_id_table(data_path, elf_path, want_id):
+    """File mode: one HEADER_BUILD_ID entry for the ELF. Pipe mode: one
+    PERF_RECORD_HEADER_BUILD_ID right before the ELF's MMAP2 (where perf
+    inject --buildid-all puts it), no HEADER_BUILD_ID feature event."""
+    b = open(data_path, "rb").read()
+    name = os.path.realpath(elf_path)
+    if int.from_bytes(b[8:16], "little") == 104:
+        data_off, data_size = struct.unpack_from("<QQ", b, 40)
+        bits = int.from_bytes(b[72:104], "little")
+        if not bits >> HEADER_BUILD_ID & 1:
+            fail("file mode: no HEADER_BUILD_ID feature")
+            return
+        # the index has one {offset, size} per set bit, in bit order
+        k = bin(bits & ((1 << HEADER_BUILD_ID) - 1)).count("1")
+        off, size = struct.unpack_from("<QQ", b, data_off + data_size + 16 * k)
+        n = build_id_entry(b, off, 0, want_id, name)
+        if n != size:
+            fail("file mode: HEADER_BUILD_ID is %d bytes, one entry is %d" % (size, n))
+        return
+    p, seen, prev, mmaps = 16, 0, None, 0
+    while p + 8 <= len(b):
+        typ, _, size = struct.unpack_from("<IHH", b, p)
+        if typ == PERF_RECORD_HEADER_BUILD_ID:
+            seen += 1
+            build_id_entry(b, p, PERF_RECORD_HEADER_BUILD_ID, want_id, name)
+        elif typ == PERF_RECORD_MMAP2 and b[p + 72:p + 72 + len(name) + 1] == name.encode() + b"\0":
+            mmaps += 1
+            if prev != PERF_RECORD_HEADER_BUILD_ID:
+                fail("pipe mode: the ELF's MMAP2 follows record type %s, not its build id" % prev)
+        elif typ == PERF_RECORD_HEADER_FEATURE and struct.unpack_from("<Q", b, p + 8)[0] == HEADER_BUILD_ID:
+            fail("pipe mode: HEADER_BUILD_ID sent as a feature event")
+        prev = typ
+        if typ == 71:  # PERF_RECORD_AUXTRACE: the payload follows
+            p += struct.unpack_from("<Q", b, p + 8)[0]
+        p += max(size, 8)
+    if seen != 1 or mmaps != 1:
+        fail("pipe mode: %d PERF_RECORD_HEADER_BUILD_ID records and %d MMAP2 of the ELF, want 1 and 1" % (
+            seen, mmaps))
 
 
 def digests(d):
@@ -202,6 +309,23 @@ def main():
         if data[:8] != b"PERFILE2" or int.from_bytes(data[8:16], "little") != 104:
             fail("perf.data does not start with a 104-byte PERFILE2 header")
 
+        # The ELF's build id: a well-formed note, the summary says it, the
+        # perf.data's build-id table carries it for the MMAP2's path, in
+        # file and pipe mode; without a perf.data the summary still has it.
+        build_id = elf_build_id(os.path.join(out, "g.elf"))
+        if not re.fullmatch(r"[0-9a-f]{40}", summary.get("elf.build_id", "")) or summary["elf.build_id"] != build_id:
+            fail("summary elf.build_id %s, ELF note %s" % (summary.get("elf.build_id"), build_id))
+        if build_id:
+            check_build_id_table(os.path.join(out, "g.data"), os.path.join(out, "g.elf"), build_id)
+            pipe = os.path.join(tmp, "pipe")
+            subprocess.run([exe, "--out-dir", pipe, "--prefix", "g", "--records", "300", "--pipe"], check=True)
+            check_build_id_table(os.path.join(pipe, "g.data"), os.path.join(pipe, "g.elf"), build_id)
+            nodata = os.path.join(tmp, "nodata")
+            subprocess.run([exe, "--out-dir", nodata, "--prefix", "g", "--records", "30", "--no-perf-data"],
+                           check=True)
+            if summary_of(os.path.join(nodata, "g.truth.txt")).get("elf.build_id") != build_id:
+                fail("--no-perf-data: the summary's elf.build_id differs")
+
         for bad in (["--cpus", "0"], ["--cpus", "65"], ["--garbage", "1.5"], ["--garbage", "-1"],
                     ["--records", "12abc"], ["--scenario", "nope"], ["--scenario", "dram,"], ["--seed", "-3"],
                     ["--chunk-size", "10"], ["--midr", "x86"], ["extra-arg"], ["--padded", "--pad-layout=nope"],
@@ -210,8 +334,8 @@ def main():
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             if p.returncode == 0:
                 fail("accepted bad arguments %s" % bad)
-        print("cli: %d records (%d = %.1f%% in N1 slots), outputs %s" % (
-            n_rec, n_slots, 100.0 * n_slots / max(n_rec, 1), ", ".join(sorted(first))))
+        print("cli: %d records (%d = %.1f%% in N1 slots), outputs %s; ELF build id %s" % (
+            n_rec, n_slots, 100.0 * n_slots / max(n_rec, 1), ", ".join(sorted(first)), build_id))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 1 if failures else 0

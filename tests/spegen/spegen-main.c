@@ -6,7 +6,8 @@
  *   <prefix>.truth.csv    one row per record and per injected garbage run
  *   <prefix>.truth.txt    per-scenario facts (shared lines, hottest PC...)
  *   <prefix>.data         perf.data (file mode, or pipe mode with --pipe)
- *   <prefix>.elf          the fake AArch64 ELF the user PCs resolve in
+ *   <prefix>.elf          the fake AArch64 ELF the user PCs resolve in (with a
+ *                         build-id note; its id is elf.build_id in truth.txt)
  *
  * See tests/spegen/README.md for the scenarios and the CSV columns.
  */
@@ -65,6 +66,7 @@ struct out_ctx {
         FILE *csv;
         char *line;
         struct pdw *pdw;
+        uint8_t build_id[FAKE_ELF_BUILD_ID_SIZE]; /* the fake ELF's NT_GNU_BUILD_ID */
 };
 
 static void help(void) {
@@ -582,6 +584,10 @@ static int write_summary(const struct args *a, const struct out_ctx *o, const ch
         fprintf(f, "kernel.text=0x%llx\nkernel.data=0x%llx\n",
                 (unsigned long long) SPEGEN_KTEXT_BASE, (unsigned long long) SPEGEN_KDATA_BASE);
         fprintf(f, "elf.text_base=0x%llx\n", (unsigned long long) SPEGEN_TEXT_BASE);
+        fprintf(f, "elf.build_id=");
+        for (unsigned i = 0; i < FAKE_ELF_BUILD_ID_SIZE; i++)
+                fprintf(f, "%02x", o->build_id[i]);
+        fputc('\n', f);
         for (unsigned i = 0; i < _SPEGEN_FN_MAX; i++)
                 fprintf(f, "symbol.%s=0x%llx,0x%llx\n", spegen_funcs[i].name,
                         (unsigned long long) (SPEGEN_TEXT_BASE + spegen_funcs[i].offset),
@@ -593,24 +599,40 @@ static int write_summary(const struct args *a, const struct out_ctx *o, const ch
         return 0;
 }
 
-static int write_elf(const char *path) {
-        struct fake_elf_sym syms[_SPEGEN_FN_MAX];
-        _cleanup_close_ int fd = -1;
-
+static void elf_syms(struct fake_elf_sym syms[_SPEGEN_FN_MAX]) {
         for (unsigned i = 0; i < _SPEGEN_FN_MAX; i++)
                 syms[i] = (struct fake_elf_sym) {
                         spegen_funcs[i].name, spegen_funcs[i].offset, spegen_funcs[i].size,
                 };
+}
+
+/* The fake ELF's build id (a SHA-1 of its bytes, fake-elf.h), also when
+ * the ELF is not written. */
+static int elf_build_id(uint8_t ret[FAKE_ELF_BUILD_ID_SIZE]) {
+        struct fake_elf_sym syms[_SPEGEN_FN_MAX];
+
+        elf_syms(syms);
+        return fake_elf_build_id(SPEGEN_ELF_TEXT_OFF, SPEGEN_ELF_TEXT_SIZE, syms, _SPEGEN_FN_MAX, ret);
+}
+
+static int write_elf(const char *path) {
+        struct fake_elf_sym syms[_SPEGEN_FN_MAX];
+        _cleanup_close_ int fd = -1;
+
+        elf_syms(syms);
         fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (fd < 0)
                 return -errno;
-        return fake_elf_write(fd, SPEGEN_ELF_TEXT_OFF, SPEGEN_ELF_TEXT_SIZE, syms, _SPEGEN_FN_MAX);
+        return fake_elf_write_build_id(fd, SPEGEN_ELF_TEXT_OFF, SPEGEN_ELF_TEXT_SIZE, syms, _SPEGEN_FN_MAX, NULL);
 }
 
 /* COMM/MMAP2/FORK as `perf record` synthesizes them for a running
  * process, then ITRACE_START per CPU (perf-oracle.md "A layout that
- * works"). */
-static int write_sideband(struct pdw *w, const struct args *a, const char *elf_abs) {
+ * works"). The ELF's build id goes into the build-id table (file mode) or,
+ * in pipe mode, just before its MMAP2 as `perf inject --buildid-all`
+ * writes it. */
+static int write_sideband(struct pdw *w, const struct args *a, const char *elf_abs,
+                          const uint8_t build_id[FAKE_ELF_BUILD_ID_SIZE]) {
         struct spegen_thread threads[SPEGEN_MAX_THREADS];
         size_t n = spegen_threads(a->gen.n_cpus, threads, ELEMENTSOF(threads));
         uint64_t t = a->gen.ts ? SIDEBAND_TIME_START : SIDEBAND_TIME_START_END;
@@ -619,6 +641,8 @@ static int write_sideband(struct pdw *w, const struct args *a, const char *elf_a
 
         r = pdw_comm(w, SPEGEN_PID, SPEGEN_PID, SPEGEN_PROC_COMM, t);
         t += step;
+        if (r >= 0)
+                r = pdw_build_id(w, elf_abs, build_id, FAKE_ELF_BUILD_ID_SIZE);
         if (r >= 0)
                 r = pdw_mmap2(w, SPEGEN_PID, SPEGEN_PID, SPEGEN_TEXT_BASE, SPEGEN_TEXT_MAP_LEN, 0,
                               PROT_READ | PROT_EXEC, MAP_PRIVATE, elf_abs, t);
@@ -658,6 +682,9 @@ static int run(const struct args *a) {
 
         for (unsigned cpu = 0; cpu < SPEGEN_MAX_CPUS; cpu++)
                 o.bin_fds[cpu] = -1;
+        r = elf_build_id(o.build_id);
+        if (r < 0)
+                return r;
 
         if (mkdir(a->out_dir, 0755) < 0 && errno != EEXIST) {
                 r = -errno;
@@ -712,7 +739,7 @@ static int run(const struct args *a) {
                 pc.blocks_per_node = SPEGEN_MEM_BLOCKS_NODE;
                 r = pdw_new(data_fd, &pc, &o.pdw);
                 if (r >= 0)
-                        r = write_sideband(o.pdw, a, elf_abs);
+                        r = write_sideband(o.pdw, a, elf_abs, o.build_id);
                 if (r < 0) {
                         fprintf(stderr, "armprofd-spegen: cannot write %s: %s\n", data, strerror(-r));
                         goto finish;
