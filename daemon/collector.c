@@ -433,6 +433,9 @@ static int replay(struct collector *c, const char *path) {
                 c->spe_cpus[i] = *spe_replay_cpu(r, i);
                 records += c->spe_cpus[i].records;
         }
+        if (spe_replay_build_ids_dropped(r) > 0)
+                log_warning("replay: %" PRIu64 " build-id table entries beyond the bound were left out; "
+                            "their files are named without a build-id check", spe_replay_build_ids_dropped(r));
         if (k < 0)
                 log_error("replay: %s; keeping the %" PRIu64 " records decoded before it", spe_replay_error(r),
                           records);

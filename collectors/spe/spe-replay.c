@@ -16,6 +16,12 @@
  */
 #define TIDMAP_BITS 16
 #define TIDMAP_SIZE (1U << TIDMAP_BITS)
+/*
+ * The perf.data build-id table (host user files) that names the build of
+ * each mapped file whose MMAP2 carries none, as perf record writes it by
+ * default. Bounded: entries beyond it are counted and left out.
+ */
+#define REPLAY_MAX_BUILD_IDS 16384
 /* Events of a recording (SPE plus perf's dummy/tracking events): a few. */
 #define REPLAY_MAX_ATTRS 16
 
@@ -23,6 +29,12 @@ struct tid_slot {
         uint32_t tid;
         uint32_t pid;
         bool used;
+};
+
+struct build_id_entry {
+        char *filename;
+        uint8_t size;
+        uint8_t id[PERF_DATA_BUILD_ID_MAX];
 };
 
 struct replay_queue {
@@ -41,6 +53,10 @@ struct spe_replay {
         size_t n_queues;
         struct tid_slot tids[TIDMAP_SIZE];
         uint64_t unattributed, tid_evictions;
+        struct build_id_entry *build_ids; /* sorted by filename when build_ids_sorted */
+        size_t n_build_ids, cap_build_ids;
+        bool build_ids_sorted;
+        uint64_t build_ids_dropped;
         struct {
                 uint32_t type;
                 uint64_t period;
@@ -225,20 +241,69 @@ static int on_comm(void *userdata, const struct perf_data_comm *c) {
         return 0;
 }
 
-static int on_mmap(void *userdata, const struct perf_data_mmap *m) {
+static int build_id_cmp(const void *a, const void *b) {
+        return strcmp(((const struct build_id_entry *) a)->filename, ((const struct build_id_entry *) b)->filename);
+}
+
+static int on_build_id(void *userdata, const struct perf_data_build_id *bid) {
         struct spe_replay *r = userdata;
 
-        if (r->sink && r->sink->mapping)
-                r->sink->mapping(r->sink->userdata,
-                                 &(struct spe_mapping) {
-                                         .pid = m->pid,
-                                         .start = m->addr,
-                                         .len = m->len,
-                                         .pgoff = m->pgoff,
-                                         .filename = m->filename,
-                                         .build_id = m->has_build_id ? m->build_id : NULL,
-                                         .build_id_len = m->has_build_id ? m->build_id_size : 0,
-                                 });
+        /* The host's user files: guests' and the kernel's are not mapped by host processes. */
+        if (bid->pid != PERF_DATA_BUILD_ID_HOST ||
+            (bid->misc & PERF_RECORD_MISC_CPUMODE_MASK) != PERF_RECORD_MISC_USER)
+                return 0;
+        if (r->n_build_ids == REPLAY_MAX_BUILD_IDS) {
+                r->build_ids_dropped++;
+                return 0;
+        }
+        if (r->n_build_ids == r->cap_build_ids) {
+                r->cap_build_ids = r->cap_build_ids ? 2 * r->cap_build_ids : 64;
+                r->build_ids = xrealloc(r->build_ids, r->cap_build_ids * sizeof(*r->build_ids));
+        }
+        r->build_ids[r->n_build_ids] = (struct build_id_entry) {
+                .filename = xstrdup(bid->filename),
+                .size = bid->build_id_size,
+        };
+        memcpy(r->build_ids[r->n_build_ids].id, bid->build_id, sizeof(bid->build_id));
+        r->n_build_ids++;
+        r->build_ids_sorted = false;
+        return 0;
+}
+
+/* The table's build id of filename, or NULL. */
+static const struct build_id_entry *build_id_of(struct spe_replay *r, const char *filename) {
+        struct build_id_entry key = { .filename = (char *) filename };
+
+        if (r->n_build_ids == 0)
+                return NULL;
+        if (!r->build_ids_sorted) {
+                qsort(r->build_ids, r->n_build_ids, sizeof(*r->build_ids), build_id_cmp);
+                r->build_ids_sorted = true;
+        }
+        return bsearch(&key, r->build_ids, r->n_build_ids, sizeof(*r->build_ids), build_id_cmp);
+}
+
+static int on_mmap(void *userdata, const struct perf_data_mmap *m) {
+        struct spe_replay *r = userdata;
+        const struct build_id_entry *e;
+        struct spe_mapping sm = {
+                .pid = m->pid,
+                .start = m->addr,
+                .len = m->len,
+                .pgoff = m->pgoff,
+                .filename = m->filename,
+                .build_id = m->has_build_id ? m->build_id : NULL,
+                .build_id_len = m->has_build_id ? m->build_id_size : 0,
+        };
+
+        if (!r->sink || !r->sink->mapping)
+                return 0;
+        /* perf record by default puts build ids in the file's table, not in MMAP2. */
+        if (!sm.build_id && (e = build_id_of(r, m->filename))) {
+                sm.build_id = e->id;
+                sm.build_id_len = e->size;
+        }
+        r->sink->mapping(r->sink->userdata, &sm);
         return 0;
 }
 
@@ -288,6 +353,7 @@ static int run(struct perf_data_reader *reader, const struct spe_sink *sink, str
                 .on_lost = on_lost,
                 .on_comm = on_comm,
                 .on_mmap = on_mmap,
+                .on_build_id = on_build_id,
                 .on_fork = on_fork,
                 .on_switch = on_switch,
                 .on_itrace_start = on_itrace_start,
@@ -343,6 +409,9 @@ struct spe_replay *spe_replay_free(struct spe_replay *r) {
                 return NULL;
         for (size_t i = 0; i < r->n_queues; i++)
                 free(r->sorted[i]);
+        for (size_t i = 0; i < r->n_build_ids; i++)
+                free(r->build_ids[i].filename);
+        free(r->build_ids);
         perf_data_reader_free(r->reader);
         free(r);
         return NULL;
@@ -379,4 +448,8 @@ uint64_t spe_replay_unattributed(const struct spe_replay *r) {
 
 uint64_t spe_replay_tid_evictions(const struct spe_replay *r) {
         return r->tid_evictions;
+}
+
+uint64_t spe_replay_build_ids_dropped(const struct spe_replay *r) {
+        return r->build_ids_dropped;
 }

@@ -77,6 +77,8 @@ size_t spe_replay_n_cpus(const struct spe_replay *r);
 const struct spe_replay_cpu_stats *spe_replay_cpu(const struct spe_replay *r, size_t i);
 /* The SPE event's sampling interval (one sample every N operations), 0 when unknown. */
 uint64_t spe_replay_sample_period(const struct spe_replay *r);
+/* Build-id table entries beyond the bound (16384), left out: their files' mappings carry no build id. */
+uint64_t spe_replay_build_ids_dropped(const struct spe_replay *r);
 /* Records whose thread or process could not be named. */
 uint64_t spe_replay_unattributed(const struct spe_replay *r);
 /* Threads the attribution table had to forget (it is bounded). */

@@ -3,7 +3,8 @@
 """go tool pprof reads both pprof endpoints of a daemon serving a replayed generator
 file: its sample totals equal the store's count of samples, -top names the
 generator's hottest function first, and /debug/pprof/profile?seconds=N answers
-after N seconds."""
+after N seconds. Then the ELF at the mapped path is replaced by another build:
+no PC is named from it."""
 
 import json
 import os
@@ -71,6 +72,9 @@ try:
             assert len(re.findall(rf"\b{label}:\[", samples_part)) == n_samples, (label, n_samples, raw[:800])
         # Loads carry their data source (the generator's false sharing hits peer cores).
         assert "source:[peer_core]" in samples_part and "source:[l1d]" in samples_part, samples_part[:800]
+        # The ELF's mapping carries the build id of the perf.data's build-id table (and of the ELF's note).
+        mappings = raw.split("Mappings", 1)[1]
+        assert facts["elf.build_id"] in mappings, (facts["elf.build_id"], mappings[:600])
 
         top = pprof("-top", f"{url}/debug/pprof/spe?window=all")
         assert "Type: samples" in top, top[:300]  # samples is the default type
@@ -103,6 +107,26 @@ try:
         assert raw_total(raw, 0) == store_samples, (raw_total(raw, 0), store_samples)
         print(f"/debug/pprof/profile?seconds=3: answered after {took:.1f} s with {store_samples} samples; "
               "/healthz answered meanwhile")
+        rc, _ = d.stop()
+        assert rc == 0, d.log()
+
+    # Another build of the ELF at the same path (one byte of its build-id note changed): the daemon
+    # must not name PCs from it, and says why on /metrics.
+    elf = os.path.join(tmp, "g.elf")
+    image = bytearray(open(elf, "rb").read())
+    at = image.find(bytes.fromhex(facts["elf.build_id"]))
+    assert at > 0 and image.count(bytes.fromhex(facts["elf.build_id"])) == 1, at
+    image[at] ^= 0xff
+    open(elf, "wb").write(image)
+    with Daemon(args=["--replay", os.path.join(tmp, "g.data")], config_text="[store]\nepoch = 60s\n") as d:
+        d.wait_ready()
+        items = json.loads(d.get("/hotpcs?window=all&limit=50")[2])["pcs"]
+        named = [i for i in items if "symbol" in i and i["symbol"] != "[kernel]"]
+        assert items and not named, named[:3]
+        metrics = d.get("/metrics")[2].decode()
+        assert re.search(r"^armprofd_symbols_build_id_mismatches_total 1$", metrics, re.M), \
+            [l for l in metrics.splitlines() if l.startswith("armprofd_symbols")]
+        print(f"another build at the ELF's path: none of the {len(items)} hottest PCs named, mismatch counted")
         rc, _ = d.stop()
         assert rc == 0, d.log()
 finally:
