@@ -941,6 +941,7 @@ static void test_build_id_table(void **state) {
                 if (!pipe)
                         pdb_add_feature(&b, PERF_DATA_FEAT_BUILD_ID, sec, n);
                 data = pdb_finish(&b, &len);
+                pdb_done(&b);
                 assert_int_equal(perf_data_reader_new_memory(data, len, &r), 0);
                 assert_int_equal(perf_data_reader_run(r, &ops, &log), 0);
                 assert_string_equal(log.buf, want_build_ids);
@@ -979,6 +980,7 @@ static void test_build_id_table(void **state) {
                 pdb_init(&b, false);
                 pdb_add_feature(&b, PERF_DATA_FEAT_BUILD_ID, sec, n);
                 data = pdb_finish(&b, &len);
+                pdb_done(&b);
                 assert_int_equal(perf_data_reader_new_memory(data, len, &r), 0);
                 assert_int_equal(perf_data_reader_run(r, &(struct perf_data_ops) { .on_build_id = log_build_id },
                                                       &log), -EBADMSG);

@@ -527,7 +527,7 @@ static void test_build_id(void **state) {
 
         /* The debug file of build A installed as a -dbgsym package would. */
         assert_true(sh("mkdir -p debug/.build-id/%.2s && objcopy --only-keep-debug liba.so debug/.build-id/%.2s/%s.debug",
-                       BUILD_ID_A, BUILD_ID_A, BUILD_ID_A + 2));
+                       BUILD_ID_A, BUILD_ID_A, &BUILD_ID_A[2]));
         s = symbols_new(&(struct symbols_limits) { .debug_dir = dbgdir });
         assert_int_equal(symbols_add_mapping(s, PID, BASE, LIB_MAP_LEN, 0, stripped, id_bytes(BUILD_ID_A), 20), 0);
         for (int i = 0; i < 3; i++) {
@@ -542,7 +542,7 @@ static void test_build_id(void **state) {
         symbols_free(s);
 
         /* A debug file of another build under A's name is not believed. */
-        assert_true(sh("objcopy --only-keep-debug libb.so debug/.build-id/%.2s/%s.debug", BUILD_ID_A, BUILD_ID_A + 2));
+        assert_true(sh("objcopy --only-keep-debug libb.so debug/.build-id/%.2s/%s.debug", BUILD_ID_A, &BUILD_ID_A[2]));
         s = symbols_new(&(struct symbols_limits) { .debug_dir = dbgdir });
         assert_int_equal(symbols_add_mapping(s, PID, BASE, LIB_MAP_LEN, 0, stripped, id_bytes(BUILD_ID_A), 20), 0);
         assert_function(s, PID, BASE + hidden, NULL, 0);
