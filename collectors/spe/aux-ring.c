@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "aux-ring.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+#include "strbuf.h"
+
+/* PERF_RECORD_AUX body: u64 aux_offset, aux_size, flags (then sample_id). */
+struct aux_body {
+        uint64_t aux_offset, aux_size, flags;
+};
+
+/* PERF_RECORD_LOST body: u64 id, lost. PERF_RECORD_LOST_SAMPLES: u64 lost. */
+struct lost_body {
+        uint64_t id, lost;
+};
+
+/* The flag bits the kernel defines; PERF_AUX_FLAG_PMU_FORMAT_TYPE_MASK is the PMU's own. */
+#define AUX_FLAGS_KNOWN (PERF_AUX_FLAG_TRUNCATED | PERF_AUX_FLAG_OVERWRITE | PERF_AUX_FLAG_PARTIAL | \
+                         PERF_AUX_FLAG_COLLISION)
+
+static bool is_pow2(size_t n) {
+        return n > 0 && (n & (n - 1)) == 0;
+}
+
+int aux_ring_init(struct aux_ring *r, struct perf_event_mmap_page *page, const void *data, size_t data_size,
+                  const void *aux, size_t aux_size) {
+        if (!r || !page || !data || !aux || !is_pow2(data_size) || !is_pow2(aux_size))
+                return -EINVAL;
+        *r = (struct aux_ring) {
+                .page = page,
+                .data = data,
+                .data_size = data_size,
+                .aux = aux,
+                .aux_size = aux_size,
+                .scratch_size = MIN(data_size, (size_t) AUX_RING_RECORD_MAX),
+        };
+        r->scratch = xmalloc(r->scratch_size);
+        return 0;
+}
+
+void aux_ring_done(struct aux_ring *r) {
+        if (!r)
+                return;
+        free(r->scratch);
+        r->scratch = NULL;
+}
+
+/* n bytes of the data ring from free-running position pos, across its end if need be. */
+static void ring_copy(const struct aux_ring *r, uint64_t pos, void *dst, size_t n) {
+        size_t off = (size_t) (pos & (r->data_size - 1)), first = MIN(n, r->data_size - off);
+
+        memcpy(dst, r->data + off, first);
+        memcpy((uint8_t *) dst + first, r->data, n - first);
+}
+
+/* The record at pos, contiguous: in the ring itself, or copied to scratch when it wraps. */
+static const uint8_t *record_at(struct aux_ring *r, uint64_t pos, size_t size) {
+        size_t off = (size_t) (pos & (r->data_size - 1));
+
+        if (off + size <= r->data_size)
+                return r->data + off;
+        ring_copy(r, pos, r->scratch, size);
+        return r->scratch;
+}
+
+static int deliver_aux(struct aux_ring *r, const struct aux_body *b, const struct aux_ring_ops *ops,
+                       void *userdata) {
+        struct aux_ring_chunk c = { .aux_offset = b->aux_offset, .flags = b->flags & AUX_FLAGS_KNOWN };
+        size_t off = (size_t) (b->aux_offset & (r->aux_size - 1));
+        size_t len = (size_t) b->aux_size, first = MIN(len, r->aux_size - off);
+        int k;
+
+        if (r->aux_started && b->aux_offset != r->aux_next) {
+                c.gap = true;
+                r->stats.aux_gaps++;
+                if (b->aux_offset > r->aux_next)
+                        r->stats.aux_gap_bytes += b->aux_offset - r->aux_next;
+        }
+        r->aux_started = true;
+        r->aux_next = b->aux_offset + b->aux_size;
+        r->stats.aux_records++;
+        r->stats.aux_bytes += len;
+        r->stats.truncated += !!(c.flags & PERF_AUX_FLAG_TRUNCATED);
+        r->stats.partial += !!(c.flags & PERF_AUX_FLAG_PARTIAL);
+        r->stats.collision += !!(c.flags & PERF_AUX_FLAG_COLLISION);
+        r->stats.overwrite += !!(c.flags & PERF_AUX_FLAG_OVERWRITE);
+
+        if (!ops || !ops->aux)
+                return 0;
+        /* A chunk without bytes still carries its flags (a truncation with nothing written). */
+        k = ops->aux(userdata, &c, r->aux + off, first, first == len);
+        if (k < 0 || first == len)
+                return k;
+        return ops->aux(userdata, &c, r->aux, len - first, true);
+}
+
+int aux_ring_drain(struct aux_ring *r, const struct aux_ring_ops *ops, void *userdata, bool *ret_truncated) {
+        uint64_t head, tail;
+        int n = 0, k = 0;
+
+        if (ret_truncated)
+                *ret_truncated = false;
+        if (!r)
+                return -EINVAL;
+        /* The kernel writes the records, then data_head: acquire pairs with its release. */
+        head = __atomic_load_n(&r->page->data_head, __ATOMIC_ACQUIRE);
+        tail = __atomic_load_n(&r->page->data_tail, __ATOMIC_RELAXED);
+        if (head - tail > r->data_size) {
+                /* More than the ring holds: not the normal-mode protocol. Start over at head. */
+                r->stats.bad_records++;
+                r->stats.bad_bytes += head - tail;
+                tail = head;
+        }
+
+        while (tail != head && k >= 0) {
+                struct perf_event_header h;
+                const uint8_t *rec;
+
+                if (head - tail < sizeof(h)) {
+                        r->stats.bad_records++;
+                        r->stats.bad_bytes += head - tail;
+                        tail = head;
+                        break;
+                }
+                ring_copy(r, tail, &h, sizeof(h));
+                if (h.size < sizeof(h) || h.size > head - tail || h.size > r->scratch_size) {
+                        /* No way to find the next record: skip what the kernel published. */
+                        r->stats.bad_records++;
+                        r->stats.bad_bytes += head - tail;
+                        tail = head;
+                        break;
+                }
+                rec = record_at(r, tail, h.size);
+                tail += h.size;
+                n++;
+                r->stats.records++;
+
+                switch (h.type) {
+                case PERF_RECORD_AUX: {
+                        struct aux_body b;
+
+                        if (h.size < sizeof(h) + sizeof(b)) {
+                                r->stats.bad_records++;
+                                r->stats.bad_bytes += h.size;
+                                break;
+                        }
+                        memcpy(&b, rec + sizeof(h), sizeof(b));
+                        if (b.aux_size > r->aux_size) {
+                                r->stats.bad_records++;
+                                r->stats.bad_bytes += h.size;
+                                break;
+                        }
+                        if ((b.flags & PERF_AUX_FLAG_TRUNCATED) && ret_truncated)
+                                *ret_truncated = true;
+                        k = deliver_aux(r, &b, ops, userdata);
+                        break;
+                }
+                case PERF_RECORD_LOST: {
+                        struct lost_body b = {};
+
+                        memcpy(&b, rec + sizeof(h), MIN(sizeof(b), (size_t) h.size - sizeof(h)));
+                        r->stats.lost += b.lost;
+                        break;
+                }
+                case PERF_RECORD_LOST_SAMPLES: {
+                        uint64_t lost = 0;
+
+                        memcpy(&lost, rec + sizeof(h), MIN(sizeof(lost), (size_t) h.size - sizeof(h)));
+                        r->stats.lost_samples += lost;
+                        break;
+                }
+                default:
+                        if (ops && ops->record)
+                                k = ops->record(userdata, rec, h.size);
+                        break;
+                }
+        }
+
+        /* Release: the consumer is done with the bytes before the kernel may reuse them. */
+        if (r->aux_started)
+                __atomic_store_n(&r->page->aux_tail, r->aux_next, __ATOMIC_RELEASE);
+        __atomic_store_n(&r->page->data_tail, tail, __ATOMIC_RELEASE);
+        return k < 0 ? k : n;
+}

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * The reading side of a live SPE event's two rings (spe-format §8.3,
+ * perf_event_open(2) "MMAP layout", the comments of struct
+ * perf_event_mmap_page in <linux/perf_event.h>):
+ *
+ *  - the data ring, after the user page: perf records written by the
+ *    kernel; data_head is where the kernel stopped, data_tail where the
+ *    reader has released up to. Records may wrap around the ring's end.
+ *  - the AUX ring: the raw SPE bytes. Each time the driver commits a chunk
+ *    it writes a PERF_RECORD_AUX {aux_offset, aux_size, flags} into the
+ *    data ring; aux_offset is a free-running position, the bytes sit at
+ *    aux_offset modulo the ring size and may wrap too. aux_tail releases
+ *    them.
+ *
+ * aux_ring_drain() walks the data ring from the last released position to
+ * data_head (read with acquire order), hands each AUX chunk to the consumer
+ * in one or two pieces (two when it wraps), then releases both rings (store
+ * with release order) so that the kernel may reuse the space. Only normal
+ * mode is supported (the AUX area mapped writable; the kernel never
+ * overwrites bytes not yet released).
+ *
+ * Nothing is lost silently: LOST and LOST_SAMPLES records, AUX flags
+ * (truncated, partial, collision, overwrite), chunks that do not start where
+ * the previous one ended (gaps: data the kernel dropped) and records that
+ * make no sense (then the rest of the ring up to data_head is skipped and
+ * counted) all end in struct aux_ring_stats.
+ *
+ * No system calls and no allocation after init: the caller maps the rings
+ * (or, in tests, plays the kernel on ordinary memory) and reacts to what
+ * the drain reports (a truncated chunk means the kernel disabled the event,
+ * which the caller re-enables with PERF_EVENT_IOC_ENABLE).
+ */
+
+#include <linux/perf_event.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* PERF_RECORD_AUX flags (perf_event.h); the PMU-specific format byte is masked off. */
+#define AUX_RING_FLAG_TRUNCATED         PERF_AUX_FLAG_TRUNCATED
+#define AUX_RING_FLAG_OVERWRITE         PERF_AUX_FLAG_OVERWRITE
+#define AUX_RING_FLAG_PARTIAL           PERF_AUX_FLAG_PARTIAL
+#define AUX_RING_FLAG_COLLISION         PERF_AUX_FLAG_COLLISION
+
+/* Records longer than this cannot come from the kernel (header.size is a u16). */
+#define AUX_RING_RECORD_MAX             65535U
+
+struct aux_ring_stats {
+        uint64_t records;               /* data-ring records read */
+        uint64_t aux_records;           /* PERF_RECORD_AUX */
+        uint64_t aux_bytes;             /* AUX bytes handed to the consumer */
+        uint64_t truncated, partial, collision, overwrite; /* PERF_RECORD_AUX flags */
+        uint64_t aux_gaps;              /* chunks that did not start where the last one ended */
+        uint64_t aux_gap_bytes;         /* bytes skipped by those gaps */
+        uint64_t lost;                  /* PERF_RECORD_LOST: records the data ring had no room for */
+        uint64_t lost_samples;          /* PERF_RECORD_LOST_SAMPLES */
+        uint64_t bad_records;           /* impossible sizes or AUX chunks outside the ring: rest skipped */
+        uint64_t bad_bytes;             /* data-ring bytes skipped because of them */
+};
+
+/* One AUX chunk, or the part of it before (first) or after (second) the ring's end. */
+struct aux_ring_chunk {
+        uint64_t aux_offset;            /* free-running position of the chunk */
+        uint64_t flags;                 /* AUX_RING_FLAG_* of its PERF_RECORD_AUX */
+        bool gap;                       /* data was dropped before this chunk */
+};
+
+struct aux_ring_ops {
+        /*
+         * AUX bytes of one chunk, in order; `last` on the chunk's final
+         * piece. The bytes are valid during the call only (the ring is
+         * released after the drain).
+         */
+        int (*aux)(void *userdata, const struct aux_ring_chunk *c, const uint8_t *data, size_t len, bool last);
+        /*
+         * Any other data-ring record (ITRACE_START, SWITCH_CPU_WIDE...), in
+         * one piece even when it wrapped in the ring: `rec` points at the
+         * perf_event_header, `len` is header.size.
+         */
+        int (*record)(void *userdata, const uint8_t *rec, size_t len);
+};
+
+struct aux_ring {
+        struct perf_event_mmap_page *page;
+        const uint8_t *data;            /* data ring, data_size bytes (a power of two) */
+        size_t data_size;
+        const uint8_t *aux;             /* AUX ring, aux_size bytes (a power of two) */
+        size_t aux_size;
+        uint64_t aux_next;              /* where the next AUX chunk should start */
+        bool aux_started;
+        struct aux_ring_stats stats;
+        uint8_t *scratch;               /* a record that wrapped, made contiguous */
+        size_t scratch_size;            /* the largest record the data ring can hold */
+};
+
+/*
+ * page: the user page; data: page + data_offset, data_size bytes; aux: the
+ * AUX mapping of aux_size bytes. -EINVAL when a size is not a power of
+ * two. Allocates the scratch record (at most 64 KiB): aux_ring_done().
+ */
+int aux_ring_init(struct aux_ring *r, struct perf_event_mmap_page *page, const void *data, size_t data_size,
+                  const void *aux, size_t aux_size);
+void aux_ring_done(struct aux_ring *r);
+
+/*
+ * Read everything the kernel has published, then release it. Returns the
+ * number of records read, or the negative value a callback returned; the
+ * drain stops there, and that record is released with the ones before it
+ * (a consumer's error must not wedge the ring). *ret_truncated, when not
+ * NULL, is set if a chunk was truncated: the kernel has disabled the event.
+ */
+int aux_ring_drain(struct aux_ring *r, const struct aux_ring_ops *ops, void *userdata, bool *ret_truncated);

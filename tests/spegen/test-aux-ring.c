@@ -1,0 +1,566 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * collectors/spe/aux-ring.c against a kernel played on ordinary memory:
+ * the producer side of struct perf_event_mmap_page's protocol as the
+ * kernel and the SPE driver follow it (perf_event_open(2) "MMAP layout",
+ * kernel/events/ring_buffer.c perf_output_begin/perf_aux_output_begin,
+ * spe-format §8.3):
+ *
+ *  - AUX bytes go to aux_head modulo the ring, never past aux_tail + size:
+ *    what does not fit is cut and the chunk flagged TRUNCATED, after which
+ *    the event stays disabled until the reader re-enables it;
+ *  - each chunk is announced by a PERF_RECORD_AUX in the data ring; when the
+ *    data ring is full the record is dropped and counted, and a
+ *    PERF_RECORD_LOST with that count goes out as soon as there is room;
+ *  - records are written, then data_head is published with release order;
+ *    the reader's tails are read with acquire order.
+ *
+ * Checked: the bytes the reader gets are exactly the bytes written, across
+ * every wrap of both rings, in chunks and pieces of every size; flags,
+ * losses, gaps and garbage are counted; a producer thread racing the reader
+ * loses nothing; and SPE records decoded through the ring equal the same
+ * stream decoded in one piece (the generator's output).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdatomic.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "aux-ring.h"
+#include "macro.h"
+#include "spe-rec.h"
+#include "spegen-gen.h"
+#include "strbuf.h"
+
+/* ---- the kernel's side ---- */
+
+struct kernel {
+        struct perf_event_mmap_page page;
+        uint8_t *data, *aux;
+        size_t data_size, aux_size;
+        uint64_t data_head, aux_head;   /* the kernel's own positions */
+        uint64_t pending_lost;          /* records dropped for want of room */
+        bool disabled;                  /* after a truncation, until re-enabled */
+        uint64_t dropped_aux_records;
+};
+
+static void kernel_init(struct kernel *k, size_t data_size, size_t aux_size) {
+        *k = (struct kernel) { .data_size = data_size, .aux_size = aux_size };
+        k->data = xmalloc(data_size);
+        k->aux = xmalloc(aux_size);
+        /* Garbage where nothing was written yet: the reader must never look there. */
+        memset(k->data, 0xa5, data_size);
+        memset(k->aux, 0x5a, aux_size);
+}
+
+static void kernel_done(struct kernel *k) {
+        free(k->data);
+        free(k->aux);
+}
+
+static void ring_put(uint8_t *ring, size_t size, uint64_t pos, const void *src, size_t n) {
+        size_t off = (size_t) (pos & (size - 1)), first = MIN(n, size - off);
+
+        memcpy(ring + off, src, first);
+        memcpy(ring, (const uint8_t *) src + first, n - first);
+}
+
+/* One record into the data ring, as perf_output_begin(): no room, no record (counted). */
+static bool kernel_record_raw(struct kernel *k, const void *rec, size_t len) {
+        uint64_t tail = __atomic_load_n(&k->page.data_tail, __ATOMIC_ACQUIRE);
+
+        if (k->data_size - (k->data_head - tail) < len)
+                return false;
+        ring_put(k->data, k->data_size, k->data_head, rec, len);
+        k->data_head += len;
+        return true;
+}
+
+static void kernel_publish(struct kernel *k) {
+        __atomic_store_n(&k->page.aux_head, k->aux_head, __ATOMIC_RELEASE);
+        __atomic_store_n(&k->page.data_head, k->data_head, __ATOMIC_RELEASE);
+}
+
+static bool kernel_record(struct kernel *k, uint32_t type, const void *body, size_t len) {
+        uint8_t rec[512];
+        struct perf_event_header h = { .type = type, .size = (uint16_t) (sizeof(h) + len) };
+
+        assert_true(sizeof(h) + len <= sizeof(rec));
+        if (k->pending_lost) {
+                struct {
+                        struct perf_event_header h;
+                        uint64_t id, lost;
+                } lost = { { PERF_RECORD_LOST, 0, sizeof(lost) }, 1, k->pending_lost };
+
+                if (!kernel_record_raw(k, &lost, sizeof(lost))) {
+                        k->pending_lost++; /* this record is lost too */
+                        return false;
+                }
+                k->pending_lost = 0;
+        }
+        memcpy(rec, &h, sizeof(h));
+        memcpy(rec + sizeof(h), body, len);
+        if (kernel_record_raw(k, rec, sizeof(h) + len))
+                return true;
+        k->pending_lost++;
+        return false;
+}
+
+/*
+ * A chunk of trace: what fits before aux_tail goes in, the rest is cut
+ * (TRUNCATED, and the event is off); then its PERF_RECORD_AUX. Returns the
+ * bytes written. skip: bytes the hardware lost before this chunk (PARTIAL).
+ */
+static size_t kernel_aux(struct kernel *k, const uint8_t *bytes, size_t len, size_t skip, uint64_t *ret_offset) {
+        uint64_t tail = __atomic_load_n(&k->page.aux_tail, __ATOMIC_ACQUIRE), flags = 0;
+        uint64_t room, n;
+        struct {
+                uint64_t aux_offset, aux_size, flags;
+        } body;
+
+        if (k->disabled)
+                return 0;
+        if (skip) {
+                k->aux_head += skip;
+                flags |= PERF_AUX_FLAG_PARTIAL;
+        }
+        room = k->aux_size - MIN(k->aux_size, k->aux_head - tail);
+        n = MIN((uint64_t) len, room);
+        if (n < len) {
+                flags |= PERF_AUX_FLAG_TRUNCATED;
+                k->disabled = true;
+        }
+        ring_put(k->aux, k->aux_size, k->aux_head, bytes, (size_t) n);
+        body = (typeof(body)) { k->aux_head, n, flags };
+        if (ret_offset)
+                *ret_offset = k->aux_head;
+        k->aux_head += n;
+        if (!kernel_record(k, PERF_RECORD_AUX, &body, sizeof(body)))
+                k->dropped_aux_records++;
+        return (size_t) n;
+}
+
+/* ---- the reader's side ---- */
+
+struct got {
+        struct strbuf aux;              /* every AUX byte, in order */
+        struct strbuf recs;             /* the other records, concatenated */
+        uint64_t chunks, pieces, gaps, truncated, partial, empty;
+        bool in_chunk;
+};
+
+static int on_aux(void *u, const struct aux_ring_chunk *c, const uint8_t *data, size_t len, bool last) {
+        struct got *g = u;
+
+        if (!g->in_chunk) {
+                g->chunks++;
+                g->gaps += c->gap;
+                g->truncated += !!(c->flags & AUX_RING_FLAG_TRUNCATED);
+                g->partial += !!(c->flags & AUX_RING_FLAG_PARTIAL);
+                g->empty += len == 0 && last;
+        }
+        g->in_chunk = !last;
+        g->pieces++;
+        strbuf_append(&g->aux, data, len);
+        return 0;
+}
+
+static int on_record(void *u, const uint8_t *rec, size_t len) {
+        struct got *g = u;
+
+        strbuf_append(&g->recs, rec, len);
+        return 0;
+}
+
+static const struct aux_ring_ops got_ops = { .aux = on_aux, .record = on_record };
+
+static uint64_t rng = UINT64_C(0x2545f4914f6cdd1d);
+
+static uint64_t rnd(void) {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        return rng;
+}
+
+static void setup_ring(struct aux_ring *r, struct kernel *k) {
+        assert_int_equal(aux_ring_init(r, &k->page, k->data, k->data_size, k->aux, k->aux_size), 0);
+}
+
+/* Thousands of chunks of 1..1500 bytes through a 4 KiB AUX ring and a 1 KiB data ring,
+ * with odd-sized records between them so that records wrap too. */
+static void test_wraps(void **state) {
+        struct strbuf sent = STRBUF_INIT, sent_recs = STRBUF_INIT;
+        struct got g = { STRBUF_INIT, STRBUF_INIT };
+        struct kernel k;
+        struct aux_ring r;
+        uint64_t chunks = 0;
+        uint8_t buf[1500];
+
+        kernel_init(&k, 1024, 4096);
+        setup_ring(&r, &k);
+        for (int i = 0; i < 20000; i++) {
+                size_t len = 1 + rnd() % sizeof(buf);
+                uint64_t tail = __atomic_load_n(&k.page.aux_tail, __ATOMIC_ACQUIRE);
+
+                /* Drain when the next chunk or record would not fit, as a reader keeping up does. */
+                if (k.aux_size - (k.aux_head - tail) < len || k.data_size - (k.data_head - k.page.data_tail) < 200) {
+                        kernel_publish(&k);
+                        assert_true(aux_ring_drain(&r, &got_ops, &g, NULL) > 0);
+                }
+                for (size_t j = 0; j < len; j++)
+                        buf[j] = (uint8_t) rnd();
+                assert_int_equal(kernel_aux(&k, buf, len, 0, NULL), len);
+                strbuf_append(&sent, buf, len);
+                chunks++;
+                if (rnd() % 3 == 0) {
+                        /* An ITRACE_START-sized or odd-sized record: 8 + 8 + 8n bytes. */
+                        uint8_t body[8 * 9];
+                        size_t blen = 8 * (1 + rnd() % 8);
+                        struct perf_event_header h = { PERF_RECORD_ITRACE_START, 0, (uint16_t) (sizeof(h) + blen) };
+
+                        for (size_t j = 0; j < blen; j++)
+                                body[j] = (uint8_t) rnd();
+                        assert_true(kernel_record(&k, PERF_RECORD_ITRACE_START, body, blen));
+                        strbuf_append(&sent_recs, &h, sizeof(h));
+                        strbuf_append(&sent_recs, body, blen);
+                }
+        }
+        kernel_publish(&k);
+        assert_true(aux_ring_drain(&r, &got_ops, &g, NULL) > 0);
+
+        assert_int_equal(g.aux.len, sent.len);
+        assert_memory_equal(g.aux.buf, sent.buf, sent.len);
+        assert_int_equal(g.recs.len, sent_recs.len);
+        assert_memory_equal(g.recs.buf, sent_recs.buf, sent_recs.len);
+        assert_int_equal(g.chunks, chunks);
+        assert_true(g.pieces > chunks);         /* some chunks wrapped */
+        assert_int_equal(r.stats.aux_records, chunks);
+        assert_int_equal(r.stats.aux_bytes, sent.len);
+        assert_int_equal(r.stats.aux_gaps + r.stats.truncated + r.stats.lost + r.stats.bad_records, 0);
+        /* Everything released. */
+        assert_int_equal(k.page.aux_tail, k.aux_head);
+        assert_int_equal(k.page.data_tail, k.data_head);
+        printf("%" PRIu64 " chunks, %zu bytes, %" PRIu64 " pieces, %zu record bytes, AUX ring wrapped %" PRIu64
+               " times\n", chunks, sent.len, g.pieces, sent_recs.len, k.aux_head / k.aux_size);
+        aux_ring_done(&r);
+        kernel_done(&k);
+        strbuf_done(&sent);
+        strbuf_done(&sent_recs);
+        strbuf_done(&g.aux);
+        strbuf_done(&g.recs);
+}
+
+/* A reader that falls behind: the AUX ring fills (truncation, the event off), then the data ring
+ * (records dropped, counted, reported as LOST, the missing chunks seen as a gap). */
+static void test_losses(void **state) {
+        struct got g = { STRBUF_INIT, STRBUF_INIT };
+        uint8_t buf[1000];
+        struct kernel k;
+        struct aux_ring r;
+        bool truncated;
+        size_t n;
+
+        memset(buf, 0x42, sizeof(buf));
+        kernel_init(&k, 256, 4096);
+        setup_ring(&r, &k);
+
+        /* 4 x 1000 bytes fit, the fifth gets 96 of its 1000 bytes: truncated, event off. */
+        for (int i = 0; i < 4; i++)
+                assert_int_equal(kernel_aux(&k, buf, sizeof(buf), 0, NULL), 1000);
+        assert_int_equal(kernel_aux(&k, buf, sizeof(buf), 0, NULL), 96);
+        assert_int_equal(kernel_aux(&k, buf, sizeof(buf), 0, NULL), 0); /* disabled: nothing */
+        kernel_publish(&k);
+        assert_int_equal(aux_ring_drain(&r, &got_ops, &g, &truncated), 5);
+        assert_true(truncated);
+        assert_int_equal(g.aux.len, 4096);
+        assert_int_equal(r.stats.truncated, 1);
+        assert_int_equal(g.truncated, 1);
+        assert_int_equal(k.page.aux_tail, 4096);
+        k.disabled = false; /* the reader re-enables the event */
+
+        /* The data ring holds 256 / 32 = 8 AUX records: of 12 chunks, 4 records are dropped. */
+        for (int i = 0; i < 12; i++)
+                assert_int_equal(kernel_aux(&k, buf, 100, 0, NULL), 100);
+        assert_int_equal(k.dropped_aux_records, 4);
+        kernel_publish(&k);
+        assert_int_equal(aux_ring_drain(&r, &got_ops, &g, &truncated), 8);
+        assert_false(truncated);
+        /* Room again: the LOST record goes out before the next AUX record, whose chunk follows a gap. */
+        assert_int_equal(kernel_aux(&k, buf, 100, 0, NULL), 100);
+        kernel_publish(&k);
+        assert_int_equal(aux_ring_drain(&r, &got_ops, &g, NULL), 2);
+        assert_int_equal(r.stats.lost, 4);
+        assert_int_equal(r.stats.aux_gaps, 1);
+        assert_int_equal(r.stats.aux_gap_bytes, 400);
+        assert_int_equal(g.gaps, 1);
+        assert_int_equal(k.page.aux_tail, k.aux_head);
+
+        /* Hardware data loss: PARTIAL, and the skipped bytes are a gap. */
+        n = kernel_aux(&k, buf, 50, 24, NULL);
+        assert_int_equal(n, 50);
+        kernel_publish(&k);
+        assert_int_equal(aux_ring_drain(&r, &got_ops, &g, NULL), 1);
+        assert_int_equal(r.stats.partial, 1);
+        assert_int_equal(r.stats.aux_gaps, 2);
+        assert_int_equal(r.stats.aux_gap_bytes, 424);
+        assert_int_equal(g.aux.len, 4096 + 8 * 100 + 100 + 50);
+
+        aux_ring_done(&r);
+        kernel_done(&k);
+        strbuf_done(&g.aux);
+        strbuf_done(&g.recs);
+}
+
+/* Records that cannot be: counted, the rest of what was published skipped, and the ring usable after. */
+static void test_garbage(void **state) {
+        struct got g = { STRBUF_INIT, STRBUF_INIT };
+        struct kernel k;
+        struct aux_ring r;
+        uint8_t buf[64] = { 1, 2, 3 };
+        struct perf_event_header bad = { PERF_RECORD_AUX, 0, 4 }; /* shorter than a header */
+        struct {
+                struct perf_event_header h;
+                uint64_t aux_offset, aux_size, flags;
+        } huge = { { PERF_RECORD_AUX, 0, sizeof(huge) }, 0, UINT64_C(1) << 40, 0 };
+
+        kernel_init(&k, 512, 4096);
+        setup_ring(&r, &k);
+        assert_true(kernel_record_raw(&k, &bad, sizeof(bad)));
+        assert_true(kernel_record_raw(&k, buf, 16));
+        kernel_publish(&k);
+        assert_int_equal(aux_ring_drain(&r, &got_ops, &g, NULL), 0);
+        assert_int_equal(r.stats.bad_records, 1);
+        assert_int_equal(r.stats.bad_bytes, 24);
+        assert_int_equal(k.page.data_tail, 24);
+
+        /* An AUX chunk larger than the ring: that record only is refused. */
+        assert_true(kernel_record_raw(&k, &huge, sizeof(huge)));
+        assert_int_equal(kernel_aux(&k, buf, sizeof(buf), 0, NULL), sizeof(buf));
+        kernel_publish(&k);
+        assert_int_equal(aux_ring_drain(&r, &got_ops, &g, NULL), 2);
+        assert_int_equal(r.stats.bad_records, 2);
+        assert_int_equal(g.aux.len, sizeof(buf));
+        assert_memory_equal(g.aux.buf, buf, sizeof(buf));
+
+        /* A head beyond what the ring can hold: skipped whole. */
+        k.data_head += 10 * k.data_size;
+        kernel_publish(&k);
+        assert_int_equal(aux_ring_drain(&r, &got_ops, &g, NULL), 0);
+        assert_int_equal(r.stats.bad_records, 3);
+        assert_int_equal(k.page.data_tail, k.data_head);
+
+        assert_int_equal(aux_ring_init(&r, &k.page, k.data, 1000, k.aux, k.aux_size), -EINVAL);
+        assert_int_equal(aux_ring_init(&r, &k.page, k.data, k.data_size, k.aux, 3000), -EINVAL);
+        aux_ring_done(&r);
+        kernel_done(&k);
+        strbuf_done(&g.aux);
+        strbuf_done(&g.recs);
+}
+
+/* ---- a producer thread racing the reader ---- */
+
+#define RACE_BYTES (8U << 20)
+
+struct race {
+        struct kernel k;
+        uint64_t seed;
+        _Atomic bool done;
+};
+
+static uint8_t race_byte(uint64_t i) {
+        return (uint8_t) ((i * UINT64_C(0x9e3779b97f4a7c15)) >> 56);
+}
+
+static void *producer(void *arg) {
+        struct race *x = arg;
+        uint8_t buf[3000];
+        uint64_t sent = 0, s = x->seed;
+
+        while (sent < RACE_BYTES) {
+                size_t len = 1 + (size_t) ((s = s * 6364136223846793005ULL + 1) >> 33) % sizeof(buf);
+                uint64_t tail = __atomic_load_n(&x->k.page.aux_tail, __ATOMIC_ACQUIRE);
+                uint64_t dtail = __atomic_load_n(&x->k.page.data_tail, __ATOMIC_ACQUIRE);
+
+                len = MIN(len, (size_t) (RACE_BYTES - sent));
+                /* A well-behaved kernel here: wait for room rather than truncate or drop. */
+                if (x->k.aux_size - (x->k.aux_head - tail) < len || x->k.data_size - (x->k.data_head - dtail) < 64) {
+                        kernel_publish(&x->k);
+                        continue;
+                }
+                for (size_t j = 0; j < len; j++)
+                        buf[j] = race_byte(sent + j);
+                assert_int_equal(kernel_aux(&x->k, buf, len, 0, NULL), len);
+                sent += len;
+                if (s % 4 == 0)
+                        kernel_publish(&x->k);
+        }
+        kernel_publish(&x->k);
+        atomic_store(&x->done, true);
+        return NULL;
+}
+
+struct race_check {
+        uint64_t pos;
+        bool ok;
+};
+
+static int race_aux(void *u, const struct aux_ring_chunk *c, const uint8_t *data, size_t len, bool last) {
+        struct race_check *rc = u;
+
+        for (size_t i = 0; i < len; i++)
+                rc->ok &= data[i] == race_byte(rc->pos + i);
+        rc->pos += len;
+        return 0;
+}
+
+static void test_race(void **state) {
+        static const struct aux_ring_ops ops = { .aux = race_aux };
+        struct race x = { .seed = 7 };
+        struct race_check rc = { 0, true };
+        struct aux_ring r;
+        pthread_t t;
+        bool finished = false;
+
+        kernel_init(&x.k, 4096, 64 * 1024);
+        setup_ring(&r, &x.k);
+        assert_int_equal(pthread_create(&t, NULL, producer, &x), 0);
+        while (!finished) {
+                finished = atomic_load(&x.done);
+                assert_true(aux_ring_drain(&r, &ops, &rc, NULL) >= 0);
+        }
+        assert_int_equal(pthread_join(t, NULL), 0);
+        assert_true(aux_ring_drain(&r, &ops, &rc, NULL) >= 0);
+        assert_true(rc.ok);
+        assert_int_equal(rc.pos, RACE_BYTES);
+        assert_int_equal(r.stats.aux_bytes, RACE_BYTES);
+        assert_int_equal(r.stats.aux_gaps + r.stats.truncated + r.stats.lost + r.stats.bad_records, 0);
+        printf("race: %u bytes in %" PRIu64 " chunks through a 64 KiB ring, all in order\n", RACE_BYTES,
+               r.stats.aux_records);
+        aux_ring_done(&r);
+        kernel_done(&x.k);
+}
+
+/* ---- SPE records through the ring equal the stream decoded in one piece ---- */
+
+struct spe_stream {
+        struct strbuf bytes;
+};
+
+static int collect_chunk(void *u, unsigned cpu, const uint8_t *data, size_t len, uint64_t offset, uint64_t time) {
+        struct spe_stream *s = u;
+
+        strbuf_append(&s->bytes, data, len);
+        return 0;
+}
+
+struct spe_got {
+        struct spe_decoder d;
+        struct spe_record *recs;
+        size_t n, cap;
+};
+
+static int decode_aux(void *u, const struct aux_ring_chunk *c, const uint8_t *data, size_t len, bool last) {
+        struct spe_got *g = u;
+
+        /* A gap or a truncation breaks the stream: a record across it would mix two samples. */
+        if (c->gap)
+                spe_decoder_reset(&g->d);
+        while (len > 0) {
+                size_t used = 0, n;
+
+                if (g->cap - g->n < 64) {
+                        g->cap = g->cap ? 2 * g->cap : 4096;
+                        g->recs = xrealloc(g->recs, g->cap * sizeof(*g->recs));
+                }
+                n = spe_decoder_decode(&g->d, data, len, g->recs + g->n, g->cap - g->n, &used);
+                g->n += n;
+                data += used;
+                len -= used;
+        }
+        if (last && (c->flags & AUX_RING_FLAG_TRUNCATED))
+                spe_decoder_reset(&g->d);
+        return 0;
+}
+
+static void test_spe_through_ring(void **state) {
+        static const struct aux_ring_ops ops = { .aux = decode_aux };
+        struct spe_stream s = { STRBUF_INIT };
+        struct spe_got g = {}, whole = {};
+        struct spegen_config c;
+        struct spegen_stats st;
+        struct kernel k;
+        struct aux_ring r;
+        size_t pos = 0;
+
+        spegen_config_init(&c);
+        c.seed = 11;
+        c.n_records = 50000;
+        c.n_cpus = 1;
+        c.padded = true;
+        c.ts = true;
+        c.garbage_rate = 0.01;
+        assert_int_equal(spegen_run(&c, &(struct spegen_sink) { .userdata = &s, .chunk = collect_chunk }, &st), 0);
+
+        /* The reference: the whole stream in one call sequence. */
+        spe_decoder_init(&whole.d, 0, UINT64_C(0x414fd0c1));
+        decode_aux(&whole, &(struct aux_ring_chunk) {}, (const uint8_t *) s.bytes.buf, s.bytes.len, true);
+
+        /* Through the ring, as the driver commits it: pieces of 1..2000 bytes (SPE records end anywhere). */
+        spe_decoder_init(&g.d, 0, UINT64_C(0x414fd0c1));
+        kernel_init(&k, 4096, 16384);
+        setup_ring(&r, &k);
+        while (pos < s.bytes.len) {
+                size_t len = MIN(1 + (size_t) (rnd() % 2000), s.bytes.len - pos);
+
+                if (k.aux_size - (k.aux_head - k.page.aux_tail) < len || k.data_size - (k.data_head - k.page.data_tail) < 64) {
+                        kernel_publish(&k);
+                        assert_true(aux_ring_drain(&r, &ops, &g, NULL) > 0);
+                }
+                assert_int_equal(kernel_aux(&k, (const uint8_t *) s.bytes.buf + pos, len, 0, NULL), len);
+                pos += len;
+        }
+        kernel_publish(&k);
+        assert_true(aux_ring_drain(&r, &ops, &g, NULL) > 0);
+
+        assert_int_equal(whole.n, c.n_records);
+        assert_int_equal(g.n, whole.n);
+        for (size_t i = 0; i < g.n; i++) {
+                assert_int_equal(g.recs[i].present, whole.recs[i].present);
+                assert_int_equal(g.recs[i].pc.addr, whole.recs[i].pc.addr);
+                assert_int_equal(g.recs[i].va, whole.recs[i].va);
+                assert_int_equal(g.recs[i].timestamp, whole.recs[i].timestamp);
+                assert_int_equal(g.recs[i].lat_total, whole.recs[i].lat_total);
+                assert_int_equal(g.recs[i].source, whole.recs[i].source);
+        }
+        assert_int_equal(g.d.stats.bad_header, whole.d.stats.bad_header);
+        assert_int_equal(g.d.stats.packets, whole.d.stats.packets);
+        printf("%zu SPE records through the ring, %" PRIu64 " AUX chunks: identical to one-piece decoding\n", g.n,
+               r.stats.aux_records);
+        free(g.recs);
+        free(whole.recs);
+        aux_ring_done(&r);
+        kernel_done(&k);
+        strbuf_done(&s.bytes);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_wraps),
+                cmocka_unit_test(test_losses),
+                cmocka_unit_test(test_garbage),
+                cmocka_unit_test(test_race),
+                cmocka_unit_test(test_spe_through_ring),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
