@@ -2,7 +2,9 @@
 #include "spe-metrics.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "macro.h"
 
@@ -128,24 +130,34 @@ void spe_metrics_write(const struct spe_metrics_input *in, struct prom_writer *w
 }
 
 void symbols_metrics_write(const struct symbols_stats *st, struct prom_writer *w) {
+        static const struct {
+                const char *name, *help;
+                size_t offset;
+        } counters[] = {
+                { "armprofd_symbols_files_loaded_total", "ELF files read for symbols (again after an eviction).",
+                  offsetof(struct symbols_stats, files_loaded) },
+                { "armprofd_symbols_file_errors_total", "Files named by mappings that could not be read as ELF.",
+                  offsetof(struct symbols_stats, file_errors) },
+                { "armprofd_symbols_truncated_total", "Function symbols left out of a file beyond the per-file bound.",
+                  offsetof(struct symbols_stats, symbols_truncated) },
+                { "armprofd_symbols_build_id_mismatches_total",
+                  "Mappings whose file on disk is another build than the one sampled: left unnamed.",
+                  offsetof(struct symbols_stats, build_id_mismatches) },
+                { "armprofd_symbols_debug_files_total",
+                  "Mappings of stripped files named through a detached debug file (/usr/lib/debug/.build-id).",
+                  offsetof(struct symbols_stats, debug_files) },
+        };
+
         prom_family(w, "armprofd_symbols_evictions_total", PROM_COUNTER,
                     "Entries the bounded symbol cache evicted to stay within its capacity.");
         prom_sample_u64(w, (const char *const[]) { "table", "processes", NULL }, st->pid_evictions);
         prom_sample_u64(w, (const char *const[]) { "table", "mappings", NULL }, st->mapping_evictions);
         prom_sample_u64(w, (const char *const[]) { "table", "files", NULL }, st->file_evictions);
-        prom_family(w, "armprofd_symbols_files_loaded_total", PROM_COUNTER,
-                    "ELF files read for symbols (again after an eviction).");
-        prom_sample_u64(w, NULL, st->files_loaded);
-        prom_family(w, "armprofd_symbols_file_errors_total", PROM_COUNTER,
-                    "Files named by mappings that could not be read as ELF.");
-        prom_sample_u64(w, NULL, st->file_errors);
-        prom_family(w, "armprofd_symbols_truncated_total", PROM_COUNTER,
-                    "Function symbols left out of a file beyond the per-file bound.");
-        prom_sample_u64(w, NULL, st->symbols_truncated);
-        prom_family(w, "armprofd_symbols_build_id_mismatches_total", PROM_COUNTER,
-                    "Mappings whose file on disk is another build than the one sampled: left unnamed.");
-        prom_sample_u64(w, NULL, st->build_id_mismatches);
-        prom_family(w, "armprofd_symbols_debug_files_total", PROM_COUNTER,
-                    "Mappings of stripped files named through a detached debug file (/usr/lib/debug/.build-id).");
-        prom_sample_u64(w, NULL, st->debug_files);
+        for (size_t i = 0; i < ELEMENTSOF(counters); i++) {
+                uint64_t v;
+
+                memcpy(&v, (const uint8_t *) st + counters[i].offset, sizeof(v));
+                prom_family(w, counters[i].name, PROM_COUNTER, counters[i].help);
+                prom_sample_u64(w, NULL, v);
+        }
 }
