@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <gelf.h>
 #include <libelf.h>
@@ -61,7 +62,8 @@ struct mapping {
         uint64_t seq;           /* insertion order, for eviction */
         char *filename;
         char build_id_hex[SYMBOLS_BUILD_ID_HEX_SIZE];
-        struct file_ref file, debug;
+        struct file_ref file, debug, build; /* the file at its path, a debug file, its build from a cache */
+        uint8_t debug_state, build_state;   /* LOOKUP_*: the files found by build id, looked for once */
         bool counted;           /* its mismatch or debug file is in the stats */
 };
 
@@ -74,7 +76,7 @@ struct proc {
 
 struct symbols {
         struct symbols_limits lim;
-        char *debug_dir;        /* "" when none */
+        char *debug_dirs;       /* colon-separated roots; "" when none */
         struct symbols_stats st;
         uint64_t tick;          /* LRU clock */
         uint64_t seq;
@@ -103,8 +105,8 @@ struct symbols *symbols_new(const struct symbols_limits *limits) {
                 if (limits->max_symbols_per_file)
                         s->lim.max_symbols_per_file = limits->max_symbols_per_file;
         }
-        s->debug_dir = xstrdup(limits && limits->debug_dir ? limits->debug_dir : SYMBOLS_DEBUG_DIR);
-        s->lim.debug_dir = s->debug_dir;
+        s->debug_dirs = xstrdup(limits && limits->debug_dirs ? limits->debug_dirs : SYMBOLS_DEBUG_DIRS);
+        s->lim.debug_dirs = s->debug_dirs;
         s->procs = xcalloc(s->lim.max_pids, sizeof(*s->procs));
         s->files = xcalloc(s->lim.max_files, sizeof(*s->files));
         return s;
@@ -138,7 +140,7 @@ struct symbols *symbols_free(struct symbols *s) {
                 file_done(&s->files[i]);
         free(s->procs);
         free(s->files);
-        free(s->debug_dir);
+        free(s->debug_dirs);
         free(s);
         return NULL;
 }
@@ -316,6 +318,7 @@ int symbols_add_mapping(struct symbols *s, uint32_t pid, uint64_t start, uint64_
                 .seq = ++s->seq,
                 .file.slot = SIZE_MAX,
                 .debug.slot = SIZE_MAX,
+                .build.slot = SIZE_MAX,
         };
         if (build_id)
                 build_id_to_hex(build_id, build_id_len, m.build_id_hex);
@@ -549,40 +552,106 @@ found:
         return f;
 }
 
+enum {
+        LOOKUP_UNKNOWN = 0,
+        LOOKUP_NONE,            /* no such file under any root */
+        LOOKUP_FOUND,
+};
+
+/* ROOT/.build-id/ab/cdef... then one of these (see symbols.h). */
+static const char *const debug_layouts[] = { ".debug", "/debug" };
+static const char *const build_layouts[] = { "/elf" };
+
+/* The first existing file of id under the roots in one of the layouts; false if none. */
+static bool find_by_build_id(const struct symbols *s, const char *id, const char *const *layouts, size_t n,
+                             struct strbuf *ret) {
+        for (const char *root = s->debug_dirs; *root;) {
+                size_t len = strcspn(root, ":");
+
+                for (size_t i = 0; len > 0 && i < n; i++) {
+                        _cleanup_free_ char *dir = strndup(root, len);
+
+                        ret->len = 0;
+                        if (!dir)
+                                abort();
+                        strbuf_printf(ret, "%s/.build-id/%.2s/%s%s", dir, id, id + HEX_DIGITS_PER_BYTE, layouts[i]);
+                        if (access(ret->buf, R_OK) == 0)
+                                return true;
+                }
+                root += len + (root[len] == ':');
+        }
+        return false;
+}
+
+/*
+ * The cached file of id in one of the layouts, looked up on disk once per
+ * mapping (*state); NULL when there is none, or when it is unreadable or
+ * another build after all.
+ */
+static const struct elf_file *file_by_build_id(struct symbols *s, const char *id, const char *const *layouts,
+                                               size_t n, uint8_t *state, struct file_ref *ref) {
+        struct strbuf path = STRBUF_INIT;
+        const struct elf_file *f;
+
+        if (*state == LOOKUP_NONE)
+                return NULL;
+        if (!find_by_build_id(s, id, layouts, n, &path)) {
+                *state = LOOKUP_NONE;
+                strbuf_done(&path);
+                return NULL;
+        }
+        *state = LOOKUP_FOUND;
+        f = file_get(s, path.buf, ref);
+        strbuf_done(&path);
+        return f->error < 0 || !streq(f->build_id_hex, id) ? NULL : f;
+}
+
+static bool ref_valid(const struct symbols *s, const struct file_ref *ref) {
+        return ref->slot < s->lim.max_files && s->files[ref->slot].path && s->files[ref->slot].gen == ref->gen;
+}
+
 /*
  * The file whose symbols name m's PCs (see the header comment), or NULL.
  * *ret_layout is the file whose PT_LOADs turn file offsets into addresses:
- * the binary itself, as a detached debug file's program headers keep the
- * addresses but not the file offsets.
+ * the binary (the one at the path, or its build from perf's cache), as a
+ * detached debug file's program headers keep the addresses but not the
+ * file offsets.
  */
 static const struct elf_file *symbol_file(struct symbols *s, struct mapping *m,
                                           const struct elf_file **ret_layout) {
-        const struct elf_file *f = file_get(s, m->filename, &m->file), *d;
+        const struct elf_file *f = file_get(s, m->filename, &m->file), *d, *layout, *sym;
         const char *id = m->build_id_hex[0] ? m->build_id_hex : f->build_id_hex;
-        struct strbuf path = STRBUF_INIT;
-        bool count = !m->counted;
+        bool count = !m->counted, from_cache = false;
+        struct file_ref *layout_ref = &m->file;
 
         m->counted = true;
-        if (f->error < 0)
-                return NULL;
-        if (m->build_id_hex[0] && f->build_id_hex[0] && !streq(m->build_id_hex, f->build_id_hex)) {
-                s->st.build_id_mismatches += count;
+        if (f->error >= 0 && (!m->build_id_hex[0] || !f->build_id_hex[0] || streq(m->build_id_hex, f->build_id_hex)))
+                layout = f;
+        else if (id[0] && (layout = file_by_build_id(s, id, build_layouts, ELEMENTSOF(build_layouts),
+                                                     &m->build_state, &m->build))) {
+                /* The file at the path is another build (or gone); perf record kept this one. */
+                layout_ref = &m->build;
+                from_cache = true;
+        } else {
+                s->st.build_id_mismatches += count && f->error >= 0;
                 return NULL;
         }
-        *ret_layout = f;
-        if (f->has_symtab || !id[0] || !s->debug_dir[0])
-                return f;
 
-        strbuf_printf(&path, "%s/.build-id/%.2s/%s.debug", s->debug_dir, id, id + HEX_DIGITS_PER_BYTE);
-        d = file_get(s, path.buf, &m->debug);
-        strbuf_done(&path);
-        if (d->error < 0 || !d->has_symtab || !streq(d->build_id_hex, id))
-                return f;
-        /* f was used last, so d took another slot, unless the cache holds one file. */
-        if (m->file.slot == m->debug.slot)
+        sym = layout;
+        if (!layout->has_symtab && id[0]) {
+                d = file_by_build_id(s, id, debug_layouts, ELEMENTSOF(debug_layouts), &m->debug_state, &m->debug);
+                if (d && d->has_symtab) {
+                        sym = d;
+                        s->st.debug_files += count;
+                }
+        }
+        /* Each file_get() may evict an older slot: the two in use must still be there. */
+        if (!ref_valid(s, layout_ref) || (sym != layout && !ref_valid(s, &m->debug)) ||
+            (sym != layout && m->debug.slot == layout_ref->slot))
                 return NULL;
-        s->st.debug_files += count;
-        return d;
+        s->st.build_id_cache_files += count && from_cache;
+        *ret_layout = layout;
+        return sym;
 }
 
 /* ELF virtual address of a file offset (see the header comment). */

@@ -13,12 +13,14 @@
  * the FUNC symbol of .symtab (else .dynsym) covering it names the function.
  *
  * Build ids: a mapping that carries one (MMAP2, perf's build-id table) is
- * named only from a file of that build: when the file at its path is another
- * build (upgraded since the recording, another container's file) its PCs get
- * no function name rather than a wrong one. A file without .symtab (stripped,
- * as Debian ships binaries) takes its function names from the detached debug
- * file of its build id under the debug directory, when installed, and its
- * address layout from the binary itself.
+ * named only from a file of that build. When the file at its path is another
+ * build (upgraded since the recording, another container's file), the copy
+ * perf record keeps in its build-id cache is used when there is one, else
+ * its PCs get no function name rather than a wrong one. A file without
+ * .symtab (stripped, as Debian ships binaries) takes its function names from
+ * the detached debug file of its build id, when installed, and its address
+ * layout from the binary itself. Files found by build id are looked for
+ * once per mapping; a miss costs no cache slot.
  *
  * Everything is bounded (struct symbols_limits): processes and mappings per
  * process are evicted least recently used / oldest first, ELF files are
@@ -45,9 +47,13 @@
 #define SYMBOLS_BUILD_ID_MAX            20
 /* Two lowercase hex digits per byte and the NUL. */
 #define SYMBOLS_BUILD_ID_HEX_SIZE       (2 * SYMBOLS_BUILD_ID_MAX + 1)
-/* Where detached debug information lives, by build id: DIR/.build-id/ab/cdef....debug
- * (GDB's layout; Debian's -dbgsym packages install there). */
-#define SYMBOLS_DEBUG_DIR               "/usr/lib/debug"
+/*
+ * Where files are found by build id (colon-separated roots), in two layouts:
+ * GDB's ROOT/.build-id/ab/cdef....debug (Debian's -dbgsym packages install
+ * under /usr/lib/debug), and perf's build-id cache ROOT/.build-id/ab/cdef.../
+ * with `elf` (the binary perf record kept) and `debug` (root's ~/.debug).
+ */
+#define SYMBOLS_DEBUG_DIRS              "/usr/lib/debug:/root/.debug"
 /* What kernel addresses (top byte 0xff on arm64 and x86-64) resolve to. */
 #define SYMBOLS_KERNEL_NAME             "[kernel]"
 
@@ -56,7 +62,7 @@ struct symbols_limits {
         size_t max_mappings_per_pid;
         size_t max_files;
         size_t max_symbols_per_file;
-        const char *debug_dir;          /* NULL: SYMBOLS_DEBUG_DIR; "": none */
+        const char *debug_dirs;         /* NULL: SYMBOLS_DEBUG_DIRS; "": none */
 };
 
 struct symbols_stats {
@@ -68,6 +74,7 @@ struct symbols_stats {
         uint64_t symbols_truncated;     /* FUNC symbols beyond max_symbols_per_file */
         uint64_t build_id_mismatches;   /* mappings whose file on disk is another build: no names */
         uint64_t debug_files;           /* mappings named through a detached debug file */
+        uint64_t build_id_cache_files;  /* mappings named from perf's copy of their build */
 };
 
 /*

@@ -141,11 +141,15 @@ void symbols_metrics_write(const struct symbols_stats *st, struct prom_writer *w
                 { "armprofd_symbols_truncated_total", "Function symbols left out of a file beyond the per-file bound.",
                   offsetof(struct symbols_stats, symbols_truncated) },
                 { "armprofd_symbols_build_id_mismatches_total",
-                  "Mappings whose file on disk is another build than the one sampled: left unnamed.",
+                  "Mappings whose file on disk is another build than the one sampled, with no copy of theirs: left unnamed.",
                   offsetof(struct symbols_stats, build_id_mismatches) },
                 { "armprofd_symbols_debug_files_total",
                   "Mappings of stripped files named through a detached debug file (/usr/lib/debug/.build-id).",
                   offsetof(struct symbols_stats, debug_files) },
+                { "armprofd_symbols_build_id_cache_files_total",
+                  "Mappings whose file on disk is another build, named from perf's copy of their build "
+                  "(~/.debug/.build-id).",
+                  offsetof(struct symbols_stats, build_id_cache_files) },
         };
 
         prom_family(w, "armprofd_symbols_evictions_total", PROM_COUNTER,

@@ -503,7 +503,7 @@ static void test_build_id(void **state) {
         exported = symbol_offset(a, "exported_fn");
 
         /* The unstripped build named by its own build id. */
-        s = symbols_new(&(struct symbols_limits) { .debug_dir = "" });
+        s = symbols_new(&(struct symbols_limits) { .debug_dirs = "" });
         assert_int_equal(symbols_add_mapping(s, PID, BASE, LIB_MAP_LEN, 0, a, id_bytes(BUILD_ID_A), 20), 0);
         assert_function(s, PID, BASE + hidden, "hidden_fn", 0);
         assert_function(s, PID, BASE + exported + 4, "exported_fn", 4);
@@ -528,7 +528,7 @@ static void test_build_id(void **state) {
         /* The debug file of build A installed as a -dbgsym package would. */
         assert_true(sh("mkdir -p debug/.build-id/%.2s && objcopy --only-keep-debug liba.so debug/.build-id/%.2s/%s.debug",
                        BUILD_ID_A, BUILD_ID_A, &BUILD_ID_A[2]));
-        s = symbols_new(&(struct symbols_limits) { .debug_dir = dbgdir });
+        s = symbols_new(&(struct symbols_limits) { .debug_dirs = dbgdir });
         assert_int_equal(symbols_add_mapping(s, PID, BASE, LIB_MAP_LEN, 0, stripped, id_bytes(BUILD_ID_A), 20), 0);
         for (int i = 0; i < 3; i++) {
                 assert_function(s, PID, BASE + hidden + 2, "hidden_fn", 2);
@@ -543,13 +543,57 @@ static void test_build_id(void **state) {
 
         /* A debug file of another build under A's name is not believed. */
         assert_true(sh("objcopy --only-keep-debug libb.so debug/.build-id/%.2s/%s.debug", BUILD_ID_A, &BUILD_ID_A[2]));
-        s = symbols_new(&(struct symbols_limits) { .debug_dir = dbgdir });
+        s = symbols_new(&(struct symbols_limits) { .debug_dirs = dbgdir });
         assert_int_equal(symbols_add_mapping(s, PID, BASE, LIB_MAP_LEN, 0, stripped, id_bytes(BUILD_ID_A), 20), 0);
         assert_function(s, PID, BASE + hidden, NULL, 0);
         assert_function(s, PID, BASE + exported, "exported_fn", 0);
         assert_int_equal(symbols_get_stats(s)->debug_files, 0);
         symbols_free(s);
-        assert_true(sh("rm -rf debug lib.c liba.so libb.so liba-stripped.so"));
+
+        /* perf's build-id cache (second root): the kept binary names a mapping whose path now
+         * holds another build, and its `debug` file a stripped one. A root without the file
+         * costs no cache slot: nothing fails to load. */
+        assert_true(sh("rm -rf debug && mkdir -p empty perfcache/.build-id/%.2s/%s && "
+                       "cp liba.so perfcache/.build-id/%.2s/%s/elf", BUILD_ID_A, &BUILD_ID_A[2], BUILD_ID_A,
+                       &BUILD_ID_A[2]));
+        {
+                _cleanup_free_ char *roots = NULL;
+                struct strbuf sb = STRBUF_INIT;
+
+                strbuf_printf(&sb, "%s/empty:%s/perfcache", tmpdir, tmpdir);
+                roots = strbuf_steal(&sb, NULL);
+                s = symbols_new(&(struct symbols_limits) { .debug_dirs = roots, .max_files = 2 });
+        }
+        assert_int_equal(symbols_add_mapping(s, PID, BASE, LIB_MAP_LEN, 0, b, id_bytes(BUILD_ID_A), 20), 0);
+        for (int i = 0; i < 3; i++)
+                assert_function(s, PID, BASE + hidden + 1, "hidden_fn", 1);
+        assert_int_equal(symbols_get_stats(s)->build_id_cache_files, 1);
+        assert_int_equal(symbols_get_stats(s)->build_id_mismatches, 0);
+        symbols_free(s);
+
+        assert_true(sh("mv perfcache/.build-id/%.2s/%s/elf perfcache/.build-id/%.2s/%s/debug", BUILD_ID_A,
+                       &BUILD_ID_A[2], BUILD_ID_A, &BUILD_ID_A[2]));
+        {
+                _cleanup_free_ char *roots = NULL;
+                struct strbuf sb = STRBUF_INIT;
+
+                strbuf_printf(&sb, "%s/empty:%s/perfcache", tmpdir, tmpdir);
+                roots = strbuf_steal(&sb, NULL);
+                s = symbols_new(&(struct symbols_limits) { .debug_dirs = roots, .max_files = 2 });
+        }
+        assert_int_equal(symbols_add_mapping(s, PID, BASE, LIB_MAP_LEN, 0, stripped, id_bytes(BUILD_ID_A), 20), 0);
+        /* Another build at its path and no kept binary: nothing, counted; the cache root's debug
+         * file alone cannot give the layout. */
+        assert_int_equal(symbols_add_mapping(s, PID + 1, BASE, LIB_MAP_LEN, 0, b, id_bytes(BUILD_ID_A), 20), 0);
+        for (int i = 0; i < 3; i++) {
+                assert_function(s, PID, BASE + hidden, "hidden_fn", 0);
+                assert_function(s, PID + 1, BASE + hidden, NULL, 0);
+        }
+        assert_int_equal(symbols_get_stats(s)->debug_files, 1);
+        assert_int_equal(symbols_get_stats(s)->build_id_mismatches, 1);
+        assert_int_equal(symbols_get_stats(s)->file_errors, 0);
+        symbols_free(s);
+        assert_true(sh("rm -rf debug empty perfcache lib.c liba.so libb.so liba-stripped.so"));
 }
 
 static void rm_tmpdir(void) {
