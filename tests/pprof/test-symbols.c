@@ -479,6 +479,17 @@ static const uint8_t *id_bytes(const char *hex) {
         return b;
 }
 
+/* A 2-file cache whose roots are tmpdir/a then tmpdir/b. */
+static struct symbols *symbols_two_roots(const char *a, const char *b) {
+        struct strbuf roots = STRBUF_INIT;
+        struct symbols *s;
+
+        strbuf_printf(&roots, "%s/%s:%s/%s", tmpdir, a, tmpdir, b);
+        s = symbols_new(&(struct symbols_limits) { .debug_dirs = roots.buf, .max_files = 2 });
+        strbuf_done(&roots);
+        return s;
+}
+
 /*
  * A stripped library (only .dynsym, as Debian ships them) is named through
  * the debug file of its build id; a library of another build at the
@@ -556,14 +567,7 @@ static void test_build_id(void **state) {
         assert_true(sh("rm -rf debug && mkdir -p empty perfcache/.build-id/%.2s/%s && "
                        "cp liba.so perfcache/.build-id/%.2s/%s/elf", BUILD_ID_A, &BUILD_ID_A[2], BUILD_ID_A,
                        &BUILD_ID_A[2]));
-        {
-                _cleanup_free_ char *roots = NULL;
-                struct strbuf sb = STRBUF_INIT;
-
-                strbuf_printf(&sb, "%s/empty:%s/perfcache", tmpdir, tmpdir);
-                roots = strbuf_steal(&sb, NULL);
-                s = symbols_new(&(struct symbols_limits) { .debug_dirs = roots, .max_files = 2 });
-        }
+        s = symbols_two_roots("empty", "perfcache");
         assert_int_equal(symbols_add_mapping(s, PID, BASE, LIB_MAP_LEN, 0, b, id_bytes(BUILD_ID_A), 20), 0);
         for (int i = 0; i < 3; i++)
                 assert_function(s, PID, BASE + hidden + 1, "hidden_fn", 1);
@@ -573,14 +577,7 @@ static void test_build_id(void **state) {
 
         assert_true(sh("mv perfcache/.build-id/%.2s/%s/elf perfcache/.build-id/%.2s/%s/debug", BUILD_ID_A,
                        &BUILD_ID_A[2], BUILD_ID_A, &BUILD_ID_A[2]));
-        {
-                _cleanup_free_ char *roots = NULL;
-                struct strbuf sb = STRBUF_INIT;
-
-                strbuf_printf(&sb, "%s/empty:%s/perfcache", tmpdir, tmpdir);
-                roots = strbuf_steal(&sb, NULL);
-                s = symbols_new(&(struct symbols_limits) { .debug_dirs = roots, .max_files = 2 });
-        }
+        s = symbols_two_roots("empty", "perfcache");
         assert_int_equal(symbols_add_mapping(s, PID, BASE, LIB_MAP_LEN, 0, stripped, id_bytes(BUILD_ID_A), 20), 0);
         /* Another build at its path and no kept binary: nothing, counted; the cache root's debug
          * file alone cannot give the layout. */
