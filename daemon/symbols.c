@@ -509,12 +509,17 @@ out:
         return r;
 }
 
+/* Whether ref still names the file it was taken for. */
+static bool ref_valid(const struct symbols *s, const struct file_ref *ref) {
+        return ref->slot < s->lim.max_files && s->files[ref->slot].path && s->files[ref->slot].gen == ref->gen;
+}
+
 /* The cache slot holding path, loading it (evicting the LRU slot) if needed. */
 static struct elf_file *file_get(struct symbols *s, const char *path, struct file_ref *ref) {
         struct elf_file *f;
         size_t victim = 0;
 
-        if (ref->slot < s->lim.max_files && s->files[ref->slot].path && s->files[ref->slot].gen == ref->gen) {
+        if (ref_valid(s, ref)) {
                 f = &s->files[ref->slot];
                 f->last_used = ++s->tick;
                 return f;
@@ -569,12 +574,9 @@ static bool find_by_build_id(const struct symbols *s, const char *id, const char
                 size_t len = strcspn(root, ":");
 
                 for (size_t i = 0; len > 0 && i < n; i++) {
-                        _cleanup_free_ char *dir = strndup(root, len);
-
                         ret->len = 0;
-                        if (!dir)
-                                abort();
-                        strbuf_printf(ret, "%s/.build-id/%.2s/%s%s", dir, id, id + HEX_DIGITS_PER_BYTE, layouts[i]);
+                        strbuf_printf(ret, "%.*s/.build-id/%.2s/%s%s", (int) len, root, id,
+                                      id + HEX_DIGITS_PER_BYTE, layouts[i]);
                         if (access(ret->buf, R_OK) == 0)
                                 return true;
                 }
@@ -595,6 +597,12 @@ static const struct elf_file *file_by_build_id(struct symbols *s, const char *id
 
         if (*state == LOOKUP_NONE)
                 return NULL;
+        if (*state == LOOKUP_FOUND && ref_valid(s, ref)) {
+                /* Found before and still cached: no lookup on disk. */
+                f = &s->files[ref->slot];
+                s->files[ref->slot].last_used = ++s->tick;
+                return f->error < 0 || !streq(f->build_id_hex, id) ? NULL : f;
+        }
         if (!find_by_build_id(s, id, layouts, n, &path)) {
                 *state = LOOKUP_NONE;
                 strbuf_done(&path);
@@ -604,10 +612,6 @@ static const struct elf_file *file_by_build_id(struct symbols *s, const char *id
         f = file_get(s, path.buf, ref);
         strbuf_done(&path);
         return f->error < 0 || !streq(f->build_id_hex, id) ? NULL : f;
-}
-
-static bool ref_valid(const struct symbols *s, const struct file_ref *ref) {
-        return ref->slot < s->lim.max_files && s->files[ref->slot].path && s->files[ref->slot].gen == ref->gen;
 }
 
 /*
