@@ -101,7 +101,7 @@ int pmu_sysfs_read_online(const char *root, struct cpulist *ret) {
         return pmu_sysfs_read_cpulist(path, ret);
 }
 
-static void attrs_free(struct pmu_sysfs_attr *a, size_t n) {
+void pmu_sysfs_attrs_free(struct pmu_sysfs_attr *a, size_t n) {
         for (size_t i = 0; i < n; i++) {
                 free(a[i].name);
                 free(a[i].value);
@@ -119,7 +119,7 @@ static int cmp_str(const void *a, const void *b) {
 
 /* Read every regular file of dir as (name, value). A missing dir gives an
  * empty list. Unreadable files (sysfs write-only attributes) are skipped. */
-static int read_attr_dir(const char *dir, struct pmu_sysfs_attr **ret, size_t *ret_n) {
+int pmu_sysfs_read_attr_dir(const char *dir, struct pmu_sysfs_attr **ret, size_t *ret_n) {
         struct pmu_sysfs_attr *list = NULL;
         size_t n = 0;
         DIR *d;
@@ -172,7 +172,7 @@ static int read_attr_dir(const char *dir, struct pmu_sysfs_attr **ret, size_t *r
         return 0;
 fail:
         closedir(d);
-        attrs_free(list, n);
+        pmu_sysfs_attrs_free(list, n);
         return r;
 }
 
@@ -246,9 +246,9 @@ static enum pmu_kind classify(const struct pmu_desc *p) {
 
 static void desc_done(struct pmu_desc *p) {
         free(p->name);
-        attrs_free(p->events, p->n_events);
-        attrs_free(p->format, p->n_format);
-        attrs_free(p->caps, p->n_caps);
+        pmu_sysfs_attrs_free(p->events, p->n_events);
+        pmu_sysfs_attrs_free(p->format, p->n_format);
+        pmu_sysfs_attrs_free(p->caps, p->n_caps);
         memset(p, 0, sizeof(*p));
 }
 
@@ -286,15 +286,15 @@ static int read_pmu(const char *dir, const char *name, struct pmu_desc *p) {
 
         r = join(path, sizeof(path), dir, name, "events");
         if (r >= 0)
-                r = read_attr_dir(path, &d.events, &d.n_events);
+                r = pmu_sysfs_read_attr_dir(path, &d.events, &d.n_events);
         if (r >= 0)
                 r = join(path, sizeof(path), dir, name, "format");
         if (r >= 0)
-                r = read_attr_dir(path, &d.format, &d.n_format);
+                r = pmu_sysfs_read_attr_dir(path, &d.format, &d.n_format);
         if (r >= 0)
                 r = join(path, sizeof(path), dir, name, "caps");
         if (r >= 0)
-                r = read_attr_dir(path, &d.caps, &d.n_caps);
+                r = pmu_sysfs_read_attr_dir(path, &d.caps, &d.n_caps);
         if (r < 0) {
                 desc_done(&d);
                 return r;

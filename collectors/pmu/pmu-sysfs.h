@@ -79,6 +79,10 @@ struct pmu_sysfs {
 int pmu_sysfs_discover(const char *root, struct pmu_sysfs **ret);
 struct pmu_sysfs *pmu_sysfs_free(struct pmu_sysfs *s);
 
+/* The files of a directory (format/, caps/, events/) as name/value pairs sorted
+ * by name; a missing directory gives none. Free with pmu_sysfs_attrs_free(). */
+int pmu_sysfs_read_attr_dir(const char *dir, struct pmu_sysfs_attr **ret, size_t *ret_n);
+void pmu_sysfs_attrs_free(struct pmu_sysfs_attr *a, size_t n);
 /* <root>/devices/system/cpu/online */
 int pmu_sysfs_read_online(const char *root, struct cpulist *ret);
 /* Any sysfs cpulist file (online, a PMU's cpus). */

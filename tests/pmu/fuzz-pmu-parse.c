@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Fuzz the PMU library's parsers of kernel output: sysfs cpulists and
- * PERF_FORMAT_GROUP read buffers. The first byte picks the parser.
+ * Fuzz the PMU library's parsers of kernel output: sysfs cpulists,
+ * PERF_FORMAT_GROUP read buffers and perf format/ files (arm_spe). The
+ * first byte picks the parser.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -9,13 +10,27 @@
 
 #include "cpulist.h"
 #include "pmu-group.h"
+#include "spe-pmu.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (size == 0)
                 return 0;
-        if (data[0] & 1) {
+        if (data[0] % 3 == 2) {
+                char *s = malloc(size);
+                unsigned word;
+                uint64_t mask;
+
+                if (!s)
+                        return 0;
+                memcpy(s, data + 1, size - 1);
+                s[size - 1] = '\0';
+                /* A field is some bits of one of the four config words, never none. */
+                if (spe_pmu_parse_format(s, &word, &mask) == 0 && (word > 3 || mask == 0))
+                        abort();
+                free(s);
+        } else if (data[0] & 1) {
                 char *s = malloc(size);
                 struct cpulist l;
 

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * The arm_spe PMUs of a machine, from sysfs (spe-format §8.1), and the
+ * perf_event_attr that opens one of them on a CPU (§8.2).
+ *
+ * Every SPE implementation is an event source `arm_spe_<n>` under
+ * /sys/bus/event_source/devices with its `type`, the CPUs it covers
+ * (`cpumask`), its `format/` fields (where each option sits in
+ * attr.config, config1, config2 or config3: read, never hard-coded) and
+ * its `caps/` (min_interval, count_size, arch_inst, ernd). big.LITTLE
+ * machines have one per core type.
+ *
+ * Library code: no logging, no perf_event_open() (the collector opens the
+ * event); errors are negative errno values with a message for /status.
+ */
+
+#include <linux/perf_event.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cpulist.h"
+
+#define SPE_PMU_PREFIX          "arm_spe_"
+/* perf's default interval when caps/min_interval cannot be read (tools/perf/arch/arm64/util/arm-spe.c). */
+#define SPE_PMU_DEFAULT_INTERVAL 4096U
+/* PMSIRR_EL1.INTERVAL is bits [31:8]: the driver drops the low byte of the period. */
+#define SPE_PMU_INTERVAL_GRAIN  256U
+#define SPE_PMU_INTERVAL_MAX    UINT32_C(0xFFFFFF00)
+#define SPE_PMU_MAX_FORMAT      32
+
+/* One format/ field: which config word and which bits of it. */
+struct spe_pmu_format {
+        char name[32];
+        unsigned word;                  /* 0: config, 1: config1, 2: config2, 3: config3 */
+        uint64_t mask;                  /* the bits, possibly several ranges */
+};
+
+struct spe_pmu {
+        char name[32];                  /* "arm_spe_0" */
+        uint32_t type;
+        struct cpulist cpus;
+        struct spe_pmu_format format[SPE_PMU_MAX_FORMAT];
+        size_t n_format;
+        uint32_t min_interval;          /* caps/min_interval, SPE_PMU_DEFAULT_INTERVAL when absent */
+        uint32_t count_size;            /* caps/count_size: counter bits (12 or 16), 0 when absent */
+        bool arch_inst, ernd;           /* caps/arch_inst, caps/ernd */
+};
+
+/*
+ * The arm_spe PMUs under root (NULL: "/sys"), sorted by name. None is not
+ * an error (*ret_n = 0). A PMU directory that cannot be parsed is an
+ * error naming the file and what is wrong in err.
+ */
+int spe_pmu_discover(const char *root, struct spe_pmu **ret, size_t *ret_n, char *err, size_t err_len);
+
+/* The PMU covering cpu, or NULL. */
+const struct spe_pmu *spe_pmu_for_cpu(const struct spe_pmu *pmus, size_t n, unsigned cpu);
+
+/* Parse a format/ file: "config:0", "config1:0-63", "config:0-3,8". -EINVAL otherwise. */
+int spe_pmu_parse_format(const char *value, unsigned *ret_word, uint64_t *ret_mask);
+
+/*
+ * Put value into the field `name` of attr (its bits, low to high).
+ * -ENOENT when the PMU has no such field, -ERANGE when value does not fit,
+ * -EOPNOTSUPP for a config3 field (the attr of the headers we build with
+ * ends at config2).
+ */
+int spe_pmu_set(const struct spe_pmu *p, struct perf_event_attr *attr, const char *name, uint64_t value);
+
+struct spe_pmu_options {
+        uint64_t interval;              /* operations between samples; 0: caps/min_interval */
+        bool physical_addresses;        /* pa_enable ([privacy] physical_addresses) */
+        bool jitter;                    /* randomise the interval (perf's default too) */
+        bool loads, stores, branches;   /* all false: every op; else keep only these */
+        uint32_t min_latency;           /* keep samples at least this many cycles, 0: all */
+        bool exclude_kernel, exclude_user;
+};
+
+/*
+ * The attr of a per-CPU SPE event of p: disabled (enabled once the AUX
+ * area is mapped), timestamps on (records end with a Timestamp packet),
+ * sample ids carrying tid, time and CPU, the interval clamped to
+ * min_interval and to what PMSIRR holds. *ret_interval: the interval the
+ * hardware will use. Errors (a missing field an option needs, a minimum
+ * latency the counters cannot hold) are named in err.
+ */
+int spe_pmu_attr(const struct spe_pmu *p, const struct spe_pmu_options *o, struct perf_event_attr *ret,
+                 uint64_t *ret_interval, char *err, size_t err_len);
