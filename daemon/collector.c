@@ -17,6 +17,7 @@
 #include "macro.h"
 #include "parse-util.h"
 #include "profile.h"
+#include "spe-pmu.h"
 #include "strbuf.h"
 
 #define SYSFS_LINE_SIZE "/sys/devices/system/cpu/cpu0/cache/index0/coherency_line_size"
@@ -419,6 +420,30 @@ int collector_profile(struct collector *c, uint64_t window_ns, struct strbuf *re
         return k;
 }
 
+/* What /status says of SPE until a source runs: what this machine has, from sysfs. */
+static void spe_describe(struct collector *c) {
+        _cleanup_free_ struct spe_pmu *pmus = NULL;
+        char err[200] = "", cpus[64] = "";
+        size_t n = 0;
+        int r;
+
+        r = spe_pmu_discover(NULL, &pmus, &n, err, sizeof(err));
+        if (r < 0)
+                snprintf(c->spe_reason, sizeof(c->spe_reason),
+                         "no SPE source: the arm_spe PMUs cannot be read (%s); use --replay FILE", err);
+        else if (n == 0)
+                snprintf(c->spe_reason, sizeof(c->spe_reason),
+                         "no SPE source: no arm_spe PMU in /sys/bus/event_source/devices (no SPE hardware, "
+                         "or the arm_spe_pmu driver is not loaded); use --replay FILE");
+        else {
+                (void) cpulist_format(&pmus[0].cpus, cpus, sizeof(cpus));
+                snprintf(c->spe_reason, sizeof(c->spe_reason),
+                         "no SPE source: %s (CPUs %s, min_interval %" PRIu32 ")%s found, but live SPE capture "
+                         "is not built yet; use --replay FILE",
+                         pmus[0].name, cpus, pmus[0].min_interval, n > 1 ? " and others" : "");
+        }
+}
+
 /* --replay FILE: the file's records go through the same store as live data would. */
 static int replay(struct collector *c, const char *path) {
         struct spe_replay *r = NULL;
@@ -468,8 +493,7 @@ int collector_start(const struct collector_options *opts, struct collector **ret
         });
         atomic_store(&c->interval_usec, opts->interval_usec);
         atomic_store(&c->last_cycle_usec, now_monotonic_usec());
-        snprintf(c->spe_reason, sizeof(c->spe_reason),
-                 "no SPE source: live SPE capture is not implemented yet; use --replay FILE");
+        spe_describe(c);
 
         r = store_new(&opts->store, now_ns(), &c->store);
         if (r < 0) {
