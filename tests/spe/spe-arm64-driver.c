@@ -43,6 +43,7 @@
 #include <time.h>
 
 #include "macro.h"
+#include "spe-enc.h"
 #include "spe-rec.h"
 #include "vm-check.h"
 
@@ -216,6 +217,12 @@ static void m_bad(bool ext) {
 
 /* --- packet encoders (spe-format §1-§7) --- */
 
+/* One packet from the generator's encoder (tests/spegen/spe-enc.c, written from the spec). */
+static void put_pkt(const uint8_t *b, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                put(b[i]);
+}
+
 static void e_pad(unsigned n) {
         for (unsigned i = 0; i < n; i++)
                 put(0x00);
@@ -228,13 +235,9 @@ static void e_pad_to(size_t off) {
 
 /* Address packet; the extended form is forced for index >= 8. */
 static void e_addr(unsigned idx, uint64_t v, bool ext) {
-        if (ext || idx >= 8) {
-                put((uint8_t) (0x20 | ((idx >> 3) & 3U)));
-                put((uint8_t) (0xB0 | (idx & 7U)));
-        } else {
-                put((uint8_t) (0xB0 | idx));
-        }
-        put_le(v, 8);
+        uint8_t b[SPE_ENC_MAX_PKT];
+
+        put_pkt(b, spe_enc_address(b, idx, v, ext));
 
         m_pkt();
         switch (idx) {
@@ -275,13 +278,9 @@ static void e_addr(unsigned idx, uint64_t v, bool ext) {
 }
 
 static void e_counter(unsigned idx, uint16_t v, bool ext) {
-        if (ext || idx >= 8) {
-                put((uint8_t) (0x20 | ((idx >> 3) & 3U)));
-                put((uint8_t) (0x98 | (idx & 7U)));
-        } else {
-                put((uint8_t) (0x98 | idx));
-        }
-        put_le(v, 2);
+        uint8_t b[SPE_ENC_MAX_PKT];
+
+        put_pkt(b, spe_enc_counter(b, idx, v, ext));
 
         m_pkt();
         switch (idx) {
@@ -310,9 +309,9 @@ static uint64_t trunc_bytes(uint64_t v, unsigned n) {
 /* Events, payload 1 << sz bytes (header 0x42/0x52/0x62/0x72). */
 static void e_events(unsigned sz, uint64_t v) {
         unsigned n = 1U << sz;
+        uint8_t b[SPE_ENC_MAX_PKT];
 
-        put((uint8_t) (0x42 | (sz << 4)));
-        put_le(v, n);
+        put_pkt(b, spe_enc_events(b, v, n));
         m_pkt();
         m_present(SPE_REC_EVENTS);
         g.cur.events = trunc_bytes(v, n);
@@ -328,9 +327,9 @@ static void e_source(unsigned sz, uint64_t v) {
         };
         unsigned n = 1U << sz;
         uint64_t raw = trunc_bytes(v, n);
+        uint8_t b[SPE_ENC_MAX_PKT];
 
-        put((uint8_t) (0x43 | (sz << 4)));
-        put_le(v, n);
+        put_pkt(b, spe_enc_data_source(b, v, n));
         m_pkt();
         m_present(SPE_REC_SOURCE);
         g.cur.source_raw = raw;
@@ -339,8 +338,9 @@ static void e_source(unsigned sz, uint64_t v) {
 
 /* Context 0x64..0x67: index 0 = EL1, 1 = EL2, 2..3 undefined. */
 static void e_context(unsigned idx, uint32_t v) {
-        put((uint8_t) (0x64 | idx));
-        put_le(v, 4);
+        uint8_t b[SPE_ENC_MAX_PKT];
+
+        put_pkt(b, spe_enc_context(b, idx, v));
         m_pkt();
         if (idx > 1) {
                 m_unknown();
@@ -352,8 +352,9 @@ static void e_context(unsigned idx, uint32_t v) {
 }
 
 static void e_op(unsigned cls, uint8_t v) {
-        put((uint8_t) (0x48 | cls));
-        put(v);
+        uint8_t b[SPE_ENC_MAX_PKT];
+
+        put_pkt(b, spe_enc_op_type(b, cls, v));
         m_pkt();
         m_present(SPE_REC_OP);
         if (cls == 3)
@@ -363,8 +364,9 @@ static void e_op(unsigned cls, uint8_t v) {
 }
 
 static void e_ts(uint64_t v) {
-        put(0x71);
-        put_le(v, 8);
+        uint8_t b[SPE_ENC_MAX_PKT];
+
+        put_pkt(b, spe_enc_timestamp(b, v));
         g.st.packets++;
         m_present(SPE_REC_TIMESTAMP);
         g.cur.timestamp = v;
@@ -372,7 +374,9 @@ static void e_ts(uint64_t v) {
 }
 
 static void e_end(void) {
-        put(0x01);
+        uint8_t b[SPE_ENC_MAX_PKT];
+
+        put_pkt(b, spe_enc_end(b));
         g.st.packets++;
         g.cur.flags |= SPE_REC_F_END;
         m_end_record();

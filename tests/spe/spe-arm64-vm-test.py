@@ -67,7 +67,7 @@ def main():
     vm = arm64vm.VM()
     driver_args = shlex.split(args.driver_args) + capture_args(vm.shared)
     src = args.source_dir
-    includes = arm64vm.includes(src, os.path.join('collectors', 'spe'))
+    includes = arm64vm.includes(src, os.path.join('collectors', 'spe'), os.path.join('tests', 'spegen'))
     files = [args.driver] + args.sources
     with tempfile.TemporaryDirectory(prefix='spe-arm64-', dir=vm.work_parent()) as work:
         host_bin = os.path.join(work, 'spe-arm64-host')
