@@ -71,7 +71,7 @@ int pmu_sysfs_read_string(const char *path, char *buf, size_t len) {
         return 0;
 }
 
-static int join(char *buf, size_t len, const char *a, const char *b, const char *c) {
+int pmu_sysfs_join(char *buf, size_t len, const char *a, const char *b, const char *c) {
         int n = snprintf(buf, len, "%s/%s%s%s", a, b, c ? "/" : "", c ? c : "");
 
         if (n < 0 || (size_t) n >= len)
@@ -95,7 +95,7 @@ int pmu_sysfs_read_online(const char *root, struct cpulist *ret) {
         char path[SYSFS_PATH_MAX];
         int r;
 
-        r = join(path, sizeof(path), root ? root : PMU_SYSFS_DEFAULT_ROOT, CPU_ONLINE_FILE, NULL);
+        r = pmu_sysfs_join(path, sizeof(path), root ? root : PMU_SYSFS_DEFAULT_ROOT, CPU_ONLINE_FILE, NULL);
         if (r < 0)
                 return r;
         return pmu_sysfs_read_cpulist(path, ret);
@@ -145,7 +145,7 @@ int pmu_sysfs_read_attr_dir(const char *dir, struct pmu_sysfs_attr **ret, size_t
                         r = -E2BIG;
                         goto fail;
                 }
-                r = join(path, sizeof(path), dir, e->d_name, NULL);
+                r = pmu_sysfs_join(path, sizeof(path), dir, e->d_name, NULL);
                 if (r < 0)
                         goto fail;
                 if (pmu_sysfs_read_string(path, value, sizeof(value)) < 0)
@@ -258,7 +258,7 @@ static int read_pmu(const char *dir, const char *name, struct pmu_desc *p) {
         struct pmu_desc d = {};
         int r;
 
-        r = join(path, sizeof(path), dir, name, "cpus");
+        r = pmu_sysfs_join(path, sizeof(path), dir, name, "cpus");
         if (r < 0)
                 return r;
         r = pmu_sysfs_read_cpulist(path, &d.cpus);
@@ -270,7 +270,7 @@ static int read_pmu(const char *dir, const char *name, struct pmu_desc *p) {
         } else if (r < 0)
                 return r;
 
-        r = join(path, sizeof(path), dir, name, "type");
+        r = pmu_sysfs_join(path, sizeof(path), dir, name, "type");
         if (r < 0)
                 return r;
         r = pmu_sysfs_read_string(path, value, sizeof(value));
@@ -284,15 +284,15 @@ static int read_pmu(const char *dir, const char *name, struct pmu_desc *p) {
         if (!d.name)
                 return -ENOMEM;
 
-        r = join(path, sizeof(path), dir, name, "events");
+        r = pmu_sysfs_join(path, sizeof(path), dir, name, "events");
         if (r >= 0)
                 r = pmu_sysfs_read_attr_dir(path, &d.events, &d.n_events);
         if (r >= 0)
-                r = join(path, sizeof(path), dir, name, "format");
+                r = pmu_sysfs_join(path, sizeof(path), dir, name, "format");
         if (r >= 0)
                 r = pmu_sysfs_read_attr_dir(path, &d.format, &d.n_format);
         if (r >= 0)
-                r = join(path, sizeof(path), dir, name, "caps");
+                r = pmu_sysfs_join(path, sizeof(path), dir, name, "caps");
         if (r >= 0)
                 r = pmu_sysfs_read_attr_dir(path, &d.caps, &d.n_caps);
         if (r < 0) {
@@ -361,7 +361,7 @@ int pmu_sysfs_discover(const char *root, struct pmu_sysfs **ret) {
         if (r < 0)
                 return r;
 
-        r = join(dir, sizeof(dir), root, EVENT_SOURCE_DIR, NULL);
+        r = pmu_sysfs_join(dir, sizeof(dir), root, EVENT_SOURCE_DIR, NULL);
         if (r < 0)
                 return r;
         d = opendir(dir);

@@ -105,3 +105,5 @@ const char *pmu_kind_to_string(enum pmu_kind k);
 
 /* Read a small sysfs/procfs file into buf, trailing whitespace removed. */
 int pmu_sysfs_read_string(const char *path, char *buf, size_t len);
+/* "a/b" or "a/b/c" (c NULL: two parts) into buf; -ENAMETOOLONG when it does not fit. */
+int pmu_sysfs_join(char *buf, size_t len, const char *a, const char *b, const char *c);

@@ -72,17 +72,11 @@ int spe_pmu_parse_format(const char *value, unsigned *ret_word, uint64_t *ret_ma
         return 0;
 }
 
-static int path_join(char *buf, size_t len, const char *dir, const char *name) {
-        int n = snprintf(buf, len, "%s/%s", dir, name);
-
-        return n < 0 || (size_t) n >= len ? -ENAMETOOLONG : 0;
-}
-
 static int read_u32(const char *dir, const char *name, uint32_t *ret) {
         char path[SPE_PATH_MAX], value[SPE_VALUE_MAX];
         int r;
 
-        if (path_join(path, sizeof(path), dir, name) < 0)
+        if (pmu_sysfs_join(path, sizeof(path), dir, name, NULL) < 0)
                 return -ENAMETOOLONG;
         r = pmu_sysfs_read_string(path, value, sizeof(value));
         if (r < 0)
@@ -104,13 +98,13 @@ static int read_pmu(const char *dir, const char *name, struct spe_pmu *p, char *
         r = read_u32(dir, "type", &p->type);
         if (r < 0)
                 return failf(err, err_len, r, "%s/type: %s", dir, strerror(-r));
-        r = path_join(path, sizeof(path), dir, "cpumask");
+        r = pmu_sysfs_join(path, sizeof(path), dir, "cpumask", NULL);
         if (r == 0)
                 r = pmu_sysfs_read_cpulist(path, &p->cpus);
         if (r < 0)
                 return failf(err, err_len, r, "%s: %s", path, strerror(-r));
 
-        r = path_join(path, sizeof(path), dir, "format");
+        r = pmu_sysfs_join(path, sizeof(path), dir, "format", NULL);
         if (r == 0)
                 r = pmu_sysfs_read_attr_dir(path, &attrs, &n);
         if (r < 0)
@@ -137,7 +131,7 @@ static int read_pmu(const char *dir, const char *name, struct spe_pmu *p, char *
                 return r;
 
         /* caps/ are optional (older kernels); what is there must parse. */
-        if (path_join(path, sizeof(path), dir, "caps") < 0)
+        if (pmu_sysfs_join(path, sizeof(path), dir, "caps", NULL) < 0)
                 return failf(err, err_len, -ENAMETOOLONG, "%s/caps: path too long", dir);
         if (read_u32(path, "min_interval", &v) == 0 && v > 0)
                 p->min_interval = v;
@@ -164,7 +158,7 @@ int spe_pmu_discover(const char *root, struct spe_pmu **ret, size_t *ret_n, char
 
         *ret = NULL;
         *ret_n = 0;
-        if (path_join(dir, sizeof(dir), root ? root : "/sys", EVENT_SOURCES) < 0)
+        if (pmu_sysfs_join(dir, sizeof(dir), root ? root : "/sys", EVENT_SOURCES, NULL) < 0)
                 return failf(err, err_len, -ENAMETOOLONG, "sysfs root too long");
         d = opendir(dir);
         if (!d)
@@ -174,7 +168,7 @@ int spe_pmu_discover(const char *root, struct spe_pmu **ret, size_t *ret_n, char
 
                 if (strncmp(e->d_name, SPE_PMU_PREFIX, strlen(SPE_PMU_PREFIX)) != 0)
                         continue;
-                if (path_join(sub, sizeof(sub), dir, e->d_name) < 0) {
+                if (pmu_sysfs_join(sub, sizeof(sub), dir, e->d_name, NULL) < 0) {
                         r = failf(err, err_len, -ENAMETOOLONG, "%s/%s: path too long", dir, e->d_name);
                         break;
                 }

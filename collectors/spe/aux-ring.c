@@ -6,17 +6,8 @@
 #include <string.h>
 
 #include "macro.h"
+#include "perf-data.h"
 #include "strbuf.h"
-
-/* PERF_RECORD_AUX body: u64 aux_offset, aux_size, flags (then sample_id). */
-struct aux_body {
-        uint64_t aux_offset, aux_size, flags;
-};
-
-/* PERF_RECORD_LOST body: u64 id, lost. PERF_RECORD_LOST_SAMPLES: u64 lost. */
-struct lost_body {
-        uint64_t id, lost;
-};
 
 /* The flag bits the kernel defines; PERF_AUX_FLAG_PMU_FORMAT_TYPE_MASK is the PMU's own. */
 #define AUX_FLAGS_KNOWN (PERF_AUX_FLAG_TRUNCATED | PERF_AUX_FLAG_OVERWRITE | PERF_AUX_FLAG_PARTIAL | \
@@ -67,7 +58,7 @@ static const uint8_t *record_at(struct aux_ring *r, uint64_t pos, size_t size) {
         return r->scratch;
 }
 
-static int deliver_aux(struct aux_ring *r, const struct aux_body *b, const struct aux_ring_ops *ops,
+static int deliver_aux(struct aux_ring *r, const struct perf_data_wire_aux *b, const struct aux_ring_ops *ops,
                        void *userdata) {
         struct aux_ring_chunk c = { .aux_offset = b->aux_offset, .flags = b->flags & AUX_FLAGS_KNOWN };
         size_t off = (size_t) (b->aux_offset & (r->aux_size - 1));
@@ -141,7 +132,7 @@ int aux_ring_drain(struct aux_ring *r, const struct aux_ring_ops *ops, void *use
 
                 switch (h.type) {
                 case PERF_RECORD_AUX: {
-                        struct aux_body b;
+                        struct perf_data_wire_aux b;
 
                         if (h.size < sizeof(h) + sizeof(b)) {
                                 r->stats.bad_records++;
@@ -160,17 +151,18 @@ int aux_ring_drain(struct aux_ring *r, const struct aux_ring_ops *ops, void *use
                         break;
                 }
                 case PERF_RECORD_LOST: {
-                        struct lost_body b = {};
+                        /* Bodies as in perf.data (perf-data.h): the kernel writes the same records. */
+                        struct perf_data_wire_lost b = {};
 
                         memcpy(&b, rec + sizeof(h), MIN(sizeof(b), (size_t) h.size - sizeof(h)));
                         r->stats.lost += b.lost;
                         break;
                 }
                 case PERF_RECORD_LOST_SAMPLES: {
-                        uint64_t lost = 0;
+                        struct perf_data_wire_lost_samples b = {};
 
-                        memcpy(&lost, rec + sizeof(h), MIN(sizeof(lost), (size_t) h.size - sizeof(h)));
-                        r->stats.lost_samples += lost;
+                        memcpy(&b, rec + sizeof(h), MIN(sizeof(b), (size_t) h.size - sizeof(h)));
+                        r->stats.lost_samples += b.lost;
                         break;
                 }
                 default:
