@@ -499,9 +499,9 @@ int pmu_collector_update_cpus(struct pmu_collector *c) {
 }
 
 /* A hardware group that never ran: the kernel accepted a group larger than
- * the PMU can hold (arm_pmu's validate_group() skips a leader opened
- * disabled, FINDINGS.md pitfall 3) and will never schedule it. Lower the
- * PMU's budget to half of this group and reopen every CPU of that PMU. */
+ * the PMU can hold (validate_group() in drivers/perf/arm_pmu.c skips a
+ * leader opened disabled) and will never schedule it. Lower the PMU's
+ * budget to half of this group and reopen every CPU of that PMU. */
 static void handle_oversized(struct pmu_collector *c, struct cpu_state *s, struct group *g) {
         size_t idx;
         bool with_cycles = false;

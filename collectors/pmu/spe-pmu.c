@@ -240,7 +240,9 @@ int spe_pmu_attr(const struct spe_pmu *p, const struct spe_pmu_options *o, struc
         struct perf_event_attr a = {
                 .type = p->type,
                 .size = sizeof(a),
-                /* Enabled with PERF_EVENT_IOC_ENABLE once the AUX area is mapped (spe-format §8.2). */
+                /* Enabled with PERF_EVENT_IOC_ENABLE once the AUX area is mapped: the
+                 * driver starts profiling into it (drivers/perf/arm_spe_pmu.c,
+                 * arm_spe_pmu_start() -> arm_spe_perf_aux_output_begin()). */
                 .disabled = 1,
                 .sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU,
                 .sample_id_all = 1,

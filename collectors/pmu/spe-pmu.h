@@ -2,8 +2,9 @@
 #pragma once
 
 /*
- * The arm_spe PMUs of a machine, from sysfs (spe-format §8.1), and the
- * perf_event_attr that opens one of them on a CPU (§8.2).
+ * The arm_spe PMUs of a machine, from sysfs (drivers/perf/arm_spe_pmu.c: its
+ * format/ and caps/ attributes), and the perf_event_attr that opens one of
+ * them on a CPU (arm_spe_pmu_event_init() there; perf_event_open(2)).
  *
  * Every SPE implementation is an event source `arm_spe_<n>` under
  * /sys/bus/event_source/devices with its `type`, the CPUs it covers

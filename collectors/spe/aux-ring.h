@@ -2,7 +2,7 @@
 #pragma once
 
 /*
- * The reading side of a live SPE event's two rings (spe-format §8.3,
+ * The reading side of a live SPE event's two rings (drivers/perf/arm_spe_pmu.c,
  * perf_event_open(2) "MMAP layout", the comments of struct
  * perf_event_mmap_page in <linux/perf_event.h>):
  *

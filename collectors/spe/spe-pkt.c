@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Arm SPE packet decoder. See spe-pkt.h and shared/reference/spe-format.md
- * §1 for the header patterns; the match order below is the one Linux perf
- * uses (arm_spe_do_get_packet), and the patterns do not overlap.
+ * Arm SPE packet decoder. See spe-pkt.h for the header patterns (Arm ARM
+ * D10 "Packet headers"); the match order below is the one Linux perf uses
+ * (tools/perf/util/arm-spe-decoder/arm-spe-pkt-decoder.c,
+ * arm_spe_do_get_packet()), and the patterns do not overlap.
  */
 #include "spe-pkt.h"
 
@@ -38,7 +39,7 @@ const char *spe_pkt_type_name(enum spe_pkt_type t) {
 }
 
 /*
- * Two-byte header (spe-format §1.1): byte 0 = 0010_00ii (index bits [4:3]),
+ * Two-byte (extended) header (Arm ARM D10 "Packet headers"): byte 0 = 0010_00ii (index bits [4:3]),
  * byte 1 = an address or counter short header (index bits [2:0], size).
  */
 static int decode_extended(const uint8_t *buf, size_t len, struct spe_pkt *ret_pkt) {

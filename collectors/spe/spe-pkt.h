@@ -6,8 +6,9 @@
  *
  * The layout follows the Arm ARM (DDI 0487) chapter D10 "The Statistical
  * Profiling Extension", section "Statistical Profiling Extension sample
- * record specification" (packet headers, payload formats), restated in
- * shared/reference/spe-format.md §1-§6. Everything here is pure: no
+ * record specification" (packet headers, payload formats), as Linux perf
+ * decodes them (tools/perf/util/arm-spe-decoder/arm-spe-pkt-decoder.{c,h}).
+ * Everything here is pure: no
  * allocation, no I/O, no global state; the length is checked before every
  * read, and payloads are assembled little-endian so any alignment works.
  *
@@ -21,7 +22,7 @@
 #include <stdint.h>
 #include <string.h>
 
-/* Longest packet: 2-byte extended header + 8-byte payload (spe-format §0). */
+/* Longest packet: 2-byte extended header + 8-byte payload (Arm ARM D10 "Packet headers"). */
 #define SPE_PKT_MAX_LEN 10
 
 /* Named negative codes (negative errno values so strerror() says something). */
@@ -119,7 +120,7 @@ static inline uint64_t spe_pkt_load_le(const uint8_t *p, unsigned n) {
 const char *spe_pkt_type_name(enum spe_pkt_type t);
 
 /* ---------------------------------------------------------------------
- * Header byte 0 (spe-format §1; Arm ARM D10 "Packet headers").
+ * Header byte 0 (Arm ARM D10 "Packet headers").
  * Match order: PAD, END, TIMESTAMP, MASK1, MASK2, MASK3 (no overlaps).
  */
 #define SPE_HDR_PAD             0x00U
@@ -191,7 +192,7 @@ const char *spe_pkt_type_name(enum spe_pkt_type t);
                  ((h) & SPE_HDR_IDX2_MASK) : 0U)
 
 /* ---------------------------------------------------------------------
- * Address packet payload (spe-format §2; Arm ARM D10 "Address packet").
+ * Address packet payload (Arm ARM D10 "Address packet").
  */
 enum {
         SPE_ADDR_IDX_PC         = 0,    /* instruction VA of the sampled op */
@@ -226,7 +227,7 @@ enum {
 #define SPE_ADDR_TAG(p)  ((unsigned) (((p) >> SPE_ADDR_TOP_SHIFT) & SPE_ADDR_TOP_MASK))
 
 /* ---------------------------------------------------------------------
- * Counter packet (spe-format §3; Arm ARM D10 "Counter packet").
+ * Counter packet (Arm ARM D10 "Counter packet").
  * Counters saturate at PMSIDR_EL1.CountSize (12 or 16 bits).
  */
 enum {
@@ -237,7 +238,7 @@ enum {
 #define SPE_CNT_VALUE_MASK      0xFFFFU
 
 /* ---------------------------------------------------------------------
- * Context packet (spe-format §4): which CONTEXTIDR register.
+ * Context packet (Arm ARM D10 "Context packet"): which CONTEXTIDR register.
  */
 enum {
         SPE_CTX_IDX_EL1         = 0,
@@ -245,7 +246,7 @@ enum {
 };
 
 /* ---------------------------------------------------------------------
- * Operation type packet (spe-format §6; Arm ARM D10 "Operation Type packet").
+ * Operation type packet (Arm ARM D10 "Operation Type packet").
  * Class in header bits [1:0]; subclass tests on the 1-byte payload.
  */
 enum {
@@ -310,7 +311,7 @@ enum {
 #define SPE_OP_BR_CR_OTHER              3U
 
 /* ---------------------------------------------------------------------
- * Events packet bits (spe-format §5; same numbering as PMSEVFR_EL1).
+ * Events packet bits (Arm ARM D10 "Events packet"; same numbering as PMSEVFR_EL1).
  */
 enum {
         SPE_EV_EXCEPTION_GEN    = 0,
@@ -342,8 +343,9 @@ enum {
 #define SPE_EV_IMPDEF_HI_MASK   UINT64_C(0xFFFF000000000000)    /* bits [63:48] */
 
 /* ---------------------------------------------------------------------
- * Data source values, "common" encoding of Arm-designed cores (spe-format
- * §7.1; IMPLEMENTATION DEFINED, selected by MIDR in spe-rec).
+ * Data source values, "common" encoding of Arm-designed cores (IMPLEMENTATION
+ * DEFINED: each Neoverse TRM, "Data source packet"; tools/perf/util/arm-spe.c;
+ * selected by MIDR in spe-rec).
  */
 enum {
         SPE_DS_COMMON_L1D               = 0x0,

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Arm SPE record decoder: packets -> records. See spe-rec.h for the
- * contract and the error policy, shared/reference/spe-format.md for the
- * formats. Hot path: one header-table load per packet, payload assembled
+ * contract and the error policy, spe-pkt.h for the formats and the
+ * sections of the Arm ARM and Linux perf they come from. Hot path: one header-table load per packet, payload assembled
  * with one unaligned little-endian load, fields written straight into the
  * caller's record array; no allocation, no I/O.
  */
@@ -20,7 +20,8 @@
 /* Only values below this have a table entry in any data-source encoding we know. */
 #define DS_TABLE_SIZE 16U
 
-/* spe-format §7.1, "common" encoding (perf arm_spe__synth_data_source_common). */
+/* The "common" encoding of Arm-designed cores (Neoverse TRMs, "Data source packet";
+ * tools/perf/util/arm-spe.c, arm_spe__synth_data_source_common()). */
 static const uint8_t ds_common[DS_TABLE_SIZE] = {
         [0x0] = SPE_SOURCE_L1D,          [0x1] = SPE_SOURCE_UNKNOWN,
         [0x2] = SPE_SOURCE_UNKNOWN,      [0x3] = SPE_SOURCE_UNKNOWN,
@@ -36,7 +37,8 @@ static const uint8_t ds_common[DS_TABLE_SIZE] = {
         [0xF] = SPE_SOURCE_UNKNOWN,
 };
 
-/* spe-format §7.1, AmpereOne: perf remaps these onto the common meaning. */
+/* AmpereOne: perf remaps these onto the common meaning
+ * (tools/perf/util/arm-spe.c, arm_spe__synth_data_source_ampereone()). */
 static const uint8_t ds_ampere1a[DS_TABLE_SIZE] = {
         [SPE_DS_AMPERE_LOCAL_CHIP_CACHE]  = SPE_SOURCE_PEER_CORE,
         [0x1] = SPE_SOURCE_UNKNOWN,      [0x2] = SPE_SOURCE_UNKNOWN,
@@ -229,13 +231,13 @@ const char *spe_event_name(unsigned bit) {
  * Field decoding.
  */
 
-/* log2 of 32 << n: SVE effective vector length code (spe-format §6.1/6.2). */
+/* log2 of 32 << n: SVE effective vector length code (Arm ARM D10 "Operation Type packet"). */
 #define SVE_EVL_LOG2_BASE 5U
 /* log2 of 128 << m: SME effective tile size code. */
 #define SME_ETS_LOG2_BASE 7U
 
 /*
- * Operation type (spe-format §6) as a table indexed by class and payload,
+ * Operation type (Arm ARM D10 "Operation Type packet") as a table indexed by class and payload,
  * built at compile time: loads, stores and branches interleave at random in
  * a stream, and run as code this chain of tests cost mispredicted branches
  * in every record. The tests are Linux perf's, in its order (2025-11
@@ -630,7 +632,7 @@ static inline unsigned zero_run(const uint8_t *p) {
 #define L16(h) L4(h), L4((h) + 4U), L4((h) + 8U), L4((h) + 12U)
 #define L64(h) L16(h), L16((h) + 16U), L16((h) + 32U), L16((h) + 48U)
 
-/* Packet lengths the hot loop relies on (spe-format §1): checked at build time. */
+/* Packet lengths the hot loop relies on (Arm ARM D10 "Packet headers"): checked at build time. */
 _Static_assert(SPE_HDR_PLEN(SPE_HDR_CONTEXT) == 4, "context payload");
 _Static_assert(SPE_HDR_PLEN(SPE_HDR_OP_TYPE) == 1, "op-type payload");
 _Static_assert(SPE_HDR_PLEN(SPE_HDR_ADDRESS) == 8, "address payload");
@@ -797,7 +799,7 @@ k_pad: {
 }
 
 k_ext: {
-        /* Extended header (spe-format §1.1): an address or counter with a 5-bit index. */
+        /* Extended header (Arm ARM D10 "Packet headers"): an address or counter with a 5-bit index. */
         unsigned index = ((unsigned) (p[0] & SPE_HDR_IDX2_MASK) << SPE_HDR_EXT_IDX_SHIFT) |
                          (p[1] & SPE_HDR_IDX3_MASK);
 

@@ -2,7 +2,8 @@
 #pragma once
 
 /*
- * Arm SPE record decoder: byte stream -> records (spe-format §0).
+ * Arm SPE record decoder: byte stream -> records (Arm ARM D10 "Statistical
+ * Profiling Extension", the profiling record).
  *
  * A record is the packets up to and including an END or TIMESTAMP packet.
  * Padding may appear anywhere; packet order, record size and which packets
@@ -35,8 +36,8 @@
 
 /* ---------------------------------------------------------------------
  * MIDR_EL1 fields (Arm ARM D23 "MIDR_EL1") and the parts whose data source
- * uses the "common" encoding (spe-format §7.1; perf's
- * arm_spe__synth_data_source common list).
+ * uses the "common" encoding (tools/perf/util/arm-spe.c,
+ * common_ds_encoding_cpus[]).
  */
 #define SPE_MIDR_IMPL_SHIFT     24
 #define SPE_MIDR_IMPL_MASK      0xFFU
@@ -92,7 +93,8 @@ enum spe_source spe_source_from_raw(enum spe_ds_map map, uint64_t raw);
  * "peer_core", "local_cluster", "sys_cache", "peer_cluster", "remote", "dram". */
 const char *spe_source_name(enum spe_source s);
 
-/* perf c2c peer-snoop scope (spe-format §7.3, c2c.md §2). */
+/* perf c2c peer-snoop scope (tools/perf/util/mem-events.c, c2c_decode_stats(), on the
+ * data sources tools/perf/util/arm-spe.c maps to PERF_MEM_SNOOPX_PEER). */
 enum spe_peer {
         SPE_PEER_NONE = 0,
         SPE_PEER_LOCAL,         /* PEER_CORE, LOCAL_CLUSTER, PEER_CLUSTER */
@@ -101,7 +103,7 @@ enum spe_peer {
 const char *spe_peer_name(enum spe_peer p);        /* "none", "local", "remote" */
 
 /* ---------------------------------------------------------------------
- * Operation type, decoded (spe-format §6).
+ * Operation type, decoded (Arm ARM D10 "Operation Type packet").
  */
 enum spe_op_subclass {
         SPE_OP_SUB_UNKNOWN = 0,         /* no op packet, reserved class or unmatched payload */

@@ -264,7 +264,7 @@ static enum hotpcs_op record_op(const struct spe_record *r) {
         }
 }
 
-/* perf c2c peer scope (spe-format §7.3) of a load; the store's own op kind decides "load". */
+/* perf c2c peer scope (tools/perf/util/mem-events.c, c2c_decode_stats()) of a load; the store's own op kind decides "load". */
 static inline enum spe_peer record_peer(enum hotpcs_op op, unsigned src) {
         return op == HOTPCS_OP_LOAD ? spe_source_peer((enum spe_source) src) : SPE_PEER_NONE;
 }
