@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * collectors/pmu/spe-pmu.c on sysfs trees shaped like the kernel's
- * (fixtures/spe-*: the arm_spe driver's format/ and caps/ files, spe-format
- * §8.1): discovery, format parsing, and the attr that opens the event,
+ * (fixtures/spe-*: the format/ and caps/ files of the arm_spe driver,
+ * drivers/perf/arm_spe_pmu.c): discovery, format parsing, and the attr that opens the event,
  * with each option landing in the bits its format file names.
  *
  * Usage: test-spe-pmu FIXTURES-DIR

@@ -12,7 +12,7 @@ replay path against perf's own SPE decoding, on the same generated perf.data.
 
 Two files of the same records (one seed), laid out two ways:
   slots  64-byte records in the Neoverse N1 fixed-slot layout, as the hardware
-         writes them (spe-format §10); records the slots cannot hold (extended
+         writes them (quipper's N1 test record); records the slots cannot hold (extended
          headers, shuffled noise) keep the split layout. All rows.
   split  every record's packets back to back with its padding split at random
          around them (armprofd-spegen --pad-layout=split): packet offsets vary from

@@ -4,7 +4,7 @@
  * assertions on time). Builds an in-memory stream of 64-byte records with
  * the op mix of a typical run (loads, stores, branches, other ops, so the
  * packets present vary from record to record) in the Neoverse N1
- * fixed-slot layout (spe-format §10), then times:
+ * fixed-slot layout (quipper's N1 test record), then times:
  *   - baseline: a byte-sum over the same buffer (same run),
  *   - spe_pkt_decode() over every packet,
  *   - spe_decoder_decode() (batch) and spe_decoder_next() (one record per call).
@@ -14,7 +14,8 @@
  * record to record, and the dispatch after each padding run mispredicts.
  * Usage: bench-spe-decode [RECORDS] (default 1000000).
  * Reference point outside this run: perf 6.1 `perf script --itrace=e`
- * decodes ~6-8 M records/s on the 2-vCPU build VM (perf-oracle.md).
+ * decodes ~6-8 M records/s on the 2-vCPU build VM (bench-replay measures
+ * it in the same run).
  */
 #include <inttypes.h>
 #include <stdint.h>
@@ -49,7 +50,7 @@ static uint8_t *put_le(uint8_t *p, uint64_t v, unsigned n) {
 }
 
 /*
- * The Neoverse N1 slot of each packet kind (spe-format §10 and the
+ * The Neoverse N1 slot of each packet kind (quipper's N1 test record and the
  * captures), written out here on purpose rather than taken from the
  * decoder. Packets absent from a record leave their slot zero.
  */

@@ -452,7 +452,7 @@ static void test_quipper_records(void **state) {
         assert_int_equal(decode_all(MIDR_N1, b, n, r, ELEMENTSOF(r), &d), 2);
         assert_int_equal(spe_decoder_errors(&d), 0);
 
-        /* record 0 (the test's assertions, and spe-format §10) */
+        /* record 0 (the test's assertions, and quipper's N1 test record) */
         assert_true(r[0].events == (SPE_EV_BIT(SPE_EV_RETIRED) | SPE_EV_BIT(SPE_EV_L1D_ACCESS) |
                                     SPE_EV_BIT(SPE_EV_TLB_ACCESS)));
         assert_int_equal(r[0].op_class, SPE_OP_CLASS_LDST);

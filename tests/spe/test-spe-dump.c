@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * perf-style packet descriptions and the `perf report -D` dump layout.
- * Expected strings are perf's (quoted in shared/testdata/spe/vectors and
- * shared/reference/perf-oracle.md) or written from perf's format strings.
+ * Expected strings are perf's (as Debian's perf 6.1 prints them, and the
+ * vectors in shared/testdata/spe/vectors) or written from perf's format
+ * strings (tools/perf/util/arm-spe-decoder/arm-spe-pkt-decoder.c).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -178,7 +179,7 @@ static void test_dump_layout(void **state) {
         spe_dump_strbuf(&got, buf, n, 0, 0);
 
         strbuf_puts(&want, ". ... ARM SPE data: size 0x21 bytes\n");
-        /* this line is verbatim from `perf report -D` (perf-oracle.md) */
+        /* this line is verbatim from Debian perf 6.1's `perf report -D` */
         strbuf_puts(&want, ".  00000000:  b0 04 15 00 c0 aa aa 00 80                      PC 0xaaaac0001504 el0 ns=1\n");
         line(&want, 0x09, zeros, 16, "PAD");
         line(&want, 0x19, zeros, 4, "PAD");

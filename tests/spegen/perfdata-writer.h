@@ -4,8 +4,8 @@
 /*
  * Minimal perf.data writer for Arm SPE captures, file mode and pipe mode,
  * following tools/perf/Documentation/perf.data-file-format.txt and what
- * Debian's perf 6.1 needs to decode SPE (../shared/reference/
- * perf-oracle.md): two attrs (the arm_spe event and a dummy:u tracking
+ * Debian's perf 6.1 needs to decode SPE (tools/perf/util/arm-spe.c of
+ * that version): two attrs (the arm_spe event and a dummy:u tracking
  * event) with one sample id per CPU and PERF_SAMPLE_IDENTIFIER, TIME_CONV
  * before AUXTRACE_INFO, side-band records with the sample_id_all trailer,
  * PERF_RECORD_AUX + PERF_RECORD_AUXTRACE (payload inline) per chunk, the

@@ -9,8 +9,8 @@
  * least SPE_ENC_MAX_PKT bytes) and returns the number of bytes written.
  *
  * Header layouts follow the Arm ARM (DDI 0487) "Statistical Profiling
- * Extension" packet chapter as summarised in ../shared/reference/
- * spe-format.md §1-§6. All payloads are little-endian.
+ * Extension" packet chapter (D10: "Packet headers" and the packet
+ * sections after it). All payloads are little-endian.
  */
 
 #include <stdbool.h>
@@ -20,7 +20,7 @@
 /* Largest packet: 2-byte extended header + 8-byte payload. */
 #define SPE_ENC_MAX_PKT 10
 
-/* Short header byte 0 patterns (spe-format.md §1). */
+/* Short header byte 0 patterns (Arm ARM D10 "Packet headers"). */
 #define SPE_ENC_HDR_PAD             0x00
 #define SPE_ENC_HDR_END             0x01
 #define SPE_ENC_HDR_TIMESTAMP       0x71 /* 0111 0001: 8-byte payload */
@@ -36,7 +36,7 @@
 #define SPE_ENC_HDR_SZ_SHIFT        4
 #define SPE_ENC_HDR_SZ_MASK         0x30
 /* Index split for Address/Counter: [2:0] in the last header byte, [4:3] in
- * the extended prefix (spe-format.md §1.1). */
+ * the extended prefix (Arm ARM D10 "Packet headers"). */
 #define SPE_ENC_IDX_LO_MASK         0x07
 #define SPE_ENC_IDX_HI_SHIFT        3
 #define SPE_ENC_IDX_HI_MASK         0x03
@@ -44,7 +44,7 @@
 #define SPE_ENC_CONTEXT_IDX_MASK    0x03
 #define SPE_ENC_OP_CLASS_MASK       0x03
 
-/* Address packet indexes (spe-format.md §2). */
+/* Address packet indexes (Arm ARM D10 "Address packet"). */
 #define SPE_ENC_ADDR_PC             0
 #define SPE_ENC_ADDR_TGT            1
 #define SPE_ENC_ADDR_VA             2
@@ -60,7 +60,7 @@
 #define SPE_ENC_ADDR_PAT_SHIFT      56
 #define SPE_ENC_ADDR_PAT_MASK       UINT64_C(0xf)
 
-/* Counter packet indexes (spe-format.md §3). */
+/* Counter packet indexes (Arm ARM D10 "Counter packet"). */
 #define SPE_ENC_CNT_TOTAL           0
 #define SPE_ENC_CNT_ISSUE           1
 #define SPE_ENC_CNT_XLAT            2
@@ -69,12 +69,12 @@
 #define SPE_ENC_CONTEXT_EL1         0
 #define SPE_ENC_CONTEXT_EL2         1
 
-/* Operation type classes (spe-format.md §6). */
+/* Operation type classes (Arm ARM D10 "Operation Type packet"). */
 #define SPE_ENC_OP_OTHER            0
 #define SPE_ENC_OP_LDST             1
 #define SPE_ENC_OP_BRANCH           2
 
-/* Op subclass bytes used by the scenarios (spe-format.md §6.1-§6.3). */
+/* Op subclass bytes used by the scenarios (Arm ARM D10 "Operation Type packet"). */
 #define SPE_ENC_OP_LDST_ST          0x01 /* bit0: store */
 #define SPE_ENC_OP_LDST_GP          0x00
 #define SPE_ENC_OP_LDST_SIMD        0x04
@@ -85,7 +85,7 @@
 #define SPE_ENC_OP_BR_COND          0x01
 #define SPE_ENC_OP_BR_IND           0x02
 
-/* Events packet bits (spe-format.md §5; PMSEVFR_EL1 numbering). */
+/* Events packet bits (Arm ARM D10 "Events packet"; PMSEVFR_EL1 numbering). */
 #define SPE_ENC_EV_EXCEPTION        (UINT64_C(1) << 0)
 #define SPE_ENC_EV_RETIRED          (UINT64_C(1) << 1)
 #define SPE_ENC_EV_L1D_ACCESS       (UINT64_C(1) << 2)
@@ -98,7 +98,7 @@
 #define SPE_ENC_EV_LLC_REFILL       (UINT64_C(1) << 9)
 #define SPE_ENC_EV_REMOTE_ACCESS    (UINT64_C(1) << 10)
 
-/* Neoverse "common" data-source encoding (spe-format.md §7.1). */
+/* Neoverse "common" data-source encoding (Neoverse TRMs, "Data source packet"). */
 #define SPE_ENC_DS_L1D              0x0
 #define SPE_ENC_DS_L2               0x8
 #define SPE_ENC_DS_PEER_CORE        0x9

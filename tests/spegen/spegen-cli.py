@@ -25,8 +25,8 @@ def fail(msg):
     print("FAIL: " + msg)
 
 
-# The Neoverse N1 fixed-slot record (../shared/reference/spe-format.md §10,
-# the quipper and WindowsPerf captures in ../shared/testdata/spe): the
+# The Neoverse N1 fixed-slot record (the N1 records of perf_data_converter's
+# quipper test data and of the WindowsPerf captures in ../shared/testdata/spe): the
 # offset of each packet in the 64-byte record. Absent packets leave zeros.
 SLOT_PC, SLOT_CTX, SLOT_OP, SLOT_EV, SLOT_ISSUE, SLOT_TOT = 0x00, 0x0e, 0x13, 0x15, 0x18, 0x1b
 SLOT_ADDR, SLOT_XLAT, SLOT_PA, SLOT_DS, SLOT_TS, SLOT_END = 0x1e, 0x27, 0x2a, 0x33, 0x37, 0x3f

@@ -68,7 +68,7 @@ static const unsigned scenario_weights[_SPEGEN_SC_MAX] = {
 #define VA_TAG_SHIFT      56
 
 /* Byte values that no SPE decoder accepts as a packet header
- * (spe-format.md §1: bits [7:5] = 000 other than 0x00/0x01, and
+ * (Arm ARM D10 "Packet headers": bits [7:5] = 000 other than 0x00/0x01, and
  * 0x80..0x97 which match no Address/Counter pattern). */
 #define GARBAGE_LO_FIRST  0x02
 #define GARBAGE_LO_COUNT  30
@@ -428,7 +428,7 @@ static void set_load(struct gen *g, struct spegen_record *r, uint64_t va, uint16
         set_latencies(g, r, latency_for(g, ds), false);
 }
 
-/* Stores carry no data source on Neoverse (spe-format.md §7). */
+/* Stores carry no data source on Neoverse (Neoverse TRMs, "Data source packet"). */
 static void set_store(struct gen *g, struct spegen_record *r, uint64_t va, bool refill) {
         r->has |= SPEGEN_HAS_VA | SPEGEN_HAS_PA | SPEGEN_HAS_OP | SPEGEN_HAS_EVENTS;
         r->va = va;
@@ -691,7 +691,7 @@ enum pkt {
         _P_MAX,
 };
 
-/* Neoverse N1 packet order (spe-format.md §0 and the worked record of
+/* Neoverse N1 packet order (Arm ARM D10, the profiling record and the worked record of
  * §10): PC, context, op type, events, issue, total, addresses, xlat,
  * data source, then the terminator. */
 static const uint8_t n1_order[_P_MAX] = {
@@ -702,7 +702,7 @@ static const uint8_t n1_order[_P_MAX] = {
  * The Neoverse N1 fixed-slot record: every packet kind has its own offset
  * in the 64-byte record and a packet that is not recorded leaves its slot
  * as 0x00 padding. Read off real captures: the quipper record of
- * spe-format.md §10 (testdata/spe/vectors/perf_data_converter-quipper-two-
+ * quipper's N1 test record (testdata/spe/vectors/perf_data_converter-quipper-two-
  * records.txt: PC, CONTEXT, LD, EV, ISSUE, TOT, VA, XLAT, DS, TS) and the
  * WindowsPerf branch records testdata/spe/spe-b1-ts{0,1}.data (TGT in the
  * VA slot, END at 0x3f). The PA slot is inferred: the STREAM record of

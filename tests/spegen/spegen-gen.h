@@ -71,7 +71,7 @@ enum {
 
 /* How --padded lays a record out in its 64-byte slot. */
 enum spegen_pad_layout {
-        /* Neoverse N1 fixed slots (spe-format.md §10): each packet kind at
+        /* Neoverse N1 fixed slots (quipper's N1 test record): each packet kind at
          * its own offset, absent packets left as 0x00. Records that cannot
          * be written that way (extended headers, shuffled order, 1/4-byte
          * events, ...) fall back to SPEGEN_PAD_SPLIT. */

@@ -43,7 +43,7 @@
 
 /* Field offsets inside the false-sharing line: writers store to
  * FS_LOCK0/FS_LOCK1, readers load FS_READER1/FS_READER2 (the shape of
- * Joe Mario's false_sharing_example, see ../shared/reference/c2c.md §1). */
+ * Joe Mario's false_sharing_example.c, the demo of perf-c2c(1)). */
 #define SPEGEN_FS_LOCK0         0x00U
 #define SPEGEN_FS_LOCK1         0x08U
 #define SPEGEN_FS_READER1       0x20U

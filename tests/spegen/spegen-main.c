@@ -34,7 +34,8 @@
 #include "spegen-layout.h"
 
 /* Side-band records come long before the first SPE timestamp so that perf
- * has the maps when it synthesizes the first sample (perf-oracle.md). With
+ * has the maps when it synthesizes the first sample (tools/perf/util/arm-spe.c
+ * of perf 6.1: samples before their maps get no symbols). With
  * END-terminated records every sample has time 0 and perf decodes the AUX
  * queue as soon as an event with a non-zero time arrives, so the side band
  * then has to be at time 0 as well. */
@@ -627,8 +628,8 @@ static int write_elf(const char *path) {
 }
 
 /* COMM/MMAP2/FORK as `perf record` synthesizes them for a running
- * process, then ITRACE_START per CPU (perf-oracle.md "A layout that
- * works"). The ELF's build id goes into the build-id table (file mode) or,
+ * process, then ITRACE_START per CPU (the order perf 6.1 needs to
+ * decode SPE from a file it did not record itself). The ELF's build id goes into the build-id table (file mode) or,
  * in pipe mode, just before its MMAP2 as `perf inject --buildid-all`
  * writes it. */
 static int write_sideband(struct pdw *w, const struct args *a, const char *elf_abs,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The generator's packet encoder against bytes recorded on real hardware
- * (../shared/testdata/spe/vectors/, transcribed in spe-format.md §2, §5,
+ * (../shared/testdata/spe/vectors/, transcribed in Arm ARM D10 "Address packet", §5,
  * §6, §10): encoding the decoded values must give back the same bytes.
  */
 
@@ -63,7 +63,7 @@ static void test_single_packets(void **state) {
 }
 
 /* Record 0 of Google quipper's arm_spe_decoder test, a 64-byte Neoverse
- * record with inner padding (spe-format.md §10), rebuilt packet by packet. */
+ * record with inner padding (quipper's N1 test record), rebuilt packet by packet. */
 static void test_quipper_record(void **state) {
         static const uint8_t want[64] = {
                 0xb0, 0xd0, 0xc2, 0xa1, 0xed, 0x66, 0xba, 0xff, 0xc0,
@@ -102,7 +102,7 @@ static void test_quipper_record(void **state) {
         expect_bytes(b, n, want, sizeof(want));
 }
 
-/* Extended headers (spe-format.md §1.1): prefix 0x20 | index[4:3], then the
+/* Extended headers (Arm ARM D10 "Packet headers"): prefix 0x20 | index[4:3], then the
  * short header with index[2:0]; payload unchanged. */
 static void test_extended_header(void **state) {
         uint8_t b[SPE_ENC_MAX_PKT];
@@ -116,7 +116,7 @@ static void test_extended_header(void **state) {
                      BYTES(0x23, 0xb7, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00));
 }
 
-/* Payload size code in header bits [5:4] (spe-format.md §1). */
+/* Payload size code in header bits [5:4] (Arm ARM D10 "Packet headers"). */
 static void test_payload_sizes(void **state) {
         uint8_t b[SPE_ENC_MAX_PKT];
 

@@ -67,7 +67,7 @@ static void report(struct rt *t, const struct spegen_record *w, const char *fiel
         } while (0)
 
 static uint64_t decoded_ip(uint64_t addr, unsigned el, bool ns) {
-        /* perf's rule (spe-format.md §2): NS=1 and EL1/EL2 => kernel, top
+        /* perf's rule (Arm ARM D10 "Address packet"): NS=1 and EL1/EL2 => kernel, top
          * byte 0xff. */
         if (ns && (el == 1 || el == 2))
                 return addr | UINT64_C(0xff00000000000000);
