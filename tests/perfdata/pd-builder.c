@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "perf-data.h"
+#include "pd-abi.h"
 
 /* perf pads strings in records to u64 and in feature sections to 64 bytes (NAME_ALIGN). */
 #define PDB_NAME_ALIGN 64
@@ -43,8 +43,8 @@ static void pad_to(struct strbuf *sb, size_t from, size_t align) {
 void pdb_init(struct pdb *b, bool pipe) {
         *b = (struct pdb) { .pipe = pipe, .out = STRBUF_INIT, .data = STRBUF_INIT };
         if (pipe) {
-                put64(&b->out, PERF_DATA_MAGIC2);
-                put64(&b->out, PERF_DATA_PIPE_HEADER_SIZE);
+                put64(&b->out, PDB_MAGIC2);
+                put64(&b->out, PDB_PIPE_HEADER_SIZE);
         }
 }
 
@@ -64,7 +64,7 @@ uint64_t pdb_offset(const struct pdb *b) {
 
         for (size_t i = 0; i < b->nr_attrs; i++)
                 ids += b->attrs[i].nr_ids * 8;
-        return PERF_DATA_FILE_HEADER_SIZE + b->nr_attrs * (sizeof(struct perf_event_attr) + 16) + ids + b->data.len;
+        return PDB_FILE_HEADER_SIZE + b->nr_attrs * (sizeof(struct perf_event_attr) + 16) + ids + b->data.len;
 }
 
 static size_t trailer_len(const struct pdb *b) {
@@ -108,9 +108,9 @@ void pdb_add_attr(struct pdb *b, const struct perf_event_attr *attr, const uint6
                 b->trailer_type = attr->sample_id_all ? attr->sample_type : 0;
 
         if (b->pipe) {
-                /* PERF_RECORD_HEADER_ATTR: attr then the ids, header.size covering both. */
+                /* PDB_RECORD_HEADER_ATTR: attr then the ids, header.size covering both. */
                 struct perf_event_header h = {
-                        .type = PERF_RECORD_HEADER_ATTR,
+                        .type = PDB_RECORD_HEADER_ATTR,
                         .size = (uint16_t) (sizeof(h) + sizeof(a->attr) + nr_ids * 8),
                 };
 
@@ -122,9 +122,9 @@ void pdb_add_attr(struct pdb *b, const struct perf_event_attr *attr, const uint6
 
 void pdb_add_feature(struct pdb *b, unsigned feat, const void *data, size_t len) {
         if (b->pipe) {
-                /* PERF_RECORD_HEADER_FEATURE: {header; u64 feat_id; data}, not padded. */
+                /* PDB_RECORD_HEADER_FEATURE: {header; u64 feat_id; data}, not padded. */
                 struct perf_event_header h = {
-                        .type = PERF_RECORD_HEADER_FEATURE,
+                        .type = PDB_RECORD_HEADER_FEATURE,
                         .size = (uint16_t) (sizeof(h) + 8 + len),
                 };
 
@@ -161,7 +161,7 @@ void pdb_feature_string(struct pdb *b, unsigned feat, const char *s) {
 void pdb_feature_nrcpus(struct pdb *b, uint32_t avail, uint32_t online) {
         uint32_t v[2] = { avail, online };
 
-        pdb_add_feature(b, PERF_DATA_FEAT_NRCPUS, v, sizeof(v));
+        pdb_add_feature(b, PDB_FEAT_NRCPUS, v, sizeof(v));
 }
 
 void pdb_raw(struct pdb *b, const void *data, size_t len) {
@@ -297,11 +297,11 @@ void pdb_switch_cpu_wide(struct pdb *b, bool out, uint32_t next_prev_pid, uint32
 void pdb_time_conv(struct pdb *b, uint64_t shift, uint64_t mult, uint64_t zero, bool ext) {
         uint64_t v[6] = { shift, mult, zero, 12345, UINT64_C(0xffffffffffff), 0x0101 };
 
-        pdb_record(b, PERF_RECORD_TIME_CONV, 0, v, ext ? sizeof(v) : 3 * sizeof(uint64_t), false);
+        pdb_record(b, PDB_RECORD_TIME_CONV, 0, v, ext ? sizeof(v) : 3 * sizeof(uint64_t), false);
 }
 
 void pdb_finished_round(struct pdb *b) {
-        pdb_record(b, PERF_RECORD_FINISHED_ROUND, 0, NULL, 0, false);
+        pdb_record(b, PDB_RECORD_FINISHED_ROUND, 0, NULL, 0, false);
 }
 
 void pdb_sample_words(struct pdb *b, const uint64_t *words, size_t nr, uint16_t misc) {
@@ -319,22 +319,22 @@ void pdb_auxtrace(struct pdb *b, uint32_t idx, uint32_t cpu, uint32_t tid, uint6
         put32(&body, tid);
         put32(&body, cpu);
         put32(&body, 0);
-        pdb_record(b, PERF_RECORD_AUXTRACE, 0, body.buf, body.len, false);
+        pdb_record(b, PDB_RECORD_AUXTRACE, 0, body.buf, body.len, false);
         pdb_raw(b, data, len);
         strbuf_done(&body);
 }
 
 void pdb_auxtrace_info_spe_v1(struct pdb *b, uint64_t pmu_type) {
-        uint64_t v[3] = { PERF_AUXTRACE_ARM_SPE, pmu_type, 1 };
+        uint64_t v[3] = { PDB_AUXTRACE_ARM_SPE, pmu_type, 1 };
 
-        pdb_record(b, PERF_RECORD_AUXTRACE_INFO, 0, v, sizeof(v), false);
+        pdb_record(b, PDB_RECORD_AUXTRACE_INFO, 0, v, sizeof(v), false);
 }
 
 void pdb_auxtrace_info_spe_v2(struct pdb *b, uint64_t pmu_type, const uint32_t *cpus, const uint64_t *midrs,
                               size_t nr_cpus, unsigned nr_params) {
         struct strbuf body = STRBUF_INIT;
 
-        put32(&body, PERF_AUXTRACE_ARM_SPE);
+        put32(&body, PDB_AUXTRACE_ARM_SPE);
         put32(&body, 0);
         put64(&body, 2);        /* header version */
         put64(&body, 4);        /* header size in u64s */
@@ -343,30 +343,32 @@ void pdb_auxtrace_info_spe_v2(struct pdb *b, uint64_t pmu_type, const uint32_t *
         for (size_t i = 0; i < nr_cpus; i++) {
                 uint64_t params[4] = { midrs[i], pmu_type, 1024, 0x6 };
 
-                put64(&body, PERF_DATA_SPE_CPU_MAGIC_VALUE);
+                put64(&body, PDB_SPE_CPU_MAGIC);
                 put64(&body, cpus[i]);
                 put64(&body, nr_params);
                 put(&body, params, nr_params * 8);
         }
-        pdb_record(b, PERF_RECORD_AUXTRACE_INFO, 0, body.buf, body.len, false);
+        pdb_record(b, PDB_RECORD_AUXTRACE_INFO, 0, body.buf, body.len, false);
         strbuf_done(&body);
 }
 
 void pdb_tracing_data(struct pdb *b, const void *data, size_t len) {
         uint32_t v[2] = { (uint32_t) len, 0 };
 
-        pdb_record(b, PERF_RECORD_HEADER_TRACING_DATA, 0, v, sizeof(v), false);
+        pdb_record(b, PDB_RECORD_HEADER_TRACING_DATA, 0, v, sizeof(v), false);
         pdb_raw(b, data, len);
 }
 
+static void put_section(struct strbuf *sb, uint64_t offset, uint64_t size) {
+        put64(sb, offset);
+        put64(sb, size);
+}
+
 uint8_t *pdb_finish(struct pdb *b, size_t *ret_len) {
-        struct perf_data_file_header h = {
-                .magic = PERF_DATA_MAGIC2,
-                .size = PERF_DATA_FILE_HEADER_SIZE,
-                .attr_size = sizeof(struct perf_event_attr) + sizeof(struct perf_data_file_section),
-        };
+        const uint64_t attr_size = sizeof(struct perf_event_attr) + PDB_SECTION_SIZE;
+        uint64_t features[PDB_FEAT_WORDS] = {};
+        uint64_t attrs_size, ids_off, data_off, off;
         struct strbuf out = STRBUF_INIT;
-        uint64_t ids_off, off;
 
         if (b->pipe) {
                 *ret_len = b->out.len;
@@ -374,36 +376,39 @@ uint8_t *pdb_finish(struct pdb *b, size_t *ret_len) {
         }
 
         /* header | attrs entries | ids | data | feature index | feature sections */
-        h.attrs.offset = PERF_DATA_FILE_HEADER_SIZE;
-        h.attrs.size = b->nr_attrs * h.attr_size;
-        ids_off = h.attrs.offset + h.attrs.size;
-        h.data.offset = ids_off;
+        attrs_size = b->nr_attrs * attr_size;
+        ids_off = PDB_FILE_HEADER_SIZE + attrs_size;
+        data_off = ids_off;
         for (size_t i = 0; i < b->nr_attrs; i++)
-                h.data.offset += b->attrs[i].nr_ids * 8;
-        h.data.size = b->data.len;
+                data_off += b->attrs[i].nr_ids * 8;
         for (size_t i = 0; i < b->nr_features; i++)
-                h.adds_features[b->features[i].feat / 64] |= UINT64_C(1) << (b->features[i].feat % 64);
-        put(&out, &h, sizeof(h));
+                features[b->features[i].feat / 64] |= UINT64_C(1) << (b->features[i].feat % 64);
+
+        /* struct perf_file_header, field by field. */
+        put64(&out, PDB_MAGIC2);
+        put64(&out, PDB_FILE_HEADER_SIZE);
+        put64(&out, attr_size);
+        put_section(&out, PDB_FILE_HEADER_SIZE, attrs_size);
+        put_section(&out, data_off, b->data.len);
+        put_section(&out, 0, 0);        /* event_types: unused since perf 2.6.39 */
+        put(&out, features, sizeof(features));
+        assert(out.len == PDB_FILE_HEADER_SIZE);
 
         off = ids_off;
         for (size_t i = 0; i < b->nr_attrs; i++) {
-                struct perf_data_file_section s = { .offset = off, .size = b->attrs[i].nr_ids * 8 };
-
                 put(&out, &b->attrs[i].attr, sizeof(b->attrs[i].attr));
-                put(&out, &s, sizeof(s));
-                off += s.size;
+                put_section(&out, off, b->attrs[i].nr_ids * 8);
+                off += b->attrs[i].nr_ids * 8;
         }
         for (size_t i = 0; i < b->nr_attrs; i++)
                 put(&out, b->attrs[i].ids, b->attrs[i].nr_ids * 8);
-        assert(out.len == h.data.offset);
+        assert(out.len == data_off);
         put(&out, b->data.buf ?: "", b->data.len);
 
-        off = h.data.offset + h.data.size + b->nr_features * sizeof(struct perf_data_file_section);
+        off = data_off + b->data.len + b->nr_features * PDB_SECTION_SIZE;
         for (size_t i = 0; i < b->nr_features; i++) {
-                struct perf_data_file_section s = { .offset = off, .size = b->features[i].data.len };
-
-                put(&out, &s, sizeof(s));
-                off += s.size;
+                put_section(&out, off, b->features[i].data.len);
+                off += b->features[i].data.len;
         }
         for (size_t i = 0; i < b->nr_features; i++)
                 put(&out, b->features[i].data.buf, b->features[i].data.len);

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <linux/perf_event.h>
 
+#include "pd-abi.h"
 #include "strbuf.h"
 
 #define PDB_MAX_ATTRS           8

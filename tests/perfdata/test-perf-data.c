@@ -302,9 +302,9 @@ static uint8_t *build_reference(bool pipe, size_t *ret_len) {
         pdb_dummy_attr(&dummy);
         pdb_add_attr(&b, &spe, spe_ids, 2);
         pdb_add_attr(&b, &dummy, dummy_ids, 2);
-        pdb_feature_string(&b, PERF_DATA_FEAT_HOSTNAME, "testhost");
+        pdb_feature_string(&b, PDB_FEAT_HOSTNAME, "testhost");
         pdb_feature_nrcpus(&b, 8, 2);
-        pdb_feature_string(&b, PERF_DATA_FEAT_CPUID, "0x00000000413fd0c1");
+        pdb_feature_string(&b, PDB_FEAT_CPUID, "0x00000000413fd0c1");
 
         pdb_time_conv(&b, 0, 1, 0, true);
         pdb_auxtrace_info_spe_v2(&b, SPE_PMU_TYPE, cpus, midrs, 2, 4);
@@ -445,11 +445,11 @@ static void check_reference_stats(struct perf_data_reader *r, bool pipe) {
         assert_int_equal(st->records_by_type[PERF_RECORD_MMAP], 1);
         assert_int_equal(st->records_by_type[PERF_RECORD_MMAP2], 2);
         assert_int_equal(st->records_by_type[PERF_RECORD_AUX], 3);
-        assert_int_equal(st->records_by_type[PERF_RECORD_AUXTRACE], 4);
+        assert_int_equal(st->records_by_type[PDB_RECORD_AUXTRACE], 4);
         assert_int_equal(st->records_by_type[PERF_RECORD_SAMPLE], 2);
         assert_int_equal(st->records_by_type[99], 1);
-        assert_int_equal(st->records_by_type[PERF_RECORD_HEADER_ATTR], pipe ? 2 : 0);
-        assert_int_equal(st->records_by_type[PERF_RECORD_HEADER_FEATURE], pipe ? 3 : 0);
+        assert_int_equal(st->records_by_type[PDB_RECORD_HEADER_ATTR], pipe ? 2 : 0);
+        assert_int_equal(st->records_by_type[PDB_RECORD_HEADER_FEATURE], pipe ? 3 : 0);
         assert_int_equal(st->aux_bytes, 128);
         assert_int_equal(st->aux_truncated, 1);
         assert_int_equal(st->aux_partial, 1);
@@ -515,9 +515,9 @@ static void check_reference_run(bool pipe, size_t read_size) {
         check_reference_payloads(&s);
         check_reference_stats(r, pipe);
         /* Record offsets: the first data record right after header+attrs+ids (file) or the ATTRs (pipe). */
-        assert_int_equal(s.offsets[0], pipe ? PERF_DATA_PIPE_HEADER_SIZE : 104 + 2 * 144 + 4 * 8);
-        assert_int_equal(s.types[0], pipe ? PERF_RECORD_HEADER_ATTR : PERF_RECORD_TIME_CONV);
-        assert_int_equal(s.types[s.nr - 1], PERF_RECORD_FINISHED_ROUND);
+        assert_int_equal(s.offsets[0], pipe ? PDB_PIPE_HEADER_SIZE : PDB_FILE_HEADER_SIZE + 2 * 144 + 4 * 8);
+        assert_int_equal(s.types[0], pipe ? PDB_RECORD_HEADER_ATTR : PDB_RECORD_TIME_CONV);
+        assert_int_equal(s.types[s.nr - 1], PDB_RECORD_FINISHED_ROUND);
         /* One piece per payload when the buffer holds it; more when reads are smaller than a payload. */
         if (read_size == 0)
                 assert_int_equal(s.chunks, 4);
@@ -666,16 +666,16 @@ static void build_with_bad(const struct corrupt_case *c, uint8_t **ret, size_t *
         } else if (streq(c->name, "compressed")) {
                 uint8_t z[16] = { 0x28, 0xb5, 0x2f, 0xfd };
 
-                pdb_record(&b, PERF_RECORD_COMPRESSED, 0, z, sizeof(z), false);
+                pdb_record(&b, PDB_RECORD_COMPRESSED, 0, z, sizeof(z), false);
         } else if (streq(c->name, "spe-info-nr-cpus")) {
                 /* type, then a version 2 header {2, 4 u64s, pmu 8, 8 CPUs} and no CPU blocks */
-                uint64_t v[5] = { PERF_AUXTRACE_ARM_SPE, 2, 4, 8, 8 };
+                uint64_t v[5] = { PDB_AUXTRACE_ARM_SPE, 2, 4, 8, 8 };
 
-                pdb_record(&b, PERF_RECORD_AUXTRACE_INFO, 0, v, sizeof(v), false);
+                pdb_record(&b, PDB_RECORD_AUXTRACE_INFO, 0, v, sizeof(v), false);
         } else if (streq(c->name, "spe-info-magic")) {
                 static const uint32_t cpus[1] = { 3 };
                 static const uint64_t midrs[1] = { MIDR_N1 };
-                size_t at = pdb_offset(&b) - (c->pipe ? 0 : PERF_DATA_FILE_HEADER_SIZE + 144 + 8);
+                size_t at = pdb_offset(&b) - (c->pipe ? 0 : PDB_FILE_HEADER_SIZE + 144 + 8);
 
                 pdb_auxtrace_info_spe_v2(&b, SPE_PMU_TYPE, cpus, midrs, 1, 3);
                 /* The per-CPU magic is after header(8) + type(8) + 4 header u64s. */
@@ -685,7 +685,7 @@ static void build_with_bad(const struct corrupt_case *c, uint8_t **ret, size_t *
                 uint32_t sz = 0x1000;
 
                 memcpy(body + offsetof(struct perf_event_attr, size), &sz, sizeof(sz));
-                pdb_record(&b, PERF_RECORD_HEADER_ATTR, 0, body, sizeof(body), false);
+                pdb_record(&b, PDB_RECORD_HEADER_ATTR, 0, body, sizeof(body), false);
         } else if (streq(c->name, "callback-stop")) {
                 pdb_lost(&b, 100, 1);
         }
@@ -893,7 +893,7 @@ static size_t bid_entry(uint8_t *out, uint16_t misc, int32_t pid, uint8_t fill, 
         return sizeof(w) + name_len - 8;
 }
 
-#define BID_USER (PERF_RECORD_MISC_USER | PERF_DATA_MISC_BUILD_ID_SIZE)
+#define BID_USER (PERF_RECORD_MISC_USER | PDB_MISC_BUILD_ID_SIZE)
 
 static const char want_build_ids[] =
         "bid pid=-1 misc=0x8002 id=1111111111111111111111111111111111111111 file=/usr/lib/libc.so.6\n"
@@ -922,7 +922,7 @@ static void test_build_id_table(void **state) {
                         { BID_USER, -1, 0x11, 20, "/usr/lib/libc.so.6" },
                         { PERF_RECORD_MISC_KERNEL, -1, 0x22, 0, "[kernel.kallsyms]" }, /* no size: 20 */
                         { BID_USER, -1, 0x33, 16, "/opt/md5-linked" },
-                        { PERF_RECORD_MISC_GUEST_USER | PERF_DATA_MISC_BUILD_ID_SIZE, 4242, 0x44, 20,
+                        { PERF_RECORD_MISC_GUEST_USER | PDB_MISC_BUILD_ID_SIZE, 4242, 0x44, 20,
                           "/guest/bin/app" },
                 };
 
@@ -933,13 +933,13 @@ static void test_build_id_table(void **state) {
                                 size_t el = bid_entry(e, ents[i].misc, ents[i].pid, ents[i].fill, ents[i].size,
                                                       ents[i].name, false);
 
-                                pdb_record(&b, PERF_RECORD_HEADER_BUILD_ID, ents[i].misc, e, el, false);
+                                pdb_record(&b, PDB_RECORD_HEADER_BUILD_ID, ents[i].misc, e, el, false);
                         } else
                                 n += bid_entry(sec + n, ents[i].misc, ents[i].pid, ents[i].fill, ents[i].size,
                                                ents[i].name, true);
                 }
                 if (!pipe)
-                        pdb_add_feature(&b, PERF_DATA_FEAT_BUILD_ID, sec, n);
+                        pdb_add_feature(&b, PDB_FEAT_BUILD_ID, sec, n);
                 data = pdb_finish(&b, &len);
                 pdb_done(&b);
                 assert_int_equal(perf_data_reader_new_memory(data, len, &r), 0);
@@ -978,7 +978,7 @@ static void test_build_id_table(void **state) {
                                m - sizeof(struct perf_data_wire_build_id));
                 n += m;
                 pdb_init(&b, false);
-                pdb_add_feature(&b, PERF_DATA_FEAT_BUILD_ID, sec, n);
+                pdb_add_feature(&b, PDB_FEAT_BUILD_ID, sec, n);
                 data = pdb_finish(&b, &len);
                 pdb_done(&b);
                 assert_int_equal(perf_data_reader_new_memory(data, len, &r), 0);
@@ -1004,7 +1004,7 @@ struct spe_info_case {
         uint64_t midr;                  /* perf_data_reader_midr(midr_cpu) afterwards */
 };
 
-#define SPE_MAGIC PERF_DATA_SPE_CPU_MAGIC_VALUE
+#define SPE_MAGIC PDB_SPE_CPU_MAGIC
 static const struct spe_info_case spe_info_cases[] = {
         { "v1", { 4, 8, 1 }, 3, "auxtrace_info type=4 spe_v=1 pmu=8\n", 0, MIDR_N1 /* from CPUID */ },
         { "v2-3-params", { 4, 2, 4, 9, 2,
@@ -1034,8 +1034,8 @@ static void test_spe_info_variants(void **state) {
                 size_t len;
 
                 pdb_init(&b, true);
-                pdb_feature_string(&b, PERF_DATA_FEAT_CPUID, "0x00000000413fd0c1");
-                pdb_record(&b, PERF_RECORD_AUXTRACE_INFO, 0, c->words, c->nr * 8, false);
+                pdb_feature_string(&b, PDB_FEAT_CPUID, "0x00000000413fd0c1");
+                pdb_record(&b, PDB_RECORD_AUXTRACE_INFO, 0, c->words, c->nr * 8, false);
                 data = pdb_finish(&b, &len);
                 pdb_done(&b);
 
