@@ -4,7 +4,10 @@
  * the armprofd reader and print what it found: mode, attrs, CPUs, record
  * counts by type, AUX statistics, the build-id table ("build_id HEX FILE",
  * as `perf buildid-list` prints it). With --offsets also one line per
- * record ("record OFFSET TYPE"), to compare with `perf report -D`.
+ * record ("record OFFSET TYPE"), to compare with `perf report -D`; with
+ * --samples one line per sample ("sample IP PID TID TIME CPU", each field
+ * "-" when the sample does not carry it), to compare with
+ * `perf script -F ip,pid,tid,time,cpu`.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -21,6 +24,29 @@ static int print_record(void *userdata, const struct perf_data_record *rec) {
                 printf("record 0x%" PRIx64 " %s\n", rec->file_offset, name);
         else
                 printf("record 0x%" PRIx64 " TYPE_%" PRIu32 "\n", rec->file_offset, rec->type);
+        return 0;
+}
+
+static int print_sample(void *userdata, const struct perf_data_sample *s) {
+        const struct perf_data_sample_id *sid = &s->rec.sid;
+
+        printf("sample ");
+        if (s->fields & PERF_SAMPLE_IP)
+                printf("0x%" PRIx64, s->ip);
+        else
+                printf("-");
+        if (sid->valid & PERF_DATA_ID_TID)
+                printf(" %" PRIu32 " %" PRIu32, sid->pid, sid->tid);
+        else
+                printf(" - -");
+        if (sid->valid & PERF_DATA_ID_TIME)
+                printf(" %" PRIu64, sid->time);
+        else
+                printf(" -");
+        if (sid->valid & PERF_DATA_ID_CPU)
+                printf(" %" PRIu32 "\n", sid->cpu);
+        else
+                printf(" -\n");
         return 0;
 }
 
@@ -88,13 +114,15 @@ int main(int argc, char **argv) {
         for (int i = 1; i < argc; i++) {
                 if (strcmp(argv[i], "--offsets") == 0)
                         ops.on_record = print_record;
+                else if (strcmp(argv[i], "--samples") == 0)
+                        ops.on_sample = print_sample;
                 else if (!path)
                         path = argv[i];
                 else
                         path = NULL, i = argc;
         }
         if (!path) {
-                fprintf(stderr, "usage: %s [--offsets] FILE|-\n", argv[0]);
+                fprintf(stderr, "usage: %s [--offsets] [--samples] FILE|-\n", argv[0]);
                 return 2;
         }
         if (strcmp(path, "-") == 0)

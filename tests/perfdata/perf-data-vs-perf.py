@@ -6,9 +6,10 @@ Records `perf record -e cpu-clock -a -- sleep 0.2` in file mode and in pipe
 mode, reads both with perf-data-dump (the pipe stream also through a real
 pipe), and checks that every record perf's `perf report -D` lists is found
 at the same byte offset with the same type, and that nr_cpus and cpuid
-match `perf report --header-only`, and that the build-id table is the one
-`perf buildid-list` prints. Exits 77 (skip) without perf or without
-the permission to record system-wide.
+match `perf report --header-only`, that the build-id table is the one
+`perf buildid-list` prints, and that every sample's ip, pid, tid, time and
+cpu are the ones `perf script -F ip,pid,tid,time,cpu --ns` prints. Exits 77
+(skip) without perf or without the permission to record system-wide.
 
 usage: perf-data-vs-perf.py PATH/TO/perf-data-dump
 """
@@ -72,23 +73,49 @@ def perf_build_ids(perf, path):
     return {(m.group(1), m.group(2)) for m in re.finditer(r'^([0-9a-f]{16,40}) (.+)$', out, re.M)}
 
 
+# "  PID/TID  [CPU]  SEC.NSEC:  IP" as perf script -F pid,tid,cpu,time,ip --ns prints it.
+SCRIPT_LINE = re.compile(r'^\s*(\d+)/(\d+)\s+\[(\d+)\]\s+(\d+)\.(\d{9}):\s+([0-9a-f]+)\s*$')
+
+
+def perf_samples(perf, path):
+    """Sorted (ip, pid, tid, time ns, cpu) of every sample, as perf script prints them."""
+    out = subprocess.run([perf, 'script', '-F', 'pid,tid,cpu,time,ip', '--ns', '-i', path],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, errors='replace',
+                         check=True).stdout
+    samples, odd = [], []
+    for line in out.splitlines():
+        m = SCRIPT_LINE.match(line)
+        if not m:
+            odd.append(line)
+            continue
+        pid, tid, cpu, sec, nsec, ip = m.groups()
+        samples.append((int(ip, 16), int(pid), int(tid), int(sec) * 10**9 + int(nsec), int(cpu)))
+    return sorted(samples), odd
+
+
 def our_dump(dump, path, via_pipe=False):
     if via_pipe:
         with open(path, 'rb') as f:
             data = f.read()
-        p = subprocess.run([dump, '--offsets', '-'], input=data, stdout=subprocess.PIPE,
+        p = subprocess.run([dump, '--offsets', '--samples', '-'], input=data, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE)
     else:
-        p = subprocess.run([dump, '--offsets', path], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        p = subprocess.run([dump, '--offsets', '--samples', path], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE)
     out = p.stdout.decode()
     if p.returncode != 0:
         print(out)
         print(p.stderr.decode())
         raise SystemExit(f'FAIL: perf-data-dump {path} exited {p.returncode}')
-    recs, info = [], {'build_ids': set()}
+    recs, info = [], {'build_ids': set(), 'samples': []}
     for line in out.splitlines():
         f = line.split(' ', 2)
-        if f[0] == 'record':
+        if f[0] == 'sample':
+            v = line.split()[1:]
+            if '-' in v:
+                raise SystemExit(f'FAIL: {path}: a sample without ip/tid/time/cpu: {line}')
+            info['samples'].append((int(v[0], 16), int(v[1]), int(v[2]), int(v[3]), int(v[4])))
+        elif f[0] == 'record':
             recs.append((int(f[1], 16), f[2]))
         elif f[0] == 'build_id':
             info['build_ids'].add((f[1], f[2]))
@@ -137,6 +164,19 @@ def compare(perf, dump, path, pipe, via_pipe=False):
     if info['build_ids'] != bids or (not pipe and not bids):
         print(f'{label}: build ids differ: only ours {sorted(info["build_ids"] - bids)[:3]}, '
               f'only perf {sorted(bids - info["build_ids"])[:3]}')
+        failed = True
+
+    theirs_s, odd = perf_samples(perf, path)
+    ours_s = sorted(info['samples'])
+    print(f'{label}: {len(ours_s)} samples (perf script: {len(theirs_s)})')
+    if odd:
+        print(f'{label}: perf script printed {len(odd)} lines not understood, e.g. {odd[:2]}')
+        failed = True
+    if not ours_s or ours_s != theirs_s:
+        only_ours = sorted(set(ours_s) - set(theirs_s))
+        only_perf = sorted(set(theirs_s) - set(ours_s))
+        print(f'{label}: samples differ: only ours {len(only_ours)} {[tuple(map(hex, x)) for x in only_ours[:2]]}'
+              f', only perf {len(only_perf)} {[tuple(map(hex, x)) for x in only_perf[:2]]}')
         failed = True
 
     hdr = perf_header(perf, path)
