@@ -2,7 +2,8 @@
 /*
  * perf-data-dump: read a perf.data (file or pipe mode; "-" is stdin) with
  * the armprofd reader and print what it found: mode, attrs, CPUs, record
- * counts by type, AUX statistics, the build-id table ("build_id HEX FILE",
+ * counts by type, AUX statistics, Arm SPE's AUXTRACE_INFO ("spe_info",
+ * and "spe_cpu" per CPU for version 2), the build-id table ("build_id HEX FILE",
  * as `perf buildid-list` prints it). With --offsets also one line per
  * record ("record OFFSET TYPE"), to compare with `perf report -D`; with
  * --samples one line per sample ("sample IP PID TID TIME CPU", each field
@@ -47,6 +48,19 @@ static int print_sample(void *userdata, const struct perf_data_sample *s) {
                 printf(" %" PRIu32 "\n", sid->cpu);
         else
                 printf(" -\n");
+        return 0;
+}
+
+static int print_auxtrace_info(void *userdata, const struct perf_data_auxtrace_info *info) {
+        if (info->type != PERF_AUXTRACE_ARM_SPE)
+                return 0;
+        printf("spe_info version %u pmu %" PRIu64 "\n", info->spe_version, info->spe_pmu_type);
+        for (size_t i = 0; i < info->nr_spe_cpus; i++) {
+                const struct perf_data_spe_cpu *c = &info->spe_cpus[i];
+
+                printf("spe_cpu %" PRIu32 " midr 0x%" PRIx64 " pmu %" PRIu64 " min_interval %" PRIu64
+                       " nr_params %u\n", c->cpu, c->midr, c->pmu_type, c->min_interval, c->nr_params);
+        }
         return 0;
 }
 
@@ -106,7 +120,7 @@ static void print_summary(struct perf_data_reader *r) {
 }
 
 int main(int argc, char **argv) {
-        struct perf_data_ops ops = { .on_build_id = print_build_id };
+        struct perf_data_ops ops = { .on_build_id = print_build_id, .on_auxtrace_info = print_auxtrace_info };
         struct perf_data_reader *r;
         const char *path = NULL;
         int k;
