@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,6 +63,7 @@ struct id_map_entry {
 struct perf_data_reader {
         /* Source: an fd or a memory block. */
         int fd;
+        int cancel_fd; /* -1, or readable when the reader must stop */
         bool own_fd;
         const uint8_t *mem;
         size_t mem_size;
@@ -189,7 +191,7 @@ static int new_common(struct perf_data_reader **ret) {
         r = calloc(1, sizeof(*r));
         if (!r)
                 return -ENOMEM;
-        r->fd = -1;
+        r->fd = r->cancel_fd = -1;
         r->max_read = PERF_DATA_READ_SIZE;
         r->data_end = UINT64_MAX;
         r->id_pos = r->is_pos = -1;
@@ -278,6 +280,11 @@ struct perf_data_reader *perf_data_reader_free(struct perf_data_reader *r) {
         free(r->cpu_stats);
         free(r);
         return NULL;
+}
+
+void perf_data_reader_set_cancel_fd(struct perf_data_reader *r, int cancel_fd) {
+        if (r)
+                r->cancel_fd = cancel_fd;
 }
 
 void perf_data_reader_set_read_size(struct perf_data_reader *r, size_t max_read) {
@@ -381,6 +388,26 @@ int perf_data_reader_midr(const struct perf_data_reader *r, uint32_t cpu, uint64
 
 /* ---- source access ---------------------------------------------------- */
 
+int perf_data_wait_readable(int fd, int cancel_fd) {
+        struct pollfd p[2] = {
+                { .fd = fd, .events = POLLIN },
+                { .fd = cancel_fd, .events = POLLIN },
+        };
+
+        for (;;) {
+                if (poll(p, cancel_fd >= 0 ? 2 : 1, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (cancel_fd >= 0 && p[1].revents)
+                        return -ECANCELED;
+                /* POLLHUP: the writer left, read(2) then returns what is left, then 0. */
+                if (p[0].revents)
+                        return 0;
+        }
+}
+
 /* Read up to len bytes at off; returns bytes read (0 = end of input) or -errno. */
 static ssize_t src_read(struct perf_data_reader *r, uint64_t off, void *dst, size_t len) {
         ssize_t n;
@@ -394,16 +421,24 @@ static ssize_t src_read(struct perf_data_reader *r, uint64_t off, void *dst, siz
         }
         if (off > INT64_MAX)
                 return 0;
-        do {
+        for (;;) {
+                /* A pipe is read only once it is ready (see perf_data_wait_readable()). */
+                if (!r->seekable || r->cancel_fd >= 0) {
+                        int k = perf_data_wait_readable(r->fd, r->cancel_fd);
+
+                        if (k < 0)
+                                return k;
+                }
                 /* Pipes are read in order: off is then always the stream position. */
                 if (r->seekable)
                         n = pread(r->fd, dst, len, (off_t) off);
                 else
                         n = read(r->fd, dst, len);
-        } while (n < 0 && errno == EINTR);
-        if (n < 0)
-                return -errno;
-        return n;
+                if (n >= 0)
+                        return n;
+                if (errno != EINTR && errno != EAGAIN)
+                        return -errno;
+        }
 }
 
 /* Read exactly len bytes at off (file mode only); -ENODATA at end of input. */

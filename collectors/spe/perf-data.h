@@ -521,6 +521,19 @@ struct perf_data_reader *perf_data_reader_free(struct perf_data_reader *r);
  */
 void perf_data_reader_set_read_size(struct perf_data_reader *r, size_t max_read);
 
+/*
+ * Before each read, wait with poll(2) until the input is ready or cancel_fd
+ * is readable (an eventfd, say); the run then fails with -ECANCELED. Pipes
+ * are always polled first, so a FIFO opened with O_NONBLOCK and no writer yet
+ * waits for one instead of reading an early end of file.
+ */
+void perf_data_reader_set_cancel_fd(struct perf_data_reader *r, int cancel_fd);
+/*
+ * That wait alone: 0 when fd has data or its writer left, -ECANCELED when
+ * cancel_fd (or -1 for none) became readable first, or -errno.
+ */
+int perf_data_wait_readable(int fd, int cancel_fd);
+
 /* Read everything once. 0 on success, else a negative error (see above). */
 int perf_data_reader_run(struct perf_data_reader *r, const struct perf_data_ops *ops, void *userdata);
 
