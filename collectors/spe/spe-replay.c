@@ -2,9 +2,11 @@
 #include "spe-replay.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "macro.h"
 #include "perf-data.h"
@@ -24,6 +26,8 @@
 #define REPLAY_MAX_BUILD_IDS 16384
 /* Events of a recording (SPE plus perf's dummy/tracking events): a few. */
 #define REPLAY_MAX_ATTRS 16
+/* Bytes per read(2) of a raw SPE buffer. */
+#define RAW_READ_SIZE (256 * 1024)
 
 struct tid_slot {
         uint32_t tid;
@@ -64,6 +68,9 @@ struct spe_replay {
         size_t n_attrs;
         uint64_t spe_pmu_type;
         bool has_spe_pmu_type;
+        bool raw;
+        uint64_t raw_midr;
+        uint64_t dropped_payloads, dropped_bytes;
         char error[512];
 
         struct spe_record batch[SPE_REPLAY_BATCH];
@@ -101,7 +108,10 @@ static struct replay_queue *queue(struct spe_replay *r, uint32_t cpu) {
 
         q = xcalloc(1, sizeof(*q));
         /* A MIDR we cannot find keeps raw data sources ("unknown"), never a guess. */
-        (void) perf_data_reader_midr(r->reader, cpu, &midr);
+        if (r->raw)
+                midr = r->raw_midr;
+        else
+                (void) perf_data_reader_midr(r->reader, cpu, &midr);
         spe_decoder_init(&q->dec, cpu, midr);
         q->st.cpu = cpu;
         q->st.midr = midr;
@@ -152,26 +162,8 @@ static void emit(struct spe_replay *r, struct replay_queue *q, size_t n) {
                 r->sink->records(r->sink->userdata, r->batch, r->pids, r->tids_out, n);
 }
 
-static int on_auxtrace(void *userdata, const struct perf_data_auxtrace *at, uint64_t chunk_offset,
-                       const uint8_t *data, size_t len, bool last) {
-        struct spe_replay *r = userdata;
-        /* Per-thread recordings have cpu = -1: the mmap index is the queue then. */
-        struct replay_queue *q = queue(r, at->cpu != UINT32_MAX ? at->cpu : at->idx);
-
-        if (!q)
-                return 0;
-        if (chunk_offset == 0) {
-                /* A payload that does not continue the last one (ring overwritten,
-                 * data lost) must not glue two unrelated halves of a record. */
-                if (q->started && at->offset != q->next_offset) {
-                        spe_decoder_reset(&q->dec);
-                        q->st.discontinuities++;
-                }
-                q->started = true;
-                q->next_offset = at->offset + at->size;
-        }
+static void decode(struct spe_replay *r, struct replay_queue *q, const uint8_t *data, size_t len) {
         q->st.bytes += len;
-
         while (len > 0) {
                 size_t consumed = 0, n;
 
@@ -183,6 +175,31 @@ static int on_auxtrace(void *userdata, const struct perf_data_auxtrace *at, uint
                 if (n == 0 && consumed == 0)
                         break; /* everything is buffered in the decoder */
         }
+}
+
+static int on_auxtrace(void *userdata, const struct perf_data_auxtrace *at, uint64_t chunk_offset,
+                       const uint8_t *data, size_t len, bool last) {
+        struct spe_replay *r = userdata;
+        /* Per-thread recordings have cpu = -1: the mmap index is the queue then. */
+        struct replay_queue *q = queue(r, at->cpu != UINT32_MAX ? at->cpu : at->idx);
+
+        if (!q) {
+                /* No queue for that CPU number: nothing of it is decoded, and it is said. */
+                r->dropped_payloads += chunk_offset == 0;
+                r->dropped_bytes += len;
+                return 0;
+        }
+        if (chunk_offset == 0) {
+                /* A payload that does not continue the last one (ring overwritten,
+                 * data lost) must not glue two unrelated halves of a record. */
+                if (q->started && at->offset != q->next_offset) {
+                        spe_decoder_reset(&q->dec);
+                        q->st.discontinuities++;
+                }
+                q->started = true;
+                q->next_offset = at->offset + at->size;
+        }
+        decode(r, q, data, len);
         return 0;
 }
 
@@ -344,6 +361,17 @@ static int on_itrace_start(void *userdata, const struct perf_data_itrace_start *
         return 0;
 }
 
+/*
+ * The end of the input: an unterminated record or a packet cut at the end is
+ * counted (stats.flushed_*), then the decoders' counters are kept.
+ */
+static void finish(struct spe_replay *r) {
+        for (size_t i = 0; i < r->n_queues; i++) {
+                spe_decoder_reset(&r->sorted[i]->dec);
+                r->sorted[i]->st.decoder = r->sorted[i]->dec.stats;
+        }
+}
+
 static int run(struct perf_data_reader *reader, const struct spe_sink *sink, struct spe_replay **ret) {
         static const struct perf_data_ops ops = {
                 .on_attr = on_attr,
@@ -366,12 +394,73 @@ static int run(struct perf_data_reader *reader, const struct spe_sink *sink, str
         k = perf_data_reader_run(reader, &ops, r);
         if (k < 0)
                 snprintf(r->error, sizeof(r->error), "%s", perf_data_reader_error(reader));
-
-        /* Snapshot the decoders' counters; partial records at the end stay unemitted. */
-        for (size_t i = 0; i < r->n_queues; i++)
-                r->sorted[i]->st.decoder = r->sorted[i]->dec.stats;
+        finish(r);
         *ret = r;
         return k;
+}
+
+/* Raw SPE bytes of one CPU, read to the end: no perf.data framing at all. */
+static int run_raw(const struct spe_replay_input *in, const struct spe_sink *sink, struct spe_replay **ret) {
+        struct spe_replay *r = xcalloc(1, sizeof(*r));
+        uint8_t *buf = xmalloc(RAW_READ_SIZE);
+        struct replay_queue *q;
+        uint64_t off = 0;
+        int k = 0;
+
+        r->sink = sink;
+        r->raw = true;
+        r->raw_midr = in->raw_midr;
+        q = queue(r, in->raw_cpu);
+        if (!q) {
+                k = -EINVAL;
+                snprintf(r->error, sizeof(r->error), "%s: CPU %" PRIu32 " is beyond the %u CPUs a replay keeps",
+                         in->name, in->raw_cpu, SPE_REPLAY_MAX_CPUS);
+        }
+        while (q) {
+                ssize_t n;
+
+                k = perf_data_wait_readable(in->fd, in->cancel_fd);
+                if (k < 0) {
+                        snprintf(r->error, sizeof(r->error), "%s: read stopped at offset 0x%" PRIx64 ": %s",
+                                 in->name, off, strerror(-k));
+                        break;
+                }
+                n = read(in->fd, buf, RAW_READ_SIZE);
+                if (n < 0 && (errno == EINTR || errno == EAGAIN))
+                        continue;
+                if (n < 0) {
+                        k = -errno;
+                        snprintf(r->error, sizeof(r->error), "%s: read error at offset 0x%" PRIx64 ": %s",
+                                 in->name, off, strerror(-k));
+                        break;
+                }
+                if (n == 0)
+                        break;
+                decode(r, q, buf, (size_t) n);
+                off += (uint64_t) n;
+        }
+        free(buf);
+        finish(r);
+        *ret = r;
+        return k;
+}
+
+int spe_replay_run(const struct spe_replay_input *in, const struct spe_sink *sink, struct spe_replay **ret) {
+        struct perf_data_reader *reader = NULL;
+        int k;
+
+        if (in->raw)
+                return run_raw(in, sink, ret);
+        k = perf_data_reader_new_fd(in->fd, false, &reader);
+        if (k < 0) {
+                struct spe_replay *r = xcalloc(1, sizeof(*r));
+
+                snprintf(r->error, sizeof(r->error), "%s: %s", in->name, strerror(-k));
+                *ret = r;
+                return k;
+        }
+        perf_data_reader_set_cancel_fd(reader, in->cancel_fd);
+        return run(reader, sink, ret);
 }
 
 int spe_replay_path(const char *path, const struct spe_sink *sink, struct spe_replay **ret) {
@@ -448,6 +537,18 @@ uint64_t spe_replay_unattributed(const struct spe_replay *r) {
 
 uint64_t spe_replay_tid_evictions(const struct spe_replay *r) {
         return r->tid_evictions;
+}
+
+bool spe_replay_is_raw(const struct spe_replay *r) {
+        return r->raw;
+}
+
+uint64_t spe_replay_dropped_payloads(const struct spe_replay *r) {
+        return r->dropped_payloads;
+}
+
+uint64_t spe_replay_dropped_bytes(const struct spe_replay *r) {
+        return r->dropped_bytes;
 }
 
 uint64_t spe_replay_build_ids_dropped(const struct spe_replay *r) {

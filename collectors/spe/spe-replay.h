@@ -63,15 +63,38 @@ struct spe_replay_cpu_stats {
 
 struct spe_replay;
 
+/* Where spe_replay_run() reads from. */
+struct spe_replay_input {
+        int fd;           /* read from here (not closed); O_NONBLOCK is fine, it is polled */
+        int cancel_fd;    /* -1, or an fd (an eventfd, say) whose readability stops the run: -ECANCELED */
+        const char *name; /* names the input in messages */
+        /*
+         * raw: the bytes are one CPU's SPE profiling buffer as the hardware
+         * wrote it (perf's AUX area, the input of Arm's spe-parser), with no
+         * perf.data framing: decoded as CPU raw_cpu of a raw_midr core.
+         */
+        bool raw;
+        uint32_t raw_cpu;
+        uint64_t raw_midr;
+};
+
 /* Runs the whole input. Returns 0, or a negative errno with spe_replay_error()
  * naming the offset of the damage; everything before it has reached the sink
  * and is in the stats either way. *ret is set in both cases (free it). */
 int spe_replay_path(const char *path, const struct spe_sink *sink, struct spe_replay **ret);
 int spe_replay_fd(int fd, const struct spe_sink *sink, struct spe_replay **ret);
+int spe_replay_run(const struct spe_replay_input *in, const struct spe_sink *sink, struct spe_replay **ret);
 struct spe_replay *spe_replay_free(struct spe_replay *r);
 
 const char *spe_replay_error(const struct spe_replay *r);
 bool spe_replay_is_pipe(const struct spe_replay *r);
+bool spe_replay_is_raw(const struct spe_replay *r);
+/*
+ * AUXTRACE payloads no decoder took (their cpu field is not below
+ * SPE_REPLAY_MAX_CPUS), and their bytes: input that was read but not decoded.
+ */
+uint64_t spe_replay_dropped_payloads(const struct spe_replay *r);
+uint64_t spe_replay_dropped_bytes(const struct spe_replay *r);
 /* CPUs that had SPE data, ascending. */
 size_t spe_replay_n_cpus(const struct spe_replay *r);
 const struct spe_replay_cpu_stats *spe_replay_cpu(const struct spe_replay *r, size_t i);
