@@ -9,10 +9,16 @@
 #include "config.h"
 #include "log.h"
 #include "parse-util.h"
+#include "perf-data.h"
+#include "spe-replay.h"
 
 enum {
         OPT_LISTEN = 0x100,
         OPT_REPLAY,
+        OPT_REPLAY_RAW,
+        OPT_MIDR,
+        OPT_CPU,
+        OPT_RECORDS,
         OPT_ONCE,
         OPT_CHECK_CONFIG,
         OPT_LOG_LEVEL,
@@ -29,7 +35,14 @@ void cli_usage(FILE *f, const char *prog) {
                 "                         drop-ins are read from FILE.d/*.conf\n"
                 "      --listen=ADDR:PORT override [http] listen (e.g. 127.0.0.1:9769, [::1]:9769, :9769)\n"
                 "      --replay=FILE      feed a perf.data with SPE records instead of live sources\n"
+                "      --replay-raw=FILE  feed a raw SPE buffer (the bytes the hardware wrote, as Arm's\n"
+                "                         spe-parser reads them) instead of live sources; needs --midr\n"
+                "      --midr=MIDR        MIDR_EL1 of the core that recorded --replay-raw, in hex\n"
+                "                         (0x410fd0c0: Neoverse N1); it selects the data-source encoding\n"
+                "      --cpu=N            the CPU number --replay-raw data is reported under (default 0)\n"
                 "      --once             process once (the whole --replay file), print a JSON report, exit\n"
+                "      --records=FILE     with --once: also write every decoded record to FILE, one JSON\n"
+                "                         object a line\n"
                 "      --check-config     validate the configuration and exit 0 (valid) or 1\n"
                 "      --log-level=LEVEL  emerg..debug or 0..7 (default info)\n"
                 "      --version          print version and exit\n"
@@ -42,6 +55,10 @@ int cli_parse(int argc, char **argv, FILE *err, struct cli_args *ret) {
                 { "config", required_argument, NULL, 'c' },
                 { "listen", required_argument, NULL, OPT_LISTEN },
                 { "replay", required_argument, NULL, OPT_REPLAY },
+                { "replay-raw", required_argument, NULL, OPT_REPLAY_RAW },
+                { "midr", required_argument, NULL, OPT_MIDR },
+                { "cpu", required_argument, NULL, OPT_CPU },
+                { "records", required_argument, NULL, OPT_RECORDS },
                 { "once", no_argument, NULL, OPT_ONCE },
                 { "check-config", no_argument, NULL, OPT_CHECK_CONFIG },
                 { "log-level", required_argument, NULL, OPT_LOG_LEVEL },
@@ -56,6 +73,7 @@ int cli_parse(int argc, char **argv, FILE *err, struct cli_args *ret) {
         };
         const char *prog = argc > 0 ? argv[0] : "armprofd";
         struct listen_addr la;
+        bool has_midr = false, has_cpu = false;
         int c;
 
         /* Reset getopt so the parser can run more than once (tests). */
@@ -75,7 +93,33 @@ int cli_parse(int argc, char **argv, FILE *err, struct cli_args *ret) {
                         a.listen = optarg;
                         break;
                 case OPT_REPLAY:
+                case OPT_REPLAY_RAW:
+                        if (a.replay) {
+                                fprintf(err, "%s: give one of --replay and --replay-raw, once\n", prog);
+                                goto usage;
+                        }
                         a.replay = optarg;
+                        a.replay_raw = c == OPT_REPLAY_RAW;
+                        break;
+                case OPT_MIDR:
+                        /* MIDR_EL1 is 32 bits (Arm ARM D23.2 "MIDR_EL1"). */
+                        if (perf_data_parse_midr(optarg, &a.midr) < 0 || a.midr > UINT32_MAX) {
+                                fprintf(err, "%s: invalid --midr '%s' (a 32-bit hex MIDR_EL1 value, such as "
+                                             "0x410fd0c0)\n", prog, optarg);
+                                goto usage;
+                        }
+                        has_midr = true;
+                        break;
+                case OPT_CPU:
+                        if (safe_atou32(optarg, &a.cpu) < 0 || a.cpu >= SPE_REPLAY_MAX_CPUS) {
+                                fprintf(err, "%s: invalid --cpu '%s' (0..%u)\n", prog, optarg,
+                                        SPE_REPLAY_MAX_CPUS - 1);
+                                goto usage;
+                        }
+                        has_cpu = true;
+                        break;
+                case OPT_RECORDS:
+                        a.records = optarg;
                         break;
                 case OPT_ONCE:
                         a.once = true;
@@ -109,7 +153,21 @@ int cli_parse(int argc, char **argv, FILE *err, struct cli_args *ret) {
                 goto usage;
         }
         if (a.once && !a.replay && a.action == CLI_RUN) {
-                fprintf(err, "%s: --once needs --replay FILE\n", prog);
+                fprintf(err, "%s: --once needs --replay FILE (or --replay-raw FILE)\n", prog);
+                goto usage;
+        }
+        if ((has_midr || has_cpu) && !a.replay_raw && a.action == CLI_RUN) {
+                fprintf(err, "%s: --midr and --cpu describe --replay-raw data (a perf.data names its CPUs)\n",
+                        prog);
+                goto usage;
+        }
+        if (a.replay_raw && !has_midr && a.action == CLI_RUN) {
+                fprintf(err, "%s: --replay-raw needs --midr: the data-source encoding depends on the core\n",
+                        prog);
+                goto usage;
+        }
+        if (a.records && !a.once && a.action == CLI_RUN) {
+                fprintf(err, "%s: --records needs --once\n", prog);
                 goto usage;
         }
 

@@ -4,6 +4,7 @@
 /* Command line of DESIGN.md §6. */
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 enum cli_action {
@@ -17,7 +18,11 @@ struct cli_args {
         const char *config_path;
         bool config_explicit; /* -c given: the file must exist */
         const char *listen;   /* overrides [http] listen */
-        const char *replay;
+        const char *replay;  /* --replay or --replay-raw FILE, "-" for stdin */
+        bool replay_raw;     /* --replay-raw: a raw SPE buffer of one CPU */
+        uint64_t midr;       /* --midr, with --replay-raw */
+        uint32_t cpu;        /* --cpu, with --replay-raw (default 0) */
+        const char *records; /* --records FILE, with --once */
         bool once;
         bool check_config;
         int log_level; /* -1: not given */

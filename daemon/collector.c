@@ -65,6 +65,16 @@ struct collector {
         uint64_t spe_period; /* sampling interval in operations, 0 unknown; set before threads start */
         size_t n_spe_cpus;
         struct spe_replay_cpu_stats *spe_cpus;
+        char spe_warnings[REPLAY_WARNINGS_MAX][REPLAY_WARNING_LEN];
+        size_t n_spe_warnings;
+
+        /* --replay, loaded by the collector thread first; then replay_done_fd is signalled. */
+        struct replay_args replay;
+        bool has_replay;
+        int replay_fd;
+        int replay_done_fd;
+        int replay_result;      /* guarded by lock */
+        char replay_error[512]; /* guarded by lock */
 
         /* Symbols of sampled processes: fed by the sources, read by pprof requests. */
         pthread_mutex_t symbols_lock;
@@ -223,6 +233,8 @@ static void publish_view(struct collector *c, struct pmu_snapshot *pmu) {
         snprintf(b->view.pmu_reason, sizeof(b->view.pmu_reason), "%s", c->pmu_reason);
         b->view.spe_source = c->spe_source;
         snprintf(b->view.spe_reason, sizeof(b->view.spe_reason), "%s", c->spe_reason);
+        memcpy(b->view.spe_warnings, c->spe_warnings, sizeof(c->spe_warnings));
+        b->view.n_spe_warnings = c->n_spe_warnings;
         if (c->n_spe_cpus) {
                 b->view.spe_cpus = xmalloc(c->n_spe_cpus * sizeof(*c->spe_cpus));
                 memcpy(b->view.spe_cpus, c->spe_cpus, c->n_spe_cpus * sizeof(*c->spe_cpus));
@@ -327,9 +339,22 @@ static void cycle(struct collector *c) {
         atomic_fetch_add(&c->cycles, 1);
 }
 
+static int replay(struct collector *c);
+
 static void *collector_main(void *userdata) {
         struct collector *c = userdata;
 
+        if (c->has_replay) {
+                uint64_t one = 1;
+                int k = replay(c);
+
+                if (k == -ECANCELED)
+                        return NULL; /* stopping: nobody waits for the result */
+                /* The first cycle after the load publishes what it brought. */
+                cycle(c);
+                if (write(c->replay_done_fd, &one, sizeof(one)) != sizeof(one))
+                        log_error_errno(-errno, "collector: cannot signal the end of the replay: %m");
+        }
         for (;;) {
                 struct epoll_event ev[8];
                 int n = epoll_wait(c->epoll_fd, ev, ELEMENTSOF(ev), -1);
@@ -444,13 +469,25 @@ static void spe_describe(struct collector *c) {
         }
 }
 
-/* --replay FILE: the file's records go through the same store as live data would. */
-static int replay(struct collector *c, const char *path) {
+/*
+ * --replay: the input's records go through the same store as live data
+ * would, on this thread (the store's only writer). A stop (stop_fd) ends a
+ * read that waits for a writer: -ECANCELED. A replay that is not complete
+ * is an error, as for --once.
+ */
+static int replay(struct collector *c) {
         struct spe_replay *r = NULL;
         uint64_t records = 0;
+        bool complete;
         int k;
 
-        k = spe_replay_path(path, &(struct spe_sink) { c, replay_sink, replay_mapping }, &r);
+        k = replay_run(&c->replay, c->replay_fd, c->stop_fd, &(struct spe_sink) { c, replay_sink, replay_mapping },
+                       &r);
+        if (k == -ECANCELED) {
+                spe_replay_free(r);
+                return k;
+        }
+        complete = replay_complete(r, k);
         c->n_spe_cpus = spe_replay_n_cpus(r);
         c->spe_period = spe_replay_sample_period(r);
         c->spe_cpus = xcalloc(c->n_spe_cpus ?: 1, sizeof(*c->spe_cpus));
@@ -461,14 +498,39 @@ static int replay(struct collector *c, const char *path) {
         if (spe_replay_build_ids_dropped(r) > 0)
                 log_warning("replay: %" PRIu64 " build-id table entries beyond the bound were left out; "
                             "their files are named without a build-id check", spe_replay_build_ids_dropped(r));
+        c->n_spe_warnings = replay_warnings(r, k, c->spe_warnings);
+        for (size_t i = 0; i < c->n_spe_warnings; i++)
+                log_warning("replay: %s: %s", c->replay.path, c->spe_warnings[i]);
+
+        pthread_mutex_lock(&c->lock);
         if (k < 0)
-                log_error("replay: %s; keeping the %" PRIu64 " records decoded before it", spe_replay_error(r),
-                          records);
-        else
-                log_info("replay: %" PRIu64 " SPE records from %s on %zu CPUs", records, path, c->n_spe_cpus);
+                snprintf(c->replay_error, sizeof(c->replay_error), "%s (%" PRIu64 " records decoded before it)",
+                         spe_replay_error(r), records);
+        else if (!complete)
+                snprintf(c->replay_error, sizeof(c->replay_error), "%s: not all of its SPE data was decoded",
+                         c->replay.path);
+        c->replay_result = k < 0 ? k : complete ? 0 : -EBADMSG;
+        pthread_mutex_unlock(&c->lock);
+        if (complete)
+                log_info("replay: %" PRIu64 " SPE records from %s on %zu CPUs", records, c->replay.path,
+                         c->n_spe_cpus);
         spe_replay_free(r);
         c->spe_source = "replay";
         epoch_end(c);
+        return k;
+}
+
+int collector_replay_fd(struct collector *c) {
+        return c->replay_done_fd;
+}
+
+int collector_replay_result(struct collector *c, char *ret_error, size_t len) {
+        int k;
+
+        pthread_mutex_lock(&c->lock);
+        k = c->replay_result;
+        snprintf(ret_error, len, "%s", c->replay_error);
+        pthread_mutex_unlock(&c->lock);
         return k;
 }
 
@@ -477,9 +539,15 @@ int collector_start(const struct collector_options *opts, struct collector **ret
         uint64_t nofile;
         int r;
 
-        c->timer_fd = c->epoch_fd = c->stop_fd = c->epoll_fd = -1;
+        c->timer_fd = c->epoch_fd = c->stop_fd = c->epoll_fd = c->replay_done_fd = -1;
         c->opts = *opts;
-        c->opts.replay_path = NULL;
+        c->opts.replay = NULL;
+        c->replay_fd = -1;
+        if (opts->replay) {
+                c->replay = *opts->replay;
+                c->has_replay = true;
+                c->replay_fd = opts->replay_fd;
+        }
         pthread_mutex_init(&c->lock, NULL);
         pthread_mutex_init(&c->symbols_lock, NULL);
         /*
@@ -507,9 +575,6 @@ int collector_start(const struct collector_options *opts, struct collector **ret
                 log_debug("Cannot raise RLIMIT_NOFILE; counting may run out of descriptors");
         pmu_open(c);
 
-        if (opts->replay_path)
-                (void) replay(c, opts->replay_path);
-
         c->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
         c->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
         c->epoch_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -517,6 +582,13 @@ int collector_start(const struct collector_options *opts, struct collector **ret
         if (c->epoll_fd < 0 || c->timer_fd < 0 || c->epoch_fd < 0 || c->stop_fd < 0) {
                 r = -errno;
                 goto fail;
+        }
+        if (c->has_replay) {
+                c->replay_done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+                if (c->replay_done_fd < 0) {
+                        r = -errno;
+                        goto fail;
+                }
         }
         if ((r = arm(c->epoch_fd, opts->store.epoch_ns / NSEC_PER_USEC)) < 0 || (r = watch(c, c->timer_fd)) < 0 ||
             (r = watch(c, c->epoch_fd)) < 0 || (r = watch(c, c->stop_fd)) < 0)
@@ -550,6 +622,7 @@ struct collector *collector_stop(struct collector *c) {
         safe_close(c->timer_fd);
         safe_close(c->epoch_fd);
         safe_close(c->stop_fd);
+        safe_close(c->replay_done_fd);
         c->pmu = pmu_collector_free(c->pmu);
         /* Snapshots still held by readers keep their views alive. */
         c->store = store_free(c->store);

@@ -16,6 +16,7 @@
 
 #include "config.h"
 #include "pmu-collector.h"
+#include "replay.h"
 #include "spe-metrics.h"
 #include "spe-replay.h"
 #include "store.h"
@@ -28,7 +29,13 @@ struct collector_options {
         uint32_t pmu_events_mask; /* bit i: pmu_event_id i */
         uint32_t pmu_general_counters;
         struct store_options store;
-        const char *replay_path; /* fed into the store before the loop starts, or NULL */
+        /*
+         * --replay: read from replay_fd (replay_open()'s, left open) into the
+         * store by the collector thread before its loop starts; stopping the
+         * collector interrupts it. NULL: no replay.
+         */
+        const struct replay_args *replay;
+        int replay_fd;
 };
 
 /* What one cycle produced. Immutable once published. */
@@ -43,6 +50,9 @@ struct collector_view {
         char spe_reason[256];     /* why there is none */
         size_t n_spe_cpus;
         struct spe_replay_cpu_stats *spe_cpus;
+        /* What is wrong with the replayed input (replay_warnings()). */
+        char spe_warnings[REPLAY_WARNINGS_MAX][REPLAY_WARNING_LEN];
+        size_t n_spe_warnings;
         /* [kind * SPE_LAT_OPS + op], shared by views; NULL before the first epoch. */
         const struct spe_latency_cum *latency;
         uint64_t store_bytes; /* the store's memory bound */
@@ -63,6 +73,14 @@ struct collector *collector_stop(struct collector *c);
 /* New options take effect at the next cycle (PMU events are reopened if they changed;
  * store sizes need a restart). */
 void collector_reconfigure(struct collector *c, const struct collector_options *opts);
+
+/*
+ * With a replay: an fd that becomes readable when the replay has been loaded
+ * (or failed), then collector_replay_result() says how it went: 0, or a
+ * negative errno with the reason in ret_error. -1 without a replay.
+ */
+int collector_replay_fd(struct collector *c);
+int collector_replay_result(struct collector *c, char *ret_error, size_t len);
 
 /* A reference to the newest store snapshot (never NULL): release with store_snapshot_unref(). */
 struct store_snapshot *collector_snapshot(struct collector *c);

@@ -54,6 +54,8 @@ static int block_signals(void) {
 }
 
 int main(int argc, char **argv) {
+        /* Declared first so that it is closed last, after the collector that reads it stopped. */
+        _cleanup_close_ int replay_fd = -1;
         _cleanup_(manager_freep) struct manager *m = NULL;
         struct config_error err = {};
         struct cli_args args;
@@ -84,11 +86,20 @@ int main(int argc, char **argv) {
                 printf("%s: configuration is valid\n", args.config_path);
                 return EXIT_SUCCESS;
         }
+        struct replay_args replay = {
+                .path = args.replay,
+                .raw = args.replay_raw,
+                .cpu = args.cpu,
+                .midr = args.midr,
+        };
         if (args.replay && args.once)
-                return replay_once(args.replay, &cfg, stdout) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+                return replay_once(&replay, args.records, &cfg, stdout) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 
         r = take_listen_fd(&listen_fd);
         if (r < 0)
+                return EXIT_FAILURE;
+        /* Refused at once when it cannot be a replay; it is read after the signal loop runs. */
+        if (args.replay && replay_open(&replay, &replay_fd) < 0)
                 return EXIT_FAILURE;
         r = block_signals();
         if (r < 0) {
@@ -103,7 +114,8 @@ int main(int argc, char **argv) {
                                 .config_explicit = args.config_explicit,
                                 .listen_override = args.listen,
                                 .listen_fd = listen_fd,
-                                .replay = args.replay,
+                                .replay = args.replay ? &replay : NULL,
+                                .replay_fd = replay_fd,
                         },
                         &cfg, &m);
         if (r < 0)

@@ -143,6 +143,13 @@ static void source_fill_status(void *userdata, json_t *status) {
                 json_object_set_new(spe, "source", json_string(v->spe_source));
         else
                 json_object_set_new(spe, "reason", json_string(v->spe_reason));
+        if (v->spe_source) {
+                json_t *w = json_array();
+
+                for (size_t i = 0; i < v->n_spe_warnings; i++)
+                        json_array_append_new(w, json_string(v->spe_warnings[i]));
+                json_object_set_new(spe, "warnings", w);
+        }
         json_object_set_new(status, "collectors",
                             json_pack("[o, o]", counters_status_json(v->pmu, v->pmu_reason), spe));
 }
@@ -214,18 +221,15 @@ fail:
         return r;
 }
 
-int manager_start(struct manager *m) {
+/* What the status line says the daemon serves on. */
+static const char *serving(const struct manager *m) {
+        return m->http ? http_server_address(m->http) : "nothing yet (loading the replay)";
+}
+
+static int serve(struct manager *m) {
         const struct http_route *routes;
         size_t n_routes;
         int r;
-
-        struct collector_options co;
-
-        collector_options_from_config(&m->config, &co);
-        co.replay_path = m->opts.replay;
-        r = collector_start(&co, &m->collector);
-        if (r < 0)
-                return log_error_errno(r, "Failed to start the collector thread: %m");
 
         m->api = api_new(&(struct exporter_source) {
                 .userdata = m,
@@ -257,6 +261,46 @@ int manager_start(struct manager *m) {
         return 0;
 }
 
+int manager_start(struct manager *m) {
+        struct collector_options co;
+        int r;
+
+        collector_options_from_config(&m->config, &co);
+        co.replay = m->opts.replay;
+        co.replay_fd = m->opts.replay_fd;
+        r = collector_start(&co, &m->collector);
+        if (r < 0)
+                return log_error_errno(r, "Failed to start the collector thread: %m");
+        /* A replay loads on the collector thread while this one handles signals; serve after it. */
+        if (m->opts.replay)
+                return add_fd(m->epoll_fd, collector_replay_fd(m->collector));
+        return serve(m);
+}
+
+/* The collector thread has loaded the replay (or failed to): serve it, or stop with its error. */
+static int replay_loaded(struct manager *m) {
+        char error[512];
+        uint64_t v;
+        int r;
+
+        if (read(collector_replay_fd(m->collector), &v, sizeof(v)) != sizeof(v))
+                return 0; /* not yet */
+        (void) epoll_ctl(m->epoll_fd, EPOLL_CTL_DEL, collector_replay_fd(m->collector), NULL);
+        r = collector_replay_result(m->collector, error, sizeof(error));
+        if (r < 0) {
+                log_error("replay: %s", error);
+                sd_notifyf(0, "STATUS=Replay failed: %s\nERRNO=%d", error, -r);
+                return r;
+        }
+        r = serve(m);
+        if (r < 0) {
+                sd_notifyf(0, "STATUS=Failed to start: %s\nERRNO=%d", strerror(-r), -r);
+                return r;
+        }
+        sd_notifyf(0, "READY=1\nSTATUS=Serving on %s", http_server_address(m->http));
+        return 0;
+}
+
 static void reload(struct manager *m) {
         struct config_error err = {};
         struct config c;
@@ -270,8 +314,7 @@ static void reload(struct manager *m) {
                 m->failed_reloads++;
                 pthread_mutex_unlock(&m->config_lock);
                 log_error("config: %s; keeping the previous configuration", err.msg);
-                sd_notifyf(0, "READY=1\nSTATUS=Serving on %s (reload failed: %s)",
-                           http_server_address(m->http), err.msg);
+                sd_notifyf(0, "READY=1\nSTATUS=Serving on %s (reload failed: %s)", serving(m), err.msg);
                 return;
         }
         apply_overrides(m, &c);
@@ -301,7 +344,7 @@ static void reload(struct manager *m) {
         pthread_mutex_unlock(&m->config_lock);
 
         log_info("Configuration reloaded from %s", m->opts.config_path);
-        sd_notifyf(0, "READY=1\nSTATUS=Serving on %s", http_server_address(m->http));
+        sd_notifyf(0, "READY=1\nSTATUS=Serving on %s", serving(m));
 }
 
 static void watchdog_ping(struct manager *m) {
@@ -317,7 +360,10 @@ static void watchdog_ping(struct manager *m) {
 }
 
 int manager_run(struct manager *m) {
-        sd_notifyf(0, "READY=1\nSTATUS=Serving on %s", http_server_address(m->http));
+        if (m->http)
+                sd_notifyf(0, "READY=1\nSTATUS=Serving on %s", http_server_address(m->http));
+        else
+                sd_notify(0, "STATUS=Loading the replay");
 
         for (;;) {
                 struct epoll_event ev[4];
@@ -333,6 +379,13 @@ int manager_run(struct manager *m) {
 
                         if (ev[i].data.fd == m->watchdog_fd) {
                                 watchdog_ping(m);
+                                continue;
+                        }
+                        if (m->opts.replay && ev[i].data.fd == collector_replay_fd(m->collector)) {
+                                int r = replay_loaded(m);
+
+                                if (r < 0)
+                                        return r;
                                 continue;
                         }
                         if (read(m->signal_fd, &si, sizeof(si)) != sizeof(si))

@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "macro.h"
+#include "replay.h"
 
 struct manager;
 
@@ -19,7 +20,14 @@ struct manager_options {
         bool config_explicit;
         const char *listen_override; /* --listen, kept across reloads */
         int listen_fd;               /* socket activation, or -1 */
-        const char *replay;          /* --replay FILE, loaded into the store at start */
+        /*
+         * --replay: loaded into the store by the collector thread; the HTTP
+         * server starts and READY is sent once it is in, and the daemon
+         * exits with an error when it fails. replay_fd is replay_open()'s
+         * (the caller closes it after manager_free()).
+         */
+        const struct replay_args *replay;
+        int replay_fd;
 };
 
 /* Call with SIGTERM, SIGINT and SIGHUP already blocked in every thread. */
@@ -29,5 +37,5 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct manager *, manager_free);
 
 /* Start collecting and serving. */
 int manager_start(struct manager *m);
-/* Run until SIGTERM/SIGINT. Returns 0 on a clean stop. */
+/* Run until SIGTERM/SIGINT. Returns 0 on a clean stop, a negative errno when the replay failed. */
 int manager_run(struct manager *m);

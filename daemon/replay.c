@@ -2,8 +2,10 @@
 #include "replay.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -21,14 +23,163 @@
 struct once {
         struct store *store;
         struct symbols *symbols;
+        FILE *records; /* --records FILE, or NULL */
 };
+
+static const char *file_type(mode_t m) {
+        if (S_ISDIR(m))
+                return "a directory";
+        if (S_ISCHR(m))
+                return "a character device";
+        if (S_ISBLK(m))
+                return "a block device";
+        if (S_ISSOCK(m))
+                return "a socket";
+        return "not a regular file";
+}
+
+int replay_open(const struct replay_args *a, int *ret_fd) {
+        const char *what = a->raw ? "--replay-raw reads a raw SPE buffer"
+                                  : "--replay reads a perf.data (perf record -o FILE)";
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+
+        if (streq(a->path, "-")) {
+                /* stdin is whatever the caller gave: a pipe, a file, even a terminal. */
+                fd = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+                if (fd < 0)
+                        return log_error_errno(-errno, "replay: cannot use stdin: %m");
+                *ret_fd = TAKE_FD(fd);
+                return 0;
+        }
+        /* O_NONBLOCK: open(2) of a FIFO would wait for a writer, and no signal would end that. */
+        fd = open(a->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0)
+                return log_error_errno(-errno, "replay: cannot open %s: %m", a->path);
+        if (fstat(fd, &st) < 0)
+                return log_error_errno(-errno, "replay: cannot stat %s: %m", a->path);
+        if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode))
+                return log_error_errno(S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL,
+                                       "replay: %s is %s; %s from a regular file, a FIFO or - (stdin)",
+                                       a->path, file_type(st.st_mode), what);
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+int replay_run(const struct replay_args *a, int fd, int cancel_fd, const struct spe_sink *sink,
+               struct spe_replay **ret) {
+        return spe_replay_run(&(struct spe_replay_input) {
+                                      .fd = fd,
+                                      .cancel_fd = cancel_fd,
+                                      .name = streq(a->path, "-") ? "stdin" : a->path,
+                                      .raw = a->raw,
+                                      .raw_cpu = a->cpu,
+                                      .raw_midr = a->midr,
+                              },
+                              sink, ret);
+}
+
+bool replay_complete(const struct spe_replay *r, int run_result) {
+        return run_result >= 0 && spe_replay_dropped_payloads(r) == 0;
+}
+
+size_t replay_warnings(const struct spe_replay *r, int run_result,
+                       char ret[REPLAY_WARNINGS_MAX][REPLAY_WARNING_LEN]) {
+        uint64_t bytes = 0, undecoded = 0, records = 0;
+        size_t n = 0;
+
+        for (size_t i = 0; i < spe_replay_n_cpus(r); i++) {
+                const struct spe_replay_cpu_stats *c = spe_replay_cpu(r, i);
+
+                bytes += c->bytes;
+                records += c->records;
+                /* Skipped headers and packets cut by a reset or the end: bytes that made no packet. */
+                undecoded += c->decoder.bad_header + c->decoder.bad_ext_header + c->decoder.flushed_bytes;
+        }
+        if (spe_replay_dropped_payloads(r) > 0)
+                snprintf(ret[n++], REPLAY_WARNING_LEN,
+                         "%" PRIu64 " AUXTRACE payloads (%" PRIu64 " bytes) name a CPU beyond the %u a replay "
+                         "keeps: not decoded",
+                         spe_replay_dropped_payloads(r), spe_replay_dropped_bytes(r), SPE_REPLAY_MAX_CPUS);
+        /* An input that failed before its end has the error to say what is wrong with it. */
+        if (bytes == 0 && spe_replay_dropped_bytes(r) == 0 && run_result >= 0)
+                snprintf(ret[n++], REPLAY_WARNING_LEN, "%s",
+                         spe_replay_is_raw(r) ? "no SPE data: the input is empty"
+                                              : "no SPE data: the file has no AUXTRACE payloads (was it recorded "
+                                                "with an arm_spe event, perf record -e arm_spe//?)");
+        else if (undecoded * 1000 > bytes * REPLAY_UNDECODED_WARN_PERMILLE)
+                snprintf(ret[n++], REPLAY_WARNING_LEN,
+                         "%.1f%% of the SPE bytes (%" PRIu64 " of %" PRIu64 ") did not decode and gave %" PRIu64
+                         " records: the data is damaged, not SPE, or not of the CPU its MIDR names",
+                         100.0 * (double) undecoded / (double) bytes, undecoded, bytes, records);
+        return n;
+}
+
+/* One decoded record as a JSON object: the fields the record has, none it lacks. */
+static void write_ip(FILE *f, const char *name, const struct spe_ip *ip) {
+        fprintf(f, ",\"%s\":\"0x%" PRIx64 "\",\"%s_el\":%u,\"%s_ns\":%u", name, ip->addr, name,
+                (unsigned) ip->el, name, (unsigned) ip->ns);
+}
+
+static void write_record(FILE *f, const struct spe_record *r, uint32_t pid, uint32_t tid) {
+        fprintf(f, "{\"cpu\":%" PRIu32, r->cpu);
+        if (pid != SPE_REPLAY_NO_ID)
+                fprintf(f, ",\"pid\":%" PRIu32, pid);
+        if (tid != SPE_REPLAY_NO_ID)
+                fprintf(f, ",\"tid\":%" PRIu32, tid);
+        if (r->present & SPE_REC_PC)
+                write_ip(f, "pc", &r->pc);
+        if (r->present & SPE_REC_OP)
+                fprintf(f, ",\"op\":\"%s\",\"op_class\":%u,\"op_subclass\":\"%s\",\"op_raw\":%u,"
+                           "\"conditional\":%s,\"indirect\":%s",
+                        spe_op_name(r), (unsigned) r->op_class,
+                        spe_op_subclass_name((enum spe_op_subclass) r->op_subclass), (unsigned) r->op_raw,
+                        (r->op_flags & SPE_OPF_COND) ? "true" : "false",
+                        (r->op_flags & SPE_OPF_INDIRECT) ? "true" : "false");
+        if (r->present & SPE_REC_EVENTS) {
+                const char *sep = "";
+
+                fprintf(f, ",\"events\":\"0x%" PRIx64 "\",\"event_names\":[", r->events);
+                for (unsigned bit = 0; bit < 64; bit++)
+                        if ((r->events & SPE_EV_BIT(bit)) && spe_event_name(bit)) {
+                                fprintf(f, "%s\"%s\"", sep, spe_event_name(bit));
+                                sep = ",";
+                        }
+                fputc(']', f);
+        }
+        if (r->present & SPE_REC_LAT_TOTAL)
+                fprintf(f, ",\"total_lat\":%u", (unsigned) r->lat_total);
+        if (r->present & SPE_REC_LAT_ISSUE)
+                fprintf(f, ",\"issue_lat\":%u", (unsigned) r->lat_issue);
+        if (r->present & SPE_REC_LAT_XLAT)
+                fprintf(f, ",\"xlat_lat\":%u", (unsigned) r->lat_xlat);
+        if (r->present & SPE_REC_BR_TGT)
+                write_ip(f, "br_tgt", &r->br_tgt);
+        if (r->present & SPE_REC_PBT)
+                write_ip(f, "pbt", &r->pbt);
+        if (r->present & SPE_REC_VA)
+                fprintf(f, ",\"va\":\"0x%" PRIx64 "\"", r->va);
+        if (r->present & SPE_REC_PA)
+                fprintf(f, ",\"pa\":\"0x%" PRIx64 "\"", r->pa);
+        if (r->present & SPE_REC_SOURCE)
+                fprintf(f, ",\"data_source\":\"0x%" PRIx64 "\",\"source\":\"%s\"", r->source_raw,
+                        spe_source_name((enum spe_source) r->source));
+        if (r->present & SPE_REC_CONTEXT)
+                fprintf(f, ",\"context\":%" PRIu32, r->context);
+        if (r->present & SPE_REC_TIMESTAMP)
+                fprintf(f, ",\"ts\":%" PRIu64, r->timestamp);
+        fputs("}\n", f);
+}
 
 static void sink_records(void *userdata, const struct spe_record *recs, const uint32_t *pids,
                          const uint32_t *tids, size_t n) {
         struct once *o = userdata;
 
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
                 store_add(o->store, &recs[i], pids[i], tids[i]);
+                if (o->records)
+                        write_record(o->records, &recs[i], pids[i], tids[i]);
+        }
 }
 
 static void sink_mapping(void *userdata, const struct spe_mapping *m) {
@@ -82,7 +233,11 @@ static json_t *cpus_json(const struct spe_replay *r, struct spe_decoder_stats *r
         return cpus;
 }
 
-int replay_once(const char *path, const struct config *cfg, FILE *out) {
+int replay_once(const struct replay_args *a, const char *records_path, const struct config *cfg, FILE *out) {
+        char warnings[REPLAY_WARNINGS_MAX][REPLAY_WARNING_LEN];
+        _cleanup_close_ int fd = -1;
+        size_t n_warnings;
+        bool complete;
         struct store_options so;
         struct store *s = NULL;
         struct spe_replay *r = NULL;
@@ -92,23 +247,35 @@ int replay_once(const char *path, const struct config *cfg, FILE *out) {
         struct store_hotpcs_result pcs;
         struct store_hotlines_result lines;
         struct store_latency_result lat;
-        json_t *report;
+        json_t *report, *jw;
         int k, rr;
 
+        k = replay_open(a, &fd);
+        if (k < 0)
+                return k;
         collector_store_options(cfg, &so);
         k = store_new(&so, 0, &s);
         if (k < 0)
                 return log_error_errno(k, "Failed to create the aggregate store: %m");
-        struct once once = { s, symbols_new(NULL) };
+        struct once once = { s, symbols_new(NULL), NULL };
         struct spe_sink sink = { &once, sink_records, sink_mapping };
         struct agg_symbolizer sym = { once.symbols, symbol };
 
+        if (records_path) {
+                once.records = fopen(records_path, "we");
+                if (!once.records) {
+                        k = log_error_errno(-errno, "replay: cannot create %s: %m", records_path);
+                        store_free(s);
+                        symbols_free(once.symbols);
+                        return k;
+                }
+        }
+
         /* A replay is one epoch covering the whole file. */
         /* "-" reads a pipe-mode stream from stdin: perf record -o - | armprofd --replay - --once */
-        if (streq(path, "-"))
-                rr = spe_replay_fd(STDIN_FILENO, &sink, &r);
-        else
-                rr = spe_replay_path(path, &sink, &r);
+        rr = replay_run(a, fd, -1, &sink, &r);
+        complete = replay_complete(r, rr);
+        n_warnings = replay_warnings(r, rr, warnings);
         store_epoch_end(s, now_monotonic_usec() * NSEC_PER_USEC);
 
         snap = store_snapshot_get(s);
@@ -117,10 +284,18 @@ int replay_once(const char *path, const struct config *cfg, FILE *out) {
         store_query_hotlines(snap, STORE_WINDOW_ALL, REPORT_HOTLINES, STORE_PID_ANY, &lines);
         store_query_latency(snap, STORE_WINDOW_ALL, &lat);
 
-        report = json_pack("{s:s, s:s, s:b}", "file", path, "mode", spe_replay_is_pipe(r) ? "pipe" : "file",
-                           "complete", rr >= 0);
+        report = json_pack("{s:s, s:s, s:b}", "file", a->path, "mode",
+                           spe_replay_is_raw(r) ? "raw" : spe_replay_is_pipe(r) ? "pipe" : "file", "complete",
+                           complete);
         if (rr < 0)
                 json_object_set_new(report, "error", json_string(spe_replay_error(r)));
+        jw = json_array();
+        for (size_t i = 0; i < n_warnings; i++)
+                json_array_append_new(jw, json_string(warnings[i]));
+        json_object_set_new(report, "warnings", jw);
+        json_object_set_new(report, "dropped_input",
+                            json_pack("{s:I, s:I}", "aux_payloads", (json_int_t) spe_replay_dropped_payloads(r),
+                                      "bytes", (json_int_t) spe_replay_dropped_bytes(r)));
         json_object_set_new(report, "cpus", cpus_json(r, &errors));
         json_object_set_new(report, "decode_errors", decoder_errors_json(&errors));
         json_object_set_new(report, "unattributed_records", json_integer((json_int_t) spe_replay_unattributed(r)));
@@ -139,8 +314,14 @@ int replay_once(const char *path, const struct config *cfg, FILE *out) {
         store_snapshot_unref(snap);
         store_free(s);
         symbols_free(once.symbols);
+        if (once.records && fclose(once.records) != 0 && rr >= 0)
+                rr = log_error_errno(-errno, "replay: cannot write %s: %m", records_path);
+        for (size_t i = 0; i < n_warnings; i++)
+                log_warning("replay: %s: %s", a->path, warnings[i]);
         if (rr < 0)
                 log_error("replay: %s", spe_replay_error(r));
         spe_replay_free(r);
-        return rr < 0 ? rr : 0;
+        if (rr < 0)
+                return rr;
+        return complete ? 0 : -EBADMSG;
 }

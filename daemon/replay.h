@@ -1,16 +1,64 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #pragma once
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "config.h"
+#include "spe-replay.h"
+
+/* Messages about a replay's input, in the --once report and /status. */
+#define REPLAY_WARNINGS_MAX 3
+#define REPLAY_WARNING_LEN 256
+/*
+ * A replay warns when more than this share of its SPE bytes did not decode
+ * (per mille): a few bad bytes happen on real streams (a record cut by a
+ * wrapped buffer), a tenth of them means the bytes are not SPE of this CPU.
+ */
+#define REPLAY_UNDECODED_WARN_PERMILLE 10
+
+/* What to replay: --replay FILE, or --replay-raw FILE --midr --cpu. */
+struct replay_args {
+        const char *path; /* "-": stdin */
+        bool raw;
+        uint32_t cpu;
+        uint64_t midr;
+};
 
 /*
- * `armprofd --replay FILE --once`: feed a perf.data with SPE records through
+ * Open the input without blocking: a FIFO with no writer yet is opened
+ * O_NONBLOCK (the reads wait for data with poll, see spe_replay_input),
+ * and what cannot hold a replay (a directory, a device, a socket) is refused
+ * with a message that says what it is. Logs the failure. *ret_fd is the
+ * caller's (stdin is duplicated).
+ */
+int replay_open(const struct replay_args *a, int *ret_fd);
+
+/* Run the replay from fd (replay_open()) into sink; cancel_fd as in struct spe_replay_input. */
+int replay_run(const struct replay_args *a, int fd, int cancel_fd, const struct spe_sink *sink,
+               struct spe_replay **ret);
+
+/* The whole input was read and every SPE byte of it went to a decoder. */
+bool replay_complete(const struct spe_replay *r, int run_result);
+
+/*
+ * What is wrong with an input that read fine: no SPE data in it, payloads
+ * no decoder took, or more than REPLAY_UNDECODED_WARN_PERMILLE of its SPE
+ * bytes not decoded (run_result: what the replay returned). Returns how
+ * many of ret[] it filled.
+ */
+size_t replay_warnings(const struct spe_replay *r, int run_result,
+                       char ret[REPLAY_WARNINGS_MAX][REPLAY_WARNING_LEN]);
+
+/*
+ * `armprofd --replay FILE --once` (or --replay-raw): feed the input through
  * the same decode and aggregation path as live data, then print one JSON
  * report (records per CPU and stream health, counts by op and data source,
- * decode errors, hot PCs, hot lines, latency quantiles) to `out`.
- * Returns 0, or a negative errno after the report when the file was
- * unreadable or damaged (what decoded before the damage is in the report).
+ * decode errors, warnings, hot PCs, hot lines, latency quantiles) to `out`.
+ * With records_path, every decoded record is also written there, one JSON
+ * object a line. Returns 0, or a negative errno after the report when the
+ * input was unreadable, damaged or not completely decoded ("complete":
+ * false; what decoded before the damage is in the report).
  */
-int replay_once(const char *path, const struct config *cfg, FILE *out);
+int replay_once(const struct replay_args *a, const char *records_path, const struct config *cfg, FILE *out);
