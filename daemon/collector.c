@@ -502,6 +502,12 @@ static int replay(struct collector *c) {
         for (size_t i = 0; i < c->n_spe_warnings; i++)
                 log_warning("replay: %s: %s", c->replay.path, c->spe_warnings[i]);
 
+        if (complete)
+                log_info("replay: %" PRIu64 " SPE records from %s on %zu CPUs", records, c->replay.path,
+                         c->n_spe_cpus);
+        c->spe_source = "replay";
+        epoch_end(c);
+
         pthread_mutex_lock(&c->lock);
         if (k < 0)
                 snprintf(c->replay_error, sizeof(c->replay_error), "%s (%" PRIu64 " records decoded before it)",
@@ -511,12 +517,7 @@ static int replay(struct collector *c) {
                          c->replay.path);
         c->replay_result = k < 0 ? k : complete ? 0 : -EBADMSG;
         pthread_mutex_unlock(&c->lock);
-        if (complete)
-                log_info("replay: %" PRIu64 " SPE records from %s on %zu CPUs", records, c->replay.path,
-                         c->n_spe_cpus);
         spe_replay_free(r);
-        c->spe_source = "replay";
-        epoch_end(c);
         return k;
 }
 

@@ -129,6 +129,15 @@ with tempfile.TemporaryDirectory(prefix="armprofd-input-") as tmp:
         assert d.stop()[0] == 0
     print(f"server mode, --replay - (stdin): {pipe_records} records served")
 
+    # B in server mode: one CPU's raw SPE bytes through the same store.
+    raw = os.path.join(tmp, "g.cpu1.bin")
+    with Daemon(args=["--replay-raw", raw, "--midr", facts["midr"], "--cpu", "1"]) as d:
+        d.wait_ready(timeout=30)
+        assert samples(d) == int(facts["cpu1.records"]), (samples(d), facts["cpu1.records"])
+        assert spe_status(d)["source"] == "replay"
+        assert d.stop()[0] == 0
+    print(f"server mode, --replay-raw: the {facts['cpu1.records']} records of CPU 1 served")
+
     fifo = os.path.join(tmp, "fifo")
     os.mkfifo(fifo)
 
