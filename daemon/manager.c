@@ -221,9 +221,21 @@ fail:
         return r;
 }
 
-/* What the status line says the daemon serves on. */
-static const char *serving(const struct manager *m) {
-        return m->http ? http_server_address(m->http) : "nothing yet (loading the replay)";
+/*
+ * sd_notify(3) around a reload: RELOADING=1, then READY=1 again. While a
+ * replay loads the daemon has not been READY yet: a reload says nothing then.
+ * failure: NULL when the reload starts, "" when it is done, else why it failed.
+ */
+static void notify_reload(struct manager *m, const char *failure) {
+        if (!m->http)
+                return;
+        if (!failure)
+                sd_notify(0, "RELOADING=1\nSTATUS=Reloading configuration");
+        else if (failure[0])
+                sd_notifyf(0, "READY=1\nSTATUS=Serving on %s (reload failed: %s)", http_server_address(m->http),
+                           failure);
+        else
+                sd_notifyf(0, "READY=1\nSTATUS=Serving on %s", http_server_address(m->http));
 }
 
 static int serve(struct manager *m) {
@@ -307,14 +319,14 @@ static void reload(struct manager *m) {
         char old_listen[80], new_listen[80];
         int r;
 
-        sd_notify(0, "RELOADING=1\nSTATUS=Reloading configuration");
+        notify_reload(m, NULL);
         r = config_load(m->opts.config_path, m->opts.config_explicit, &c, &err);
         if (r < 0) {
                 pthread_mutex_lock(&m->config_lock);
                 m->failed_reloads++;
                 pthread_mutex_unlock(&m->config_lock);
                 log_error("config: %s; keeping the previous configuration", err.msg);
-                sd_notifyf(0, "READY=1\nSTATUS=Serving on %s (reload failed: %s)", serving(m), err.msg);
+                notify_reload(m, err.msg);
                 return;
         }
         apply_overrides(m, &c);
@@ -344,7 +356,7 @@ static void reload(struct manager *m) {
         pthread_mutex_unlock(&m->config_lock);
 
         log_info("Configuration reloaded from %s", m->opts.config_path);
-        sd_notifyf(0, "READY=1\nSTATUS=Serving on %s", serving(m));
+        notify_reload(m, "");
 }
 
 static void watchdog_ping(struct manager *m) {
