@@ -478,21 +478,6 @@ int spe_replay_path(const char *path, const struct spe_sink *sink, struct spe_re
         return run(reader, sink, ret);
 }
 
-int spe_replay_fd(int fd, const struct spe_sink *sink, struct spe_replay **ret) {
-        struct perf_data_reader *reader = NULL;
-        int k;
-
-        k = perf_data_reader_new_fd(fd, false, &reader);
-        if (k < 0) {
-                struct spe_replay *r = xcalloc(1, sizeof(*r));
-
-                snprintf(r->error, sizeof(r->error), "fd %d: %s", fd, strerror(-k));
-                *ret = r;
-                return k;
-        }
-        return run(reader, sink, ret);
-}
-
 struct spe_replay *spe_replay_free(struct spe_replay *r) {
         if (!r)
                 return NULL;

@@ -82,7 +82,6 @@ struct spe_replay_input {
  * naming the offset of the damage; everything before it has reached the sink
  * and is in the stats either way. *ret is set in both cases (free it). */
 int spe_replay_path(const char *path, const struct spe_sink *sink, struct spe_replay **ret);
-int spe_replay_fd(int fd, const struct spe_sink *sink, struct spe_replay **ret);
 int spe_replay_run(const struct spe_replay_input *in, const struct spe_sink *sink, struct spe_replay **ret);
 struct spe_replay *spe_replay_free(struct spe_replay *r);
 
