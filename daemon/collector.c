@@ -62,7 +62,7 @@ struct collector {
         struct lat_block *lat;
         const char *spe_source;
         char spe_reason[256];
-        uint64_t spe_period; /* sampling interval in operations, 0 unknown; set before threads start */
+        uint64_t spe_period; /* sampling interval in operations, 0 unknown; set by the replay before HTTP starts */
         size_t n_spe_cpus;
         struct spe_replay_cpu_stats *spe_cpus;
         char spe_warnings[REPLAY_WARNINGS_MAX][REPLAY_WARNING_LEN];
