@@ -272,7 +272,6 @@ int replay_once(const struct replay_args *a, const char *records_path, const str
         }
 
         /* A replay is one epoch covering the whole file. */
-        /* "-" reads a pipe-mode stream from stdin: perf record -o - | armprofd --replay - --once */
         rr = replay_run(a, fd, -1, &sink, &r);
         complete = replay_complete(r, rr);
         n_warnings = replay_warnings(r, rr, warnings);
@@ -314,8 +313,9 @@ int replay_once(const struct replay_args *a, const char *records_path, const str
         store_snapshot_unref(snap);
         store_free(s);
         symbols_free(once.symbols);
-        if (once.records && fclose(once.records) != 0 && rr >= 0)
-                rr = log_error_errno(-errno, "replay: cannot write %s: %m", records_path);
+        k = 0;
+        if (once.records && fclose(once.records) != 0)
+                k = log_error_errno(-errno, "replay: cannot write %s: %m", records_path);
         for (size_t i = 0; i < n_warnings; i++)
                 log_warning("replay: %s: %s", a->path, warnings[i]);
         if (rr < 0)
@@ -323,5 +323,7 @@ int replay_once(const struct replay_args *a, const char *records_path, const str
         spe_replay_free(r);
         if (rr < 0)
                 return rr;
+        if (k < 0)
+                return k;
         return complete ? 0 : -EBADMSG;
 }
