@@ -19,7 +19,9 @@
 # refuses the ELF's symbols once its note says another build.
 #
 # Usage: spe-oracle.py MODE PATH-TO-armprofd-spegen
-# Exits 77 (skip) when perf is missing or cannot decode Arm SPE.
+# Exits 77 (skip) when perf is missing or cannot decode Arm SPE (asked once,
+# on a probe), or for script and pipe when perf has no Python scripting.
+# After that a variant perf does not decode, or samples nothing from, fails.
 
 import csv
 import os
@@ -271,7 +273,10 @@ def check_dump(perf, data, records, garbage, label, stdin_data=None):
     if p.returncode != 0:
         fail("%s: perf report -D exited %d" % (label, p.returncode))
     if "ARM SPE data" not in out:
-        skip("this perf does not decode Arm SPE (no 'ARM SPE data' in perf report -D)")
+        # main()'s probe showed that this perf decodes SPE: a variant it
+        # does not decode is the generator's fault.
+        fail("%s: no 'ARM SPE data' in perf report -D (generator regression: perf decoded the probe)" % label)
+        return None
     got, bad, n_buffers = parse_dump(out)
 
     want_bad = set()
@@ -355,6 +360,27 @@ def symbol_of(pc, summary):
     return None
 
 
+def s32(v):
+    """perf's Python sample dict holds pid/tid as u32: -1 is 4294967295."""
+    return v - (1 << 32) if v >= 1 << 31 else v
+
+
+# What perf names a thread it has no PERF_RECORD_COMM for (perf 6.1:
+# thread__comm_str of a thread created for the sample, ":<tid>").
+NO_COMM = ":%d"
+
+
+def want_comm(threads, tid):
+    """The comm perf must give a sample of tid. -1 means no CONTEXT packet
+    was decoded on that CPU yet, so the truth has no thread and perf no
+    COMM for it; any other tid must be one the truth names."""
+    if tid in threads:
+        return threads[tid]
+    if tid == -1:
+        return NO_COMM % tid
+    return "<tid %d not in the truth's thread list>" % tid
+
+
 def check_samples(perf, data, records, garbage, summary, label, script, stdin_data=None):
     cmd = [perf, "script", "-i", "-" if stdin_data is not None else data, "--itrace=i1i", "-s", script]
     p = subprocess.run(cmd, input=stdin_data, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -364,7 +390,10 @@ def check_samples(perf, data, records, garbage, summary, label, script, stdin_da
         return
     samples = parse_samples(p.stdout.decode(errors="replace"))
     if not samples:
-        skip("perf script -s produced no samples (perf built without Python scripting?)")
+        # perf decodes SPE and runs Python scripts (main()'s probe): no
+        # samples for a variant is the generator's fault.
+        fail("%s: perf script -s produced no samples for %d records (generator regression)" % (label, len(records)))
+        return
 
     threads = {}
     for k, v in summary.items():
@@ -421,7 +450,7 @@ def check_samples(perf, data, records, garbage, summary, label, script, stdin_da
             "weight": int(r["tot_lat"]) if r["tot_lat"] else 0,
             "tid": want_tid,
             "pid": int(r["pid"]) if want_tid in threads else -1,
-            "comm": threads.get(want_tid),
+            "comm": want_comm(threads, want_tid),
             "symbol": symbol_of(decoded_pc(r), summary),
         }
         have = {
@@ -429,9 +458,9 @@ def check_samples(perf, data, records, garbage, summary, label, script, stdin_da
             "addr": int(s["addr"], 0),
             "phys_addr": int(s["phys_addr"], 0),
             "weight": int(s["weight"]),
-            "tid": int(s["tid"]),
-            "pid": int(s["pid"]),
-            "comm": s["comm"] if want_tid in threads else threads.get(want_tid),
+            "tid": s32(int(s["tid"])),
+            "pid": s32(int(s["pid"])),
+            "comm": s["comm"],
             # kernel PCs have no symbols here (no kallsyms for an arm64
             # kernel on this host): perf leaves the symbol empty
             "symbol": s["symbol"] or None,
@@ -574,6 +603,8 @@ def mode_dump(perf, spegen, tmp):
     for label, args in variants:
         data, records, garbage, _ = generate(spegen, tmp, label, args)
         slots = check_dump(perf, data, records, garbage, label)
+        if slots is None:
+            continue
         # --padded defaults to the N1 slots; most records fit them.
         if "--padded" in args and "--pad-layout=split" not in args and slots < len(records) // 2:
             fail("%s: only %d of %d padded records checked in the N1 slot layout" % (label, slots, len(records)))
@@ -789,9 +820,14 @@ def main():
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "perf-samples.py")
     tmp = tempfile.mkdtemp(prefix="spe-oracle-")
     try:
+        # The probe: what this perf can do, asked once. After it, a variant
+        # perf does not decode or samples nothing from is a failure.
         probe, _, _, _ = generate(spegen, tmp, "probe", ["--records", "10", "--ts"])
         if "ARM SPE data" not in run([perf, "report", "-D", "-i", probe]).stdout:
             skip("this perf does not decode Arm SPE (built without AUXTRACE support?)")
+        if mode in ("script", "pipe") and not re.search(r"libpython:\s*\[\s*on\s*\]",
+                                                          run([perf, "version", "--build-options"]).stdout):
+            skip("this perf has no Python scripting (perf version --build-options: libpython not on)")
         if mode == "dump":
             mode_dump(perf, spegen, tmp)
         elif mode == "script":
