@@ -6,11 +6,14 @@
 # `perf report -D` does, line for line (offsets, raw bytes, PAD merging,
 # "Bad packet!", every packet description). The perf.data files come from
 # the synthetic generator (tests/spegen, armprofd-spegen) with all scenarios
-# and garbage bytes; the raw SPE bytes are taken from perf's own dump.
+# and garbage bytes; the raw SPE bytes are taken from perf's own dump. Each
+# buffer is dumped with the MIDR its variant was generated for: the one in
+# the generator's truth, which must be the one perf reads from the file's
+# HEADER_CPUID.
 #
-# Skips (77) without perf or without the generator in the build tree.
+# Skips (77) without perf. meson builds the generator before the test.
 #
-# Usage: spe-dump-vs-perf.py PATH-TO-spe-dump-tool
+# Usage: spe-dump-vs-perf.py PATH-TO-spe-dump-tool PATH-TO-armprofd-spegen
 
 import os
 import re
@@ -21,6 +24,7 @@ import tempfile
 
 LINE = re.compile(r'^\.  ([0-9a-f]{8}): ((?: [0-9a-f]{2}){1,16})')
 HEADER = re.compile(r'^\. \.\.\. ARM SPE data: size (0x[0-9a-f]+|\d+) bytes$')
+CPUID = re.compile(r'^# cpuid : (0x[0-9a-f]+)$', re.M)
 
 VARIANTS = [
     ("unpadded-ts-garbage", ["--ts", "--seed", "17", "--records", "1500", "--cpus", "2",
@@ -35,6 +39,15 @@ VARIANTS = [
 def skip(why):
     print("skip: " + why)
     sys.exit(77)
+
+
+def truth_midr(path):
+    """The MIDR the generator wrote the variant for (truth.txt "midr=")."""
+    with open(path) as f:
+        for line in f:
+            if line.startswith("midr="):
+                return int(line[len("midr="):], 0)
+    return None
 
 
 def buffers_of(dump_text):
@@ -58,28 +71,35 @@ def buffers_of(dump_text):
 
 
 def main():
-    if len(sys.argv) != 2:
-        print("usage: spe-dump-vs-perf.py PATH-TO-spe-dump-tool")
+    if len(sys.argv) != 3:
+        print("usage: spe-dump-vs-perf.py PATH-TO-spe-dump-tool PATH-TO-armprofd-spegen")
         return 2
-    tool = sys.argv[1]
+    tool, spegen = sys.argv[1], sys.argv[2]
     perf = shutil.which("perf")
     if not perf:
         skip("perf is not installed")
     if subprocess.run([perf, "version"], stdout=subprocess.DEVNULL,
                       stderr=subprocess.DEVNULL).returncode != 0:
         skip("perf does not run here")
-    build = os.environ.get("ARMPROFD_BUILD_DIR", "")
-    spegen = os.path.join(build, "tests", "spegen", "armprofd-spegen")
-    if not build or not os.access(spegen, os.X_OK):
-        skip("generator %s not built" % spegen)
 
     total_lines = total_buffers = bad_lines = 0
+    midrs = {}
     with tempfile.TemporaryDirectory(prefix="spe-dump-vs-perf-") as tmp:
         for label, args in VARIANTS:
             data = os.path.join(tmp, label + ".data")
             subprocess.run([spegen, "--out-dir", tmp, "--prefix", label, "--perf-data", data,
-                            "--no-truth", "--no-bin"] + args, check=True,
+                            "--no-bin"] + args, check=True,
                            stdout=subprocess.DEVNULL)
+            midr = truth_midr(os.path.join(tmp, label + ".truth.txt"))
+            header = subprocess.run([perf, "report", "--header-only", "-i", data], check=True,
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                    text=True).stdout
+            m = CPUID.search(header)
+            if midr is None or not m or int(m.group(1), 16) != midr:
+                print("%s: generator truth MIDR %s, perf reads cpuid %s" % (
+                    label, midr and hex(midr), m and m.group(1)))
+                return 1
+            midrs[label] = midr
             out = subprocess.run([perf, "report", "-D", "-i", data], check=True,
                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                  text=True).stdout
@@ -98,7 +118,7 @@ def main():
                 raw_path = os.path.join(tmp, "buf.bin")
                 with open(raw_path, "wb") as f:
                     f.write(raw)
-                ours = subprocess.run([tool, "--perf61", "--no-header", raw_path], check=True,
+                ours = subprocess.run([tool, "--perf61", "--no-header", "--midr", "%x" % midr, raw_path], check=True,
                                       stdout=subprocess.PIPE, text=True).stdout.splitlines()
                 if len(ours) != len(lines):
                     print("%s: buffer %d: %d lines, perf has %d" % (label, nbuf, len(ours), len(lines)))
@@ -115,7 +135,8 @@ def main():
                 return 1
             total_buffers += nbuf
 
-    print("compared %d dump lines in %d buffers: %d mismatches" % (total_lines, total_buffers, bad_lines))
+    print("compared %d dump lines in %d buffers: %d mismatches; MIDRs %s" % (
+        total_lines, total_buffers, bad_lines, ", ".join("%s %#x" % kv for kv in midrs.items())))
     return 1 if bad_lines else 0
 
 
