@@ -114,9 +114,8 @@ static unsigned n_bad_bytes;
 
 /* ---------------------------------------------------------------------
  * The generator: appends packets to the stream and runs the model of the
- * decoder contract (spe-rec.h) alongside, producing the expected records.
- * op_subclass, op_flags and op_evl_bits_log2 are not modelled (the op
- * table is checked by test-spe-rec); everything else is.
+ * decoder contract (spe-rec.h) alongside, producing the expected records,
+ * every field of them.
  */
 struct gen {
         uint8_t *buf;
@@ -351,16 +350,105 @@ static void e_context(unsigned idx, uint32_t v) {
         g.cur.context_el = (uint8_t) (idx + 1);
 }
 
+/* bit of v as flag f */
+static uint32_t m_bit(uint8_t v, unsigned bit, uint32_t f) {
+        return (v >> bit) & 1U ? f : 0U;
+}
+
+/*
+ * Operation type, written from spe-format §6 as a chain of tests in the
+ * order of its tables (the decoder uses a table built at compile time).
+ * Payload bits are named by number as the spec's tables give them.
+ */
+static void m_op_other(uint8_t v) {
+        uint8_t evl = (uint8_t) ((v >> 4) & 7U);
+
+        if ((v & 0xF8) == 0x00) {               /* §6.1 generic: COND bit0, FP bit1, ASE bit2 */
+                g.cur.op_subclass = SPE_OP_SUB_OTHER;
+                g.cur.op_flags = m_bit(v, 0, SPE_OPF_COND) | m_bit(v, 1, SPE_OPF_FP) | m_bit(v, 2, SPE_OPF_SIMD);
+        } else if ((v & 0x89) == 0x08) {        /* SVE: EVL = 32 << bits[6:4], PRED bit2, FP bit1 */
+                g.cur.op_subclass = SPE_OP_SUB_SVE_OTHER;
+                g.cur.op_flags = SPE_OPF_SVE | m_bit(v, 1, SPE_OPF_FP) | m_bit(v, 2, SPE_OPF_PRED);
+                g.cur.op_evl_bits_log2 = (uint8_t) (5U + evl);
+        } else if ((v & 0x89) == 0x88) {        /* SME: ETS = 128 << (bits[6:4] << 1 | bit2), FP bit1 */
+                g.cur.op_subclass = SPE_OP_SUB_SME_OTHER;
+                g.cur.op_flags = SPE_OPF_SME | m_bit(v, 1, SPE_OPF_FP);
+                g.cur.op_evl_bits_log2 = (uint8_t) (7U + ((unsigned) evl << 1) + ((v >> 2) & 1U));
+        }
+}
+
+static void m_op_ldst(uint8_t v) {
+        /* §6.2: bit0 store, else load, whatever the subclass. */
+        g.cur.op_flags = (v & 1U) ? SPE_OPF_STORE : SPE_OPF_LOAD;
+        if ((v & 0xE2) == 0x02) {
+                g.cur.op_subclass = SPE_OP_SUB_LDST_EXT;
+                g.cur.op_flags |= m_bit(v, 2, SPE_OPF_ATOMIC) | m_bit(v, 3, SPE_OPF_EXCLUSIVE) |
+                                  m_bit(v, 4, SPE_OPF_ACQREL);
+        } else if ((v & 0xFE) == 0x04) {
+                g.cur.op_subclass = SPE_OP_SUB_LDST_SIMD_FP;
+                g.cur.op_flags |= SPE_OPF_SIMD;
+        } else if ((v & 0xFE) == 0x00) {
+                g.cur.op_subclass = SPE_OP_SUB_LDST_GP_REG;
+        } else if ((v & 0xFE) == 0x10) {
+                g.cur.op_subclass = SPE_OP_SUB_LDST_UNSPEC_REG;
+                g.cur.op_flags |= SPE_OPF_UNSPEC_REG;
+        } else if ((v & 0xFE) == 0x30) {
+                g.cur.op_subclass = SPE_OP_SUB_LDST_NV_SYSREG;
+                g.cur.op_flags |= SPE_OPF_NV_SYSREG;
+        } else if ((v & 0xFE) == 0x14) {
+                g.cur.op_subclass = SPE_OP_SUB_LDST_MTE_TAG;
+                g.cur.op_flags |= SPE_OPF_MTE_TAG;
+        } else if ((v & 0xFE) == 0x20) {
+                g.cur.op_subclass = SPE_OP_SUB_LDST_MEMCPY;
+                g.cur.op_flags |= SPE_OPF_MEMCPY;
+        } else if (v == 0x25) {
+                g.cur.op_subclass = SPE_OP_SUB_LDST_MEMSET;
+                g.cur.op_flags |= SPE_OPF_MEMSET;
+        } else if ((v & 0x0A) == 0x08) {        /* SVE/SME register: EVL bits[6:4], PRED bit2, SG bit7 */
+                g.cur.op_subclass = SPE_OP_SUB_LDST_SVE_SME;
+                g.cur.op_flags |= SPE_OPF_SVE | m_bit(v, 2, SPE_OPF_PRED) | m_bit(v, 7, SPE_OPF_SG);
+                g.cur.op_evl_bits_log2 = (uint8_t) (5U + ((v >> 4) & 7U));
+        } else if ((v & 0xFA) == 0x40) {
+                g.cur.op_subclass = SPE_OP_SUB_LDST_GCS;
+                g.cur.op_flags |= SPE_OPF_GCS | m_bit(v, 2, SPE_OPF_GCS_COMM);
+        }
+}
+
+static void m_op_branch(uint8_t v) {
+        /* §6.3: COND bit0, IND bit1, GCS bit2, call/return hint bits[4:3]. */
+        static const uint32_t cr[4] = { 0U, SPE_OPF_CALL, SPE_OPF_RET, SPE_OPF_CR_OTHER };
+
+        g.cur.op_subclass = SPE_OP_SUB_BRANCH;
+        g.cur.op_flags = SPE_OPF_BRANCH | m_bit(v, 0, SPE_OPF_COND) | m_bit(v, 1, SPE_OPF_INDIRECT) |
+                         m_bit(v, 2, SPE_OPF_GCS) | cr[(v >> 3) & 3U];
+}
+
 static void e_op(unsigned cls, uint8_t v) {
         uint8_t b[SPE_ENC_MAX_PKT];
 
         put_pkt(b, spe_enc_op_type(b, cls, v));
         m_pkt();
         m_present(SPE_REC_OP);
-        if (cls == 3)
-                g.st.reserved_op++;
         g.cur.op_class = (uint8_t) cls;
         g.cur.op_raw = v;
+        /* A second op packet replaces the first entirely (the last one is kept). */
+        g.cur.op_subclass = SPE_OP_SUB_UNKNOWN;
+        g.cur.op_flags = 0;
+        g.cur.op_evl_bits_log2 = 0;
+        switch (cls) {
+        case 0:
+                m_op_other(v);
+                break;
+        case 1:
+                m_op_ldst(v);
+                break;
+        case 2:
+                m_op_branch(v);
+                break;
+        default:                                /* reserved class 3: nothing decoded */
+                g.st.reserved_op++;
+                break;
+        }
 }
 
 static void e_ts(uint64_t v) {
@@ -742,14 +830,10 @@ static void generate(unsigned nrecords) {
         X(op_class) X(op_subclass) X(op_raw) X(op_evl_bits_log2)                \
         X(source) X(context_el)
 
-/* Not modelled by the generator (decoded from the op table). */
-#define OP_DERIVED(f) (!strcmp(f, "op_flags") || !strcmp(f, "op_subclass") || \
-                       !strcmp(f, "op_evl_bits_log2"))
-
 /* Name of the first field that differs, NULL when equal. */
-static const char *rec_diff(const struct spe_record *a, const struct spe_record *b, bool skip_op) {
+static const char *rec_diff(const struct spe_record *a, const struct spe_record *b) {
 #define X(f)                                                                    \
-        if ((uint64_t) a->f != (uint64_t) b->f && !(skip_op && OP_DERIVED(#f))) \
+        if ((uint64_t) a->f != (uint64_t) b->f)                                 \
                 return #f;
         SPE_RECORD_FIELDS(X)
 #undef X
@@ -819,7 +903,7 @@ static bool state_equal(const char *what, const struct spe_decoder *a, const str
                        a->carry_len, b->carry_len);
                 return false;
         }
-        if (a->in_record && (f = rec_diff(&a->cur, &b->cur, false))) {
+        if (a->in_record && (f = rec_diff(&a->cur, &b->cur))) {
                 printf("#   %s: partial record differs in %s\n", what, f);
                 return false;
         }
@@ -868,7 +952,7 @@ struct cmp {
 static void cmp_record(struct cmp *c, const struct spe_record *r, size_t stream_off) {
         const char *f = NULL;
 
-        if (c->n >= c->nref || (f = rec_diff(&c->ref[c->n], r, false))) {
+        if (c->n >= c->nref || (f = rec_diff(&c->ref[c->n], r))) {
                 if (c->bad++ < MAX_REPORTS) {
                         printf("#   %s: record %zu (ends before stream offset %zu) differs in %s\n",
                                c->what, c->n, stream_off, f ? f : "(extra record)");
@@ -998,7 +1082,7 @@ static uint64_t check_capture(const char *name, const uint8_t *bytes, unsigned i
 
                 n1 += spe_decoder_decode(&d1, bytes + i, 1, one + n1, ELEMENTSOF(one) - n1, &u);
         }
-        f = n1 == 1 ? rec_diff(r, &one[0], false) : "count";
+        f = n1 == 1 ? rec_diff(r, &one[0]) : "count";
         check(n1 == 1 && !f && stats_equal(name, &d.stats, &d1.stats),
               "%s: byte-by-byte decode identical%s%s", name, f ? ", differs in " : "", f ? f : "");
 
@@ -1076,6 +1160,23 @@ int main(int argc, char **argv) {
         printf("# stream: %zu bytes, %zu expected records, %" PRIu64 " empty, %" PRIu64 " dropped\n",
                g.len, g.nexp, g.st.empty_records, g.st.dropped_records);
 
+        /* The model's op decode must have met every subclass, and both
+         * vector-length encodings, for the comparison to cover them. */
+        {
+                bool seen[_SPE_OP_SUB_MAX] = { false };
+                unsigned n_seen = 0, n_evl = 0;
+
+                for (size_t i = 0; i < g.nexp; i++) {
+                        seen[g.exp[i].op_subclass] = true;
+                        n_evl += g.exp[i].op_evl_bits_log2 != 0;
+                }
+                for (unsigned k = 0; k < _SPE_OP_SUB_MAX; k++)
+                        n_seen += seen[k];
+                check(n_seen == _SPE_OP_SUB_MAX && n_evl > 0,
+                      "op model: %u of %u subclasses, %u records with a vector length", n_seen,
+                      (unsigned) _SPE_OP_SUB_MAX, n_evl);
+        }
+
         /* 2 (i). Large buffers. */
         t0 = now_s();
         decode_large(&dl, g.buf, g.len, &large);
@@ -1083,7 +1184,7 @@ int main(int argc, char **argv) {
 
         bad = 0;
         for (size_t i = 0; i < MIN(large.n, g.nexp); i++) {
-                const char *f = rec_diff(&g.exp[i], &large.recs[i], true);
+                const char *f = rec_diff(&g.exp[i], &large.recs[i]);
 
                 if (f && bad++ < MAX_REPORTS) {
                         printf("#   model: record %zu differs in %s\n", i, f);
