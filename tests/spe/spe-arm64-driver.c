@@ -45,6 +45,7 @@
 #include "macro.h"
 #include "spe-enc.h"
 #include "spe-rec.h"
+#include "spe-record-fields.h"
 #include "vm-check.h"
 
 #define MIDR_N1 UINT64_C(0x414fd0c1)
@@ -817,19 +818,9 @@ static void generate(unsigned nrecords) {
 }
 
 /* ---------------------------------------------------------------------
- * Record comparison and hashing, every field of struct spe_record.
+ * Record comparison and hashing, every field of struct spe_record
+ * (spe-record-fields.h).
  */
-#define SPE_RECORD_FIELDS(X)                                                    \
-        X(pc.addr) X(pc.el) X(pc.ns) X(pc.nse)                                  \
-        X(br_tgt.addr) X(br_tgt.el) X(br_tgt.ns) X(br_tgt.nse)                  \
-        X(pbt.addr) X(pbt.el) X(pbt.ns) X(pbt.nse)                              \
-        X(va) X(pa) X(timestamp) X(events) X(source_raw)                        \
-        X(present) X(flags) X(op_flags) X(context) X(cpu)                       \
-        X(lat_total) X(lat_issue) X(lat_xlat)                                   \
-        X(va_tag) X(pa_ns) X(pa_ch) X(pa_pat) X(pa_nse)                         \
-        X(op_class) X(op_subclass) X(op_raw) X(op_evl_bits_log2)                \
-        X(source) X(context_el)
-
 /* Name of the first field that differs, NULL when equal. */
 static const char *rec_diff(const struct spe_record *a, const struct spe_record *b) {
 #define X(f)                                                                    \

@@ -43,6 +43,7 @@
 #include "macro.h"
 #include "spe-enc.h"
 #include "spe-rec.h"
+#include "spe-record-fields.h"
 #include "spegen-gen.h"
 #include "strbuf.h"
 
@@ -679,18 +680,6 @@ static bool want_record(const struct spegen_record *w, bool after_error, struct 
                 e->flags |= SPE_REC_F_AFTER_ERROR;
         return true;
 }
-
-/* Every field of struct spe_record (spe-rec.h). */
-#define SPE_RECORD_FIELDS(X)                                                    \
-        X(pc.addr) X(pc.el) X(pc.ns) X(pc.nse)                                  \
-        X(br_tgt.addr) X(br_tgt.el) X(br_tgt.ns) X(br_tgt.nse)                  \
-        X(pbt.addr) X(pbt.el) X(pbt.ns) X(pbt.nse)                              \
-        X(va) X(pa) X(timestamp) X(events) X(source_raw)                        \
-        X(present) X(flags) X(op_flags) X(context) X(cpu)                       \
-        X(lat_total) X(lat_issue) X(lat_xlat)                                   \
-        X(va_tag) X(pa_ns) X(pa_ch) X(pa_pat) X(pa_nse)                         \
-        X(op_class) X(op_subclass) X(op_raw) X(op_evl_bits_log2)                \
-        X(source) X(context_el)
 
 /* Name of the first field that differs (want, have into *ret_*), NULL when equal. */
 static const char *record_diff(const struct spe_record *want, const struct spe_record *have, uint64_t *ret_want,
