@@ -11,8 +11,8 @@
 # the generator's truth, which must be the one perf reads from the file's
 # HEADER_CPUID. (Today nothing in this text depends on it: perf 6.1 prints
 # DATA-SOURCE as a number and drops event bit 12, the one MIDR-specific
-# name; the data-source meaning per MIDR is checked on decoded records by
-# spe-oracle.py script and test-spe-roundtrip.)
+# name. The data source's meaning per MIDR is checked on decoded records,
+# by test-spe-rec's MIDR cases and, through perf, by spe-oracle.py script.)
 #
 # Skips (77) without perf. meson builds the generator before the test.
 #
