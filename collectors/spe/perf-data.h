@@ -262,7 +262,7 @@ enum {
 
 /*
  * Arm SPE private area of PERF_RECORD_AUXTRACE_INFO (u64 indexes,
- * tools/perf/util/arm-spe.h; spe-format.md §9.2).
+ * tools/perf/util/arm-spe.h, tools/perf/arch/arm64/util/arm-spe.c).
  * Version 1: exactly two u64s, {pmu_type, per_cpu_mmaps}.
  * Version 2+: a header {version, header size in u64s, pmu_type, nr_cpus},
  * then per CPU {magic, cpu, nr_params, params[nr_params]} where params are

@@ -994,7 +994,7 @@ static void test_build_id_table(void **state) {
         }
 }
 
-/* SPE AUXTRACE_INFO private areas written word by word (spe-format.md §9.2). */
+/* SPE AUXTRACE_INFO private areas written word by word (tools/perf/util/arm-spe.h). */
 struct spe_info_case {
         const char *name;
         uint64_t words[24];             /* {type, reserved} as one u64, then priv[] */

@@ -20,7 +20,7 @@ build = os.environ["ARMPROFD_BUILD_DIR"]
 spegen = os.path.join(build, "tests", "spegen", "armprofd-spegen")
 armprofd = os.path.join(build, "daemon", "armprofd")
 
-# Neoverse "common" data-source encodings (spe-format.md §7) -> armprofd's names.
+# Neoverse "common" data-source encodings (Neoverse TRMs, "Data source packet") -> armprofd's names.
 SOURCES = {0x0: "l1d", 0x8: "l2", 0x9: "peer_core", 0xA: "local_cluster", 0xB: "sys_cache",
            0xC: "peer_cluster", 0xD: "remote", 0xE: "dram"}
 LOCAL_PEER = {"peer_core", "local_cluster", "peer_cluster"}

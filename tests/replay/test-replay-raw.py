@@ -81,7 +81,7 @@ def check_capture(tmp, name):
 
 
 def expected(row):
-    """A truth row as the decoder must give it (perf's address rules, spe-format.md §2)."""
+    """A truth row as the decoder must give it (perf's address rules, arm-spe-decoder.c)."""
     def ip(addr, el, ns):
         a = num(addr)
         if ns == 1 and el in (1, 2):

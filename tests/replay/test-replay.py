@@ -20,7 +20,7 @@ def num(s):
 
 
 def expected(row):
-    """What the decoder must report for a truth row (perf's address rules, spe-format.md §2)."""
+    """What the decoder must report for a truth row (perf's address rules, arm-spe-decoder.c)."""
     el, ns = int(row["el"]), int(row["ns"])
     pc = num(row["pc"])
     if ns == 1 and el in (1, 2):

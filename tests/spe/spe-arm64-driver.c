@@ -6,7 +6,7 @@
  * VM has nothing but this binary.
  *
  *  1. A seeded, deterministic stream of SPE records is encoded here from
- *     the packet format (shared/reference/spe-format.md §0-§7), while a
+ *     the packet format (Arm ARM D10, the packet sections), while a
  *     small model of the decoder contract (spe-rec.h) computes the records
  *     and statistics the decoder must produce: Neoverse N1 64-byte
  *     fixed-slot records, packets back to back, padding runs of every
@@ -96,7 +96,7 @@ static bool chance(unsigned percent) {
 }
 
 /* ---------------------------------------------------------------------
- * Header classification written from spe-format §1 (not from spe-pkt.c):
+ * Header classification written from Arm ARM D10 "Packet headers" (not from spe-pkt.c):
  * picks the garbage bytes, and is cross-checked against spe_hdr_table.
  */
 static bool hdr_valid(unsigned h) {
@@ -215,7 +215,7 @@ static void m_bad(bool ext) {
         g.after_error = true;
 }
 
-/* --- packet encoders (spe-format §1-§7) --- */
+/* --- packet encoders (Arm ARM D10, the packet sections) --- */
 
 /* One packet from the generator's encoder (tests/spegen/spe-enc.c, written from the spec). */
 static void put_pkt(const uint8_t *b, size_t n) {
@@ -357,7 +357,7 @@ static uint32_t m_bit(uint8_t v, unsigned bit, uint32_t f) {
 }
 
 /*
- * Operation type, written from spe-format §6 as a chain of tests in the
+ * Operation type, written from Arm ARM D10 "Operation Type packet" as a chain of tests in the
  * order of its tables (the decoder uses a table built at compile time).
  * Payload bits are named by number as the spec's tables give them.
  */
@@ -1132,7 +1132,7 @@ int main(int argc, char **argv) {
                                                 spe_hdr_table[b].type == SPE_PKT_COUNTER)))
                         table_bad++;
         }
-        check(table_bad == 0 && n_bad_bytes > 0, "header classes agree with spe-format §1 (%u bad bytes)",
+        check(table_bad == 0 && n_bad_bytes > 0, "header classes agree with the Arm ARM (%u bad bytes)",
               n_bad_bytes);
 
         /* 1. Stream and model. */

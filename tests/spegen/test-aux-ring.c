@@ -4,7 +4,7 @@
  * the producer side of struct perf_event_mmap_page's protocol as the
  * kernel and the SPE driver follow it (perf_event_open(2) "MMAP layout",
  * kernel/events/ring_buffer.c perf_output_begin/perf_aux_output_begin,
- * spe-format §8.3):
+ * drivers/perf/arm_spe_pmu.c):
  *
  *  - AUX bytes go to aux_head modulo the ring, never past aux_tail + size:
  *    what does not fit is cut and the chunk flagged TRUNCATED, after which
@@ -541,7 +541,7 @@ static int decode_aux(void *u, const struct aux_ring_chunk *c, const uint8_t *da
         return 0;
 }
 
-/* perf's address rules (spe-format §2): NS=1 at EL1/EL2 is a kernel
+/* perf's address rules (tools/perf/util/arm-spe-decoder/arm-spe-decoder.c): NS=1 at EL1/EL2 is a kernel
  * address (top byte 0xff); a data VA keeps bits [55:0], top byte 0xff
  * when bits [55:52] are all ones, its tag byte apart. */
 static uint64_t want_ip(uint64_t addr, unsigned el, bool ns) {
@@ -554,7 +554,7 @@ static uint64_t want_va(uint64_t raw) {
         return ((raw >> 52) & 0xf) == 0xf ? va | UINT64_C(0xff00000000000000) : va;
 }
 
-/* Neoverse "common" data-source encoding (spe-format §7.1). */
+/* Neoverse "common" data-source encoding (Neoverse TRMs, "Data source packet"). */
 static uint8_t want_source(uint16_t ds) {
         switch (ds) {
         case SPE_ENC_DS_L1D:           return SPE_SOURCE_L1D;
@@ -574,7 +574,7 @@ static uint32_t bit_flag(uint8_t v, unsigned bit, uint32_t f) {
 }
 
 /*
- * The decoded op of the payloads the generator writes (spe-format §6):
+ * The decoded op of the payloads the generator writes (Arm ARM D10 "Operation Type packet"):
  * generic other ops, GP/SIMD&FP/extended loads and stores, branches
  * without GCS or call/return hints. false for anything else, which this
  * test would then have to learn.
