@@ -2,7 +2,14 @@
 /*
  * Real perf_event_open(2), per CPU, with software events: they work on any
  * kernel, with or without a hardware PMU, so these run on our x86 VMs.
- * Needs root (or CAP_PERFMON, or perf_event_paranoid <= 0); exits 77 without.
+ * Needs root (or CAP_PERFMON, or perf_event_paranoid <= 0) and SCHED_FIFO
+ * (root or CAP_SYS_NICE); exits 77 without, saying which.
+ *
+ * A per-CPU counter counts every task on its CPU, and this machine is
+ * shared: the page faults and context switches we make are compared with the
+ * kernel's own count of them (getrusage(2), wait4(2)) over the same
+ * interval, while we run at SCHED_FIFO pinned to the measured CPU so that no
+ * SCHED_OTHER task runs there and adds its own (sched(7)).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +38,18 @@
 #define FAULT_PAGES 2000U
 #define PING_PONG_ROUNDS 1000U
 #define NOBODY_UID 65534
+#define RT_PRIORITY 1
+
+/*
+ * How far the counter may be from the kernel's count of our own faults or
+ * switches: 5% plus a few. At SCHED_FIFO only real-time and kernel tasks
+ * (stopper, threaded IRQs) can run on the CPU between ours, and they neither
+ * fault user pages nor switch more than a handful of times in a few
+ * milliseconds; the tolerance still fails a counter that counts half or
+ * twice what the kernel saw (another CPU's events, one thread of two, each
+ * switch twice).
+ */
+#define COUNT_TOLERANCE(expected) ((expected) / 20 + 16)
 
 static struct pmu_snapshot *snap(struct pmu_collector *c) {
         struct pmu_snapshot *s = NULL;
@@ -65,11 +84,54 @@ static void pin(unsigned cpu) {
                 _exit(2);
 }
 
+/* The calling thread pinned to cpu at SCHED_FIFO (children and threads it
+ * creates inherit both); rt_end() puts back what rt_begin() saved. */
+static void rt_begin(unsigned cpu, cpu_set_t *ret_saved_cpus, int *ret_saved_policy) {
+        struct sched_param rt = { .sched_priority = RT_PRIORITY };
+        cpu_set_t set;
+
+        assert_int_equal(sched_getaffinity(0, sizeof(*ret_saved_cpus), ret_saved_cpus), 0);
+        *ret_saved_policy = sched_getscheduler(0);
+        assert_true(*ret_saved_policy >= 0);
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        assert_int_equal(sched_setaffinity(0, sizeof(set), &set), 0);
+        assert_int_equal(sched_setscheduler(0, SCHED_FIFO, &rt), 0);
+}
+
+static void rt_end(const cpu_set_t *saved_cpus, int saved_policy) {
+        struct sched_param p = {};
+
+        assert_int_equal(sched_setscheduler(0, saved_policy, &p), 0);
+        assert_int_equal(sched_setaffinity(0, sizeof(*saved_cpus), saved_cpus), 0);
+}
+
+static uint64_t faults_of(const struct rusage *ru) {
+        return (uint64_t) ru->ru_minflt + (uint64_t) ru->ru_majflt;
+}
+
+static uint64_t switches_of(const struct rusage *ru) {
+        return (uint64_t) ru->ru_nvcsw + (uint64_t) ru->ru_nivcsw;
+}
+
+static void assert_near(uint64_t counted, uint64_t expected, const char *what) {
+        uint64_t tol = COUNT_TOLERANCE(expected);
+
+        printf("# %s: counted %llu, kernel says %llu (tolerance %llu)\n", what, (unsigned long long) counted,
+               (unsigned long long) expected, (unsigned long long) tol);
+        assert_true(counted + tol >= expected);
+        assert_true(counted <= expected + tol);
+}
+
 /* A child pinned to cpu touches FAULT_PAGES fresh anonymous pages: each
- * first write is a page fault on that CPU. */
-static void fault_pages_on(unsigned cpu) {
+ * first write is a page fault on that CPU. Returns the child's page faults
+ * as the kernel counted them (wait4(2)); the caller is pinned to cpu, so the
+ * child's whole life is there. Unpinned callers (test_hotplug) only need
+ * the child's own pin(). */
+static uint64_t fault_pages_on(unsigned cpu) {
         long page = sysconf(_SC_PAGESIZE);
         pid_t pid = fork();
+        struct rusage ru;
         int status;
 
         assert_true(pid >= 0);
@@ -85,9 +147,10 @@ static void fault_pages_on(unsigned cpu) {
                         p[i * (size_t) page] = 1;
                 _exit(0);
         }
-        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_int_equal(wait4(pid, &status, 0, &ru), pid);
         assert_true(WIFEXITED(status));
         assert_int_equal(WEXITSTATUS(status), 0);
+        return faults_of(&ru);
 }
 
 static void test_page_faults_cpu0(void **state) {
@@ -95,20 +158,30 @@ static void test_page_faults_cpu0(void **state) {
         struct pmu_snapshot *a, *b;
         unsigned cpu = (unsigned) cpulist_next(pmu_collector_online(c), 0);
         const struct pmu_cpu_snapshot *cs;
-        uint64_t before, after;
+        uint64_t before, after, child;
+        struct rusage r0, r1;
+        cpu_set_t saved;
+        int policy;
 
+        /* Between r0 and r1 this thread and its child fault only on cpu,
+         * and nothing else does there; the counter's interval lies inside. */
+        rt_begin(cpu, &saved, &policy);
+        assert_int_equal(getrusage(RUSAGE_THREAD, &r0), 0);
         assert_int_equal(pmu_collector_read(c), 0);
         a = snap(c);
         before = total_of(a, cpu, PMU_EVENT_PAGE_FAULTS);
-        fault_pages_on(cpu);
+        child = fault_pages_on(cpu);
         assert_int_equal(pmu_collector_read(c), 0);
         b = snap(c);
+        assert_int_equal(getrusage(RUSAGE_THREAD, &r1), 0);
+        rt_end(&saved, policy);
         after = total_of(b, cpu, PMU_EVENT_PAGE_FAULTS);
         cs = pmu_snapshot_cpu(b, cpu);
-        printf("# cpu%u page faults: %llu -> %llu (+%llu, expected >= %u)\n", cpu,
-               (unsigned long long) before, (unsigned long long) after,
-               (unsigned long long) (after - before), FAULT_PAGES);
-        assert_true(after - before >= FAULT_PAGES);
+        printf("# cpu%u page faults: %llu -> %llu (+%llu; the child made %llu, %u of them on purpose)\n", cpu,
+               (unsigned long long) before, (unsigned long long) after, (unsigned long long) (after - before),
+               (unsigned long long) child, FAULT_PAGES);
+        assert_true(child >= FAULT_PAGES);
+        assert_near(after - before, child + faults_of(&r1) - faults_of(&r0), "page faults on our CPU");
         assert_true(cs->events[PMU_EVENT_PAGE_FAULTS].counted);
         assert_int_equal(cs->events[PMU_EVENT_PAGE_FAULTS].delta, after - before);
         /* host-wide includes cpu's */
@@ -131,18 +204,18 @@ static void test_page_faults_cpu0(void **state) {
 
 struct pingpong {
         int to_b[2], to_a[2];
-        unsigned cpu;
         int err;
+        uint64_t switches; /* the kernel's count of this thread's switches over its loop */
 };
 
+/* Created by a thread pinned to the CPU at SCHED_FIFO: inherits both
+ * (pthread_attr_setinheritsched(3)), so its whole life is on that CPU. */
 static void *pong(void *arg) {
         struct pingpong *pp = arg;
+        struct rusage r0, r1;
         char ch;
-        cpu_set_t set;
 
-        CPU_ZERO(&set);
-        CPU_SET(pp->cpu, &set);
-        if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0)
+        if (getrusage(RUSAGE_THREAD, &r0) < 0)
                 pp->err = 1;
         for (unsigned i = 0; i < PING_PONG_ROUNDS; i++) {
                 if (read(pp->to_b[0], &ch, 1) != 1 || write(pp->to_a[1], &ch, 1) != 1) {
@@ -150,16 +223,21 @@ static void *pong(void *arg) {
                         break;
                 }
         }
+        if (getrusage(RUSAGE_THREAD, &r1) < 0)
+                pp->err = 1;
+        pp->switches = switches_of(&r1) - switches_of(&r0);
         return NULL;
 }
 
 static void test_context_switches_cpu1(void **state) {
         struct pmu_collector *c = open_all_events();
-        struct pingpong pp = { .cpu = 1 };
+        struct pingpong pp = {};
         struct pmu_snapshot *a, *b;
-        uint64_t before, after;
+        uint64_t before, after, expected;
+        struct rusage r0, r1;
         pthread_t t;
-        cpu_set_t set, saved;
+        cpu_set_t saved;
+        int policy;
         char ch = 'x';
 
         if (!cpulist_has(pmu_collector_online(c), 1)) {
@@ -168,29 +246,36 @@ static void test_context_switches_cpu1(void **state) {
         }
         assert_int_equal(pipe(pp.to_b), 0);
         assert_int_equal(pipe(pp.to_a), 0);
+        /* Both threads at SCHED_FIFO on cpu1: one of them is always
+         * runnable, so every switch there is one of theirs, counted by the
+         * kernel in the thread switched out (getrusage(2) RUSAGE_THREAD). */
+        rt_begin(1, &saved, &policy);
+        assert_int_equal(getrusage(RUSAGE_THREAD, &r0), 0);
         assert_int_equal(pmu_collector_read(c), 0);
         a = snap(c);
         before = total_of(a, 1, PMU_EVENT_CONTEXT_SWITCHES);
-
-        assert_int_equal(sched_getaffinity(0, sizeof(saved), &saved), 0);
-        CPU_ZERO(&set);
-        CPU_SET(1, &set);
-        assert_int_equal(sched_setaffinity(0, sizeof(set), &set), 0);
         assert_int_equal(pthread_create(&t, NULL, pong, &pp), 0);
         for (unsigned i = 0; i < PING_PONG_ROUNDS; i++) {
                 assert_int_equal(write(pp.to_b[1], &ch, 1), 1);
                 assert_int_equal(read(pp.to_a[0], &ch, 1), 1);
         }
         assert_int_equal(pthread_join(t, NULL), 0);
-        assert_int_equal(sched_setaffinity(0, sizeof(saved), &saved), 0);
-        assert_int_equal(pp.err, 0);
-
         assert_int_equal(pmu_collector_read(c), 0);
         b = snap(c);
+        assert_int_equal(getrusage(RUSAGE_THREAD, &r1), 0);
+        rt_end(&saved, policy);
+        assert_int_equal(pp.err, 0);
+
         after = total_of(b, 1, PMU_EVENT_CONTEXT_SWITCHES);
-        printf("# cpu1 context switches: +%llu for %u round trips (expected >= %u)\n",
-               (unsigned long long) (after - before), PING_PONG_ROUNDS, PING_PONG_ROUNDS);
-        assert_true(after - before >= PING_PONG_ROUNDS);
+        /* + 1: pong's last switch, out of the exiting thread, after its
+         * getrusage(). */
+        expected = switches_of(&r1) - switches_of(&r0) + pp.switches + 1;
+        printf("# cpu1 context switches: +%llu for %u round trips (this thread %llu, the other %llu)\n",
+               (unsigned long long) (after - before), PING_PONG_ROUNDS,
+               (unsigned long long) (switches_of(&r1) - switches_of(&r0)), (unsigned long long) pp.switches);
+        /* pong blocks in all but its last round trip */
+        assert_true(pp.switches >= PING_PONG_ROUNDS - 1);
+        assert_near(after - before, expected, "context switches on cpu1");
         for (int i = 0; i < 2; i++) {
                 close(pp.to_a[i]);
                 close(pp.to_b[i]);
@@ -403,23 +488,51 @@ int main(void) {
         static const enum pmu_event_id probe_ev[] = { PMU_EVENT_PAGE_FAULTS };
         struct pmu_collector_config cfg = { .events = probe_ev, .n_events = 1 };
         struct pmu_collector *c = NULL;
+        struct sched_param rt = { .sched_priority = RT_PRIORITY }, other = {};
         enum pmu_state st;
         const char *msg;
         int r;
 
         setvbuf(stdout, NULL, _IOLBF, 0);
+        /* Only a refusal is a reason to skip: any other error, or software
+         * events that do not all count, is a bug here (they count on every
+         * kernel with perf events). */
         r = pmu_collector_new(&cfg, &c);
-        if (r < 0) {
-                printf("SKIP: cannot set up the collector: %s\n", strerror(-r));
+        if (r == -EACCES || r == -EPERM) {
+                printf("SKIP: not permitted to count per CPU (%s): needs root, CAP_PERFMON or "
+                       "kernel.perf_event_paranoid <= 0\n", strerror(-r));
                 return 77;
         }
+        if (r < 0) {
+                printf("FAIL: cannot set up the collector: %s\n", strerror(-r));
+                return 1;
+        }
         st = pmu_collector_state(c, &msg);
-        if (st != PMU_STATE_OK) {
-                printf("SKIP: software events cannot be counted per CPU here (%s): %s\n",
-                       pmu_state_to_string(st), msg);
+        if (st == PMU_STATE_PERMISSION_DENIED) {
+                printf("SKIP: not permitted to count per CPU: %s\n", msg);
                 pmu_collector_free(c);
                 return 77;
         }
+        if (st != PMU_STATE_OK) {
+                printf("FAIL: software events do not count per CPU (%s): %s\n", pmu_state_to_string(st), msg);
+                pmu_collector_free(c);
+                return 1;
+        }
         pmu_collector_free(c);
+        /* The count comparisons need SCHED_FIFO to keep other tasks off the
+         * measured CPU (see the top of this file). */
+        if (sched_setscheduler(0, SCHED_FIFO, &rt) < 0) {
+                if (errno != EPERM) {
+                        printf("FAIL: sched_setscheduler(SCHED_FIFO): %s\n", strerror(errno));
+                        return 1;
+                }
+                printf("SKIP: SCHED_FIFO not permitted (needs root or CAP_SYS_NICE, and RT time in "
+                       "this cgroup): %s\n", strerror(errno));
+                return 77;
+        }
+        if (sched_setscheduler(0, SCHED_OTHER, &other) < 0) {
+                printf("FAIL: back to SCHED_OTHER: %s\n", strerror(errno));
+                return 1;
+        }
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
