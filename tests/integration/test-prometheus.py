@@ -4,9 +4,11 @@
 in 2.42), once with native histograms enabled (protobuf). The test then asks
 Prometheus's HTTP API what it stored."""
 
+import csv
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -46,9 +48,38 @@ def wait_query(port, expr, timeout=30):
 spegen = os.path.join(os.environ["ARMPROFD_BUILD_DIR"], "tests", "spegen", "armprofd-spegen")
 gen_dir = tempfile.mkdtemp(prefix="armprofd-prom-gen-")
 subprocess.run([spegen, "--out-dir", gen_dir, "--prefix", "p", "--records", "20000", "--scenario", "all",
-                "--no-bin", "--no-truth"], check=True, stdout=subprocess.DEVNULL)
+                "--no-bin"], check=True, stdout=subprocess.DEVNULL)
 REPLAY = os.path.join(gen_dir, "p.data")
 LOAD = 'kind="total",op="load"'
+
+
+def num(s):
+    return int(s, 16) if s.startswith("0x") else int(s)
+
+
+# The generator's truth: total latencies of the loads (op_class 1, op_subclass
+# bit 0 clear: not a store) that have one; their median is what Prometheus must find.
+with open(os.path.join(gen_dir, "p.truth.csv"), newline="") as f:
+    LOAD_LATENCIES = [num(r["tot_lat"]) for r in csv.DictReader(f)
+                      if r["kind"] == "record" and r["op_class"] == "1" and not num(r["op_subclass"]) & 1
+                      and r["tot_lat"]]
+TRUE_MEDIAN = statistics.median(LOAD_LATENCIES)
+# Native histograms (schema 7) have buckets 2^(1/128) (0.5%) wide and
+# Prometheus interpolates inside one: 1%.
+NATIVE_TOLERANCE = 0.01
+
+
+def classic_bucket(served, value):
+    """The (lower, upper] bounds of the served classic bucket holding value."""
+    bounds = sorted(float(dict(k[1])["le"]) for k in served
+                    if k[0] == "armprofd_spe_latency_cycles_bucket" and ("kind", "total") in k[1]
+                    and ("op", "load") in k[1])
+    lower = 0.0
+    for upper in bounds:
+        if value <= upper:
+            return lower, upper
+        lower = upper
+    raise AssertionError(f"no classic bucket holds {value}: {bounds}")
 
 
 def run(native):
@@ -103,9 +134,16 @@ scrape_configs:
             else:
                 got = float(wait_query(port, f"armprofd_spe_latency_cycles_count{{{LOAD}}}")[0]["value"][1])
                 p50 = float(wait_query(port, f"histogram_quantile(0.5, armprofd_spe_latency_cycles_bucket{{{LOAD}}})")[0]["value"][1])
-            assert got == count, (got, count)
-            assert 1 <= p50 <= 65536, p50
-            print(f"  latency histogram ({'native' if native else 'classic'}): count {got:.0f}, p50 {p50:.1f} cycles")
+            assert got == count == len(LOAD_LATENCIES), (got, count, len(LOAD_LATENCIES))
+            if native:
+                assert abs(p50 - TRUE_MEDIAN) <= NATIVE_TOLERANCE * TRUE_MEDIAN, (p50, TRUE_MEDIAN)
+                where = f"within {NATIVE_TOLERANCE:.0%} of"
+            else:
+                lower, upper = classic_bucket(ours, TRUE_MEDIAN)
+                assert lower <= p50 <= upper, (p50, TRUE_MEDIAN, lower, upper)
+                where = f"in the bucket ({lower:g}, {upper:g}] of"
+            print(f"  latency histogram ({'native' if native else 'classic'}): count {got:.0f}, p50 {p50:.2f} cycles, "
+                  f"{where} the true median {TRUE_MEDIAN:g}")
             print(f"{'protobuf' if native else 'OpenMetrics'} scrape: up=1, "
                   f"requests_total stored {stored:.0f} <= served {served:.0f}")
         finally:
