@@ -17,7 +17,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from armprofd_test import Daemon, parse_prom_text  # noqa: E402
+from armprofd_test import Daemon, parse_prom_text, skip  # noqa: E402
 
 spegen = os.path.join(os.environ["ARMPROFD_BUILD_DIR"], "tests", "spegen", "armprofd-spegen")
 
@@ -83,8 +83,12 @@ with Daemon(args=["--replay", os.path.join(tmp, "a.data")], config_text="[http]\
     print("hot lines, hot PCs, latency and SPE metrics equal the truth; bad parameters give 400")
 
     # Protobuf answers: protoc decodes them with our .proto and they agree with the JSON.
+    # Without protoc (Debian package protobuf-compiler, which packaging/dev.sh test
+    # installs) they are not checked, and the test says so by exiting 77 at the end.
     protoc = shutil.which("protoc")
-    if protoc:
+    if not protoc:
+        print("protoc not found: the protobuf answers are not checked")
+    else:
         proto_dir = os.path.join(os.environ["ARMPROFD_SOURCE_DIR"], "proto")
 
         def decode(message, body):
@@ -187,3 +191,7 @@ with Daemon(args=["--replay", os.path.join(tmp, "a.data")], config_text="[http]\
     print("oversized query refused; 6 of 10 slow clients from one address refused, 4 others answered")
     rc, _ = d.stop()
     assert rc == 0, d.log()
+
+if not protoc:
+    skip("protoc not installed (Debian package protobuf-compiler): the protobuf answers were not checked; "
+         "the other checks passed")
