@@ -85,7 +85,8 @@ static void pin(unsigned cpu) {
 }
 
 /* The calling thread pinned to cpu at SCHED_FIFO (children and threads it
- * creates inherit both); rt_end() puts back what rt_begin() saved. */
+ * creates inherit both): the policy first, so that it does not queue there
+ * behind other tasks. rt_end() puts back what rt_begin() saved. */
 static void rt_begin(unsigned cpu, cpu_set_t *ret_saved_cpus, int *ret_saved_policy) {
         struct sched_param rt = { .sched_priority = RT_PRIORITY };
         cpu_set_t set;
@@ -95,8 +96,8 @@ static void rt_begin(unsigned cpu, cpu_set_t *ret_saved_cpus, int *ret_saved_pol
         assert_true(*ret_saved_policy >= 0);
         CPU_ZERO(&set);
         CPU_SET(cpu, &set);
-        assert_int_equal(sched_setaffinity(0, sizeof(set), &set), 0);
         assert_int_equal(sched_setscheduler(0, SCHED_FIFO, &rt), 0);
+        assert_int_equal(sched_setaffinity(0, sizeof(set), &set), 0);
 }
 
 static void rt_end(const cpu_set_t *saved_cpus, int saved_policy) {
