@@ -3,7 +3,8 @@
  * Test driver for the PMU library on a real arm64 kernel under qemu
  * (tests/pmu/arm64-vm-test.py cross-compiles it statically with the library
  * sources and runs it as the VM's only program, with -icount so that
- * INST_RETIRED counts; see ../shared/tools/arm64-vm/FINDINGS.md).
+ * INST_RETIRED counts: qemu's docs/devel/tcg-icount.rst, and its Arm PMU
+ * model in target/arm/helper.c).
  * Prints one PASS/FAIL line per check; exits 0 when all pass, 1 otherwise.
  */
 #include <errno.h>
@@ -29,8 +30,9 @@
 #define INSN_TOLERANCE 0.01    /* exact count: 1% */
 #define MUX_INSN_TOLERANCE 0.10 /* multiplexed estimate: 10% */
 /* Under -icount shift=0 qemu's CPU_CYCLES counts one per instruction
- * ("1 insn = 1 ns = 1 cycle, so IPC is exactly 1",
- * ../shared/tools/arm64-vm/FINDINGS.md): 1%. */
+ * (with shift=0 one instruction takes 1 ns, and qemu's cycle counter
+ * follows the virtual clock at 1 GHz: target/arm/helper.c, so IPC is
+ * exactly 1): 1%. */
 #define ICOUNT_IPC 1.0
 #define IPC_TOLERANCE 0.01
 #define CPU1_ONLINE "/sys/devices/system/cpu/cpu1/online"
@@ -235,8 +237,8 @@ out:
 /* Claim 11 general counters and leave cycles out (it would lead the first
  * group on the dedicated cycle counter): the first group, led by
  * instructions, gets as many members as the kernel's validate_group()
- * accepts with the leader disabled (it skips OFF events, FINDINGS.md
- * pitfall 3), one more than the 6 general counters; it opens fine and
+ * accepts with the leader disabled (it skips OFF events:
+ * drivers/perf/arm_pmu.c), one more than the 6 general counters; it opens fine and
  * never runs. The library must notice (time_running == 0) and split it. */
 static void test_oversized(void) {
         enum pmu_event_id ev[_PMU_EVENT_MAX];
