@@ -3,15 +3,22 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <ini.h>
 
+#include "log.h"
 #include "macro.h"
 #include "pmu-event.h"
+#include "store.h"
+#include "strbuf.h"
 
 /* Every section of the contract (DESIGN.md §6), known even when empty. */
 static const char *const known_sections[] = {
@@ -117,19 +124,21 @@ static int parse_item_listen(const struct config_item *it, const char *value, vo
 /* "cycles instructions, page_faults": names of the PMU event catalogue. */
 static int parse_item_pmu_events(const struct config_item *it, const char *value, void *dest,
                                  char *err, size_t errlen) {
-        char copy[1024], *save = NULL;
+        _cleanup_free_ char *copy = xstrdup(value);
+        char *save = NULL;
         uint32_t mask = 0;
 
-        if (strlen(value) >= sizeof(copy)) {
-                snprintf(err, errlen, "event list too long");
-                return -ERANGE;
-        }
-        strcpy(copy, value);
         for (char *t = strtok_r(copy, " \t,", &save); t; t = strtok_r(NULL, " \t,", &save)) {
                 const struct pmu_event_def *d = pmu_event_by_name(t);
 
                 if (!d) {
-                        snprintf(err, errlen, "unknown event '%s' (known: see armprofd.conf)", t);
+                        char known[512];
+                        size_t o = 0;
+
+                        for (int i = 0; i < _PMU_EVENT_MAX && o < sizeof(known); i++)
+                                o += (size_t) snprintf(known + o, sizeof(known) - o, "%s%s", i ? " " : "",
+                                                       pmu_event_get((enum pmu_event_id) i)->name);
+                        snprintf(err, errlen, "unknown event '%s' (known: %s)", t, known);
                         return -EINVAL;
                 }
                 mask |= UINT32_C(1) << d->id;
@@ -176,6 +185,8 @@ static const struct config_item items[] = {
         ITEM("store", "hotlines", parse_item_u32, store.hotlines, 16, 1U << 20),
         ITEM("store", "line_offsets", parse_item_u32, store.line_offsets, 1, 1024),
         ITEM("store", "line_size", parse_item_line_size, store.line_size, 0, 0),
+        ITEM("store", "max_memory", parse_item_size, store.max_memory_bytes, UINT64_C(1) << 20,
+             UINT64_C(1) << 40),
         ITEM("privacy", "physical_addresses", parse_item_bool, privacy.physical_addresses, 0, 0),
 };
 
@@ -207,75 +218,248 @@ void config_init(struct config *c) {
                         .hotpcs = 1024,
                         .hotlines = 256,
                         .line_offsets = 8,
+                        /*
+                         * The defaults need 43 MiB (store.h, MEMORY). 256 MiB leaves room
+                         * for an hour of history at the default table sizes (epochs = 360:
+                         * 249 MiB) or for hot PC and line tables 4 times larger (133 MiB),
+                         * and refuses the typo that would ask for gigabytes at start.
+                         */
+                        .max_memory_bytes = 256 * (UINT64_C(1) << 20),
                 },
         };
         /* The default is a constant we own; it cannot fail to parse. */
         (void) parse_listen_addr(CONFIG_DEFAULT_LISTEN, &c->http.listen);
 }
 
+/* ---- errors ---- */
+
+/* Bytes outside printable ASCII are written as \xNN: a config may be any file. */
+static void escape(char *dst, size_t size, const char *src) {
+        size_t o = 0;
+
+        for (const unsigned char *p = (const unsigned char *) src; *p && o + 5 <= size; p++) {
+                if (*p >= 0x20 && *p < 0x7f)
+                        dst[o++] = (char) *p;
+                else
+                        o += (size_t) snprintf(dst + o, size - o, "\\x%02x", *p);
+        }
+        dst[MIN(o, size - 1)] = '\0';
+}
+
+static void add_error(struct config_error *err, const char *fmt, ...) _printf_(2, 3);
+static void add_error(struct config_error *err, const char *fmt, ...) {
+        char raw[1024];
+        va_list ap;
+
+        if (!err)
+                return;
+        if (err->n < CONFIG_ERRORS_MAX) {
+                va_start(ap, fmt);
+                vsnprintf(raw, sizeof(raw), fmt, ap);
+                va_end(ap);
+                escape(err->msg[err->n], sizeof(err->msg[err->n]), raw);
+        }
+        err->n++;
+}
+
+void config_error_log(const struct config_error *err) {
+        for (unsigned i = 0; i < MIN(err->n, (unsigned) CONFIG_ERRORS_MAX); i++)
+                log_error("config: %s", err->msg[i]);
+        if (err->n > CONFIG_ERRORS_MAX)
+                log_error("config: ... and %u more errors", err->n - CONFIG_ERRORS_MAX);
+}
+
+/* ---- checks across keys ---- */
+
+uint64_t config_store_bytes(const struct config *c) {
+        struct store_options o;
+
+        /* The fields store_bytes() depends on, as collector_store_options() sets them. */
+        store_options_init(&o);
+        o.epochs = c->store.epochs;
+        o.hotpcs = c->store.hotpcs;
+        o.hotlines = c->store.hotlines;
+        o.line_offsets = c->store.line_offsets;
+        return store_bytes(&o);
+}
+
+static void format_bytes(uint64_t v, char *buf, size_t size) {
+        static const char *const units[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+        double d = (double) v;
+        size_t i = 0;
+
+        if (v < 1024) {
+                snprintf(buf, size, "%" PRIu64 " B", v);
+                return;
+        }
+        d /= 1024;
+        while (d >= 1024 && i + 1 < ELEMENTSOF(units)) {
+                d /= 1024;
+                i++;
+        }
+        snprintf(buf, size, "%.1f %s", d, units[i]);
+}
+
+int config_check(const struct config *c, const char *filename, struct config_error *err) {
+        uint64_t need = config_store_bytes(c);
+        char need_s[32], max_s[32];
+
+        if (need <= c->store.max_memory_bytes)
+                return 0;
+        format_bytes(need, need_s, sizeof(need_s));
+        format_bytes(c->store.max_memory_bytes, max_s, sizeof(max_s));
+        add_error(err,
+                  "%s: [store] epochs = %" PRIu32 ", hotpcs = %" PRIu32 ", hotlines = %" PRIu32
+                  ", line_offsets = %" PRIu32 " need up to %" PRIu64 " bytes (%s), more than "
+                  "[store] max_memory = %s; make the tables smaller or raise max_memory",
+                  filename, c->store.epochs, c->store.hotpcs, c->store.hotlines, c->store.line_offsets,
+                  need, need_s, max_s);
+        return -E2BIG;
+}
+
+/* ---- the line reader ---- */
+
 /*
- * libinih reads through our line reader, so the handler knows the line it is
- * on (Debian builds libinih without INI_HANDLER_LINENO) and over-long lines
- * are reported rather than split into two.
+ * Longest line (without its newline) that is not a comment. libinih's line
+ * buffer is fixed at build time upstream (INI_MAX_LINE, 200 on Debian); the
+ * Debian library exports it as run-time options (ini_use_stack,
+ * ini_allow_realloc, ini_max_line: see <ini.h>), set in config_parse_buffer() so
+ * that a line up to this long reaches us whole. Longer lines are refused by
+ * the reader below, never split.
  */
-struct line_reader {
-        FILE *file;
-        const char *text;
-        size_t pos;
+#define CONFIG_LINE_MAX 4096
+
+/*
+ * libinih reads through our reader, which hands it one line at a time (with
+ * fgets semantics, so libinih's buffer can grow) after checking it:
+ *  - a line with a NUL byte, a line longer than CONFIG_LINE_MAX, and a line
+ *    that is neither a [section] nor key = value are reported here and
+ *    handed on as an empty line, so every such line is reported, not only
+ *    the first (libinih only returns the first error's line);
+ *  - comment lines are handed on empty, so their length never matters;
+ *  - leading blanks are dropped, so libinih never takes an indented line as
+ *    the continuation of the previous value (which would silently replace
+ *    it): an indented word is a syntax error.
+ * The handler knows the line it is on (Debian builds libinih without
+ * INI_HANDLER_LINENO).
+ */
+struct parse_state {
+        struct config *config;
+        const char *filename;
+        struct config_error *err;
+        unsigned n_errors; /* this text's */
+        unsigned first_error_line;
+
+        const char *data;
+        size_t size, pos;
         unsigned line;
-        unsigned too_long_line; /* first line longer than libinih's buffer, or 0 */
+        const char *cur; /* the rest of the current line, or NULL */
+        size_t cur_len;
+
+        unsigned key_line[ELEMENTSOF(items)]; /* where each key was set in this text, or 0 */
 };
 
-static bool reader_getc(struct line_reader *lr, int *ret) {
-        if (lr->file) {
-                *ret = fgetc(lr->file);
-                return *ret != EOF;
+static void line_error(struct parse_state *s, unsigned line, const char *fmt, ...) _printf_(3, 4);
+static void line_error(struct parse_state *s, unsigned line, const char *fmt, ...) {
+        char reason[800];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(reason, sizeof(reason), fmt, ap);
+        va_end(ap);
+        add_error(s->err, "%s:%u: %s", s->filename, line, reason);
+        s->n_errors++;
+        if (s->first_error_line == 0)
+                s->first_error_line = line;
+}
+
+/* libinih's find_chars_or_comment(): the first of `chars`, or an inline "whitespace ;" comment. */
+static const char *find_chars_or_comment(const char *p, const char *end, const char *chars) {
+        bool was_space = false;
+
+        for (; p < end; p++) {
+                if (strchr(chars, *p) || (was_space && *p == ';'))
+                        return p;
+                was_space = *p == ' ' || *p == '\t' || *p == '\r';
         }
-        if (lr->text[lr->pos] == '\0')
+        return end;
+}
+
+static bool line_syntax_ok(const char *p, const char *end) {
+        const char *q;
+
+        if (*p == '[') {
+                q = find_chars_or_comment(p + 1, end, "]");
+                return q < end && *q == ']';
+        }
+        q = find_chars_or_comment(p, end, "=:");
+        return q < end && (*q == '=' || *q == ':');
+}
+
+/* Take the next line of the text, check it, and make it (or an empty line) the current one. */
+static bool next_line(struct parse_state *s) {
+        const char *p, *nl, *end;
+        size_t len;
+
+        if (s->pos >= s->size)
                 return false;
-        *ret = (unsigned char) lr->text[lr->pos++];
+        p = s->data + s->pos;
+        nl = memchr(p, '\n', s->size - s->pos);
+        len = nl ? (size_t) (nl - p) + 1 : s->size - s->pos;
+        s->pos += len;
+        s->line++;
+        end = p + len - (nl ? 1 : 0);
+        if (end > p && end[-1] == '\r')
+                end--;
+
+        /* The UTF-8 byte order mark libinih would skip. */
+        if (s->line == 1 && end - p >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0)
+                p += 3;
+        while (p < end && (*p == ' ' || *p == '\t'))
+                p++;
+
+        s->cur = "\n";
+        s->cur_len = 1;
+        if (memchr(p, '\0', (size_t) (end - p))) {
+                line_error(s, s->line, "NUL byte in line (is this a text file?)");
+                return true;
+        }
+        if (p == end || *p == ';' || *p == '#')
+                return true;
+        if ((size_t) (end - p) > CONFIG_LINE_MAX) {
+                line_error(s, s->line, "line too long (%zu bytes, at most %d)", (size_t) (end - p),
+                           CONFIG_LINE_MAX);
+                return true;
+        }
+        if (!line_syntax_ok(p, end)) {
+                line_error(s, s->line, "syntax error (expected [section] or key = value)");
+                return true;
+        }
+        /* Through the newline, if any: libinih strips what follows the value. */
+        s->cur = p;
+        s->cur_len = (size_t) (s->data + s->pos - p);
         return true;
 }
 
 static char *read_line(char *str, int num, void *stream) {
-        struct line_reader *lr = stream;
-        size_t n = 0;
-        int c;
+        struct parse_state *s = stream;
+        size_t n;
 
         if (num < 2)
                 return NULL;
-        while (reader_getc(lr, &c)) {
-                if (n + 1 >= (size_t) num) {
-                        /* Too long: drop the rest of it and hand libinih an empty line. */
-                        while (c != '\n' && reader_getc(lr, &c))
-                                ;
-                        lr->line++;
-                        if (lr->too_long_line == 0)
-                                lr->too_long_line = lr->line;
-                        strcpy(str, "\n");
-                        return str;
-                }
-                str[n++] = (char) c;
-                if (c == '\n')
-                        break;
-        }
-        if (n == 0)
+        if (!s->cur && !next_line(s))
                 return NULL;
+        n = MIN(s->cur_len, (size_t) num - 1);
+        memcpy(str, s->cur, n);
         str[n] = '\0';
-        lr->line++;
+        s->cur += n;
+        s->cur_len -= n;
+        if (s->cur_len == 0)
+                s->cur = NULL;
         return str;
 }
 
-struct parse_state {
-        struct config *config;
-        const char *filename;
-        struct line_reader *reader;
-        bool failed;
-        unsigned line;
-        char reason[384];
-        char section[64];
-        char key[64];
-};
+/* ---- the handler ---- */
 
 static bool section_known(const char *section) {
         for (size_t i = 0; i < ELEMENTSOF(known_sections); i++)
@@ -284,99 +468,160 @@ static bool section_known(const char *section) {
         return false;
 }
 
-static int fail(struct parse_state *s, const char *section, const char *key, const char *fmt, ...)
-        _printf_(4, 5);
-static int fail(struct parse_state *s, const char *section, const char *key, const char *fmt, ...) {
-        va_list ap;
-
-        s->failed = true;
-        s->line = s->reader->line;
-        snprintf(s->section, sizeof(s->section), "%s", section);
-        snprintf(s->key, sizeof(s->key), "%s", key);
-        va_start(ap, fmt);
-        vsnprintf(s->reason, sizeof(s->reason), fmt, ap);
-        va_end(ap);
-        return 0; /* tells libinih this line failed */
-}
-
 static int on_ini_line(void *user, const char *section, const char *name, const char *value) {
         struct parse_state *s = user;
 
-        /* libinih keeps going after an error; only the first one is reported. */
-        if (s->failed)
+        if (section[0] == '\0') {
+                line_error(s, s->line, "[] %s: key outside of any [section]", name);
                 return 1;
-        if (section[0] == '\0')
-                return fail(s, "", name, "key outside of any [section]");
-        if (!section_known(section))
-                return fail(s, section, name, "unknown section [%s]", section);
+        }
+        if (!section_known(section)) {
+                line_error(s, s->line, "[%s] %s: unknown section [%s]", section, name, section);
+                return 1;
+        }
 
         for (size_t i = 0; i < ELEMENTSOF(items); i++) {
                 const struct config_item *it = &items[i];
-                char reason[256];
+                char reason[512];
 
                 if (!streq(it->section, section) || !streq(it->key, name))
                         continue;
+                /* A second value in one file is a mistake (only one would count). */
+                if (s->key_line[i] != 0) {
+                        line_error(s, s->line,
+                                   "[%s] %s: set again (first on line %u); a key may appear once per file, "
+                                   "a later drop-in overrides it",
+                                   section, name, s->key_line[i]);
+                        return 1;
+                }
+                s->key_line[i] = s->line;
                 if (it->parse(it, value, (uint8_t *) s->config + it->offset, reason, sizeof(reason)) < 0)
-                        return fail(s, section, name, "%s", reason);
+                        line_error(s, s->line, "[%s] %s: %s", section, name, reason);
                 return 1;
         }
-        return fail(s, section, name, "unknown key");
+        line_error(s, s->line, "[%s] %s: unknown key", section, name);
+        /* Our own errors are counted above; a 0 here would only repeat them in libinih's result. */
+        return 1;
 }
 
-static int parse_stream(struct config *c, struct line_reader *lr, const char *filename,
+int config_parse_buffer(struct config *c, const void *data, size_t size, const char *filename,
                         struct config_error *err) {
-        struct parse_state s = { .config = c, .filename = filename, .reader = lr };
-        unsigned first;
+        struct parse_state s = {
+                .config = c,
+                .filename = filename,
+                .err = err,
+                .data = data,
+                .size = size,
+        };
         int r;
 
-        r = ini_parse_stream(read_line, lr, on_ini_line, &s);
+        /* See CONFIG_LINE_MAX. The parse runs on one thread (start, reload). */
+        ini_use_stack = false;
+        ini_allow_realloc = true;
+        ini_max_line = CONFIG_LINE_MAX + 3; /* '\r', '\n', '\0' */
+
+        r = ini_parse_stream(read_line, &s, on_ini_line, &s);
         if (r == -2) {
-                if (err)
-                        snprintf(err->msg, sizeof(err->msg), "%s: out of memory", filename);
+                add_error(err, "%s: out of memory", filename);
                 return -ENOMEM;
         }
-        if (r == 0 && lr->too_long_line == 0)
-                return 0;
-
-        /* Report the earliest problem: a syntax error, a bad key, or a long line. */
-        first = r > 0 ? (unsigned) r : UINT32_MAX;
-        if (lr->too_long_line != 0 && lr->too_long_line < first)
-                first = lr->too_long_line;
-        if (!err)
-                return -EINVAL;
-        if (s.failed && s.line == first)
-                snprintf(err->msg, sizeof(err->msg), "%s:%u: [%s] %s: %s", filename, first, s.section,
-                         s.key, s.reason);
-        else if (first == lr->too_long_line)
-                snprintf(err->msg, sizeof(err->msg), "%s:%u: line too long (at most %d bytes)", filename,
-                         first, INI_MAX_LINE - 2);
-        else
-                snprintf(err->msg, sizeof(err->msg),
-                         "%s:%u: syntax error (expected [section] or key = value)", filename, first);
-        return -EINVAL;
+        /* The reader checks what libinih refuses; should libinih still find a line we did not. */
+        if (r > 0 && (s.first_error_line == 0 || (unsigned) r < s.first_error_line))
+                line_error(&s, (unsigned) r, "syntax error (expected [section] or key = value)");
+        return s.n_errors > 0 ? -EINVAL : 0;
 }
 
 int config_parse_string(struct config *c, const char *text, const char *filename,
                         struct config_error *err) {
-        struct line_reader lr = { .text = text };
+        return config_parse_buffer(c, text, strlen(text), filename, err);
+}
 
-        return parse_stream(c, &lr, filename, err);
+/* ---- files ---- */
+
+static const char *file_kind(mode_t mode) {
+        switch (mode & S_IFMT) {
+        case S_IFDIR:  return "a directory";
+        case S_IFIFO:  return "a FIFO";
+        case S_IFCHR:  return "a character device";
+        case S_IFBLK:  return "a block device";
+        case S_IFSOCK: return "a socket";
+        default:       return "not a regular file";
+        }
+}
+
+/*
+ * Read a whole config file into memory. Non-blocking, so that opening a
+ * FIFO does not wait for a writer; only regular files of at most
+ * CONFIG_FILE_MAX bytes are read (/dev/zero would never end).
+ */
+static int read_file(const char *path, char **ret_data, size_t *ret_size, struct config_error *err) {
+        _cleanup_free_ char *buf = NULL;
+        struct stat st;
+        size_t n = 0;
+        int fd, r;
+
+        fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0) {
+                r = -errno;
+                add_error(err, "%s: cannot open: %s", path, strerror(-r));
+                return r;
+        }
+        if (fstat(fd, &st) < 0) {
+                r = -errno;
+                add_error(err, "%s: cannot stat: %s", path, strerror(-r));
+                goto out;
+        }
+        if (!S_ISREG(st.st_mode)) {
+                add_error(err, "%s: refused: %s, config files must be regular files", path,
+                          file_kind(st.st_mode));
+                r = -EBADFD;
+                goto out;
+        }
+        if (st.st_size > CONFIG_FILE_MAX) {
+                add_error(err, "%s: refused: %jd bytes, config files are at most %d bytes", path,
+                          (intmax_t) st.st_size, CONFIG_FILE_MAX);
+                r = -EFBIG;
+                goto out;
+        }
+        /* One byte more than allowed, to see a file that grew since fstat. */
+        buf = xmalloc(CONFIG_FILE_MAX + 1);
+        for (;;) {
+                ssize_t k = read(fd, buf + n, CONFIG_FILE_MAX + 1 - n);
+
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0) {
+                        r = -errno;
+                        add_error(err, "%s: cannot read: %s", path, strerror(-r));
+                        goto out;
+                }
+                if (k == 0)
+                        break;
+                n += (size_t) k;
+                if (n > CONFIG_FILE_MAX) {
+                        add_error(err, "%s: refused: more than %d bytes, config files are at most %d bytes",
+                                  path, CONFIG_FILE_MAX, CONFIG_FILE_MAX);
+                        r = -EFBIG;
+                        goto out;
+                }
+        }
+        *ret_data = TAKE_PTR(buf);
+        *ret_size = n;
+        r = 0;
+out:
+        safe_close(fd);
+        return r;
 }
 
 static int config_parse_file(struct config *c, const char *path, struct config_error *err) {
-        struct line_reader lr = {};
+        _cleanup_free_ char *data = NULL;
+        size_t size = 0;
         int r;
 
-        lr.file = fopen(path, "re");
-        if (!lr.file) {
-                r = -errno;
-                if (err)
-                        snprintf(err->msg, sizeof(err->msg), "%s: cannot open: %s", path, strerror(-r));
+        r = read_file(path, &data, &size, err);
+        if (r < 0)
                 return r;
-        }
-        r = parse_stream(c, &lr, path, err);
-        fclose(lr.file);
-        return r;
+        return config_parse_buffer(c, data, size, path, err);
 }
 
 static int dropin_filter(const struct dirent *de) {
@@ -390,46 +635,55 @@ static int dropin_compare(const struct dirent **a, const struct dirent **b) {
         return strcmp((*a)->d_name, (*b)->d_name);
 }
 
+/* The main file may be absent unless the user named it. */
+static int config_parse_main(struct config *c, const char *path, bool must_exist,
+                             struct config_error *err) {
+        if (!must_exist && access(path, F_OK) < 0 && errno == ENOENT)
+                return 0;
+        return config_parse_file(c, path, err);
+}
+
 int config_load(const char *path, bool must_exist, struct config *ret, struct config_error *err) {
         struct config c;
         struct dirent **list = NULL;
         char dir[4096];
-        int n, r = 0;
+        int n, r;
 
         config_init(&c);
 
-        r = config_parse_file(&c, path, err);
-        if (r == -ENOENT && !must_exist)
-                r = 0;
-        if (r < 0)
+        r = config_parse_main(&c, path, must_exist, err);
+        /* An unreadable main file says nothing of the drop-ins: stop there. */
+        if (r < 0 && r != -EINVAL)
                 return r;
 
         if ((size_t) snprintf(dir, sizeof(dir), "%s.d", path) >= sizeof(dir)) {
-                if (err)
-                        snprintf(err->msg, sizeof(err->msg), "%s: path too long", path);
+                add_error(err, "%s: path too long", path);
                 return -ENAMETOOLONG;
         }
         n = scandir(dir, &list, dropin_filter, dropin_compare);
-        if (n < 0) {
-                if (errno == ENOENT || errno == ENOTDIR)
-                        goto done;
-                r = -errno;
-                if (err)
-                        snprintf(err->msg, sizeof(err->msg), "%s: cannot read drop-in directory: %m", dir);
-                return r;
+        if (n < 0 && errno != ENOENT && errno != ENOTDIR) {
+                int k = -errno;
+
+                add_error(err, "%s: cannot read drop-in directory: %s", dir, strerror(-k));
+                return k;
         }
+        /* Every drop-in is read, so that all their errors are reported at once. */
         for (int i = 0; i < n; i++) {
                 char file[4096 + 256];
+                int k;
 
                 snprintf(file, sizeof(file), "%s/%s", dir, list[i]->d_name);
+                k = config_parse_file(&c, file, err);
                 if (r == 0)
-                        r = config_parse_file(&c, file, err);
+                        r = k;
                 free(list[i]);
         }
         free(list);
         if (r < 0)
                 return r;
-done:
+        r = config_check(&c, path, err);
+        if (r < 0)
+                return r;
         *ret = c;
         return 0;
 }

@@ -79,7 +79,7 @@ int main(int argc, char **argv) {
 
         r = config_load(args.config_path, args.config_explicit, &cfg, &err);
         if (r < 0) {
-                log_error("config: %s", err.msg);
+                config_error_log(&err);
                 return EXIT_FAILURE;
         }
         if (args.check_config) {

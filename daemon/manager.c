@@ -325,8 +325,10 @@ static void reload(struct manager *m) {
                 pthread_mutex_lock(&m->config_lock);
                 m->failed_reloads++;
                 pthread_mutex_unlock(&m->config_lock);
-                log_error("config: %s; keeping the previous configuration", err.msg);
-                notify_reload(m, err.msg);
+                config_error_log(&err);
+                log_error("config: reload failed (%u error%s); keeping the previous configuration",
+                          err.n, err.n == 1 ? "" : "s");
+                notify_reload(m, err.msg[0]);
                 return;
         }
         apply_overrides(m, &c);

@@ -7,10 +7,12 @@ import http.client
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
@@ -24,6 +26,19 @@ max_request_size = 8KiB
 [pmu]
 interval = 200ms
 """
+
+
+# Each key within its range, their product far beyond any machine (issue 11, item 1).
+STORE_TOO_BIG = """[store]
+epochs = 8640
+hotpcs = 1048576
+hotlines = 1048576
+line_offsets = 1024
+"""
+
+ALL_EVENTS = ("cycles instructions l1d_cache l1d_cache_refill llc_read llc_read_miss l1d_tlb l1d_tlb_refill "
+              "dtlb_walk branch_mispredicts stall_frontend stall_backend context_switches cpu_migrations "
+              "page_faults")
 
 
 class DaemonTest(unittest.TestCase):
@@ -177,7 +192,8 @@ class DaemonTest(unittest.TestCase):
         with open(self.d.config, "w") as f:
             f.write("[pmu]\ninterval = soon\n")
         self.d.signal(signal.SIGHUP)
-        self.d.wait_log(r"armprofd.conf:2: \[pmu\] interval: invalid duration 'soon'.*keeping the previous")
+        self.d.wait_log(r"armprofd.conf:2: \[pmu\] interval: invalid duration 'soon'")
+        self.d.wait_log(r"reload failed \(1 error\); keeping the previous configuration")
         st = json.loads(self.d.get("/status")[2])
         self.assertEqual(st["config"]["failed_reloads"], 1)
         self.assertEqual(st["config"]["pmu"]["interval_seconds"], 0.2)
@@ -191,6 +207,35 @@ class DaemonTest(unittest.TestCase):
         st = json.loads(self.d.get("/status")[2])
         self.assertEqual(st["config"]["reloads"], 1)
         self.assertEqual(st["config"]["pmu"]["interval_seconds"], 2.0)
+
+    def reload_and_wait(self, text):
+        n = self.d.log().count("Configuration reloaded") + self.d.log().count("reload failed")
+        with open(self.d.config, "w") as f:
+            f.write(text)
+        self.d.signal(signal.SIGHUP)
+        deadline = time.monotonic() + 5
+        while self.d.log().count("Configuration reloaded") + self.d.log().count("reload failed") == n:
+            self.assertLess(time.monotonic(), deadline, self.d.log())
+            time.sleep(0.02)
+        return json.loads(self.d.get("/status")[2])["config"]
+
+    def test_reload_store_memory_bound(self):
+        # A reload is checked as a start is: a store that would not fit is refused and logged.
+        cfg = self.reload_and_wait(GOOD_CONFIG + STORE_TOO_BIG)
+        self.assertIn("more than [store] max_memory = 256.0 MiB", self.d.log())
+        self.assertEqual(cfg["failed_reloads"], 1)
+        self.assertEqual(self.d.get("/healthz")[0], 200)
+
+    def test_reload_fifo_dropin(self):
+        # A drop-in that is a FIFO is refused at once: the reload does not block on it,
+        # and the daemon keeps serving and still stops on SIGTERM.
+        os.mkdir(self.d.config + ".d")
+        os.mkfifo(os.path.join(self.d.config + ".d", "10-fifo.conf"))
+        self.d.signal(signal.SIGHUP)
+        self.d.wait_log(r"armprofd.conf.d/10-fifo.conf: refused: a FIFO, config files must be regular files")
+        self.assertEqual(json.loads(self.d.get("/status")[2])["config"]["failed_reloads"], 1)
+        rc, _ = self.d.stop(timeout=5.0)
+        self.assertEqual(rc, 0, self.d.log())
 
     def test_sigterm(self):
         rc, took = self.d.stop(timeout=2.0)
@@ -220,6 +265,73 @@ class StartupTest(unittest.TestCase):
             self.assertEqual(d.proc.wait(5), 1)
             d._reader.join(2)
             self.assertIn("armprofd.conf:2: [pmu] bogus: unknown key", d.log())
+
+    def test_store_memory_bound(self):
+        # --check-config and a start refuse it alike, naming the keys and the figure; no abort.
+        want = ("[store] epochs = 8640, hotpcs = 1048576, hotlines = 1048576, line_offsets = 1024 "
+                "need up to ")
+        with Daemon(config_text=STORE_TOO_BIG, args=["--check-config"]) as d:
+            self.assertEqual(d.proc.wait(10), 1)
+            d._reader.join(2)
+            self.assertIn(want, d.log())
+            self.assertIn("more than [store] max_memory = 256.0 MiB", d.log())
+        with Daemon(config_text=STORE_TOO_BIG) as d:
+            self.assertEqual(d.proc.wait(10), 1)
+            d._reader.join(2)
+            self.assertIn(want, d.log())
+        # Raised on purpose, it is accepted.
+        with Daemon(config_text="[store]\nepochs = 8640\nmax_memory = 8GiB\n", args=["--check-config"]) as d:
+            self.assertEqual(d.proc.wait(10), 0, d.log())
+
+    def test_config_files_must_be_regular(self):
+        # /dev/zero never ends, a FIFO blocks until a writer comes: both are refused at once.
+        r = self.run_armprofd("-c", "/dev/zero", "--check-config")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("/dev/zero: refused: a character device, config files must be regular files", r.stderr)
+        tmp = tempfile.mkdtemp(prefix="armprofd-it-")
+        try:
+            fifo = os.path.join(tmp, "fifo.conf")
+            os.mkfifo(fifo)
+            r = self.run_armprofd("-c", fifo, "--check-config")
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("fifo.conf: refused: a FIFO", r.stderr)
+            conf = os.path.join(tmp, "armprofd.conf")
+            with open(conf, "w") as f:
+                f.write("[pmu]\nenable = no\n")
+            os.mkdir(conf + ".d")
+            os.symlink("/dev/zero", os.path.join(conf + ".d", "10-zero.conf"))
+            r = self.run_armprofd("-c", conf, "--check-config")
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("armprofd.conf.d/10-zero.conf: refused: a character device", r.stderr)
+        finally:
+            shutil.rmtree(tmp)
+
+    def test_config_lines_and_errors(self):
+        # The whole event list and a long comment are fine (libinih's default line is 200 bytes).
+        text = f"[pmu]\n# {'x' * 600}\nevents = {ALL_EVENTS}\n"
+        self.assertGreater(len(f"events = {ALL_EVENTS}"), 200)
+        with Daemon(config_text=text, args=["--check-config"]) as d:
+            self.assertEqual(d.proc.wait(5), 0, d.log())
+        # Every error is reported, binary junk escaped, a NUL byte refused, a repeated key named.
+        tmp = tempfile.mkdtemp(prefix="armprofd-it-")
+        try:
+            conf = os.path.join(tmp, "armprofd.conf")
+            with open(conf, "wb") as f:
+                f.write(b"[pmu]\nevents = bogus\ninterval = 1s\ninterval = 2s\n\x01\x1b[31m\xff = 1\n"
+                        b"[http]\nlisten = 127.0.0.1:1\x00garbage\n")
+            r = subprocess.run([binary(), "-c", conf, "--check-config"], capture_output=True, timeout=10)
+            self.assertEqual(r.returncode, 1)
+            err = r.stderr.decode("ascii")  # nothing raw: every byte is printable ASCII
+            lines = [l for l in err.splitlines() if "armprofd.conf" in l]
+            self.assertEqual(lines, [
+                f"armprofd: config: {conf}:2: [pmu] events: unknown event 'bogus' (known: {ALL_EVENTS})",
+                f"armprofd: config: {conf}:4: [pmu] interval: set again (first on line 3); a key may "
+                "appear once per file, a later drop-in overrides it",
+                f"armprofd: config: {conf}:5: [pmu] \\x01\\x1b[31m\\xff: unknown key",
+                f"armprofd: config: {conf}:7: NUL byte in line (is this a text file?)",
+            ])
+        finally:
+            shutil.rmtree(tmp)
 
     def test_shipped_config_is_valid(self):
         shipped = os.path.join(os.environ["ARMPROFD_SOURCE_DIR"], "packaging", "armprofd.conf")

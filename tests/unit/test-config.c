@@ -15,6 +15,7 @@
 #include "config.h"
 #include "pmu-event.h"
 #include "macro.h"
+#include "store.h"
 
 static void test_defaults(void **state) {
         struct config c;
@@ -30,77 +31,150 @@ static void test_defaults(void **state) {
         assert_int_equal(c.pmu.general_counters, 0);
 }
 
-/* Each bad input must fail with the exact file:line and name the key. */
+#define ALL_EVENTS                                                                                  \
+        "cycles instructions l1d_cache l1d_cache_refill llc_read llc_read_miss l1d_tlb l1d_tlb_refill " \
+        "dtlb_walk branch_mispredicts stall_frontend stall_backend context_switches cpu_migrations "    \
+        "page_faults"
+
+/* Each bad input must fail with the exact file:line and name the key; every error is reported. */
 static void test_errors(void **state) {
         static const struct {
                 const char *text;
-                const char *want; /* exact error message */
+                const char *want[4]; /* exact error messages, in order */
         } cases[] = {
                 { "[http]\nlisten = nowhere\n",
-                  "t.conf:2: [http] listen: invalid listen address 'nowhere' (expected ADDR:PORT, [IPV6]:PORT or :PORT)" },
+                  { "t.conf:2: [http] listen: invalid listen address 'nowhere' (expected ADDR:PORT, [IPV6]:PORT or :PORT)" } },
                 { "[http]\n\n# comment\nmax_connections = 0\n",
-                  "t.conf:4: [http] max_connections: value '0' out of range [1, 4096]" },
+                  { "t.conf:4: [http] max_connections: value '0' out of range [1, 4096]" } },
                 { "[http]\nmax_connections = 5000\n",
-                  "t.conf:2: [http] max_connections: value '5000' out of range [1, 4096]" },
+                  { "t.conf:2: [http] max_connections: value '5000' out of range [1, 4096]" } },
                 { "[http]\nmax_connections = -1\n",
-                  "t.conf:2: [http] max_connections: invalid unsigned number '-1'" },
+                  { "t.conf:2: [http] max_connections: invalid unsigned number '-1'" } },
                 { "[http]\ntimeout = 5 parsecs\n",
-                  "t.conf:2: [http] timeout: invalid duration '5 parsecs' (expected e.g. 10s, 500ms, 1m)" },
+                  { "t.conf:2: [http] timeout: invalid duration '5 parsecs' (expected e.g. 10s, 500ms, 1m)" } },
                 { "[http]\ntimeout = 500ms\n",
-                  "t.conf:2: [http] timeout: duration '500ms' out of range [1000ms, 3600s]" },
+                  { "t.conf:2: [http] timeout: duration '500ms' out of range [1000ms, 3600s]" } },
                 { "[http]\nmax_request_size = lots\n",
-                  "t.conf:2: [http] max_request_size: invalid size 'lots' (expected e.g. 4096, 64KiB, 16MiB)" },
+                  { "t.conf:2: [http] max_request_size: invalid size 'lots' (expected e.g. 4096, 64KiB, 16MiB)" } },
                 { "[http]\nmax_request_size = 2MiB\n",
-                  "t.conf:2: [http] max_request_size: value '2MiB' out of range [4096, 1048576]" },
+                  { "t.conf:2: [http] max_request_size: value '2MiB' out of range [4096, 1048576]" } },
                 { "[pmu]\nenable = perhaps\n",
-                  "t.conf:2: [pmu] enable: invalid boolean 'perhaps' (expected yes/no, true/false, on/off, 1/0)" },
+                  { "t.conf:2: [pmu] enable: invalid boolean 'perhaps' (expected yes/no, true/false, on/off, 1/0)" } },
                 { "[pmu]\ninterval = 10ms\n",
-                  "t.conf:2: [pmu] interval: duration '10ms' out of range [100ms, 3600s]" },
-                { "[pmu]\nintervall = 1s\n", "t.conf:2: [pmu] intervall: unknown key" },
+                  { "t.conf:2: [pmu] interval: duration '10ms' out of range [100ms, 3600s]" } },
+                { "[pmu]\nintervall = 1s\n", { "t.conf:2: [pmu] intervall: unknown key" } },
                 { "[pmu]\nevents = cycles, bogus\n",
-                  "t.conf:2: [pmu] events: unknown event 'bogus' (known: see armprofd.conf)" },
+                  { "t.conf:2: [pmu] events: unknown event 'bogus' (known: " ALL_EVENTS ")" } },
                 { "[pmu]\nevents = , ,\n",
-                  "t.conf:2: [pmu] events: empty event list (use enable = no to turn counting off)" },
+                  { "t.conf:2: [pmu] events: empty event list (use enable = no to turn counting off)" } },
                 { "[pmu]\ngeneral_counters = 32\n",
-                  "t.conf:2: [pmu] general_counters: value '32' out of range [0, 31]" },
-                { "[bogus]\nkey = 1\n", "t.conf:2: [bogus] key: unknown section [bogus]" },
-                { "stray = 1\n[http]\n", "t.conf:1: [] stray: key outside of any [section]" },
+                  { "t.conf:2: [pmu] general_counters: value '32' out of range [0, 31]" } },
+                { "[bogus]\nkey = 1\n", { "t.conf:2: [bogus] key: unknown section [bogus]" } },
+                { "stray = 1\n[http]\n", { "t.conf:1: [] stray: key outside of any [section]" } },
                 { "[http]\nthis line has no equals sign\n",
-                  "t.conf:2: syntax error (expected [section] or key = value)" },
-                { "[http\nlisten = :1\n", "t.conf:1: syntax error (expected [section] or key = value)" },
-                /* A key error after a syntax error does not hide it. */
-                { "[pmu]\n[broken\nenable = x\n", "t.conf:2: syntax error (expected [section] or key = value)" },
+                  { "t.conf:2: syntax error (expected [section] or key = value)" } },
+                { "[http\nlisten = :1\n",
+                  { "t.conf:1: syntax error (expected [section] or key = value)",
+                    "t.conf:2: [] listen: key outside of any [section]" } },
+                /* A syntax error and a key error after it: both. */
+                { "[pmu]\n[broken\nenable = x\n",
+                  { "t.conf:2: syntax error (expected [section] or key = value)",
+                    "t.conf:3: [pmu] enable: invalid boolean 'x' (expected yes/no, true/false, on/off, 1/0)" } },
+                /* An indented line is not a continuation that silently replaces the value. */
                 { "[pmu]\nenable = 1\n  continued\n",
-                  "t.conf:3: [pmu] enable: invalid boolean 'continued' (expected yes/no, true/false, on/off, 1/0)" },
-                /* Only the first of several errors is reported. */
-                { "[pmu]\nenable = x\ninterval = y\n",
-                  "t.conf:2: [pmu] enable: invalid boolean 'x' (expected yes/no, true/false, on/off, 1/0)" },
+                  { "t.conf:3: syntax error (expected [section] or key = value)" } },
+                { "[pmu]\nenable = no\n\tinterval = 2s\n[http]\n  listen = :1\n", { NULL } },
+                /* Every error, in order, syntax errors included. */
+                { "[pmu]\nenable = x\ninterval = y\nnonsense\n[http]\nmax_connections = 0\n",
+                  { "t.conf:2: [pmu] enable: invalid boolean 'x' (expected yes/no, true/false, on/off, 1/0)",
+                    "t.conf:3: [pmu] interval: invalid duration 'y' (expected e.g. 10s, 500ms, 1m)",
+                    "t.conf:4: syntax error (expected [section] or key = value)",
+                    "t.conf:6: [http] max_connections: value '0' out of range [1, 4096]" } },
+                /* A key given twice in one file: only one could count. */
+                { "[pmu]\nevents = cycles\n\n[http]\n[pmu]\nevents = instructions\n",
+                  { "t.conf:6: [pmu] events: set again (first on line 2); a key may appear once per file, "
+                    "a later drop-in overrides it" } },
+                /* Binary junk is escaped, not echoed raw into the log. */
+                { "[pmu]\n\x01\x1b[2J\xff = 3\n",
+                  { "t.conf:2: [pmu] \\x01\\x1b[2J\\xff: unknown key" } },
         };
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 struct config_error err = {};
+                unsigned n = 0;
                 struct config c;
                 int r;
 
+                while (n < ELEMENTSOF(cases[i].want) && cases[i].want[n])
+                        n++;
                 config_init(&c);
                 r = config_parse_string(&c, cases[i].text, "t.conf", &err);
-                if (r != -EINVAL)
-                        fail_msg("case %zu: got %d, want -EINVAL", i, r);
-                if (strcmp(err.msg, cases[i].want) != 0)
-                        fail_msg("case %zu:\n got:  %s\n want: %s", i, err.msg, cases[i].want);
+                if (r != (n > 0 ? -EINVAL : 0))
+                        fail_msg("case %zu: got %d, want %s", i, r, n > 0 ? "-EINVAL" : "0");
+                if (err.n != n)
+                        fail_msg("case %zu: got %u errors, want %u (first: %s)", i, err.n, n, err.msg[0]);
+                for (unsigned k = 0; k < n; k++)
+                        if (strcmp(err.msg[k], cases[i].want[k]) != 0)
+                                fail_msg("case %zu, error %u:\n got:  %s\n want: %s", i, k, err.msg[k],
+                                         cases[i].want[k]);
         }
 }
 
-static void test_long_line(void **state) {
+static void test_long_lines(void **state) {
         struct config_error err = {};
         struct config c;
-        char text[1024];
+        char text[8192];
 
-        /* A line longer than libinih's buffer is an error on its own line, not two lines. */
-        snprintf(text, sizeof(text), "[pmu]\n# %0600d\nenable = no\ninterval = x\n", 0);
+        /* The whole catalogue on one line (over libinih's default 200-byte buffer) and long comments. */
+        assert_true(strlen("events = " ALL_EVENTS) > 200);
+        snprintf(text, sizeof(text), "[pmu]\n# %0600d\nevents = " ALL_EVENTS "\n; %01000d\nenable = no\n", 0, 0);
+        config_init(&c);
+        c.pmu.events_mask = 0;
+        assert_int_equal(config_parse_string(&c, text, "t.conf", &err), 0);
+        assert_int_equal(err.n, 0);
+        assert_int_equal(c.pmu.events_mask, (1U << _PMU_EVENT_MAX) - 1);
+        assert_int_equal(_PMU_EVENT_MAX, 15);
+        assert_false(c.pmu.enable);
+
+        /* Beyond the limit: one error on its own line, not a line split in two. */
+        snprintf(text, sizeof(text), "[pmu]\nevents = cycles %05000d\nenable = no\ninterval = x\n", 0);
         config_init(&c);
         assert_int_equal(config_parse_string(&c, text, "t.conf", &err), -EINVAL);
-        assert_non_null(strstr(err.msg, "t.conf:2: line too long"));
+        assert_int_equal(err.n, 2);
+        assert_string_equal(err.msg[0], "t.conf:2: line too long (5016 bytes, at most 4096)");
+        assert_non_null(strstr(err.msg[1], "t.conf:4: [pmu] interval: invalid duration 'x'"));
+        assert_false(c.pmu.enable);
+}
+
+/* A NUL byte does not end the text: "127.0.0.1:1\0garbage" is not "127.0.0.1:1". */
+static void test_nul_byte(void **state) {
+        static const char text[] = "[http]\nlisten = 127.0.0.1:1\0garbage\nmax_connections = 3\n";
+        struct config_error err = {};
+        struct config c;
+        char buf[80];
+
+        config_init(&c);
+        assert_int_equal(config_parse_buffer(&c, text, sizeof(text) - 1, "t.conf", &err), -EINVAL);
+        assert_int_equal(err.n, 1);
+        assert_string_equal(err.msg[0], "t.conf:2: NUL byte in line (is this a text file?)");
+        assert_string_equal(listen_addr_to_string(&c.http.listen, buf, sizeof(buf)), ":9769");
+        assert_int_equal(c.http.max_connections, 3);
+}
+
+static void test_error_cap(void **state) {
+        char text[4096] = "[pmu]\n";
+        struct config_error err = {};
+        struct config c;
+
+        for (int i = 0; i < 30; i++)
+                snprintf(text + strlen(text), sizeof(text) - strlen(text), "bad%d = 1\n", i);
+        config_init(&c);
+        assert_int_equal(config_parse_string(&c, text, "t.conf", &err), -EINVAL);
+        /* All 30 counted, the first CONFIG_ERRORS_MAX kept. */
+        assert_int_equal(err.n, 30);
+        assert_int_equal(CONFIG_ERRORS_MAX, 20);
+        assert_string_equal(err.msg[0], "t.conf:2: [pmu] bad0: unknown key");
+        assert_string_equal(err.msg[19], "t.conf:21: [pmu] bad19: unknown key");
 }
 
 static void test_values(void **state) {
@@ -155,8 +229,9 @@ static void test_table_complete(void **state) {
                 r = config_parse_string(&c, text, "t.conf", &err);
                 /* "!" is invalid for every type: the error must name this key, not "unknown". */
                 assert_int_equal(r, -EINVAL);
-                assert_non_null(strstr(err.msg, key));
-                assert_null(strstr(err.msg, "unknown key"));
+                assert_int_equal(err.n, 1);
+                assert_non_null(strstr(err.msg[0], key));
+                assert_null(strstr(err.msg[0], "unknown key"));
         }
 }
 
@@ -221,8 +296,185 @@ static void test_load_dropins(void **state) {
         write_file(dropins, "15-bad.conf", "[pmu]\n\nenable = sometimes\n");
         c.http.max_connections = 1234;
         assert_int_equal(config_load(main_conf, true, &c, &err), -EINVAL);
-        assert_non_null(strstr(err.msg, "armprofd.conf.d/15-bad.conf:3: [pmu] enable: invalid boolean"));
+        assert_non_null(strstr(err.msg[0], "armprofd.conf.d/15-bad.conf:3: [pmu] enable: invalid boolean"));
         assert_int_equal(c.http.max_connections, 1234);
+
+        /* Errors of every file are reported, not only the first file's. */
+        write_file(dropins, "16-bad.conf", "[http]\nmax_connections = 0\n");
+        err = (struct config_error) {};
+        assert_int_equal(config_load(main_conf, true, &c, &err), -EINVAL);
+        assert_int_equal(err.n, 2);
+        assert_non_null(strstr(err.msg[1], "armprofd.conf.d/16-bad.conf:2: [http] max_connections"));
+}
+
+/* A key set in the main file and again in a drop-in: the drop-in wins, no error. */
+static void test_load_override(void **state) {
+        struct tmpdir *t = *state;
+        char main_conf[128], dropins[160];
+        struct config_error err = {};
+        struct config c;
+
+        snprintf(main_conf, sizeof(main_conf), "%s/armprofd.conf", t->path);
+        snprintf(dropins, sizeof(dropins), "%s.d", main_conf);
+        write_file(t->path, "armprofd.conf", "[pmu]\nevents = cycles\n");
+        assert_int_equal(mkdir(dropins, 0755), 0);
+        write_file(dropins, "10-a.conf", "[pmu]\nevents = page_faults\n");
+        assert_int_equal(config_load(main_conf, true, &c, &err), 0);
+        assert_int_equal(c.pmu.events_mask, 1U << PMU_EVENT_PAGE_FAULTS);
+}
+
+/*
+ * Only regular files are read: /dev/zero never ends and a FIFO blocks until a
+ * writer comes. alarm() turns a hang into a failure.
+ */
+static void test_load_not_regular(void **state) {
+        struct tmpdir *t = *state;
+        char path[128], dropins[160], link[192], big[128];
+        struct config_error err = {};
+        struct config c;
+        FILE *f;
+
+        alarm(10);
+        assert_int_equal(config_load("/dev/zero", true, &c, &err), -EBADFD);
+        assert_int_equal(err.n, 1);
+        assert_string_equal(err.msg[0],
+                            "/dev/zero: refused: a character device, config files must be regular files");
+
+        snprintf(path, sizeof(path), "%s/fifo.conf", t->path);
+        assert_int_equal(mkfifo(path, 0600), 0);
+        err = (struct config_error) {};
+        assert_int_equal(config_load(path, true, &c, &err), -EBADFD);
+        assert_non_null(strstr(err.msg[0], "fifo.conf: refused: a FIFO, config files must be regular files"));
+
+        err = (struct config_error) {};
+        assert_int_equal(config_load(t->path, true, &c, &err), -EBADFD);
+        assert_non_null(strstr(err.msg[0], ": refused: a directory"));
+
+        /* A drop-in symlinked to /dev/zero, next to a FIFO drop-in. */
+        snprintf(path, sizeof(path), "%s/armprofd.conf", t->path);
+        snprintf(dropins, sizeof(dropins), "%s.d", path);
+        write_file(t->path, "armprofd.conf", "[pmu]\nenable = no\n");
+        assert_int_equal(mkdir(dropins, 0755), 0);
+        snprintf(link, sizeof(link), "%s/10-zero.conf", dropins);
+        assert_int_equal(symlink("/dev/zero", link), 0);
+        snprintf(link, sizeof(link), "%s/20-fifo.conf", dropins);
+        assert_int_equal(mkfifo(link, 0600), 0);
+        err = (struct config_error) {};
+        assert_int_equal(config_load(path, true, &c, &err), -EBADFD);
+        assert_int_equal(err.n, 2);
+        assert_non_null(strstr(err.msg[0], "10-zero.conf: refused: a character device"));
+        assert_non_null(strstr(err.msg[1], "20-fifo.conf: refused: a FIFO"));
+        alarm(0);
+
+        /* A regular file over the cap. */
+        snprintf(big, sizeof(big), "%s/big.conf", t->path);
+        f = fopen(big, "we");
+        assert_non_null(f);
+        for (int i = 0; i <= CONFIG_FILE_MAX / 64; i++)
+                fprintf(f, "# %061d\n", i);
+        fclose(f);
+        err = (struct config_error) {};
+        assert_int_equal(config_load(big, true, &c, &err), -EFBIG);
+        assert_non_null(strstr(err.msg[0], "big.conf: refused: 1048640 bytes, config files are at most 1048576 bytes"));
+}
+
+/* The configuration passed every per-key range and aborted at start. */
+static void test_memory_bound(void **state) {
+        struct tmpdir *t = *state;
+        struct store_options o;
+        struct config_error err = {};
+        struct config c;
+        char path[128], want[512];
+
+        /* The figure is store_bytes() of the same tables, and the defaults are store.h's 44773000. */
+        config_init(&c);
+        assert_int_equal(config_store_bytes(&c), 44773000);
+        assert_int_equal(config_check(&c, "t.conf", &err), 0);
+        /* The default bound holds an hour of 10 s epochs at the default table sizes. */
+        c.store.epochs = 360;
+        assert_true(config_store_bytes(&c) <= c.store.max_memory_bytes);
+        assert_int_equal(c.store.max_memory_bytes, 256 << 20);
+
+        snprintf(path, sizeof(path), "%s/armprofd.conf", t->path);
+        write_file(t->path, "armprofd.conf",
+                   "[store]\nepochs = 8640\nhotpcs = 1048576\nhotlines = 1048576\nline_offsets = 1024\n");
+        store_options_init(&o);
+        o.epochs = 8640;
+        o.hotpcs = o.hotlines = 1048576;
+        o.line_offsets = 1024;
+        snprintf(want, sizeof(want),
+                 "%s: [store] epochs = 8640, hotpcs = 1048576, hotlines = 1048576, line_offsets = 1024 "
+                 "need up to %zu bytes (948.5 TiB), more than [store] max_memory = 256.0 MiB; make the "
+                 "tables smaller or raise max_memory",
+                 path, store_bytes(&o));
+        c.store.epochs = 7;
+        assert_int_equal(config_load(path, true, &c, &err), -E2BIG);
+        assert_int_equal(err.n, 1);
+        assert_string_equal(err.msg[0], want);
+        assert_int_equal(c.store.epochs, 7);
+
+        /* Raising the bound is the way to ask for more. */
+        write_file(t->path, "armprofd.conf", "[store]\nepochs = 8640\nmax_memory = 8GiB\n");
+        err = (struct config_error) {};
+        assert_int_equal(config_load(path, true, &c, &err), 0);
+        assert_int_equal(c.store.epochs, 8640);
+        write_file(t->path, "armprofd.conf", "[store]\nepochs = 8640\n");
+        assert_int_equal(config_load(path, true, &c, &err), -E2BIG);
+}
+
+/* The shipped file shows every key with its default: uncommented, it changes nothing. */
+static void test_shipped_conffile(void **state) {
+        const char *src = getenv("ARMPROFD_SOURCE_DIR");
+        char path[4096], line[8192], *text = calloc(1, 1 << 20), listen[2][80];
+        struct config_error err = {};
+        struct config want, got;
+        unsigned keys = 0;
+        size_t n = 0;
+        FILE *f;
+
+        assert_non_null(src);
+        assert_non_null(text);
+        snprintf(path, sizeof(path), "%s/packaging/armprofd.conf", src);
+        f = fopen(path, "re");
+        assert_non_null(f);
+        while (fgets(line, sizeof(line), f)) {
+                char *p = line;
+
+                /* "#key = value" lines are the keys; "# prose" lines are not. */
+                if (line[0] == '#' && line[1] != ' ' && line[1] != '\n' && strchr(line, '=')) {
+                        p = line + 1;
+                        keys++;
+                }
+                n += (size_t) snprintf(text + n, (1 << 20) - n, "%s", p);
+        }
+        fclose(f);
+        assert_int_equal(keys, config_n_items());
+
+        config_init(&want);
+        config_init(&got);
+        got.pmu.events_mask = 0;
+        got.store.max_memory_bytes = 0;
+        if (config_parse_string(&got, text, "armprofd.conf", &err) < 0)
+                fail_msg("%s", err.msg[0]);
+        free(text);
+        assert_string_equal(listen_addr_to_string(&got.http.listen, listen[0], sizeof(listen[0])),
+                            listen_addr_to_string(&want.http.listen, listen[1], sizeof(listen[1])));
+        assert_int_equal(got.http.max_connections, want.http.max_connections);
+        assert_int_equal(got.http.per_ip_connections, want.http.per_ip_connections);
+        assert_int_equal(got.http.timeout_usec, want.http.timeout_usec);
+        assert_int_equal(got.http.max_request_bytes, want.http.max_request_bytes);
+        assert_int_equal(got.pmu.enable, want.pmu.enable);
+        assert_int_equal(got.pmu.interval_usec, want.pmu.interval_usec);
+        assert_int_equal(got.pmu.events_mask, want.pmu.events_mask);
+        assert_int_equal(got.pmu.general_counters, want.pmu.general_counters);
+        assert_int_equal(got.store.epoch_usec, want.store.epoch_usec);
+        assert_int_equal(got.store.epochs, want.store.epochs);
+        assert_int_equal(got.store.hotpcs, want.store.hotpcs);
+        assert_int_equal(got.store.hotlines, want.store.hotlines);
+        assert_int_equal(got.store.line_offsets, want.store.line_offsets);
+        assert_int_equal(got.store.line_size, want.store.line_size);
+        assert_int_equal(got.store.max_memory_bytes, want.store.max_memory_bytes);
+        assert_int_equal(got.privacy.physical_addresses, want.privacy.physical_addresses);
 }
 
 static void test_load_missing(void **state) {
@@ -237,18 +489,24 @@ static void test_load_missing(void **state) {
         assert_int_equal(c.http.max_connections, 32);
         /* A file named with -c must exist. */
         assert_int_equal(config_load(path, true, &c, &err), -ENOENT);
-        assert_non_null(strstr(err.msg, "absent.conf: cannot open: No such file or directory"));
+        assert_non_null(strstr(err.msg[0], "absent.conf: cannot open: No such file or directory"));
 }
 
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_defaults),
                 cmocka_unit_test(test_errors),
-                cmocka_unit_test(test_long_line),
+                cmocka_unit_test(test_long_lines),
+                cmocka_unit_test(test_nul_byte),
+                cmocka_unit_test(test_error_cap),
+                cmocka_unit_test(test_shipped_conffile),
                 cmocka_unit_test(test_values),
                 cmocka_unit_test(test_table_complete),
                 cmocka_unit_test_setup_teardown(test_load_dropins, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_load_missing, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_load_override, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_load_not_regular, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_memory_bound, setup_dir, teardown_dir),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
