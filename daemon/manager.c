@@ -27,7 +27,8 @@ struct manager {
         struct manager_options opts;
 
         pthread_mutex_t config_lock; /* config is read by HTTP threads (/status) */
-        struct config config;
+        struct config config;        /* in effect */
+        struct config loaded;        /* as last loaded: differs where a restart is pending */
 
         struct collector *collector;
         struct api *api;
@@ -105,33 +106,85 @@ static struct store_snapshot *source_snapshot(void *userdata) {
         return collector_snapshot(m->collector);
 }
 
+/*
+ * The settings that only a restart applies: the HTTP server and the store
+ * are set up once (reload() keeps them). Same names in "config" and in
+ * "config.pending_restart".
+ */
+static void restart_settings_json(const struct config *c, json_t *obj) {
+        char listen[80];
+
+        json_object_set_new(
+                obj, "http",
+                json_pack("{s:s, s:i, s:i, s:f, s:I}",
+                          "listen", listen_addr_to_string(&c->http.listen, listen, sizeof(listen)),
+                          "max_connections", (int) c->http.max_connections,
+                          "per_ip_connections", (int) c->http.per_ip_connections,
+                          "timeout_seconds", (double) c->http.timeout_usec / USEC_PER_SEC,
+                          "max_request_bytes", (json_int_t) c->http.max_request_bytes));
+        json_object_set_new(
+                obj, "store",
+                json_pack("{s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+                          "epoch_seconds", (double) c->store.epoch_usec / USEC_PER_SEC,
+                          "epochs", (json_int_t) c->store.epochs,
+                          "hotpcs", (json_int_t) c->store.hotpcs,
+                          "hotlines", (json_int_t) c->store.hotlines,
+                          "line_offsets", (json_int_t) c->store.line_offsets,
+                          "line_size", (json_int_t) c->store.line_size,
+                          "max_memory_bytes", (json_int_t) c->store.max_memory_bytes,
+                          "memory_bytes", (json_int_t) config_store_bytes(c)));
+        json_object_set_new(obj, "privacy",
+                            json_pack("{s:b}", "physical_addresses", c->privacy.physical_addresses));
+}
+
+/* {section: {key: new value}} for each restart-only setting whose loaded value is not in effect. */
+static json_t *pending_restart_json(const json_t *in_effect, const struct config *loaded) {
+        json_t *next = json_object(), *pending = json_object();
+        const char *section;
+        json_t *keys;
+
+        restart_settings_json(loaded, next);
+        json_object_foreach(next, section, keys) {
+                json_t *diff = json_object();
+                const char *key;
+                json_t *v;
+
+                json_object_foreach(keys, key, v)
+                        if (!json_equal(v, json_object_get(json_object_get(in_effect, section), key)))
+                                json_object_set(diff, key, v);
+                if (json_object_size(diff) > 0)
+                        json_object_set_new(pending, section, diff);
+                else
+                        json_decref(diff);
+        }
+        json_decref(next);
+        return pending;
+}
+
 static void source_fill_status(void *userdata, json_t *status) {
         struct manager *m = userdata;
         uint64_t reloads, failed_reloads;
-        struct config c;
-        char listen[80];
+        struct config c, loaded;
+        json_t *cfg;
 
         pthread_mutex_lock(&m->config_lock);
         c = m->config;
+        loaded = m->loaded;
         reloads = m->reloads;
         failed_reloads = m->failed_reloads;
         pthread_mutex_unlock(&m->config_lock);
 
-        json_object_set_new(
-                status, "config",
-                json_pack("{s:s, s:{s:s, s:i, s:i, s:f, s:I}, s:{s:b, s:f}, s:I, s:I}",
-                          "file", m->opts.config_path,
-                          "http",
-                          "listen", listen_addr_to_string(&c.http.listen, listen, sizeof(listen)),
-                          "max_connections", (int) c.http.max_connections,
-                          "per_ip_connections", (int) c.http.per_ip_connections,
-                          "timeout_seconds", (double) c.http.timeout_usec / USEC_PER_SEC,
-                          "max_request_bytes", (json_int_t) c.http.max_request_bytes,
-                          "pmu",
-                          "enable", c.pmu.enable,
-                          "interval_seconds", (double) c.pmu.interval_usec / USEC_PER_SEC,
-                          "reloads", (json_int_t) reloads,
-                          "failed_reloads", (json_int_t) failed_reloads));
+        /* What is in effect; what a reload loaded but only a restart applies, apart. */
+        cfg = json_pack("{s:s, s:{s:b, s:f}, s:I, s:I}",
+                        "file", m->opts.config_path,
+                        "pmu",
+                        "enable", c.pmu.enable,
+                        "interval_seconds", (double) c.pmu.interval_usec / USEC_PER_SEC,
+                        "reloads", (json_int_t) reloads,
+                        "failed_reloads", (json_int_t) failed_reloads);
+        restart_settings_json(&c, cfg);
+        json_object_set_new(cfg, "pending_restart", pending_restart_json(cfg, &loaded));
+        json_object_set_new(status, "config", cfg);
         json_object_set_new(status, "collector_cycles",
                             json_integer((json_int_t) collector_cycles(m->collector)));
 
@@ -192,6 +245,7 @@ int manager_new(const struct manager_options *opts, const struct config *cfg, st
         m->opts = *opts;
         m->config = *cfg;
         apply_overrides(m, &m->config);
+        m->loaded = m->config;
         pthread_mutex_init(&m->config_lock, NULL);
         m->epoll_fd = m->signal_fd = m->watchdog_fd = -1;
 
@@ -315,7 +369,7 @@ static int replay_loaded(struct manager *m) {
 
 static void reload(struct manager *m) {
         struct config_error err = {};
-        struct config c;
+        struct config c, effective;
         char old_listen[80], new_listen[80];
         int r;
 
@@ -352,8 +406,15 @@ static void reload(struct manager *m) {
         collector_options_from_config(&c, &co);
         collector_reconfigure(m->collector, &co);
 
+        /* Restart-only settings stay as they are (/status shows the new ones as pending). */
+        effective = c;
+        effective.http = m->config.http;
+        effective.store = m->config.store;
+        effective.privacy = m->config.privacy;
+
         pthread_mutex_lock(&m->config_lock);
-        m->config = c;
+        m->config = effective;
+        m->loaded = c;
         m->reloads++;
         pthread_mutex_unlock(&m->config_lock);
 

@@ -219,11 +219,39 @@ class DaemonTest(unittest.TestCase):
             time.sleep(0.02)
         return json.loads(self.d.get("/status")[2])["config"]
 
+    def test_reload_shows_what_is_in_effect(self):
+        # [http] settings apply at the next restart: /status shows the running values,
+        # and the reloaded ones apart, while [pmu] interval applies at once.
+        cfg = self.reload_and_wait(GOOD_CONFIG.replace("max_connections = 8", "max_connections = 64")
+                                   .replace("timeout = 1s", "timeout = 30s")
+                                   .replace("interval = 200ms", "interval = 300ms"))
+        self.assertIn("[http] changes take effect at the next restart", self.d.log())
+        self.assertEqual(cfg["http"]["max_connections"], 8)
+        self.assertEqual(cfg["http"]["timeout_seconds"], 1.0)
+        self.assertEqual(cfg["pmu"]["interval_seconds"], 0.3)
+        self.assertEqual(cfg["pending_restart"], {"http": {"max_connections": 64, "timeout_seconds": 30.0}})
+        # It is what the server does: an idle client is still closed after 1 s, not 30 s.
+        s = socket.create_connection((self.d.host, self.d.port), timeout=10)
+        try:
+            self.assertEqual(s.recv(1), b"")
+        finally:
+            s.close()
+        # A [store] change waits too; going back to the running [http] values leaves nothing pending there.
+        cfg = self.reload_and_wait(GOOD_CONFIG + "[store]\nhotpcs = 2048\n")
+        self.assertEqual(cfg["store"]["hotpcs"], 1024)
+        self.assertEqual(cfg["pending_restart"], {"store": {"hotpcs": 2048, "memory_bytes":
+                                                            cfg["pending_restart"]["store"]["memory_bytes"]}})
+        self.assertGreater(cfg["pending_restart"]["store"]["memory_bytes"], cfg["store"]["memory_bytes"])
+        cfg = self.reload_and_wait(GOOD_CONFIG)
+        self.assertEqual(cfg["pending_restart"], {})
+        self.assertEqual(cfg["reloads"], 3)
+
     def test_reload_store_memory_bound(self):
         # A reload is checked as a start is: a store that would not fit is refused and logged.
         cfg = self.reload_and_wait(GOOD_CONFIG + STORE_TOO_BIG)
         self.assertIn("more than [store] max_memory = 256.0 MiB", self.d.log())
         self.assertEqual(cfg["failed_reloads"], 1)
+        self.assertEqual(cfg["pending_restart"], {})
         self.assertEqual(self.d.get("/healthz")[0], 200)
 
     def test_reload_fifo_dropin(self):
