@@ -361,6 +361,13 @@ class StartupTest(unittest.TestCase):
         finally:
             shutil.rmtree(tmp)
 
+    def test_default_config_path(self):
+        # /etc/armprofd whatever the install prefix, as the README says.
+        r = self.run_armprofd("--help")
+        self.assertIn("(default /etc/armprofd/armprofd.conf)", r.stdout)
+        with open(os.path.join(os.environ["ARMPROFD_SOURCE_DIR"], "README.md")) as f:
+            self.assertIn("`/etc/armprofd/armprofd.conf`", f.read())
+
     def test_shipped_config_is_valid(self):
         shipped = os.path.join(os.environ["ARMPROFD_SOURCE_DIR"], "packaging", "armprofd.conf")
         r = self.run_armprofd("-c", shipped, "--check-config")

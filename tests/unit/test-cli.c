@@ -42,6 +42,12 @@ static void test_defaults(void **state) {
         assert_int_equal(parse(&a, err, sizeof(err), NULL), 0);
         assert_int_equal(a.action, CLI_RUN);
         assert_string_equal(a.config_path, ARMPROFD_CONFIG_FILE);
+        /*
+         * /etc whatever the prefix (/usr/local by default), as packaged daemons and the
+         * README have it. Holds for meson's default sysconfdir; an absolute
+         * -Dsysconfdir elsewhere is kept, and this would then say so.
+         */
+        assert_string_equal(a.config_path, "/etc/armprofd/armprofd.conf");
         assert_false(a.config_explicit);
         assert_null(a.listen);
         assert_null(a.replay);
