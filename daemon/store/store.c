@@ -34,6 +34,7 @@ struct store_snapshot {
         unsigned ref;
         uint64_t seq;
         uint64_t epoch_ns;
+        struct store_clock clock;
         struct store_totals cumulative;
         struct store_attach *attach;
         size_t n;
@@ -50,6 +51,7 @@ struct store {
         struct lathist *lat;                    /* STORE_LAT_HISTS */
         struct store_totals cur, cumulative;
         uint64_t epoch_start_ns;
+        struct store_clock clock;
 
         /* finished epochs: ring[(head + i) % epochs], i < nring, oldest first */
         struct store_epoch **ring;
@@ -179,6 +181,7 @@ static void publish(struct store *s) {
         snap->ref = 1;
         snap->seq = ++s->seq;
         snap->epoch_ns = s->opt.epoch_ns;
+        snap->clock = s->clock;
         snap->cumulative = s->cumulative;
         snap->n = s->nring;
         for (size_t i = 0; i < s->nring; i++) {
@@ -411,6 +414,15 @@ void store_epoch_end(struct store *s, uint64_t now_ns) {
         publish(s);
 }
 
+void store_epoch_restart(struct store *s, uint64_t start_ns) {
+        s->epoch_start_ns = start_ns;
+}
+
+void store_set_clock(struct store *s, const struct store_clock *c) {
+        s->clock = *c;
+        publish(s);
+}
+
 void store_publish_attachment(struct store *s, void *data, void (*destroy)(void *data)) {
         struct store_attach *a = xcalloc(1, sizeof(*a));
 
@@ -446,6 +458,14 @@ uint64_t store_snapshot_epoch_ns(const struct store_snapshot *snap) {
         return snap->epoch_ns;
 }
 
+const struct store_clock *store_snapshot_clock(const struct store_snapshot *snap) {
+        return &snap->clock;
+}
+
+uint64_t store_snapshot_end_ns(const struct store_snapshot *snap) {
+        return snap->n > 0 ? snap->epoch[0]->end_ns : 0;
+}
+
 const struct store_totals *store_snapshot_cumulative(const struct store_snapshot *snap) {
         return &snap->cumulative;
 }
@@ -475,17 +495,28 @@ int store_window_parse(const char *s, uint64_t *ret_ns) {
         return 0;
 }
 
-/* Newest epochs until their durations cover the window: how many. */
+/*
+ * How many of the newest epochs answer a window: counted back from the end
+ * of the newest closed epoch, an epoch is in when its midpoint is within
+ * the window, and the newest always is. Whole epochs only: "1m" with 10 s
+ * epochs is six of them, also when timer jitter makes each a little short
+ * of 10 s (covering until 60 s were reached took a seventh, 70 s); "15s"
+ * is two (its midpoint at 15 s back is in), "14s" one.
+ */
 static size_t window_epochs(const struct store_snapshot *snap, uint64_t window_ns,
                             struct store_interval *ret) {
         uint64_t covered = 0;
         size_t n = 0;
 
-        while (n < snap->n && covered < window_ns) {
-                covered += snap->epoch[n]->end_ns - snap->epoch[n]->start_ns;
+        while (n < snap->n) {
+                uint64_t d = snap->epoch[n]->end_ns - snap->epoch[n]->start_ns;
+
+                if (n > 0 && (covered >= window_ns || d / 2 > window_ns - covered))
+                        break;
+                covered += d;
                 n++;
         }
-        *ret = (struct store_interval) {};
+        *ret = (struct store_interval) { .window_ns = window_ns, .clock = snap->clock };
         if (n > 0) {
                 ret->end_ns = snap->epoch[0]->end_ns;
                 ret->start_ns = snap->epoch[n - 1]->start_ns;
@@ -508,21 +539,49 @@ int store_query_totals(const struct store_snapshot *snap, uint64_t window_ns,
         return 0;
 }
 
-/* The hot-PC table, or (by_context) the PC-by-context sample table. */
+/* The hot-PC table, or (by_context) the PC-by-context sample table, of epochs [first, first + n). */
+static void merge_pc_table(const struct store_snapshot *snap, size_t first, size_t n, size_t limit, uint32_t pid,
+                           bool by_context, struct store_hotpcs_result *r) {
+        const struct hotpcs_summary **v = xmalloc(MAX(n, (size_t) 1) * sizeof(*v));
+
+        for (size_t i = 0; i < n; i++)
+                v[i] = by_context ? snap->epoch[first + i]->samples : snap->epoch[first + i]->pcs;
+        hotpcs_merge(v, n, pid, limit, &r->pcs);
+        free(v);
+}
+
 static int query_pc_table(const struct store_snapshot *snap, uint64_t window_ns, size_t limit, uint32_t pid,
                           bool by_context, struct store_hotpcs_result *ret) {
-        const struct hotpcs_summary **v;
         struct store_hotpcs_result r = {};
         size_t n;
 
         if (!snap || !ret || window_ns == 0)
                 return -EINVAL;
         n = window_epochs(snap, window_ns, &r.iv);
-        v = xmalloc(MAX(n, (size_t) 1) * sizeof(*v));
-        for (size_t i = 0; i < n; i++)
-                v[i] = by_context ? snap->epoch[i]->samples : snap->epoch[i]->pcs;
-        hotpcs_merge(v, n, pid, limit, &r.pcs);
-        free(v);
+        merge_pc_table(snap, 0, n, limit, pid, by_context, &r);
+        *ret = r;
+        return 0;
+}
+
+int store_query_samples_span(const struct store_snapshot *snap, uint64_t start_ns, uint64_t end_ns,
+                             size_t limit, struct store_hotpcs_result *ret) {
+        struct store_hotpcs_result r = {};
+        size_t first = 0, n = 0;
+
+        if (!snap || !ret || end_ns <= start_ns)
+                return -EINVAL;
+        /* Newest first: skip those that start at or after the span's end, take those that end after its start. */
+        while (first < snap->n && snap->epoch[first]->start_ns >= end_ns)
+                first++;
+        while (first + n < snap->n && snap->epoch[first + n]->end_ns > start_ns)
+                n++;
+        r.iv.clock = snap->clock;
+        if (n > 0) {
+                r.iv.end_ns = snap->epoch[first]->end_ns;
+                r.iv.start_ns = snap->epoch[first + n - 1]->start_ns;
+                r.iv.epochs = (uint32_t) n;
+        }
+        merge_pc_table(snap, first, n, limit, HOTPCS_PID_ANY, true, &r);
         *ret = r;
         return 0;
 }

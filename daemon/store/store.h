@@ -23,9 +23,18 @@
  * snapshot older than the current one.
  *
  * Readers query a window (store_window_parse(): "10s", "1m", "10m", or a
- * number of seconds) that is answered from whole epochs, newest first,
- * until their durations cover the window; every answer carries the
- * interval it covers (struct store_interval).
+ * number of seconds) that is answered from whole closed epochs, counted
+ * back from the end of the newest one: an epoch is in the window when its
+ * midpoint is (the newest one always is), so with 10 s epochs "1m" is the
+ * last six closed epochs, 60 s, whatever their timer jitter, and "15s" is
+ * two. The epoch being filled is never part of an answer. Every answer
+ * carries the interval it covers (struct store_interval), with the store's
+ * clock to turn it into Unix time.
+ *
+ * TIME. The store's times are whatever its writer passes in, in
+ * nanoseconds: CLOCK_MONOTONIC for the live collector, the file's perf
+ * timestamps for a replay. store_set_clock() says how they map to Unix
+ * time (struct store_clock).
  *
  * MEMORY. With K = hotpcs, L = hotlines, O = line_offsets, E = epochs,
  * H = STORE_LAT_HISTS = 3 x 14 histograms of sizeof(struct lathist) = 5088
@@ -38,7 +47,7 @@
  *   of capacity K: the hot PCs, and the pprof samples keyed by context):
  *       sizeof(struct store) + 2 hotpcs_bytes(K) + hotlines_bytes(L, O)
  *       + H x 5088 + 8 E
- *     = 496 + 2 [96 + 24 slots(K) + 24 (K + 1) + 12 K + 112 K]
+ *     = 512 + 2 [96 + 24 slots(K) + 24 (K + 1) + 12 K + 112 K]
  *       + [136 + 24 slots(L) + 24 (L + 1) + 12 L + 168 L + 124 L O]
  *       + 213696 + 8 E
  *   P, one frozen epoch at its largest (full tables, every (offset, pc)
@@ -46,7 +55,7 @@
  *       sizeof(struct store_epoch) + 2 hotpcs_summary_bytes(K)
  *       + hotlines_summary_bytes(L, O) + H x 5088
  *     = 552 + 2 [32 + 112 K] + [72 + 168 L + 112 L O] + 213696
- *   S, one snapshot: sizeof(struct store_snapshot) + 8 E = 208 + 8 E
+ *   S, one snapshot: sizeof(struct store_snapshot) + 8 E = 224 + 8 E
  *
  * E + 1 epochs: the ring plus the one being frozen; E + 2 snapshots: the
  * current one, the one being replaced and one held by a reader. A reader
@@ -54,7 +63,7 @@
  * has dropped since (one P per epoch end it spans): requests are short, so
  * this is at most one or two P in practice. Frozen epochs are compact
  * (used entries only, empty histograms not stored), so they are usually
- * far below P. Defaults (K 1024, L 256, O 8, E 60): 44773000 bytes,
+ * far below P. Defaults (K 1024, L 256, O 8, E 60): 44774008 bytes,
  * 42.7 MiB, of which 13 MiB are histograms.
  * Query results are allocated by the reader per request and freed by it:
  * at most E x (K items + L lines, each with up to E x O entries).
@@ -140,11 +149,32 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct store *, store_free);
 /* The memory bound above for these options. */
 size_t store_bytes(const struct store_options *o);
 
+/*
+ * How the store's times map to Unix time. The offset is fixed: taken once
+ * (CLOCK_REALTIME - CLOCK_MONOTONIC at start, or a perf.data's clock
+ * data), so intervals keep their lengths when the wall clock is stepped.
+ */
+enum store_clock_kind {
+        STORE_CLOCK_PERF,               /* perf timestamps with no known Unix time (the default) */
+        STORE_CLOCK_UNIX,               /* Unix ns = store ns + unix_offset_ns */
+};
+
+struct store_clock {
+        int64_t unix_offset_ns;
+        enum store_clock_kind kind;
+        bool frozen;                    /* a replay: time stands at the file's end, no epoch follows */
+};
+
+/* Applies to the snapshots published from now on (publishes one at once). Writer thread. */
+void store_set_clock(struct store *s, const struct store_clock *c);
+
 /* Per record (writer thread). pid/tid as attributed by the collector. */
 void store_add(struct store *s, const struct spe_record *r, uint32_t pid, uint32_t tid);
 
 /* Close the epoch [previous end, now_ns) and publish a new snapshot (writer thread). */
 void store_epoch_end(struct store *s, uint64_t now_ns);
+/* Move the start of the epoch being filled (a replay starts at its first record). Writer thread. */
+void store_epoch_restart(struct store *s, uint64_t start_ns);
 
 /*
  * Attach counting results (e.g. the PMU library's per-CPU values) so that
@@ -166,6 +196,9 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct store_snapshot *, store_snapshot_unref);
 uint64_t store_snapshot_seq(const struct store_snapshot *snap);        /* publication counter */
 size_t store_snapshot_epochs(const struct store_snapshot *snap);       /* epochs held */
 uint64_t store_snapshot_epoch_ns(const struct store_snapshot *snap);   /* configured length */
+const struct store_clock *store_snapshot_clock(const struct store_snapshot *snap);
+/* End of the newest closed epoch (the start of the one being filled); 0 before the first. */
+uint64_t store_snapshot_end_ns(const struct store_snapshot *snap);
 const struct store_totals *store_snapshot_cumulative(const struct store_snapshot *snap);
 const void *store_snapshot_attachment(const struct store_snapshot *snap);
 
@@ -177,6 +210,8 @@ int store_window_parse(const char *s, uint64_t *ret_ns);
 struct store_interval {
         uint64_t start_ns, end_ns;      /* [start, end) covered; 0, 0 when no epoch yet */
         uint32_t epochs;                /* epochs merged */
+        uint64_t window_ns;             /* as asked (STORE_WINDOW_ALL; 0 for a span) */
+        struct store_clock clock;       /* the snapshot's */
 };
 
 struct store_totals_result {
@@ -247,6 +282,14 @@ static inline uint64_t store_sample_key(uint32_t pid, uint32_t tid, uint32_t cpu
 }
 int store_query_latency(const struct store_snapshot *snap, uint64_t window_ns,
                         struct store_latency_result *ret);
+
+/*
+ * The sample table of the epochs that overlap [start_ns, end_ns) (a
+ * profile of a time span, not of a window back from now); ret->iv is the
+ * span those epochs cover, epochs 0 when none does.
+ */
+int store_query_samples_span(const struct store_snapshot *snap, uint64_t start_ns, uint64_t end_ns,
+                             size_t limit, struct store_hotpcs_result *ret);
 
 void store_hotpcs_result_done(struct store_hotpcs_result *r);
 void store_hotlines_result_done(struct store_hotlines_result *r);

@@ -261,6 +261,93 @@ static void test_windows(void **state) {
         free(et);
 }
 
+/*
+ * Windows are whole epochs whose midpoint is inside the window: epochs cut
+ * a little short by timer jitter (9.999 s) still answer "1m" with six of
+ * them, not seven (70 s); the interval says the span, the window asked and
+ * the clock.
+ */
+static void test_window_jitter(void **state) {
+        _cleanup_(store_freep) struct store *s = NULL;
+        struct store_options o;
+        struct store_totals_result tr;
+        const uint64_t d = 9999 * SEC / 1000;
+        uint64_t now = 500 * SEC;
+
+        store_options_init(&o);
+        assert_int_equal(store_new(&o, now, &s), 0);
+        store_set_clock(s, &(struct store_clock) { .kind = STORE_CLOCK_UNIX, .unix_offset_ns = 7 });
+        for (size_t e = 0; e < 10; e++) {
+                struct spe_record r = tu_rec_branch(0x400000, 0, false, 5);
+
+                store_add(s, &r, 1, 1);
+                now += d;
+                store_epoch_end(s, now);
+        }
+        _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = store_snapshot_get(s);
+        static const struct {
+                uint64_t window;
+                uint32_t epochs;
+        } cases[] = {
+                { 60 * SEC, 6 }, { 10 * SEC, 1 }, { 4 * SEC, 1 }, { 14 * SEC, 1 }, { 15 * SEC, 2 },
+                { 30 * SEC, 3 }, { STORE_WINDOW_ALL, 10 },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                assert_int_equal(store_query_totals(snap, cases[i].window, &tr), 0);
+                assert_int_equal(tr.iv.epochs, cases[i].epochs);
+                assert_int_equal(tr.t.records, cases[i].epochs);
+                assert_int_equal(tr.iv.end_ns, now);
+                assert_int_equal(tr.iv.end_ns - tr.iv.start_ns, cases[i].epochs * d);
+                assert_int_equal(tr.iv.window_ns, cases[i].window);
+                assert_int_equal(tr.iv.clock.kind, STORE_CLOCK_UNIX);
+                assert_int_equal(tr.iv.clock.unix_offset_ns, 7);
+        }
+        assert_int_equal(store_snapshot_end_ns(snap), now);
+}
+
+/* A span selects the epochs that overlap it, whatever the newest one is. */
+static void test_span(void **state) {
+        _cleanup_(store_freep) struct store *s = NULL;
+        struct store_options o;
+        struct store_hotpcs_result r;
+        static const struct {
+                uint64_t start, end, first, last; /* epochs first..last (oldest first), or none when first > last */
+        } cases[] = {
+                { 12, 17, 1, 1 }, { 15, 25, 1, 2 }, { 10, 20, 1, 1 }, { 9, 31, 0, 3 },
+                { 40, 45, 1, 0 }, { 0, 1, 0, 0 }, { 39, 100, 3, 3 },
+        };
+
+        store_options_init(&o);
+        assert_int_equal(store_new(&o, 0, &s), 0);
+        /* Epoch e, [10e, 10e + 10) s, holds 1 << e samples. */
+        for (unsigned e = 0; e < 4; e++) {
+                for (unsigned i = 0; i < 1U << e; i++) {
+                        struct spe_record rec = tu_rec_branch(0x400000 + 4 * e, 0, false, 5);
+
+                        store_add(s, &rec, 1, 1);
+                }
+                store_epoch_end(s, (e + 1) * 10 * SEC);
+        }
+        _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = store_snapshot_get(s);
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                uint64_t want = 0;
+
+                for (uint64_t e = cases[i].first; e <= cases[i].last; e++)
+                        want += UINT64_C(1) << e;
+                assert_int_equal(store_query_samples_span(snap, cases[i].start * SEC, cases[i].end * SEC, SIZE_MAX, &r),
+                                 0);
+                assert_int_equal(r.pcs.total, want);
+                if (want) {
+                        assert_int_equal(r.iv.epochs, cases[i].last - cases[i].first + 1);
+                        assert_int_equal(r.iv.start_ns, cases[i].first * 10 * SEC);
+                        assert_int_equal(r.iv.end_ns, (cases[i].last + 1) * 10 * SEC);
+                } else
+                        assert_int_equal(r.iv.epochs, 0);
+                store_hotpcs_result_done(&r);
+        }
+        assert_int_equal(store_query_samples_span(snap, 5 * SEC, 5 * SEC, SIZE_MAX, &r), -EINVAL);
+}
+
 static void test_snapshot_immutable(void **state) {
         _cleanup_(store_freep) struct store *s = NULL;
         struct store_options o;
@@ -409,11 +496,11 @@ static void test_options(void **state) {
                 while (slots_l < 4 * L)
                         slots_l <<= 1;
                 /* Two K-sized PC tables: hot PCs and the pprof sample table. */
-                W = 496 + 2 * (96 + 24 * slots_k + 24 * (K + 1) + 12 * K + 112 * K) +
+                W = 512 + 2 * (96 + 24 * slots_k + 24 * (K + 1) + 12 * K + 112 * K) +
                         (136 + 24 * slots_l + 24 * (L + 1) + 12 * L + 168 * L + 124 * L * O) +
                         213696 + 8 * E;
                 P = 552 + 2 * (32 + 112 * K) + (72 + 168 * L + 112 * L * O) + 213696;
-                S = 208 + 8 * E;
+                S = 224 + 8 * E;
                 assert_int_equal(base, W + (E + 1) * P + (E + 2) * S + 24);
         }
 
@@ -448,6 +535,8 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_options),
                 cmocka_unit_test(test_names),
                 cmocka_unit_test(test_windows),
+                cmocka_unit_test(test_window_jitter),
+                cmocka_unit_test(test_span),
                 cmocka_unit_test(test_snapshot_immutable),
                 cmocka_unit_test(test_attachment),
         };
