@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "aggregates.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "macro.h"
-
-#define NS_PER_SEC 1e9
 
 json_t *agg_hex(uint64_t v) {
         char buf[24];
@@ -15,10 +15,62 @@ json_t *agg_hex(uint64_t v) {
         return json_string(buf);
 }
 
+#define NS_PER_SEC INT64_C(1000000000)
+#define NS_PER_MS INT64_C(1000000)
+
+int agg_rfc3339(int64_t unix_ns, char *buf, size_t len) {
+        int64_t sec = unix_ns / NS_PER_SEC, rem = unix_ns % NS_PER_SEC;
+        time_t t;
+        struct tm tm;
+        int n;
+
+        if (rem < 0) { /* floor, for times before 1970 */
+                sec--;
+                rem += NS_PER_SEC;
+        }
+        t = (time_t) sec;
+        if (!gmtime_r(&t, &tm))
+                return -ERANGE;
+        n = snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                     tm.tm_hour, tm.tm_min, tm.tm_sec, (int) (rem / NS_PER_MS));
+        return n > 0 && (size_t) n < len ? 0 : -ENOBUFS;
+}
+
+/* Seconds rounded to the millisecond: what a timer-driven interval can claim. */
+static json_t *seconds_ms(uint64_t ns) {
+        return json_real((double) ((ns + (uint64_t) NS_PER_MS / 2) / (uint64_t) NS_PER_MS) / 1e3);
+}
+
+/*
+ * {"start": RFC 3339, "end": ..., "start_unix_ms": ..., "end_unix_ms": ..., "seconds": duration,
+ *  "epochs": n, "window_seconds": as asked, "clock": "unix"} for live data and replays whose
+ * perf.data says how its clock maps to Unix time; otherwise "clock": "perf" and the bounds in
+ * perf's own nanoseconds, "start_perf_ns"/"end_perf_ns" (no date can be given for them).
+ */
 json_t *agg_interval_json(const struct store_interval *iv) {
-        return json_pack("{s:f, s:f, s:f, s:i}", "start_seconds", (double) iv->start_ns / NS_PER_SEC,
-                         "end_seconds", (double) iv->end_ns / NS_PER_SEC, "seconds",
-                         (double) (iv->end_ns - iv->start_ns) / NS_PER_SEC, "epochs", (int) iv->epochs);
+        json_t *o = json_object();
+
+        if (iv->epochs > 0 && iv->clock.kind == STORE_CLOCK_UNIX) {
+                int64_t start = (int64_t) iv->start_ns + iv->clock.unix_offset_ns;
+                int64_t end = (int64_t) iv->end_ns + iv->clock.unix_offset_ns;
+                char buf[40];
+
+                if (agg_rfc3339(start, buf, sizeof(buf)) == 0)
+                        json_object_set_new(o, "start", json_string(buf));
+                if (agg_rfc3339(end, buf, sizeof(buf)) == 0)
+                        json_object_set_new(o, "end", json_string(buf));
+                json_object_set_new(o, "start_unix_ms", json_integer(start / NS_PER_MS));
+                json_object_set_new(o, "end_unix_ms", json_integer(end / NS_PER_MS));
+        } else if (iv->epochs > 0) {
+                json_object_set_new(o, "start_perf_ns", json_integer((json_int_t) iv->start_ns));
+                json_object_set_new(o, "end_perf_ns", json_integer((json_int_t) iv->end_ns));
+        }
+        json_object_set_new(o, "seconds", seconds_ms(iv->end_ns - iv->start_ns));
+        json_object_set_new(o, "epochs", json_integer(iv->epochs));
+        if (iv->window_ns && iv->window_ns != STORE_WINDOW_ALL)
+                json_object_set_new(o, "window_seconds", seconds_ms(iv->window_ns));
+        json_object_set_new(o, "clock", json_string(iv->clock.kind == STORE_CLOCK_UNIX ? "unix" : "perf"));
+        return o;
 }
 
 static json_t *sources_json(const uint64_t *by_source) {

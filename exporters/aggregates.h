@@ -12,6 +12,10 @@
 #include "store.h"
 
 json_t *agg_interval_json(const struct store_interval *iv);
+/* Unix nanoseconds as RFC 3339 UTC with milliseconds ("2026-11-23T08:54:21.123Z"). 0 or -ERANGE/-ENOBUFS. */
+int agg_rfc3339(int64_t unix_ns, char *buf, size_t len);
+/* json_dumps() flags for every JSON answer: reals with at most 10 significant digits. */
+#define AGG_JSON_REAL_PRECISION JSON_REAL_PRECISION(10)
 json_t *agg_totals_json(const struct store_totals *t);
 /* Names a PC of a process: writes the function into buf and returns true when known. */
 struct agg_symbolizer {
