@@ -138,8 +138,28 @@ uint64_t now_monotonic_usec(void) {
         return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / NSEC_PER_USEC;
 }
 
+/* The store's clock for live data: CLOCK_MONOTONIC, which neither jumps nor stops under NTP steps. */
 static uint64_t now_ns(void) {
-        return now_monotonic_usec() * NSEC_PER_USEC;
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * NSEC_PER_SEC + (uint64_t) ts.tv_nsec;
+}
+
+/*
+ * CLOCK_REALTIME - CLOCK_MONOTONIC, taken once at start: the store's times
+ * plus this are Unix times. Fixed, so an interval keeps its length when the
+ * wall clock is stepped (a date then drifts from `date` by the step until
+ * restart). Read between two monotonic reads to bound the error.
+ */
+static int64_t unix_minus_monotonic_ns(void) {
+        struct timespec w;
+        uint64_t m0, m1;
+
+        m0 = now_ns();
+        clock_gettime(CLOCK_REALTIME, &w);
+        m1 = now_ns();
+        return (int64_t) w.tv_sec * (int64_t) NSEC_PER_SEC + w.tv_nsec - (int64_t) (m0 + (m1 - m0) / 2);
 }
 
 static struct lat_block *lat_ref(struct lat_block *b) {
@@ -252,12 +272,12 @@ static void publish_view(struct collector *c, struct pmu_snapshot *pmu) {
  * Close the epoch and fold its latency histograms into the cumulative ones
  * that /metrics exports as Prometheus histograms (which must never go down).
  */
-static void epoch_end(struct collector *c) {
+static void epoch_end(struct collector *c, uint64_t end_ns) {
         struct store_latency_result lat;
         struct store_snapshot *snap;
         struct lat_block *b;
 
-        store_epoch_end(c->store, now_ns());
+        store_epoch_end(c->store, end_ns);
 
         b = xcalloc(1, sizeof(*b));
         atomic_store(&b->refs, 1);
@@ -374,7 +394,7 @@ static void *collector_main(void *userdata) {
                         if (read(fd, &v, sizeof(v)) != sizeof(v))
                                 continue;
                         if (fd == c->epoch_fd)
-                                epoch_end(c);
+                                epoch_end(c, now_ns());
                         else if (fd == c->timer_fd)
                                 cycle(c);
                 }
@@ -432,6 +452,20 @@ bool collector_symbol(struct collector *c, uint32_t pid, uint64_t pc, char *buf,
                 snprintf(buf, len, "%s", r.function);
         pthread_mutex_unlock(&c->symbols_lock);
         return found;
+}
+
+int collector_profile_span(struct collector *c, uint64_t start_ns, uint64_t end_ns, struct strbuf *ret_gz) {
+        _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = store_snapshot_get(c->store);
+        int k;
+
+        pthread_mutex_lock(&c->symbols_lock);
+        k = profile_build_span(snap, start_ns, end_ns, c->symbols, c->spe_period, ret_gz);
+        pthread_mutex_unlock(&c->symbols_lock);
+        return k;
+}
+
+uint64_t collector_now_ns(struct collector *c) {
+        return now_ns();
 }
 
 int collector_profile(struct collector *c, uint64_t window_ns, struct strbuf *ret_gz) {
@@ -506,7 +540,7 @@ static int replay(struct collector *c) {
                 log_info("replay: %" PRIu64 " SPE records from %s on %zu CPUs", records, c->replay.path,
                          c->n_spe_cpus);
         c->spe_source = "replay";
-        epoch_end(c);
+        epoch_end(c, now_ns());
 
         pthread_mutex_lock(&c->lock);
         if (k < 0)
@@ -570,6 +604,8 @@ int collector_start(const struct collector_options *opts, struct collector **ret
                 goto fail;
         }
         log_debug("store: at most %zu bytes", store_bytes(&opts->store));
+        store_set_clock(c->store, &(struct store_clock) { .kind = STORE_CLOCK_UNIX,
+                                                          .unix_offset_ns = unix_minus_monotonic_ns() });
 
         /* One fd per event per CPU (perf-security.rst): raise the soft limit first. */
         if (pmu_raise_nofile_limit(&nofile) < 0)

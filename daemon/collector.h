@@ -92,6 +92,10 @@ const struct collector_view *collector_view(const struct store_snapshot *snap);
  * from the mappings the sources reported. Any thread.
  */
 int collector_profile(struct collector *c, uint64_t window_ns, struct strbuf *ret_gz);
+/* The same of the epochs overlapping [start_ns, end_ns) of the store's clock. Any thread. */
+int collector_profile_span(struct collector *c, uint64_t start_ns, uint64_t end_ns, struct strbuf *ret_gz);
+/* Now, in the store's clock (CLOCK_MONOTONIC ns). Any thread. */
+uint64_t collector_now_ns(struct collector *c);
 
 /* The function a PC of a process lies in, copied into buf; false when unknown. Any thread. */
 bool collector_symbol(struct collector *c, uint32_t pid, uint64_t pc, char *buf, size_t len);

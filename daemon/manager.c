@@ -100,6 +100,18 @@ static int source_pprof(void *userdata, uint64_t window_ns, struct strbuf *out) 
         return collector_profile(m->collector, window_ns, out);
 }
 
+static int source_pprof_span(void *userdata, uint64_t start_ns, uint64_t end_ns, struct strbuf *out) {
+        struct manager *m = userdata;
+
+        return collector_profile_span(m->collector, start_ns, end_ns, out);
+}
+
+static uint64_t source_now_ns(void *userdata) {
+        struct manager *m = userdata;
+
+        return collector_now_ns(m->collector);
+}
+
 static struct store_snapshot *source_snapshot(void *userdata) {
         struct manager *m = userdata;
 
@@ -305,6 +317,8 @@ static int serve(struct manager *m) {
                 .counters_json = source_counters,
                 .snapshot = source_snapshot,
                 .pprof = source_pprof,
+                .pprof_span = source_pprof_span,
+                .now_ns = source_now_ns,
                 .symbol = source_symbol,
         });
         routes = api_routes(&n_routes);

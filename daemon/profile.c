@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <stdio.h>
-#include <time.h>
 
 #include "macro.h"
 #include "pprof.h"
@@ -27,36 +26,29 @@ static const struct pprof_value_type sample_types[_VALUE_MAX] = {
         [VALUE_MISPREDICTS] = { "mispredicts", "count" },
 };
 
-/* The store keeps CLOCK_MONOTONIC times; profiles carry wall-clock ones. */
-static uint64_t mono_to_wall_ns(uint64_t mono_ns) {
-        struct timespec m, w;
-        uint64_t now_mono, now_wall;
-
-        clock_gettime(CLOCK_MONOTONIC, &m);
-        clock_gettime(CLOCK_REALTIME, &w);
-        now_mono = (uint64_t) m.tv_sec * NSEC_PER_SEC + (uint64_t) m.tv_nsec;
-        now_wall = (uint64_t) w.tv_sec * NSEC_PER_SEC + (uint64_t) w.tv_nsec;
-        return now_wall - (now_mono - MIN(mono_ns, now_mono));
+/*
+ * The profile's time_nanos/duration_nanos are the span of the epochs it was
+ * built from, as Unix time by the store's clock (its fixed offset, taken
+ * once); with a perf clock only (a replay without clock data) they are
+ * perf's nanoseconds, which pprof will show as a date near 1970.
+ */
+static int64_t unix_ns(const struct store_interval *iv, uint64_t t) {
+        return (int64_t) t + (iv->clock.kind == STORE_CLOCK_UNIX ? iv->clock.unix_offset_ns : 0);
 }
 
-int profile_build(const struct store_snapshot *snap, uint64_t window_ns, struct symbols *sym, uint64_t period,
-                  struct strbuf *ret_gz) {
-        struct store_hotpcs_result r;
+static int build(struct store_hotpcs_result *r, struct symbols *sym, uint64_t period, struct strbuf *ret_gz) {
         struct pprof_builder *b;
-        int k;
+        int k = 0;
 
-        k = store_query_samples(snap, window_ns, SIZE_MAX, &r);
-        if (k < 0)
-                return k;
         /* SPE samples one operation in N: the period is N operations when the source said so. */
         b = pprof_builder_new(sample_types, _VALUE_MAX,
                               period ? &(struct pprof_value_type) { "operations", "count" }
                                      : &(struct pprof_value_type) { "samples", "count" },
-                              period ? (int64_t) period : 1, mono_to_wall_ns(r.iv.start_ns),
-                              r.iv.end_ns - r.iv.start_ns);
+                              period ? (int64_t) period : 1, (uint64_t) unix_ns(&r->iv, r->iv.start_ns),
+                              r->iv.end_ns - r->iv.start_ns);
 
-        for (size_t i = 0; i < r.pcs.n && k >= 0; i++) {
-                const struct hotpcs_item *it = &r.pcs.item[i];
+        for (size_t i = 0; i < r->pcs.n && k >= 0; i++) {
+                const struct hotpcs_item *it = &r->pcs.item[i];
                 struct symbols_result s = {};
                 uint64_t mapping = 0;
                 const int64_t values[_VALUE_MAX] = {
@@ -95,6 +87,31 @@ int profile_build(const struct store_snapshot *snap, uint64_t window_ns, struct 
         if (k >= 0)
                 k = pprof_finish(b, ret_gz);
         pprof_builder_free(b);
-        store_hotpcs_result_done(&r);
         return k < 0 ? k : 0;
+}
+
+int profile_build(const struct store_snapshot *snap, uint64_t window_ns, struct symbols *sym, uint64_t period,
+                  struct strbuf *ret_gz) {
+        struct store_hotpcs_result r;
+        int k;
+
+        k = store_query_samples(snap, window_ns, SIZE_MAX, &r);
+        if (k < 0)
+                return k;
+        k = build(&r, sym, period, ret_gz);
+        store_hotpcs_result_done(&r);
+        return k;
+}
+
+int profile_build_span(const struct store_snapshot *snap, uint64_t start_ns, uint64_t end_ns, struct symbols *sym,
+                       uint64_t period, struct strbuf *ret_gz) {
+        struct store_hotpcs_result r;
+        int k;
+
+        k = store_query_samples_span(snap, start_ns, end_ns, SIZE_MAX, &r);
+        if (k < 0)
+                return k;
+        k = build(&r, sym, period, ret_gz);
+        store_hotpcs_result_done(&r);
+        return k;
 }

@@ -22,3 +22,7 @@
  */
 int profile_build(const struct store_snapshot *snap, uint64_t window_ns, struct symbols *sym, uint64_t period,
                   struct strbuf *ret_gz);
+/* The same of the epochs overlapping [start_ns, end_ns) of the store's clock; time_nanos and
+ * duration_nanos say the span those epochs cover. */
+int profile_build_span(const struct store_snapshot *snap, uint64_t start_ns, uint64_t end_ns, struct symbols *sym,
+                       uint64_t period, struct strbuf *ret_gz);

@@ -17,8 +17,7 @@
 struct api {
         struct exporter_source src;
         struct http_server *server;
-        struct timespec started_mono;
-        time_t started_wall;
+        struct timespec started_mono, started_wall;
 };
 
 struct api *api_new(const struct exporter_source *src) {
@@ -26,7 +25,7 @@ struct api *api_new(const struct exporter_source *src) {
 
         a->src = *src;
         clock_gettime(CLOCK_MONOTONIC, &a->started_mono);
-        a->started_wall = time(NULL);
+        clock_gettime(CLOCK_REALTIME, &a->started_wall);
         return a;
 }
 
@@ -48,7 +47,7 @@ static double uptime_seconds(const struct api *a) {
 }
 
 static void json_body(struct http_response *resp, json_t *o) {
-        char *s = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+        char *s = json_dumps(o, JSON_INDENT(2) | AGG_JSON_REAL_PRECISION);
 
         if (!s) {
                 http_response_error(resp, 500, "cannot encode JSON");
@@ -166,13 +165,18 @@ static void handle_metrics(void *userdata, const struct http_request *req, struc
 
 static void handle_status(void *userdata, const struct http_request *req, struct http_response *resp) {
         struct api *a = userdata;
+        char started[40] = "";
         json_t *o;
 
-        o = json_pack("{s:s, s:s, s:I, s:f}",
+        (void) agg_rfc3339((int64_t) a->started_wall.tv_sec * (int64_t) NSEC_PER_SEC + a->started_wall.tv_nsec,
+                           started, sizeof(started));
+        /* Uptime to the millisecond: more digits would be noise. */
+        o = json_pack("{s:s, s:s, s:s, s:I, s:f}",
                       "version", ARMPROFD_VERSION,
                       "revision", ARMPROFD_REVISION,
-                      "started_at", (json_int_t) a->started_wall,
-                      "uptime_seconds", uptime_seconds(a));
+                      "started", started,
+                      "started_at", (json_int_t) a->started_wall.tv_sec,
+                      "uptime_seconds", (double) (int64_t) (uptime_seconds(a) * 1e3) / 1e3);
         if (!o) {
                 http_response_error(resp, 500, "cannot build status");
                 return;
@@ -380,18 +384,67 @@ static void handle_pprof_spe(void *userdata, const struct http_request *req, str
                 pprof_body(userdata, resp, q.window_ns);
 }
 
+/* Slack after an epoch boundary for the collector thread to close the epoch. */
+#define PPROF_CLOSE_SLACK_NS (50 * NSEC_PER_USEC * USEC_PER_MSEC)
+
+struct profile_wait {
+        uint32_t seconds;
+        bool span;                      /* live: the epochs overlapping [start_ns, end_ns) */
+        uint64_t start_ns, end_ns;      /* the store's clock */
+        uint64_t give_up_ns;
+};
+
+/* How long until the epoch holding `end_ns` has closed: epochs end every epoch_ns after the newest end. */
+static uint64_t until_closed_usec(const struct store_snapshot *snap, uint64_t end_ns, uint64_t now_ns) {
+        uint64_t last = store_snapshot_end_ns(snap), ep = store_snapshot_epoch_ns(snap) ?: NSEC_PER_SEC, at;
+
+        if (last == 0 || last > end_ns)
+                at = end_ns + ep; /* no epoch closed yet: at most one length after */
+        else
+                at = last + (end_ns - last + ep - 1) / ep * ep;
+        at += PPROF_CLOSE_SLACK_NS;
+        return at > now_ns ? (at - now_ns + NSEC_PER_USEC - 1) / NSEC_PER_USEC : 1;
+}
+
+static void pprof_span_body(struct api *a, struct http_response *resp, const struct profile_wait *w) {
+        int k = a->src.pprof_span(a->src.userdata, w->start_ns, w->end_ns, &resp->body);
+
+        if (k < 0) {
+                http_response_error(resp, 500, "cannot build the profile: %s", strerror(-k));
+                return;
+        }
+        resp->content_type = "application/octet-stream";
+}
+
 /*
- * /debug/pprof/profile?seconds=N: answers after N seconds (the connection is
- * suspended meanwhile) with the samples of the epochs covering that time.
+ * /debug/pprof/profile?seconds=N: the N seconds from the request on. The
+ * connection is suspended (no thread waits) until the epoch that holds the
+ * span's end has closed; the profile is then built from the epochs that
+ * overlap the span, and its time_nanos/duration_nanos say what they cover
+ * (whole epochs: up to one epoch before the request and after its end).
+ * A replay's time stands still at the file's end: it answers after N
+ * seconds with the file's last N seconds, as /debug/pprof/spe?window=N would.
  */
 static void handle_pprof_profile(void *userdata, const struct http_request *req, struct http_response *resp) {
         static const char *const allowed[] = { "seconds", NULL };
+        struct api *a = userdata;
+        _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = NULL;
+        struct profile_wait *w = *req->state;
         const char *unknown, *v;
-        uint64_t *seconds = *req->state;
         uint32_t n = PPROF_DEFAULT_SECONDS;
+        uint64_t now;
 
-        if (seconds) {
-                pprof_body(userdata, resp, *seconds * NSEC_PER_SEC);
+        if (w && !w->span) {
+                pprof_body(a, resp, (uint64_t) w->seconds * NSEC_PER_SEC);
+                return;
+        }
+        if (w) {
+                snap = a->src.snapshot(a->src.userdata);
+                now = a->src.now_ns(a->src.userdata);
+                if (snap && store_snapshot_end_ns(snap) < w->end_ns && now < w->give_up_ns)
+                        resp->defer_usec = until_closed_usec(snap, w->end_ns, now);
+                else
+                        pprof_span_body(a, resp, w);
                 return;
         }
         unknown = http_request_unknown_arg(req, allowed);
@@ -405,10 +458,21 @@ static void handle_pprof_profile(void *userdata, const struct http_request *req,
                                     PPROF_MAX_SECONDS);
                 return;
         }
-        seconds = xmalloc(sizeof(*seconds));
-        *seconds = n;
-        *req->state = seconds;
-        resp->defer_usec = n * USEC_PER_SEC;
+        w = xcalloc(1, sizeof(*w));
+        w->seconds = n;
+        *req->state = w;
+        snap = a->src.snapshot ? a->src.snapshot(a->src.userdata) : NULL;
+        if (!snap || !a->src.pprof_span || !a->src.now_ns || store_snapshot_clock(snap)->frozen) {
+                resp->defer_usec = n * USEC_PER_SEC;
+                return;
+        }
+        now = a->src.now_ns(a->src.userdata);
+        w->span = true;
+        w->start_ns = now;
+        w->end_ns = now + n * NSEC_PER_SEC;
+        /* A stalled collector must not hold the request forever: answer with what is there. */
+        w->give_up_ns = w->end_ns + 2 * store_snapshot_epoch_ns(snap) + NSEC_PER_SEC;
+        resp->defer_usec = until_closed_usec(snap, w->end_ns, now);
 }
 
 static const struct http_route routes[] = {

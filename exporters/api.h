@@ -31,6 +31,10 @@ struct exporter_source {
         bool (*symbol)(void *userdata, uint32_t pid, uint64_t pc, char *buf, size_t len);
         /* A gzip-compressed pprof profile of the window (/debug/pprof/...). */
         int (*pprof)(void *userdata, uint64_t window_ns, struct strbuf *out);
+        /* The same of the epochs overlapping [start_ns, end_ns) of the store's clock. */
+        int (*pprof_span)(void *userdata, uint64_t start_ns, uint64_t end_ns, struct strbuf *out);
+        /* Now in the store's clock (live data: CLOCK_MONOTONIC ns). */
+        uint64_t (*now_ns)(void *userdata);
 };
 
 struct api;
