@@ -71,6 +71,7 @@ struct spe_replay {
         bool raw;
         uint64_t raw_midr;
         uint64_t dropped_payloads, dropped_bytes;
+        struct spe_replay_clock clock;
         char error[512];
 
         struct spe_record batch[SPE_REPLAY_BATCH];
@@ -372,6 +373,57 @@ static void finish(struct spe_replay *r) {
         }
 }
 
+uint64_t spe_replay_perf_ns(const struct spe_replay_clock *c, uint64_t cyc) {
+        uint64_t quot, rem;
+
+        /* tools/perf/util/tsc.c tsc_to_perf_time(); a shift of 64 or more is no conversion. */
+        if (c->time_shift >= 64)
+                return cyc;
+        if (c->cap_user_time_short)
+                cyc = c->time_cycles + ((cyc - c->time_cycles) & c->time_mask);
+        quot = cyc >> c->time_shift;
+        rem = cyc & ((UINT64_C(1) << c->time_shift) - 1);
+        return c->time_zero + quot * c->time_mult + ((rem * c->time_mult) >> c->time_shift);
+}
+
+static void clock_changed(struct spe_replay *r) {
+        if (r->sink && r->sink->clock)
+                r->sink->clock(r->sink->userdata, &r->clock);
+}
+
+static int on_time_conv(void *userdata, const struct perf_data_time_conv *tc) {
+        struct spe_replay *r = userdata;
+
+        r->clock.has_time_conv = true;
+        r->clock.time_shift = tc->time_shift;
+        r->clock.time_mult = tc->time_mult;
+        r->clock.time_zero = tc->time_zero;
+        r->clock.cap_user_time_short = tc->has_cycles && tc->cap_user_time_short;
+        r->clock.time_cycles = tc->has_cycles ? tc->time_cycles : 0;
+        r->clock.time_mask = tc->has_cycles ? tc->time_mask : UINT64_MAX;
+        clock_changed(r);
+        return 0;
+}
+
+/* HEADER_CLOCK_DATA (tools/perf/util/header.c write_clock_data): u32 version, u32 clockid,
+ * u64 time of day (ns), u64 the clockid's time (ns) at the same moment. */
+static int on_feature(void *userdata, unsigned feat, const uint8_t *data, size_t len) {
+        struct spe_replay *r = userdata;
+        uint32_t clockid;
+        uint64_t tod, ref;
+
+        if (feat != PERF_DATA_FEAT_CLOCK_DATA || len < 24)
+                return 0;
+        memcpy(&clockid, data + 4, sizeof(clockid));
+        memcpy(&tod, data + 8, sizeof(tod));
+        memcpy(&ref, data + 16, sizeof(ref));
+        r->clock.has_clock_data = true;
+        r->clock.clockid = clockid;
+        r->clock.unix_minus_perf_ns = (int64_t) (tod - ref);
+        clock_changed(r);
+        return 0;
+}
+
 static int run(struct perf_data_reader *reader, const struct spe_sink *sink, struct spe_replay **ret) {
         static const struct perf_data_ops ops = {
                 .on_attr = on_attr,
@@ -385,6 +437,8 @@ static int run(struct perf_data_reader *reader, const struct spe_sink *sink, str
                 .on_fork = on_fork,
                 .on_switch = on_switch,
                 .on_itrace_start = on_itrace_start,
+                .on_time_conv = on_time_conv,
+                .on_feature = on_feature,
         };
         struct spe_replay *r = xcalloc(1, sizeof(*r));
         int k;

@@ -41,6 +41,23 @@ struct spe_mapping {
         size_t build_id_len;
 };
 
+/*
+ * The file's clocks, as far as it states them: PERF_RECORD_TIME_CONV turns
+ * SPE timestamps (generic timer ticks) into perf time, HEADER_CLOCK_DATA
+ * (perf record -k CLOCK) ties perf time to the time of day.
+ */
+struct spe_replay_clock {
+        bool has_time_conv;
+        uint64_t time_shift, time_mult, time_zero, time_cycles, time_mask;
+        bool cap_user_time_short;
+        bool has_clock_data;
+        uint32_t clockid;
+        int64_t unix_minus_perf_ns;     /* tod_ns - clockid_ns of the clock data */
+};
+
+/* An SPE timestamp in perf nanoseconds, as perf's tsc_to_perf_time() computes it (needs has_time_conv). */
+uint64_t spe_replay_perf_ns(const struct spe_replay_clock *c, uint64_t ticks);
+
 struct spe_sink {
         void *userdata;
         /* A batch of records decoded on one CPU, with their pid and tid (or SPE_REPLAY_NO_ID). */
@@ -48,6 +65,9 @@ struct spe_sink {
                         const uint32_t *tids, size_t n);
         /* Optional: each mapping in file order, before the records that use it. */
         void (*mapping)(void *userdata, const struct spe_mapping *m);
+        /* Optional: the file's clocks, each time a record or feature adds to them (before the
+         * records that follow it). */
+        void (*clock)(void *userdata, const struct spe_replay_clock *c);
 };
 
 struct spe_replay_cpu_stats {
