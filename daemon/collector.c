@@ -284,8 +284,8 @@ static void epoch_end(struct collector *c, uint64_t end_ns) {
         if (c->lat)
                 memcpy(b->lat, c->lat->lat, sizeof(b->lat));
         snap = store_snapshot_get(c->store);
-        /* The newest epoch alone: the window of one epoch length. */
-        if (store_query_latency(snap, store_snapshot_epoch_ns(snap), &lat) == 0) {
+        /* The newest epoch alone (a window of 1 ns is the newest epoch, whatever its length). */
+        if (store_query_latency(snap, 1, &lat) == 0) {
                 for (int k = 0; k < _STORE_LAT_KIND_MAX; k++)
                         for (int o = 0; o < SPE_LAT_OPS; o++) {
                                 const struct store_lat_hist *h =
@@ -416,16 +416,92 @@ static int arm(int fd, uint64_t usec) {
         return timerfd_settime(fd, 0, &its, NULL) < 0 ? -errno : 0;
 }
 
+void replay_clock_file(void *userdata, const struct spe_replay_clock *c) {
+        struct replay_clock *t = userdata;
+
+        t->file = *c;
+}
+
+static void replay_clock_close(struct replay_clock *t, uint64_t end_ns) {
+        t->closed = true;
+        if (t->epoch_end)
+                t->epoch_end(t->userdata, end_ns);
+        else
+                store_epoch_end(t->store, end_ns);
+}
+
+void replay_clock_record(struct replay_clock *t, const struct spe_record *r) {
+        uint64_t ns, b;
+
+        /* A record right after undecodable bytes may carry a timestamp made of them. */
+        if (!t->file.has_time_conv || !(r->present & SPE_REC_TIMESTAMP) || (r->flags & SPE_REC_F_AFTER_ERROR))
+                return;
+        ns = spe_replay_perf_ns(&t->file, r->timestamp);
+        if (!t->started) {
+                t->started = true;
+                t->epoch_start_ns = t->last_ns = ns;
+                store_epoch_restart(t->store, ns);
+                return;
+        }
+        t->last_ns = MAX(t->last_ns, ns);
+        /* The first epoch starts at the earliest record (CPUs' AUX buffers come one after another). */
+        if (!t->closed && ns < t->epoch_start_ns) {
+                t->epoch_start_ns = ns;
+                store_epoch_restart(t->store, ns);
+        }
+        /* Records a little out of order (AUX buffers of CPUs interleave) stay in the current epoch. */
+        if (t->epoch_ns == 0 || ns < t->epoch_start_ns + t->epoch_ns)
+                return;
+        b = t->epoch_start_ns + t->epoch_ns;
+        replay_clock_close(t, b);
+        /* A gap of several epochs is one empty epoch: the ring holds epochs, not empty time. */
+        if (ns >= b + t->epoch_ns) {
+                b += (ns - b) / t->epoch_ns * t->epoch_ns;
+                replay_clock_close(t, b);
+        }
+        t->epoch_start_ns = b;
+}
+
+void replay_clock_finish(struct replay_clock *t) {
+        struct store_clock clock = { .kind = STORE_CLOCK_PERF, .frozen = true };
+
+        if (!t->started)
+                store_epoch_restart(t->store, 0);
+        replay_clock_close(t, t->started ? t->last_ns + 1 : 0);
+        if (t->file.has_clock_data) {
+                clock.kind = STORE_CLOCK_UNIX;
+                clock.unix_offset_ns = t->file.unix_minus_perf_ns;
+        }
+        store_set_clock(t->store, &clock);
+}
+
+struct replay_ctx {
+        struct collector *c;
+        struct replay_clock clock;
+};
+
 static void replay_sink(void *userdata, const struct spe_record *recs, const uint32_t *pids,
                         const uint32_t *tids, size_t n) {
-        struct collector *c = userdata;
+        struct replay_ctx *x = userdata;
 
-        for (size_t i = 0; i < n; i++)
-                store_add(c->store, &recs[i], pids[i], tids[i]);
+        for (size_t i = 0; i < n; i++) {
+                replay_clock_record(&x->clock, &recs[i]);
+                store_add(x->c->store, &recs[i], pids[i], tids[i]);
+        }
+}
+
+static void replay_clock_cb(void *userdata, const struct spe_replay_clock *c) {
+        struct replay_ctx *x = userdata;
+
+        replay_clock_file(&x->clock, c);
+}
+
+static void replay_epoch_end(void *userdata, uint64_t end_ns) {
+        epoch_end(userdata, end_ns);
 }
 
 static void replay_mapping(void *userdata, const struct spe_mapping *m) {
-        struct collector *c = userdata;
+        struct collector *c = ((struct replay_ctx *) userdata)->c;
         int k;
 
         pthread_mutex_lock(&c->symbols_lock);
@@ -512,11 +588,16 @@ static void spe_describe(struct collector *c) {
 static int replay(struct collector *c) {
         struct spe_replay *r = NULL;
         uint64_t records = 0;
+        struct replay_ctx x = {
+                .c = c,
+                .clock = { .store = c->store, .epoch_ns = c->opts.store.epoch_ns, .epoch_end = replay_epoch_end,
+                           .userdata = c },
+        };
         bool complete;
         int k;
 
-        k = replay_run(&c->replay, c->replay_fd, c->stop_fd, &(struct spe_sink) { c, replay_sink, replay_mapping },
-                       &r);
+        k = replay_run(&c->replay, c->replay_fd, c->stop_fd,
+                       &(struct spe_sink) { &x, replay_sink, replay_mapping, replay_clock_cb }, &r);
         if (k == -ECANCELED) {
                 spe_replay_free(r);
                 return k;
@@ -540,7 +621,7 @@ static int replay(struct collector *c) {
                 log_info("replay: %" PRIu64 " SPE records from %s on %zu CPUs", records, c->replay.path,
                          c->n_spe_cpus);
         c->spe_source = "replay";
-        epoch_end(c, now_ns());
+        replay_clock_finish(&x.clock);
 
         pthread_mutex_lock(&c->lock);
         if (k < 0)
@@ -627,7 +708,10 @@ int collector_start(const struct collector_options *opts, struct collector **ret
                         goto fail;
                 }
         }
-        if ((r = arm(c->epoch_fd, opts->store.epoch_ns / NSEC_PER_USEC)) < 0 || (r = watch(c, c->timer_fd)) < 0 ||
+        /* A replay's epochs are the file's (replay_clock_record()): no timer closes more. */
+        if (!c->has_replay && (r = arm(c->epoch_fd, opts->store.epoch_ns / NSEC_PER_USEC)) < 0)
+                goto fail;
+        if ((r = watch(c, c->timer_fd)) < 0 ||
             (r = watch(c, c->epoch_fd)) < 0 || (r = watch(c, c->stop_fd)) < 0)
                 goto fail;
 

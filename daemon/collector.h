@@ -105,3 +105,30 @@ uint64_t collector_cycles(struct collector *c);
 bool collector_alive(struct collector *c);
 
 uint64_t now_monotonic_usec(void);
+
+/*
+ * A replay's time is the file's: its records' SPE timestamps, made perf
+ * time by the file's TIME_CONV, drive the store's epochs, and the file's
+ * last timestamp is "now" for good (the store's clock is frozen), so what
+ * was replayed never ages out of a window. Intervals are Unix time when the
+ * file has clock data (perf record -k), else perf time, labelled "perf".
+ * A file without timestamps is one epoch with no time span.
+ */
+struct replay_clock {
+        struct store *store;
+        uint64_t epoch_ns;              /* 0: the whole file is one epoch (--once) */
+        /* Closes an epoch at end_ns (the collector folds it into its histograms too). */
+        void (*epoch_end)(void *userdata, uint64_t end_ns);
+        void *userdata;
+
+        struct spe_replay_clock file;
+        bool started, closed;
+        uint64_t epoch_start_ns, last_ns;
+};
+
+/* Before store_add() of each record: closes the epochs its time has passed. */
+void replay_clock_record(struct replay_clock *t, const struct spe_record *r);
+/* After the file: closes the last epoch at the file's end and freezes the store's clock. */
+void replay_clock_finish(struct replay_clock *t);
+/* An spe_sink.clock callback; userdata is the struct replay_clock. */
+void replay_clock_file(void *userdata, const struct spe_replay_clock *c);

@@ -24,6 +24,7 @@ struct once {
         struct store *store;
         struct symbols *symbols;
         FILE *records; /* --records FILE, or NULL */
+        struct replay_clock clock;
 };
 
 static const char *file_type(mode_t m) {
@@ -176,10 +177,17 @@ static void sink_records(void *userdata, const struct spe_record *recs, const ui
         struct once *o = userdata;
 
         for (size_t i = 0; i < n; i++) {
+                replay_clock_record(&o->clock, &recs[i]);
                 store_add(o->store, &recs[i], pids[i], tids[i]);
                 if (o->records)
                         write_record(o->records, &recs[i], pids[i], tids[i]);
         }
+}
+
+static void sink_clock(void *userdata, const struct spe_replay_clock *c) {
+        struct once *o = userdata;
+
+        replay_clock_file(&o->clock, c);
 }
 
 static void sink_mapping(void *userdata, const struct spe_mapping *m) {
@@ -257,8 +265,8 @@ int replay_once(const struct replay_args *a, const char *records_path, const str
         k = store_new(&so, 0, &s);
         if (k < 0)
                 return log_error_errno(k, "Failed to create the aggregate store: %m");
-        struct once once = { s, symbols_new(NULL), NULL };
-        struct spe_sink sink = { &once, sink_records, sink_mapping };
+        struct once once = { .store = s, .symbols = symbols_new(NULL), .clock = { .store = s } };
+        struct spe_sink sink = { &once, sink_records, sink_mapping, sink_clock };
         struct agg_symbolizer sym = { once.symbols, symbol };
 
         if (records_path) {
@@ -271,11 +279,11 @@ int replay_once(const struct replay_args *a, const char *records_path, const str
                 }
         }
 
-        /* A replay is one epoch covering the whole file. */
+        /* A replay is one epoch covering the whole file: the file's first to last timestamp. */
         rr = replay_run(a, fd, -1, &sink, &r);
         complete = replay_complete(r, rr);
         n_warnings = replay_warnings(r, rr, warnings);
-        store_epoch_end(s, now_monotonic_usec() * NSEC_PER_USEC);
+        replay_clock_finish(&once.clock);
 
         snap = store_snapshot_get(s);
         store_query_totals(snap, STORE_WINDOW_ALL, &totals);
