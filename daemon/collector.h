@@ -111,8 +111,11 @@ uint64_t now_monotonic_usec(void);
  * time by the file's TIME_CONV, drive the store's epochs, and the file's
  * last timestamp is "now" for good (the store's clock is frozen), so what
  * was replayed never ages out of a window. Intervals are Unix time when the
- * file has clock data (perf record -k), else perf time, labelled "perf".
- * A file without timestamps is one epoch with no time span.
+ * file has clock data (perf record -k CLOCK), else perf time, labelled
+ * "perf". The clock data ties the chosen clock to the time of day while
+ * TIME_CONV gives the kernel's perf clock: on arm64 both count from boot
+ * (CLOCK_MONOTONIC and sched_clock), close but not equal, so such dates are
+ * as good as that. A file without timestamps is one epoch with no span.
  */
 struct replay_clock {
         struct store *store;

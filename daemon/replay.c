@@ -311,7 +311,7 @@ int replay_once(const struct replay_args *a, const char *records_path, const str
         json_object_set_new(report, "hotpcs", agg_hotpcs_json(&pcs, &sym));
         json_object_set_new(report, "hotlines", agg_hotlines_json(&lines, &sym));
         json_object_set_new(report, "latency", agg_latency_json(&lat));
-        json_dumpf(report, out, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+        json_dumpf(report, out, JSON_INDENT(2) | AGG_JSON_REAL_PRECISION);
         fputc('\n', out);
 
         json_decref(report);
