@@ -9,6 +9,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -124,12 +127,83 @@ static void test_untimed(void **state) {
         assert_true(store_snapshot_clock(snap)->frozen);
 }
 
+/*
+ * A pipe-mode perf.data with the clock records perf writes, built here from
+ * the kernel and perf ABI (not from the reader's header): TIME_CONV (79) and
+ * HEADER_CLOCK_DATA (feature 29, in a HEADER_FEATURE record, 80) as
+ * tools/perf/util/header.c write_clock_data() lays it out: u32 version,
+ * u32 clockid, u64 time of day, u64 the clockid's time.
+ */
+static size_t put(uint8_t *buf, size_t at, const void *p, size_t n) {
+        memcpy(buf + at, p, n);
+        return at + n;
+}
+
+static size_t put_header(uint8_t *buf, size_t at, uint32_t type, uint16_t size) {
+        uint16_t misc = 0;
+
+        at = put(buf, at, &type, 4);
+        at = put(buf, at, &misc, 2);
+        return put(buf, at, &size, 2);
+}
+
+static void test_file_clocks(void **state) {
+        const uint64_t magic = UINT64_C(0x32454c4946524550), hsize = 16, feat = 29;
+        const uint64_t tc[3] = { 10, 3, 500 }; /* shift, mult, zero */
+        const uint32_t version = 1, clockid = 1; /* CLOCK_MONOTONIC */
+        const uint64_t tod = UINT64_C(1795000000123456789), ref = UINT64_C(4000000000);
+        uint8_t buf[256];
+        size_t n = 0;
+        struct spe_replay *r = NULL;
+        struct store_options o;
+        _cleanup_(store_freep) struct store *s = NULL;
+
+        n = put(buf, n, &magic, 8);
+        n = put(buf, n, &hsize, 8);
+        n = put_header(buf, n, 79, 8 + 3 * 8);
+        n = put(buf, n, tc, sizeof(tc));
+        n = put_header(buf, n, 80, 8 + 8 + 24);
+        n = put(buf, n, &feat, 8);
+        n = put(buf, n, &version, 4);
+        n = put(buf, n, &clockid, 4);
+        n = put(buf, n, &tod, 8);
+        n = put(buf, n, &ref, 8);
+
+        int fd = memfd_create("clocks.data", MFD_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, buf, n), (ssize_t) n);
+        assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+
+        store_options_init(&o);
+        assert_int_equal(store_new(&o, 0, &s), 0);
+        struct replay_clock t = { .store = s };
+        struct spe_sink sink = { .userdata = &t, .clock = replay_clock_file };
+        assert_int_equal(spe_replay_fd(fd, &sink, &r), 0);
+        spe_replay_free(r);
+        close(fd);
+
+        assert_true(t.file.has_time_conv && t.file.has_clock_data);
+        assert_int_equal(t.file.clockid, 1);
+        assert_int_equal(t.file.unix_minus_perf_ns, (int64_t) (tod - ref));
+        /* 500 + (4096 >> 10) * 3 + 0 */
+        assert_int_equal(spe_replay_perf_ns(&t.file, 4096), 512);
+
+        add(&t, s, 4096, 0);
+        add(&t, s, 8192, 0);
+        replay_clock_finish(&t);
+        _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = store_snapshot_get(s);
+        check(snap, STORE_WINDOW_ALL, 2, 512, 524 + 1, 1);
+        assert_int_equal(store_snapshot_clock(snap)->kind, STORE_CLOCK_UNIX);
+        assert_int_equal(store_snapshot_clock(snap)->unix_offset_ns, (int64_t) (tod - ref));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_perf_ns),
                 cmocka_unit_test(test_epochs_follow_records),
                 cmocka_unit_test(test_one_epoch),
                 cmocka_unit_test(test_untimed),
+                cmocka_unit_test(test_file_clocks),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
