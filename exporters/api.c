@@ -163,6 +163,23 @@ static void handle_metrics(void *userdata, const struct http_request *req, struc
         resp->gzip_ok = true;
 }
 
+/*
+ * How the answers' times are made: "unix" times are the store's clock plus
+ * offset_ns (live: CLOCK_REALTIME - CLOCK_MONOTONIC, taken once at start),
+ * "perf" times a replay's own; frozen: a replay, whose time ends with it.
+ */
+static void status_clock(struct api *a, json_t *o) {
+        _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap =
+                a->src.snapshot ? a->src.snapshot(a->src.userdata) : NULL;
+        const struct store_clock *c;
+
+        if (!snap)
+                return;
+        c = store_snapshot_clock(snap);
+        json_object_set_new(o, "clock", json_pack("{s:s, s:I, s:b}", "kind", c->kind == STORE_CLOCK_UNIX ? "unix" : "perf",
+                                                  "offset_ns", (json_int_t) c->unix_offset_ns, "frozen", c->frozen));
+}
+
 static void handle_status(void *userdata, const struct http_request *req, struct http_response *resp) {
         struct api *a = userdata;
         char started[40] = "";
@@ -183,6 +200,7 @@ static void handle_status(void *userdata, const struct http_request *req, struct
         }
         if (a->server)
                 json_object_set_new(o, "listen", json_string(http_server_address(a->server)));
+        status_clock(a, o);
         if (a->src.fill_status)
                 a->src.fill_status(a->src.userdata, o);
         if (!json_object_get(o, "collectors"))

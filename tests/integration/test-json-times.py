@@ -124,6 +124,9 @@ try:
         st = parse(d.get("/status")[2], "/status")
         assert abs(rfc3339_ms(st["started"]) / 1000 - time.time()) < 60, st["started"]
         assert st["started_at"] == rfc3339_ms(st["started"]) // 1000, st
+        # The fixed offset, against this machine's clocks (time.monotonic_ns is CLOCK_MONOTONIC).
+        assert st["clock"]["kind"] == "unix" and not st["clock"]["frozen"], st["clock"]
+        assert abs(st["clock"]["offset_ns"] - (time.time_ns() - time.monotonic_ns())) < 50_000_000, st["clock"]
         status, _, body = d.get("/counters")
         assert status in (200, 503), status
         parse(body, "/counters")
@@ -155,6 +158,8 @@ try:
             iv = hp["interval"]
             assert iv["clock"] == "perf" and iv["start_perf_ns"] == min(stamps), (path, iv, min(stamps))
             assert iv["end_perf_ns"] == max(stamps) + 1, (path, iv, max(stamps))
+        clock = parse(d.get("/status")[2], "/status")["clock"]
+        assert clock["kind"] == "perf" and clock["frozen"], clock
         hl = parse(d.get("/hotlines")[2], "/hotlines")
         assert hl["records"] > 0 and hl["lines"][0]["address"] == facts["false_sharing.line"], hl["records"]
         lat = parse(d.get("/latency")[2], "/latency")
