@@ -178,7 +178,8 @@ static void test_file_clocks(void **state) {
         assert_int_equal(store_new(&o, 0, &s), 0);
         struct replay_clock t = { .store = s };
         struct spe_sink sink = { .userdata = &t, .clock = replay_clock_file };
-        assert_int_equal(spe_replay_fd(fd, &sink, &r), 0);
+        assert_int_equal(spe_replay_run(&(struct spe_replay_input) { .fd = fd, .cancel_fd = -1, .name = "clocks.data" },
+                                        &sink, &r), 0);
         spe_replay_free(r);
         close(fd);
 
