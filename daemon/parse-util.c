@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -255,5 +256,15 @@ const char *listen_addr_to_string(const struct listen_addr *a, char *buf, size_t
                 inet_ntop(AF_INET, &sin->sin_addr, host, sizeof(host));
                 snprintf(buf, len, "%s:%u", host, ntohs(sin->sin_port));
         }
+        return buf;
+}
+
+const char *format_double_shortest(double v, char buf[static FORMAT_DOUBLE_MAX]) {
+        for (int digits = 15; digits < 17; digits++) {
+                snprintf(buf, FORMAT_DOUBLE_MAX, "%.*g", digits, v);
+                if (strtod(buf, NULL) == v)
+                        return buf;
+        }
+        snprintf(buf, FORMAT_DOUBLE_MAX, "%.17g", v);
         return buf;
 }

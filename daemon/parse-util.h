@@ -39,3 +39,13 @@ struct listen_addr {
 int parse_listen_addr(const char *s, struct listen_addr *ret);
 /* Format back to "ADDR:PORT" / "[ADDR]:PORT"; buf must hold 64 bytes. */
 const char *listen_addr_to_string(const struct listen_addr *a, char *buf, size_t len);
+
+/*
+ * The shortest of "%.15g", "%.16g" and "%.17g" that strtod() reads back as
+ * exactly `v` (%.17g always does for an IEEE 754 double; when a shorter
+ * decimal exists, %.15g finds it, except for a few subnormals). NaN and
+ * infinities come out as printf spells them; callers that need another
+ * spelling test for them first. `buf` holds FORMAT_DOUBLE_MAX bytes.
+ */
+#define FORMAT_DOUBLE_MAX 32
+const char *format_double_shortest(double v, char buf[static FORMAT_DOUBLE_MAX]);

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -178,6 +179,43 @@ static void test_parse_listen_addr(void **state) {
         }
 }
 
+static void test_format_double_shortest(void **state) {
+        /* Expected strings are what Python's repr() (shortest round trip) gives. */
+        static const struct {
+                double v;
+                const char *want;
+        } cases[] = {
+                { 1795415724.06, "1795415724.06" }, /* %.17g: 1795415724.0599999 */
+                { 0.1, "0.1" },
+                { 0.1 + 0.2, "0.30000000000000004" },
+                { 1.0 / 3.0, "0.3333333333333333" },
+                { 1.5, "1.5" },
+                { 0, "0" },
+                { -2.5e-7, "-2.5e-07" },
+                { 1e21, "1e+21" },
+                { 123456789012345680.0, "1.2345678901234568e+17" },
+                { 2.2250738585072014e-308, "2.2250738585072014e-308" },
+        };
+        char buf[FORMAT_DOUBLE_MAX];
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+                assert_string_equal(format_double_shortest(cases[i].v, buf), cases[i].want);
+
+        /* Whatever the digits, the text reads back as the same double. */
+        for (double v = 1e-300; v < 1e300; v *= 7.3890560989306495)
+                for (int k = -3; k <= 3; k++) {
+                        /* v and its neighbours k ulps away (IEEE 754 bit patterns are ordered). */
+                        uint64_t bits;
+                        double x;
+
+                        memcpy(&bits, &v, sizeof(bits));
+                        bits += (uint64_t) (int64_t) k;
+                        memcpy(&x, &bits, sizeof(x));
+                        assert_true(strtod(format_double_shortest(x, buf), NULL) == x);
+                        assert_true(strtod(format_double_shortest(-x, buf), NULL) == -x);
+                }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_safe_atou64),
@@ -186,6 +224,7 @@ int main(void) {
                 cmocka_unit_test(test_parse_duration),
                 cmocka_unit_test(test_parse_size),
                 cmocka_unit_test(test_parse_listen_addr),
+                cmocka_unit_test(test_format_double_shortest),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
