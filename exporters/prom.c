@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "io/prometheus/client/metrics.pb-c.h"
+#include "parse-util.h"
 #include "pb-scratch.h"
 
 /* Strings and arrays of one exposition live in chunks freed together. */
@@ -178,9 +179,12 @@ static void write_double(struct strbuf *out, double v, bool openmetrics) {
         else if (openmetrics && v == floor(v) && fabs(v) < 1e15)
                 /* OpenMetrics writes integral floats such as bucket bounds as "16.0". */
                 strbuf_printf(out, "%.1f", v);
-        else
-                /* %.17g round-trips every double. */
-                strbuf_printf(out, "%.17g", v);
+        else {
+                /* The shortest text that parses back to v, as Go's strconv.FormatFloat(v, 'g', -1, 64). */
+                char buf[FORMAT_DOUBLE_MAX];
+
+                strbuf_puts(out, format_double_shortest(v, buf));
+        }
 }
 
 static void write_series(struct strbuf *out, const char *name, const char *suffix,

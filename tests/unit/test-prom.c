@@ -171,12 +171,44 @@ static void test_empty_native_histogram_has_noop_span(void **state) {
         strbuf_done(&out);
 }
 
+/* Reals are written as the shortest text that reads back as the same double. */
+static void test_reals_shortest(void **state) {
+        static const enum prom_format formats[] = { PROM_FORMAT_TEXT, PROM_FORMAT_OPENMETRICS };
+        static const double bounds[] = { 0.1, 2.5e-05 };
+        static const uint64_t cum[] = { 1, 2 };
+
+        for (size_t f = 0; f < ELEMENTSOF(formats); f++) {
+                _cleanup_(prom_writer_freep) struct prom_writer *w = prom_writer_new();
+                struct strbuf out = STRBUF_INIT;
+
+                prom_family(w, "process_start_time_seconds", PROM_GAUGE, "Start time.");
+                /* %.17g prints this as 1795415724.0599999 */
+                prom_sample_double(w, NULL, 1795415724.06);
+                prom_family(w, "x_sum", PROM_GAUGE, "A sum.");
+                prom_sample_double(w, NULL, 0.1 + 0.2);
+                prom_family(w, "x_seconds", PROM_HISTOGRAM, "Durations.");
+                prom_sample_histogram(w, NULL,
+                                      &(struct prom_histogram) {
+                                              .count = 2, .sum = 0.7,
+                                              .n_buckets = 2, .upper_bounds = bounds, .cumulative_counts = cum,
+                                      });
+                prom_render(w, formats[f], &out);
+                assert_non_null(strstr(out.buf, "\nprocess_start_time_seconds 1795415724.06\n"));
+                assert_non_null(strstr(out.buf, "\nx_sum 0.30000000000000004\n"));
+                assert_non_null(strstr(out.buf, "\nx_seconds_bucket{le=\"0.1\"} 1\n"));
+                assert_non_null(strstr(out.buf, "\nx_seconds_bucket{le=\"2.5e-05\"} 2\n"));
+                assert_non_null(strstr(out.buf, "\nx_seconds_sum 0.7\n"));
+                strbuf_done(&out);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_text),
                 cmocka_unit_test(test_openmetrics),
                 cmocka_unit_test(test_protobuf),
                 cmocka_unit_test(test_empty_native_histogram_has_noop_span),
+                cmocka_unit_test(test_reals_shortest),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
