@@ -87,6 +87,29 @@ static void answer(const struct http_request *req, struct http_response *resp, j
         resp->content_type = pb_content_type;
 }
 
+/*
+ * The query's parameters, one value per name of `allowed` (NULL-terminated);
+ * false after a 400 that names an unknown or repeated parameter.
+ */
+static bool query_args(const struct http_request *req, struct http_response *resp, const char *const *allowed,
+                       const char **ret_values) {
+        const char *bad = NULL;
+        struct strbuf known = STRBUF_INIT;
+        int r = http_request_args(req, allowed, ret_values, &bad);
+
+        if (r >= 0)
+                return true;
+        for (size_t i = 0; allowed[i]; i++)
+                strbuf_printf(&known, "%s%s", i ? ", " : "", allowed[i]);
+        if (r == -EEXIST)
+                http_response_error(resp, 400, "parameter '%s' given more than once", bad);
+        else
+                http_response_error(resp, 400, "unknown parameter '%s' (known: %s)", bad,
+                                    known.buf ?: "none");
+        strbuf_done(&known);
+        return false;
+}
+
 static void html_escape(struct strbuf *out, const char *s) {
         for (; *s; s++)
                 switch (*s) {
@@ -212,14 +235,12 @@ static void handle_status(void *userdata, const struct http_request *req, struct
 static void handle_counters(void *userdata, const struct http_request *req, struct http_response *resp) {
         static const char *const allowed[] = { "cpu", NULL };
         struct api *a = userdata;
-        const char *unknown = http_request_unknown_arg(req, allowed), *v = http_request_arg(req, "cpu");
+        const char *v;
         uint32_t cpu;
         json_t *o;
 
-        if (unknown) {
-                http_response_error(resp, 400, "unknown parameter '%s' (known: cpu)", unknown);
+        if (!query_args(req, resp, allowed, &v))
                 return;
-        }
         if (v && safe_atou32(v, &cpu) < 0) {
                 http_response_error(resp, 400, "parameter 'cpu': '%s' is not a CPU number", v);
                 return;
@@ -253,32 +274,30 @@ struct query {
  */
 static bool parse_query(const struct http_request *req, struct http_response *resp, size_t default_limit,
                         size_t max_limit, struct query *ret) {
-        static const char *const with_limit[] = { "window", "limit", "pid", NULL };
-        static const char *const window_only[] = { "window", NULL };
-        /* An endpoint without a limit (max_limit 0) is not per process either: /latency. */
-        const char *unknown = http_request_unknown_arg(req, max_limit ? with_limit : window_only);
-        const char *v;
+        enum { ARG_WINDOW, ARG_LIMIT, ARG_PID, _ARG_MAX };
+        static const char *const with_limit[] = { [ARG_WINDOW] = "window", [ARG_LIMIT] = "limit",
+                                                  [ARG_PID] = "pid", [_ARG_MAX] = NULL };
+        static const char *const window_only[] = { [ARG_WINDOW] = "window", NULL };
+        const char *args[_ARG_MAX] = {}, *v;
         struct query q = { DEFAULT_WINDOW_NS, default_limit, STORE_PID_ANY };
         uint32_t u;
 
-        if (unknown) {
-                http_response_error(resp, 400, "unknown parameter '%s' (known: %s)", unknown,
-                                    max_limit ? "window, limit, pid" : "window");
+        /* An endpoint without a limit (max_limit 0) is not per process either: /latency. */
+        if (!query_args(req, resp, max_limit ? with_limit : window_only, args))
                 return false;
-        }
-        v = http_request_arg(req, "window");
+        v = args[ARG_WINDOW];
         if (v && store_window_parse(v, &q.window_ns) < 0) {
                 http_response_error(resp, 400, "parameter 'window': invalid window '%s' (e.g. 10s, 1m, 10m, 600, all)", v);
                 return false;
         }
-        v = http_request_arg(req, "limit");
+        v = args[ARG_LIMIT];
         if (v && (safe_atou32(v, &u) < 0 || u < 1 || u > max_limit)) {
                 http_response_error(resp, 400, "parameter 'limit': '%s' is not a number in 1..%zu", v, max_limit);
                 return false;
         }
         if (v)
                 q.limit = u;
-        v = http_request_arg(req, "pid");
+        v = args[ARG_PID];
         if (v && (safe_atou32(v, &u) < 0 || u == STORE_PID_ANY)) {
                 http_response_error(resp, 400, "parameter 'pid': '%s' is not a process id", v);
                 return false;
@@ -448,7 +467,7 @@ static void handle_pprof_profile(void *userdata, const struct http_request *req,
         struct api *a = userdata;
         _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = NULL;
         struct profile_wait *w = *req->state;
-        const char *unknown, *v;
+        const char *v;
         uint32_t n = PPROF_DEFAULT_SECONDS;
         uint64_t now;
 
@@ -465,12 +484,8 @@ static void handle_pprof_profile(void *userdata, const struct http_request *req,
                         pprof_span_body(a, resp, w);
                 return;
         }
-        unknown = http_request_unknown_arg(req, allowed);
-        if (unknown) {
-                http_response_error(resp, 400, "unknown parameter '%s' (known: seconds)", unknown);
+        if (!query_args(req, resp, allowed, &v))
                 return;
-        }
-        v = http_request_arg(req, "seconds");
         if (v && (safe_atou32(v, &n) < 0 || n < 1 || n > PPROF_MAX_SECONDS)) {
                 http_response_error(resp, 400, "parameter 'seconds': '%s' is not a number in 1..%d", v,
                                     PPROF_MAX_SECONDS);

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -24,6 +25,8 @@
 #define HTTP_LISTEN_BACKLOG 64
 /* Distinct (handler, code) pairs we keep counts for; routes x a few codes. */
 #define HTTP_MAX_COUNTERS 128
+/* Names a route may accept in its query string. */
+#define HTTP_MAX_ARGS 8
 
 struct http_counter {
         const char *handler;
@@ -141,30 +144,57 @@ const char *http_request_header(const struct http_request *req, const char *name
         return MHD_lookup_connection_value(req->connection, MHD_HEADER_KIND, name);
 }
 
-const char *http_request_arg(const struct http_request *req, const char *name) {
-        return MHD_lookup_connection_value(req->connection, MHD_GET_ARGUMENT_KIND, name);
+static bool isempty(const char *s) {
+        return !s || !*s;
 }
 
 struct arg_check {
         const char *const *allowed;
-        const char *unknown;
+        const char **values;
+        const char *bad;
+        int error;
 };
 
 static enum MHD_Result check_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
         struct arg_check *c = cls;
 
-        for (const char *const *a = c->allowed; *a; a++)
-                if (streq(*a, key))
+        /* "?&&" gives empty names without values: nothing was asked. */
+        if (isempty(key) && isempty(value))
+                return MHD_YES;
+        for (size_t i = 0; c->allowed[i]; i++)
+                if (streq(c->allowed[i], key)) {
+                        if (c->values[i]) {
+                                /* Which of two values was meant is not ours to guess. */
+                                c->bad = key;
+                                c->error = -EEXIST;
+                                return MHD_NO; /* stop iterating */
+                        }
+                        c->values[i] = value ?: "";
                         return MHD_YES;
-        c->unknown = key;
-        return MHD_NO; /* stop iterating */
+                }
+        c->bad = key;
+        c->error = -ENOENT;
+        return MHD_NO;
 }
 
-const char *http_request_unknown_arg(const struct http_request *req, const char *const *allowed) {
-        struct arg_check c = { .allowed = allowed };
+int http_request_args(const struct http_request *req, const char *const *allowed, const char **ret_values,
+                      const char **ret_bad) {
+        const char *values[HTTP_MAX_ARGS] = {};
+        struct arg_check c = { .allowed = allowed, .values = values };
+        size_t n = 0;
 
+        while (allowed[n])
+                n++;
+        /* A route's own table: more names than this is a programming error. */
+        if (n > HTTP_MAX_ARGS)
+                abort();
         MHD_get_connection_values(req->connection, MHD_GET_ARGUMENT_KIND, check_arg, &c);
-        return c.unknown;
+        if (c.error < 0) {
+                *ret_bad = c.bad;
+                return c.error;
+        }
+        memcpy(ret_values, values, n * sizeof(*values));
+        return 0;
 }
 
 void http_response_error(struct http_response *resp, unsigned status, const char *fmt, ...) {

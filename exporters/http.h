@@ -31,10 +31,16 @@ struct http_request {
 
 /* Header value of the request, or NULL. */
 const char *http_request_header(const struct http_request *req, const char *name);
-/* Query argument of the request, or NULL. */
-const char *http_request_arg(const struct http_request *req, const char *name);
-/* The first query argument not in `allowed` (NULL-terminated), or NULL. */
-const char *http_request_unknown_arg(const struct http_request *req, const char *const *allowed);
+/*
+ * The query's parameters against `allowed` (NULL-terminated names): each
+ * parameter must be one of them and appear at most once; empty pairs
+ * ("?&&", "?a=1&") are skipped. Returns 0 with ret_values[i] the value of
+ * allowed[i] (NULL when absent, "" when given without "="), or -ENOENT for an
+ * unknown parameter and -EEXIST for a repeated one, with *ret_bad its name.
+ * ret_values has one slot per allowed name.
+ */
+int http_request_args(const struct http_request *req, const char *const *allowed, const char **ret_values,
+                      const char **ret_bad);
 
 struct http_response {
         unsigned status;
