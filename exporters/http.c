@@ -34,15 +34,77 @@ struct http_counter {
         uint64_t count;
 };
 
+/*
+ * A request's headers must be complete this long after the connection was
+ * accepted (on a kept-alive connection: after the previous answer plus the
+ * idle timeout). Each byte received resets MHD's idle timeout, so without
+ * this a client sending a byte a second would hold its slot for ever.
+ */
+#define HTTP_HEADER_DEADLINE_USEC (5 * USEC_PER_SEC)
+/*
+ * MHD keeps a request's header bytes, and a record for each header field,
+ * query argument and cookie (struct MHD_HTTP_Header, 64 bytes with the
+ * pool's alignment), in the connection's memory pool, and builds our
+ * answer's header in what is left. A request that leaves too little gets no
+ * answer at all, just a closed connection (MHD 0.9.75 connection.c,
+ * MHD_CONNECTION_START_REPLY). So the pool holds max_request_bytes of
+ * headers, HTTP_MAX_FIELDS records and HTTP_RESPONSE_HEADROOM; a request
+ * beyond either limit is refused with a 431 written past the pool.
+ */
+#define HTTP_MAX_FIELDS 256
+#define HTTP_FIELD_POOL_BYTES 64
+#define HTTP_RESPONSE_HEADROOM 4096
+/* How long a stop waits for the 503s of the deferred requests it cuts short. */
+#define HTTP_STOP_GRACE_USEC (1 * USEC_PER_SEC)
+
 /* Per-request context (MHD's *con_cls). */
 struct conn_ctx {
-        void *state; /* the handler's, across deferrals */
+        void *state;   /* the handler's, across deferrals */
+        bool deferred; /* suspended once: counted in n_deferred_open until completed */
 };
 
 /* A suspended connection and when to resume it. */
 struct deferral {
         struct MHD_Connection *connection;
         uint64_t due_usec;
+};
+
+enum conn_state {
+        CONN_READING, /* accepted, or between requests: no complete request yet */
+        CONN_ACTIVE,  /* being answered */
+        CONN_WAITING, /* suspended until its deferral is due */
+        CONN_IDLE,    /* answered, kept alive for a next request */
+        _CONN_STATE_MAX,
+};
+
+static const char *const conn_state_names[_CONN_STATE_MAX] = {
+        [CONN_READING] = "reading",
+        [CONN_ACTIVE] = "active",
+        [CONN_WAITING] = "waiting",
+        [CONN_IDLE] = "idle",
+};
+
+enum close_reason {
+        CLOSE_HEADER_DEADLINE, /* no complete request in time */
+        CLOSE_EVICTED,         /* the oldest without a request, to make room for a new one */
+        CLOSE_REFUSED,         /* a new one from an address at its limit, with nothing to evict */
+        _CLOSE_REASON_MAX,
+};
+
+static const char *const close_reason_names[_CLOSE_REASON_MAX] = {
+        [CLOSE_HEADER_DEADLINE] = "header_deadline",
+        [CLOSE_EVICTED] = "evicted",
+        [CLOSE_REFUSED] = "refused",
+};
+
+/* One client connection, from MHD's notice of its start to that of its end (its socket context). */
+struct conn {
+        struct conn *prev, *next; /* http_server.conns: in the order they entered their state */
+        int fd;                   /* MHD's; valid until the close notice, which comes before close() */
+        uint8_t addr[16];         /* the client's address, IPv4 as ::ffff:a.b.c.d */
+        enum conn_state state;
+        uint64_t deadline_usec; /* CONN_READING, CONN_IDLE: shut down then */
+        bool closing;           /* shut down by us; MHD closes it on its next turn */
 };
 
 struct http_server {
@@ -52,17 +114,33 @@ struct http_server {
         size_t n_routes;
         void *userdata;
         char address[80];
+        unsigned max_connections, per_ip_connections, reserve;
+        uint64_t idle_usec;
+        size_t max_request_bytes;
 
-        pthread_mutex_t lock; /* guards counters and deferrals */
+        pthread_mutex_t lock; /* guards everything below */
         struct http_counter counters[HTTP_MAX_COUNTERS];
         size_t n_counters;
 
-        /* Resumes suspended connections when they are due; at most one per connection. */
-        pthread_t resumer;
-        bool resumer_started, stopping;
+        /* Every connection MHD holds; those not closing number n_live. */
+        struct conn *conns, *conns_tail;
+        size_t n_live;
+        uint64_t closed[_CLOSE_REASON_MAX];
+
+        /*
+         * The timer thread resumes suspended connections when they are due (at
+         * most one deferral per connection) and shuts down connections past
+         * their header deadline. It sleeps until timer_due.
+         */
+        pthread_t timer;
+        bool timer_started, stopping;
         pthread_cond_t wake;
+        uint64_t timer_due;
         struct deferral *deferrals;
         size_t n_deferrals, max_deferrals;
+        /* Requests ever deferred and not completed yet; a stop waits for them on `drained`. */
+        size_t n_deferred_open;
+        pthread_cond_t drained;
 };
 
 static uint64_t mono_usec(void) {
@@ -72,7 +150,74 @@ static uint64_t mono_usec(void) {
         return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / NSEC_PER_USEC;
 }
 
-static void *resumer_main(void *userdata) {
+static void conn_link_tail(struct http_server *s, struct conn *c) {
+        c->next = NULL;
+        c->prev = s->conns_tail;
+        if (s->conns_tail)
+                s->conns_tail->next = c;
+        else
+                s->conns = c;
+        s->conns_tail = c;
+}
+
+static void conn_unlink(struct http_server *s, struct conn *c) {
+        if (c->prev)
+                c->prev->next = c->next;
+        else
+                s->conns = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        else
+                s->conns_tail = c->prev;
+        c->prev = c->next = NULL;
+}
+
+/* A connection we may close without cutting an answer short. Under s->lock. */
+static bool conn_evictable(const struct conn *c) {
+        return !c->closing && c->fd >= 0 && (c->state == CONN_READING || c->state == CONN_IDLE);
+}
+
+/*
+ * shutdown() wakes MHD's epoll on the socket; MHD then reads end-of-file and
+ * closes the connection itself. The fd is still MHD's open socket: MHD tells
+ * us of a close (taking s->lock) before it close()s the fd. Under s->lock.
+ */
+static void conn_shutdown(struct http_server *s, struct conn *c, enum close_reason reason) {
+        (void) shutdown(c->fd, SHUT_RDWR);
+        c->closing = true;
+        s->n_live--;
+        s->closed[reason]++;
+}
+
+/* Under s->lock. */
+static void timer_wake_by(struct http_server *s, uint64_t due_usec) {
+        if (due_usec < s->timer_due) {
+                s->timer_due = due_usec;
+                pthread_cond_signal(&s->wake);
+        }
+}
+
+/* Under s->lock. */
+static void conn_set_state(struct http_server *s, struct conn *c, enum conn_state state) {
+        if (!c || c->state == state)
+                return;
+        c->state = state;
+        if (state == CONN_IDLE) {
+                /* MHD's idle timeout closes a silent one; the deadline a trickling one. */
+                c->deadline_usec = mono_usec() + s->idle_usec + HTTP_HEADER_DEADLINE_USEC;
+                conn_unlink(s, c);
+                conn_link_tail(s, c);
+                timer_wake_by(s, c->deadline_usec);
+        }
+}
+
+static struct conn *conn_of(struct MHD_Connection *connection) {
+        const union MHD_ConnectionInfo *i = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+        return i ? i->socket_context : NULL;
+}
+
+static void *timer_main(void *userdata) {
         struct http_server *s = userdata;
         struct MHD_Connection **due = xcalloc(s->max_deferrals + 1, sizeof(*due));
         bool stopping = false;
@@ -91,7 +236,16 @@ static void *resumer_main(void *userdata) {
                         next = MIN(next, s->deferrals[i].due_usec);
                         i++;
                 }
+                for (struct conn *c = s->conns; c; c = c->next) {
+                        if (!conn_evictable(c))
+                                continue;
+                        if (c->deadline_usec <= now)
+                                conn_shutdown(s, c, CLOSE_HEADER_DEADLINE);
+                        else
+                                next = MIN(next, c->deadline_usec);
+                }
                 stopping = s->stopping;
+                s->timer_due = next;
                 if (n_due == 0 && !stopping) {
                         if (next == UINT64_MAX)
                                 pthread_cond_wait(&s->wake, &s->lock);
@@ -115,24 +269,127 @@ static void *resumer_main(void *userdata) {
         return NULL;
 }
 
-static bool defer(struct http_server *s, struct MHD_Connection *c, uint64_t usec) {
+static bool defer(struct http_server *s, struct MHD_Connection *c, struct conn_ctx *ctx, uint64_t usec) {
         bool ok = false;
 
         pthread_mutex_lock(&s->lock);
         if (!s->stopping && s->n_deferrals < s->max_deferrals) {
+                uint64_t due = mono_usec() + MIN(usec, HTTP_MAX_DEFER_USEC);
+
                 MHD_suspend_connection(c);
-                s->deferrals[s->n_deferrals++] = (struct deferral) { c, mono_usec() + MIN(usec, HTTP_MAX_DEFER_USEC) };
-                pthread_cond_signal(&s->wake);
+                s->deferrals[s->n_deferrals++] = (struct deferral) { c, due };
+                conn_set_state(s, conn_of(c), CONN_WAITING);
+                if (!ctx->deferred) {
+                        ctx->deferred = true;
+                        s->n_deferred_open++;
+                }
+                timer_wake_by(s, due);
                 ok = true;
         }
         pthread_mutex_unlock(&s->lock);
         return ok;
 }
 
+/* Its address as 16 bytes, IPv4 mapped into IPv6 so both spellings of one client compare equal. */
+static void addr_key(const struct sockaddr *sa, uint8_t ret[static 16]) {
+        memset(ret, 0, 16);
+        if (sa && sa->sa_family == AF_INET6)
+                memcpy(ret, &((const struct sockaddr_in6 *) sa)->sin6_addr, 16);
+        else if (sa && sa->sa_family == AF_INET) {
+                ret[10] = ret[11] = 0xff;
+                memcpy(ret + 12, &((const struct sockaddr_in *) sa)->sin_addr, 4);
+        }
+}
+
+/*
+ * A new connection is in; make the room the limits ask for. Under s->lock.
+ *
+ * Per address: over per_ip_connections, that address's oldest connection
+ * without a request in progress is closed, else the new one. An address can
+ * only crowd out itself, and its latest client, likely the one that matters,
+ * gets in.
+ *
+ * Overall: MHD refuses connections beyond max_connections; we keep `reserve`
+ * of those slots free by closing the oldest connection that waits for its
+ * headers or for a next request whenever fewer are free. Requests being
+ * answered are never cut; deferred ones are at most max - reserve. So a new
+ * client finds a slot unless every slot holds a request in progress.
+ */
+static void conn_admit(struct http_server *s, struct conn *c) {
+        if (s->per_ip_connections > 0) {
+                struct conn *victim = NULL;
+                size_t same = 0;
+
+                for (struct conn *o = s->conns; o; o = o->next)
+                        if (!o->closing && memcmp(o->addr, c->addr, sizeof(c->addr)) == 0) {
+                                same++;
+                                if (!victim && o != c && conn_evictable(o))
+                                        victim = o;
+                        }
+                if (same > s->per_ip_connections) {
+                        if (!victim) {
+                                conn_shutdown(s, c, CLOSE_REFUSED);
+                                return;
+                        }
+                        conn_shutdown(s, victim, CLOSE_EVICTED);
+                }
+        }
+        if (s->n_live + s->reserve > s->max_connections)
+                for (struct conn *o = s->conns; o; o = o->next)
+                        if (o != c && conn_evictable(o)) {
+                                conn_shutdown(s, o, CLOSE_EVICTED);
+                                break;
+                        }
+}
+
+static void notify_connection(void *cls, struct MHD_Connection *connection, void **socket_context,
+                              enum MHD_ConnectionNotificationCode toe) {
+        struct http_server *s = cls;
+        struct conn *c = *socket_context;
+        const union MHD_ConnectionInfo *fd, *addr;
+
+        if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+                if (!c)
+                        return;
+                pthread_mutex_lock(&s->lock);
+                if (!c->closing)
+                        s->n_live--;
+                conn_unlink(s, c);
+                pthread_mutex_unlock(&s->lock);
+                free(c);
+                *socket_context = NULL;
+                return;
+        }
+        if (toe != MHD_CONNECTION_NOTIFY_STARTED)
+                return;
+
+        fd = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+        addr = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        c = xcalloc(1, sizeof(*c));
+        c->fd = fd ? fd->connect_fd : -1;
+        addr_key(addr ? addr->client_addr : NULL, c->addr);
+        c->state = CONN_READING;
+        c->deadline_usec = mono_usec() + HTTP_HEADER_DEADLINE_USEC;
+
+        pthread_mutex_lock(&s->lock);
+        conn_link_tail(s, c);
+        s->n_live++;
+        conn_admit(s, c);
+        timer_wake_by(s, c->deadline_usec);
+        pthread_mutex_unlock(&s->lock);
+        *socket_context = c;
+}
+
 static void request_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                               enum MHD_RequestTerminationCode toe) {
+        struct http_server *s = cls;
         struct conn_ctx *ctx = *con_cls;
 
+        pthread_mutex_lock(&s->lock);
+        conn_set_state(s, conn_of(c), CONN_IDLE);
+        if (ctx && ctx->deferred && --s->n_deferred_open == 0)
+                pthread_cond_broadcast(&s->drained);
+        pthread_mutex_unlock(&s->lock);
         if (!ctx)
                 return;
         free(ctx->state);
@@ -244,6 +501,23 @@ void http_server_write_metrics(struct http_server *s, struct prom_writer *w) {
                                                         "code", code, NULL },
                                 s->counters[i].count);
         }
+        {
+                size_t n[_CONN_STATE_MAX] = {};
+
+                for (const struct conn *c = s->conns; c; c = c->next)
+                        if (!c->closing)
+                                n[c->state]++;
+                prom_family(w, "armprofd_http_connections", PROM_GAUGE,
+                            "Open HTTP connections by state: reading (no complete request yet), active, "
+                            "waiting (a deferred answer), idle (kept alive).");
+                for (size_t i = 0; i < _CONN_STATE_MAX; i++)
+                        prom_sample_u64(w, (const char *const[]) { "state", conn_state_names[i], NULL }, n[i]);
+        }
+        prom_family(w, "armprofd_http_connections_closed_total", PROM_COUNTER,
+                    "HTTP connections the server closed: header_deadline (no complete request in time), "
+                    "evicted (the oldest without a request, to make room), refused (its address at its limit).");
+        for (size_t i = 0; i < _CLOSE_REASON_MAX; i++)
+                prom_sample_u64(w, (const char *const[]) { "reason", close_reason_names[i], NULL }, s->closed[i]);
         pthread_mutex_unlock(&s->lock);
 }
 
@@ -322,6 +596,62 @@ static enum MHD_Result queue(struct MHD_Connection *c, struct http_response *res
         return ret;
 }
 
+/*
+ * Writes a whole answer on the connection's socket, bypassing MHD, for when
+ * its memory pool may have no room to build one; the caller then returns
+ * MHD_NO and MHD closes the connection. MHD has written nothing of this
+ * request: it reads a request only once the previous answer is out.
+ */
+static void answer_raw(struct MHD_Connection *connection, const struct http_response *resp, bool head) {
+        const union MHD_ConnectionInfo *fd = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+        struct strbuf out = STRBUF_INIT;
+
+        if (!fd)
+                return;
+        strbuf_printf(&out,
+                      "HTTP/1.1 %u %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+                      "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n",
+                      resp->status, MHD_get_reason_phrase_for(resp->status), resp->content_type, resp->body.len);
+        if (!head)
+                strbuf_append(&out, resp->body.buf, resp->body.len);
+        /* The socket's send buffer is empty at this point: a few hundred bytes fit. */
+        (void) send(fd->connect_fd, out.buf, out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        strbuf_done(&out);
+}
+
+/* The request's headers are over our limits (see HTTP_MAX_FIELDS): a message saying which, or NULL. */
+static const char *request_too_large(const struct http_server *s, struct MHD_Connection *c, char *buf,
+                                     size_t len) {
+        const union MHD_ConnectionInfo *i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+        int fields = MHD_get_connection_values(
+                c, (enum MHD_ValueKind) (MHD_HEADER_KIND | MHD_GET_ARGUMENT_KIND | MHD_COOKIE_KIND), NULL, NULL);
+
+        if (i && i->header_size > s->max_request_bytes)
+                snprintf(buf, len, "request headers of %zu bytes, more than max_request_size (%zu)",
+                         i->header_size, s->max_request_bytes);
+        else if (fields > HTTP_MAX_FIELDS)
+                snprintf(buf, len, "%d header fields, query arguments and cookies, more than %d", fields,
+                         HTTP_MAX_FIELDS);
+        else
+                return NULL;
+        return buf;
+}
+
+static bool server_stopping(struct http_server *s) {
+        bool stopping;
+
+        pthread_mutex_lock(&s->lock);
+        stopping = s->stopping;
+        pthread_mutex_unlock(&s->lock);
+        return stopping;
+}
+
+static void set_state(struct http_server *s, struct MHD_Connection *connection, enum conn_state state) {
+        pthread_mutex_lock(&s->lock);
+        conn_set_state(s, conn_of(connection), state);
+        pthread_mutex_unlock(&s->lock);
+}
+
 static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connection, const char *url,
                                       const char *method, const char *version,
                                       const char *upload_data, size_t *upload_data_size,
@@ -339,7 +669,22 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
          * and at the end (microhttpd.h, MHD_AccessHandlerCallback). Answer
          * on the second call; a body on GET/HEAD is read and ignored.
          */
+        route = find_route(s, url);
+        handler_name = route ? route->name : "other";
+        get = streq(method, MHD_HTTP_METHOD_GET);
+        head = streq(method, MHD_HTTP_METHOD_HEAD);
+
         if (*con_cls == NULL) {
+                char why[128];
+
+                set_state(s, connection, CONN_ACTIVE);
+                if (request_too_large(s, connection, why, sizeof(why))) {
+                        http_response_error(&resp, MHD_HTTP_REQUEST_HEADER_FIELDS_TOO_LARGE, "%s", why);
+                        count_request(s, handler_name, resp.status);
+                        answer_raw(connection, &resp, head);
+                        strbuf_done(&resp.body);
+                        return MHD_NO;
+                }
                 *con_cls = xcalloc(1, sizeof(struct conn_ctx));
                 return MHD_YES;
         }
@@ -348,11 +693,18 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
                 *upload_data_size = 0;
                 return MHD_YES;
         }
-
-        route = find_route(s, url);
-        handler_name = route ? route->name : "other";
-        get = streq(method, MHD_HTTP_METHOD_GET);
-        head = streq(method, MHD_HTTP_METHOD_HEAD);
+        if (ctx->deferred) {
+                set_state(s, connection, CONN_ACTIVE);
+                if (server_stopping(s)) {
+                        /* Resumed by a stop: say so rather than close with no answer. */
+                        http_response_error(&resp, MHD_HTTP_SERVICE_UNAVAILABLE,
+                                            "armprofd is stopping; ask again once it is back");
+                        count_request(s, handler_name, resp.status);
+                        ret = queue(connection, &resp, false);
+                        strbuf_done(&resp.body);
+                        return ret;
+                }
+        }
 
         if (!get && !head) {
                 http_response_error(&resp, MHD_HTTP_METHOD_NOT_ALLOWED, "method %s not allowed", method);
@@ -372,9 +724,10 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
                        &resp);
         if (resp.defer_usec > 0) {
                 strbuf_done(&resp.body);
-                if (defer(s, connection, resp.defer_usec))
+                if (defer(s, connection, ctx, resp.defer_usec))
                         return MHD_YES; /* called again when due */
-                http_response_error(&resp, 503, "too many waiting requests");
+                http_response_error(&resp, 503, server_stopping(s) ? "armprofd is stopping"
+                                                                   : "too many waiting requests");
         }
         count_request(s, handler_name, resp.status);
         log_debug("http: %s %s -> %u %s, %zu bytes", method, url, resp.status,
@@ -440,9 +793,17 @@ int http_server_start(const struct http_server_options *opts, const struct http_
                 pthread_condattr_init(&ca);
                 pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
                 pthread_cond_init(&s->wake, &ca);
+                pthread_cond_init(&s->drained, &ca);
                 pthread_condattr_destroy(&ca);
         }
-        s->max_deferrals = opts->max_connections;
+        s->max_connections = opts->max_connections;
+        s->per_ip_connections = opts->per_ip_connections;
+        /* An eighth of the slots, at least one when there are two, stay free for newcomers. */
+        s->reserve = s->max_connections >= 2 ? MAX(1u, s->max_connections / 8) : 0;
+        s->idle_usec = (uint64_t) opts->timeout_sec * USEC_PER_SEC;
+        s->max_request_bytes = opts->max_request_bytes;
+        s->timer_due = UINT64_MAX;
+        s->max_deferrals = MAX(1u, s->max_connections - s->reserve);
         s->deferrals = xcalloc(s->max_deferrals, sizeof(*s->deferrals));
 
         if (opts->listen_fd >= 0)
@@ -467,23 +828,25 @@ int http_server_start(const struct http_server_options *opts, const struct http_
                 MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG,
                 0, NULL, NULL, access_handler, s,
                 MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, NULL,
-                MHD_OPTION_NOTIFY_COMPLETED, request_completed, NULL,
+                MHD_OPTION_NOTIFY_COMPLETED, request_completed, s,
+                /* Per-address limits are ours (conn_admit): MHD's refuses where we would evict. */
+                MHD_OPTION_NOTIFY_CONNECTION, notify_connection, s,
                 MHD_OPTION_LISTEN_SOCKET, (MHD_socket) s->listen_fd,
                 MHD_OPTION_CONNECTION_LIMIT, (unsigned) opts->max_connections,
-                MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned) opts->per_ip_connections,
                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) opts->timeout_sec,
-                MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t) opts->max_request_bytes,
+                MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+                (size_t) (opts->max_request_bytes + HTTP_MAX_FIELDS * HTTP_FIELD_POOL_BYTES + HTTP_RESPONSE_HEADROOM),
                 MHD_OPTION_END);
         if (!s->mhd) {
                 log_error("Failed to start the HTTP server on %s", s->address);
                 http_server_stop(s);
                 return -EIO;
         }
-        if (pthread_create(&s->resumer, NULL, resumer_main, s) != 0) {
+        if (pthread_create(&s->timer, NULL, timer_main, s) != 0) {
                 http_server_stop(s);
                 return -EAGAIN;
         }
-        s->resumer_started = true;
+        s->timer_started = true;
         /* MHD now owns the socket and closes it on stop. */
         *ret = s;
         return 0;
@@ -492,19 +855,33 @@ int http_server_start(const struct http_server_options *opts, const struct http_
 struct http_server *http_server_stop(struct http_server *s) {
         if (!s)
                 return NULL;
-        if (s->resumer_started) {
+        if (s->timer_started) {
                 pthread_mutex_lock(&s->lock);
                 s->stopping = true;
                 pthread_cond_signal(&s->wake);
                 pthread_mutex_unlock(&s->lock);
-                pthread_join(s->resumer, NULL);
+                /* It resumes every deferred request on its way out. */
+                pthread_join(s->timer, NULL);
         }
-        if (s->mhd)
+        if (s->mhd) {
+                /* Let the resumed requests' 503s out before MHD closes their connections. */
+                uint64_t until = mono_usec() + HTTP_STOP_GRACE_USEC;
+                struct timespec ts = {
+                        .tv_sec = (time_t) (until / USEC_PER_SEC),
+                        .tv_nsec = (long) (until % USEC_PER_SEC) * 1000,
+                };
+
+                pthread_mutex_lock(&s->lock);
+                while (s->n_deferred_open > 0 && pthread_cond_timedwait(&s->drained, &s->lock, &ts) == 0)
+                        ;
+                pthread_mutex_unlock(&s->lock);
                 MHD_stop_daemon(s->mhd);
-        else
+        } else
                 safe_close(s->listen_fd);
+        /* MHD told us of every close on its way out. */
         pthread_mutex_destroy(&s->lock);
         pthread_cond_destroy(&s->wake);
+        pthread_cond_destroy(&s->drained);
         free(s->deferrals);
         free(s);
         return NULL;

@@ -72,9 +72,21 @@ struct http_route {
 struct http_server_options {
         struct listen_addr listen;
         int listen_fd; /* >= 0: an already listening socket (socket activation) */
+        /*
+         * At most this many connections; an eighth of them is kept free for
+         * newcomers by closing the oldest connections that have no request
+         * in progress (waiting for headers, or idle between requests).
+         */
         unsigned max_connections;
+        /* Per client address (0: no limit); over it, the address's oldest such connection goes. */
         unsigned per_ip_connections;
+        /*
+         * Idle timeout. Independently, a request's headers must be complete
+         * 5 s after accept (after the idle timeout plus 5 s on a kept-alive
+         * connection).
+         */
         unsigned timeout_sec;
+        /* Request line and headers; beyond it, or beyond 256 fields, a 431. */
         size_t max_request_bytes;
 };
 
