@@ -664,16 +664,16 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
         bool get, head;
         enum MHD_Result ret;
 
-        /*
-         * MHD calls us once after the headers and again for each body chunk
-         * and at the end (microhttpd.h, MHD_AccessHandlerCallback). Answer
-         * on the second call; a body on GET/HEAD is read and ignored.
-         */
         route = find_route(s, url);
         handler_name = route ? route->name : "other";
         get = streq(method, MHD_HTTP_METHOD_GET);
         head = streq(method, MHD_HTTP_METHOD_HEAD);
 
+        /*
+         * MHD calls us once after the headers and again for each body chunk
+         * and at the end (microhttpd.h, MHD_AccessHandlerCallback). Answer
+         * on the second call; a body on GET/HEAD is read and ignored.
+         */
         if (*con_cls == NULL) {
                 char why[128];
 
