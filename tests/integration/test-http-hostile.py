@@ -214,7 +214,9 @@ ATTACK_SECONDS = 12
 
 def test_slow_loris():
     """Item 11: 40 clients from 127.0.0.2-41 trickling a byte a second, reconnecting when closed,
-    do not keep /healthz from answering; none holds a connection past the header deadline."""
+    do not keep /healthz and /metrics from answering; none holds a connection past the header
+    deadline. The issue's figure is 100 ms; the test prints the worst latency and asserts only
+    that every probe was answered 200 within 1 s."""
     with Daemon() as d:
         d.wait_ready()
         request = b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + b"X-Slow: " + b"s" * 200
@@ -257,11 +259,13 @@ def test_slow_loris():
 
         def prober():
             while not stop.is_set():
+                # Mostly /healthz, every fifth time /metrics.
+                path = b"/metrics" if len(probes) % 5 == 4 else b"/healthz"
                 t0 = time.monotonic()
                 try:
-                    status = raw_request(d.host, d.port, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
-                                         timeout=2.0)
-                    r = status_of(status)
+                    reply = raw_request(d.host, d.port, b"GET " + path + b" HTTP/1.1\r\nHost: x\r\n\r\n",
+                                        timeout=2.0)
+                    r = status_of(reply)
                 except OSError as e:
                     r = repr(e)
                 probes.append((r, time.monotonic() - t0))
@@ -283,7 +287,7 @@ def test_slow_loris():
 
         lat = sorted(p[1] for p in probes)
         failed = [p for p in probes if p[0] != 200]
-        print(f"{len(probes)} /healthz probes during the attack: {len(failed)} failed, "
+        print(f"{len(probes)} /healthz and /metrics probes during the attack: {len(failed)} failed, "
               f"median {lat[len(lat) // 2] * 1000:.1f} ms, worst {lat[-1] * 1000:.1f} ms; "
               f"{len(lifetimes)} attacker connections; closed by the server: {counts}")
         assert not failed, failed[:5]
