@@ -103,6 +103,8 @@ static bool query_args(const struct http_request *req, struct http_response *res
                 strbuf_printf(&known, "%s%s", i ? ", " : "", allowed[i]);
         if (r == -EEXIST)
                 http_response_error(resp, 400, "parameter '%s' given more than once", bad);
+        else if (r == -EBADMSG)
+                http_response_error(resp, 400, "parameter '%s': a NUL byte in its name or value", bad);
         else
                 http_response_error(resp, 400, "unknown parameter '%s' (known: %s)", bad,
                                     known.buf ?: "none");

@@ -412,12 +412,19 @@ struct arg_check {
         int error;
 };
 
-static enum MHD_Result check_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+static enum MHD_Result check_arg(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+                                 const char *value, size_t value_size) {
         struct arg_check *c = cls;
 
         /* "?&&" gives empty names without values: nothing was asked. */
         if (isempty(key) && isempty(value))
                 return MHD_YES;
+        /* A decoded %00 would cut the name or value short: "limit%00x=3" is not "limit=3". */
+        if (strlen(key) != key_size || (value && strlen(value) != value_size)) {
+                c->bad = key;
+                c->error = -EBADMSG;
+                return MHD_NO;
+        }
         for (size_t i = 0; c->allowed[i]; i++)
                 if (streq(c->allowed[i], key)) {
                         if (c->values[i]) {
@@ -445,7 +452,7 @@ int http_request_args(const struct http_request *req, const char *const *allowed
         /* A route's own table: more names than this is a programming error. */
         if (n > HTTP_MAX_ARGS)
                 abort();
-        MHD_get_connection_values(req->connection, MHD_GET_ARGUMENT_KIND, check_arg, &c);
+        MHD_get_connection_values_n(req->connection, MHD_GET_ARGUMENT_KIND, check_arg, &c);
         if (c.error < 0) {
                 *ret_bad = c.bad;
                 return c.error;

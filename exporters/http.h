@@ -36,7 +36,8 @@ const char *http_request_header(const struct http_request *req, const char *name
  * parameter must be one of them and appear at most once; empty pairs
  * ("?&&", "?a=1&") are skipped. Returns 0 with ret_values[i] the value of
  * allowed[i] (NULL when absent, "" when given without "="), or -ENOENT for an
- * unknown parameter and -EEXIST for a repeated one, with *ret_bad its name.
+ * unknown parameter, -EEXIST for a repeated one and -EBADMSG for one whose
+ * name or value holds a NUL byte (%00), with *ret_bad its name.
  * ret_values has one slot per allowed name.
  */
 int http_request_args(const struct http_request *req, const char *const *allowed, const char **ret_values,

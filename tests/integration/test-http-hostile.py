@@ -78,6 +78,10 @@ def test_query_parameters():
         assert status == 400 and "'limit'" in err["error"], err
         status, err = get_json("/hotlines?=5")
         assert (status, err["error"]) == (400, "unknown parameter '' (known: window, limit, pid)"), err
+        # A decoded %00 does not cut a name or value short into an accepted one.
+        for path, name in (("/hotlines?limit%00x=3", "limit"), ("/counters?cpu=1%00junk", "cpu")):
+            status, err = get_json(path)
+            assert (status, err["error"]) == (400, f"parameter '{name}': a NUL byte in its name or value"), err
     print("repeated parameters refused by name, empty pairs ignored")
 
 
