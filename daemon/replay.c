@@ -288,7 +288,7 @@ int replay_once(const struct replay_args *a, const char *records_path, const str
         snap = store_snapshot_get(s);
         store_query_totals(snap, STORE_WINDOW_ALL, &totals);
         store_query_hotpcs(snap, STORE_WINDOW_ALL, REPORT_HOTPCS, STORE_PID_ANY, &pcs);
-        store_query_hotlines(snap, STORE_WINDOW_ALL, REPORT_HOTLINES, STORE_PID_ANY, &lines);
+        store_query_hotlines(snap, STORE_WINDOW_ALL, REPORT_HOTLINES, STORE_PID_ANY, HOTLINES_ALL_LINES, &lines);
         store_query_latency(snap, STORE_WINDOW_ALL, &lat);
 
         report = json_pack("{s:s, s:s, s:b}", "file", a->path, "mode",

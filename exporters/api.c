@@ -129,7 +129,7 @@ static void handle_index(void *userdata, const struct http_request *req, struct 
         } links[] = {
                 { "/metrics", "Prometheus metrics (text 0.0.4, OpenMetrics, protobuf by Accept)" },
                 { "/counters", "per-CPU PMU counters, rates and ratios, and a host aggregate (JSON)" },
-                { "/hotlines?window=1m&limit=20", "cache lines ranked by peer snoops: false/true sharing, offsets, PCs, CPUs (JSON)" },
+                { "/hotlines?window=1m&limit=20", "cache lines with peer snoops, ranked by them: false/true sharing, offsets, PCs, CPUs (JSON; all=1 for every line)" },
                 { "/hotpcs?window=1m&limit=50", "hottest sampled PCs with counts by op and event (JSON)" },
                 { "/latency?window=1m", "latency histograms with p50/p90/p99/p999 by op and data source (JSON)" },
                 { "/debug/pprof/spe?window=1m", "pprof profile of the sampled operations of the window (go tool pprof)" },
@@ -268,24 +268,28 @@ struct query {
         uint64_t window_ns;
         size_t limit;
         uint32_t pid;
+        bool all;                       /* /hotlines?all=1: lines without peer snoops too */
 };
 
 /*
- * window=10s|1m|10m|SECONDS|all, limit=1..max, pid=N. Anything else, or a
- * bad value, is a 400 that names the parameter.
+ * window=10s|1m|10m|SECONDS|all, limit=1..max, pid=N, and on /hotlines
+ * all=0|1. Anything else, or a bad value, is a 400 that names the parameter.
  */
 static bool parse_query(const struct http_request *req, struct http_response *resp, size_t default_limit,
-                        size_t max_limit, struct query *ret) {
-        enum { ARG_WINDOW, ARG_LIMIT, ARG_PID, _ARG_MAX };
+                        size_t max_limit, bool takes_all, struct query *ret) {
+        enum { ARG_WINDOW, ARG_LIMIT, ARG_PID, ARG_ALL, _ARG_MAX };
+        static const char *const with_all[] = { [ARG_WINDOW] = "window", [ARG_LIMIT] = "limit",
+                                                [ARG_PID] = "pid", [ARG_ALL] = "all", [_ARG_MAX] = NULL };
         static const char *const with_limit[] = { [ARG_WINDOW] = "window", [ARG_LIMIT] = "limit",
-                                                  [ARG_PID] = "pid", [_ARG_MAX] = NULL };
+                                                  [ARG_PID] = "pid", NULL };
         static const char *const window_only[] = { [ARG_WINDOW] = "window", NULL };
+        /* An endpoint without a limit (max_limit 0) is not per process either: /latency. */
+        const char *const *known = takes_all ? with_all : max_limit ? with_limit : window_only;
         const char *args[_ARG_MAX] = {}, *v;
-        struct query q = { DEFAULT_WINDOW_NS, default_limit, STORE_PID_ANY };
+        struct query q = { DEFAULT_WINDOW_NS, default_limit, STORE_PID_ANY, false };
         uint32_t u;
 
-        /* An endpoint without a limit (max_limit 0) is not per process either: /latency. */
-        if (!query_args(req, resp, max_limit ? with_limit : window_only, args))
+        if (!query_args(req, resp, known, args))
                 return false;
         v = args[ARG_WINDOW];
         if (v && store_window_parse(v, &q.window_ns) < 0) {
@@ -306,6 +310,12 @@ static bool parse_query(const struct http_request *req, struct http_response *re
         }
         if (v)
                 q.pid = u;
+        v = args[ARG_ALL];
+        if (v && !streq(v, "0") && !streq(v, "1")) {
+                http_response_error(resp, 400, "parameter 'all': '%s' is not 0 or 1", v);
+                return false;
+        }
+        q.all = v && streq(v, "1");
         *ret = q;
         return true;
 }
@@ -313,6 +323,7 @@ static bool parse_query(const struct http_request *req, struct http_response *re
 /* One aggregate endpoint: its limits, its query, its protobuf message. */
 struct aggregate_endpoint {
         size_t default_limit, max_limit; /* max_limit 0: the endpoint takes neither limit nor pid */
+        bool takes_all;                  /* all=0|1 (/hotlines) */
         json_t *(*query)(const struct store_snapshot *snap, const struct query *q, const struct agg_symbolizer *sym);
         const ProtobufCMessageDescriptor *pb;
         const char *pb_content_type;
@@ -335,7 +346,8 @@ static json_t *query_hotlines(const struct store_snapshot *snap, const struct qu
         struct store_hotlines_result r;
         json_t *o;
 
-        if (store_query_hotlines(snap, q->window_ns, q->limit, q->pid, &r) < 0)
+        if (store_query_hotlines(snap, q->window_ns, q->limit, q->pid,
+                                 q->all ? HOTLINES_ALL_LINES : HOTLINES_PEER_LINES, &r) < 0)
                 return NULL;
         o = agg_hotlines_json(&r, sym);
         store_hotlines_result_done(&r);
@@ -360,7 +372,7 @@ static void handle_aggregate(struct api *a, const struct http_request *req, stru
         struct query q;
         json_t *o;
 
-        if (!parse_query(req, resp, e->default_limit, e->max_limit, &q))
+        if (!parse_query(req, resp, e->default_limit, e->max_limit, e->takes_all, &q))
                 return;
         snap = a->src.snapshot ? a->src.snapshot(a->src.userdata) : NULL;
         if (!snap) {
@@ -379,7 +391,7 @@ static void handle_aggregate(struct api *a, const struct http_request *req, stru
 
 static void handle_hotpcs(void *userdata, const struct http_request *req, struct http_response *resp) {
         static const struct aggregate_endpoint e = {
-                HOTPCS_DEFAULT_LIMIT, HOTPCS_MAX_LIMIT, query_hotpcs, &armprofd__v1__hot_pcs__descriptor,
+                HOTPCS_DEFAULT_LIMIT, HOTPCS_MAX_LIMIT, false, query_hotpcs, &armprofd__v1__hot_pcs__descriptor,
                 "application/x-protobuf; proto=armprofd.v1.HotPcs",
         };
         handle_aggregate(userdata, req, resp, &e);
@@ -387,7 +399,7 @@ static void handle_hotpcs(void *userdata, const struct http_request *req, struct
 
 static void handle_hotlines(void *userdata, const struct http_request *req, struct http_response *resp) {
         static const struct aggregate_endpoint e = {
-                HOTLINES_DEFAULT_LIMIT, HOTLINES_MAX_LIMIT, query_hotlines, &armprofd__v1__hot_lines__descriptor,
+                HOTLINES_DEFAULT_LIMIT, HOTLINES_MAX_LIMIT, true, query_hotlines, &armprofd__v1__hot_lines__descriptor,
                 "application/x-protobuf; proto=armprofd.v1.HotLines",
         };
         handle_aggregate(userdata, req, resp, &e);
@@ -395,7 +407,7 @@ static void handle_hotlines(void *userdata, const struct http_request *req, stru
 
 static void handle_latency(void *userdata, const struct http_request *req, struct http_response *resp) {
         static const struct aggregate_endpoint e = {
-                0, 0, query_latency, &armprofd__v1__latency__descriptor,
+                0, 0, false, query_latency, &armprofd__v1__latency__descriptor,
                 "application/x-protobuf; proto=armprofd.v1.Latency",
         };
         handle_aggregate(userdata, req, resp, &e);
@@ -419,7 +431,7 @@ static void pprof_body(struct api *a, struct http_response *resp, uint64_t windo
 static void handle_pprof_spe(void *userdata, const struct http_request *req, struct http_response *resp) {
         struct query q;
 
-        if (parse_query(req, resp, 0, 0, &q))
+        if (parse_query(req, resp, 0, 0, false, &q))
                 pprof_body(userdata, resp, q.window_ns);
 }
 

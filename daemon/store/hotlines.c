@@ -15,6 +15,7 @@
 
 static const char *const class_names[_HOTLINES_CLASS_MAX] = {
         [HOTLINES_READ_ONLY]            = "read_only",
+        [HOTLINES_WRITTEN]              = "written",
         [HOTLINES_TRUE_SHARING]         = "true_sharing",
         [HOTLINES_FALSE_SHARING]        = "false_sharing",
 };
@@ -102,7 +103,7 @@ static void off_init(struct hotlines_off *o, uint16_t offset, const struct hotli
         /* Field by field: the cpus[]/tids[] arrays are valid only up to
          * ncpus/ntids and need no clearing (this runs on every eviction). */
         o->pc = a->pc;
-        o->lat_sum = 0;
+        o->lat_sum = o->lat_n = 0;
         o->loads = o->stores = 0;
         o->peer_local = o->peer_remote = 0;
         o->pid = a->pid;
@@ -241,6 +242,7 @@ void hotlines_add(struct hotlines *h, const struct hotlines_access *a) {
         o->peer_local += a->peer == SPE_PEER_LOCAL;
         o->peer_remote += a->peer == SPE_PEER_REMOTE;
         o->lat_sum += a->lat;
+        o->lat_n += a->has_lat;
         off_note_cpu(o, a->cpu);
         off_note_tid(o, a->tid);
 }
@@ -283,6 +285,10 @@ struct hotlines_summary *hotlines_freeze(const struct hotlines *h) {
 
 /* ---- merging and classification (reader side) ---- */
 
+static uint64_t line_peer(const struct hotlines_line *l) {
+        return l->peer_local + l->peer_remote;
+}
+
 static bool cpus_differ(const struct hotlines_off *a, const struct hotlines_off *b) {
         if (a->ncpus == 0 || b->ncpus == 0)
                 return false;
@@ -292,8 +298,8 @@ static bool cpus_differ(const struct hotlines_off *a, const struct hotlines_off 
         return a->cpus[0] != b->cpus[0];
 }
 
-unsigned hotlines_classify(const struct hotlines_off *off, size_t n, uint64_t peer_snoops) {
-        unsigned f = 0;
+unsigned hotlines_classify(const struct hotlines_off *off, size_t n, uint64_t stores, uint64_t peer_snoops) {
+        unsigned f = stores > 0 ? HOTLINES_F_WRITTEN : 0;
 
         for (size_t i = 0; i < n; i++) {
                 const struct hotlines_off *x = &off[i];
@@ -308,16 +314,15 @@ unsigned hotlines_classify(const struct hotlines_off *off, size_t n, uint64_t pe
                         f |= HOTLINES_F_SHARED;
                         /* perf c2c's notion (c2c.md §1, §6): a store on one CPU
                          * and an access on another; same bytes = true sharing,
-                         * other bytes of the line = false sharing, which costs
-                         * only if the line then moves between caches (peer
-                         * snoops). SPE gives no access size, so different
-                         * offsets count as non-overlapping. */
-                        if (x->stores == 0 || (y->loads == 0 && y->stores == 0))
+                         * other bytes of the line = false sharing. Either costs
+                         * only if the line then moves between caches, and only
+                         * peer snoops show that it did (DESIGN.md §5): without
+                         * them two CPUs' accesses may be far apart in time.
+                         * SPE gives no access size, so different offsets count
+                         * as non-overlapping. */
+                        if (peer_snoops == 0 || x->stores == 0 || (y->loads == 0 && y->stores == 0))
                                 continue;
-                        if (x->offset == y->offset)
-                                f |= HOTLINES_F_TRUE;
-                        else if (peer_snoops > 0)
-                                f |= HOTLINES_F_FALSE;
+                        f |= x->offset == y->offset ? HOTLINES_F_TRUE : HOTLINES_F_FALSE;
                 }
         }
         return f;
@@ -329,6 +334,8 @@ enum hotlines_class hotlines_class_of(unsigned flags) {
                 return HOTLINES_FALSE_SHARING;
         if (flags & HOTLINES_F_TRUE)
                 return HOTLINES_TRUE_SHARING;
+        if (flags & HOTLINES_F_WRITTEN)
+                return HOTLINES_WRITTEN;
         return HOTLINES_READ_ONLY;
 }
 
@@ -364,7 +371,7 @@ static int cmp_off(const void *x, const void *y) {
 
 static int cmp_rank(const void *x, const void *y) {
         const struct hotlines_result *a = x, *b = y;
-        uint64_t pa = a->l.peer_local + a->l.peer_remote, pb = b->l.peer_local + b->l.peer_remote;
+        uint64_t pa = line_peer(&a->l), pb = line_peer(&b->l);
 
         if (pa != pb)
                 return pa > pb ? -1 : 1;
@@ -381,6 +388,7 @@ static void off_merge(struct hotlines_off *d, const struct hotlines_off *o) {
         d->peer_local += o->peer_local;
         d->peer_remote += o->peer_remote;
         d->lat_sum += o->lat_sum;
+        d->lat_n += o->lat_n;
         d->score = sat_add32(d->score, o->score);
         for (unsigned i = 0; i < o->ncpus; i++)
                 off_note_cpu(d, o->cpus[i]);
@@ -402,7 +410,7 @@ static bool line_has_pid(const struct lref *r, uint32_t pid) {
 }
 
 void hotlines_merge(const struct hotlines_summary *const *s, size_t n, uint32_t pid,
-                    size_t limit, struct hotlines_merged *ret) {
+                    enum hotlines_which which, size_t limit, struct hotlines_merged *ret) {
         struct hotlines_merged m = {};
         struct lref *refs;
         struct hotlines_result *res;
@@ -485,14 +493,16 @@ void hotlines_merge(const struct hotlines_summary *const *s, size_t n, uint32_t 
         }
         free(refs);
 
+        /* Ranked by peer snoops first: the lines with none are a tail, cut here. */
         qsort(res, nres, sizeof(*res), cmp_rank);
         m.nlines = nres;
-        m.n = MIN(nres, limit);
+        while (m.npeer < nres && line_peer(&res[m.npeer].l) > 0)
+                m.npeer++;
+        m.n = MIN(which == HOTLINES_ALL_LINES ? nres : m.npeer, limit);
         for (size_t i = m.n; i < nres; i++)
                 free(res[i].off);
         for (size_t i = 0; i < m.n; i++) {
-                unsigned f = hotlines_classify(res[i].off, res[i].noffs,
-                                               res[i].l.peer_local + res[i].l.peer_remote);
+                unsigned f = hotlines_classify(res[i].off, res[i].noffs, res[i].l.stores, line_peer(&res[i].l));
                 res[i].l.flags = (uint8_t) f;
                 res[i].cls = hotlines_class_of(f);
         }

@@ -23,6 +23,16 @@
  * HOTLINES_CPUS CPU numbers and HOTLINES_TIDS TIDs, plus a flag that more
  * were seen. Two entries are "touched by different CPUs" unless both lists
  * are the same single CPU, which the bounded lists decide exactly.
+ *
+ * Classes (DESIGN.md §5), decided on the merged entries of a line:
+ *   false_sharing  a store on one CPU and an access by another CPU at another
+ *                  offset, and peer snoops on the line (it moved between caches);
+ *   true_sharing   the same at the same offset;
+ *   written        stores, but no such pair with peer snoops: nothing shows
+ *                  the line bouncing (one writer, or no transfer sampled);
+ *   read_only      no store at all.
+ * False wins over true (a layout change fixes it). So a sharing class always
+ * has a store and a peer snoop, and read_only never has a store.
  */
 
 #include <stdbool.h>
@@ -42,19 +52,23 @@
 #define HOTLINES_F_SHARED       (1U << 0)       /* touched by two or more CPUs */
 #define HOTLINES_F_FALSE        (1U << 1)       /* false sharing */
 #define HOTLINES_F_TRUE         (1U << 2)       /* true sharing */
+#define HOTLINES_F_WRITTEN      (1U << 3)       /* the line has stores */
 
 enum hotlines_class {
-        HOTLINES_READ_ONLY = 0,                 /* neither pattern below */
+        HOTLINES_READ_ONLY = 0,                 /* no store */
+        HOTLINES_WRITTEN,                       /* stores, no sharing with peer snoops */
         HOTLINES_TRUE_SHARING,
         HOTLINES_FALSE_SHARING,
         _HOTLINES_CLASS_MAX,
 };
-const char *hotlines_class_name(enum hotlines_class c);  /* "read_only", "true_sharing", "false_sharing" */
+/* "read_only", "written", "true_sharing", "false_sharing" */
+const char *hotlines_class_name(enum hotlines_class c);
 
 /* One (offset, pc) inside a line. */
 struct hotlines_off {
         uint64_t pc;
-        uint64_t lat_sum;
+        uint64_t lat_sum;               /* total latency of the accesses that carry one */
+        uint64_t lat_n;                 /* how many do: mean = lat_sum / lat_n */
         uint64_t loads, stores;
         uint64_t peer_local, peer_remote;
         uint32_t pid;
@@ -92,8 +106,9 @@ struct hotlines_access {
         uint64_t va;
         uint64_t pc;
         uint32_t pid, tid, cpu;
-        uint32_t lat;
+        uint32_t lat;                   /* total latency, 0 without has_lat */
         uint8_t el;
+        bool has_lat;
         bool by_pa;
         bool store;
         uint8_t src;                    /* enum spe_source (loads) */
@@ -109,7 +124,7 @@ struct hotlines {
         struct ssum ss;                 /* Space-Saving hotness */
         struct hotlines_line *line;
         struct hotlines_off *off;       /* capacity x offsets */
-        /* Per (offset, pc) entry, beside the 112-byte entries so that the
+        /* Per (offset, pc) entry, beside the 120-byte entries so that the
          * per-record scan of a line's entries reads one or two cache lines:
          * a 64-bit hash tag of the entry's key and its hotness. */
         uint64_t *offtag;               /* capacity x offsets */
@@ -159,20 +174,30 @@ struct hotlines_merged {
         uint64_t peer_local, peer_remote;       /* over all lines, for percentages */
         uint64_t evictions, off_evictions;
         uint32_t line_size;
-        size_t nlines;                  /* distinct lines in the window (before limit) */
+        size_t nlines;                  /* distinct lines in the window (of pid; before filter and limit) */
+        size_t npeer;                   /* of those, lines with peer snoops */
         size_t n;
         struct hotlines_result *line;   /* ranked: peer snoops, then latency sum */
 };
 
+/* Which lines a query lists. */
+enum hotlines_which {
+        HOTLINES_PEER_LINES,            /* lines with peer snoops: perf c2c's shared lines */
+        HOTLINES_ALL_LINES,
+};
+
 /*
  * Merge summaries, keep lines of pid (HOTLINES_PID_ANY: all; with PA keying
- * a line matches when any of its entries is that pid), classify, rank and
- * return at most limit lines. Free with hotlines_merged_done().
+ * a line matches when any of its entries is that pid) and, unless `which`
+ * is HOTLINES_ALL_LINES, with peer snoops (as the Shared Data Cache Line
+ * Table of `perf c2c report` does, c2c.md §2); classify, rank and return
+ * at most limit lines. Free with hotlines_merged_done().
  */
 void hotlines_merge(const struct hotlines_summary *const *s, size_t n, uint32_t pid,
-                    size_t limit, struct hotlines_merged *ret);
+                    enum hotlines_which which, size_t limit, struct hotlines_merged *ret);
 void hotlines_merged_done(struct hotlines_merged *m);
 
-/* Classify merged (offset, pc) entries of one line; returns HOTLINES_F_*. */
-unsigned hotlines_classify(const struct hotlines_off *off, size_t n, uint64_t peer_snoops);
+/* Classify the merged (offset, pc) entries of one line with its store and peer-snoop
+ * counts (which count evicted entries too); returns HOTLINES_F_*. */
+unsigned hotlines_classify(const struct hotlines_off *off, size_t n, uint64_t stores, uint64_t peer_snoops);
 enum hotlines_class hotlines_class_of(unsigned flags);

@@ -306,6 +306,7 @@ void store_add(struct store *s, const struct spe_record *r, uint32_t pid, uint32
                         .cpu = r->cpu,
                         .lat = lat,
                         .el = has_pc ? r->pc.el : 0,
+                        .has_lat = r->present & SPE_REC_LAT_TOTAL,
                         .by_pa = by_pa,
                         .store = op == HOTPCS_OP_STORE,
                         .src = (uint8_t) src,
@@ -597,7 +598,7 @@ int store_query_samples(const struct store_snapshot *snap, uint64_t window_ns, s
 }
 
 int store_query_hotlines(const struct store_snapshot *snap, uint64_t window_ns, size_t limit,
-                         uint32_t pid, struct store_hotlines_result *ret) {
+                         uint32_t pid, enum hotlines_which which, struct store_hotlines_result *ret) {
         const struct hotlines_summary **v;
         struct store_hotlines_result r = {};
         size_t n;
@@ -608,7 +609,7 @@ int store_query_hotlines(const struct store_snapshot *snap, uint64_t window_ns, 
         v = xmalloc(MAX(n, (size_t) 1) * sizeof(*v));
         for (size_t i = 0; i < n; i++)
                 v[i] = snap->epoch[i]->lines;
-        hotlines_merge(v, n, pid, limit, &r.lines);
+        hotlines_merge(v, n, pid, which, limit, &r.lines);
         free(v);
         *ret = r;
         return 0;

@@ -48,13 +48,13 @@
  *       sizeof(struct store) + 2 hotpcs_bytes(K) + hotlines_bytes(L, O)
  *       + H x 5088 + 8 E
  *     = 512 + 2 [96 + 24 slots(K) + 24 (K + 1) + 12 K + 112 K]
- *       + [136 + 24 slots(L) + 24 (L + 1) + 12 L + 168 L + 124 L O]
+ *       + [136 + 24 slots(L) + 24 (L + 1) + 12 L + 168 L + 132 L O]
  *       + 213696 + 8 E
  *   P, one frozen epoch at its largest (full tables, every (offset, pc)
  *      entry used, every histogram non-empty):
  *       sizeof(struct store_epoch) + 2 hotpcs_summary_bytes(K)
  *       + hotlines_summary_bytes(L, O) + H x 5088
- *     = 552 + 2 [32 + 112 K] + [72 + 168 L + 112 L O] + 213696
+ *     = 552 + 2 [32 + 112 K] + [72 + 168 L + 120 L O] + 213696
  *   S, one snapshot: sizeof(struct store_snapshot) + 8 E = 224 + 8 E
  *
  * E + 1 epochs: the ring plus the one being frozen; E + 2 snapshots: the
@@ -63,8 +63,8 @@
  * has dropped since (one P per epoch end it spans): requests are short, so
  * this is at most one or two P in practice. Frozen epochs are compact
  * (used entries only, empty histograms not stored), so they are usually
- * far below P. Defaults (K 1024, L 256, O 8, E 60): 44774008 bytes,
- * 42.7 MiB, of which 13 MiB are histograms.
+ * far below P. Defaults (K 1024, L 256, O 8, E 60): 45788808 bytes,
+ * 43.7 MiB, of which 13 MiB are histograms.
  * Query results are allocated by the reader per request and freed by it:
  * at most E x (K items + L lines, each with up to E x O entries).
  */
@@ -246,8 +246,9 @@ int store_query_totals(const struct store_snapshot *snap, uint64_t window_ns,
                        struct store_totals_result *ret);
 int store_query_hotpcs(const struct store_snapshot *snap, uint64_t window_ns, size_t limit,
                        uint32_t pid, struct store_hotpcs_result *ret);
+/* which: HOTLINES_PEER_LINES (perf c2c's shared lines) or HOTLINES_ALL_LINES. */
 int store_query_hotlines(const struct store_snapshot *snap, uint64_t window_ns, size_t limit,
-                         uint32_t pid, struct store_hotlines_result *ret);
+                         uint32_t pid, enum hotlines_which which, struct store_hotlines_result *ret);
 
 /*
  * PCs by context, for profiles: a second Space-Saving table per epoch,

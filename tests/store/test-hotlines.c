@@ -23,7 +23,7 @@
 #define LINE            64
 #define NS_PER_EPOCH    UINT64_C(10000000000)
 
-enum expect { EXP_READ_ONLY, EXP_TRUE, EXP_FALSE };
+enum expect { EXP_READ_ONLY, EXP_WRITTEN, EXP_TRUE, EXP_FALSE };
 
 struct actor {
         const char *scenario;
@@ -37,6 +37,7 @@ struct actor {
         unsigned weight;
         /* recount */
         uint64_t emitted;
+        uint64_t lat_sum, lat_n;        /* of the records that carried a total latency */
 };
 
 #define L(x) UINT64_C(x)
@@ -62,7 +63,7 @@ static struct actor actors[] = {
         { "D read-only",      EXP_READ_ONLY, 100, 1009, 8, L(0x7f0000040000), 0, 0x08, L(0x405010), false, SPE_SOURCE_PEER_CORE, 2 },
         { "D read-only",      EXP_READ_ONLY, 100, 1010, 9, L(0x7f0000040000), 0, 0x30, L(0x405020), false, SPE_SOURCE_L2, 2 },
         /* E: the padded fix of A: the reader field moved 64 bytes away, its own line. */
-        { "E padded writer",  EXP_READ_ONLY, 100, 1011, 10, L(0x7f0000050000), 0, 0x00, L(0x406000), true,  SPE_SOURCE_NONE, 4 },
+        { "E padded writer",  EXP_WRITTEN,   100, 1011, 10, L(0x7f0000050000), 0, 0x00, L(0x406000), true,  SPE_SOURCE_NONE, 4 },
         { "E padded readers", EXP_READ_ONLY, 100, 1012, 11, L(0x7f0000050040), 0, 0x00, L(0x407000), false, SPE_SOURCE_L1D, 3 },
         { "E padded readers", EXP_READ_ONLY, 100, 1013, 12, L(0x7f0000050040), 0, 0x00, L(0x407000), false, SPE_SOURCE_L1D, 3 },
         /* F: false sharing across sockets: readers on CPUs 64, 65 get the line remotely. */
@@ -70,7 +71,7 @@ static struct actor actors[] = {
         { "F fs remote",      EXP_FALSE, 100, 1015, 64, L(0x7f0000060000), 0, 0x28, L(0x409000), false, SPE_SOURCE_REMOTE, 2 },
         { "F fs remote",      EXP_FALSE, 100, 1016, 65, L(0x7f0000060000), 0, 0x38, L(0x409008), false, SPE_SOURCE_REMOTE, 2 },
         /* G: same VA line in two processes (separate memory): two private lines under VA keying. */
-        { "G pid 200",        EXP_READ_ONLY, 200, 2001, 20, L(0x7f0000070000), 0, 0x00, L(0x40a000), true,  SPE_SOURCE_NONE, 2 },
+        { "G pid 200",        EXP_WRITTEN,   200, 2001, 20, L(0x7f0000070000), 0, 0x00, L(0x40a000), true,  SPE_SOURCE_NONE, 2 },
         { "G pid 201",        EXP_READ_ONLY, 201, 2011, 21, L(0x7f0000070000), 0, 0x20, L(0x40b000), false, SPE_SOURCE_L1D, 2 },
 };
 
@@ -110,21 +111,31 @@ static void emit_noise(struct store *s, uint64_t *st) {
         store_add(s, &r, 500 + cpu, 5000 + cpu);
 }
 
+/* One record of an actor, recounted; every 8th has no total latency packet. */
+static void emit_actor(struct store *s, struct actor *a, uint16_t lat) {
+        struct spe_record r = actor_record(a, lat);
+
+        if (a->emitted % 8 == 7)
+                r.present &= ~SPE_REC_LAT_TOTAL;
+        else {
+                a->lat_sum += lat;
+                a->lat_n++;
+        }
+        store_add(s, &r, a->pid, a->tid);
+        a->emitted++;
+}
+
 static void run_stream(struct store *s, struct actor *act, size_t nact, size_t n, size_t epochs, uint64_t seed) {
         unsigned total_w = 0;
         uint64_t st = seed, now = 0;
 
         for (size_t i = 0; i < nact; i++) {
                 total_w += act[i].weight;
-                act[i].emitted = 0;
+                act[i].emitted = act[i].lat_sum = act[i].lat_n = 0;
         }
         /* Touch every scenario line first so it is tracked from the start (exact counts). */
-        for (size_t i = 0; i < nact; i++) {
-                struct spe_record r = actor_record(&act[i], 40);
-
-                store_add(s, &r, act[i].pid, act[i].tid);
-                act[i].emitted++;
-        }
+        for (size_t i = 0; i < nact; i++)
+                emit_actor(s, &act[i], 40);
         for (size_t i = 0; i < n; i++) {
                 if (i % 3 == 0) {
                         unsigned w = (unsigned) (tu_rand(&st) % total_w);
@@ -132,9 +143,7 @@ static void run_stream(struct store *s, struct actor *act, size_t nact, size_t n
 
                         while (w >= act[k].weight)
                                 w -= act[k++].weight;
-                        struct spe_record r = actor_record(&act[k], (uint16_t) (20 + tu_rand(&st) % 200));
-                        store_add(s, &r, act[k].pid, act[k].tid);
-                        act[k].emitted++;
+                        emit_actor(s, &act[k], (uint16_t) (20 + tu_rand(&st) % 200));
                 } else
                         emit_noise(s, &st);
                 if ((i + 1) % (n / epochs) == 0) {
@@ -166,6 +175,10 @@ static bool cpus_equal(const struct hotlines_off *o, const uint32_t *cpus, size_
         return true;
 }
 
+static bool is_sharing(enum hotlines_class c) {
+        return c == HOTLINES_TRUE_SHARING || c == HOTLINES_FALSE_SHARING;
+}
+
 /* Check every scenario line against the actor table; returns TP/FP/FN tallies. */
 static void check_lines(const struct hotlines_merged *m, const struct actor *act, size_t nact,
                         bool by_pa, unsigned *tp, unsigned *fp, unsigned *fn, unsigned *ok_class) {
@@ -190,7 +203,7 @@ static void check_lines(const struct hotlines_merged *m, const struct actor *act
                 /* The (offset, pc) entry of this actor, with all CPUs of actors sharing it. */
                 uint32_t cpus[16];
                 size_t ncpus = 0;
-                uint64_t e_loads = 0, e_stores = 0;
+                uint64_t e_loads = 0, e_stores = 0, e_lat_sum = 0, e_lat_n = 0;
                 for (size_t j = 0; j < nact; j++) {
                         const struct actor *b = &act[j];
                         uint64_t a2 = by_pa && b->pa_line ? b->pa_line : b->va_line;
@@ -217,6 +230,8 @@ static void check_lines(const struct hotlines_merged *m, const struct actor *act
                                         e_stores += b->emitted;
                                 else
                                         e_loads += b->emitted;
+                                e_lat_sum += b->lat_sum;
+                                e_lat_n += b->lat_n;
                         }
                 }
                 assert_int_equal(r->l.loads, loads);
@@ -232,15 +247,19 @@ static void check_lines(const struct hotlines_merged *m, const struct actor *act
                         fail_msg("%s: offset %#x pc %#lx missing", a->scenario, a->offset, (unsigned long) a->pc);
                 assert_int_equal(o->loads, e_loads);
                 assert_int_equal(o->stores, e_stores);
+                /* Mean latency per entry: over the records that carried one only. */
+                assert_int_equal(o->lat_sum, e_lat_sum);
+                assert_int_equal(o->lat_n, e_lat_n);
                 if (!cpus_equal(o, cpus, ncpus))
                         fail_msg("%s: offset %#x pc %#lx: CPUs differ (%u listed, %zu expected)",
                                  a->scenario, a->offset, (unsigned long) a->pc, o->ncpus, ncpus);
 
                 if (!first)
                         continue;
-                bool flagged = r->cls != HOTLINES_READ_ONLY, want = a->expect != EXP_READ_ONLY;
+                bool flagged = is_sharing(r->cls), want = a->expect == EXP_TRUE || a->expect == EXP_FALSE;
                 enum hotlines_class want_cls = a->expect == EXP_FALSE ? HOTLINES_FALSE_SHARING :
-                        a->expect == EXP_TRUE ? HOTLINES_TRUE_SHARING : HOTLINES_READ_ONLY;
+                        a->expect == EXP_TRUE ? HOTLINES_TRUE_SHARING :
+                        a->expect == EXP_WRITTEN ? HOTLINES_WRITTEN : HOTLINES_READ_ONLY;
 
                 *tp += flagged && want;
                 *fp += flagged && !want;
@@ -259,7 +278,7 @@ static void check_lines(const struct hotlines_merged *m, const struct actor *act
 static void count_noise_flags(const struct hotlines_merged *m, unsigned *fp) {
         for (size_t i = 0; i < m->n; i++)
                 if (m->line[i].l.addr >= L(0x7e0000000000) && m->line[i].l.addr < L(0x7f0000000000) &&
-                    m->line[i].cls != HOTLINES_READ_ONLY)
+                    is_sharing(m->line[i].cls))
                         (*fp)++;
 }
 
@@ -277,7 +296,7 @@ static void test_scenarios(void **state) {
         run_stream(s, actors, ELEMENTSOF(actors), nrecords, 4, 11);
         snap = store_snapshot_get(s);
         assert_int_equal(store_snapshot_epochs(snap), 4);
-        assert_int_equal(store_query_hotlines(snap, STORE_WINDOW_ALL, SIZE_MAX, STORE_PID_ANY, &res), 0);
+        assert_int_equal(store_query_hotlines(snap, STORE_WINDOW_ALL, SIZE_MAX, STORE_PID_ANY, HOTLINES_ALL_LINES, &res), 0);
         assert_int_equal(res.iv.epochs, 4);
         assert_true(res.lines.evictions > 0);   /* the noise overflowed the table */
 
@@ -301,17 +320,45 @@ static void test_scenarios(void **state) {
 
         /* The top lines are the peer-snoop scenarios: A..C and F, not the padded or noise lines. */
         for (size_t i = 0; i < 4; i++)
-                assert_true(res.lines.line[i].cls != HOTLINES_READ_ONLY);
+                assert_true(is_sharing(res.lines.line[i].cls));
+        store_hotlines_result_done(&res);
+
+        /* By default only lines with peer snoops, as perf c2c's Shared Data Cache Line
+         * Table: the scenario lines whose actors load from a peer (A, B, C, D, F), none
+         * of the padded, per-process or noise lines. */
+        assert_int_equal(store_query_hotlines(snap, STORE_WINDOW_ALL, SIZE_MAX, STORE_PID_ANY, HOTLINES_PEER_LINES,
+                                              &res), 0);
+        {
+                uint64_t peer_lines[ELEMENTSOF(actors)];
+                size_t npeer = 0;
+
+                for (size_t i = 0; i < ELEMENTSOF(actors); i++) {
+                        bool peer = actors[i].src == SPE_SOURCE_PEER_CORE || actors[i].src == SPE_SOURCE_PEER_CLUSTER ||
+                                    actors[i].src == SPE_SOURCE_LOCAL_CLUSTER || actors[i].src == SPE_SOURCE_REMOTE;
+                        bool seen = false;
+
+                        for (size_t j = 0; j < npeer; j++)
+                                seen |= peer_lines[j] == actors[i].va_line;
+                        if (peer && !seen)
+                                peer_lines[npeer++] = actors[i].va_line;
+                }
+                assert_int_equal(npeer, 5);
+                assert_int_equal(res.lines.n, npeer);
+                assert_int_equal(res.lines.npeer, npeer);
+                assert_true(res.lines.nlines > npeer);
+                for (size_t i = 0; i < npeer; i++)
+                        assert_non_null(find_line(&res.lines, peer_lines[i], 100, false));
+        }
 
         /* pid filter keeps only that process's lines. */
         store_hotlines_result_done(&res);
-        assert_int_equal(store_query_hotlines(snap, STORE_WINDOW_ALL, SIZE_MAX, 201, &res), 0);
+        assert_int_equal(store_query_hotlines(snap, STORE_WINDOW_ALL, SIZE_MAX, 201, HOTLINES_ALL_LINES, &res), 0);
         assert_int_equal(res.lines.n, 1);
         assert_int_equal(res.lines.line[0].l.pid, 201);
         store_hotlines_result_done(&res);
 
         /* limit */
-        assert_int_equal(store_query_hotlines(snap, STORE_WINDOW_ALL, 3, STORE_PID_ANY, &res), 0);
+        assert_int_equal(store_query_hotlines(snap, STORE_WINDOW_ALL, 3, STORE_PID_ANY, HOTLINES_ALL_LINES, &res), 0);
         assert_int_equal(res.lines.n, 3);
         store_hotlines_result_done(&res);
 }
@@ -328,13 +375,13 @@ static void test_by_pa(void **state) {
         assert_int_equal(store_new(&o, 0, &s), 0);
         run_stream(s, pa_actors, ELEMENTSOF(pa_actors), nrecords / 4, 2, 12);
         snap = store_snapshot_get(s);
-        assert_int_equal(store_query_hotlines(snap, STORE_WINDOW_ALL, SIZE_MAX, STORE_PID_ANY, &res), 0);
+        assert_int_equal(store_query_hotlines(snap, STORE_WINDOW_ALL, SIZE_MAX, STORE_PID_ANY, HOTLINES_ALL_LINES, &res), 0);
         check_lines(&res.lines, pa_actors, ELEMENTSOF(pa_actors), true, &tp, &fp, &fn, &ok);
         assert_int_equal(tp, 1);
         assert_int_equal(fp + fn, 0);
         store_hotlines_result_done(&res);
         /* A by-PA line matches a pid filter through any of its entries. */
-        assert_int_equal(store_query_hotlines(snap, STORE_WINDOW_ALL, SIZE_MAX, 301, &res), 0);
+        assert_int_equal(store_query_hotlines(snap, STORE_WINDOW_ALL, SIZE_MAX, 301, HOTLINES_ALL_LINES, &res), 0);
         assert_non_null(find_line(&res.lines, L(0x80000000), 0, true));
         store_hotlines_result_done(&res);
 
@@ -343,11 +390,11 @@ static void test_by_pa(void **state) {
         assert_int_equal(store_new(&o, 0, &s2), 0);
         run_stream(s2, pa_actors, ELEMENTSOF(pa_actors), nrecords / 4, 2, 12);
         snap2 = store_snapshot_get(s2);
-        assert_int_equal(store_query_hotlines(snap2, STORE_WINDOW_ALL, SIZE_MAX, STORE_PID_ANY, &res), 0);
+        assert_int_equal(store_query_hotlines(snap2, STORE_WINDOW_ALL, SIZE_MAX, STORE_PID_ANY, HOTLINES_ALL_LINES, &res), 0);
         assert_non_null(find_line(&res.lines, L(0x7f1000000000), 300, false));
         assert_non_null(find_line(&res.lines, L(0x7f2000000000), 301, false));
         for (size_t i = 0; i < res.lines.n; i++)
-                assert_int_equal(res.lines.line[i].cls, HOTLINES_READ_ONLY);
+                assert_false(is_sharing(res.lines.line[i].cls));
         store_hotlines_result_done(&res);
 }
 
@@ -357,21 +404,94 @@ static void test_classify_direct(void **state) {
 
         o[0] = (struct hotlines_off) { .offset = 0, .stores = 5, .ncpus = 1, .cpus = { 1 } };
         o[1] = (struct hotlines_off) { .offset = 32, .loads = 5, .ncpus = 1, .cpus = { 1 } };
-        /* one CPU only: nothing */
-        assert_int_equal(hotlines_classify(o, 2, 10), 0);
+        /* one CPU only: written, not shared */
+        assert_int_equal(hotlines_classify(o, 2, 5, 10), HOTLINES_F_WRITTEN);
         o[1].cpus[0] = 2;
-        assert_int_equal(hotlines_classify(o, 2, 10), HOTLINES_F_SHARED | HOTLINES_F_FALSE);
-        /* no peer snoops: not false sharing (no line transfer seen) */
-        assert_int_equal(hotlines_classify(o, 2, 0), HOTLINES_F_SHARED);
+        assert_int_equal(hotlines_classify(o, 2, 5, 10), HOTLINES_F_WRITTEN | HOTLINES_F_SHARED | HOTLINES_F_FALSE);
+        /* no peer snoops: no sharing class (no line transfer seen) */
+        assert_int_equal(hotlines_classify(o, 2, 5, 0), HOTLINES_F_WRITTEN | HOTLINES_F_SHARED);
         /* same offset: true sharing */
         o[1].offset = 0;
-        assert_int_equal(hotlines_classify(o, 2, 10), HOTLINES_F_SHARED | HOTLINES_F_TRUE);
+        assert_int_equal(hotlines_classify(o, 2, 5, 10), HOTLINES_F_WRITTEN | HOTLINES_F_SHARED | HOTLINES_F_TRUE);
+        /* ... and, without peer snoops, not that either */
+        assert_int_equal(hotlines_class_of(hotlines_classify(o, 2, 5, 0)), HOTLINES_WRITTEN);
         /* loads only by many CPUs: read-only */
         o[0] = (struct hotlines_off) { .offset = 0, .loads = 5, .ncpus = 2, .cpus = { 1, 2 } };
         o[1] = (struct hotlines_off) { .offset = 8, .loads = 5, .ncpus = 1, .cpus = { 3 } };
-        assert_int_equal(hotlines_classify(o, 2, 10), HOTLINES_F_SHARED);
+        assert_int_equal(hotlines_classify(o, 2, 0, 10), HOTLINES_F_SHARED);
         assert_int_equal(hotlines_class_of(HOTLINES_F_SHARED), HOTLINES_READ_ONLY);
         assert_int_equal(hotlines_class_of(HOTLINES_F_TRUE | HOTLINES_F_FALSE), HOTLINES_FALSE_SHARING);
+        /* a store on the line that no tracked entry holds any more (evicted): not read-only */
+        assert_int_equal(hotlines_class_of(hotlines_classify(o, 2, 1, 10)), HOTLINES_WRITTEN);
+}
+
+/*
+ * Issue 11 item 7, the two lines of `armprofd-spegen --scenario all --records
+ * 50000 --ts` whose class contradicted the rule, rebuilt through the store:
+ *  - 0xffff8a004000, the padded writer: 337 loads and 1,470 stores by one
+ *    CPU, no peer snoop. It was read_only; it has stores: written.
+ *  - 0xffff8a020180: loads by 4 CPUs at 8 offsets, 1 store, no peer snoop.
+ *    It was true_sharing; nothing shows the line moving: written.
+ * And a read-only line with peer snoops stays read_only.
+ */
+static void test_issue_lines(void **state) {
+        _cleanup_(store_freep) struct store *s = NULL;
+        _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = NULL;
+        struct store_options o;
+        struct store_hotlines_result res;
+        struct spe_record r;
+        const struct hotlines_result *l;
+
+        store_options_init(&o);
+        assert_int_equal(store_new(&o, 0, &s), 0);
+        for (unsigned i = 0; i < 1470; i++) {
+                r = tu_rec_store(0xaaaac0001010, L(0xffff8a004000), 0, 12);
+                store_add(s, &r, 4242, 4300);
+        }
+        for (unsigned i = 0; i < 337; i++) {
+                r = tu_rec_load(0xaaaac0001020, L(0xffff8a004000), 0, SPE_SOURCE_L1D, 4);
+                store_add(s, &r, 4242, 4300);
+        }
+        for (unsigned i = 0; i < 294; i++) {
+                r = tu_rec_load(0xaaaac0002000 + 4 * (i % 8), L(0xffff8a020180) + 8 * (i % 8), i % 4,
+                                SPE_SOURCE_L2, 11);
+                store_add(s, &r, 4242, 4400 + i % 4);
+        }
+        r = tu_rec_store(0xaaaac0002000, L(0xffff8a020180), 1, 9);       /* CPU 1 stores offset 0 CPU 0 loads */
+        store_add(s, &r, 4242, 4401);
+        for (unsigned i = 0; i < 50; i++) {
+                r = tu_rec_load(0xaaaac0003000, L(0xffff8a003000) + 8 * (i % 2), i % 2, SPE_SOURCE_PEER_CORE, 30);
+                store_add(s, &r, 4242, 4500 + i % 2);
+        }
+        store_epoch_end(s, NS_PER_EPOCH);
+        snap = store_snapshot_get(s);
+
+        assert_int_equal(store_query_hotlines(snap, STORE_WINDOW_ALL, SIZE_MAX, STORE_PID_ANY, HOTLINES_ALL_LINES,
+                                              &res), 0);
+        assert_int_equal(res.lines.n, 3);
+        assert_int_equal(res.lines.npeer, 1);
+        l = find_line(&res.lines, L(0xffff8a004000), 4242, false);
+        assert_non_null(l);
+        assert_int_equal(l->l.stores, 1470);
+        assert_string_equal(hotlines_class_name(l->cls), "written");
+        l = find_line(&res.lines, L(0xffff8a020180), 4242, false);
+        assert_non_null(l);
+        assert_true(l->l.flags & HOTLINES_F_SHARED);
+        assert_string_equal(hotlines_class_name(l->cls), "written");
+        l = find_line(&res.lines, L(0xffff8a003000), 4242, false);
+        assert_non_null(l);
+        assert_string_equal(hotlines_class_name(l->cls), "read_only");
+        /* the peer-snoop line ranks first */
+        assert_int_equal(res.lines.line[0].l.addr, L(0xffff8a003000));
+        store_hotlines_result_done(&res);
+
+        /* Default: only the line with peer snoops. */
+        assert_int_equal(store_query_hotlines(snap, STORE_WINDOW_ALL, SIZE_MAX, STORE_PID_ANY, HOTLINES_PEER_LINES,
+                                              &res), 0);
+        assert_int_equal(res.lines.n, 1);
+        assert_int_equal(res.lines.nlines, 3);
+        assert_int_equal(res.lines.line[0].l.addr, L(0xffff8a003000));
+        store_hotlines_result_done(&res);
 }
 
 static void test_offset_evictions(void **state) {
@@ -394,6 +514,7 @@ static void test_offset_evictions(void **state) {
 int main(int argc, char **argv) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_classify_direct),
+                cmocka_unit_test(test_issue_lines),
                 cmocka_unit_test(test_scenarios),
                 cmocka_unit_test(test_by_pa),
                 cmocka_unit_test(test_offset_evictions),

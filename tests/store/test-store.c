@@ -152,7 +152,7 @@ static void check_window(const struct store_snapshot *snap, uint64_t window, str
         store_hotpcs_result_done(&pr);
 
         /* Hot lines: few lines, exact. */
-        assert_int_equal(store_query_hotlines(snap, window, SIZE_MAX, STORE_PID_ANY, &lr), 0);
+        assert_int_equal(store_query_hotlines(snap, window, SIZE_MAX, STORE_PID_ANY, HOTLINES_ALL_LINES, &lr), 0);
         assert_int_equal(lr.lines.evictions, 0);
         for (unsigned p = 0; p < NPID; p++)
                 for (unsigned k = 0; k < NLINE; k++) {
@@ -497,9 +497,9 @@ static void test_options(void **state) {
                         slots_l <<= 1;
                 /* Two K-sized PC tables: hot PCs and the pprof sample table. */
                 W = 512 + 2 * (96 + 24 * slots_k + 24 * (K + 1) + 12 * K + 112 * K) +
-                        (136 + 24 * slots_l + 24 * (L + 1) + 12 * L + 168 * L + 124 * L * O) +
+                        (136 + 24 * slots_l + 24 * (L + 1) + 12 * L + 168 * L + 132 * L * O) +
                         213696 + 8 * E;
-                P = 552 + 2 * (32 + 112 * K) + (72 + 168 * L + 112 * L * O) + 213696;
+                P = 552 + 2 * (32 + 112 * K) + (72 + 168 * L + 120 * L * O) + 213696;
                 S = 224 + 8 * E;
                 assert_int_equal(base, W + (E + 1) * P + (E + 2) * S + 24);
         }
@@ -512,7 +512,7 @@ static void test_options(void **state) {
         store_epoch_end(s, SEC);
         _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = store_snapshot_get(s);
         struct store_hotlines_result lr;
-        assert_int_equal(store_query_hotlines(snap, STORE_WINDOW_ALL, 10, STORE_PID_ANY, &lr), 0);
+        assert_int_equal(store_query_hotlines(snap, STORE_WINDOW_ALL, 10, STORE_PID_ANY, HOTLINES_ALL_LINES, &lr), 0);
         assert_int_equal(lr.lines.n, 1);
         assert_int_equal(lr.lines.line[0].l.addr, 0x10000);
         assert_int_equal(lr.lines.line[0].off[0].offset, 100);

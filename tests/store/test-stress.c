@@ -72,7 +72,7 @@ static void *reader(void *p) {
                 CHECK(pr.pcs.total + tr.t.no_pc == tr.t.records);
                 CHECK(pr.iv.epochs == tr.iv.epochs);
                 store_hotpcs_result_done(&pr);
-                CHECK(store_query_hotlines(snap, w, 20, STORE_PID_ANY, &lr) == 0);
+                CHECK(store_query_hotlines(snap, w, 20, STORE_PID_ANY, HOTLINES_ALL_LINES, &lr) == 0);
                 CHECK(lr.lines.records == tr.t.loads + tr.t.stores);
                 store_hotlines_result_done(&lr);
                 if (n % 8 == 0) {
