@@ -15,7 +15,9 @@
 
 #include "log.h"
 #include "macro.h"
+#include "memnode.h"
 #include "parse-util.h"
+#include "perf-data.h"
 #include "profile.h"
 #include "spe-pmu.h"
 #include "strbuf.h"
@@ -79,6 +81,7 @@ struct collector {
         /* Symbols of sampled processes: fed by the sources, read by pprof requests. */
         pthread_mutex_t symbols_lock;
         struct symbols *symbols;
+        struct memnode *memnode;        /* PA -> NUMA node; under symbols_lock too */
 
         pthread_mutex_t lock; /* guards pending */
         struct collector_options pending;
@@ -512,6 +515,32 @@ static void replay_mapping(void *userdata, const struct spe_mapping *m) {
                 log_debug_errno(k, "symbols: cannot add mapping of %s: %m", m->filename);
 }
 
+/* A replayed file's addresses are nodes of the machine that recorded it. */
+static void replay_feature(void *userdata, unsigned feat, const uint8_t *data, size_t len) {
+        struct collector *c = ((struct replay_ctx *) userdata)->c;
+        struct memnode *m = NULL;
+        int k;
+
+        if (feat != PERF_DATA_FEAT_MEM_TOPOLOGY)
+                return;
+        k = memnode_from_perf_header(data, len, &m);
+        if (k < 0)
+                log_debug_errno(k, "replay: the file's memory topology cannot be read, no NUMA nodes: %m");
+        pthread_mutex_lock(&c->symbols_lock);
+        memnode_free(c->memnode);
+        c->memnode = m;
+        pthread_mutex_unlock(&c->symbols_lock);
+}
+
+int collector_node(struct collector *c, uint64_t pa) {
+        int node;
+
+        pthread_mutex_lock(&c->symbols_lock);
+        node = memnode_node(c->memnode, pa);
+        pthread_mutex_unlock(&c->symbols_lock);
+        return node;
+}
+
 void collector_symbols_stats(struct collector *c, struct symbols_stats *ret) {
         pthread_mutex_lock(&c->symbols_lock);
         *ret = *symbols_get_stats(c->symbols);
@@ -542,6 +571,16 @@ int collector_profile_span(struct collector *c, uint64_t start_ns, uint64_t end_
 
 uint64_t collector_now_ns(struct collector *c) {
         return now_ns();
+}
+
+bool collector_object(struct collector *c, uint32_t pid, uint64_t pc, char *buf, size_t len) {
+        struct symbols_result r;
+        bool found;
+
+        pthread_mutex_lock(&c->symbols_lock);
+        found = symbols_lookup(c->symbols, pid, pc, &r) == 0 && symbols_result_object(&r, buf, len);
+        pthread_mutex_unlock(&c->symbols_lock);
+        return found;
 }
 
 int collector_profile(struct collector *c, uint64_t window_ns, struct strbuf *ret_gz) {
@@ -596,8 +635,14 @@ static int replay(struct collector *c) {
         bool complete;
         int k;
 
+        /* The file's topology or none: never this machine's. */
+        pthread_mutex_lock(&c->symbols_lock);
+        c->memnode = memnode_free(c->memnode);
+        pthread_mutex_unlock(&c->symbols_lock);
         k = replay_run(&c->replay, c->replay_fd, c->stop_fd,
-                       &(struct spe_sink) { &x, replay_sink, replay_mapping, replay_clock_cb }, &r);
+                       &(struct spe_sink) { .userdata = &x, .records = replay_sink, .mapping = replay_mapping,
+                                            .clock = replay_clock_cb, .feature = replay_feature },
+                       &r);
         if (k == -ECANCELED) {
                 spe_replay_free(r);
                 return k;
@@ -693,6 +738,10 @@ int collector_start(const struct collector_options *opts, struct collector **ret
                 log_debug("Cannot raise RLIMIT_NOFILE; counting may run out of descriptors");
         pmu_open(c);
 
+        r = memnode_from_sysfs("/", &c->memnode);
+        if (r < 0)
+                log_debug_errno(r, "No memory blocks in sysfs, hot lines carry no NUMA node: %m");
+
         c->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
         c->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
         c->epoch_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -750,6 +799,7 @@ struct collector *collector_stop(struct collector *c) {
         lat_unref(c->lat);
         free(c->spe_cpus);
         c->symbols = symbols_free(c->symbols);
+        c->memnode = memnode_free(c->memnode);
         pthread_mutex_destroy(&c->symbols_lock);
         pthread_mutex_destroy(&c->lock);
         free(c);

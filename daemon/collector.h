@@ -99,6 +99,10 @@ uint64_t collector_now_ns(struct collector *c);
 
 /* The function a PC of a process lies in, copied into buf; false when unknown. Any thread. */
 bool collector_symbol(struct collector *c, uint32_t pid, uint64_t pc, char *buf, size_t len);
+/* The NUMA node of a physical address (sysfs, or a replayed file's topology); -1 when unknown. */
+int collector_node(struct collector *c, uint64_t pa);
+/* The file mapped at pc in pid (SYMBOLS_KERNEL_NAME for kernel addresses); false when unknown. */
+bool collector_object(struct collector *c, uint32_t pid, uint64_t pc, char *buf, size_t len);
 
 /* Completed cycles, and whether the last one is recent (3 intervals, at least 5 s). */
 uint64_t collector_cycles(struct collector *c);

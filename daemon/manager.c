@@ -94,6 +94,18 @@ static bool source_symbol(void *userdata, uint32_t pid, uint64_t pc, char *buf, 
         return collector_symbol(m->collector, pid, pc, buf, len);
 }
 
+static bool source_object(void *userdata, uint32_t pid, uint64_t pc, char *buf, size_t len) {
+        struct manager *m = userdata;
+
+        return collector_object(m->collector, pid, pc, buf, len);
+}
+
+static int source_node(void *userdata, uint64_t pa) {
+        struct manager *m = userdata;
+
+        return collector_node(m->collector, pa);
+}
+
 static int source_pprof(void *userdata, uint64_t window_ns, struct strbuf *out) {
         struct manager *m = userdata;
 
@@ -320,6 +332,8 @@ static int serve(struct manager *m) {
                 .pprof_span = source_pprof_span,
                 .now_ns = source_now_ns,
                 .symbol = source_symbol,
+                .object = source_object,
+                .node = source_node,
         });
         routes = api_routes(&n_routes);
         r = http_server_start(

@@ -13,6 +13,8 @@
 #include "aggregates.h"
 #include "collector.h"
 #include "log.h"
+#include "memnode.h"
+#include "perf-data.h"
 #include "spe-replay.h"
 #include "store.h"
 #include "symbols.h"
@@ -25,6 +27,7 @@ struct once {
         struct symbols *symbols;
         FILE *records; /* --records FILE, or NULL */
         struct replay_clock clock;
+        struct memnode *memnode;        /* the file's memory topology, when it has one */
 };
 
 static const char *file_type(mode_t m) {
@@ -197,13 +200,37 @@ static void sink_mapping(void *userdata, const struct spe_mapping *m) {
                                    m->build_id_len);
 }
 
+static void sink_feature(void *userdata, unsigned feat, const uint8_t *data, size_t len) {
+        struct once *o = userdata;
+
+        if (feat == PERF_DATA_FEAT_MEM_TOPOLOGY) {
+                o->memnode = memnode_free(o->memnode);
+                if (memnode_from_perf_header(data, len, &o->memnode) < 0)
+                        log_debug("replay: the file's memory topology cannot be read, no NUMA nodes");
+        }
+}
+
+static int node(void *userdata, uint64_t pa) {
+        const struct once *o = userdata;
+
+        return memnode_node(o->memnode, pa);
+}
+
 static bool symbol(void *userdata, uint32_t pid, uint64_t pc, char *buf, size_t len) {
+        const struct once *o = userdata;
         struct symbols_result r;
 
-        if (symbols_lookup(userdata, pid, pc, &r) < 0 || !r.function)
+        if (symbols_lookup(o->symbols, pid, pc, &r) < 0 || !r.function)
                 return false;
         snprintf(buf, len, "%s", r.function);
         return true;
+}
+
+static bool object(void *userdata, uint32_t pid, uint64_t pc, char *buf, size_t len) {
+        const struct once *o = userdata;
+        struct symbols_result r;
+
+        return symbols_lookup(o->symbols, pid, pc, &r) == 0 && symbols_result_object(&r, buf, len);
 }
 
 static json_t *decoder_errors_json(const struct spe_decoder_stats *d) {
@@ -266,8 +293,9 @@ int replay_once(const struct replay_args *a, const char *records_path, const str
         if (k < 0)
                 return log_error_errno(k, "Failed to create the aggregate store: %m");
         struct once once = { .store = s, .symbols = symbols_new(NULL), .clock = { .store = s } };
-        struct spe_sink sink = { &once, sink_records, sink_mapping, sink_clock };
-        struct agg_symbolizer sym = { once.symbols, symbol };
+        struct spe_sink sink = { .userdata = &once, .records = sink_records, .mapping = sink_mapping,
+                                 .clock = sink_clock, .feature = sink_feature };
+        struct agg_symbolizer sym = { &once, symbol, object, node };
 
         if (records_path) {
                 once.records = fopen(records_path, "we");
@@ -321,6 +349,7 @@ int replay_once(const struct replay_args *a, const char *records_path, const str
         store_snapshot_unref(snap);
         store_free(s);
         symbols_free(once.symbols);
+        memnode_free(once.memnode);
         k = 0;
         if (once.records && fclose(once.records) != 0)
                 k = log_error_errno(-errno, "replay: cannot write %s: %m", records_path);

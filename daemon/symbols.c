@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -692,6 +693,15 @@ static const struct sym *sym_find(const struct elf_file *f, uint64_t addr) {
 /* Names that are no file on disk: anonymous memory, [vdso], [stack], //anon. */
 static bool is_file_path(const char *path) {
         return path[0] == '/' && path[1] != '/';
+}
+
+bool symbols_result_object(const struct symbols_result *r, char *buf, size_t len) {
+        const char *o = r->has_mapping ? r->filename : r->function;
+
+        if (!o || !*o || len == 0)
+                return false;
+        snprintf(buf, len, "%s", o);
+        return true;
 }
 
 int symbols_lookup(struct symbols *s, uint32_t pid, uint64_t pc, struct symbols_result *ret) {

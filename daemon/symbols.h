@@ -116,4 +116,8 @@ void symbols_remove_pid(struct symbols *s, uint32_t pid);
  */
 int symbols_lookup(struct symbols *s, uint32_t pid, uint64_t pc, struct symbols_result *ret);
 
+/* perf's "Object" of a lookup: the mapped file, or SYMBOLS_KERNEL_NAME for a
+ * kernel address, copied into buf; false when there is none. */
+bool symbols_result_object(const struct symbols_result *r, char *buf, size_t len);
+
 const struct symbols_stats *symbols_get_stats(const struct symbols *s);

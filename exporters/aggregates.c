@@ -97,12 +97,28 @@ json_t *agg_totals_json(const struct store_totals *t) {
 }
 
 #define SYMBOL_MAX 256
+#define OBJECT_MAX 4096 /* PATH_MAX */
 
 static void add_symbol(json_t *o, const struct agg_symbolizer *sym, uint32_t pid, uint64_t pc) {
         char name[SYMBOL_MAX];
 
         if (sym && sym->name(sym->userdata, pid, pc, name, sizeof(name)))
                 json_object_set_new(o, "symbol", json_string(name));
+}
+
+static void add_object(json_t *o, const struct agg_symbolizer *sym, uint32_t pid, uint64_t pc) {
+        char path[OBJECT_MAX];
+
+        if (sym && sym->object && sym->object(sym->userdata, pid, pc, path, sizeof(path)))
+                json_object_set_new(o, "object", json_string(path));
+}
+
+/* perf c2c's Node column: only a line keyed by its physical address has one. */
+static void add_node(json_t *o, const struct agg_symbolizer *sym, const struct hotlines_line *l) {
+        int node = sym && sym->node && l->by_pa ? sym->node(sym->userdata, l->addr) : -1;
+
+        if (node >= 0)
+                json_object_set_new(o, "node", json_integer(node));
 }
 
 json_t *agg_hotpcs_json(const struct store_hotpcs_result *r, const struct agg_symbolizer *sym) {
@@ -155,7 +171,7 @@ json_t *agg_hotlines_json(const struct store_hotlines_result *r, const struct ag
 
         for (size_t i = 0; i < r->lines.n; i++) {
                 const struct hotlines_result *l = &r->lines.line[i];
-                json_t *offs = json_array();
+                json_t *offs = json_array(), *line;
 
                 for (size_t k = 0; k < l->noffs; k++) {
                         const struct hotlines_off *o = &l->off[k];
@@ -170,26 +186,33 @@ json_t *agg_hotlines_json(const struct store_hotlines_result *r, const struct ag
                                                 u32_list(o->tids, o->ntids), "tids_truncated", (int) o->tids_more);
 
                         add_symbol(entry, sym, o->pid, o->pc);
+                        add_object(entry, sym, o->pid, o->pc);
+                        /* perf c2c's per-offset "cycles": the mean total latency. */
+                        json_object_set_new(entry, "latency_samples", json_integer((json_int_t) o->lat_n));
+                        if (o->lat_n)
+                                json_object_set_new(entry, "latency_mean_cycles",
+                                                    json_real((double) o->lat_sum / (double) o->lat_n));
                         json_array_append_new(offs, entry);
                 }
-                json_array_append_new(
-                        lines,
-                        json_pack("{s:o, s:o, s:s, s:I, s:b, s:s, s:I, s:I, s:I, s:{s:I, s:I}, s:o, s:I, s:i, s:o}",
-                                  "address", agg_hex(l->l.addr), "va", agg_hex(l->l.va), "key",
-                                  l->l.by_pa ? "pa" : "va", "pid", (json_int_t) l->l.pid, "shared",
-                                  (int) !!(l->l.flags & HOTLINES_F_SHARED), "class", hotlines_class_name(l->cls),
-                                  "records", (json_int_t) (l->l.loads + l->l.stores), "loads",
-                                  (json_int_t) l->l.loads, "stores", (json_int_t) l->l.stores, "peer_snoops",
-                                  "local", (json_int_t) l->l.peer_local, "remote", (json_int_t) l->l.peer_remote,
-                                  "loads_by_source", sources_json(l->l.src), "latency_sum_cycles",
-                                  (json_int_t) l->l.lat_sum, "latency_max_cycles", (int) l->l.lat_max,
-                                  "offsets", offs));
+                line = json_pack("{s:o, s:o, s:s, s:I, s:b, s:s, s:I, s:I, s:I, s:{s:I, s:I}, s:o, s:I, s:i, s:o}",
+                                 "address", agg_hex(l->l.addr), "va", agg_hex(l->l.va), "key",
+                                 l->l.by_pa ? "pa" : "va", "pid", (json_int_t) l->l.pid, "shared",
+                                 (int) !!(l->l.flags & HOTLINES_F_SHARED), "class", hotlines_class_name(l->cls),
+                                 "records", (json_int_t) (l->l.loads + l->l.stores), "loads",
+                                 (json_int_t) l->l.loads, "stores", (json_int_t) l->l.stores, "peer_snoops",
+                                 "local", (json_int_t) l->l.peer_local, "remote", (json_int_t) l->l.peer_remote,
+                                 "loads_by_source", sources_json(l->l.src), "latency_sum_cycles",
+                                 (json_int_t) l->l.lat_sum, "latency_max_cycles", (int) l->l.lat_max,
+                                 "offsets", offs);
+                add_node(line, sym, &l->l);
+                json_array_append_new(lines, line);
         }
-        return json_pack("{s:o, s:i, s:I, s:{s:I, s:I}, s:I, s:I, s:I, s:o}", "interval",
+        return json_pack("{s:o, s:i, s:I, s:{s:I, s:I}, s:I, s:I, s:I, s:I, s:o}", "interval",
                          agg_interval_json(&r->iv), "line_size", (int) r->lines.line_size, "records",
                          (json_int_t) r->lines.records, "peer_snoops", "local",
                          (json_int_t) r->lines.peer_local, "remote", (json_int_t) r->lines.peer_remote,
-                         "lines_seen", (json_int_t) r->lines.nlines, "evictions", (json_int_t) r->lines.evictions,
+                         "lines_seen", (json_int_t) r->lines.nlines, "lines_with_peer_snoops",
+                         (json_int_t) r->lines.npeer, "evictions", (json_int_t) r->lines.evictions,
                          "offset_evictions", (json_int_t) r->lines.off_evictions, "lines", lines);
 }
 

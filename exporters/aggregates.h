@@ -17,13 +17,20 @@ int agg_rfc3339(int64_t unix_ns, char *buf, size_t len);
 /* json_dumps() flags for every JSON answer: reals with at most 10 significant digits. */
 #define AGG_JSON_REAL_PRECISION JSON_REAL_PRECISION(10)
 json_t *agg_totals_json(const struct store_totals *t);
-/* Names a PC of a process: writes the function into buf and returns true when known. */
+/*
+ * Names a PC of a process: `name` writes the function into buf, `object`
+ * (may be NULL) the file of the mapping that holds it (perf's "Object");
+ * each returns true when known. `node` (may be NULL) gives the NUMA node of
+ * a physical address, or -1 when the topology does not say.
+ */
 struct agg_symbolizer {
         void *userdata;
         bool (*name)(void *userdata, uint32_t pid, uint64_t pc, char *buf, size_t len);
+        bool (*object)(void *userdata, uint32_t pid, uint64_t pc, char *buf, size_t len);
+        int (*node)(void *userdata, uint64_t pa);
 };
 
-/* `sym` may be NULL: no "symbol" fields. */
+/* `sym` may be NULL: no "symbol", "object" or "node" fields. */
 json_t *agg_hotpcs_json(const struct store_hotpcs_result *r, const struct agg_symbolizer *sym);
 json_t *agg_hotlines_json(const struct store_hotlines_result *r, const struct agg_symbolizer *sym);
 json_t *agg_latency_json(const struct store_latency_result *r);

@@ -380,7 +380,8 @@ static void handle_aggregate(struct api *a, const struct http_request *req, stru
                 return;
         }
         o = e->query(snap, &q,
-                     a->src.symbol ? &(struct agg_symbolizer) { a->src.userdata, a->src.symbol } : NULL);
+                     a->src.symbol ? &(struct agg_symbolizer) { a->src.userdata, a->src.symbol, a->src.object,
+                                                                a->src.node } : NULL);
         if (!o) {
                 http_response_error(resp, 500, "query failed");
                 return;

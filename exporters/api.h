@@ -29,6 +29,10 @@ struct exporter_source {
         struct store_snapshot *(*snapshot)(void *userdata);
         /* The function of a PC of a process, for "symbol" fields; false when unknown. */
         bool (*symbol)(void *userdata, uint32_t pid, uint64_t pc, char *buf, size_t len);
+        /* The file mapped at a PC of a process, for "object" fields; false when unknown. */
+        bool (*object)(void *userdata, uint32_t pid, uint64_t pc, char *buf, size_t len);
+        /* The NUMA node of a physical address, for "node" fields; -1 when unknown. */
+        int (*node)(void *userdata, uint64_t pa);
         /* A gzip-compressed pprof profile of the window (/debug/pprof/...). */
         int (*pprof)(void *userdata, uint64_t window_ns, struct strbuf *out);
         /* The same of the epochs overlapping [start_ns, end_ns) of the store's clock. */

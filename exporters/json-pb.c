@@ -88,11 +88,17 @@ static int set_value(struct ctx *c, const ProtobufCFieldDescriptor *f, const jso
                 const ProtobufCMessageDescriptor *md = f->descriptor;
                 void *sub;
 
-                if (!json_is_object(v))
+                /* A wrapper (one field "value", as google.protobuf.UInt32Value)
+                 * takes the bare value, as the proto3 JSON mapping writes it. */
+                bool wrapper = md->n_fields == 1 && streq(md->fields[0].name, "value");
+
+                if (!json_is_object(v) && !wrapper)
                         return -EINVAL;
                 sub = pb_scratch_alloc(&c->sc, md->sizeof_message);
                 protobuf_c_message_init(md, sub);
                 *(void **) dst = sub;
+                if (!json_is_object(v))
+                        return set_value(c, &md->fields[0], v, (uint8_t *) sub + md->fields[0].offset);
                 return fill(c, v, md, sub);
         }
         case PROTOBUF_C_TYPE_ENUM:

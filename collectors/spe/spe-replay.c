@@ -412,6 +412,8 @@ static int on_feature(void *userdata, unsigned feat, const uint8_t *data, size_t
         uint32_t clockid;
         uint64_t tod, ref;
 
+        if (r->sink && r->sink->feature)
+                r->sink->feature(r->sink->userdata, feat, data, len);
         if (feat != PERF_DATA_FEAT_CLOCK_DATA || len < 24)
                 return 0;
         memcpy(&clockid, data + 4, sizeof(clockid));
@@ -426,6 +428,7 @@ static int on_feature(void *userdata, unsigned feat, const uint8_t *data, size_t
 
 static int run(struct perf_data_reader *reader, const struct spe_sink *sink, struct spe_replay **ret) {
         static const struct perf_data_ops ops = {
+                .on_feature = on_feature,
                 .on_attr = on_attr,
                 .on_auxtrace_info = on_auxtrace_info,
                 .on_auxtrace = on_auxtrace,
@@ -438,7 +441,6 @@ static int run(struct perf_data_reader *reader, const struct spe_sink *sink, str
                 .on_switch = on_switch,
                 .on_itrace_start = on_itrace_start,
                 .on_time_conv = on_time_conv,
-                .on_feature = on_feature,
         };
         struct spe_replay *r = xcalloc(1, sizeof(*r));
         int k;

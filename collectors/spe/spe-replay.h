@@ -68,6 +68,9 @@ struct spe_sink {
         /* Optional: the file's clocks, each time a record or feature adds to them (before the
          * records that follow it). */
         void (*clock)(void *userdata, const struct spe_replay_clock *c);
+        /* Optional: each feature section the reader passes on (PERF_DATA_FEAT_*, e.g.
+         * the memory topology); data is valid during the callback only. */
+        void (*feature)(void *userdata, unsigned feat, const uint8_t *data, size_t len);
 };
 
 struct spe_replay_cpu_stats {

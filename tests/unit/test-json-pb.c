@@ -19,9 +19,12 @@ static void test_hotlines(void **state) {
                                " \"peer_snoops\": {\"local\": 7, \"remote\": 2},"
                                " \"lines\": [{\"address\": \"0xffff8a001000\", \"class\": \"false_sharing\","
                                "   \"shared\": true, \"loads_by_source\": {\"l1d\": 3, \"peer_core\": 4},"
+                               "   \"node\": 0,"
                                "   \"offsets\": [{\"offset\": \"0x20\", \"pc\": \"0xaaaac0001224\", \"cpus\": [2, 3],"
-                               "                  \"tids\": [], \"cpus_truncated\": false}]},"
-                               "  {\"address\": \"0x40\", \"class\": \"read_only\"}],"
+                               "                  \"tids\": [], \"cpus_truncated\": false, \"latency_samples\": 4,"
+                               "                  \"latency_mean_cycles\": 12.5, \"object\": \"/usr/bin/x\"}]},"
+                               "  {\"address\": \"0x40\", \"class\": \"read_only\", \"node\": 3}, {\"address\": \"0x80\"}],"
+                               " \"lines_with_peer_snoops\": 1,"
                                " \"interval\": {\"seconds\": 10.5, \"epochs\": 1}}",
                                0, &jerr);
         struct strbuf out = STRBUF_INIT;
@@ -37,7 +40,16 @@ static void test_hotlines(void **state) {
         assert_int_equal(m->peer_snoops->local, 7);
         assert_int_equal(m->peer_snoops->remote, 2);
         assert_true(m->interval->seconds == 10.5);
-        assert_int_equal(m->n_lines, 2);
+        assert_int_equal(m->n_lines, 3);
+        assert_int_equal(m->lines_with_peer_snoops, 1);
+        /* An optional number as a wrapper message: node 0 is there, a missing node is not. */
+        assert_non_null(m->lines[0]->node);
+        assert_int_equal(m->lines[0]->node->value, 0);
+        assert_int_equal(m->lines[1]->node->value, 3);
+        assert_null(m->lines[2]->node);
+        assert_int_equal(m->lines[0]->offsets[0]->latency_samples, 4);
+        assert_true(m->lines[0]->offsets[0]->latency_mean_cycles == 12.5);
+        assert_string_equal(m->lines[0]->offsets[0]->object, "/usr/bin/x");
         assert_int_equal(m->lines[0]->address, 0xffff8a001000ULL);
         assert_string_equal(m->lines[0]->class_, "false_sharing");
         assert_true(m->lines[0]->shared);
@@ -86,6 +98,8 @@ static void test_type_mismatch_is_an_error(void **state) {
                 "{\"peer_snoops\": [1, 2]}",         /* array for a message */
                 "{\"lines\": [{\"address\": \"0xzz\"}]}", /* not hex */
                 "{\"interval\": {\"seconds\": true}}", /* bool for a double */
+                "{\"lines\": [{\"node\": \"one\"}]}", /* string for a wrapped number */
+                "{\"lines\": [{\"node\": [1]}]}",    /* array for a wrapped number */
         };
 
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {

@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""/hotlines of a daemon replaying a generator file, against the rule of DESIGN.md §5
+applied here to the generator's ground truth (the truth CSV, not armprofd's tables),
+and against `perf c2c report` on the same file:
+
+- every listed line (all=1) has the class the rule gives: false_sharing / true_sharing
+  need a store by one CPU, an access by another (other / same offset) and peer snoops;
+  written = stores without that; read_only = no store. Issue 11 item 7's two lines
+  (0xffff8a004000: 1,470 stores, was read_only; 0xffff8a020180: 1 store and no peer
+  snoop, was true_sharing) are checked by name;
+- loads, stores and peer snoops per line, and the mean latency of each (offset, pc),
+  equal the truth; each PC's object is the generator's ELF (user) or [kernel];
+- by default only the lines with peer snoops are listed (item 8): the same set as
+  perf c2c's Shared Data Cache Line Table, in its order; all=1 lists the others;
+- with [privacy] physical_addresses the lines are keyed by PA and carry the NUMA
+  node that the file's memory topology gives, as perf c2c's Node column does.
+"""
+
+import csv
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.environ["ARMPROFD_SOURCE_DIR"], "tests", "integration"))
+from armprofd_test import Daemon  # noqa: E402
+
+build = os.environ["ARMPROFD_BUILD_DIR"]
+spegen = os.path.join(build, "tests", "spegen", "armprofd-spegen")
+os.environ.setdefault("ARMPROFD_BIN", os.path.join(build, "daemon", "armprofd"))
+VA_MASK = (1 << 56) - 1
+LINE = 64
+LOCAL_PEER, REMOTE_PEER = {0x9, 0xA, 0xC}, {0xD}  # Neoverse data sources (spe-format.md §7)
+# Tables large enough that nothing is evicted: the counts are then exact.
+CONFIG = "[store]\nhotlines = 65536\nline_offsets = 64\n"
+
+
+def num(s):
+    return int(s, 0)
+
+
+def decoded(addr):
+    """The address as perf and armprofd report it: tag byte dropped, kernel half sign-filled."""
+    v = num(addr) & VA_MASK
+    return v | (0xFF << 56) if (v >> 52) & 0xF == 0xF else v
+
+
+def truth_lines(rows, key):
+    """Per line: counts, per-(offset, pc) latency, and the class by the rule."""
+    lines = {}
+    for r in rows:
+        if r["kind"] != "record" or r["op_class"] != "1" or not r[key]:
+            continue
+        addr = decoded(r[key]) if key == "va" else num(r[key])
+        store = num(r["op_subclass"]) & 1 == 1
+        l = lines.setdefault(addr & ~(LINE - 1), {"loads": 0, "stores": 0, "local": 0, "remote": 0,
+                                                    "acc": [], "lat": {}})
+        ds = num(r["data_source"]) if r["data_source"] else None
+        if store:
+            l["stores"] += 1
+        else:
+            l["loads"] += 1
+            l["local"] += ds in LOCAL_PEER
+            l["remote"] += ds in REMOTE_PEER
+        off = addr & (LINE - 1)
+        l["acc"].append((off, int(r["cpu"]), store))
+        if r["tot_lat"]:
+            s = l["lat"].setdefault((off, decoded_pc(r)), [0, 0])
+            s[0] += num(r["tot_lat"])
+            s[1] += 1
+    for l in lines.values():
+        l["class"] = rule(l)
+    return lines
+
+
+def decoded_pc(r):
+    pc = num(r["pc"])
+    return pc | (0xFF << 56) if r["ns"] == "1" and r["el"] in ("1", "2") else pc
+
+
+def rule(l):
+    """DESIGN.md §5 on the records themselves."""
+    if l["stores"] == 0:
+        return "read_only"
+    if l["local"] + l["remote"] == 0:
+        return "written"
+    stores = {(off, cpu) for off, cpu, st in l["acc"] if st}
+    touched = {(off, cpu) for off, cpu, _ in l["acc"]}
+    false = any(o1 != o2 and c1 != c2 for o1, c1 in stores for o2, c2 in touched)
+    true = any(o1 == o2 and c1 != c2 for o1, c1 in stores for o2, c2 in touched)
+    return "false_sharing" if false else "true_sharing" if true else "written"
+
+
+def c2c_table(data):
+    """(line, node) rows of perf c2c's Shared Data Cache Line Table, in its order; None without perf."""
+    perf = shutil.which("perf")
+    if not perf:
+        return None
+    r = subprocess.run([perf, "c2c", "report", "--stdio", "-i", data], capture_output=True, text=True)
+    if r.returncode != 0 or "Shared Data Cache Line Table" not in r.stdout:
+        raise AssertionError(f"perf c2c report failed (rc {r.returncode}): {r.stderr[-300:]}")
+    table = r.stdout.split("Shared Data Cache Line Table", 1)[1].split("Shared Cache Line Distribution Pareto")[0]
+    return [(int(m.group(1), 16), m.group(2)) for m in
+            re.finditer(r"^\s+\d+\s+(0x[0-9a-f]+)\s+(\S+)\s+\d+\s+[\d.]+%", table, re.M)]
+
+
+def serve(data, config, want_records):
+    d = Daemon(args=["--replay", data], config_text=config)
+    d.wait_ready()
+    deadline = time.monotonic() + 60
+    while True:
+        h = get(d, "/hotlines?window=all&all=1&limit=1")
+        if h["records"] == want_records:
+            return d
+        assert time.monotonic() < deadline, (h["records"], want_records, d.log())
+        time.sleep(0.1)
+
+
+def get(d, path, want=200):
+    status, _, body = d.get(path)
+    assert status == want, (path, status, body[:300])
+    return json.loads(body)
+
+
+def check_lines(listed, truth, elf):
+    for l in listed:
+        t = truth[int(l["address"], 16)]
+        got = (l["loads"], l["stores"], l["peer_snoops"]["local"], l["peer_snoops"]["remote"])
+        assert got == (t["loads"], t["stores"], t["local"], t["remote"]), (l["address"], got, t)
+        assert l["class"] == t["class"], (l["address"], l["class"], t["class"], got)
+        for o in l["offsets"]:
+            s, n = t["lat"][(int(o["offset"], 16), int(o["pc"], 16))]
+            assert o["latency_samples"] == n, (l["address"], o)
+            assert abs(o["latency_mean_cycles"] - s / n) < 1e-6 * s / n, (l["address"], o, s / n)
+            want = "[kernel]" if int(o["pc"], 16) >> 56 == 0xFF else elf
+            assert o.get("object") == want, (l["address"], o.get("object"), want)
+
+
+with tempfile.TemporaryDirectory(prefix="armprofd-hl-truth-") as tmp:
+    # The command of issue 11.
+    subprocess.run([spegen, "--out-dir", tmp, "--prefix", "t", "--scenario", "all", "--records", "50000", "--ts"],
+                   check=True, stdout=subprocess.DEVNULL)
+    data, elf = os.path.join(tmp, "t.data"), os.path.join(tmp, "t.elf")
+    with open(os.path.join(tmp, "t.truth.csv"), newline="") as f:
+        rows = list(csv.DictReader(f))
+    truth = truth_lines(rows, "va")
+    records = sum(t["loads"] + t["stores"] for t in truth.values())
+    peer_lines = {a for a, t in truth.items() if t["local"] + t["remote"]}
+    assert truth[0xffff8a004000]["class"] == "written" and truth[0xffff8a004000]["stores"] == 1470
+    assert truth[0xffff8a020180]["class"] == "written" and truth[0xffff8a020180]["stores"] == 1
+
+    with serve(data, CONFIG, records) as d:
+        every = get(d, "/hotlines?window=all&all=1&limit=500")
+        assert every["evictions"] == 0 and every["offset_evictions"] == 0, every
+        assert every["lines_seen"] == len(truth), (every["lines_seen"], len(truth))
+        assert every["lines_with_peer_snoops"] == len(peer_lines)
+        listed = every["lines"]
+        assert len(listed) == min(500, len(truth))
+        check_lines(listed, truth, elf)
+        by_addr = {int(l["address"], 16): l for l in listed}
+        for addr in (0xffff8a004000, 0xffff8a020180):
+            assert by_addr[addr]["class"] == "written", (hex(addr), by_addr[addr]["class"])
+        classes = {}
+        for l in listed:
+            classes[l["class"]] = classes.get(l["class"], 0) + 1
+        print(f"all=1: {len(listed)} of {len(truth)} lines, classes {classes} equal the rule on the truth; "
+              f"0xffff8a004000 and 0xffff8a020180 are written")
+
+        default = get(d, "/hotlines?window=all")
+        got = [int(l["address"], 16) for l in default["lines"]]
+        assert set(got) == peer_lines, ([hex(a) for a in got], [hex(a) for a in peer_lines])
+        check_lines(default["lines"], truth, elf)
+        table = c2c_table(data)
+        if table is None:
+            print(f"default: {len(got)} lines = the truth's peer-snoop lines (perf absent: c2c not compared)")
+        else:
+            assert [a for a, _ in table] == got, ([hex(a) for a, _ in table], [hex(a) for a in got])
+            print(f"default: {[hex(a) for a in got]} = perf c2c's shared lines, in its order")
+        assert all("node" not in l for l in default["lines"])  # VA keying: no PA, no node
+
+        for path, word in (("/hotlines?all=2", "all"), ("/hotlines?all=", "all"), ("/hotpcs?all=1", "all"),
+                           ("/latency?all=1", "all")):
+            err = get(d, path, want=400)
+            assert word in err["error"], (path, err)
+        assert len(get(d, "/hotlines?window=all&all=0")["lines"]) == len(peer_lines)
+
+    # Lines by physical address: the node of each comes from the file's memory topology
+    # (HEADER_MEM_TOPOLOGY), as perf c2c's Node column.
+    truth_pa = truth_lines(rows, "pa")
+    with serve(data, CONFIG + "[privacy]\nphysical_addresses = yes\n",
+               sum(t["loads"] + t["stores"] for t in truth_pa.values())) as d:
+        default = get(d, "/hotlines?window=all")
+        assert {int(l["address"], 16) for l in default["lines"]} == \
+            {a for a, t in truth_pa.items() if t["local"] + t["remote"]}
+        check_lines(default["lines"], truth_pa, elf)
+        nodes = {l["address"]: l.get("node") for l in default["lines"]}
+        table = c2c_table(data)
+        if table is not None:
+            # c2c lists lines by VA; the generator maps VA 0xffff8a000000 + x to PA 0x40000000 + x.
+            want = {hex(a - 0xffff8a000000 + 0x40000000): int(n) for a, n in table}
+            assert nodes == want, (nodes, want)
+            print(f"by PA: nodes {nodes} = perf c2c's Node column")
+        else:
+            assert all(n is not None for n in nodes.values()), nodes
+            print(f"by PA: nodes {nodes} (perf absent: c2c not compared)")
+
+        # The protobuf answer carries the same: a node on every line (0 included), an
+        # object and a mean latency on every entry.
+        protoc = shutil.which("protoc")
+        if protoc:
+            status, headers, body = d.get("/hotlines?window=all", headers={"Accept": "application/x-protobuf"})
+            assert status == 200 and "HotLines" in headers["content-type"], (status, headers)
+            text = subprocess.run([protoc, "--decode=armprofd.v1.HotLines",
+                                   "--proto_path=" + os.path.join(os.environ["ARMPROFD_SOURCE_DIR"], "proto"),
+                                   "armprofd.proto"], input=body, capture_output=True, check=True).stdout.decode()
+            entries = sum(len(l["offsets"]) for l in default["lines"])
+            assert text.count("\n  node {") == len(default["lines"]), text[:2000]
+            assert text.count("object: ") == entries and text.count("latency_mean_cycles: ") == entries
+            print(f"protobuf: {len(default['lines'])} nodes, {entries} objects and mean latencies")
