@@ -3,7 +3,7 @@
 
 /*
  * The NUMA node of a physical address, for the Node column of hot lines
- * (perf c2c's, c2c.md §3).
+ * (perf c2c's, which it takes from HEADER_MEM_TOPOLOGY: tools/perf/builtin-c2c.c).
  *
  * The topology is the kernel's memory blocks: every node's directory
  * /sys/devices/system/node/nodeN holds a memoryM link per block it owns,

@@ -312,7 +312,7 @@ unsigned hotlines_classify(const struct hotlines_off *off, size_t n, uint64_t st
                         if (!cpus_differ(x, y))
                                 continue;
                         f |= HOTLINES_F_SHARED;
-                        /* perf c2c's notion (c2c.md §1, §6): a store on one CPU
+                        /* perf c2c's notion (perf-c2c(1); tools/perf/builtin-c2c.c): a store on one CPU
                          * and an access on another; same bytes = true sharing,
                          * other bytes of the line = false sharing. Either costs
                          * only if the line then moves between caches, and only

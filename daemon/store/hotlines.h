@@ -3,7 +3,8 @@
 
 /*
  * Hot cache lines, the continuous form of `perf c2c report --display peer`
- * (c2c.md §2-4, spe-format §7.3).
+ * (perf-c2c(1), tools/perf/builtin-c2c.c; peer snoops as tools/perf/util/mem-events.c
+ * c2c_decode_stats() counts them).
  *
  * Lines are keyed by (line address, pid) with the data VA, or by physical
  * line address alone when PAs are enabled so that sharing across processes
@@ -190,7 +191,7 @@ enum hotlines_which {
  * Merge summaries, keep lines of pid (HOTLINES_PID_ANY: all; with PA keying
  * a line matches when any of its entries is that pid) and, unless `which`
  * is HOTLINES_ALL_LINES, with peer snoops (as the Shared Data Cache Line
- * Table of `perf c2c report` does, c2c.md §2); classify, rank and return
+ * Table of `perf c2c report` does, tools/perf/builtin-c2c.c); classify, rank and return
  * at most limit lines. Free with hotlines_merged_done().
  */
 void hotlines_merge(const struct hotlines_summary *const *s, size_t n, uint32_t pid,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Hot lines: false/true/read-only sharing on constructed record streams
- * (the cases perf c2c is used for, c2c.md §1), through the store API.
+ * (the cases perf c2c is used for, perf-c2c(1)), through the store API.
  * Expected lines, offsets, PCs, CPUs and counts come from the scenario
  * tables and a recount of the emitted records, never from the store.
  *

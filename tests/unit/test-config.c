@@ -395,9 +395,9 @@ static void test_memory_bound(void **state) {
         o.line_offsets = 1024;
         snprintf(want, sizeof(want),
                  "%s: [store] epochs = 8640, hotpcs = 1048576, hotlines = 1048576, line_offsets = 1024 "
-                 "need up to %zu bytes (948.5 TiB), more than [store] max_memory = 256.0 MiB; make the "
+                 "need up to %zu bytes (%.1f TiB), more than [store] max_memory = 256.0 MiB; make the "
                  "tables smaller or raise max_memory",
-                 path, store_bytes(&o));
+                 path, store_bytes(&o), (double) store_bytes(&o) / (double) (UINT64_C(1) << 40));
         c.store.epochs = 7;
         assert_int_equal(config_load(path, true, &c, &err), -E2BIG);
         assert_int_equal(err.n, 1);
