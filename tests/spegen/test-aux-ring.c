@@ -44,6 +44,7 @@
 #include "spe-enc.h"
 #include "spe-rec.h"
 #include "spe-record-fields.h"
+#include "spegen-expect.h"
 #include "spegen-gen.h"
 #include "strbuf.h"
 
@@ -541,34 +542,6 @@ static int decode_aux(void *u, const struct aux_ring_chunk *c, const uint8_t *da
         return 0;
 }
 
-/* perf's address rules (tools/perf/util/arm-spe-decoder/arm-spe-decoder.c): NS=1 at EL1/EL2 is a kernel
- * address (top byte 0xff); a data VA keeps bits [55:0], top byte 0xff
- * when bits [55:52] are all ones, its tag byte apart. */
-static uint64_t want_ip(uint64_t addr, unsigned el, bool ns) {
-        return ns && (el == 1 || el == 2) ? addr | UINT64_C(0xff00000000000000) : addr;
-}
-
-static uint64_t want_va(uint64_t raw) {
-        uint64_t va = raw & SPE_ENC_ADDR_VA_MASK;
-
-        return ((raw >> 52) & 0xf) == 0xf ? va | UINT64_C(0xff00000000000000) : va;
-}
-
-/* Neoverse "common" data-source encoding (Neoverse TRMs, "Data source packet"). */
-static uint8_t want_source(uint16_t ds) {
-        switch (ds) {
-        case SPE_ENC_DS_L1D:           return SPE_SOURCE_L1D;
-        case SPE_ENC_DS_L2:            return SPE_SOURCE_L2;
-        case SPE_ENC_DS_PEER_CORE:     return SPE_SOURCE_PEER_CORE;
-        case SPE_ENC_DS_LOCAL_CLUSTER: return SPE_SOURCE_LOCAL_CLUSTER;
-        case SPE_ENC_DS_SYS_CACHE:     return SPE_SOURCE_SYS_CACHE;
-        case SPE_ENC_DS_PEER_CLUSTER:  return SPE_SOURCE_PEER_CLUSTER;
-        case SPE_ENC_DS_REMOTE:        return SPE_SOURCE_REMOTE;
-        case SPE_ENC_DS_DRAM:          return SPE_SOURCE_DRAM;
-        default:                       return SPE_SOURCE_UNKNOWN;
-        }
-}
-
 static uint32_t bit_flag(uint8_t v, unsigned bit, uint32_t f) {
         return (v >> bit) & 1U ? f : 0U;
 }
@@ -621,15 +594,15 @@ static bool want_record(const struct spegen_record *w, bool after_error, struct 
         *e = (struct spe_record) { .cpu = w->cpu };
         if (w->has & SPEGEN_HAS_PC) {
                 e->present |= SPE_REC_PC;
-                e->pc = (struct spe_ip) { want_ip(w->pc, w->el, w->ns), w->el, w->ns, 0 };
+                e->pc = (struct spe_ip) { spegen_expect_ip(w->pc, w->el, w->ns), w->el, w->ns, 0 };
         }
         if (w->has & SPEGEN_HAS_TGT) {
                 e->present |= SPE_REC_BR_TGT;
-                e->br_tgt = (struct spe_ip) { want_ip(w->tgt, w->el, w->ns), w->el, w->ns, 0 };
+                e->br_tgt = (struct spe_ip) { spegen_expect_ip(w->tgt, w->el, w->ns), w->el, w->ns, 0 };
         }
         if (w->has & SPEGEN_HAS_VA) {
                 e->present |= SPE_REC_VA;
-                e->va = want_va(w->va);
+                e->va = spegen_expect_va(w->va);
                 e->va_tag = (uint8_t) (w->va >> 56);
         }
         if (w->has & SPEGEN_HAS_PA) {
@@ -663,7 +636,7 @@ static bool want_record(const struct spegen_record *w, bool after_error, struct 
         if (w->has & SPEGEN_HAS_DS) {
                 e->present |= SPE_REC_SOURCE;
                 e->source_raw = w->data_source;
-                e->source = want_source(w->data_source);
+                e->source = spegen_expect_source(w->data_source);
         }
         if (w->has & SPEGEN_HAS_CONTEXT) {
                 e->present |= SPE_REC_CONTEXT;

@@ -21,6 +21,7 @@
 #include "spe-rec.h"
 
 #include "spe-enc.h"
+#include "spegen-expect.h"
 #include "spegen-gen.h"
 
 #define MAX_REPORTS  20
@@ -66,36 +67,6 @@ static void report(struct rt *t, const struct spegen_record *w, const char *fiel
                 }                                                                 \
         } while (0)
 
-static uint64_t decoded_ip(uint64_t addr, unsigned el, bool ns) {
-        /* perf's rule (Arm ARM D10 "Address packet"): NS=1 and EL1/EL2 => kernel, top
-         * byte 0xff. */
-        if (ns && (el == 1 || el == 2))
-                return addr | UINT64_C(0xff00000000000000);
-        return addr;
-}
-
-static uint64_t decoded_va(uint64_t raw) {
-        uint64_t va = raw & SPE_ENC_ADDR_VA_MASK;
-
-        if (((raw >> 52) & 0xf) == 0xf)
-                va |= UINT64_C(0xff00000000000000);
-        return va;
-}
-
-static unsigned want_source(uint16_t ds) {
-        switch (ds) {
-        case SPE_ENC_DS_L1D:           return SPE_SOURCE_L1D;
-        case SPE_ENC_DS_L2:            return SPE_SOURCE_L2;
-        case SPE_ENC_DS_PEER_CORE:     return SPE_SOURCE_PEER_CORE;
-        case SPE_ENC_DS_LOCAL_CLUSTER: return SPE_SOURCE_LOCAL_CLUSTER;
-        case SPE_ENC_DS_SYS_CACHE:     return SPE_SOURCE_SYS_CACHE;
-        case SPE_ENC_DS_PEER_CLUSTER:  return SPE_SOURCE_PEER_CLUSTER;
-        case SPE_ENC_DS_REMOTE:        return SPE_SOURCE_REMOTE;
-        case SPE_ENC_DS_DRAM:          return SPE_SOURCE_DRAM;
-        default:                       return SPE_SOURCE_UNKNOWN;
-        }
-}
-
 static unsigned want_subclass(const struct spegen_record *w) {
         switch (w->op_class) {
         case SPE_ENC_OP_OTHER:
@@ -140,17 +111,17 @@ static void compare(struct rt *t, const struct spegen_record *w, const struct sp
         CHECK("flags.after_error", after_error, !!(h->flags & SPE_REC_F_AFTER_ERROR));
         CHECK("flags.other", 0, h->flags & ~(SPE_REC_F_END | SPE_REC_F_AFTER_ERROR));
         if (w->has & SPEGEN_HAS_PC) {
-                CHECK("pc", decoded_ip(w->pc, w->el, w->ns), h->pc.addr);
+                CHECK("pc", spegen_expect_ip(w->pc, w->el, w->ns), h->pc.addr);
                 CHECK("pc.el", w->el, h->pc.el);
                 CHECK("pc.ns", w->ns, h->pc.ns);
         }
         if (w->has & SPEGEN_HAS_TGT) {
-                CHECK("tgt", decoded_ip(w->tgt, w->el, w->ns), h->br_tgt.addr);
+                CHECK("tgt", spegen_expect_ip(w->tgt, w->el, w->ns), h->br_tgt.addr);
                 CHECK("tgt.el", w->el, h->br_tgt.el);
                 CHECK("tgt.ns", w->ns, h->br_tgt.ns);
         }
         if (w->has & SPEGEN_HAS_VA) {
-                CHECK("va", decoded_va(w->va), h->va);
+                CHECK("va", spegen_expect_va(w->va), h->va);
                 CHECK("va_tag", w->va >> 56, h->va_tag);
         }
         if (w->has & SPEGEN_HAS_PA) {
@@ -188,7 +159,7 @@ static void compare(struct rt *t, const struct spegen_record *w, const struct sp
         }
         if (w->has & SPEGEN_HAS_DS) {
                 CHECK("source_raw", w->data_source, h->source_raw);
-                CHECK("source", want_source(w->data_source), h->source);
+                CHECK("source", spegen_expect_source(w->data_source), h->source);
         }
         if (w->has & SPEGEN_HAS_CONTEXT) {
                 CHECK("context", w->context, h->context);
