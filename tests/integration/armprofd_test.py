@@ -127,6 +127,18 @@ class Daemon:
         self.close()
 
 
+def read_varint(buf, pos):
+    """A protobuf base-128 varint at buf[pos]: (value, position after it)."""
+    value = shift = 0
+    while True:
+        c = buf[pos]
+        pos += 1
+        value |= (c & 0x7F) << shift
+        shift += 7
+        if c < 0x80:
+            return value, pos
+
+
 def free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))

@@ -17,7 +17,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from armprofd_test import Daemon, parse_prom_text, skip  # noqa: E402
+from armprofd_test import Daemon, parse_prom_text, read_varint, skip  # noqa: E402
 
 spegen = os.path.join(os.environ["ARMPROFD_BUILD_DIR"], "tests", "spegen", "armprofd-spegen")
 
@@ -127,14 +127,7 @@ with Daemon(args=["--replay", os.path.join(tmp, "a.data")], config_text="[http]\
         assert status == 200 and headers["content-type"].startswith("application/vnd.google.protobuf"), headers
         families, pos = {}, 0
         while pos < len(body):
-            n, shift = 0, 0
-            while True:
-                b = body[pos]
-                pos += 1
-                n |= (b & 0x7F) << shift
-                shift += 7
-                if b < 0x80:
-                    break
+            n, pos = read_varint(body, pos)
             text = decode("io.prometheus.client.MetricFamily", body[pos:pos + n])
             families[re.search(r'^name: "(\w+)"', text, re.M).group(1)] = text
             pos += n

@@ -26,7 +26,7 @@ import shutil
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from armprofd_test import Daemon, binary  # noqa: E402
+from armprofd_test import Daemon, binary, read_varint  # noqa: E402
 
 spegen = os.path.join(os.environ["ARMPROFD_BUILD_DIR"], "tests", "spegen", "armprofd-spegen")
 MAX_DIGITS = 10
@@ -70,23 +70,13 @@ def pprof_times(gz):
     """time_nanos (9) and duration_nanos (10) of a gzip'd profile.proto: top-level varints."""
     b, i, out = gzip.decompress(gz), 0, {}
 
-    def varint():
-        nonlocal i
-        v = shift = 0
-        while True:
-            c = b[i]
-            i += 1
-            v |= (c & 0x7f) << shift
-            shift += 7
-            if c < 0x80:
-                return v
     while i < len(b):
-        key = varint()
+        key, i = read_varint(b, i)
         field, wire = key >> 3, key & 7
         if wire == 0:
-            out[field] = varint()
+            out[field], i = read_varint(b, i)
         elif wire == 2:
-            n = varint()
+            n, i = read_varint(b, i)
             i += n
         elif wire == 1:
             i += 8
