@@ -74,7 +74,8 @@ def perf_build_ids(perf, path):
 
 
 # "  PID/TID  [CPU]  SEC.NSEC:  IP" as perf script -F pid,tid,cpu,time,ip --ns prints it.
-SCRIPT_LINE = re.compile(r'^\s*(\d+)/(\d+)\s+\[(\d+)\]\s+(\d+)\.(\d{9}):\s+([0-9a-f]+)\s*$')
+# A task that is exiting can have pid or tid -1: the u32 the sample carries, as perf prints it signed.
+SCRIPT_LINE = re.compile(r'^\s*(-?\d+)/(-?\d+)\s+\[(\d+)\]\s+(\d+)\.(\d{9}):\s+([0-9a-f]+)\s*$')
 
 
 def perf_samples(perf, path):
@@ -89,7 +90,8 @@ def perf_samples(perf, path):
             odd.append(line)
             continue
         pid, tid, cpu, sec, nsec, ip = m.groups()
-        samples.append((int(ip, 16), int(pid), int(tid), int(sec) * 10**9 + int(nsec), int(cpu)))
+        samples.append((int(ip, 16), int(pid) & 0xFFFFFFFF, int(tid) & 0xFFFFFFFF, int(sec) * 10**9 + int(nsec),
+                        int(cpu)))
     return sorted(samples), odd
 
 
