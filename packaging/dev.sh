@@ -18,6 +18,8 @@ build_pkgs=(
         libprotobuf-c-dev protobuf-c-compiler zlib1g-dev libelf-dev libcurl4-openssl-dev
 )
 test_pkgs=(
+        # clang's runtime (ASan, UBSan, libFuzzer) is only a Recommends of clang
+        libclang-rt-14-dev
         libcmocka-dev python3 prometheus systemd curl clang linux-perf protobuf-compiler
         qemu-system-arm gcc-aarch64-linux-gnu libc6-dev-arm64-cross cpio golang-go debootstrap
 )
