@@ -28,6 +28,8 @@ fi
 
 mkdir -p "$(dirname "$root")"
 tmp=$(mktemp -d "$root.new.XXXXXX")
+# A root apt runs in: its _apt user must be able to read it.
+chmod 755 "$tmp"
 cleanup() {
         mountpoint -q "$tmp/proc" && umount "$tmp/proc"
         rm -rf "$tmp"
