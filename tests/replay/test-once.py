@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from spegen_truth import read_facts
 
 build = os.environ["ARMPROFD_BUILD_DIR"]
 spegen = os.path.join(build, "tests", "spegen", "armprofd-spegen")
@@ -32,12 +33,7 @@ def num(s):
 
 def generate(tmp, *args):
     subprocess.run([spegen, "--out-dir", tmp, "--prefix", "o", *args], check=True, stdout=subprocess.DEVNULL)
-    facts = {}
-    with open(os.path.join(tmp, "o.truth.txt")) as f:
-        for line in f:
-            if "=" in line and not line.startswith("#"):
-                k, v = line.rstrip("\n").split("=", 1)
-                facts[k] = v
+    facts = read_facts(os.path.join(tmp, "o.truth.txt"))
     with open(os.path.join(tmp, "o.truth.csv"), newline="") as f:
         rows = list(csv.DictReader(f))
     return facts, rows

@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from spegen_truth import read_facts
 
 build = os.environ["ARMPROFD_BUILD_DIR"]
 spegen = os.path.join(build, "tests", "spegen", "armprofd-spegen")
@@ -134,12 +135,7 @@ def check_generator(tmp):
     subprocess.run([spegen, "--out-dir", tmp, "--prefix", "g", "--seed", "31", "--records", str(n), "--cpus", "1",
                     "--scenario", "all", "--ts", "--garbage", "0.002", "--no-perf-data"],
                    check=True, stdout=subprocess.DEVNULL)
-    facts = {}
-    with open(os.path.join(tmp, "g.truth.txt")) as f:
-        for line in f:
-            if "=" in line and not line.startswith("#"):
-                k, v = line.rstrip("\n").split("=", 1)
-                facts[k] = v
+    facts = read_facts(os.path.join(tmp, "g.truth.txt"))
     truth, garbage, ops = [], 0, {"load": 0, "store": 0, "branch": 0, "other": 0}
     with open(os.path.join(tmp, "g.truth.csv"), newline="") as f:
         for row in csv.DictReader(f):
