@@ -79,7 +79,7 @@ void spe_metrics_write(const struct spe_metrics_input *in, struct prom_writer *w
         const struct store_totals *t = in->totals;
         uint64_t errors = 0, dropped = 0;
 
-        /* The store is sized at start; this is its bound (daemon/store/store.h formula). */
+        /* The store is sized at start; this is its bound (store/store.h formula). */
         prom_family_unit(w, "armprofd_store_bytes", PROM_GAUGE, "bytes",
                          "Upper bound of the aggregate store's memory, fixed at start by [store] settings.");
         prom_sample_u64(w, NULL, in->store_bytes);

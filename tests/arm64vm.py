@@ -34,8 +34,8 @@ def arg_parser():
 
 
 def includes(source_dir, *subdirs):
-    """-I directories of a driver: daemon/ (macro.h), tests/ (vm-check.h) and subdirs."""
-    return [os.path.join(source_dir, d) for d in ('daemon', 'tests') + subdirs]
+    """-I directories of a driver: common/ (macro.h), tests/ (vm-check.h) and subdirs."""
+    return [os.path.join(source_dir, d) for d in ('common', 'tests') + subdirs]
 
 
 def skip(msg):

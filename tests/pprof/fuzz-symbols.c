@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * daemon/symbols.c reading an ELF file it is given (outside input): the
+ * symbols/symbols.c reading an ELF file it is given (outside input): the
  * input is mapped as a process's file through a memfd, then looked up at
  * every 4th address of the first pages, as samples of that process would be.
  */

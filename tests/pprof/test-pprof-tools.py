@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-or-later
 """A profile written by exporters/pprof.c from the generator's perf.data
-(replayed, symbolized by daemon/symbols.c) read back by independent tools:
+(replayed, symbolized by symbols/symbols.c) read back by independent tools:
 
   protoc  `protoc --decode=perftools.profiles.Profile` with proto/profile.proto
           parses it; string_table[0] is ""; as many samples as the writer

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * daemon/symbols.c: lookups in ELF files written by the generator's ELF
+ * symbols/symbols.c: lookups in ELF files written by the generator's ELF
  * writer (tests/spegen/fake-elf.c), patched into the variants that matter
  * (a PT_LOAD whose vaddr differs from its offset, ET_EXEC, .dynsym only),
  * the bounds and their eviction counters, then the generator's perf.data:

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * libFuzzer target: arbitrary bytes as the kernel's side of a live SPE
- * event's rings (collectors/spe/aux-ring.c). The input's first bytes pick
+ * event's rings (collectors/perf/aux-ring.c). The input's first bytes pick
  * the ring sizes and how far data_head runs ahead; the rest fills the data
  * ring (records, PERF_RECORD_AUX offsets and sizes of any value) and the
  * AUX ring. The consumer reads every byte it is handed, so ASan sees any

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * collectors/spe/aux-ring.c against a kernel played on ordinary memory:
+ * collectors/perf/aux-ring.c against a kernel played on ordinary memory:
  * the producer side of struct perf_event_mmap_page's protocol as the
  * kernel and the SPE driver follow it (perf_event_open(2) "MMAP layout",
  * kernel/events/ring_buffer.c perf_output_begin/perf_aux_output_begin,

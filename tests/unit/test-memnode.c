@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * PA -> NUMA node (daemon/memnode.c) from a fake sysfs tree and from
+ * PA -> NUMA node (collectors/topology/memnode.c) from a fake sysfs tree and from
  * HEADER_MEM_TOPOLOGY sections laid out as perf's write_mem_topology()
  * writes them; the expected nodes are the fixtures' own block lists.
  */

@@ -10,7 +10,7 @@
  * Deletion uses backward-shift (Knuth, TAOCP vol. 3, 6.4 Algorithm R) so no
  * tombstones accumulate under the constant churn of Space-Saving evictions.
  *
- * Internal to daemon/store: header-only so the compiler inlines the probe.
+ * Internal to store/: header-only so the compiler inlines the probe.
  */
 
 #include <stdbool.h>

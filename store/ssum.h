@@ -15,7 +15,7 @@
  * most w buckets, since counts in the list are distinct integers.
  *
  * Index-based (u32 entry and bucket numbers, SSUM_NIL for none), sized at
- * init, no allocation afterwards. Internal to daemon/store, header-only so
+ * init, no allocation afterwards. Internal to store/, header-only so
  * the per-record path inlines it.
  */
 

@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * The source seam: what every source of samples implements (the replay of a
+ * perf.data, live SPE from the AUX rings, the cpu-clock sampler) and what it
+ * hands on. A source is opened on a set of CPUs with a sink, registers its
+ * fds (or an always-ready event, for input that cannot be polled) with the
+ * collector's sd-event loop, drains at most a budget of records per
+ * dispatch so one busy source cannot starve the others or the loop's
+ * timers, follows CPU hotplug, reports its status, and is closed.
+ *
+ * Sources decode; they never aggregate. What they decode goes to the sink's
+ * callbacks and the daemon wires the sink to the store: no source includes
+ * a store, exporter or daemon header (tests/basic/check-includes.py).
+ *
+ * The value types at the end (stream statistics, status) are what the
+ * exporters may read of a source: they include this header and nothing else
+ * of collectors/ but the decoder's record type (spe-rec.h).
+ *
+ * Threads: a source lives on the collector thread; every callback runs
+ * there.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "spe-rec.h"
+
+typedef struct sd_event sd_event;
+struct cpulist;
+struct task_map;
+
+/* A pid or tid a source could not name. */
+#define SOURCE_NO_ID UINT32_MAX
+
+/* ---- What sources hand on ------------------------------------------------ */
+
+/* A mapping of a process (PERF_RECORD_MMAP/MMAP2, perf_event_open(2)). */
+struct source_mapping {
+        uint32_t pid;
+        uint64_t start, len, pgoff;
+        const char *filename;      /* valid during the callback only */
+        const uint8_t *build_id;   /* NULL when the record had none */
+        size_t build_id_len;
+};
+
+/* What a task did (PERF_RECORD_COMM/FORK/EXIT/CGROUP, perf_event_open(2)). */
+enum source_task_kind {
+        SOURCE_TASK_COMM,
+        SOURCE_TASK_FORK,
+        SOURCE_TASK_EXIT,
+        SOURCE_TASK_CGROUP,
+};
+
+struct source_task {
+        enum source_task_kind kind;
+        uint32_t pid, tid;
+        uint32_t ppid, ptid;      /* FORK, EXIT */
+        uint64_t time_ns;         /* perf time, 0 when the record had none */
+        const char *comm;         /* COMM; valid during the callback only */
+        uint64_t cgroup_id;       /* CGROUP */
+        const char *cgroup_path;  /* CGROUP; valid during the callback only */
+};
+
+/* A sample of the cpu-clock sampler (PERF_RECORD_SAMPLE of a sampling event). */
+struct source_sample {
+        uint32_t cpu, pid, tid;
+        uint64_t time_ns;         /* perf time */
+        uint64_t ip;
+        uint64_t period;
+        uint64_t cgroup_id;       /* 0 when the kernel does not report it */
+        const uint64_t *callchain; /* nr_callchain entries, the kernel's context markers included */
+        size_t nr_callchain;
+};
+
+/*
+ * How a source's timestamps become perf time, and perf time the time of
+ * day, as far as the source states it: PERF_RECORD_TIME_CONV or the mmap
+ * page's time_* fields turn SPE timestamps (generic timer ticks) into perf
+ * time, HEADER_CLOCK_DATA (perf record -k CLOCK) ties perf time to the time
+ * of day.
+ */
+struct source_clock {
+        bool has_time_conv;
+        uint64_t time_shift, time_mult, time_zero, time_cycles, time_mask;
+        bool cap_user_time_short;
+        bool has_clock_data;
+        uint32_t clockid;
+        int64_t unix_minus_perf_ns;     /* tod_ns - clockid_ns of the clock data */
+};
+
+/* An SPE timestamp in perf nanoseconds, as perf's tsc_to_perf_time() computes it (needs has_time_conv). */
+uint64_t source_clock_perf_ns(const struct source_clock *c, uint64_t ticks);
+
+/* Every callback but records may be NULL. Pointers are valid during the call only. */
+struct source_sink {
+        void *userdata;
+        /* A batch of SPE records decoded on one CPU, with their pid and tid (or SOURCE_NO_ID). */
+        void (*records)(void *userdata, const struct spe_record *recs, const uint32_t *pids,
+                        const uint32_t *tids, size_t n);
+        /* A batch of samples. */
+        void (*samples)(void *userdata, const struct source_sample *samples, size_t n);
+        /* Each mapping before the records that use it. */
+        void (*mapping)(void *userdata, const struct source_mapping *m);
+        /* Each task event, after the task map has taken it. */
+        void (*task)(void *userdata, const struct source_task *t);
+        /* The source's clocks, each time they change (before the records that follow). */
+        void (*clock)(void *userdata, const struct source_clock *c);
+        /* A section describing the recording machine (PERF_DATA_FEAT_*, e.g. its memory topology). */
+        void (*feature)(void *userdata, unsigned feat, const uint8_t *data, size_t len);
+};
+
+/* ---- What a source reports ----------------------------------------------- */
+
+/*
+ * One CPU's SPE stream: volume and every kind of damage, whichever source
+ * read it (the replay counts what the file says of the live rings, the live
+ * source counts it itself). The one struct for stream health.
+ */
+struct spe_stream_stats {
+        uint32_t cpu;
+        uint64_t midr;
+        uint64_t records;               /* decoded records */
+        uint64_t bytes;                 /* SPE bytes handed to the decoder */
+        struct spe_decoder_stats decoder;
+        uint64_t aux_records;           /* PERF_RECORD_AUX */
+        uint64_t aux_truncated, aux_collision, aux_partial;
+        uint64_t discontinuities;       /* buffers that did not continue the previous one */
+        uint64_t lost;                  /* PERF_RECORD_LOST(_SAMPLES) */
+};
+
+enum source_state {
+        SOURCE_STARTING,  /* opened, nothing read yet */
+        SOURCE_RUNNING,   /* reading */
+        SOURCE_DONE,      /* a finite input was read to its end (replay) */
+        SOURCE_FAILED,    /* stopped on an error: reason says which */
+        SOURCE_OFF,       /* not running here: reason says why (no hardware, disabled) */
+};
+
+#define SOURCE_REASON_MAX 512
+#define SOURCE_WARNINGS_MAX 3
+#define SOURCE_WARNING_LEN 256
+
+struct source_status {
+        const char *kind;               /* "replay", "spe", "sampler", "pmu" */
+        enum source_state state;
+        char reason[SOURCE_REASON_MAX]; /* why not running, or what failed; "" when fine */
+        /* What is wrong with input that read fine (a replay's undecoded bytes, say). */
+        char warnings[SOURCE_WARNINGS_MAX][SOURCE_WARNING_LEN];
+        size_t n_warnings;
+        uint64_t sample_period;         /* operations or events per sample, 0 unknown */
+        /* Per-CPU SPE streams, ascending by CPU; owned by the status (source_status_done()). */
+        struct spe_stream_stats *cpus;
+        size_t n_cpus;
+};
+
+void source_status_done(struct source_status *s);
+/* "starting", "running", "done", "failed", "off". */
+const char *source_state_to_string(enum source_state s);
+
+/* ---- The interface --------------------------------------------------------- */
+
+struct source;
+
+struct source_ops {
+        const char *kind;
+        /*
+         * Start on `cpus` (NULL: every CPU the source can cover) and register
+         * with `event`; the source's handlers then call the sink. Returns 0,
+         * or a negative errno with the status saying why (state OFF or FAILED).
+         */
+        int (*start)(struct source *s, sd_event *event, const struct cpulist *cpus);
+        /*
+         * Hand at most `budget` records or samples to the sink: 1 when more is
+         * ready, 0 when drained for now (or the input ended), negative errno on
+         * failure. The source's own handlers call it; the collector also does
+         * before it closes an epoch, so a quiet CPU's partial buffer is counted.
+         */
+        int (*drain)(struct source *s, size_t budget);
+        /* The online CPUs changed (hotplug): open what came, close what went. May be NULL. */
+        int (*cpus_changed)(struct source *s, const struct cpulist *online);
+        /* A copy of the source's status (the caller owns it: source_status_done()). */
+        void (*status)(struct source *s, struct source_status *ret);
+        /* Unregister from the loop and free everything. */
+        void (*free)(struct source *s);
+};
+
+/* Implementations embed this first and set ops; the helpers below dispatch. */
+struct source {
+        const struct source_ops *ops;
+        const struct source_sink *sink;
+        struct task_map *tasks;         /* the shared tid -> pid, comm, start, cgroup map; may be NULL */
+};
+
+static inline int source_start(struct source *s, sd_event *event, const struct cpulist *cpus) {
+        return s->ops->start(s, event, cpus);
+}
+
+static inline int source_drain(struct source *s, size_t budget) {
+        return s->ops->drain(s, budget);
+}
+
+static inline int source_cpus_changed(struct source *s, const struct cpulist *online) {
+        return s->ops->cpus_changed ? s->ops->cpus_changed(s, online) : 0;
+}
+
+static inline void source_status(struct source *s, struct source_status *ret) {
+        s->ops->status(s, ret);
+}
+
+static inline struct source *source_free(struct source *s) {
+        if (s)
+                s->ops->free(s);
+        return NULL;
+}
