@@ -237,7 +237,7 @@ static int build(struct strbuf *f, uint64_t text_off, uint64_t text_size, const 
         eh.e_shnum = (Elf64_Half) n_sec;
         eh.e_shstrndx = (Elf64_Half) sec_shstrtab;
 
-        /* PT_LOAD first: readers (and tests/pprof/test-symbols.c) take the
+        /* PT_LOAD first: readers (and tests/symbols/test-symbols.c) take the
          * first program header as the text segment. */
         ph[0] = (Elf64_Phdr) {
                 .p_type = PT_LOAD, .p_flags = PF_R | PF_X,

@@ -11,7 +11,7 @@ import sys
 import tempfile
 
 spegen = os.path.join(os.environ["ARMPROFD_BUILD_DIR"], "tests", "spegen", "armprofd-spegen")
-dump = os.path.join(os.environ["ARMPROFD_BUILD_DIR"], "tests", "replay", "spe-replay-dump")
+dump = os.path.join(os.environ["ARMPROFD_BUILD_DIR"], "tests", "spe", "spe-replay-dump")
 VA_MASK = (1 << 56) - 1
 
 

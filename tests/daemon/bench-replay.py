@@ -30,7 +30,7 @@ import time
 
 build = os.environ.get("ARMPROFD_BUILD_DIR", ".")
 spegen = os.path.join(build, "tests", "spegen", "armprofd-spegen")
-dump = os.path.join(build, "tests", "replay", "spe-replay-dump")
+dump = os.path.join(build, "tests", "spe", "spe-replay-dump")
 daemon = os.path.join(build, "daemon", "armprofd")
 records = int(sys.argv[1]) if len(sys.argv) > 1 else 5_000_000
 RUNS = 5
