@@ -74,7 +74,7 @@ void log_open(void) {
 }
 
 int log_internal(int level, int error, const char *file, int line, const char *fmt, ...) {
-        char msg[2048];
+        char msg[LOG_MESSAGE_MAX];
         va_list ap;
 
         /* Let "%m" in fmt print the error we were given. */

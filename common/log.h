@@ -15,6 +15,9 @@
 
 #include "macro.h"
 
+/* One message; longer ones are cut. */
+#define LOG_MESSAGE_MAX 2048
+
 int log_get_max_level(void);
 void log_set_max_level(int level);
 /* "emerg".."debug" or 0..7; returns the level or -EINVAL. */

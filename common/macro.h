@@ -65,6 +65,18 @@ static inline void closep(int *fd) {
 
 #define streq(a, b) (strcmp((a), (b)) == 0)
 
+/*
+ * Buffer sizes say what the buffer holds (HACKING.md, "Buffer sizes"):
+ * DECIMAL_STR_MAX(type) is the longest decimal of an integer type with a
+ * minus sign and the NUL (systemd's macro of the same name); PATH_MAX
+ * (<limits.h>) holds a path; MESSAGE_MAX a message for a person (an error,
+ * a reason, a warning: longer ones are cut).
+ */
+#define DECIMAL_STR_MAX(type)                                                    \
+        (2U + (sizeof(type) <= 1 ? 3U : sizeof(type) <= 2 ? 5U : sizeof(type) <= 4 ? 10U \
+                                      : sizeof(type) <= 8 ? 20U : 39U))
+#define MESSAGE_MAX 512U
+
 #define USEC_PER_SEC UINT64_C(1000000)
 #define USEC_PER_MSEC UINT64_C(1000)
 #define NSEC_PER_USEC UINT64_C(1000)

@@ -64,6 +64,19 @@ int safe_atoi32(const char *s, int32_t *ret) {
         return 0;
 }
 
+int parse_line_size(const char *s, uint32_t *ret) {
+        uint32_t v;
+        int r;
+
+        r = safe_atou32(s, &v);
+        if (r < 0)
+                return r;
+        if (v < LINE_SIZE_MIN || v > LINE_SIZE_MAX || (v & (v - 1)) != 0)
+                return -ERANGE;
+        *ret = v;
+        return 0;
+}
+
 int parse_bool(const char *s, bool *ret) {
         static const char *const yes[] = { "1", "yes", "true", "on", "y" };
         static const char *const no[] = { "0", "no", "false", "off", "n" };
@@ -88,13 +101,16 @@ struct unit {
         uint64_t factor;
 };
 
+/* The digits of "123unit": more than a uint64_t has (20), so that leading zeros pass. */
+#define UNIT_DIGITS_MAX 32
+
 /*
  * Split "123unit" into number and suffix, look the suffix up in a table
  * and multiply with overflow checks. An empty suffix uses `bare`.
  */
 static int parse_with_units(const char *s, const struct unit *units, size_t n_units, uint64_t bare,
                             uint64_t *ret) {
-        char digits[32];
+        char digits[UNIT_DIGITS_MAX];
         const char *p = s;
         uint64_t v, factor = 0;
         size_t n;

@@ -8,9 +8,12 @@
  * that do not fit. Leading/trailing whitespace is not accepted; callers trim.
  */
 
+#include <netinet/in.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
+
+#include "macro.h"
 
 int safe_atou64(const char *s, uint64_t *ret);
 int safe_atou32(const char *s, uint32_t *ret);
@@ -26,6 +29,18 @@ int parse_duration_usec(const char *s, uint64_t *ret_usec);
 int parse_size(const char *s, uint64_t *ret_bytes);
 
 /*
+ * A cache line size, wherever it comes from ([store] line_size, sysfs
+ * coherency_line_size: Documentation/ABI/testing/sysfs-devices-system-cpu):
+ * a power of two in LINE_SIZE_MIN..LINE_SIZE_MAX bytes, else -EINVAL (a
+ * number that does not parse) or -ERANGE. LINE_SIZE_DEFAULT is the size when
+ * sysfs has none: every Arm Neoverse core's and every x86-64 core's.
+ */
+#define LINE_SIZE_MIN 16U
+#define LINE_SIZE_MAX 1024U
+#define LINE_SIZE_DEFAULT 64U
+int parse_line_size(const char *s, uint32_t *ret);
+
+/*
  * Listen addresses as Prometheus exporters spell them: "ADDR:PORT",
  * "[IPV6]:PORT" or ":PORT" (all addresses, dual stack). Port 0 picks an
  * ephemeral port.
@@ -37,7 +52,9 @@ struct listen_addr {
 };
 
 int parse_listen_addr(const char *s, struct listen_addr *ret);
-/* Format back to "ADDR:PORT" / "[ADDR]:PORT"; buf must hold 64 bytes. */
+/* "[" IPv6 address "]:" port, NUL (INET6_ADDRSTRLEN counts the NUL). */
+#define LISTEN_ADDR_STR_MAX (1U + INET6_ADDRSTRLEN + 2U + DECIMAL_STR_MAX(uint16_t))
+/* Format back to "ADDR:PORT" / "[ADDR]:PORT"; buf holds LISTEN_ADDR_STR_MAX bytes. */
 const char *listen_addr_to_string(const struct listen_addr *a, char *buf, size_t len);
 
 /*

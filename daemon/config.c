@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,7 +133,7 @@ static int parse_item_pmu_events(const struct config_item *it, const char *value
                 const struct pmu_event_def *d = pmu_event_by_name(t);
 
                 if (!d) {
-                        char known[512];
+                        char known[MESSAGE_MAX];
                         size_t o = 0;
 
                         for (int i = 0; i < _PMU_EVENT_MAX && o < sizeof(known); i++)
@@ -151,14 +152,14 @@ static int parse_item_pmu_events(const struct config_item *it, const char *value
         return 0;
 }
 
-/* 0 (from sysfs) or a power of two between 16 and 1024 bytes. */
+/* 0 (from sysfs) or a line size parse_line_size() takes. */
 static int parse_item_line_size(const struct config_item *it, const char *value, void *dest,
                                 char *err, size_t errlen) {
         uint32_t v;
 
-        if (safe_atou32(value, &v) < 0 || (v != 0 && (v < 16 || v > 1024 || (v & (v - 1)) != 0))) {
-                snprintf(err, errlen, "invalid line size '%s' (0 for sysfs, or a power of two 16..1024)",
-                         value);
+        if (safe_atou32(value, &v) < 0 || (v != 0 && parse_line_size(value, &v) < 0)) {
+                snprintf(err, errlen, "invalid line size '%s' (0 for sysfs, or a power of two %u..%u)",
+                         value, LINE_SIZE_MIN, LINE_SIZE_MAX);
                 return -EINVAL;
         }
         *(uint32_t *) dest = v;
@@ -248,7 +249,7 @@ static void escape(char *dst, size_t size, const char *src) {
 
 static void add_error(struct config_error *err, const char *fmt, ...) _printf_(2, 3);
 static void add_error(struct config_error *err, const char *fmt, ...) {
-        char raw[1024];
+        char raw[2 * MESSAGE_MAX]; /* a path and a reason, before escape() cuts them to one message */
         va_list ap;
 
         if (!err)
@@ -283,6 +284,9 @@ uint64_t config_store_bytes(const struct config *c) {
         return store_bytes(&o);
 }
 
+/* "1023 B", "43.0 MiB": the longest is a uint64_t in bytes. */
+#define FORMAT_BYTES_MAX (DECIMAL_STR_MAX(uint64_t) + 2)
+
 static void format_bytes(uint64_t v, char *buf, size_t size) {
         static const char *const units[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
         double d = (double) v;
@@ -302,7 +306,7 @@ static void format_bytes(uint64_t v, char *buf, size_t size) {
 
 int config_check(const struct config *c, const char *filename, struct config_error *err) {
         uint64_t need = config_store_bytes(c);
-        char need_s[32], max_s[32];
+        char need_s[FORMAT_BYTES_MAX], max_s[FORMAT_BYTES_MAX];
 
         if (need <= c->store.max_memory_bytes)
                 return 0;
@@ -361,7 +365,7 @@ struct parse_state {
 
 static void line_error(struct parse_state *s, unsigned line, const char *fmt, ...) _printf_(3, 4);
 static void line_error(struct parse_state *s, unsigned line, const char *fmt, ...) {
-        char reason[800];
+        char reason[MESSAGE_MAX];
         va_list ap;
 
         va_start(ap, fmt);
@@ -482,7 +486,7 @@ static int on_ini_line(void *user, const char *section, const char *name, const 
 
         for (size_t i = 0; i < ELEMENTSOF(items); i++) {
                 const struct config_item *it = &items[i];
-                char reason[512];
+                char reason[MESSAGE_MAX];
 
                 if (!streq(it->section, section) || !streq(it->key, name))
                         continue;
@@ -646,7 +650,7 @@ static int config_parse_main(struct config *c, const char *path, bool must_exist
 int config_load(const char *path, bool must_exist, struct config *ret, struct config_error *err) {
         struct config c;
         struct dirent **list = NULL;
-        char dir[4096];
+        char dir[PATH_MAX];
         int n, r;
 
         config_init(&c);

@@ -66,7 +66,7 @@ struct config {
  */
 struct config_error {
         unsigned n;
-        char msg[CONFIG_ERRORS_MAX][512];
+        char msg[CONFIG_ERRORS_MAX][MESSAGE_MAX];
 };
 
 /* Log each kept error at LOG_ERR as "config: <msg>", then how many were left out. */

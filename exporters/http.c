@@ -101,7 +101,7 @@ static const char *const close_reason_names[_CLOSE_REASON_MAX] = {
 struct conn {
         struct conn *prev, *next; /* http_server.conns: in the order they entered their state */
         int fd;                   /* MHD's; valid until the close notice, which comes before close() */
-        uint8_t addr[16];         /* the client's address, IPv4 as ::ffff:a.b.c.d */
+        uint8_t addr[sizeof(struct in6_addr)]; /* the client's address, IPv4 as ::ffff:a.b.c.d */
         enum conn_state state;
         uint64_t deadline_usec; /* CONN_READING, CONN_IDLE: shut down then */
         bool closing;           /* shut down by us; MHD closes it on its next turn */
@@ -113,7 +113,7 @@ struct http_server {
         const struct http_route *routes;
         size_t n_routes;
         void *userdata;
-        char address[80];
+        char address[LISTEN_ADDR_STR_MAX];
         unsigned max_connections, per_ip_connections, reserve;
         uint64_t idle_usec;
         size_t max_request_bytes;
@@ -290,14 +290,17 @@ static bool defer(struct http_server *s, struct MHD_Connection *c, struct conn_c
         return ok;
 }
 
-/* Its address as 16 bytes, IPv4 mapped into IPv6 so both spellings of one client compare equal. */
-static void addr_key(const struct sockaddr *sa, uint8_t ret[static 16]) {
-        memset(ret, 0, 16);
+/*
+ * Its address as an IPv6 address, IPv4 mapped into IPv6 (::ffff:a.b.c.d,
+ * RFC 4291 section 2.5.5.2) so both spellings of one client compare equal.
+ */
+static void addr_key(const struct sockaddr *sa, uint8_t ret[static sizeof(struct in6_addr)]) {
+        memset(ret, 0, sizeof(struct in6_addr));
         if (sa && sa->sa_family == AF_INET6)
-                memcpy(ret, &((const struct sockaddr_in6 *) sa)->sin6_addr, 16);
+                memcpy(ret, &((const struct sockaddr_in6 *) sa)->sin6_addr, sizeof(struct in6_addr));
         else if (sa && sa->sa_family == AF_INET) {
                 ret[10] = ret[11] = 0xff;
-                memcpy(ret + 12, &((const struct sockaddr_in *) sa)->sin_addr, 4);
+                memcpy(ret + 12, &((const struct sockaddr_in *) sa)->sin_addr, sizeof(struct in_addr));
         }
 }
 
@@ -462,7 +465,7 @@ int http_request_args(const struct http_request *req, const char *const *allowed
 }
 
 void http_response_error(struct http_response *resp, unsigned status, const char *fmt, ...) {
-        char msg[512];
+        char msg[MESSAGE_MAX];
         json_t *o;
         char *s;
         va_list ap;
@@ -500,7 +503,7 @@ void http_server_write_metrics(struct http_server *s, struct prom_writer *w) {
                     "HTTP requests served, by handler and status code.");
         pthread_mutex_lock(&s->lock);
         for (size_t i = 0; i < s->n_counters; i++) {
-                char code[16];
+                char code[DECIMAL_STR_MAX(unsigned)];
 
                 snprintf(code, sizeof(code), "%u", s->counters[i].code);
                 prom_sample_u64(w,
@@ -682,7 +685,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
          * on the second call; a body on GET/HEAD is read and ignored.
          */
         if (*con_cls == NULL) {
-                char why[128];
+                char why[MESSAGE_MAX];
 
                 set_state(s, connection, CONN_ACTIVE);
                 if (request_too_large(s, connection, why, sizeof(why))) {
@@ -745,7 +748,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
 }
 
 _printf_(2, 0) static void mhd_logger(void *cls, const char *fmt, va_list ap) {
-        char msg[512];
+        char msg[MESSAGE_MAX];
 
         vsnprintf(msg, sizeof(msg), fmt, ap);
         msg[strcspn(msg, "\n")] = '\0';
@@ -818,7 +821,7 @@ int http_server_start(const struct http_server_options *opts, const struct http_
         else {
                 r = open_listen_socket(&opts->listen, &s->listen_fd);
                 if (r < 0) {
-                        char a[80];
+                        char a[LISTEN_ADDR_STR_MAX];
                         log_error_errno(r, "Failed to listen on %s: %m",
                                         listen_addr_to_string(&opts->listen, a, sizeof(a)));
                         http_server_stop(s);

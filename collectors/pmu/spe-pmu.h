@@ -31,16 +31,18 @@
 #define SPE_PMU_INTERVAL_GRAIN  256U
 #define SPE_PMU_INTERVAL_MAX    UINT32_C(0xFFFFFF00)
 #define SPE_PMU_MAX_FORMAT      32
+/* A PMU's or a format field's name (a sysfs file name); longer ones are refused. */
+#define SPE_PMU_NAME_MAX        32
 
 /* One format/ field: which config word and which bits of it. */
 struct spe_pmu_format {
-        char name[32];
+        char name[SPE_PMU_NAME_MAX];
         unsigned word;                  /* 0: config, 1: config1, 2: config2, 3: config3 */
         uint64_t mask;                  /* the bits, possibly several ranges */
 };
 
 struct spe_pmu {
-        char name[32];                  /* "arm_spe_0" */
+        char name[SPE_PMU_NAME_MAX];    /* "arm_spe_0" */
         uint32_t type;
         struct cpulist cpus;
         struct spe_pmu_format format[SPE_PMU_MAX_FORMAT];

@@ -152,6 +152,8 @@ static void test_parse_listen_addr(void **state) {
                 { "localhost:1", 0, "127.0.0.1:1", AF_INET },
                 { "[::1]:9769", 0, "[::1]:9769", AF_INET6 },
                 { "[fe80::1]:0", 0, "[fe80::1]:0", AF_INET6 },
+                { "[1111:2222:3333:4444:5555:6666:7777:8888]:65535", 0,
+                  "[1111:2222:3333:4444:5555:6666:7777:8888]:65535", AF_INET6 },
                 { ":9769", 0, ":9769", AF_INET6 },
                 { "127.0.0.1", -EINVAL, NULL, 0 },
                 { "127.0.0.1:", -EINVAL, NULL, 0 },
@@ -167,7 +169,7 @@ static void test_parse_listen_addr(void **state) {
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 struct listen_addr a;
-                char buf[80];
+                char buf[LISTEN_ADDR_STR_MAX];
                 int r = parse_listen_addr(cases[i].in, &a);
 
                 if (r != cases[i].r)
@@ -176,6 +178,27 @@ static void test_parse_listen_addr(void **state) {
                         continue;
                 assert_int_equal(a.sa.ss_family, cases[i].family);
                 assert_string_equal(listen_addr_to_string(&a, buf, sizeof(buf)), cases[i].canonical);
+        }
+}
+
+static void test_parse_line_size(void **state) {
+        static const struct {
+                const char *in;
+                int r;
+        } cases[] = {
+                { "16", 0 }, { "64", 0 }, { "128", 0 }, { "1024", 0 },
+                { "0", -ERANGE }, { "8", -ERANGE }, { "96", -ERANGE }, { "2048", -ERANGE },
+                { "", -EINVAL }, { "64\n", -EINVAL }, { " 64", -EINVAL }, { "sixty-four", -EINVAL },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                uint32_t v = 7;
+                int r = parse_line_size(cases[i].in, &v);
+
+                if (r != cases[i].r)
+                        fail_msg("'%s': got %d, want %d", cases[i].in, r, cases[i].r);
+                /* Written only on success. */
+                assert_int_equal(v, r == 0 ? (uint32_t) strtoul(cases[i].in, NULL, 10) : 7);
         }
 }
 
@@ -224,6 +247,7 @@ int main(void) {
                 cmocka_unit_test(test_parse_duration),
                 cmocka_unit_test(test_parse_size),
                 cmocka_unit_test(test_parse_listen_addr),
+                cmocka_unit_test(test_parse_line_size),
                 cmocka_unit_test(test_format_double_shortest),
         };
 
