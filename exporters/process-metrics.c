@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -22,6 +23,11 @@
 #define STAT_FIELD_STARTTIME 22
 #define STAT_FIELD_VSIZE 23
 #define STAT_FIELD_RSS 24
+/*
+ * /proc/[pid]/stat is one line of 52 fields: comm (at most 16 bytes,
+ * TASK_COMM_LEN) and numbers of at most 20 digits, about 1.1 KiB at most.
+ */
+#define PID_STAT_MAX 4096
 
 static int read_file(const char *path, char *buf, size_t len) {
         FILE *f = fopen(path, "re");
@@ -35,23 +41,37 @@ static int read_file(const char *path, char *buf, size_t len) {
         return 0;
 }
 
+/*
+ * The "btime" line of /proc/stat (proc(5)). Read line by line: the lines
+ * before it (one per CPU, "intr" with a count per interrupt) make the file
+ * tens of kilobytes on a large machine.
+ */
 static int boot_time(const char *procfs, uint64_t *ret) {
-        char path[256], buf[8192];
-        const char *p;
-        int r;
+        _cleanup_free_ char *line = NULL;
+        char path[PATH_MAX];
+        size_t size = 0;
+        uint64_t v;
+        FILE *f;
+        int r = -EBADMSG;
 
         snprintf(path, sizeof(path), "%s/stat", procfs);
-        r = read_file(path, buf, sizeof(buf));
-        if (r < 0)
-                return r;
-        p = strstr(buf, "\nbtime ");
-        if (!p)
-                return -EBADMSG;
-        return sscanf(p + 7, "%" SCNu64, ret) == 1 ? 0 : -EBADMSG;
+        f = fopen(path, "re");
+        if (!f)
+                return -errno;
+        while (getline(&line, &size, f) >= 0)
+                if (strncmp(line, "btime ", 6) == 0) {
+                        if (sscanf(line + 6, "%" SCNu64, &v) == 1) {
+                                *ret = v;
+                                r = 0;
+                        }
+                        break;
+                }
+        fclose(f);
+        return r;
 }
 
 static uint64_t count_fds(const char *procfs) {
-        char path[256];
+        char path[PATH_MAX];
         struct dirent *de;
         uint64_t n = 0;
         DIR *d;
@@ -71,7 +91,7 @@ static uint64_t count_fds(const char *procfs) {
 int process_stats_read(const char *procfs, struct process_stats *ret) {
         struct process_stats st = {};
         uint64_t f[STAT_FIELD_RSS + 1] = {}, btime = 0;
-        char path[256], buf[4096], *p, *save = NULL;
+        char path[PATH_MAX], buf[PID_STAT_MAX], *p, *save = NULL;
         long ticks = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
         struct rlimit rl;
         int r;

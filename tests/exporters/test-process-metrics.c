@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * process_* metrics read from a procfs tree built here: the figures are the
+ * tree's, computed by this test from the fields it wrote (proc(5)).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "macro.h"
+#include "process-metrics.h"
+
+#define UTIME 250
+#define STIME 150
+#define STARTTIME 5000
+#define VSIZE UINT64_C(123456789)
+#define RSS 1000
+#define BTIME UINT64_C(1700000000)
+
+static char root[] = "/tmp/armprofd-procfs-XXXXXX";
+
+static void write_file(const char *name, const char *text) {
+        char path[PATH_MAX];
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/%s", root, name);
+        f = fopen(path, "we");
+        assert_non_null(f);
+        assert_int_equal(fputs(text, f) >= 0, 1);
+        assert_int_equal(fclose(f), 0);
+}
+
+/* /proc/stat of a machine with `cpus` CPUs and `irqs` interrupt counters before "btime". */
+static void write_proc_stat(unsigned cpus, unsigned irqs) {
+        size_t cap = 64 + (size_t) cpus * 64 + (size_t) irqs * 8 + 128, o = 0;
+        char *s = malloc(cap);
+
+        assert_non_null(s);
+        o += (size_t) snprintf(s + o, cap - o, "cpu  1 2 3 4 5 6 7 0 0 0\n");
+        for (unsigned c = 0; c < cpus; c++)
+                o += (size_t) snprintf(s + o, cap - o, "cpu%u 1 2 3 4 5 6 7 0 0 0\n", c);
+        o += (size_t) snprintf(s + o, cap - o, "intr 12345");
+        for (unsigned i = 0; i < irqs; i++)
+                o += (size_t) snprintf(s + o, cap - o, " %u", i % 1000);
+        o += (size_t) snprintf(s + o, cap - o, "\nctxt 42\nbtime %" PRIu64 "\nprocesses 7\n", BTIME);
+        assert_true(o < cap);
+        write_file("stat", s);
+        free(s);
+}
+
+static int setup(void **state) {
+        char line[1024];
+        size_t o = 0;
+
+        assert_non_null(mkdtemp(root));
+        snprintf(line, sizeof(line), "%s/self", root);
+        assert_int_equal(mkdir(line, 0700), 0);
+        snprintf(line, sizeof(line), "%s/self/fd", root);
+        assert_int_equal(mkdir(line, 0700), 0);
+
+        /* Fields 1..52; a comm with a space and a ")" as the kernel allows. */
+        o += (size_t) snprintf(line + o, sizeof(line) - o, "4242 (arm prof) d) S");
+        for (int field = 4; field <= 52; field++) {
+                uint64_t v = field == 14 ? UTIME : field == 15 ? STIME : field == 22 ? STARTTIME
+                           : field == 23 ? VSIZE : field == 24 ? RSS : (uint64_t) field;
+
+                o += (size_t) snprintf(line + o, sizeof(line) - o, " %" PRIu64, v);
+        }
+        snprintf(line + o, sizeof(line) - o, "\n");
+        write_file("self/stat", line);
+        return 0;
+}
+
+static int teardown(void **state) {
+        char cmd[PATH_MAX + 16];
+
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+        return system(cmd) == 0 ? 0 : -1;
+}
+
+static void check(void) {
+        long ticks = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+        struct process_stats st = {};
+
+        assert_true(ticks > 0 && page > 0);
+        assert_int_equal(process_stats_read(root, &st), 0);
+        assert_true(st.cpu_seconds == (double) (UTIME + STIME) / (double) ticks);
+        assert_int_equal(st.virtual_bytes, VSIZE);
+        assert_int_equal(st.resident_bytes, (uint64_t) RSS * (uint64_t) page);
+        assert_true(st.start_time_seconds == (double) BTIME + (double) STARTTIME / (double) ticks);
+}
+
+static void test_small_machine(void **state) {
+        write_proc_stat(2, 64);
+        check();
+}
+
+/* 256 CPUs and 2000 interrupt counters: btime is past the first 16 KiB. */
+static void test_large_machine(void **state) {
+        write_proc_stat(256, 2000);
+        check();
+}
+
+static void test_no_btime(void **state) {
+        struct process_stats st = {};
+
+        write_file("stat", "cpu  1 2 3\nctxt 42\n");
+        assert_int_equal(process_stats_read(root, &st), 0);
+        assert_true(st.start_time_seconds == 0);
+        assert_int_equal(st.virtual_bytes, VSIZE);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_small_machine),
+                cmocka_unit_test(test_large_machine),
+                cmocka_unit_test(test_no_btime),
+        };
+
+        return cmocka_run_group_tests(tests, setup, teardown);
+}
