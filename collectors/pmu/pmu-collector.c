@@ -15,6 +15,7 @@
 
 #include "macro.h"
 #include "pmu-sysfs.h"
+#include "strbuf.h"
 
 #define PROCFS_DEFAULT_ROOT "/proc"
 #define PARANOID_FILE "sys/kernel/perf_event_paranoid"
@@ -264,9 +265,7 @@ static void cpu_open(struct pmu_collector *c, struct cpu_state *s) {
 
 static struct cpu_state *cpu_get(struct pmu_collector *c, unsigned cpu) {
         if (!c->cpus[cpu]) {
-                c->cpus[cpu] = calloc(1, sizeof(struct cpu_state));
-                if (!c->cpus[cpu])
-                        return NULL;
+                c->cpus[cpu] = xcalloc(1, sizeof(struct cpu_state));
                 c->cpus[cpu]->cpu = cpu;
                 for (size_t i = 0; i < PMU_MAX_GROUPS; i++)
                         for (size_t j = 0; j < PMU_GROUP_MAX_EVENTS; j++)
@@ -405,12 +404,8 @@ int pmu_collector_new(const struct pmu_collector_config *cfg, struct pmu_collect
         if (!cfg || (cfg->n_events > 0 && !cfg->events) || cfg->n_events > _PMU_EVENT_MAX)
                 return -EINVAL;
 
-        c = calloc(1, sizeof(*c));
-        if (!c)
-                return -ENOMEM;
-        c->procfs_root = strdup(cfg->procfs_root ? cfg->procfs_root : PROCFS_DEFAULT_ROOT);
-        if (!c->procfs_root)
-                return -ENOMEM;
+        c = xcalloc(1, sizeof(*c));
+        c->procfs_root = xstrdup(cfg->procfs_root ? cfg->procfs_root : PROCFS_DEFAULT_ROOT);
 
         if (cfg->n_events == 0) {
                 for (size_t i = 0; i < _PMU_EVENT_MAX; i++)
@@ -435,10 +430,8 @@ int pmu_collector_new(const struct pmu_collector_config *cfg, struct pmu_collect
         r = pmu_sysfs_discover(cfg->sysfs_root, &c->sysfs);
         if (r < 0)
                 return r;
-        c->general = calloc(c->sysfs->n_pmus + 1, sizeof(*c->general));
-        c->cycle_counter = calloc(c->sysfs->n_pmus + 1, sizeof(*c->cycle_counter));
-        if (!c->general || !c->cycle_counter)
-                return -ENOMEM;
+        c->general = xcalloc(c->sysfs->n_pmus + 1, sizeof(*c->general));
+        c->cycle_counter = xcalloc(c->sysfs->n_pmus + 1, sizeof(*c->cycle_counter));
         for (size_t i = 0; i < c->sysfs->n_pmus; i++) {
                 c->general[i] = c->general_override ? c->general_override
                                                     : c->sysfs->pmus[i].general_counters;
@@ -447,13 +440,8 @@ int pmu_collector_new(const struct pmu_collector_config *cfg, struct pmu_collect
         c->general_no_pmu = c->general_override ? c->general_override : PMU_OTHER_DEFAULT_GENERAL_COUNTERS;
 
         c->online = c->sysfs->online;
-        CPULIST_FOREACH(cpu, &c->online) {
-                struct cpu_state *s = cpu_get(c, (unsigned) cpu);
-
-                if (!s)
-                        return -ENOMEM;
-                cpu_open(c, s);
-        }
+        CPULIST_FOREACH(cpu, &c->online)
+                cpu_open(c, cpu_get(c, (unsigned) cpu));
         update_state(c);
 
         *ret = TAKE_PTR(c);
@@ -482,14 +470,9 @@ int pmu_collector_update_cpus(struct pmu_collector *c) {
         /* Online (again): events left OFF are not re-enabled by the kernel,
          * so open afresh; the totals carry on from where they were. */
         CPULIST_FOREACH(cpu, &now) {
-                struct cpu_state *s;
-
                 if (cpulist_has(&c->online, (unsigned) cpu))
                         continue;
-                s = cpu_get(c, (unsigned) cpu);
-                if (!s)
-                        return -ENOMEM;
-                cpu_open(c, s);
+                cpu_open(c, cpu_get(c, (unsigned) cpu));
                 changed = true;
         }
         c->online = now;
@@ -651,14 +634,8 @@ int pmu_collector_snapshot(const struct pmu_collector *c, struct pmu_snapshot **
         struct pmu_snapshot *snap;
         size_t n = 0;
 
-        snap = calloc(1, sizeof(*snap));
-        if (!snap)
-                return -ENOMEM;
-        snap->cpus = calloc(MAX(cpulist_count(&c->online), 1U), sizeof(*snap->cpus));
-        if (!snap->cpus) {
-                free(snap);
-                return -ENOMEM;
-        }
+        snap = xcalloc(1, sizeof(*snap));
+        snap->cpus = xcalloc(MAX(cpulist_count(&c->online), 1U), sizeof(*snap->cpus));
         snap->reads = c->reads;
         snap->state = c->state;
         snprintf(snap->message, sizeof(snap->message), "%s", c->message);
@@ -718,8 +695,8 @@ int pmu_collector_snapshot(const struct pmu_collector *c, struct pmu_snapshot **
         /* Host ratios: sum numerator and denominator over the CPUs where
          * both were counted, so a CPU that counted one side only (its
          * other group was not scheduled) does not skew the ratio. */
-        for (size_t r = 0; r < _PMU_RATIO_MAX; r++) {
-                const struct pmu_ratio_def *d = pmu_ratio_get((enum pmu_ratio_id) r);
+        for (size_t id = 0; id < _PMU_RATIO_MAX; id++) {
+                const struct pmu_ratio_def *d = pmu_ratio_get((enum pmu_ratio_id) id);
                 uint64_t num = 0, den = 0;
                 bool any = false;
 
@@ -733,8 +710,8 @@ int pmu_collector_snapshot(const struct pmu_collector *c, struct pmu_snapshot **
                         any = true;
                 }
                 if (any && den > 0)
-                        snap->host_ratios[r] = (struct pmu_ratio) { .present = true,
-                                                                    .value = (double) num / (double) den };
+                        snap->host_ratios[id] = (struct pmu_ratio) { .present = true,
+                                                                     .value = (double) num / (double) den };
         }
 
         *ret = snap;

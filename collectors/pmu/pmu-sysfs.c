@@ -14,6 +14,7 @@
 #include "macro.h"
 #include "parse-util.h"
 #include "pmu-event.h"
+#include "strbuf.h"
 
 #define SYSFS_PATH_MAX 4096U
 /* sysfs attributes are at most a page; ours are a few bytes. */
@@ -80,11 +81,9 @@ int pmu_sysfs_join(char *buf, size_t len, const char *a, const char *b, const ch
 }
 
 int pmu_sysfs_read_cpulist(const char *path, struct cpulist *ret) {
-        _cleanup_free_ char *buf = malloc(CPULIST_TEXT_MAX);
+        _cleanup_free_ char *buf = xmalloc(CPULIST_TEXT_MAX);
         int r;
 
-        if (!buf)
-                return -ENOMEM;
         r = pmu_sysfs_read_string(path, buf, CPULIST_TEXT_MAX);
         if (r < 0)
                 return r;
@@ -137,7 +136,6 @@ int pmu_sysfs_read_attr_dir(const char *dir, struct pmu_sysfs_attr **ret, size_t
         }
         while ((e = readdir(d))) {
                 char path[SYSFS_PATH_MAX], value[SYSFS_VALUE_MAX];
-                struct pmu_sysfs_attr *nl;
 
                 if (e->d_name[0] == '.')
                         continue;
@@ -150,19 +148,10 @@ int pmu_sysfs_read_attr_dir(const char *dir, struct pmu_sysfs_attr **ret, size_t
                         goto fail;
                 if (pmu_sysfs_read_string(path, value, sizeof(value)) < 0)
                         continue;
-                nl = realloc(list, (n + 1) * sizeof(*list));
-                if (!nl) {
-                        r = -ENOMEM;
-                        goto fail;
-                }
-                list = nl;
-                list[n].name = strdup(e->d_name);
-                list[n].value = strdup(value);
+                list = xrealloc(list, (n + 1) * sizeof(*list));
+                list[n].name = xstrdup(e->d_name);
+                list[n].value = xstrdup(value);
                 n++;
-                if (!list[n - 1].name || !list[n - 1].value) {
-                        r = -ENOMEM;
-                        goto fail;
-                }
         }
         closedir(d);
         if (n > 0)
@@ -280,9 +269,7 @@ static int read_pmu(const char *dir, const char *name, struct pmu_desc *p) {
         if (r < 0)
                 return r;
 
-        d.name = strdup(name);
-        if (!d.name)
-                return -ENOMEM;
+        d.name = xstrdup(name);
 
         r = pmu_sysfs_join(path, sizeof(path), dir, name, "events");
         if (r >= 0)
@@ -350,12 +337,8 @@ int pmu_sysfs_discover(const char *root, struct pmu_sysfs **ret) {
 
         if (!root)
                 root = PMU_SYSFS_DEFAULT_ROOT;
-        s = calloc(1, sizeof(*s));
-        if (!s)
-                return -ENOMEM;
-        s->root = strdup(root);
-        if (!s->root)
-                return -ENOMEM;
+        s = xcalloc(1, sizeof(*s));
+        s->root = xstrdup(root);
 
         r = pmu_sysfs_read_online(root, &s->online);
         if (r < 0)
@@ -381,42 +364,20 @@ int pmu_sysfs_discover(const char *root, struct pmu_sysfs **ret) {
                         break;
                 }
                 r = read_pmu(dir, e->d_name, &p);
-                if (r == -ENOMEM)
-                        break;
                 if (r < 0) {
                         if (!s->broken_pmu) {
-                                s->broken_pmu = strdup(e->d_name);
-                                if (!s->broken_pmu)
-                                        break;
+                                s->broken_pmu = xstrdup(e->d_name);
                                 s->broken_error = r;
                         }
                         r = 0;
                         continue;
                 }
                 if (r > 0) {
-                        struct pmu_desc *nl = realloc(s->pmus, (s->n_pmus + 1) * sizeof(*nl));
-
-                        if (!nl) {
-                                desc_done(&p);
-                                r = -ENOMEM;
-                                break;
-                        }
-                        s->pmus = nl;
+                        s->pmus = xrealloc(s->pmus, (s->n_pmus + 1) * sizeof(*s->pmus));
                         s->pmus[s->n_pmus++] = p;
                 } else {
-                        char **nl = realloc(s->others, (s->n_others + 1) * sizeof(*nl));
-
-                        if (!nl) {
-                                r = -ENOMEM;
-                                break;
-                        }
-                        s->others = nl;
-                        s->others[s->n_others] = strdup(e->d_name);
-                        if (!s->others[s->n_others]) {
-                                r = -ENOMEM;
-                                break;
-                        }
-                        s->n_others++;
+                        s->others = xrealloc(s->others, (s->n_others + 1) * sizeof(*s->others));
+                        s->others[s->n_others++] = xstrdup(e->d_name);
                 }
                 r = 0;
         }

@@ -11,6 +11,7 @@
 #include "macro.h"
 #include "parse-util.h"
 #include "pmu-sysfs.h"
+#include "strbuf.h"
 
 #define EVENT_SOURCES "bus/event_source/devices"
 #define SPE_PATH_MAX 4096
@@ -150,19 +151,22 @@ static int cmp_pmu(const void *a, const void *b) {
 
 int spe_pmu_discover(const char *root, struct spe_pmu **ret, size_t *ret_n, char *err, size_t err_len) {
         char dir[SPE_PATH_MAX];
-        struct spe_pmu *list = NULL, *nl;
+        struct spe_pmu *list = NULL;
         struct dirent *e;
         size_t n = 0;
         DIR *d;
         int r = 0;
 
-        *ret = NULL;
-        *ret_n = 0;
         if (pmu_sysfs_join(dir, sizeof(dir), root ? root : "/sys", EVENT_SOURCES, NULL) < 0)
                 return failf(err, err_len, -ENAMETOOLONG, "sysfs root too long");
         d = opendir(dir);
-        if (!d)
-                return errno == ENOENT ? 0 : failf(err, err_len, -errno, "%s: %s", dir, strerror(errno));
+        if (!d) {
+                if (errno != ENOENT)
+                        return failf(err, err_len, -errno, "%s: %s", dir, strerror(errno));
+                *ret = NULL;
+                *ret_n = 0;
+                return 0;
+        }
         while ((e = readdir(d))) {
                 char sub[SPE_PATH_MAX];
 
@@ -172,13 +176,7 @@ int spe_pmu_discover(const char *root, struct spe_pmu **ret, size_t *ret_n, char
                         r = failf(err, err_len, -ENAMETOOLONG, "%s/%s: path too long", dir, e->d_name);
                         break;
                 }
-                /* Plain realloc, as in the rest of this library (it is also cross-built alone). */
-                nl = realloc(list, (n + 1) * sizeof(*list));
-                if (!nl) {
-                        r = -ENOMEM;
-                        break;
-                }
-                list = nl;
+                list = xrealloc(list, (n + 1) * sizeof(*list));
                 r = read_pmu(sub, e->d_name, &list[n], err, err_len);
                 if (r < 0)
                         break;

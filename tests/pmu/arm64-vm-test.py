@@ -25,7 +25,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix='pmu-arm64-', dir=vm.work_parent()) as work:
         binary = os.path.join(work, 'pmu-arm64-test')
         built, _ = arm64vm.compile_c(arm64vm.CROSS_CC, binary,
-                                     [args.driver] + args.sources + [os.path.join(src, 'common', 'parse-util.c')],
+                                     [args.driver] + args.sources + [os.path.join(src, 'common', f) for f in ('parse-util.c', 'strbuf.c')],
                                      arm64vm.includes(src, os.path.join('collectors', 'pmu')),
                                      static=True)
         if not built:

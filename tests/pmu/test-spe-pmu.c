@@ -161,6 +161,7 @@ static void test_big_little(void **state) {
 }
 
 static void test_none_and_broken(void **state) {
+        static struct spe_pmu untouched;
         struct spe_pmu *pmus = (void *) 1;
         char err[256] = "";
         size_t n = 99;
@@ -172,9 +173,13 @@ static void test_none_and_broken(void **state) {
         assert_int_equal(spe_pmu_discover(fixture("does-not-exist"), &pmus, &n, err, sizeof(err)), 0);
         assert_int_equal(n, 0);
 
+        /* A failure leaves the outputs as they were (HACKING.md: ret_* only on success). */
+        pmus = &untouched;
+        n = 99;
         assert_int_equal(spe_pmu_discover(fixture("spe-broken"), &pmus, &n, err, sizeof(err)), -EINVAL);
         assert_non_null(strstr(err, "arm_spe_0/format/jitter: \"cfg:16\" is not a perf format"));
-        assert_int_equal(n, 0);
+        assert_ptr_equal(pmus, &untouched);
+        assert_int_equal(n, 99);
 }
 
 int main(int argc, char **argv) {
