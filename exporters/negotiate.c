@@ -74,18 +74,18 @@ static bool parse_q(struct token t, int *ret) {
 }
 
 /* One media range up to the next ',' (or end). Returns false if malformed. */
-static bool parse_range(const char *p, const char *end, struct media_range *r) {
-        *r = (struct media_range) { .q = Q_SCALE };
+static bool parse_range(const char *p, const char *end, struct media_range *range) {
+        *range = (struct media_range) { .q = Q_SCALE };
 
         p = skip_ows(p, end);
-        p = parse_token(p, end, &r->type);
+        p = parse_token(p, end, &range->type);
         if (!p || p >= end || *p != '/')
                 return false;
-        p = parse_token(p + 1, end, &r->subtype);
+        p = parse_token(p + 1, end, &range->subtype);
         if (!p)
                 return false;
         /* "*" as type requires "*" as subtype. */
-        if (tok_eq(r->type, "*") && !tok_eq(r->subtype, "*"))
+        if (tok_eq(range->type, "*") && !tok_eq(range->subtype, "*"))
                 return false;
 
         for (;;) {
@@ -121,32 +121,32 @@ static bool parse_range(const char *p, const char *end, struct media_range *r) {
                                 return false;
                 }
                 if (tok_eq(name, "q")) {
-                        if (!parse_q(value, &r->q))
+                        if (!parse_q(value, &range->q))
                                 return false;
                         continue;
                 }
-                if (r->n_params >= MAX_PARAMS)
+                if (range->n_params >= MAX_PARAMS)
                         return false;
-                r->names[r->n_params] = name;
-                r->values[r->n_params] = value;
-                r->n_params++;
+                range->names[range->n_params] = name;
+                range->values[range->n_params] = value;
+                range->n_params++;
         }
 }
 
 /*
- * How specifically `r` matches offer `o`: 0 = no match, 1 = "* / *",
+ * How specifically `range` matches offer `o`: 0 = no match, 1 = "* / *",
  * 2 = "type/ *", 3 = type/subtype, 4 = with parameters.
  */
-static int match(const struct media_range *r, const struct media_offer *o) {
+static int match(const struct media_range *range, const struct media_offer *o) {
         int spec;
 
-        if (tok_eq(r->type, "*"))
+        if (tok_eq(range->type, "*"))
                 spec = 1;
-        else if (!tok_eq(r->type, o->type))
+        else if (!tok_eq(range->type, o->type))
                 return 0;
-        else if (tok_eq(r->subtype, "*"))
+        else if (tok_eq(range->subtype, "*"))
                 spec = 2;
-        else if (!tok_eq(r->subtype, o->subtype))
+        else if (!tok_eq(range->subtype, o->subtype))
                 return 0;
         else
                 spec = 3;
@@ -154,13 +154,13 @@ static int match(const struct media_range *r, const struct media_offer *o) {
         for (const struct media_param_rule *rule = o->rules; rule && rule->name; rule++) {
                 bool found = false;
 
-                for (size_t i = 0; i < r->n_params; i++) {
-                        if (!tok_eq(r->names[i], rule->name))
+                for (size_t i = 0; i < range->n_params; i++) {
+                        if (!tok_eq(range->names[i], rule->name))
                                 continue;
                         found = true;
                         bool ok = false;
                         for (const char *const *v = rule->values; *v; v++)
-                                if (tok_eq(r->values[i], *v))
+                                if (tok_eq(range->values[i], *v))
                                         ok = true;
                         if (!ok)
                                 return 0;
@@ -168,11 +168,11 @@ static int match(const struct media_range *r, const struct media_offer *o) {
                 if (spec == 3 && rule->required && !found)
                         return 0;
         }
-        return spec == 3 && r->n_params > 0 ? 4 : spec;
+        return spec == 3 && range->n_params > 0 ? 4 : spec;
 }
 
 int negotiate(const char *accept, const struct media_offer *offers, size_t n_offers) {
-        int best_q[16], best_spec[16];
+        int best_q[NEGOTIATE_MAX_OFFERS], best_spec[NEGOTIATE_MAX_OFFERS];
         int best = -1, best_quality = 0;
         const char *p, *end;
         size_t len;
@@ -189,16 +189,16 @@ int negotiate(const char *accept, const struct media_offer *offers, size_t n_off
         for (p = accept, end = accept + len; p < end;) {
                 const char *comma = memchr(p, ',', (size_t) (end - p));
                 const char *stop = comma ? comma : end;
-                struct media_range r;
+                struct media_range range;
 
-                if (parse_range(p, stop, &r))
+                if (parse_range(p, stop, &range))
                         for (size_t i = 0; i < n_offers; i++) {
-                                int s = match(&r, &offers[i]);
+                                int s = match(&range, &offers[i]);
 
                                 /* The most specific matching range decides an offer's quality. */
                                 if (s > best_spec[i]) {
                                         best_spec[i] = s;
-                                        best_q[i] = r.q;
+                                        best_q[i] = range.q;
                                 }
                         }
                 p = comma ? comma + 1 : end;

@@ -30,10 +30,12 @@ struct media_offer {
 };
 
 #define NEGOTIATE_MAX_HEADER 4096
+#define NEGOTIATE_MAX_OFFERS 16
 
 /*
  * Index of the best offer, or -1 when nothing is acceptable (including a
- * missing, empty, oversized or unparsable header: the caller falls back).
+ * missing, empty, oversized or unparsable header: the caller falls back)
+ * or when there are more than NEGOTIATE_MAX_OFFERS offers.
  */
 int negotiate(const char *accept, const struct media_offer *offers, size_t n_offers);
 

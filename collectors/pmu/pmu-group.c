@@ -75,7 +75,7 @@ int pmu_group_plan(const enum pmu_event_id *ids, size_t n, unsigned general_coun
 
 int pmu_group_parse_read(const void *buf, size_t len, struct pmu_group_reading *ret) {
         const size_t word = sizeof(uint64_t);
-        struct pmu_group_reading r = {};
+        struct pmu_group_reading reading = {};
         uint64_t nr;
 
         if (!buf || len < PMU_GROUP_READ_SIZE(0))
@@ -87,16 +87,16 @@ int pmu_group_parse_read(const void *buf, size_t len, struct pmu_group_reading *
         if (len != PMU_GROUP_READ_SIZE(nr))
                 return -EBADMSG;
 
-        memcpy(&r.enabled, (const char *) buf + READ_WORD_ENABLED * word, word);
-        memcpy(&r.running, (const char *) buf + READ_WORD_RUNNING * word, word);
-        r.n = (size_t) nr;
-        for (size_t i = 0; i < r.n; i++) {
+        memcpy(&reading.enabled, (const char *) buf + READ_WORD_ENABLED * word, word);
+        memcpy(&reading.running, (const char *) buf + READ_WORD_RUNNING * word, word);
+        reading.n = (size_t) nr;
+        for (size_t i = 0; i < reading.n; i++) {
                 size_t off = PMU_GROUP_READ_SIZE(i);
 
-                memcpy(&r.value[i], (const char *) buf + off, word);
-                memcpy(&r.id[i], (const char *) buf + off + word, word);
+                memcpy(&reading.value[i], (const char *) buf + off, word);
+                memcpy(&reading.id[i], (const char *) buf + off + word, word);
         }
-        *ret = r;
+        *ret = reading;
         return 0;
 }
 

@@ -134,25 +134,25 @@ const char *spe_peer_name(enum spe_peer p) {
         }
 }
 
-enum spe_peer spe_record_peer(const struct spe_record *r) {
-        if (!r || !(r->present & SPE_REC_SOURCE) || !(r->op_flags & SPE_OPF_LOAD))
+enum spe_peer spe_record_peer(const struct spe_record *rec) {
+        if (!rec || !(rec->present & SPE_REC_SOURCE) || !(rec->op_flags & SPE_OPF_LOAD))
                 return SPE_PEER_NONE;
-        return spe_source_peer(r->source);
+        return spe_source_peer(rec->source);
 }
 
-enum spe_op_kind spe_record_op_kind(const struct spe_record *r) {
-        if (!r || !(r->present & SPE_REC_OP))
+enum spe_op_kind spe_record_op_kind(const struct spe_record *rec) {
+        if (!rec || !(rec->present & SPE_REC_OP))
                 return SPE_OP_KIND_UNKNOWN;
 
-        switch (r->op_class) {
+        switch (rec->op_class) {
         case SPE_OP_CLASS_OTHER:
                 return SPE_OP_KIND_OTHER;
         case SPE_OP_CLASS_BRANCH:
                 return SPE_OP_KIND_BRANCH;
         case SPE_OP_CLASS_LDST:
-                if (r->op_flags & SPE_OPF_ATOMIC)
+                if (rec->op_flags & SPE_OPF_ATOMIC)
                         return SPE_OP_KIND_ATOMIC;
-                return (r->op_flags & SPE_OPF_STORE) ? SPE_OP_KIND_STORE : SPE_OP_KIND_LOAD;
+                return (rec->op_flags & SPE_OPF_STORE) ? SPE_OP_KIND_STORE : SPE_OP_KIND_LOAD;
         default:
                 return SPE_OP_KIND_UNKNOWN;
         }
@@ -171,8 +171,8 @@ const char *spe_op_kind_name(enum spe_op_kind k) {
         return table_name(op_kind_names, ELEMENTSOF(op_kind_names), (unsigned) k, "unknown");
 }
 
-const char *spe_op_name(const struct spe_record *r) {
-        return spe_op_kind_name(spe_record_op_kind(r));
+const char *spe_op_name(const struct spe_record *rec) {
+        return spe_op_kind_name(spe_record_op_kind(rec));
 }
 
 static const char *const op_subclass_names[_SPE_OP_SUB_MAX] = {
@@ -315,14 +315,14 @@ static const uint64_t op_table[SPE_HDR_IDX2_MASK + 1][256] = {
         OP256(SPE_OP_CLASS_BRANCH), OP256(SPE_OP_CLASS_RESERVED),
 };
 
-static inline void decode_op(struct spe_record *r, unsigned cls, uint8_t v) {
+static inline void decode_op(struct spe_record *rec, unsigned cls, uint8_t v) {
         uint64_t e = op_table[cls & SPE_HDR_IDX2_MASK][v];
 
-        r->op_class = (uint8_t) cls;
-        r->op_raw = v;
-        r->op_subclass = (uint8_t) ((e >> OPE_SUB_SHIFT) & OPE_FIELD_MASK);
-        r->op_flags = (uint32_t) e;
-        r->op_evl_bits_log2 = (uint8_t) ((e >> OPE_EVL_SHIFT) & OPE_FIELD_MASK);
+        rec->op_class = (uint8_t) cls;
+        rec->op_raw = v;
+        rec->op_subclass = (uint8_t) ((e >> OPE_SUB_SHIFT) & OPE_FIELD_MASK);
+        rec->op_flags = (uint32_t) e;
+        rec->op_evl_bits_log2 = (uint8_t) ((e >> OPE_EVL_SHIFT) & OPE_FIELD_MASK);
 }
 
 /* PC / TGT / PBT (perf arm_spe_calc_ip): kernel addresses get their top byte back. */
@@ -360,160 +360,160 @@ typedef uint8_t rec_chunk __attribute__((vector_size(16), aligned(1)));
 
 _Static_assert(sizeof(struct spe_record) == 8 * sizeof(rec_chunk), "rec_init() zeroes 8 chunks");
 
-static inline void rec_init(const struct spe_decoder *d, struct spe_record *r) {
-        rec_chunk *p = (rec_chunk *) r;
+static inline void rec_init(const struct spe_decoder *d, struct spe_record *rec) {
+        rec_chunk *p = (rec_chunk *) rec;
 
         /* Written out: as a loop, gcc turns it back into memset(). */
         p[0] = p[1] = p[2] = p[3] = p[4] = p[5] = p[6] = p[7] = (rec_chunk) {};
-        r->cpu = d->cpu;
+        rec->cpu = d->cpu;
 }
 
 /*
  * Mark a field present; a second packet of the same kind is counted and wins.
  * The presence mask is passed apart from the record so that the hot loop can
- * keep it in a register: as r->present every packet's update waited for the
+ * keep it in a register: as rec->present every packet's update waited for the
  * previous packet's store (store-to-load forwarding, ~5 cycles a packet),
  * the longest dependency chain of the loop.
  */
-static inline void set_present(struct spe_decoder *d, struct spe_record *r, uint32_t *present, uint32_t bit) {
+static inline void set_present(struct spe_decoder *d, struct spe_record *rec, uint32_t *present, uint32_t bit) {
         if (_unlikely_(*present & bit)) {
                 d->stats.duplicate_pkts++;
-                r->flags |= SPE_REC_F_DUPLICATE;
+                rec->flags |= SPE_REC_F_DUPLICATE;
         }
         *present |= bit;
 }
 
-static inline void unknown_index(struct spe_decoder *d, struct spe_record *r) {
+static inline void unknown_index(struct spe_decoder *d, struct spe_record *rec) {
         d->stats.unknown_index++;
-        r->flags |= SPE_REC_F_UNKNOWN_PKT;
+        rec->flags |= SPE_REC_F_UNKNOWN_PKT;
 }
 
 /*
  * One setter per packet kind, shared by the generic path (apply_pkt) and
  * the hot loop, where the index is a constant and the switches fold away.
  */
-static _always_inline_ void f_address(struct spe_decoder *d, struct spe_record *r, uint32_t *present,
+static _always_inline_ void f_address(struct spe_decoder *d, struct spe_record *rec, uint32_t *present,
                                       unsigned index, uint64_t v) {
         switch (index) {
         case SPE_ADDR_IDX_PC:
-                set_present(d, r, present, SPE_REC_PC);
-                decode_ip(&r->pc, v);
+                set_present(d, rec, present, SPE_REC_PC);
+                decode_ip(&rec->pc, v);
                 break;
         case SPE_ADDR_IDX_BR_TGT:
-                set_present(d, r, present, SPE_REC_BR_TGT);
-                decode_ip(&r->br_tgt, v);
+                set_present(d, rec, present, SPE_REC_BR_TGT);
+                decode_ip(&rec->br_tgt, v);
                 break;
         case SPE_ADDR_IDX_DATA_VA:
-                set_present(d, r, present, SPE_REC_VA);
-                r->va = decode_va(v);
-                r->va_tag = (uint8_t) SPE_ADDR_TAG(v);
+                set_present(d, rec, present, SPE_REC_VA);
+                rec->va = decode_va(v);
+                rec->va_tag = (uint8_t) SPE_ADDR_TAG(v);
                 break;
         case SPE_ADDR_IDX_DATA_PA:
-                set_present(d, r, present, SPE_REC_PA);
-                r->pa = v & SPE_ADDR_VA_MASK;
-                r->pa_ns = (uint8_t) SPE_ADDR_NS(v);
-                r->pa_ch = (uint8_t) SPE_ADDR_CH(v);
-                r->pa_pat = (uint8_t) SPE_ADDR_PAT(v);
-                r->pa_nse = (uint8_t) SPE_ADDR_NSE(v);
+                set_present(d, rec, present, SPE_REC_PA);
+                rec->pa = v & SPE_ADDR_VA_MASK;
+                rec->pa_ns = (uint8_t) SPE_ADDR_NS(v);
+                rec->pa_ch = (uint8_t) SPE_ADDR_CH(v);
+                rec->pa_pat = (uint8_t) SPE_ADDR_PAT(v);
+                rec->pa_nse = (uint8_t) SPE_ADDR_NSE(v);
                 break;
         case SPE_ADDR_IDX_PBT:
-                set_present(d, r, present, SPE_REC_PBT);
-                decode_ip(&r->pbt, v);
+                set_present(d, rec, present, SPE_REC_PBT);
+                decode_ip(&rec->pbt, v);
                 break;
         default:
-                unknown_index(d, r);
+                unknown_index(d, rec);
                 break;
         }
 }
 
-static _always_inline_ void f_counter(struct spe_decoder *d, struct spe_record *r, uint32_t *present,
+static _always_inline_ void f_counter(struct spe_decoder *d, struct spe_record *rec, uint32_t *present,
                                       unsigned index, uint64_t v) {
         uint16_t count = (uint16_t) (v & SPE_CNT_VALUE_MASK);
 
         switch (index) {
         case SPE_CNT_IDX_TOTAL:
-                set_present(d, r, present, SPE_REC_LAT_TOTAL);
-                r->lat_total = count;
+                set_present(d, rec, present, SPE_REC_LAT_TOTAL);
+                rec->lat_total = count;
                 break;
         case SPE_CNT_IDX_ISSUE:
-                set_present(d, r, present, SPE_REC_LAT_ISSUE);
-                r->lat_issue = count;
+                set_present(d, rec, present, SPE_REC_LAT_ISSUE);
+                rec->lat_issue = count;
                 break;
         case SPE_CNT_IDX_XLAT:
-                set_present(d, r, present, SPE_REC_LAT_XLAT);
-                r->lat_xlat = count;
+                set_present(d, rec, present, SPE_REC_LAT_XLAT);
+                rec->lat_xlat = count;
                 break;
         default:
-                unknown_index(d, r);
+                unknown_index(d, rec);
                 break;
         }
 }
 
-static _always_inline_ void f_events(struct spe_decoder *d, struct spe_record *r, uint32_t *present,
+static _always_inline_ void f_events(struct spe_decoder *d, struct spe_record *rec, uint32_t *present,
                                      uint64_t v) {
-        set_present(d, r, present, SPE_REC_EVENTS);
-        r->events = v;
+        set_present(d, rec, present, SPE_REC_EVENTS);
+        rec->events = v;
 }
 
-static _always_inline_ void f_source(struct spe_decoder *d, struct spe_record *r, uint32_t *present,
+static _always_inline_ void f_source(struct spe_decoder *d, struct spe_record *rec, uint32_t *present,
                                      const uint8_t *table, uint64_t v) {
-        set_present(d, r, present, SPE_REC_SOURCE);
-        r->source_raw = v;
-        r->source = ds_lookup(table, v);
+        set_present(d, rec, present, SPE_REC_SOURCE);
+        rec->source_raw = v;
+        rec->source = ds_lookup(table, v);
 }
 
-static _always_inline_ void f_op(struct spe_decoder *d, struct spe_record *r, uint32_t *present,
+static _always_inline_ void f_op(struct spe_decoder *d, struct spe_record *rec, uint32_t *present,
                                  unsigned cls, uint64_t v) {
-        set_present(d, r, present, SPE_REC_OP);
+        set_present(d, rec, present, SPE_REC_OP);
         if (_unlikely_(cls == SPE_OP_CLASS_RESERVED))
                 d->stats.reserved_op++;
-        decode_op(r, cls, (uint8_t) v);
+        decode_op(rec, cls, (uint8_t) v);
 }
 
-static _always_inline_ void f_context(struct spe_decoder *d, struct spe_record *r, uint32_t *present,
+static _always_inline_ void f_context(struct spe_decoder *d, struct spe_record *rec, uint32_t *present,
                                       unsigned index, uint64_t v) {
         if (_unlikely_(index != SPE_CTX_IDX_EL1 && index != SPE_CTX_IDX_EL2)) {
-                unknown_index(d, r);
+                unknown_index(d, rec);
                 return;
         }
-        set_present(d, r, present, SPE_REC_CONTEXT);
-        r->context = (uint32_t) v;
-        r->context_el = (uint8_t) (index + 1);
+        set_present(d, rec, present, SPE_REC_CONTEXT);
+        rec->context = (uint32_t) v;
+        rec->context_el = (uint8_t) (index + 1);
 }
 
-static _always_inline_ void f_timestamp(struct spe_decoder *d, struct spe_record *r, uint32_t *present,
+static _always_inline_ void f_timestamp(struct spe_decoder *d, struct spe_record *rec, uint32_t *present,
                                         uint64_t v) {
-        set_present(d, r, present, SPE_REC_TIMESTAMP);
-        r->timestamp = v;
+        set_present(d, rec, present, SPE_REC_TIMESTAMP);
+        rec->timestamp = v;
 }
 
 /* Apply one decoded packet (generic path); true when it ends the record. */
-static bool apply_pkt(struct spe_decoder *d, struct spe_record *r,
+static bool apply_pkt(struct spe_decoder *d, struct spe_record *rec,
                       unsigned type, unsigned index, uint64_t payload) {
         switch (type) {
         case SPE_PKT_ADDRESS:
-                f_address(d, r, &r->present, index, payload);
+                f_address(d, rec, &rec->present, index, payload);
                 return false;
         case SPE_PKT_COUNTER:
-                f_counter(d, r, &r->present, index, payload);
+                f_counter(d, rec, &rec->present, index, payload);
                 return false;
         case SPE_PKT_EVENTS:
-                f_events(d, r, &r->present, payload);
+                f_events(d, rec, &rec->present, payload);
                 return false;
         case SPE_PKT_DATA_SOURCE:
-                f_source(d, r, &r->present, d->ds_table, payload);
+                f_source(d, rec, &rec->present, d->ds_table, payload);
                 return false;
         case SPE_PKT_OP_TYPE:
-                f_op(d, r, &r->present, index, payload);
+                f_op(d, rec, &rec->present, index, payload);
                 return false;
         case SPE_PKT_CONTEXT:
-                f_context(d, r, &r->present, index, payload);
+                f_context(d, rec, &rec->present, index, payload);
                 return false;
         case SPE_PKT_TIMESTAMP:
-                f_timestamp(d, r, &r->present, payload);
+                f_timestamp(d, rec, &rec->present, payload);
                 return true;
         case SPE_PKT_END:
-                r->flags |= SPE_REC_F_END;
+                rec->flags |= SPE_REC_F_END;
                 return true;
         default:
                 return false;
@@ -522,16 +522,16 @@ static bool apply_pkt(struct spe_decoder *d, struct spe_record *r,
 
 /*
  * Skipped garbage: drop the record in progress (see spe-rec.h for why).
- * The caller then marks *r as not started and reloads its presence mask.
+ * The caller then marks *rec as not started and reloads its presence mask.
  */
-static inline void on_bad(struct spe_decoder *d, struct spe_record *r, bool started, int err) {
+static inline void on_bad(struct spe_decoder *d, struct spe_record *rec, bool started, int err) {
         if (err == SPE_PKT_ERR_BAD_EXT)
                 d->stats.bad_ext_header++;
         else
                 d->stats.bad_header++;
         if (started) {
                 d->stats.dropped_records++;
-                rec_init(d, r);
+                rec_init(d, rec);
         }
         d->after_error = true;
 }
@@ -567,10 +567,10 @@ static inline uint64_t select_nz(uint64_t c, uint64_t a, uint64_t b) {
         __asm__("test %1, %1\n\tcmovz %2, %0" : "+r"(a) : "r"(c), "r"(b) : "cc");
         return a;
 #elif defined(__aarch64__)
-        uint64_t r;
+        uint64_t out;
 
-        __asm__("cmp %1, #0\n\tcsel %0, %2, %3, ne" : "=r"(r) : "r"(c), "r"(a), "r"(b) : "cc");
-        return r;
+        __asm__("cmp %1, #0\n\tcsel %0, %2, %3, ne" : "=r"(out) : "r"(c), "r"(a), "r"(b) : "cc");
+        return out;
 #else
         return c ? a : b;
 #endif
@@ -652,12 +652,12 @@ _Static_assert(FAST_MARGIN >= SPE_PKT_MAX_LEN && FAST_MARGIN >= 2 * sizeof(uint6
 size_t spe_decoder_decode(struct spe_decoder *d, const uint8_t *buf, size_t len,
                           struct spe_record *recs, size_t max, size_t *ret_consumed) {
         const uint8_t *ds_table, *p, *end, *fast_end;
-        struct spe_record *r = recs;    /* the record being built, recs[n] */
+        struct spe_record *rec = recs;  /* the record being built, recs[n] */
         struct spe_pkt pkt;
         uint64_t npkts = 0;
         size_t n = 0;
-        uint32_t present;               /* r->present while in the loop (see set_present) */
-        bool started;                   /* *r holds at least one packet */
+        uint32_t present;               /* rec->present while in the loop (see set_present) */
+        bool started;                   /* *rec holds at least one packet */
         int k;
 
         if (!d || (!buf && len > 0) || !recs || max == 0) {
@@ -669,10 +669,10 @@ size_t spe_decoder_decode(struct spe_decoder *d, const uint8_t *buf, size_t len,
         ds_table = d->ds_table;
         started = d->in_record;
         if (started)
-                *r = d->cur;
+                *rec = d->cur;
         else
-                rec_init(d, r);
-        present = r->present;
+                rec_init(d, rec);
+        present = rec->present;
         if (len == 0) {
                 if (ret_consumed)
                         *ret_consumed = 0;
@@ -747,9 +747,9 @@ size_t spe_decoder_decode(struct spe_decoder *d, const uint8_t *buf, size_t len,
                          * and go on with buf[0].
                          */
                         d->carry_len = 0;
-                        on_bad(d, r, started, k);
+                        on_bad(d, rec, started, k);
                         started = false;
-                        present = r->present;
+                        present = rec->present;
                         NEXT();
                 }
                 p = buf + ((size_t) k - d->carry_len);
@@ -759,33 +759,33 @@ size_t spe_decoder_decode(struct spe_decoder *d, const uint8_t *buf, size_t len,
 
         NEXT();
 
-        FIXED(k_pc, 9, f_address(d, r, &present, SPE_ADDR_IDX_PC, ld64(p + 1)));
-        FIXED(k_tgt, 9, f_address(d, r, &present, SPE_ADDR_IDX_BR_TGT, ld64(p + 1)));
-        FIXED(k_va, 9, f_address(d, r, &present, SPE_ADDR_IDX_DATA_VA, ld64(p + 1)));
-        FIXED(k_pa, 9, f_address(d, r, &present, SPE_ADDR_IDX_DATA_PA, ld64(p + 1)));
-        FIXED(k_pbt, 9, f_address(d, r, &present, SPE_ADDR_IDX_PBT, ld64(p + 1)));
-        FIXED(k_lat_tot, 3, f_counter(d, r, &present, SPE_CNT_IDX_TOTAL, ld16(p + 1)));
-        FIXED(k_lat_issue, 3, f_counter(d, r, &present, SPE_CNT_IDX_ISSUE, ld16(p + 1)));
-        FIXED(k_lat_xlat, 3, f_counter(d, r, &present, SPE_CNT_IDX_XLAT, ld16(p + 1)));
-        FIXED(k_ev1, 2, f_events(d, r, &present, p[1]));
-        FIXED(k_ev2, 3, f_events(d, r, &present, ld16(p + 1)));
-        FIXED(k_ev4, 5, f_events(d, r, &present, ld32(p + 1)));
-        FIXED(k_ev8, 9, f_events(d, r, &present, ld64(p + 1)));
-        FIXED(k_ds1, 2, f_source(d, r, &present, ds_table, p[1]));
-        FIXED(k_ds2, 3, f_source(d, r, &present, ds_table, ld16(p + 1)));
-        FIXED(k_ds4, 5, f_source(d, r, &present, ds_table, ld32(p + 1)));
-        FIXED(k_ds8, 9, f_source(d, r, &present, ds_table, ld64(p + 1)));
-        FIXED(k_ctx, 5, f_context(d, r, &present, *p & SPE_HDR_IDX2_MASK, ld32(p + 1)));
+        FIXED(k_pc, 9, f_address(d, rec, &present, SPE_ADDR_IDX_PC, ld64(p + 1)));
+        FIXED(k_tgt, 9, f_address(d, rec, &present, SPE_ADDR_IDX_BR_TGT, ld64(p + 1)));
+        FIXED(k_va, 9, f_address(d, rec, &present, SPE_ADDR_IDX_DATA_VA, ld64(p + 1)));
+        FIXED(k_pa, 9, f_address(d, rec, &present, SPE_ADDR_IDX_DATA_PA, ld64(p + 1)));
+        FIXED(k_pbt, 9, f_address(d, rec, &present, SPE_ADDR_IDX_PBT, ld64(p + 1)));
+        FIXED(k_lat_tot, 3, f_counter(d, rec, &present, SPE_CNT_IDX_TOTAL, ld16(p + 1)));
+        FIXED(k_lat_issue, 3, f_counter(d, rec, &present, SPE_CNT_IDX_ISSUE, ld16(p + 1)));
+        FIXED(k_lat_xlat, 3, f_counter(d, rec, &present, SPE_CNT_IDX_XLAT, ld16(p + 1)));
+        FIXED(k_ev1, 2, f_events(d, rec, &present, p[1]));
+        FIXED(k_ev2, 3, f_events(d, rec, &present, ld16(p + 1)));
+        FIXED(k_ev4, 5, f_events(d, rec, &present, ld32(p + 1)));
+        FIXED(k_ev8, 9, f_events(d, rec, &present, ld64(p + 1)));
+        FIXED(k_ds1, 2, f_source(d, rec, &present, ds_table, p[1]));
+        FIXED(k_ds2, 3, f_source(d, rec, &present, ds_table, ld16(p + 1)));
+        FIXED(k_ds4, 5, f_source(d, rec, &present, ds_table, ld32(p + 1)));
+        FIXED(k_ds8, 9, f_source(d, rec, &present, ds_table, ld64(p + 1)));
+        FIXED(k_ctx, 5, f_context(d, rec, &present, *p & SPE_HDR_IDX2_MASK, ld32(p + 1)));
         /*
          * One handler per op class: which packets follow (a VA, a branch
          * target, neither) depends on the class, and a jump from a handler of
          * its own puts the class into the branch history that predicts them
          * (2-4% on bench-replay). k_op takes the reserved class.
          */
-        FIXED(k_op, 2, f_op(d, r, &present, *p & SPE_HDR_IDX2_MASK, p[1]));
-        FIXED(k_op_other, 2, f_op(d, r, &present, SPE_OP_CLASS_OTHER, p[1]));
-        FIXED(k_op_ldst, 2, f_op(d, r, &present, SPE_OP_CLASS_LDST, p[1]));
-        FIXED(k_op_branch, 2, f_op(d, r, &present, SPE_OP_CLASS_BRANCH, p[1]));
+        FIXED(k_op, 2, f_op(d, rec, &present, *p & SPE_HDR_IDX2_MASK, p[1]));
+        FIXED(k_op_other, 2, f_op(d, rec, &present, SPE_OP_CLASS_OTHER, p[1]));
+        FIXED(k_op_ldst, 2, f_op(d, rec, &present, SPE_OP_CLASS_LDST, p[1]));
+        FIXED(k_op_branch, 2, f_op(d, rec, &present, SPE_OP_CLASS_BRANCH, p[1]));
 
 k_pad: {
         /*
@@ -805,11 +805,11 @@ k_ext: {
 
         switch (spe_hdr_table[p[1]].type) {
         case SPE_PKT_ADDRESS:
-                f_address(d, r, &present, index, ld64(p + 2));
+                f_address(d, rec, &present, index, ld64(p + 2));
                 p += 2 + SPE_HDR_PLEN(SPE_HDR_ADDRESS);
                 break;
         case SPE_PKT_COUNTER:
-                f_counter(d, r, &present, index, ld16(p + 2));
+                f_counter(d, rec, &present, index, ld16(p + 2));
                 p += 2 + SPE_HDR_PLEN(SPE_HDR_COUNTER);
                 break;
         default:
@@ -822,13 +822,13 @@ k_ext: {
 }
 
 k_ts:
-        f_timestamp(d, r, &present, ld64(p + 1));
+        f_timestamp(d, rec, &present, ld64(p + 1));
         p += 1 + SPE_HDR_PLEN(SPE_HDR_TIMESTAMP);
         npkts++;
         goto end_rec;
 
 k_end:
-        r->flags |= SPE_REC_F_END;
+        rec->flags |= SPE_REC_F_END;
         p++;
         npkts++;
         goto end_rec;
@@ -843,9 +843,9 @@ generic:
         if (k == SPE_PKT_ERR_NEED_MORE)
                 goto short_pkt;
         if (k < 0) {
-                on_bad(d, r, started, k);
+                on_bad(d, rec, started, k);
                 started = false;
-                present = r->present;
+                present = rec->present;
                 p++;
                 NEXT();
         }
@@ -857,9 +857,9 @@ apply_generic:
                 NEXT();
         }
         npkts++;
-        r->present = present;
-        k = apply_pkt(d, r, pkt.type, pkt.index, pkt.payload);
-        present = r->present;
+        rec->present = present;
+        k = apply_pkt(d, rec, pkt.type, pkt.index, pkt.payload);
+        present = rec->present;
         if (!k) {
                 started = true;
                 NEXT();
@@ -867,22 +867,22 @@ apply_generic:
         /* fall through */
 
 end_rec:
-        /* A terminator was applied to *r; one with nothing before it is not a record (spe-rec.h). */
+        /* A terminator was applied to *rec; one with nothing before it is not a record (spe-rec.h). */
         if (_unlikely_(!started)) {
                 d->stats.empty_records++;
-                rec_init(d, r);
+                rec_init(d, rec);
                 present = 0;
                 NEXT();
         }
         if (_unlikely_(d->after_error)) {
-                r->flags |= SPE_REC_F_AFTER_ERROR;
+                rec->flags |= SPE_REC_F_AFTER_ERROR;
                 d->after_error = false;
         }
-        r->present = present;
+        rec->present = present;
         started = false;
         if (++n == max)
                 goto out;
-        rec_init(d, ++r);
+        rec_init(d, ++rec);
         present = 0;
         NEXT();
 
@@ -898,8 +898,8 @@ short_pkt:
 out:
         /* When recs filled up no record is in progress (recs[max] is never built). */
         if (started) {
-                r->present = present;
-                d->cur = *r;
+                rec->present = present;
+                d->cur = *rec;
         }
         d->in_record = started;
         d->stats.bytes += (size_t) (p - buf);

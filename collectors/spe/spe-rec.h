@@ -231,13 +231,13 @@ struct spe_record {
 };
 
 /* Op kind of a record (load/store/atomic/branch/other/unknown). */
-enum spe_op_kind spe_record_op_kind(const struct spe_record *r);
+enum spe_op_kind spe_record_op_kind(const struct spe_record *rec);
 /* "other", "load", "store", "atomic", "branch", "unknown" */
 const char *spe_op_kind_name(enum spe_op_kind k);
 /* Subclass names in perf style without the LD/ST prefix: "GP-REG", "SIMD-FP", "SVE-OTHER"... */
 const char *spe_op_subclass_name(enum spe_op_subclass s);
 /* Short op description for exporters: "load", "store", "atomic", "branch", "other", "unknown". */
-const char *spe_op_name(const struct spe_record *r);
+const char *spe_op_name(const struct spe_record *rec);
 
 /*
  * perf c2c's peer classification of the record: only loads (not stores,
@@ -245,7 +245,7 @@ const char *spe_op_name(const struct spe_record *r);
  * LOCAL_CLUSTER and PEER_CLUSTER are local peers, REMOTE a remote peer
  * (perf mem-events.c c2c_decode_stats with arm_spe__synth_data_source_common).
  */
-enum spe_peer spe_record_peer(const struct spe_record *r);
+enum spe_peer spe_record_peer(const struct spe_record *rec);
 
 /* The scope of a load served from `s` (the rule above, for callers that already know it is a load). */
 static inline enum spe_peer spe_source_peer(enum spe_source s) {

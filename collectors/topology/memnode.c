@@ -23,21 +23,21 @@ struct range {
 struct memnode {
         uint64_t block_size;
         size_t n, cap;
-        struct range *r;                /* sorted by start after build() */
+        struct range *ranges;           /* sorted by start after build() */
 };
 
 static int add_block(struct memnode *m, uint64_t block, uint32_t node) {
-        if (m->n > 0 && m->r[m->n - 1].node == node && m->r[m->n - 1].end == block) {
-                m->r[m->n - 1].end++;
+        if (m->n > 0 && m->ranges[m->n - 1].node == node && m->ranges[m->n - 1].end == block) {
+                m->ranges[m->n - 1].end++;
                 return 0;
         }
         if (m->n == MEMNODE_RANGES_MAX)
                 return -E2BIG;
         if (m->n == m->cap) {
                 m->cap = m->cap ? 2 * m->cap : 64;
-                m->r = xrealloc(m->r, m->cap * sizeof(*m->r));
+                m->ranges = xrealloc(m->ranges, m->cap * sizeof(*m->ranges));
         }
-        m->r[m->n++] = (struct range) { block, block + 1, node };
+        m->ranges[m->n++] = (struct range) { block, block + 1, node };
         return 0;
 }
 
@@ -55,16 +55,16 @@ static int build(struct memnode *m, struct memnode **ret) {
                 memnode_free(m);
                 return -ENOENT;
         }
-        qsort(m->r, m->n, sizeof(*m->r), cmp_range);
+        qsort(m->ranges, m->n, sizeof(*m->ranges), cmp_range);
         for (size_t i = 0; i < m->n; i++) {
-                if (k > 0 && m->r[i].start < m->r[k - 1].end) {
+                if (k > 0 && m->ranges[i].start < m->ranges[k - 1].end) {
                         memnode_free(m);
                         return -EINVAL;
                 }
-                if (k > 0 && m->r[i].start == m->r[k - 1].end && m->r[i].node == m->r[k - 1].node)
-                        m->r[k - 1].end = m->r[i].end;
+                if (k > 0 && m->ranges[i].start == m->ranges[k - 1].end && m->ranges[i].node == m->ranges[k - 1].node)
+                        m->ranges[k - 1].end = m->ranges[i].end;
                 else
-                        m->r[k++] = m->r[i];
+                        m->ranges[k++] = m->ranges[i];
         }
         m->n = k;
         *ret = m;
@@ -189,7 +189,7 @@ fail:
 struct memnode *memnode_free(struct memnode *m) {
         if (!m)
                 return NULL;
-        free(m->r);
+        free(m->ranges);
         free(m);
         return NULL;
 }
@@ -205,10 +205,10 @@ int memnode_node(const struct memnode *m, uint64_t pa) {
         while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
 
-                if (m->r[mid].start <= block)
+                if (m->ranges[mid].start <= block)
                         lo = mid + 1;
                 else
                         hi = mid;
         }
-        return lo > 0 && block < m->r[lo - 1].end ? (int) m->r[lo - 1].node : -1;
+        return lo > 0 && block < m->ranges[lo - 1].end ? (int) m->ranges[lo - 1].node : -1;
 }
