@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #pragma once
 
-/* Command line of DESIGN.md §6. */
+/* The command line (ARCHITECTURE.md §7; README.md, "Running it"). */
 
 #include <stdbool.h>
 #include <stdint.h>

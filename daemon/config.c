@@ -21,7 +21,7 @@
 #include "store.h"
 #include "strbuf.h"
 
-/* Every section of the contract (DESIGN.md §6), known even when empty. */
+/* Every section of the contract (ARCHITECTURE.md §7), known even when empty. */
 static const char *const known_sections[] = {
         "http", "pmu", "spe", "sampler", "store", "push", "privacy",
 };

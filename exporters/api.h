@@ -3,7 +3,7 @@
 
 /*
  * The HTTP endpoints. The daemon hands in a source of published state as
- * callbacks; the exporters never reach into collectors (DESIGN.md §1).
+ * callbacks; the exporters never reach into collectors (ARCHITECTURE.md §2).
  */
 
 #include <stdbool.h>

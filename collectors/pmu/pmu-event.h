@@ -3,7 +3,7 @@
 
 /*
  * The event catalogue: what armprofd counts, under which metric name
- * (DESIGN.md §6), and how each event is encoded for each kind of PMU.
+ * (ARCHITECTURE.md §7), and how each event is encoded for each kind of PMU.
  *
  * On Arm, hardware events are raw PMUv3 common event numbers (Arm ARM
  * D17.11 "PMU events and event numbers"; include/linux/perf/arm_pmuv3.h),
@@ -76,7 +76,7 @@ struct pmu_event_arm {
 struct pmu_event_def {
         enum pmu_event_id id;
         const char *name;   /* short name for config: "cycles", "page_faults" */
-        const char *metric; /* Prometheus name, DESIGN.md §6 */
+        const char *metric; /* Prometheus name, ARCHITECTURE.md §7 */
         const char *help;   /* HELP text */
         enum pmu_event_class class;
         /* Arm PMUv3 raw encodings, tried in order (the second is a

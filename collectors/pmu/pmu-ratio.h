@@ -2,7 +2,7 @@
 #pragma once
 
 /*
- * Derived ratios over the last counting interval (DESIGN.md §6 gauges),
+ * Derived ratios over the last counting interval (the gauges of ARCHITECTURE.md §7),
  * from scaled deltas. A ratio is present only when both of its events were
  * counted in the interval and the denominator is not zero: never a
  * division by zero, never NaN, never a made-up 0.

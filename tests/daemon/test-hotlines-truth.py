@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""/hotlines of a daemon replaying a generator file, against the rule of DESIGN.md §5
+"""/hotlines of a daemon replaying a generator file, against the rule of ARCHITECTURE.md §5
 applied here to the generator's ground truth (the truth CSV, not armprofd's tables),
 and against `perf c2c report` on the same file:
 
@@ -85,7 +85,7 @@ def decoded_pc(r):
 
 
 def rule(l):
-    """DESIGN.md §5 on the records themselves."""
+    """ARCHITECTURE.md §5 on the records themselves."""
     if l["stores"] == 0:
         return "read_only"
     if l["local"] + l["remote"] == 0:

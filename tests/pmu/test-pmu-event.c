@@ -13,8 +13,8 @@
 #include "pmu-event.h"
 #include "pmu-ratio.h"
 
-/* DESIGN.md §6, in catalogue order; and the Arm numbers of the brief
- * (checked against include/linux/perf/arm_pmuv3.h). */
+/* The contract's metric names (ARCHITECTURE.md §7), in catalogue order; and
+ * the Arm numbers of the brief (checked against include/linux/perf/arm_pmuv3.h). */
 static const struct {
         const char *name, *metric;
         uint16_t arm;
