@@ -31,7 +31,7 @@ static const struct {
         const char *path;
         const char *const names[4]; /* the parameters it takes */
 } endpoints[] = {
-        { "/hotlines", { "window", "limit", "pid" } },
+        { "/hotlines", { "window", "limit", "pid", "all" } },
         { "/hotpcs", { "window", "limit", "pid" } },
         { "/latency", { "window" } },
         { "/counters", { "cpu" } },
