@@ -4,7 +4,7 @@
 /*
  * Every field of struct spe_record (collectors/spe/spe-rec.h), for the
  * tests that compare or hash decoded records field by field
- * (test-aux-ring.c, tests/spe/spe-arm64-driver.c): X(field) for each.
+ * (tests/perf/test-aux-ring.c, tests/spe/spe-arm64-driver.c): X(field) for each.
  * A field added to the struct belongs here too.
  */
 #define SPE_RECORD_FIELDS(X)                                                    \
