@@ -66,7 +66,7 @@ static inline void closep(int *fd) {
 #define streq(a, b) (strcmp((a), (b)) == 0)
 
 /*
- * Buffer sizes say what the buffer holds (HACKING.md, "Buffer sizes"):
+ * Buffer sizes say what the buffer holds (HACKING.md §4):
  * DECIMAL_STR_MAX(type) is the longest decimal of an integer type with a
  * minus sign and the NUL (systemd's macro of the same name); PATH_MAX
  * (<limits.h>) holds a path; MESSAGE_MAX a message for a person (an error,

@@ -284,8 +284,8 @@ uint64_t config_store_bytes(const struct config *c) {
         return store_bytes(&o);
 }
 
-/* "1023 B", "43.0 MiB": the longest is a uint64_t in bytes. */
-#define FORMAT_BYTES_MAX (DECIMAL_STR_MAX(uint64_t) + 2)
+/* "1023 B" .. "16.0 EiB": shorter than a uint64_t in decimal. */
+#define FORMAT_BYTES_MAX DECIMAL_STR_MAX(uint64_t)
 
 static void format_bytes(uint64_t v, char *buf, size_t size) {
         static const char *const units[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
