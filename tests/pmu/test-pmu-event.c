@@ -14,7 +14,8 @@
 #include "pmu-ratio.h"
 
 /* The contract's metric names (ARCHITECTURE.md §7), in catalogue order; and
- * the Arm numbers of the brief (checked against include/linux/perf/arm_pmuv3.h). */
+ * the Arm PMUv3 common event numbers (Arm ARM D17.11 "PMU events and event
+ * numbers", include/linux/perf/arm_pmuv3.h). */
 static const struct {
         const char *name, *metric;
         uint16_t arm;
