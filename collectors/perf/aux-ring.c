@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "macro.h"
-#include "perf-data.h"
+#include "perf-record.h"
 #include "strbuf.h"
 
 /* The flag bits the kernel defines; PERF_AUX_FLAG_PMU_FORMAT_TYPE_MASK is the PMU's own. */
@@ -31,6 +31,10 @@ int aux_ring_init(struct aux_ring *r, struct perf_event_mmap_page *page, const v
         };
         r->scratch = xmalloc(r->scratch_size);
         return 0;
+}
+
+void aux_ring_set_attr(struct aux_ring *r, const struct perf_event_attr *attr) {
+        r->attr = attr;
 }
 
 void aux_ring_done(struct aux_ring *r) {
@@ -58,9 +62,13 @@ static const uint8_t *record_at(struct aux_ring *r, uint64_t pos, size_t size) {
         return r->scratch;
 }
 
-static int deliver_aux(struct aux_ring *r, const struct perf_data_wire_aux *b, const struct aux_ring_ops *ops,
+static int deliver_aux(struct aux_ring *r, const struct perf_data_aux *b, const struct aux_ring_ops *ops,
                        void *userdata) {
-        struct aux_ring_chunk c = { .aux_offset = b->aux_offset, .flags = b->flags & AUX_FLAGS_KNOWN };
+        struct aux_ring_chunk c = {
+                .aux_offset = b->aux_offset,
+                .flags = b->flags & AUX_FLAGS_KNOWN,
+                .sid = b->rec.sid,
+        };
         size_t off = (size_t) (b->aux_offset & (r->aux_size - 1));
         size_t len = (size_t) b->aux_size, first = MIN(len, r->aux_size - off);
         int k;
@@ -132,15 +140,14 @@ int aux_ring_drain(struct aux_ring *r, const struct aux_ring_ops *ops, void *use
 
                 switch (h.type) {
                 case PERF_RECORD_AUX: {
-                        struct perf_data_wire_aux b;
+                        struct perf_data_record pr;
+                        struct perf_data_aux b;
+                        uint32_t tlen;
 
-                        if (h.size < sizeof(h) + sizeof(b)) {
-                                r->stats.bad_records++;
-                                r->stats.bad_bytes += h.size;
-                                break;
-                        }
-                        memcpy(&b, rec + sizeof(h), sizeof(b));
-                        if (b.aux_size > r->aux_size) {
+                        perf_record_header(rec, tail - h.size, &pr);
+                        if (perf_record_parse_trailer(r->attr, &pr, perf_record_fixed_size(h.type) - sizeof(h),
+                                                      &tlen) < 0 ||
+                            perf_record_parse_aux(&pr, tlen, &b) < 0 || b.aux_size > r->aux_size) {
                                 r->stats.bad_records++;
                                 r->stats.bad_bytes += h.size;
                                 break;
@@ -150,19 +157,25 @@ int aux_ring_drain(struct aux_ring *r, const struct aux_ring_ops *ops, void *use
                         k = deliver_aux(r, &b, ops, userdata);
                         break;
                 }
-                case PERF_RECORD_LOST: {
-                        /* Bodies as in perf.data (perf-data.h): the kernel writes the same records. */
-                        struct perf_data_wire_lost b = {};
-
-                        memcpy(&b, rec + sizeof(h), MIN(sizeof(b), (size_t) h.size - sizeof(h)));
-                        r->stats.lost += b.lost;
-                        break;
-                }
+                case PERF_RECORD_LOST:
                 case PERF_RECORD_LOST_SAMPLES: {
-                        struct perf_data_wire_lost_samples b = {};
+                        /* The kernel writes the records perf copies into perf.data: one parser for both. */
+                        struct perf_data_record pr;
+                        struct perf_data_lost b;
+                        uint32_t tlen;
 
-                        memcpy(&b, rec + sizeof(h), MIN(sizeof(b), (size_t) h.size - sizeof(h)));
-                        r->stats.lost_samples += b.lost;
+                        perf_record_header(rec, tail - h.size, &pr);
+                        if (perf_record_parse_trailer(r->attr, &pr, perf_record_fixed_size(h.type) - sizeof(h),
+                                                      &tlen) < 0 ||
+                            perf_record_parse_lost(&pr, tlen, &b) < 0) {
+                                r->stats.bad_records++;
+                                r->stats.bad_bytes += h.size;
+                                break;
+                        }
+                        if (h.type == PERF_RECORD_LOST)
+                                r->stats.lost += b.lost;
+                        else
+                                r->stats.lost_samples += b.lost;
                         break;
                 }
                 default:

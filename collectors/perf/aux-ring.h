@@ -39,6 +39,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "perf-record.h"
+
 /* PERF_RECORD_AUX flags (perf_event.h); the PMU-specific format byte is masked off. */
 #define AUX_RING_FLAG_TRUNCATED         PERF_AUX_FLAG_TRUNCATED
 #define AUX_RING_FLAG_OVERWRITE         PERF_AUX_FLAG_OVERWRITE
@@ -48,6 +50,11 @@
 /* Records longer than this cannot come from the kernel (header.size is a u16). */
 #define AUX_RING_RECORD_MAX             65535U
 
+/*
+ * The ring's raw per-record counts, as the kernel's records state them. They
+ * feed a live source's struct spe_stream_stats (collectors/source.h), the one
+ * struct for stream health; they are not another copy of it.
+ */
 struct aux_ring_stats {
         uint64_t records;               /* data-ring records read */
         uint64_t aux_records;           /* PERF_RECORD_AUX */
@@ -66,6 +73,7 @@ struct aux_ring_chunk {
         uint64_t aux_offset;            /* free-running position of the chunk */
         uint64_t flags;                 /* AUX_RING_FLAG_* of its PERF_RECORD_AUX */
         bool gap;                       /* data was dropped before this chunk */
+        struct perf_data_sample_id sid; /* the AUX record's sample_id trailer (aux_ring_set_attr()) */
 };
 
 struct aux_ring_ops {
@@ -92,6 +100,7 @@ struct aux_ring {
         uint64_t aux_next;              /* where the next AUX chunk should start */
         bool aux_started;
         struct aux_ring_stats stats;
+        const struct perf_event_attr *attr; /* the event's attr, for the sample_id trailer; may be NULL */
         uint8_t *scratch;               /* a record that wrapped, made contiguous */
         size_t scratch_size;            /* the largest record the data ring can hold */
 };
@@ -104,6 +113,12 @@ struct aux_ring {
 int aux_ring_init(struct aux_ring *r, struct perf_event_mmap_page *page, const void *data, size_t data_size,
                   const void *aux, size_t aux_size);
 void aux_ring_done(struct aux_ring *r);
+/*
+ * The attr the event was opened with (it must outlive the ring): with
+ * sample_id_all, AUX and LOST records end in a sample_id trailer, parsed
+ * into each chunk's sid. Without it the trailer is ignored.
+ */
+void aux_ring_set_attr(struct aux_ring *r, const struct perf_event_attr *attr);
 
 /*
  * Read everything the kernel has published, then release it. Returns the

@@ -36,17 +36,12 @@
 #define PERF_DATA_ATTRS_MAX     65536
 /* perf writes strings in feature sections as {u32 len; char str[len]}. */
 #define PERF_DATA_FEAT_STR_LEN  4
-/* sizeof(struct perf_branch_entry) [perf_event_open(2)]. */
-#define PERF_DATA_BRANCH_ENTRY_SIZE 24
 #define PERF_DATA_ERR_MAX       256
 
-#define HDR_SIZE                ((uint32_t) sizeof(struct perf_event_header))
+#define HDR_SIZE                PERF_RECORD_HEADER_SIZE
 
 /* The wire structs must have the on-disk sizes [perf_event_open(2)]. */
 _Static_assert(sizeof(struct perf_data_file_header) == PERF_DATA_FILE_HEADER_SIZE, "perf_file_header");
-_Static_assert(sizeof(struct perf_data_wire_mmap) == 32, "mmap body");
-_Static_assert(sizeof(struct perf_data_wire_mmap2) == 64, "mmap2 body");
-_Static_assert(sizeof(struct perf_data_wire_task) == 24, "fork/exit body");
 _Static_assert(sizeof(struct perf_data_wire_time_conv) == 48, "time_conv body");
 _Static_assert(sizeof(struct perf_data_wire_auxtrace) == 40, "auxtrace body");
 
@@ -102,78 +97,6 @@ struct perf_data_reader {
         void *userdata;
         char err[PERF_DATA_ERR_MAX];
 };
-
-/* Spelled as perf's perf_event__name() does, so our dumps compare with `perf report -D`. */
-static const char *const record_names[] = {
-        [PERF_RECORD_MMAP] = "MMAP",
-        [PERF_RECORD_LOST] = "LOST",
-        [PERF_RECORD_COMM] = "COMM",
-        [PERF_RECORD_EXIT] = "EXIT",
-        [PERF_RECORD_THROTTLE] = "THROTTLE",
-        [PERF_RECORD_UNTHROTTLE] = "UNTHROTTLE",
-        [PERF_RECORD_FORK] = "FORK",
-        [PERF_RECORD_READ] = "READ",
-        [PERF_RECORD_SAMPLE] = "SAMPLE",
-        [PERF_RECORD_MMAP2] = "MMAP2",
-        [PERF_RECORD_AUX] = "AUX",
-        [PERF_RECORD_ITRACE_START] = "ITRACE_START",
-        [PERF_RECORD_LOST_SAMPLES] = "LOST_SAMPLES",
-        [PERF_RECORD_SWITCH] = "SWITCH",
-        [PERF_RECORD_SWITCH_CPU_WIDE] = "SWITCH_CPU_WIDE",
-        [PERF_RECORD_NAMESPACES] = "NAMESPACES",
-        [PERF_RECORD_KSYMBOL] = "KSYMBOL",
-        [PERF_RECORD_BPF_EVENT] = "BPF_EVENT",
-        [PERF_RECORD_CGROUP] = "CGROUP",
-        [PERF_RECORD_TEXT_POKE] = "TEXT_POKE",
-        [PERF_RECORD_AUX_OUTPUT_HW_ID] = "AUX_OUTPUT_HW_ID",
-        [PERF_RECORD_HEADER_ATTR] = "ATTR",
-        [PERF_RECORD_HEADER_EVENT_TYPE] = "EVENT_TYPE",
-        [PERF_RECORD_HEADER_TRACING_DATA] = "TRACING_DATA",
-        [PERF_RECORD_HEADER_BUILD_ID] = "BUILD_ID",
-        [PERF_RECORD_FINISHED_ROUND] = "FINISHED_ROUND",
-        [PERF_RECORD_ID_INDEX] = "ID_INDEX",
-        [PERF_RECORD_AUXTRACE_INFO] = "AUXTRACE_INFO",
-        [PERF_RECORD_AUXTRACE] = "AUXTRACE",
-        [PERF_RECORD_AUXTRACE_ERROR] = "AUXTRACE_ERROR",
-        [PERF_RECORD_THREAD_MAP] = "THREAD_MAP",
-        [PERF_RECORD_CPU_MAP] = "CPU_MAP",
-        [PERF_RECORD_STAT_CONFIG] = "STAT_CONFIG",
-        [PERF_RECORD_STAT] = "STAT",
-        [PERF_RECORD_STAT_ROUND] = "STAT_ROUND",
-        [PERF_RECORD_EVENT_UPDATE] = "EVENT_UPDATE",
-        [PERF_RECORD_TIME_CONV] = "TIME_CONV",
-        [PERF_RECORD_HEADER_FEATURE] = "FEATURE",
-        [PERF_RECORD_COMPRESSED] = "COMPRESSED",
-        [PERF_RECORD_FINISHED_INIT] = "FINISHED_INIT",
-        [PERF_RECORD_COMPRESSED2] = "COMPRESSED2",
-};
-
-const char *perf_data_record_type_name(uint32_t type) {
-        if (type >= ELEMENTSOF(record_names))
-                return NULL;
-        return record_names[type];
-}
-
-static inline uint64_t rd64(const uint8_t *p) {
-        uint64_t v;
-
-        memcpy(&v, p, sizeof(v));
-        return v;
-}
-
-static inline uint32_t rd32(const uint8_t *p) {
-        uint32_t v;
-
-        memcpy(&v, p, sizeof(v));
-        return v;
-}
-
-static inline uint16_t rd16(const uint8_t *p) {
-        uint16_t v;
-
-        memcpy(&v, p, sizeof(v));
-        return v;
-}
 
 _printf_(3, 4)
 static int fail(struct perf_data_reader *r, int err, const char *fmt, ...) {
@@ -616,7 +539,7 @@ static int add_attr(struct perf_data_reader *r, uint64_t where, const uint8_t *r
                 return fail(r, -EBADMSG, "attr at offset 0x%" PRIx64 ": more than %u attrs",
                             where, PERF_DATA_ATTRS_MAX);
         }
-        sz = rd32(raw + offsetof(struct perf_event_attr, size));
+        sz = perf_rd32(raw + offsetof(struct perf_event_attr, size));
         /* size 0 means the first published layout [perf_event_open(2)]. */
         if (sz == 0)
                 sz = PERF_ATTR_SIZE_VER0;
@@ -681,11 +604,11 @@ static const struct perf_data_attr *resolve_attr(struct perf_data_reader *r, con
         if (is_sample) {
                 if ((uint32_t) (p + 1) * 8 > body)
                         goto unresolved;
-                id = rd64(rec + HDR_SIZE + (uint32_t) p * 8);
+                id = perf_rd64(rec + HDR_SIZE + (uint32_t) p * 8);
         } else {
                 if ((uint32_t) p * 8 > body)
                         goto unresolved;
-                id = rd64(rec + size - (uint32_t) p * 8);
+                id = perf_rd64(rec + size - (uint32_t) p * 8);
         }
         if (id == 0)
                 return &r->attrs[0];
@@ -695,82 +618,6 @@ static const struct perf_data_attr *resolve_attr(struct perf_data_reader *r, con
 unresolved:
         r->stats.unresolved_ids++;
         return NULL;
-}
-
-/* The sample_id trailer fields in file order [perf_event_open(2) "struct sample_id"]. */
-static const uint64_t trailer_order[] = {
-        PERF_SAMPLE_TID, PERF_SAMPLE_TIME, PERF_SAMPLE_ID, PERF_SAMPLE_STREAM_ID, PERF_SAMPLE_CPU,
-        PERF_SAMPLE_IDENTIFIER,
-};
-
-/* One u64 word of sample identity, shared by SAMPLE bodies and sample_id trailers. */
-static void sid_field(struct perf_data_sample_id *sid, uint64_t bit, const uint8_t *p) {
-        switch (bit) {
-        case PERF_SAMPLE_TID:           /* {u32 pid; u32 tid} */
-                sid->pid = rd32(p);
-                sid->tid = rd32(p + sizeof(uint32_t));
-                sid->valid |= PERF_DATA_ID_TID;
-                break;
-        case PERF_SAMPLE_TIME:
-                sid->time = rd64(p);
-                sid->valid |= PERF_DATA_ID_TIME;
-                break;
-        case PERF_SAMPLE_ID:
-        case PERF_SAMPLE_IDENTIFIER:
-                sid->id = rd64(p);
-                sid->valid |= PERF_DATA_ID_ID;
-                break;
-        case PERF_SAMPLE_STREAM_ID:
-                sid->stream_id = rd64(p);
-                sid->valid |= PERF_DATA_ID_STREAM_ID;
-                break;
-        case PERF_SAMPLE_CPU:           /* {u32 cpu; u32 res} */
-                sid->cpu = rd32(p);
-                sid->valid |= PERF_DATA_ID_CPU;
-                break;
-        default:
-                break;
-        }
-}
-
-static unsigned trailer_words(uint64_t st) {
-        return !!(st & PERF_SAMPLE_TID) + !!(st & PERF_SAMPLE_TIME) + !!(st & PERF_SAMPLE_ID) +
-                !!(st & PERF_SAMPLE_STREAM_ID) + !!(st & PERF_SAMPLE_CPU) +
-                !!(st & PERF_SAMPLE_IDENTIFIER);
-}
-
-/*
- * The sample_id trailer of a non-sample record [perf_event_open(2)
- * "struct sample_id"]: {pid,tid} time id stream_id {cpu,res} identifier,
- * each present when its sample_type bit is. Returns the trailer length, or
- * a negative error when it does not fit in the record body after `fixed`.
- */
-static int parse_trailer(struct perf_data_reader *r, const uint8_t *rec, uint32_t size, uint32_t fixed,
-                         uint64_t file_offset, struct perf_data_sample_id *sid, uint32_t *ret_len) {
-        const struct perf_data_attr *a;
-        const uint8_t *p;
-        uint64_t st;
-        uint32_t len;
-
-        a = resolve_attr(r, rec, size, false);
-        if (!a || !a->attr.sample_id_all) {
-                *ret_len = 0;
-                return 0;
-        }
-        st = a->attr.sample_type;
-        len = trailer_words(st) * 8;
-        if ((uint64_t) HDR_SIZE + fixed + len > size)
-                return fail(r, -EBADMSG, "%s record at offset 0x%" PRIx64 " (size 0x%" PRIx32
-                            ") is too short for its body (0x%" PRIx32 ") and sample_id (0x%" PRIx32 ")",
-                            perf_data_record_type_name(rd32(rec)) ?: "?", file_offset, size, fixed, len);
-        p = rec + size - len;
-        for (size_t i = 0; i < ELEMENTSOF(trailer_order); i++)
-                if (st & trailer_order[i]) {
-                        sid_field(sid, trailer_order[i], p);
-                        p += 8;
-                }
-        *ret_len = len;
-        return 0;
 }
 
 /* ---- stats -------------------------------------------------------------- */
@@ -815,7 +662,7 @@ static int feature_string(const uint8_t *data, size_t len, const char **ret) {
 
         if (len < PERF_DATA_FEAT_STR_LEN)
                 return -EBADMSG;
-        n = rd32(data);
+        n = perf_rd32(data);
         if (n > len - PERF_DATA_FEAT_STR_LEN || !memchr(data + PERF_DATA_FEAT_STR_LEN, 0, n))
                 return -EBADMSG;
         *ret = (const char *) data + PERF_DATA_FEAT_STR_LEN;
@@ -958,16 +805,6 @@ static int read_features(struct perf_data_reader *r, const struct perf_data_file
 
 /* ---- records ------------------------------------------------------------- */
 
-static void fill_rec(struct perf_data_record *rec, const uint8_t *p, uint64_t off) {
-        *rec = (struct perf_data_record) {
-                .file_offset = off,
-                .type = rd32(p),
-                .misc = rd16(p + 4),
-                .size = rd16(p + 6),
-                .raw = p,
-        };
-}
-
 static int too_short(struct perf_data_reader *r, const struct perf_data_record *rec, uint32_t need) {
         return fail(r, -EBADMSG, "%s record at offset 0x%" PRIx64 " has size 0x%" PRIx16
                     ", its fields need 0x%" PRIx32, perf_data_record_type_name(rec->type) ?: "?",
@@ -989,51 +826,11 @@ static int get_body(struct perf_data_reader *r, const struct perf_data_record *r
 }
 
 
-static int handle_mmap(struct perf_data_reader *r, struct perf_data_record *rec, uint32_t tlen) {
-        const uint8_t *b = rec->raw + HDR_SIZE;
-        bool v2 = rec->type == PERF_RECORD_MMAP2;
-        uint32_t fixed = v2 ? sizeof(struct perf_data_wire_mmap2) : sizeof(struct perf_data_wire_mmap);
-        struct perf_data_mmap m = { .rec = *rec };
-
-        if (HDR_SIZE + fixed + tlen > rec->size)
-                return too_short(r, rec, HDR_SIZE + fixed + tlen);
-        if (v2) {
-                struct perf_data_wire_mmap2 w;
-
-                WIRE(w, b);
-                m.pid = w.pid;
-                m.tid = w.tid;
-                m.addr = w.addr;
-                m.len = w.len;
-                m.pgoff = w.pgoff;
-                /* MMAP2 with PERF_RECORD_MISC_MMAP_BUILD_ID carries a build id
-                 * instead of maj/min/ino/ino_generation [perf_event_open(2)]. */
-                if (rec->misc & PERF_RECORD_MISC_MMAP_BUILD_ID) {
-                        m.has_build_id = true;
-                        m.build_id_size = MIN(w.build_id_size, (uint8_t) PERF_DATA_BUILD_ID_MAX);
-                        memcpy(m.build_id, w.build_id, sizeof(m.build_id));
-                } else {
-                        m.maj = w.maj;
-                        m.min = w.min;
-                        m.ino = w.ino;
-                        m.ino_generation = w.ino_generation;
-                }
-                m.prot = w.prot;
-                m.flags = w.flags;
-        } else {
-                struct perf_data_wire_mmap w;
-
-                WIRE(w, b);
-                m.pid = w.pid;
-                m.tid = w.tid;
-                m.addr = w.addr;
-                m.len = w.len;
-                m.pgoff = w.pgoff;
-        }
-        m.filename = rec_string(rec->raw, HDR_SIZE + fixed, rec->size - tlen);
-        if (!m.filename)
+/* A kernel record's typed body failed to parse (perf-record.h): say what was wrong. */
+static int body_error(struct perf_data_reader *r, const struct perf_data_record *rec, uint32_t tlen, int err) {
+        if (err == -EILSEQ)
                 return unterminated(r, rec);
-        return CALL(r, on_mmap, &m);
+        return too_short(r, rec, perf_record_fixed_size(rec->type) + tlen);
 }
 
 static int handle_spe_info(struct perf_data_reader *r, struct perf_data_auxtrace_info *info) {
@@ -1043,26 +840,26 @@ static int handle_spe_info(struct perf_data_reader *r, struct perf_data_auxtrace
 
         if (info->priv_len == PERF_DATA_SPE_V1_PRIV_U64 * 8) {
                 info->spe_version = 1;
-                info->spe_pmu_type = rd64(p + PERF_DATA_SPE_V1_PMU_TYPE * 8);
+                info->spe_pmu_type = perf_rd64(p + PERF_DATA_SPE_V1_PMU_TYPE * 8);
                 return 0;
         }
         if (nr < PERF_DATA_SPE_HDR_MIN_U64)
                 return fail(r, -EBADMSG, "Arm SPE AUXTRACE_INFO at offset 0x%" PRIx64
                             " has %zu private u64s: neither version 1 (2) nor a version 2 header (>= %u)",
                             info->rec.file_offset, nr, PERF_DATA_SPE_HDR_MIN_U64);
-        hdr = rd64(p + PERF_DATA_SPE_HDR_SIZE * 8) > nr ? SIZE_MAX : (size_t) rd64(p + PERF_DATA_SPE_HDR_SIZE * 8);
+        hdr = perf_rd64(p + PERF_DATA_SPE_HDR_SIZE * 8) > nr ? SIZE_MAX : (size_t) perf_rd64(p + PERF_DATA_SPE_HDR_SIZE * 8);
         if (hdr < PERF_DATA_SPE_HDR_MIN_U64 || hdr > nr)
                 return fail(r, -EBADMSG, "Arm SPE AUXTRACE_INFO at offset 0x%" PRIx64
                             ": header size %" PRIu64 " u64s outside [%u, %zu]", info->rec.file_offset,
-                            rd64(p + PERF_DATA_SPE_HDR_SIZE * 8), PERF_DATA_SPE_HDR_MIN_U64, nr);
-        info->spe_version = (unsigned) MIN(rd64(p + PERF_DATA_SPE_HDR_VERSION * 8), (uint64_t) UINT32_MAX);
-        info->spe_pmu_type = rd64(p + PERF_DATA_SPE_HDR_PMU_TYPE * 8);
+                            perf_rd64(p + PERF_DATA_SPE_HDR_SIZE * 8), PERF_DATA_SPE_HDR_MIN_U64, nr);
+        info->spe_version = (unsigned) MIN(perf_rd64(p + PERF_DATA_SPE_HDR_VERSION * 8), (uint64_t) UINT32_MAX);
+        info->spe_pmu_type = perf_rd64(p + PERF_DATA_SPE_HDR_PMU_TYPE * 8);
         /* Each CPU block takes at least 3 u64s, which bounds the allocation by the record size. */
-        if (rd64(p + PERF_DATA_SPE_HDR_NR_CPUS * 8) > (nr - hdr) / PERF_DATA_SPE_CPU_FIXED_U64)
+        if (perf_rd64(p + PERF_DATA_SPE_HDR_NR_CPUS * 8) > (nr - hdr) / PERF_DATA_SPE_CPU_FIXED_U64)
                 return fail(r, -EBADMSG, "Arm SPE AUXTRACE_INFO at offset 0x%" PRIx64
                             " claims %" PRIu64 " CPUs, room for at most %zu", info->rec.file_offset,
-                            rd64(p + PERF_DATA_SPE_HDR_NR_CPUS * 8), (nr - hdr) / PERF_DATA_SPE_CPU_FIXED_U64);
-        nr_cpus = (size_t) rd64(p + PERF_DATA_SPE_HDR_NR_CPUS * 8);
+                            perf_rd64(p + PERF_DATA_SPE_HDR_NR_CPUS * 8), (nr - hdr) / PERF_DATA_SPE_CPU_FIXED_U64);
+        nr_cpus = (size_t) perf_rd64(p + PERF_DATA_SPE_HDR_NR_CPUS * 8);
 
         cpus = calloc(MAX(nr_cpus, (size_t) 1), sizeof(*cpus));
         if (!cpus)
@@ -1073,14 +870,14 @@ static int handle_spe_info(struct perf_data_reader *r, struct perf_data_auxtrace
                 uint64_t nparams;
 
                 if (at + PERF_DATA_SPE_CPU_FIXED_U64 > nr ||
-                    rd64(q + PERF_DATA_SPE_CPU_MAGIC * 8) != PERF_DATA_SPE_CPU_MAGIC_VALUE) {
+                    perf_rd64(q + PERF_DATA_SPE_CPU_MAGIC * 8) != PERF_DATA_SPE_CPU_MAGIC_VALUE) {
                         free(cpus);
                         return fail(r, -EBADMSG, "Arm SPE AUXTRACE_INFO at offset 0x%" PRIx64
                                     ": CPU block %zu at offset 0x%" PRIx64 " lacks the per-CPU magic",
                                     info->rec.file_offset, c,
                                     (uint64_t) (info->priv - info->rec.raw) + info->rec.file_offset + at * 8);
                 }
-                nparams = rd64(q + PERF_DATA_SPE_CPU_NR_PARAMS * 8);
+                nparams = perf_rd64(q + PERF_DATA_SPE_CPU_NR_PARAMS * 8);
                 if (nparams > nr - at - PERF_DATA_SPE_CPU_FIXED_U64) {
                         free(cpus);
                         return fail(r, -EBADMSG, "Arm SPE AUXTRACE_INFO at offset 0x%" PRIx64
@@ -1089,18 +886,18 @@ static int handle_spe_info(struct perf_data_reader *r, struct perf_data_auxtrace
                 }
                 q += PERF_DATA_SPE_CPU_FIXED_U64 * 8;
                 cpus[c] = (struct perf_data_spe_cpu) {
-                        .cpu = (uint32_t) rd64(p + (at + PERF_DATA_SPE_CPU_NUM) * 8),
+                        .cpu = (uint32_t) perf_rd64(p + (at + PERF_DATA_SPE_CPU_NUM) * 8),
                         .nr_params = (unsigned) nparams,
                         .pmu_type = info->spe_pmu_type,
                 };
                 if (nparams > PERF_DATA_SPE_PARAM_MIDR)
-                        cpus[c].midr = rd64(q + PERF_DATA_SPE_PARAM_MIDR * 8);
+                        cpus[c].midr = perf_rd64(q + PERF_DATA_SPE_PARAM_MIDR * 8);
                 if (nparams > PERF_DATA_SPE_PARAM_PMU_TYPE)
-                        cpus[c].pmu_type = rd64(q + PERF_DATA_SPE_PARAM_PMU_TYPE * 8);
+                        cpus[c].pmu_type = perf_rd64(q + PERF_DATA_SPE_PARAM_PMU_TYPE * 8);
                 if (nparams > PERF_DATA_SPE_PARAM_MIN_IVAL)
-                        cpus[c].min_interval = rd64(q + PERF_DATA_SPE_PARAM_MIN_IVAL * 8);
+                        cpus[c].min_interval = perf_rd64(q + PERF_DATA_SPE_PARAM_MIN_IVAL * 8);
                 if (nparams > PERF_DATA_SPE_PARAM_EVENT_FILTER)
-                        cpus[c].event_filter = rd64(q + PERF_DATA_SPE_PARAM_EVENT_FILTER * 8);
+                        cpus[c].event_filter = perf_rd64(q + PERF_DATA_SPE_PARAM_EVENT_FILTER * 8);
                 at += PERF_DATA_SPE_CPU_FIXED_U64 + (size_t) nparams;
         }
         free(r->spe_cpus);
@@ -1210,176 +1007,17 @@ static int handle_auxtrace(struct perf_data_reader *r, struct perf_data_record *
         return stream_payload(r, &at, "AUXTRACE", rec->file_offset, at.size);
 }
 
-static int read_bytes(const uint8_t **p, size_t *left, size_t n, const uint8_t **ret) {
-        if (*left < n)
-                return -EBADMSG;
-        *ret = *p;
-        *p += n;
-        *left -= n;
-        return 0;
-}
-
-static int read_u64(const uint8_t **p, size_t *left, uint64_t *ret) {
-        if (*left < 8)
-                return -EBADMSG;
-        *ret = rd64(*p);
-        *p += 8;
-        *left -= 8;
-        return 0;
-}
-
-/* struct read_format size for attr.read_format [perf_event_open(2)]. */
-static int skip_read_format(uint64_t fmt, const uint8_t **p, size_t *left) {
-        uint64_t per = 1 + !!(fmt & PERF_FORMAT_ID) + !!(fmt & PERF_FORMAT_LOST);
-        uint64_t times = !!(fmt & PERF_FORMAT_TOTAL_TIME_ENABLED) + !!(fmt & PERF_FORMAT_TOTAL_TIME_RUNNING);
-        uint64_t words, nr;
-
-        if (fmt & PERF_FORMAT_GROUP) {
-                if (read_u64(p, left, &nr) < 0)
-                        return -EBADMSG;
-                if (nr > *left / 8 / per)
-                        return -EBADMSG;
-                words = times + nr * per;
-        } else
-                words = times + per;
-        if (words > *left / 8)
-                return -EBADMSG;
-        *p += words * 8;
-        *left -= words * 8;
-        return 0;
-}
-
-static int skip_regs(uint64_t mask, const uint8_t **p, size_t *left) {
-        uint64_t abi, n = (uint64_t) __builtin_popcountll(mask);
-        const uint8_t *dummy;
-
-        if (read_u64(p, left, &abi) < 0)
-                return -EBADMSG;
-        /* abi == PERF_SAMPLE_REGS_ABI_NONE: no registers follow. */
-        if (abi == 0)
-                return 0;
-        return read_bytes(p, left, (size_t) n * 8, &dummy);
-}
-
-/*
- * SAMPLE body in perf_event_open(2) order. Decodes the fields the daemon
- * uses; AUX and any bit newer than WEIGHT_STRUCT are left raw in `rest`.
- */
-static int parse_sample(const struct perf_data_attr *a, const uint8_t *body, size_t left,
-                        struct perf_data_sample *s) {
-        const uint64_t st = a->attr.sample_type;
-        const uint8_t *p = body, *dummy;
-        uint64_t v;
-
-#define U64(dst) do { if (read_u64(&p, &left, &(dst)) < 0) return -EBADMSG; } while (0)
-#define SID(bit)                                                        \
-        do {                                                            \
-                if (st & (bit)) {                                       \
-                        if (left < 8)                                   \
-                                return -EBADMSG;                        \
-                        sid_field(&s->rec.sid, (bit), p);               \
-                        p += 8;                                         \
-                        left -= 8;                                      \
-                }                                                       \
-        } while (0)
-        SID(PERF_SAMPLE_IDENTIFIER);
-        if (st & PERF_SAMPLE_IP)
-                U64(s->ip);
-        SID(PERF_SAMPLE_TID);
-        SID(PERF_SAMPLE_TIME);
-        if (st & PERF_SAMPLE_ADDR)
-                U64(s->addr);
-        SID(PERF_SAMPLE_ID);
-        SID(PERF_SAMPLE_STREAM_ID);
-        SID(PERF_SAMPLE_CPU);
-        if (st & PERF_SAMPLE_PERIOD)
-                U64(s->period);
-        if ((st & PERF_SAMPLE_READ) && skip_read_format(a->attr.read_format, &p, &left) < 0)
-                return -EBADMSG;
-        if (st & PERF_SAMPLE_CALLCHAIN) {
-                U64(s->nr_callchain);
-                if (s->nr_callchain > left / 8)
-                        return -EBADMSG;
-                s->callchain = p;
-                p += s->nr_callchain * 8;
-                left -= s->nr_callchain * 8;
-        }
-        if (st & PERF_SAMPLE_RAW) {
-                /* {u32 size; char data[size]}, size counting padding to a u64 boundary. */
-                uint32_t n;
-
-                if (left < 4)
-                        return -EBADMSG;
-                n = rd32(p);
-                if (read_bytes(&p, &left, (size_t) n + 4, &dummy) < 0)
-                        return -EBADMSG;
-        }
-        if (st & PERF_SAMPLE_BRANCH_STACK) {
-                uint64_t hw_idx;
-
-                U64(v);
-                if (a->attr.branch_sample_type & PERF_SAMPLE_BRANCH_HW_INDEX)
-                        U64(hw_idx);
-                if (v > left / PERF_DATA_BRANCH_ENTRY_SIZE)
-                        return -EBADMSG;
-                p += v * PERF_DATA_BRANCH_ENTRY_SIZE;
-                left -= v * PERF_DATA_BRANCH_ENTRY_SIZE;
-        }
-        if ((st & PERF_SAMPLE_REGS_USER) && skip_regs(a->attr.sample_regs_user, &p, &left) < 0)
-                return -EBADMSG;
-        if (st & PERF_SAMPLE_STACK_USER) {
-                /* {u64 size; char data[size]; u64 dyn_size} with dyn_size only when size != 0. */
-                U64(v);
-                if (v > 0) {
-                        if (v > left || read_bytes(&p, &left, (size_t) v, &dummy) < 0)
-                                return -EBADMSG;
-                        U64(v);
-                }
-        }
-        if (st & PERF_SAMPLE_WEIGHT_TYPE) {
-                U64(v);
-                if (st & PERF_SAMPLE_WEIGHT_STRUCT) {
-                        /* union perf_sample_weight: {u32 var1_dw; u16 var2_w; u16 var3_w} */
-                        s->weight = (uint32_t) v;
-                        s->weight_var2 = (uint16_t) (v >> 32);
-                        s->weight_var3 = (uint16_t) (v >> 48);
-                } else
-                        s->weight = v;
-        }
-        if (st & PERF_SAMPLE_DATA_SRC)
-                U64(s->data_src);
-        if (st & PERF_SAMPLE_TRANSACTION)
-                U64(s->transaction);
-        if ((st & PERF_SAMPLE_REGS_INTR) && skip_regs(a->attr.sample_regs_intr, &p, &left) < 0)
-                return -EBADMSG;
-        if (st & PERF_SAMPLE_PHYS_ADDR)
-                U64(s->phys_addr);
-        if (st & PERF_SAMPLE_CGROUP)
-                U64(s->cgroup);
-        if (st & PERF_SAMPLE_DATA_PAGE_SIZE)
-                U64(s->data_page_size);
-        if (st & PERF_SAMPLE_CODE_PAGE_SIZE)
-                U64(s->code_page_size);
-#undef SID
-#undef U64
-        s->rest_len = 0;
-        s->fields = st & ~(uint64_t) (PERF_SAMPLE_AUX | ~(uint64_t) (PERF_SAMPLE_MAX - 1));
-        if (left > 0) {
-                s->rest = p;
-                s->rest_len = left;
-        }
-        return 0;
-}
-
 static int handle_sample(struct perf_data_reader *r, struct perf_data_record *rec) {
         struct perf_data_sample s = { .rec = *rec };
+        const struct perf_data_attr *a;
         struct perf_data_cpu_stats *cs;
 
-        s.attr = resolve_attr(r, rec->raw, rec->size, true);
-        if (s.attr && parse_sample(s.attr, rec->raw + HDR_SIZE, rec->size - HDR_SIZE, &s) < 0)
+        a = resolve_attr(r, rec->raw, rec->size, true);
+        if (a && perf_record_parse_sample(&a->attr, rec, &s) < 0)
                 return fail(r, -EBADMSG, "SAMPLE record at offset 0x%" PRIx64 " (size 0x%" PRIx16
                             ") is too short for sample_type 0x%" PRIx64, rec->file_offset, rec->size,
-                            (uint64_t) s.attr->attr.sample_type);
+                            (uint64_t) a->attr.sample_type);
+        s.attr = a;
         cs = sid_cpu_stats(r, &s.rec.sid);
         if (cs)
                 cs->samples++;
@@ -1401,7 +1039,7 @@ static int handle_header_attr(struct perf_data_reader *r, struct perf_data_recor
         /* {perf_event_attr (attr.size bytes); u64 id[]} [perf.data-file-format.txt pipe mode]. */
         if (body < PERF_ATTR_SIZE_VER0)
                 return too_short(r, rec, HDR_SIZE + PERF_ATTR_SIZE_VER0);
-        sz = rd32(rec->raw + HDR_SIZE + offsetof(struct perf_event_attr, size));
+        sz = perf_rd32(rec->raw + HDR_SIZE + offsetof(struct perf_event_attr, size));
         if (sz == 0)
                 sz = PERF_ATTR_SIZE_VER0;
         if (sz > body)
@@ -1425,7 +1063,7 @@ static int handle_record(struct perf_data_reader *r, const uint8_t *p, uint64_t 
         uint32_t tlen = 0;
         int k;
 
-        fill_rec(&rec, p, off);
+        perf_record_header(p, off, &rec);
         r->stats.records_total++;
         if (rec.type < PERF_DATA_NR_TYPES)
                 r->stats.records_by_type[rec.type]++;
@@ -1434,9 +1072,13 @@ static int handle_record(struct perf_data_reader *r, const uint8_t *p, uint64_t 
 
         /* Kernel records other than SAMPLE may end in a sample_id trailer. */
         if (rec.type < PERF_RECORD_USER_TYPE_START && rec.type != PERF_RECORD_SAMPLE) {
-                k = parse_trailer(r, p, rec.size, 0, off, &rec.sid, &tlen);
-                if (k < 0)
-                        return k;
+                const struct perf_data_attr *a = resolve_attr(r, p, rec.size, false);
+
+                if (perf_record_parse_trailer(a ? &a->attr : NULL, &rec, 0, &tlen) < 0)
+                        return fail(r, -EBADMSG, "%s record at offset 0x%" PRIx64 " (size 0x%" PRIx16
+                                    ") is too short for its body (0x0) and sample_id (0x%" PRIx32 ")",
+                                    perf_data_record_type_name(rec.type) ?: "?", off, rec.size,
+                                    perf_record_trailer_size(a->attr.sample_type));
         }
 
         /* SAMPLE goes to on_record from handle_sample, once its ids are decoded. */
@@ -1448,77 +1090,54 @@ static int handle_record(struct perf_data_reader *r, const uint8_t *p, uint64_t 
 
         switch (rec.type) {
         case PERF_RECORD_MMAP:
-        case PERF_RECORD_MMAP2:
-                return handle_mmap(r, &rec, tlen);
+        case PERF_RECORD_MMAP2: {
+                struct perf_data_mmap m;
 
-        case PERF_RECORD_LOST: {
-                struct perf_data_lost l = { .rec = rec };
-                struct perf_data_wire_lost w;
-
-                k = get_body(r, &rec, tlen, &w, sizeof(w));
+                k = perf_record_parse_mmap(&rec, tlen, &m);
                 if (k < 0)
-                        return k;
-                l.id = w.id;
-                l.lost = w.lost;
-                r->stats.lost += l.lost;
-                count_lost(r, &rec.sid, l.lost);
-                return CALL(r, on_lost, &l);
+                        return body_error(r, &rec, tlen, k);
+                return CALL(r, on_mmap, &m);
         }
+        case PERF_RECORD_LOST:
         case PERF_RECORD_LOST_SAMPLES: {
-                struct perf_data_lost l = { .rec = rec };
-                struct perf_data_wire_lost_samples w;
+                struct perf_data_lost l;
 
-                k = get_body(r, &rec, tlen, &w, sizeof(w));
+                k = perf_record_parse_lost(&rec, tlen, &l);
                 if (k < 0)
-                        return k;
-                l.lost = w.lost;
-                r->stats.lost_samples += l.lost;
+                        return body_error(r, &rec, tlen, k);
+                if (rec.type == PERF_RECORD_LOST)
+                        r->stats.lost += l.lost;
+                else
+                        r->stats.lost_samples += l.lost;
                 count_lost(r, &rec.sid, l.lost);
                 return CALL(r, on_lost, &l);
         }
         case PERF_RECORD_COMM: {
-                struct perf_data_comm c = { .rec = rec };
-                struct perf_data_wire_comm w;
+                struct perf_data_comm cm;
 
-                k = get_body(r, &rec, tlen, &w, sizeof(w));
+                k = perf_record_parse_comm(&rec, tlen, &cm);
                 if (k < 0)
-                        return k;
-                c.pid = w.pid;
-                c.tid = w.tid;
-                c.exec = rec.misc & PERF_RECORD_MISC_COMM_EXEC;
-                c.comm = rec_string(p, HDR_SIZE + sizeof(w), rec.size - tlen);
-                if (!c.comm)
-                        return unterminated(r, &rec);
-                return CALL(r, on_comm, &c);
+                        return body_error(r, &rec, tlen, k);
+                return CALL(r, on_comm, &cm);
         }
         case PERF_RECORD_FORK:
         case PERF_RECORD_EXIT: {
-                struct perf_data_task t = { .rec = rec };
-                struct perf_data_wire_task w;
+                struct perf_data_task t;
 
-                k = get_body(r, &rec, tlen, &w, sizeof(w));
+                k = perf_record_parse_task(&rec, tlen, &t);
                 if (k < 0)
-                        return k;
-                t.pid = w.pid;
-                t.ppid = w.ppid;
-                t.tid = w.tid;
-                t.ptid = w.ptid;
-                t.time = w.time;
+                        return body_error(r, &rec, tlen, k);
                 return rec.type == PERF_RECORD_FORK ? CALL(r, on_fork, &t) : CALL(r, on_exit, &t);
         }
         case PERF_RECORD_SAMPLE:
                 return handle_sample(r, &rec);
 
         case PERF_RECORD_AUX: {
-                struct perf_data_aux a = { .rec = rec };
-                struct perf_data_wire_aux w;
+                struct perf_data_aux a;
 
-                k = get_body(r, &rec, tlen, &w, sizeof(w));
+                k = perf_record_parse_aux(&rec, tlen, &a);
                 if (k < 0)
-                        return k;
-                a.aux_offset = w.aux_offset;
-                a.aux_size = w.aux_size;
-                a.flags = w.flags;
+                        return body_error(r, &rec, tlen, k);
                 cs = sid_cpu_stats(r, &rec.sid);
 #define COUNT_FLAG(flag, field)                                 \
                 if (a.flags & (flag)) {                         \
@@ -1536,31 +1155,20 @@ static int handle_record(struct perf_data_reader *r, const uint8_t *p, uint64_t 
                 return CALL(r, on_aux, &a);
         }
         case PERF_RECORD_ITRACE_START: {
-                struct perf_data_itrace_start is = { .rec = rec };
-                struct perf_data_wire_itrace_start w;
+                struct perf_data_itrace_start is;
 
-                k = get_body(r, &rec, tlen, &w, sizeof(w));
+                k = perf_record_parse_itrace_start(&rec, tlen, &is);
                 if (k < 0)
-                        return k;
-                is.pid = w.pid;
-                is.tid = w.tid;
+                        return body_error(r, &rec, tlen, k);
                 return CALL(r, on_itrace_start, &is);
         }
         case PERF_RECORD_SWITCH:
         case PERF_RECORD_SWITCH_CPU_WIDE: {
-                struct perf_data_switch sw = { .rec = rec };
+                struct perf_data_switch sw;
 
-                sw.out = rec.misc & PERF_RECORD_MISC_SWITCH_OUT;
-                sw.preempt = rec.misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT;
-                if (rec.type == PERF_RECORD_SWITCH_CPU_WIDE) {
-                        struct perf_data_wire_switch_cpu_wide w;
-
-                        k = get_body(r, &rec, tlen, &w, sizeof(w));
-                        if (k < 0)
-                                return k;
-                        sw.next_prev_pid = w.next_prev_pid;
-                        sw.next_prev_tid = w.next_prev_tid;
-                }
+                k = perf_record_parse_switch(&rec, tlen, &sw);
+                if (k < 0)
+                        return body_error(r, &rec, tlen, k);
                 return CALL(r, on_switch, &sw);
         }
         case PERF_RECORD_HEADER_ATTR:
@@ -1570,7 +1178,7 @@ static int handle_record(struct perf_data_reader *r, const uint8_t *p, uint64_t 
                 return build_ids(r, off, rec.raw, rec.size);
 
         case PERF_RECORD_HEADER_FEATURE: {
-                struct perf_data_wire_feature w;
+                struct perf_data_wire_feature w = {};
 
                 k = get_body(r, &rec, 0, &w, sizeof(w));
                 if (k < 0)
@@ -1635,8 +1243,8 @@ static int read_records(struct perf_data_reader *r) {
                                     " is cut by the end of the input at 0x%" PRIx64
                                     " (data section ends at 0x%" PRIx64 ")", off, off + buffered(r), r->data_end);
                 }
-                type = rd32(r->buf + r->start);
-                size = rd16(r->buf + r->start + 6);
+                type = perf_rd32(r->buf + r->start);
+                size = perf_rd16(r->buf + r->start + 6);
                 if (size < HDR_SIZE)
                         return fail(r, -EBADMSG, "record at offset 0x%" PRIx64 " (type %" PRIu32
                                     ") has size 0x%" PRIx32 ", less than its header", off, type, size);
@@ -1654,7 +1262,7 @@ static int read_records(struct perf_data_reader *r) {
                 if (type == PERF_RECORD_AUXTRACE) {
                         struct perf_data_record rec;
 
-                        fill_rec(&rec, r->buf + r->start, off);
+                        perf_record_header(r->buf + r->start, off, &rec);
                         r->stats.records_total++;
                         r->stats.records_by_type[type]++;
                         if (r->ops->on_record) {
@@ -1677,7 +1285,7 @@ static int read_records(struct perf_data_reader *r) {
                         struct perf_data_record rec;
                         uint64_t len;
 
-                        fill_rec(&rec, r->buf + r->start, off);
+                        perf_record_header(r->buf + r->start, off, &rec);
                         struct perf_data_wire_tracing_data w;
 
                         k = get_body(r, &rec, 0, &w, sizeof(w));
@@ -1794,14 +1402,14 @@ static int run(struct perf_data_reader *r) {
                 return fail(r, k, "cannot read the perf.data header");
         if (k == 0) {
                 if (buffered(r) >= sizeof(magic)) {
-                        k = check_magic(r, rd64(r->buf + r->start));
+                        k = check_magic(r, perf_rd64(r->buf + r->start));
                         if (k < 0)
                                 return k;
                 }
                 return fail(r, -ENODATA, "perf.data header is cut by the end of the input at 0x%zx", buffered(r));
         }
-        magic = rd64(r->buf + r->start);
-        size = rd64(r->buf + r->start + 8);
+        magic = perf_rd64(r->buf + r->start);
+        size = perf_rd64(r->buf + r->start + 8);
         k = check_magic(r, magic);
         if (k < 0)
                 return k;

@@ -40,6 +40,8 @@
 #include <stdint.h>
 #include <linux/perf_event.h>
 
+#include "perf-record.h"
+
 /* "PERFILE2" read as a little-endian u64 [perf.data-file-format.txt]. */
 #define PERF_DATA_MAGIC2        UINT64_C(0x32454c4946524550)
 /* The same bytes written by a big-endian machine. */
@@ -100,96 +102,6 @@ enum {
         PERF_DATA_FEAT_CLOCK_DATA       = 29,
         PERF_DATA_FEAT_HYBRID_TOPOLOGY  = 30,
         PERF_DATA_FEAT_PMU_CAPS         = 31,
-};
-
-/*
- * Record types perf itself synthesizes (user records, never from the
- * kernel): tools/lib/perf/include/perf/event.h `enum perf_user_event_type`,
- * listed in perf.data-file-format.txt. The kernel ones (PERF_RECORD_MMAP ...
- * PERF_RECORD_AUX_OUTPUT_HW_ID) come from <linux/perf_event.h>.
- */
-enum {
-        PERF_RECORD_USER_TYPE_START     = 64,
-        PERF_RECORD_HEADER_ATTR         = 64,
-        PERF_RECORD_HEADER_EVENT_TYPE   = 65,
-        PERF_RECORD_HEADER_TRACING_DATA = 66,
-        PERF_RECORD_HEADER_BUILD_ID     = 67,
-        PERF_RECORD_FINISHED_ROUND      = 68,
-        PERF_RECORD_ID_INDEX            = 69,
-        PERF_RECORD_AUXTRACE_INFO       = 70,
-        PERF_RECORD_AUXTRACE            = 71,
-        PERF_RECORD_AUXTRACE_ERROR      = 72,
-        PERF_RECORD_THREAD_MAP          = 73,
-        PERF_RECORD_CPU_MAP             = 74,
-        PERF_RECORD_STAT_CONFIG         = 75,
-        PERF_RECORD_STAT                = 76,
-        PERF_RECORD_STAT_ROUND          = 77,
-        PERF_RECORD_EVENT_UPDATE        = 78,
-        PERF_RECORD_TIME_CONV           = 79,
-        PERF_RECORD_HEADER_FEATURE      = 80,
-        PERF_RECORD_COMPRESSED          = 81,
-        PERF_RECORD_FINISHED_INIT       = 82,
-        PERF_RECORD_COMPRESSED2         = 83,
-};
-
-/*
- * Record bodies as written after struct perf_event_header [perf_event_open(2)
- * "PERF_RECORD_*", tools/lib/perf/include/perf/event.h]. Every field sits at
- * its natural alignment, so these structs have the on-disk layout; the
- * reader memcpy()s them out of its (unaligned) buffer. Variable parts
- * (strings, the sample_id trailer, payloads) follow and are not included.
- */
-struct perf_data_wire_mmap {            /* + char filename[] */
-        uint32_t pid, tid;
-        uint64_t addr, len, pgoff;
-};
-
-#define PERF_DATA_BUILD_ID_MAX  20
-struct perf_data_wire_mmap2 {           /* + char filename[] */
-        uint32_t pid, tid;
-        uint64_t addr, len, pgoff;
-        union {
-                struct {
-                        uint32_t maj, min;
-                        uint64_t ino, ino_generation;
-                };
-                struct {                /* PERF_RECORD_MISC_MMAP_BUILD_ID */
-                        uint8_t build_id_size;
-                        uint8_t reserved_1;
-                        uint16_t reserved_2;
-                        uint8_t build_id[PERF_DATA_BUILD_ID_MAX];
-                };
-        };
-        uint32_t prot, flags;
-};
-
-struct perf_data_wire_comm {            /* + char comm[] */
-        uint32_t pid, tid;
-};
-
-struct perf_data_wire_task {            /* FORK, EXIT */
-        uint32_t pid, ppid, tid, ptid;
-        uint64_t time;
-};
-
-struct perf_data_wire_lost {
-        uint64_t id, lost;
-};
-
-struct perf_data_wire_lost_samples {
-        uint64_t lost;
-};
-
-struct perf_data_wire_aux {
-        uint64_t aux_offset, aux_size, flags;
-};
-
-struct perf_data_wire_itrace_start {
-        uint32_t pid, tid;
-};
-
-struct perf_data_wire_switch_cpu_wide {
-        uint32_t next_prev_pid, next_prev_tid;
 };
 
 /* perf >= 5.10 appended time_cycles..cap_user_time_short; older files stop at time_zero. */
@@ -287,39 +199,6 @@ enum {
 #define PERF_DATA_SPE_PARAM_MIN_IVAL    2
 #define PERF_DATA_SPE_PARAM_EVENT_FILTER 3
 
-/* Which sample_id fields a record carried (bits of perf_data_sample_id.valid). */
-enum {
-        PERF_DATA_ID_TID        = 1 << 0,
-        PERF_DATA_ID_TIME       = 1 << 1,
-        PERF_DATA_ID_ID         = 1 << 2,
-        PERF_DATA_ID_STREAM_ID  = 1 << 3,
-        PERF_DATA_ID_CPU        = 1 << 4,
-};
-
-/*
- * Where and when a record happened: from the sample_id trailer of non-sample
- * records when attr.sample_id_all is set [perf_event_open(2)
- * "sample_id_all"], and from the sample body for SAMPLE.
- */
-struct perf_data_sample_id {
-        unsigned valid;         /* PERF_DATA_ID_* */
-        uint32_t pid, tid;
-        uint64_t time;
-        uint64_t id;
-        uint64_t stream_id;
-        uint32_t cpu;
-};
-
-/* What every delivered record has in common. */
-struct perf_data_record {
-        uint64_t file_offset;   /* byte offset of the record in the input */
-        uint32_t type;
-        uint16_t misc;
-        uint16_t size;          /* header.size */
-        const uint8_t *raw;     /* the record, header included, size bytes; unaligned */
-        struct perf_data_sample_id sid;
-};
-
 struct perf_data_attr {
         struct perf_event_attr attr;    /* zero-extended to our struct size */
         uint32_t attr_size;             /* size the file had */
@@ -358,40 +237,6 @@ struct perf_data_auxtrace {
         uint32_t cpu;                   /* (u32)-1 in per-thread mode */
 };
 
-struct perf_data_aux {
-        struct perf_data_record rec;
-        uint64_t aux_offset;
-        uint64_t aux_size;
-        uint64_t flags;                 /* PERF_AUX_FLAG_* */
-};
-
-struct perf_data_lost {
-        struct perf_data_record rec;    /* type LOST or LOST_SAMPLES */
-        uint64_t id;                    /* LOST only */
-        uint64_t lost;
-};
-
-struct perf_data_comm {
-        struct perf_data_record rec;
-        uint32_t pid, tid;
-        const char *comm;               /* NUL-terminated inside the record */
-        bool exec;                      /* PERF_RECORD_MISC_COMM_EXEC */
-};
-
-struct perf_data_mmap {
-        struct perf_data_record rec;    /* type MMAP or MMAP2 */
-        uint32_t pid, tid;
-        uint64_t addr, len, pgoff;
-        /* MMAP2 only: */
-        bool has_build_id;              /* PERF_RECORD_MISC_MMAP_BUILD_ID */
-        uint32_t maj, min;
-        uint64_t ino, ino_generation;
-        uint8_t build_id_size;
-        uint8_t build_id[PERF_DATA_BUILD_ID_MAX];
-        uint32_t prot, flags;
-        const char *filename;           /* NUL-terminated inside the record */
-};
-
 struct perf_data_build_id {
         uint64_t file_offset;           /* of the entry */
         uint16_t misc;                  /* PERF_RECORD_MISC_CPUMODE_MASK: kernel, user, guest... */
@@ -401,24 +246,6 @@ struct perf_data_build_id {
         const char *filename;
 };
 
-struct perf_data_task {
-        struct perf_data_record rec;    /* type FORK or EXIT */
-        uint32_t pid, ppid, tid, ptid;
-        uint64_t time;
-};
-
-struct perf_data_switch {
-        struct perf_data_record rec;    /* type SWITCH or SWITCH_CPU_WIDE */
-        bool out;                       /* PERF_RECORD_MISC_SWITCH_OUT */
-        bool preempt;                   /* PERF_RECORD_MISC_SWITCH_OUT_PREEMPT */
-        uint32_t next_prev_pid, next_prev_tid; /* CPU_WIDE only */
-};
-
-struct perf_data_itrace_start {
-        struct perf_data_record rec;
-        uint32_t pid, tid;
-};
-
 /* PERF_RECORD_TIME_CONV (tools/lib/perf/include/perf/event.h). */
 struct perf_data_time_conv {
         struct perf_data_record rec;
@@ -426,28 +253,6 @@ struct perf_data_time_conv {
         bool has_cycles;                /* newer perf: the fields below */
         uint64_t time_cycles, time_mask;
         bool cap_user_time_zero, cap_user_time_short;
-};
-
-/* Sample fields decoded (bits of perf_data_sample.fields): PERF_SAMPLE_* bits. */
-struct perf_data_sample {
-        struct perf_data_record rec;    /* rec.sid carries tid/time/id/stream_id/cpu */
-        const struct perf_data_attr *attr; /* NULL: no attr matched, nothing decoded */
-        uint64_t fields;                /* PERF_SAMPLE_* bits actually decoded */
-        uint64_t ip;
-        uint64_t addr;
-        uint64_t period;
-        uint64_t nr_callchain;
-        const uint8_t *callchain;       /* nr_callchain u64s; unaligned */
-        uint64_t weight;                /* WEIGHT, or WEIGHT_STRUCT var1_dw */
-        uint16_t weight_var2, weight_var3;
-        uint64_t data_src;
-        uint64_t transaction;
-        uint64_t phys_addr;
-        uint64_t cgroup;
-        uint64_t data_page_size, code_page_size;
-        /* Bytes not decoded (sample_type bits we do not parse, e.g. AUX), if any. */
-        const uint8_t *rest;
-        size_t rest_len;
 };
 
 /*
@@ -563,6 +368,3 @@ int perf_data_reader_midr(const struct perf_data_reader *r, uint32_t cpu, uint64
 
 /* Parse an arm64 CPUID string "0x<hex>" into a MIDR; -EINVAL otherwise. */
 int perf_data_parse_midr(const char *s, uint64_t *ret_midr);
-
-/* "AUXTRACE", "SAMPLE"... for a record type; NULL when unknown. */
-const char *perf_data_record_type_name(uint32_t type);
