@@ -68,6 +68,30 @@ struct perf_data_reader {
         uint64_t file_size;
         bool pipe_mode;
         bool ran;
+        /*
+         * Blocking (perf_data_reader_run()): wait for a pipe with poll(2).
+         * Otherwise (perf_data_reader_step()) a pipe with nothing to read
+         * gives -EAGAIN and the step resumes where it stopped.
+         */
+        bool blocking;
+        enum {
+                READER_START,   /* nothing read: the header comes next */
+                READER_RECORDS, /* at a record boundary (or inside one not yet complete in the buffer) */
+                READER_PAYLOAD, /* inside the payload that follows an AUXTRACE or TRACING_DATA record */
+                READER_END,     /* done: result says how */
+        } state;
+        int result;             /* READER_END: 0 or the error */
+        size_t units_left;      /* records and payload pieces this step may still hand out */
+
+        /* The payload in progress (READER_PAYLOAD). */
+        struct perf_data_auxtrace pl_at;
+        bool pl_deliver;        /* to on_auxtrace; else skipped */
+        const char *pl_what;
+        uint64_t pl_rec_off, pl_len, pl_done;
+
+        /* File mode: a damaged feature section, returned after the records. */
+        int deferred;
+        char deferred_msg[PERF_DATA_ERR_MAX];
 
         /* Read buffer: valid bytes are buf[start, end), buf[start] is at stream offset pos. */
         uint8_t *buf;
@@ -346,7 +370,20 @@ static ssize_t src_read(struct perf_data_reader *r, uint64_t off, void *dst, siz
                 return 0;
         for (;;) {
                 /* A pipe is read only once it is ready (see perf_data_wait_readable()). */
-                if (!r->seekable || r->cancel_fd >= 0) {
+                if (!r->blocking && !r->seekable) {
+                        /*
+                         * Not blocking: the same question without waiting. A
+                         * FIFO that never had a writer polls as not ready (its
+                         * read(2) would say end of file).
+                         */
+                        struct pollfd p = { .fd = r->fd, .events = POLLIN };
+                        int k = poll(&p, 1, 0);
+
+                        if (k < 0 && errno != EINTR)
+                                return -errno;
+                        if (k <= 0)
+                                return -EAGAIN;
+                } else if (!r->seekable || r->cancel_fd >= 0) {
                         int k = perf_data_wait_readable(r->fd, r->cancel_fd);
 
                         if (k < 0)
@@ -359,6 +396,8 @@ static ssize_t src_read(struct perf_data_reader *r, uint64_t off, void *dst, siz
                         n = read(r->fd, dst, len);
                 if (n >= 0)
                         return n;
+                if (errno == EAGAIN && !r->blocking)
+                        return -EAGAIN;
                 if (errno != EINTR && errno != EAGAIN)
                         return -errno;
         }
@@ -940,38 +979,62 @@ static int check_payload(struct perf_data_reader *r, const struct perf_data_reco
 }
 
 /*
- * Hand `len` payload bytes that follow the current record to the consumer
- * (or skip them when at is NULL), in pieces as they sit in the read buffer.
+ * Hand the payload in progress (r->pl_*: bytes that follow the current
+ * record) to the consumer, or skip it when not delivering, in pieces as they
+ * sit in the read buffer. 0 when it is all out (the reader is back between
+ * records), 1 when the step's budget ran out, -EAGAIN when a non-blocking
+ * input has no more bytes now: r->pl_done says where to resume.
  */
-static int stream_payload(struct perf_data_reader *r, const struct perf_data_auxtrace *at,
-                          const char *what, uint64_t rec_off, uint64_t len) {
-        uint64_t done = 0;
+static int payload_continue(struct perf_data_reader *r) {
         int k;
 
         for (;;) {
-                size_t n = (size_t) MIN((uint64_t) buffered(r), len - done);
-                bool last = done + n == len;
+                size_t n = (size_t) MIN((uint64_t) buffered(r), r->pl_len - r->pl_done);
+                bool last = r->pl_done + n == r->pl_len;
 
-                if (n > 0 || len == 0) {
-                        if (at && r->ops->on_auxtrace) {
-                                k = r->ops->on_auxtrace(r->userdata, at, done, r->buf + r->start, n, last);
+                if (n > 0 || r->pl_len == 0) {
+                        if (r->pl_deliver && r->ops->on_auxtrace) {
+                                k = r->ops->on_auxtrace(r->userdata, &r->pl_at, r->pl_done,
+                                                        r->buf + r->start, n, last);
                                 if (k < 0)
                                         return k;
                         }
                         consume(r, n);
-                        done += n;
+                        r->pl_done += n;
+                        if (r->units_left > 0)
+                                r->units_left--;
                 }
-                if (last)
+                if (last) {
+                        r->state = READER_RECORDS;
                         return 0;
+                }
+                if (n > 0 && r->units_left == 0)
+                        return 1;
                 k = (int) fill(r);
+                if (k == -EAGAIN)
+                        return k;
                 if (k < 0)
                         return fail(r, k, "read error in the %s payload of the record at offset 0x%" PRIx64,
-                                    what, rec_off);
+                                    r->pl_what, r->pl_rec_off);
                 if (k == 0)
                         return fail(r, -ENODATA, "%s payload of the record at offset 0x%" PRIx64
                                     " (0x%" PRIx64 " bytes) is cut at offset 0x%" PRIx64 ", the end of the input",
-                                    what, rec_off, len, r->pos);
+                                    r->pl_what, r->pl_rec_off, r->pl_len, r->pos);
         }
+}
+
+/* Start streaming `len` payload bytes that follow the record at rec_off (delivered when at is set). */
+static int payload_begin(struct perf_data_reader *r, const struct perf_data_auxtrace *at, const char *what,
+                         uint64_t rec_off, uint64_t len) {
+        r->pl_deliver = at;
+        if (at)
+                r->pl_at = *at;
+        r->pl_what = what;
+        r->pl_rec_off = rec_off;
+        r->pl_len = len;
+        r->pl_done = 0;
+        r->state = READER_PAYLOAD;
+        return payload_continue(r);
 }
 
 static int handle_auxtrace(struct perf_data_reader *r, struct perf_data_record *rec) {
@@ -1004,7 +1067,7 @@ static int handle_auxtrace(struct perf_data_reader *r, struct perf_data_record *
         }
         /* The record is consumed before its payload is streamed (rec->raw goes stale). */
         consume(r, rec->size);
-        return stream_payload(r, &at, "AUXTRACE", rec->file_offset, at.size);
+        return payload_begin(r, &at, "AUXTRACE", rec->file_offset, at.size);
 }
 
 static int handle_sample(struct perf_data_reader *r, struct perf_data_record *rec) {
@@ -1223,7 +1286,12 @@ static int handle_record(struct perf_data_reader *r, const uint8_t *p, uint64_t 
         }
 }
 
-/* Stream records from r->pos until the end of the data section (or of a pipe). */
+/*
+ * Stream records from r->pos until the end of the data section (or of a
+ * pipe): 0 at the end, 1 when the step's budget ran out, -EAGAIN when a
+ * non-blocking input has nothing more now (nothing of an incomplete record
+ * is consumed: the next step reads it again from its start), else an error.
+ */
 static int read_records(struct perf_data_reader *r) {
         for (;;) {
                 uint64_t off = r->pos;
@@ -1232,7 +1300,11 @@ static int read_records(struct perf_data_reader *r) {
 
                 if (off == r->data_end)
                         return 0;
+                if (r->units_left == 0)
+                        return 1;
                 k = ensure(r, HDR_SIZE);
+                if (k == -EAGAIN)
+                        return k;
                 if (k < 0)
                         return fail(r, k, "read error at offset 0x%" PRIx64, off);
                 if (k == 0) {
@@ -1252,12 +1324,15 @@ static int read_records(struct perf_data_reader *r) {
                         return fail(r, -EBADMSG, "record at offset 0x%" PRIx64 " claims size 0x%" PRIx32
                                     " past end of data at 0x%" PRIx64, off, size, r->data_end);
                 k = ensure(r, size);
+                if (k == -EAGAIN)
+                        return k;
                 if (k < 0)
                         return fail(r, k, "read error at offset 0x%" PRIx64, off);
                 if (k == 0)
                         return fail(r, -ENODATA, "record at offset 0x%" PRIx64 " (type %" PRIu32 ", size 0x%"
                                     PRIx32 ") is cut by the end of the input at 0x%" PRIx64,
                                     off, type, size, off + buffered(r));
+                r->units_left--;
 
                 if (type == PERF_RECORD_AUXTRACE) {
                         struct perf_data_record rec;
@@ -1271,7 +1346,7 @@ static int read_records(struct perf_data_reader *r) {
                                         return k;
                         }
                         k = handle_auxtrace(r, &rec);
-                        if (k < 0)
+                        if (k != 0)
                                 return k;
                         continue;
                 }
@@ -1282,12 +1357,11 @@ static int read_records(struct perf_data_reader *r) {
 
                 if (type == PERF_RECORD_HEADER_TRACING_DATA) {
                         /* {header; u32 size; u32 pad} then `size` bytes of tracing data (util/trace-event.c). */
+                        struct perf_data_wire_tracing_data w;
                         struct perf_data_record rec;
                         uint64_t len;
 
                         perf_record_header(r->buf + r->start, off, &rec);
-                        struct perf_data_wire_tracing_data w;
-
                         k = get_body(r, &rec, 0, &w, sizeof(w));
                         if (k < 0)
                                 return k;
@@ -1296,8 +1370,8 @@ static int read_records(struct perf_data_reader *r) {
                         if (k < 0)
                                 return k;
                         consume(r, size);
-                        k = stream_payload(r, NULL, "TRACING_DATA", off, len);
-                        if (k < 0)
+                        k = payload_begin(r, NULL, "TRACING_DATA", off, len);
+                        if (k != 0)
                                 return k;
                         continue;
                 }
@@ -1386,18 +1460,20 @@ static int check_magic(struct perf_data_reader *r, uint64_t magic) {
         return fail(r, -EPROTONOSUPPORT, "not a perf.data: magic 0x%016" PRIx64 " at offset 0", magic);
 }
 
-static int run(struct perf_data_reader *r) {
+/*
+ * The header, and in file mode the attrs and the feature sections: 0 when
+ * the records come next, -EAGAIN when a pipe has not sent the 16 header
+ * bytes yet (none is consumed then), else an error.
+ */
+static int read_start(struct perf_data_reader *r) {
         struct perf_data_file_header h;
         uint64_t magic, size;
-        int k, deferred = 0;
-        char deferred_msg[PERF_DATA_ERR_MAX] = "";
-
-        k = alloc_buf(r);
-        if (k < 0)
-                return k;
+        int k;
 
         /* Both modes start with {magic, header size}; pipes can only be read in order. */
         k = ensure(r, PERF_DATA_PIPE_HEADER_SIZE);
+        if (k == -EAGAIN)
+                return k;
         if (k < 0)
                 return fail(r, k, "cannot read the perf.data header");
         if (k == 0) {
@@ -1418,9 +1494,10 @@ static int run(struct perf_data_reader *r) {
                 /* Pipe mode [perf.data-file-format.txt "Pipe-mode data"]: records follow. */
                 r->pipe_mode = true;
                 consume(r, PERF_DATA_PIPE_HEADER_SIZE);
-                return read_records(r);
+                return 0;
         }
 
+        /* File mode: a seekable input, which never has to wait. */
         if (!r->seekable)
                 return fail(r, -ESPIPE, "file-mode perf.data (header size 0x%" PRIx64 ") on an unseekable "
                             "input; pipe it from `perf record -o -` or give a file", size);
@@ -1442,34 +1519,88 @@ static int run(struct perf_data_reader *r) {
         if (k < 0 && r->err[0] == '\0')
                 return k;
         if (k < 0) {
-                deferred = k;
-                memcpy(deferred_msg, r->err, sizeof(deferred_msg));
+                r->deferred = k;
+                memcpy(r->deferred_msg, r->err, sizeof(r->deferred_msg));
                 r->err[0] = '\0';
         }
 
         r->start = r->end = 0;
         r->pos = h.data.offset;
         r->data_end = h.data.offset + h.data.size;
-        k = read_records(r);
-        if (k < 0)
-                return k;
-        if (deferred < 0) {
-                memcpy(r->err, deferred_msg, sizeof(r->err));
-                return deferred;
-        }
         return 0;
 }
 
-int perf_data_reader_run(struct perf_data_reader *r, const struct perf_data_ops *ops, void *userdata) {
+int perf_data_reader_begin(struct perf_data_reader *r, const struct perf_data_ops *ops, void *userdata) {
         static const struct perf_data_ops no_ops = {};
+        int k;
 
         if (!r)
                 return -EINVAL;
         if (r->ran)
                 return -EALREADY;
+        k = alloc_buf(r);
+        if (k < 0)
+                return k;
         r->ran = true;
         r->ops = ops ?: &no_ops;
         r->userdata = userdata;
         r->err[0] = '\0';
-        return run(r);
+        r->state = READER_START;
+        return 0;
+}
+
+int perf_data_reader_step(struct perf_data_reader *r, size_t budget) {
+        int k = 0;
+
+        if (!r || !r->ran)
+                return -EINVAL;
+        if (r->state == READER_END)
+                return r->result;
+        r->units_left = MAX(budget, (size_t) 1);
+
+        switch (r->state) {
+        case READER_START:
+                k = read_start(r);
+                if (k < 0)
+                        break;
+                r->state = READER_RECORDS;
+                k = read_records(r);
+                break;
+        case READER_RECORDS:
+                k = read_records(r);
+                break;
+        case READER_PAYLOAD:
+                k = payload_continue(r);
+                if (k == 0)
+                        k = read_records(r);
+                break;
+        case READER_END:
+                break;
+        }
+        if (k == 1 || k == -EAGAIN)
+                return k;
+        if (k == 0 && r->deferred < 0) {
+                memcpy(r->err, r->deferred_msg, sizeof(r->err));
+                k = r->deferred;
+        }
+        r->state = READER_END;
+        r->result = k;
+        return k;
+}
+
+bool perf_data_reader_done(const struct perf_data_reader *r) {
+        return r && r->ran && r->state == READER_END;
+}
+
+int perf_data_reader_run(struct perf_data_reader *r, const struct perf_data_ops *ops, void *userdata) {
+        int k;
+
+        k = perf_data_reader_begin(r, ops, userdata);
+        if (k < 0)
+                return k;
+        r->blocking = true;
+        do
+                k = perf_data_reader_step(r, SIZE_MAX);
+        while (k == 1);
+        return k;
 }

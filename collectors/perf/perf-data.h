@@ -339,8 +339,34 @@ void perf_data_reader_set_cancel_fd(struct perf_data_reader *r, int cancel_fd);
  */
 int perf_data_wait_readable(int fd, int cancel_fd);
 
-/* Read everything once. 0 on success, else a negative error (see above). */
+/*
+ * Read everything once, blocking: a pipe is waited for with poll(2) (and
+ * cancel_fd). 0 on success, else a negative error (see above). It is
+ * perf_data_reader_begin() and perf_data_reader_step() until the end.
+ */
 int perf_data_reader_run(struct perf_data_reader *r, const struct perf_data_ops *ops, void *userdata);
+
+/*
+ * The resumable reader, for an event loop: begin() once (it allocates the
+ * read buffer and reads nothing), then step() whenever the input may have
+ * more. A step hands out at most `budget` units (a record, or a piece of an
+ * AUXTRACE payload as it sits in the read buffer, at most 1 MiB) and returns
+ *   1        more is ready: step again (after the loop's other work)
+ *   0        the input ended cleanly (the deferred feature error, if any,
+ *            is returned instead, as perf_data_reader_run() does)
+ *   -EAGAIN  a pipe or FIFO (opened O_NONBLOCK) has nothing now: step again
+ *            when it polls readable. The state survives anywhere, inside a
+ *            record or an AUXTRACE payload; no byte is read twice or lost.
+ *   <0       an error, with perf_data_reader_error() as for run().
+ * Once it returned 0 or an error, it returns the same again. A step never
+ * blocks on a pipe (cancel_fd is not used); a file-mode input reads its
+ * header, attrs and features in the first step (a seekable input never
+ * waits). Callbacks run inside the step, as with run().
+ */
+int perf_data_reader_begin(struct perf_data_reader *r, const struct perf_data_ops *ops, void *userdata);
+int perf_data_reader_step(struct perf_data_reader *r, size_t budget);
+/* The last step returned 0 or an error. */
+bool perf_data_reader_done(const struct perf_data_reader *r);
 
 /* "" when nothing failed. */
 const char *perf_data_reader_error(const struct perf_data_reader *r);
