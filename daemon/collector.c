@@ -66,7 +66,7 @@ struct collector {
         char spe_reason[256];
         uint64_t spe_period; /* sampling interval in operations, 0 unknown; set by the replay before HTTP starts */
         size_t n_spe_cpus;
-        struct spe_replay_cpu_stats *spe_cpus;
+        struct spe_stream_stats *spe_cpus;
         char spe_warnings[REPLAY_WARNINGS_MAX][REPLAY_WARNING_LEN];
         size_t n_spe_warnings;
 
@@ -419,7 +419,7 @@ static int arm(int fd, uint64_t usec) {
         return timerfd_settime(fd, 0, &its, NULL) < 0 ? -errno : 0;
 }
 
-void replay_clock_file(void *userdata, const struct spe_replay_clock *c) {
+void replay_clock_file(void *userdata, const struct source_clock *c) {
         struct replay_clock *t = userdata;
 
         t->file = *c;
@@ -439,7 +439,7 @@ void replay_clock_record(struct replay_clock *t, const struct spe_record *r) {
         /* A record right after undecodable bytes may carry a timestamp made of them. */
         if (!t->file.has_time_conv || !(r->present & SPE_REC_TIMESTAMP) || (r->flags & SPE_REC_F_AFTER_ERROR))
                 return;
-        ns = spe_replay_perf_ns(&t->file, r->timestamp);
+        ns = source_clock_perf_ns(&t->file, r->timestamp);
         if (!t->started) {
                 t->started = true;
                 t->epoch_start_ns = t->last_ns = ns;
@@ -493,7 +493,7 @@ static void replay_sink(void *userdata, const struct spe_record *recs, const uin
         }
 }
 
-static void replay_clock_cb(void *userdata, const struct spe_replay_clock *c) {
+static void replay_clock_cb(void *userdata, const struct source_clock *c) {
         struct replay_ctx *x = userdata;
 
         replay_clock_file(&x->clock, c);
@@ -503,7 +503,7 @@ static void replay_epoch_end(void *userdata, uint64_t end_ns) {
         epoch_end(userdata, end_ns);
 }
 
-static void replay_mapping(void *userdata, const struct spe_mapping *m) {
+static void replay_mapping(void *userdata, const struct source_mapping *m) {
         struct collector *c = ((struct replay_ctx *) userdata)->c;
         int k;
 
@@ -640,7 +640,7 @@ static int replay(struct collector *c) {
         c->memnode = memnode_free(c->memnode);
         pthread_mutex_unlock(&c->symbols_lock);
         k = replay_run(&c->replay, c->replay_fd, c->stop_fd,
-                       &(struct spe_sink) { .userdata = &x, .records = replay_sink, .mapping = replay_mapping,
+                       &(struct source_sink) { .userdata = &x, .records = replay_sink, .mapping = replay_mapping,
                                             .clock = replay_clock_cb, .feature = replay_feature },
                        &r);
         if (k == -ECANCELED) {

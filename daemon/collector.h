@@ -49,7 +49,7 @@ struct collector_view {
         const char *spe_source;   /* "replay", or NULL when there is no SPE source */
         char spe_reason[256];     /* why there is none */
         size_t n_spe_cpus;
-        struct spe_replay_cpu_stats *spe_cpus;
+        struct spe_stream_stats *spe_cpus;
         /* What is wrong with the replayed input (replay_warnings()). */
         char spe_warnings[REPLAY_WARNINGS_MAX][REPLAY_WARNING_LEN];
         size_t n_spe_warnings;
@@ -128,7 +128,7 @@ struct replay_clock {
         void (*epoch_end)(void *userdata, uint64_t end_ns);
         void *userdata;
 
-        struct spe_replay_clock file;
+        struct source_clock file;
         bool started, closed;
         uint64_t epoch_start_ns, last_ns;
 };
@@ -137,5 +137,5 @@ struct replay_clock {
 void replay_clock_record(struct replay_clock *t, const struct spe_record *r);
 /* After the file: closes the last epoch at the file's end and freezes the store's clock. */
 void replay_clock_finish(struct replay_clock *t);
-/* An spe_sink.clock callback; userdata is the struct replay_clock. */
-void replay_clock_file(void *userdata, const struct spe_replay_clock *c);
+/* A source_sink.clock callback; userdata is the struct replay_clock. */
+void replay_clock_file(void *userdata, const struct source_clock *c);

@@ -70,7 +70,7 @@ int replay_open(const struct replay_args *a, int *ret_fd) {
         return 0;
 }
 
-int replay_run(const struct replay_args *a, int fd, int cancel_fd, const struct spe_sink *sink,
+int replay_run(const struct replay_args *a, int fd, int cancel_fd, const struct source_sink *sink,
                struct spe_replay **ret) {
         return spe_replay_run(&(struct spe_replay_input) {
                                       .fd = fd,
@@ -89,34 +89,7 @@ bool replay_complete(const struct spe_replay *r, int run_result) {
 
 size_t replay_warnings(const struct spe_replay *r, int run_result,
                        char ret[REPLAY_WARNINGS_MAX][REPLAY_WARNING_LEN]) {
-        uint64_t bytes = 0, undecoded = 0, records = 0;
-        size_t n = 0;
-
-        for (size_t i = 0; i < spe_replay_n_cpus(r); i++) {
-                const struct spe_replay_cpu_stats *c = spe_replay_cpu(r, i);
-
-                bytes += c->bytes;
-                records += c->records;
-                /* Skipped headers and packets cut by a reset or the end: bytes that made no packet. */
-                undecoded += c->decoder.bad_header + c->decoder.bad_ext_header + c->decoder.flushed_bytes;
-        }
-        if (spe_replay_dropped_payloads(r) > 0)
-                snprintf(ret[n++], REPLAY_WARNING_LEN,
-                         "%" PRIu64 " AUXTRACE payloads (%" PRIu64 " bytes) name a CPU beyond the %u a replay "
-                         "keeps: not decoded",
-                         spe_replay_dropped_payloads(r), spe_replay_dropped_bytes(r), SPE_REPLAY_MAX_CPUS);
-        /* An input that failed before its end has the error to say what is wrong with it. */
-        if (bytes == 0 && spe_replay_dropped_bytes(r) == 0 && run_result >= 0)
-                snprintf(ret[n++], REPLAY_WARNING_LEN, "%s",
-                         spe_replay_is_raw(r) ? "no SPE data: the input is empty"
-                                              : "no SPE data: the file has no AUXTRACE payloads (was it recorded "
-                                                "with an arm_spe event, perf record -e arm_spe//?)");
-        else if (undecoded * 1000 > bytes * REPLAY_UNDECODED_WARN_PERMILLE)
-                snprintf(ret[n++], REPLAY_WARNING_LEN,
-                         "%.1f%% of the SPE bytes (%" PRIu64 " of %" PRIu64 ") did not decode and gave %" PRIu64
-                         " records: the data is damaged, not SPE, or not of the CPU its MIDR names",
-                         100.0 * (double) undecoded / (double) bytes, undecoded, bytes, records);
-        return n;
+        return spe_replay_warnings(r, run_result, ret);
 }
 
 /* One decoded record as a JSON object: the fields the record has, none it lacks. */
@@ -127,9 +100,9 @@ static void write_ip(FILE *f, const char *name, const struct spe_ip *ip) {
 
 static void write_record(FILE *f, const struct spe_record *r, uint32_t pid, uint32_t tid) {
         fprintf(f, "{\"cpu\":%" PRIu32, r->cpu);
-        if (pid != SPE_REPLAY_NO_ID)
+        if (pid != SOURCE_NO_ID)
                 fprintf(f, ",\"pid\":%" PRIu32, pid);
-        if (tid != SPE_REPLAY_NO_ID)
+        if (tid != SOURCE_NO_ID)
                 fprintf(f, ",\"tid\":%" PRIu32, tid);
         if (r->present & SPE_REC_PC)
                 write_ip(f, "pc", &r->pc);
@@ -187,13 +160,13 @@ static void sink_records(void *userdata, const struct spe_record *recs, const ui
         }
 }
 
-static void sink_clock(void *userdata, const struct spe_replay_clock *c) {
+static void sink_clock(void *userdata, const struct source_clock *c) {
         struct once *o = userdata;
 
         replay_clock_file(&o->clock, c);
 }
 
-static void sink_mapping(void *userdata, const struct spe_mapping *m) {
+static void sink_mapping(void *userdata, const struct source_mapping *m) {
         struct once *o = userdata;
 
         (void) symbols_add_mapping(o->symbols, m->pid, m->start, m->len, m->pgoff, m->filename, m->build_id,
@@ -246,7 +219,7 @@ static json_t *cpus_json(const struct spe_replay *r, struct spe_decoder_stats *r
 
         *ret_sum = (struct spe_decoder_stats) {};
         for (size_t i = 0; i < spe_replay_n_cpus(r); i++) {
-                const struct spe_replay_cpu_stats *c = spe_replay_cpu(r, i);
+                const struct spe_stream_stats *c = spe_replay_cpu(r, i);
 
                 ret_sum->bad_header += c->decoder.bad_header;
                 ret_sum->bad_ext_header += c->decoder.bad_ext_header;
@@ -293,7 +266,7 @@ int replay_once(const struct replay_args *a, const char *records_path, const str
         if (k < 0)
                 return log_error_errno(k, "Failed to create the aggregate store: %m");
         struct once once = { .store = s, .symbols = symbols_new(NULL), .clock = { .store = s } };
-        struct spe_sink sink = { .userdata = &once, .records = sink_records, .mapping = sink_mapping,
+        struct source_sink sink = { .userdata = &once, .records = sink_records, .mapping = sink_mapping,
                                  .clock = sink_clock, .feature = sink_feature };
         struct agg_symbolizer sym = { &once, symbol, object, node };
 

@@ -8,15 +8,9 @@
 #include "config.h"
 #include "spe-replay.h"
 
-/* Messages about a replay's input, in the --once report and /status. */
-#define REPLAY_WARNINGS_MAX 3
-#define REPLAY_WARNING_LEN 256
-/*
- * A replay warns when more than this share of its SPE bytes did not decode
- * (per mille): a few bad bytes happen on real streams (a record cut by a
- * wrapped buffer), a tenth of them means the bytes are not SPE of this CPU.
- */
-#define REPLAY_UNDECODED_WARN_PERMILLE 10
+/* Messages about a replay's input, in the --once report and /status (spe_replay_warnings()). */
+#define REPLAY_WARNINGS_MAX SOURCE_WARNINGS_MAX
+#define REPLAY_WARNING_LEN SOURCE_WARNING_LEN
 
 /* What to replay: --replay FILE, or --replay-raw FILE --midr --cpu. */
 struct replay_args {
@@ -36,18 +30,13 @@ struct replay_args {
 int replay_open(const struct replay_args *a, int *ret_fd);
 
 /* Run the replay from fd (replay_open()) into sink; cancel_fd as in struct spe_replay_input. */
-int replay_run(const struct replay_args *a, int fd, int cancel_fd, const struct spe_sink *sink,
+int replay_run(const struct replay_args *a, int fd, int cancel_fd, const struct source_sink *sink,
                struct spe_replay **ret);
 
 /* The whole input was read and every SPE byte of it went to a decoder. */
 bool replay_complete(const struct spe_replay *r, int run_result);
 
-/*
- * What is wrong with an input that read fine: no SPE data in it, payloads
- * no decoder took, or more than REPLAY_UNDECODED_WARN_PERMILLE of its SPE
- * bytes not decoded (run_result: what the replay returned). Returns how
- * many of ret[] it filled.
- */
+/* spe_replay_warnings(). */
 size_t replay_warnings(const struct spe_replay *r, int run_result,
                        char ret[REPLAY_WARNINGS_MAX][REPLAY_WARNING_LEN]);
 

@@ -87,7 +87,7 @@ void spe_metrics_write(const struct spe_metrics_input *in, struct prom_writer *w
                 return;
 
         per_cpu(w, in, "armprofd_spe_records_total", "SPE records decoded.",
-                offsetof(struct spe_replay_cpu_stats, records));
+                offsetof(struct spe_stream_stats, records));
         prom_family_unit(w, "armprofd_spe_bytes_total", PROM_COUNTER, "bytes", "SPE trace bytes read.");
         for (size_t i = 0; i < in->n_cpus; i++) {
                 char cpu[16];
@@ -99,10 +99,10 @@ void spe_metrics_write(const struct spe_metrics_input *in, struct prom_writer *w
         }
         per_cpu(w, in, "armprofd_spe_aux_truncated_total",
                 "AUX buffer updates the kernel flagged truncated (samples lost to a full buffer).",
-                offsetof(struct spe_replay_cpu_stats, aux_truncated));
+                offsetof(struct spe_stream_stats, aux_truncated));
         per_cpu(w, in, "armprofd_spe_aux_collisions_total",
                 "AUX buffer updates flagged with sample collisions.",
-                offsetof(struct spe_replay_cpu_stats, aux_collision));
+                offsetof(struct spe_stream_stats, aux_collision));
         prom_family(w, "armprofd_spe_decode_errors_total", PROM_COUNTER,
                     "SPE bytes skipped because they did not decode as a packet.");
         prom_sample_u64(w, NULL, errors);

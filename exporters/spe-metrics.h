@@ -27,7 +27,7 @@ struct spe_latency_cum {
 
 struct spe_metrics_input {
         const struct store_totals *totals; /* cumulative */
-        const struct spe_replay_cpu_stats *cpus;
+        const struct spe_stream_stats *cpus;
         size_t n_cpus;
         const struct spe_latency_cum *latency; /* [kind * SPE_LAT_OPS + op] or NULL */
         uint64_t store_bytes;                  /* the store's memory bound */

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +43,7 @@ struct build_id_entry {
 };
 
 struct replay_queue {
-        struct spe_replay_cpu_stats st;
+        struct spe_stream_stats st;
         struct spe_decoder dec;
         bool started;
         uint64_t next_offset; /* AUX position where the next payload should begin */
@@ -51,7 +52,7 @@ struct replay_queue {
 
 struct spe_replay {
         struct perf_data_reader *reader;
-        const struct spe_sink *sink;
+        const struct source_sink *sink;
         struct replay_queue *queues[SPE_REPLAY_MAX_CPUS];
         struct replay_queue *sorted[SPE_REPLAY_MAX_CPUS];
         size_t n_queues;
@@ -71,8 +72,16 @@ struct spe_replay {
         bool raw;
         uint64_t raw_midr;
         uint64_t dropped_payloads, dropped_bytes;
-        struct spe_replay_clock clock;
-        char error[512];
+        struct source_clock clock;
+        char error[SOURCE_REASON_MAX];
+
+        /* Stepping (spe_replay_new()): the input, and how it ended once it did. */
+        int fd;
+        char *name;
+        uint8_t *raw_buf;
+        uint64_t raw_off;
+        bool finished;
+        int result;
 
         struct spe_record batch[SPE_REPLAY_BATCH];
         uint32_t pids[SPE_REPLAY_BATCH], tids_out[SPE_REPLAY_BATCH];
@@ -94,7 +103,7 @@ static void tid_set(struct spe_replay *r, uint32_t tid, uint32_t pid) {
 static uint32_t tid_pid(const struct spe_replay *r, uint32_t tid) {
         const struct tid_slot *s = &r->tids[tid_hash(tid)];
 
-        return s->used && s->tid == tid ? s->pid : SPE_REPLAY_NO_ID;
+        return s->used && s->tid == tid ? s->pid : SOURCE_NO_ID;
 }
 
 static struct replay_queue *queue(struct spe_replay *r, uint32_t cpu) {
@@ -116,7 +125,7 @@ static struct replay_queue *queue(struct spe_replay *r, uint32_t cpu) {
         spe_decoder_init(&q->dec, cpu, midr);
         q->st.cpu = cpu;
         q->st.midr = midr;
-        q->cur_pid = q->cur_tid = SPE_REPLAY_NO_ID;
+        q->cur_pid = q->cur_tid = SOURCE_NO_ID;
         r->queues[cpu] = q;
 
         /* Keep an ascending index for reporting. */
@@ -132,7 +141,7 @@ static struct replay_queue *queue(struct spe_replay *r, uint32_t cpu) {
 static void emit(struct spe_replay *r, struct replay_queue *q, size_t n) {
         /* The tid map cannot change during one batch, and a CPU runs one thread
          * for many records in a row: look each thread up once per run. */
-        uint32_t map_tid = SPE_REPLAY_NO_ID, map_pid = SPE_REPLAY_NO_ID;
+        uint32_t map_tid = SOURCE_NO_ID, map_pid = SOURCE_NO_ID;
 
         for (size_t i = 0; i < n; i++) {
                 const struct spe_record *rec = &r->batch[i];
@@ -142,18 +151,18 @@ static void emit(struct spe_replay *r, struct replay_queue *q, size_t n) {
                  * (or a switch record), as perf carries it over on that CPU. */
                 if (rec->present & SPE_REC_CONTEXT && rec->context != q->cur_tid) {
                         q->cur_tid = rec->context;
-                        q->cur_pid = SPE_REPLAY_NO_ID;
+                        q->cur_pid = SOURCE_NO_ID;
                 }
                 tid = q->cur_tid;
                 if (tid != map_tid) {
                         map_tid = tid;
-                        map_pid = tid == SPE_REPLAY_NO_ID ? SPE_REPLAY_NO_ID : tid_pid(r, tid);
+                        map_pid = tid == SOURCE_NO_ID ? SOURCE_NO_ID : tid_pid(r, tid);
                 }
                 pid = map_pid;
                 /* The switched-in task's pid is known even without its COMM. */
-                if (pid == SPE_REPLAY_NO_ID)
+                if (pid == SOURCE_NO_ID)
                         pid = q->cur_pid;
-                if (pid == SPE_REPLAY_NO_ID)
+                if (pid == SOURCE_NO_ID)
                         r->unattributed++;
                 r->tids_out[i] = tid;
                 r->pids[i] = pid;
@@ -304,7 +313,7 @@ static const struct build_id_entry *build_id_of(struct spe_replay *r, const char
 static int on_mmap(void *userdata, const struct perf_data_mmap *m) {
         struct spe_replay *r = userdata;
         const struct build_id_entry *e;
-        struct spe_mapping sm = {
+        struct source_mapping sm = {
                 .pid = m->pid,
                 .start = m->addr,
                 .len = m->len,
@@ -337,7 +346,7 @@ static void switch_in(struct spe_replay *r, uint32_t cpu, uint32_t pid, uint32_t
                 return;
         q->cur_pid = pid;
         q->cur_tid = tid;
-        if (pid != SPE_REPLAY_NO_ID)
+        if (pid != SOURCE_NO_ID)
                 tid_set(r, tid, pid);
 }
 
@@ -371,19 +380,6 @@ static void finish(struct spe_replay *r) {
                 spe_decoder_reset(&r->sorted[i]->dec);
                 r->sorted[i]->st.decoder = r->sorted[i]->dec.stats;
         }
-}
-
-uint64_t spe_replay_perf_ns(const struct spe_replay_clock *c, uint64_t cyc) {
-        uint64_t quot, rem;
-
-        /* tools/perf/util/tsc.c tsc_to_perf_time(); a shift of 64 or more is no conversion. */
-        if (c->time_shift >= 64)
-                return cyc;
-        if (c->cap_user_time_short)
-                cyc = c->time_cycles + ((cyc - c->time_cycles) & c->time_mask);
-        quot = cyc >> c->time_shift;
-        rem = cyc & ((UINT64_C(1) << c->time_shift) - 1);
-        return c->time_zero + quot * c->time_mult + ((rem * c->time_mult) >> c->time_shift);
 }
 
 static void clock_changed(struct spe_replay *r) {
@@ -426,28 +422,30 @@ static int on_feature(void *userdata, unsigned feat, const uint8_t *data, size_t
         return 0;
 }
 
-static int run(struct perf_data_reader *reader, const struct spe_sink *sink, struct spe_replay **ret) {
-        static const struct perf_data_ops ops = {
-                .on_feature = on_feature,
-                .on_attr = on_attr,
-                .on_auxtrace_info = on_auxtrace_info,
-                .on_auxtrace = on_auxtrace,
-                .on_aux = on_aux,
-                .on_lost = on_lost,
-                .on_comm = on_comm,
-                .on_mmap = on_mmap,
-                .on_build_id = on_build_id,
-                .on_fork = on_fork,
-                .on_switch = on_switch,
-                .on_itrace_start = on_itrace_start,
-                .on_time_conv = on_time_conv,
-        };
+static const struct perf_data_ops replay_ops = {
+        .on_feature = on_feature,
+        .on_attr = on_attr,
+        .on_auxtrace_info = on_auxtrace_info,
+        .on_auxtrace = on_auxtrace,
+        .on_aux = on_aux,
+        .on_lost = on_lost,
+        .on_comm = on_comm,
+        .on_mmap = on_mmap,
+        .on_build_id = on_build_id,
+        .on_fork = on_fork,
+        .on_switch = on_switch,
+        .on_itrace_start = on_itrace_start,
+        .on_time_conv = on_time_conv,
+};
+
+
+static int run(struct perf_data_reader *reader, const struct source_sink *sink, struct spe_replay **ret) {
         struct spe_replay *r = xcalloc(1, sizeof(*r));
         int k;
 
         r->reader = reader;
         r->sink = sink;
-        k = perf_data_reader_run(reader, &ops, r);
+        k = perf_data_reader_run(reader, &replay_ops, r);
         if (k < 0)
                 snprintf(r->error, sizeof(r->error), "%s", perf_data_reader_error(reader));
         finish(r);
@@ -456,7 +454,7 @@ static int run(struct perf_data_reader *reader, const struct spe_sink *sink, str
 }
 
 /* Raw SPE bytes of one CPU, read to the end: no perf.data framing at all. */
-static int run_raw(const struct spe_replay_input *in, const struct spe_sink *sink, struct spe_replay **ret) {
+static int run_raw(const struct spe_replay_input *in, const struct source_sink *sink, struct spe_replay **ret) {
         struct spe_replay *r = xcalloc(1, sizeof(*r));
         uint8_t *buf = xmalloc(RAW_READ_SIZE);
         struct replay_queue *q;
@@ -501,7 +499,7 @@ static int run_raw(const struct spe_replay_input *in, const struct spe_sink *sin
         return k;
 }
 
-int spe_replay_run(const struct spe_replay_input *in, const struct spe_sink *sink, struct spe_replay **ret) {
+int spe_replay_run(const struct spe_replay_input *in, const struct source_sink *sink, struct spe_replay **ret) {
         struct perf_data_reader *reader = NULL;
         int k;
 
@@ -519,7 +517,7 @@ int spe_replay_run(const struct spe_replay_input *in, const struct spe_sink *sin
         return run(reader, sink, ret);
 }
 
-int spe_replay_path(const char *path, const struct spe_sink *sink, struct spe_replay **ret) {
+int spe_replay_path(const char *path, const struct source_sink *sink, struct spe_replay **ret) {
         struct perf_data_reader *reader = NULL;
         int k;
 
@@ -543,6 +541,8 @@ struct spe_replay *spe_replay_free(struct spe_replay *r) {
                 free(r->build_ids[i].filename);
         free(r->build_ids);
         perf_data_reader_free(r->reader);
+        free(r->raw_buf);
+        free(r->name);
         free(r);
         return NULL;
 }
@@ -559,7 +559,7 @@ size_t spe_replay_n_cpus(const struct spe_replay *r) {
         return r->n_queues;
 }
 
-const struct spe_replay_cpu_stats *spe_replay_cpu(const struct spe_replay *r, size_t i) {
+const struct spe_stream_stats *spe_replay_cpu(const struct spe_replay *r, size_t i) {
         return i < r->n_queues ? &r->sorted[i]->st : NULL;
 }
 
@@ -594,4 +594,150 @@ uint64_t spe_replay_dropped_bytes(const struct spe_replay *r) {
 
 uint64_t spe_replay_build_ids_dropped(const struct spe_replay *r) {
         return r->build_ids_dropped;
+}
+
+/* ---- stepping ------------------------------------------------------------ */
+
+int spe_replay_new(const struct spe_replay_input *in, const struct source_sink *sink, struct spe_replay **ret) {
+        struct spe_replay *r;
+        int k;
+
+        if (!in || in->fd < 0 || !ret)
+                return -EINVAL;
+        r = xcalloc(1, sizeof(*r));
+        r->sink = sink;
+        r->fd = in->fd;
+        r->name = xstrdup(in->name ?: "input");
+        if (in->raw) {
+                r->raw = true;
+                r->raw_midr = in->raw_midr;
+                r->raw_buf = xmalloc(RAW_READ_SIZE);
+                /* A CPU beyond the bound is the first step's error, with its message. */
+                if (!queue(r, in->raw_cpu)) {
+                        snprintf(r->error, sizeof(r->error), "%s: CPU %" PRIu32 " is beyond the %u CPUs a replay "
+                                 "keeps", r->name, in->raw_cpu, SPE_REPLAY_MAX_CPUS);
+                        r->finished = true;
+                        r->result = -EINVAL;
+                }
+                *ret = r;
+                return 0;
+        }
+        k = perf_data_reader_new_fd(in->fd, false, &r->reader);
+        if (k >= 0)
+                k = perf_data_reader_begin(r->reader, &replay_ops, r);
+        if (k < 0) {
+                spe_replay_free(r);
+                return k;
+        }
+        *ret = r;
+        return 0;
+}
+
+/* Up to budget reads of a raw SPE buffer, never waiting: 1, 0 at its end, -EAGAIN, or -errno. */
+static int raw_step(struct spe_replay *r, size_t budget) {
+        struct replay_queue *q = r->sorted[0];
+
+        for (size_t i = 0; i < budget; i++) {
+                struct pollfd p = { .fd = r->fd, .events = POLLIN };
+                ssize_t n;
+
+                /* As perf_data_wait_readable(), without the wait: a FIFO with no writer yet is not ready. */
+                n = poll(&p, 1, 0);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0) {
+                        int k = -errno;
+
+                        snprintf(r->error, sizeof(r->error), "%s: read stopped at offset 0x%" PRIx64 ": %s",
+                                 r->name, r->raw_off, strerror(-k));
+                        return k;
+                }
+                if (n == 0)
+                        return -EAGAIN;
+                n = read(r->fd, r->raw_buf, RAW_READ_SIZE);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && errno == EAGAIN)
+                        return -EAGAIN;
+                if (n < 0) {
+                        int k = -errno;
+
+                        snprintf(r->error, sizeof(r->error), "%s: read error at offset 0x%" PRIx64 ": %s",
+                                 r->name, r->raw_off, strerror(-k));
+                        return k;
+                }
+                if (n == 0)
+                        return 0;
+                decode(r, q, r->raw_buf, (size_t) n);
+                r->raw_off += (uint64_t) n;
+        }
+        return 1;
+}
+
+int spe_replay_step(struct spe_replay *r, size_t budget) {
+        int k;
+
+        if (!r)
+                return -EINVAL;
+        if (r->finished)
+                return r->result;
+        budget = MAX(budget, (size_t) 1);
+        if (r->raw)
+                k = raw_step(r, budget);
+        else {
+                k = perf_data_reader_step(r->reader, budget);
+                if (k < 0 && k != -EAGAIN)
+                        snprintf(r->error, sizeof(r->error), "%s", perf_data_reader_error(r->reader));
+        }
+        if (k == 1 || k == -EAGAIN)
+                return k;
+        finish(r);
+        r->finished = true;
+        r->result = k;
+        return k;
+}
+
+bool spe_replay_finished(const struct spe_replay *r) {
+        return r->finished;
+}
+
+void spe_replay_stream_stats(const struct spe_replay *r, size_t i, struct spe_stream_stats *ret) {
+        const struct replay_queue *q = r->sorted[i];
+
+        *ret = q->st;
+        /* While running, the decoder's counters so far (finish() copies the final ones). */
+        if (!r->finished)
+                ret->decoder = q->dec.stats;
+}
+
+size_t spe_replay_warnings(const struct spe_replay *r, int run_result,
+                           char ret[SOURCE_WARNINGS_MAX][SOURCE_WARNING_LEN]) {
+        uint64_t bytes = 0, undecoded = 0, records = 0;
+        size_t n = 0;
+
+        for (size_t i = 0; i < r->n_queues; i++) {
+                const struct spe_stream_stats *c = &r->sorted[i]->st;
+
+                bytes += c->bytes;
+                records += c->records;
+                /* Skipped headers and packets cut by a reset or the end: bytes that made no packet. */
+                undecoded += c->decoder.bad_header + c->decoder.bad_ext_header + c->decoder.flushed_bytes;
+        }
+        if (r->dropped_payloads > 0)
+                snprintf(ret[n++], SOURCE_WARNING_LEN,
+                         "%" PRIu64 " AUXTRACE payloads (%" PRIu64 " bytes) name a CPU beyond the %u a replay "
+                         "keeps: not decoded",
+                         r->dropped_payloads, r->dropped_bytes, SPE_REPLAY_MAX_CPUS);
+        /* An input that failed before its end has the error to say what is wrong with it. */
+        if (bytes == 0 && r->dropped_bytes == 0 && run_result >= 0)
+                snprintf(ret[n++], SOURCE_WARNING_LEN, "%s",
+                         r->raw ? "no SPE data: the input is empty"
+                                : "no SPE data: the file has no AUXTRACE payloads (was it recorded "
+                                  "with an arm_spe event, perf record -e arm_spe//?)");
+        else if (undecoded * 1000 > bytes * SPE_REPLAY_UNDECODED_WARN_PERMILLE)
+                snprintf(ret[n++], SOURCE_WARNING_LEN,
+                         "%.1f%% of the SPE bytes (%" PRIu64 " of %" PRIu64 ") did not decode and gave %" PRIu64
+                         " records: the data is damaged, not SPE, or not of the CPU its MIDR names",
+                         100.0 * (double) undecoded / (double) bytes, undecoded, bytes, records);
+        return n;
 }

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "source.h"
 #include "spe-rec.h"
 
 #define SPE_REPLAY_MAX_CPUS 4096
@@ -30,59 +31,12 @@
  * bench-replay; the per-call cost is amortised either way.
  */
 #define SPE_REPLAY_BATCH 64
-#define SPE_REPLAY_NO_ID UINT32_MAX
-
-/* A mapping of a process, for symbolization (PERF_RECORD_MMAP/MMAP2). */
-struct spe_mapping {
-        uint32_t pid;
-        uint64_t start, len, pgoff;
-        const char *filename;      /* valid during the callback only */
-        const uint8_t *build_id;   /* NULL when the record had none */
-        size_t build_id_len;
-};
-
 /*
- * The file's clocks, as far as it states them: PERF_RECORD_TIME_CONV turns
- * SPE timestamps (generic timer ticks) into perf time, HEADER_CLOCK_DATA
- * (perf record -k CLOCK) ties perf time to the time of day.
+ * A replay warns when more than this share of its SPE bytes did not decode
+ * (per mille): a few bad bytes happen on real streams (a record cut by a
+ * wrapped buffer), a tenth of them means the bytes are not SPE of this CPU.
  */
-struct spe_replay_clock {
-        bool has_time_conv;
-        uint64_t time_shift, time_mult, time_zero, time_cycles, time_mask;
-        bool cap_user_time_short;
-        bool has_clock_data;
-        uint32_t clockid;
-        int64_t unix_minus_perf_ns;     /* tod_ns - clockid_ns of the clock data */
-};
-
-/* An SPE timestamp in perf nanoseconds, as perf's tsc_to_perf_time() computes it (needs has_time_conv). */
-uint64_t spe_replay_perf_ns(const struct spe_replay_clock *c, uint64_t ticks);
-
-struct spe_sink {
-        void *userdata;
-        /* A batch of records decoded on one CPU, with their pid and tid (or SPE_REPLAY_NO_ID). */
-        void (*records)(void *userdata, const struct spe_record *recs, const uint32_t *pids,
-                        const uint32_t *tids, size_t n);
-        /* Optional: each mapping in file order, before the records that use it. */
-        void (*mapping)(void *userdata, const struct spe_mapping *m);
-        /* Optional: the file's clocks, each time a record or feature adds to them (before the
-         * records that follow it). */
-        void (*clock)(void *userdata, const struct spe_replay_clock *c);
-        /* Optional: each feature section the reader passes on (PERF_DATA_FEAT_*, e.g.
-         * the memory topology); data is valid during the callback only. */
-        void (*feature)(void *userdata, unsigned feat, const uint8_t *data, size_t len);
-};
-
-struct spe_replay_cpu_stats {
-        uint32_t cpu;
-        uint64_t midr;
-        uint64_t records;
-        uint64_t bytes;
-        struct spe_decoder_stats decoder;
-        uint64_t aux_records, aux_truncated, aux_collision, aux_partial;
-        uint64_t discontinuities; /* payloads that did not continue the previous one */
-        uint64_t lost;
-};
+#define SPE_REPLAY_UNDECODED_WARN_PERMILLE 10
 
 struct spe_replay;
 
@@ -104,8 +58,8 @@ struct spe_replay_input {
 /* Runs the whole input. Returns 0, or a negative errno with spe_replay_error()
  * naming the offset of the damage; everything before it has reached the sink
  * and is in the stats either way. *ret is set in both cases (free it). */
-int spe_replay_path(const char *path, const struct spe_sink *sink, struct spe_replay **ret);
-int spe_replay_run(const struct spe_replay_input *in, const struct spe_sink *sink, struct spe_replay **ret);
+int spe_replay_path(const char *path, const struct source_sink *sink, struct spe_replay **ret);
+int spe_replay_run(const struct spe_replay_input *in, const struct source_sink *sink, struct spe_replay **ret);
 struct spe_replay *spe_replay_free(struct spe_replay *r);
 
 const char *spe_replay_error(const struct spe_replay *r);
@@ -119,7 +73,7 @@ uint64_t spe_replay_dropped_payloads(const struct spe_replay *r);
 uint64_t spe_replay_dropped_bytes(const struct spe_replay *r);
 /* CPUs that had SPE data, ascending. */
 size_t spe_replay_n_cpus(const struct spe_replay *r);
-const struct spe_replay_cpu_stats *spe_replay_cpu(const struct spe_replay *r, size_t i);
+const struct spe_stream_stats *spe_replay_cpu(const struct spe_replay *r, size_t i);
 /* The SPE event's sampling interval (one sample every N operations), 0 when unknown. */
 uint64_t spe_replay_sample_period(const struct spe_replay *r);
 /* Build-id table entries beyond the bound (16384), left out: their files' mappings carry no build id. */
@@ -128,3 +82,28 @@ uint64_t spe_replay_build_ids_dropped(const struct spe_replay *r);
 uint64_t spe_replay_unattributed(const struct spe_replay *r);
 /* Threads the attribution table had to forget (it is bounded). */
 uint64_t spe_replay_tid_evictions(const struct spe_replay *r);
+
+/*
+ * Stepping, for an event loop (spe-replay-source.c): new() reads nothing and
+ * sets *ret only on success (-EINVAL, -ENOMEM, or fstat(2)'s error on in->fd);
+ * in->cancel_fd is not used. step() decodes at most `budget` units (a
+ * perf.data record or AUXTRACE payload piece, or one read of a raw buffer)
+ * and never waits: 1 more is ready, 0 the input ended, -EAGAIN a pipe or
+ * FIFO (O_NONBLOCK) has nothing now (step again when it polls readable),
+ * else the error with spe_replay_error() saying what and where. Once 0 or an
+ * error was returned, step() returns it again and the stats are final; the
+ * accessors above work at any time.
+ */
+int spe_replay_new(const struct spe_replay_input *in, const struct source_sink *sink, struct spe_replay **ret);
+int spe_replay_step(struct spe_replay *r, size_t budget);
+bool spe_replay_finished(const struct spe_replay *r);
+/* CPU i's stream (i < spe_replay_n_cpus()), the decoder's counters up to now included. */
+void spe_replay_stream_stats(const struct spe_replay *r, size_t i, struct spe_stream_stats *ret);
+/*
+ * What is wrong with an input that read fine: no SPE data in it, payloads
+ * no decoder took, or more than SPE_REPLAY_UNDECODED_WARN_PERMILLE of its SPE
+ * bytes not decoded (run_result: what the replay returned). Returns how
+ * many of ret[] it filled.
+ */
+size_t spe_replay_warnings(const struct spe_replay *r, int run_result,
+                           char ret[SOURCE_WARNINGS_MAX][SOURCE_WARNING_LEN]);

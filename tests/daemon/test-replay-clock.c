@@ -24,14 +24,14 @@
 
 /* tools/perf/util/tsc.c, worked by hand: 100 + (5 >> 1) * 3 + ((5 & 1) * 3 >> 1) = 107. */
 static void test_perf_ns(void **state) {
-        struct spe_replay_clock c = { .has_time_conv = true, .time_shift = 1, .time_mult = 3, .time_zero = 100,
+        struct source_clock c = { .has_time_conv = true, .time_shift = 1, .time_mult = 3, .time_zero = 100,
                                       .time_mask = UINT64_MAX };
 
-        assert_int_equal(spe_replay_perf_ns(&c, 5), 107);
+        assert_int_equal(source_clock_perf_ns(&c, 5), 107);
         /* cap_user_time_short: the counter's low bits above time_cycles (0x1000 + (0x1234 & 0xff) = 0x1034). */
-        c = (struct spe_replay_clock) { .has_time_conv = true, .time_mult = 1, .time_cycles = 0x1000,
+        c = (struct source_clock) { .has_time_conv = true, .time_mult = 1, .time_cycles = 0x1000,
                                         .time_mask = 0xff, .cap_user_time_short = true };
-        assert_int_equal(spe_replay_perf_ns(&c, 0x1234), 0x1034);
+        assert_int_equal(source_clock_perf_ns(&c, 0x1234), 0x1034);
 }
 
 static void add(struct replay_clock *t, struct store *s, uint64_t ts, uint32_t flags) {
@@ -62,7 +62,7 @@ static void test_epochs_follow_records(void **state) {
 
         struct replay_clock t = { .store = s, .epoch_ns = NSEC_PER_SEC };
         /* Identity conversion, as the generator writes it; clock data: perf time 0 is Unix 1.8e18. */
-        replay_clock_file(&t, &(struct spe_replay_clock) { .has_time_conv = true, .time_mult = 1,
+        replay_clock_file(&t, &(struct source_clock) { .has_time_conv = true, .time_mult = 1,
                                                           .time_mask = UINT64_MAX, .has_clock_data = true,
                                                           .unix_minus_perf_ns = INT64_C(1800000000000000000) });
         add(&t, s, 100 * MS, 0);
@@ -97,7 +97,7 @@ static void test_one_epoch(void **state) {
         assert_int_equal(store_new(&o, 0, &s), 0);
 
         struct replay_clock t = { .store = s };
-        replay_clock_file(&t, &(struct spe_replay_clock) { .has_time_conv = true, .time_mult = 1,
+        replay_clock_file(&t, &(struct source_clock) { .has_time_conv = true, .time_mult = 1,
                                                           .time_mask = UINT64_MAX });
         add(&t, s, 30 * NSEC_PER_SEC, 0);
         add(&t, s, 20 * NSEC_PER_SEC, 0);
@@ -177,7 +177,7 @@ static void test_file_clocks(void **state) {
         store_options_init(&o);
         assert_int_equal(store_new(&o, 0, &s), 0);
         struct replay_clock t = { .store = s };
-        struct spe_sink sink = { .userdata = &t, .clock = replay_clock_file };
+        struct source_sink sink = { .userdata = &t, .clock = replay_clock_file };
         assert_int_equal(spe_replay_run(&(struct spe_replay_input) { .fd = fd, .cancel_fd = -1, .name = "clocks.data" },
                                         &sink, &r), 0);
         spe_replay_free(r);
@@ -187,7 +187,7 @@ static void test_file_clocks(void **state) {
         assert_int_equal(t.file.clockid, 1);
         assert_int_equal(t.file.unix_minus_perf_ns, (int64_t) (tod - ref));
         /* 500 + (4096 >> 10) * 3 + 0 */
-        assert_int_equal(spe_replay_perf_ns(&t.file, 4096), 512);
+        assert_int_equal(source_clock_perf_ns(&t.file, 4096), 512);
 
         add(&t, s, 4096, 0);
         add(&t, s, 8192, 0);

@@ -26,7 +26,7 @@ static void records(void *userdata, const struct spe_record *recs, const uint32_
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         /* Neoverse N1, N2, V1 (common data sources), Ampere1A, and an unknown core. */
         static const uint64_t midrs[] = { 0x414fd0c1, 0x410fd490, 0x411fd401, 0xc00fac40, 0 };
-        struct spe_sink sink = { NULL, records, NULL };
+        struct source_sink sink = { .records = records };
         struct spe_replay *r = NULL;
         int fd;
 

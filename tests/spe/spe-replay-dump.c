@@ -43,12 +43,12 @@ static void print_records(void *userdata, const struct spe_record *recs, const u
                 fputc(',', f);
                 if (r->present & SPE_REC_CONTEXT)
                         fprintf(f, "%" PRIu32, r->context);
-                fprintf(f, ",%" PRId64 ",%" PRId64 "\n", pids[i] == SPE_REPLAY_NO_ID ? -1 : (int64_t) pids[i],
-                        tids[i] == SPE_REPLAY_NO_ID ? -1 : (int64_t) tids[i]);
+                fprintf(f, ",%" PRId64 ",%" PRId64 "\n", pids[i] == SOURCE_NO_ID ? -1 : (int64_t) pids[i],
+                        tids[i] == SOURCE_NO_ID ? -1 : (int64_t) tids[i]);
         }
 }
 
-static void print_mapping(void *userdata, const struct spe_mapping *m) {
+static void print_mapping(void *userdata, const struct source_mapping *m) {
         printf("# mapping pid %" PRIu32 " start %" PRIx64 " len %" PRIx64 " pgoff %" PRIx64 " build_id %zu %s\n",
                m->pid, m->start, m->len, m->pgoff, m->build_id_len, m->filename);
 }
@@ -120,7 +120,8 @@ int main(int argc, char **argv) {
 
         if (argc == 3 && strcmp(argv[1], "--decode-only") == 0)
                 return decode_only(argv[2]);
-        struct spe_sink sink = { stdout, count ? count_records : print_records, print_mapping };
+        struct source_sink sink = { .userdata = stdout, .records = count ? count_records : print_records,
+                                    .mapping = print_mapping };
         struct spe_replay *r = NULL;
         int k;
 
@@ -130,7 +131,7 @@ int main(int argc, char **argv) {
         }
         k = spe_replay_path(argv[argc - 1], &sink, &r);
         for (size_t i = 0; i < spe_replay_n_cpus(r); i++) {
-                const struct spe_replay_cpu_stats *c = spe_replay_cpu(r, i);
+                const struct spe_stream_stats *c = spe_replay_cpu(r, i);
 
                 printf("# cpu %" PRIu32 " midr %" PRIx64 " records %" PRIu64 " bytes %" PRIu64
                        " bad_header %" PRIu64 " dropped %" PRIu64 " discontinuities %" PRIu64 "\n",

@@ -27,7 +27,7 @@ static void count_function(struct replay_sym_stats *st, const char *name) {
         st->funcs[st->n_funcs++].count = 1;
 }
 
-static void on_mapping(void *userdata, const struct spe_mapping *m) {
+static void on_mapping(void *userdata, const struct source_mapping *m) {
         struct ctx *c = userdata;
         int r;
 
@@ -64,7 +64,7 @@ static void on_records(void *userdata, const struct spe_record *recs, const uint
                         mapping_id = pprof_mapping(c->b, res.map_start, res.map_limit, res.map_pgoff,
                                                    res.filename, res.build_id_hex);
                 if (pprof_sample(c->b, recs[i].pc.addr, mapping_id, found ? res.function : NULL, &one, labels,
-                                 pids[i] == SPE_REPLAY_NO_ID ? 1 : 2) < 0 && c->error == 0)
+                                 pids[i] == SOURCE_NO_ID ? 1 : 2) < 0 && c->error == 0)
                         c->error = -EINVAL;
         }
 }
@@ -72,7 +72,7 @@ static void on_records(void *userdata, const struct spe_record *recs, const uint
 int replay_sym_run(const char *perf_data, struct symbols *s, struct pprof_builder *b,
                    struct replay_sym_stats *ret) {
         struct ctx c = { .s = s, .b = b, .st = ret };
-        struct spe_sink sink = { .userdata = &c, .records = on_records, .mapping = on_mapping };
+        struct source_sink sink = { .userdata = &c, .records = on_records, .mapping = on_mapping };
         struct spe_replay *r = NULL;
         int k;
 
