@@ -90,7 +90,14 @@ static int replay_start(struct source *s, sd_event *event, const struct cpulist 
         k = sd_event_add_defer(event, &r->more, on_more, r);
         if (k < 0)
                 goto fail;
-        /* Idle: the loop's timers and the other sources first, the replay with what is left. */
+        /*
+         * Idle priority: sd-event keeps an enabled defer source pending with
+         * its first pending iteration, so at equal priority it would always
+         * be the oldest and starve the loop's timers and fds. At idle, each
+         * step runs only when nothing else is ready: whatever became ready
+         * meanwhile (the epoch timer, the watchdog, a live source) goes
+         * first. A pipe's I/O source keeps normal priority.
+         */
         (void) sd_event_source_set_priority(r->more, SD_EVENT_PRIORITY_IDLE);
         (void) sd_event_source_set_description(r->more, "replay-more");
         if (!S_ISREG(st.st_mode)) {

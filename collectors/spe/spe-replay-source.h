@@ -21,8 +21,9 @@
  * fd must be O_NONBLOCK, as replay_open() opens it); a regular file, which
  * epoll cannot watch and which never waits, gets a defer event source. Each
  * dispatch hands at most SPE_REPLAY_SOURCE_BUDGET units to the sink (see
- * spe_replay_step()); while more is ready the defer source stays on at idle
- * priority, so the loop's timers and other sources go first. The sink's
+ * spe_replay_step()); while more is ready the defer source stays on, at idle
+ * priority: whatever else became ready meanwhile (the epoch timer, the
+ * watchdog, another source) is dispatched before the next step. The sink's
  * callbacks run inside the dispatch, on the loop's thread.
  *
  * The input's fd is not closed by the source and must outlive it; cpus are
