@@ -83,7 +83,7 @@ static int replay_start(struct source *s, sd_event *event, const struct cpulist 
                 k = -errno;
                 goto fail;
         }
-        k = spe_replay_new(&r->in, s->sink, &r->replay);
+        k = spe_replay_new(&r->in, s->sink, s->tasks, &r->replay);
         if (k < 0)
                 goto fail;
         /* Always ready when on; off while a pipe has nothing (the I/O source then wakes us). */

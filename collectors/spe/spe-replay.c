@@ -12,13 +12,8 @@
 #include "macro.h"
 #include "perf-data.h"
 #include "strbuf.h"
+#include "task-map.h"
 
-/*
- * tid -> pid: a direct-mapped table. A colliding thread overwrites the
- * older one (counted); the memory is fixed whatever the file holds.
- */
-#define TIDMAP_BITS 16
-#define TIDMAP_SIZE (1U << TIDMAP_BITS)
 /*
  * The perf.data build-id table (host user files) that names the build of
  * each mapped file whose MMAP2 carries none, as perf record writes it by
@@ -29,12 +24,6 @@
 #define REPLAY_MAX_ATTRS 16
 /* Bytes per read(2) of a raw SPE buffer. */
 #define RAW_READ_SIZE (256 * 1024)
-
-struct tid_slot {
-        uint32_t tid;
-        uint32_t pid;
-        bool used;
-};
 
 struct build_id_entry {
         char *filename;
@@ -56,8 +45,9 @@ struct spe_replay {
         struct replay_queue *queues[SPE_REPLAY_MAX_CPUS];
         struct replay_queue *sorted[SPE_REPLAY_MAX_CPUS];
         size_t n_queues;
-        struct tid_slot tids[TIDMAP_SIZE];
-        uint64_t unattributed, tid_evictions;
+        struct task_map *tasks;         /* tid -> pid: the shared map, or our own */
+        bool own_tasks;
+        uint64_t unattributed;
         struct build_id_entry *build_ids; /* sorted by filename when build_ids_sorted */
         size_t n_build_ids, cap_build_ids;
         bool build_ids_sorted;
@@ -87,23 +77,26 @@ struct spe_replay {
         uint32_t pids[SPE_REPLAY_BATCH], tids_out[SPE_REPLAY_BATCH];
 };
 
-static uint32_t tid_hash(uint32_t tid) {
-        /* Fibonacci hashing: spreads sequential TIDs over the table. */
-        return (uint32_t) ((tid * UINT32_C(2654435769)) >> (32 - TIDMAP_BITS));
+_Static_assert(TASK_MAP_NO_ID == SOURCE_NO_ID, "one value for an unknown pid");
+
+/* A replay with nothing read yet; tasks NULL: a task map of its own. */
+static struct spe_replay *replay_alloc(const struct source_sink *sink, struct task_map *tasks) {
+        struct spe_replay *r = xcalloc(1, sizeof(*r));
+
+        r->sink = sink;
+        r->tasks = tasks;
+        if (!tasks) {
+                if (task_map_new(&r->tasks) < 0)
+                        oom();
+                r->own_tasks = true;
+        }
+        return r;
 }
 
-static void tid_set(struct spe_replay *r, uint32_t tid, uint32_t pid) {
-        struct tid_slot *s = &r->tids[tid_hash(tid)];
-
-        if (s->used && s->tid != tid)
-                r->tid_evictions++;
-        *s = (struct tid_slot) { .tid = tid, .pid = pid, .used = true };
-}
-
-static uint32_t tid_pid(const struct spe_replay *r, uint32_t tid) {
-        const struct tid_slot *s = &r->tids[tid_hash(tid)];
-
-        return s->used && s->tid == tid ? s->pid : SOURCE_NO_ID;
+/* A task event to the sink, after the map took it. */
+static void task_event(struct spe_replay *r, const struct source_task *t) {
+        if (r->sink && r->sink->task)
+                r->sink->task(r->sink->userdata, t);
 }
 
 static struct replay_queue *queue(struct spe_replay *r, uint32_t cpu) {
@@ -156,7 +149,7 @@ static void emit(struct spe_replay *r, struct replay_queue *q, size_t n) {
                 tid = q->cur_tid;
                 if (tid != map_tid) {
                         map_tid = tid;
-                        map_pid = tid == SOURCE_NO_ID ? SOURCE_NO_ID : tid_pid(r, tid);
+                        map_pid = tid == SOURCE_NO_ID ? SOURCE_NO_ID : task_map_pid(r->tasks, tid);
                 }
                 pid = map_pid;
                 /* The switched-in task's pid is known even without its COMM. */
@@ -264,7 +257,16 @@ static int on_lost(void *userdata, const struct perf_data_lost *lost) {
 }
 
 static int on_comm(void *userdata, const struct perf_data_comm *c) {
-        tid_set(userdata, c->tid, c->pid);
+        struct spe_replay *r = userdata;
+
+        task_map_comm(r->tasks, c->pid, c->tid, c->comm);
+        task_event(r, &(struct source_task) {
+                .kind = SOURCE_TASK_COMM,
+                .pid = c->pid,
+                .tid = c->tid,
+                .time_ns = (c->rec.sid.valid & PERF_DATA_ID_TIME) ? c->rec.sid.time : 0,
+                .comm = c->comm,
+        });
         return 0;
 }
 
@@ -334,8 +336,28 @@ static int on_mmap(void *userdata, const struct perf_data_mmap *m) {
         return 0;
 }
 
+static void task_fork_exit(struct spe_replay *r, const struct perf_data_task *t, enum source_task_kind kind) {
+        task_event(r, &(struct source_task) {
+                .kind = kind,
+                .pid = t->pid,
+                .tid = t->tid,
+                .ppid = t->ppid,
+                .ptid = t->ptid,
+                .time_ns = t->time,
+        });
+}
+
 static int on_fork(void *userdata, const struct perf_data_task *t) {
-        tid_set(userdata, t->tid, t->pid);
+        struct spe_replay *r = userdata;
+
+        task_map_fork(r->tasks, t->pid, t->tid, t->ptid, t->time);
+        task_fork_exit(r, t, SOURCE_TASK_FORK);
+        return 0;
+}
+
+/* The map keeps an exited thread: its last records may still be on their way. */
+static int on_exit_task(void *userdata, const struct perf_data_task *t) {
+        task_fork_exit(userdata, t, SOURCE_TASK_EXIT);
         return 0;
 }
 
@@ -347,7 +369,7 @@ static void switch_in(struct spe_replay *r, uint32_t cpu, uint32_t pid, uint32_t
         q->cur_pid = pid;
         q->cur_tid = tid;
         if (pid != SOURCE_NO_ID)
-                tid_set(r, tid, pid);
+                task_map_set_pid(r->tasks, tid, pid);
 }
 
 static int on_switch(void *userdata, const struct perf_data_switch *sw) {
@@ -433,18 +455,17 @@ static const struct perf_data_ops replay_ops = {
         .on_mmap = on_mmap,
         .on_build_id = on_build_id,
         .on_fork = on_fork,
+        .on_exit = on_exit_task,
         .on_switch = on_switch,
         .on_itrace_start = on_itrace_start,
         .on_time_conv = on_time_conv,
 };
 
-
 static int run(struct perf_data_reader *reader, const struct source_sink *sink, struct spe_replay **ret) {
-        struct spe_replay *r = xcalloc(1, sizeof(*r));
+        struct spe_replay *r = replay_alloc(sink, NULL);
         int k;
 
         r->reader = reader;
-        r->sink = sink;
         k = perf_data_reader_run(reader, &replay_ops, r);
         if (k < 0)
                 snprintf(r->error, sizeof(r->error), "%s", perf_data_reader_error(reader));
@@ -455,13 +476,12 @@ static int run(struct perf_data_reader *reader, const struct source_sink *sink, 
 
 /* Raw SPE bytes of one CPU, read to the end: no perf.data framing at all. */
 static int run_raw(const struct spe_replay_input *in, const struct source_sink *sink, struct spe_replay **ret) {
-        struct spe_replay *r = xcalloc(1, sizeof(*r));
+        struct spe_replay *r = replay_alloc(sink, NULL);
         uint8_t *buf = xmalloc(RAW_READ_SIZE);
         struct replay_queue *q;
         uint64_t off = 0;
         int k = 0;
 
-        r->sink = sink;
         r->raw = true;
         r->raw_midr = in->raw_midr;
         q = queue(r, in->raw_cpu);
@@ -507,7 +527,7 @@ int spe_replay_run(const struct spe_replay_input *in, const struct source_sink *
                 return run_raw(in, sink, ret);
         k = perf_data_reader_new_fd(in->fd, false, &reader);
         if (k < 0) {
-                struct spe_replay *r = xcalloc(1, sizeof(*r));
+                struct spe_replay *r = replay_alloc(sink, NULL);
 
                 snprintf(r->error, sizeof(r->error), "%s: %s", in->name, strerror(-k));
                 *ret = r;
@@ -523,7 +543,7 @@ int spe_replay_path(const char *path, const struct source_sink *sink, struct spe
 
         k = perf_data_reader_new_path(path, &reader);
         if (k < 0) {
-                struct spe_replay *r = xcalloc(1, sizeof(*r));
+                struct spe_replay *r = replay_alloc(sink, NULL);
 
                 snprintf(r->error, sizeof(r->error), "%s: %s", path, strerror(-k));
                 *ret = r;
@@ -543,6 +563,8 @@ struct spe_replay *spe_replay_free(struct spe_replay *r) {
         perf_data_reader_free(r->reader);
         free(r->raw_buf);
         free(r->name);
+        if (r->own_tasks)
+                task_map_free(r->tasks);
         free(r);
         return NULL;
 }
@@ -577,7 +599,7 @@ uint64_t spe_replay_unattributed(const struct spe_replay *r) {
 }
 
 uint64_t spe_replay_tid_evictions(const struct spe_replay *r) {
-        return r->tid_evictions;
+        return task_map_evictions(r->tasks);
 }
 
 bool spe_replay_is_raw(const struct spe_replay *r) {
@@ -598,14 +620,14 @@ uint64_t spe_replay_build_ids_dropped(const struct spe_replay *r) {
 
 /* ---- stepping ------------------------------------------------------------ */
 
-int spe_replay_new(const struct spe_replay_input *in, const struct source_sink *sink, struct spe_replay **ret) {
+int spe_replay_new(const struct spe_replay_input *in, const struct source_sink *sink, struct task_map *tasks,
+                   struct spe_replay **ret) {
         struct spe_replay *r;
         int k;
 
         if (!in || in->fd < 0 || !ret)
                 return -EINVAL;
-        r = xcalloc(1, sizeof(*r));
-        r->sink = sink;
+        r = replay_alloc(sink, tasks);
         r->fd = in->fd;
         r->name = xstrdup(in->name ?: "input");
         if (in->raw) {

@@ -11,7 +11,8 @@
  *    CONFIG_PID_IN_CONTEXTIDR), which holds for the following records of
  *    that CPU until the next one (perf does the same), or the task the
  *    file's SWITCH / ITRACE_START records last put on that CPU;
- *  - the PID from COMM/FORK records for that TID (bounded table).
+ *  - the PID from COMM/FORK records for that TID (the task map, task-map.h),
+ *    which also tells the sink's task callback of each COMM/FORK/EXIT.
  *
  * Library code: no logging, errors as negative errno plus a message.
  */
@@ -80,12 +81,13 @@ uint64_t spe_replay_sample_period(const struct spe_replay *r);
 uint64_t spe_replay_build_ids_dropped(const struct spe_replay *r);
 /* Records whose thread or process could not be named. */
 uint64_t spe_replay_unattributed(const struct spe_replay *r);
-/* Threads the attribution table had to forget (it is bounded). */
+/* Threads the task map had to forget (it is bounded; a shared map counts every source's). */
 uint64_t spe_replay_tid_evictions(const struct spe_replay *r);
 
 /*
  * Stepping, for an event loop (spe-replay-source.c): new() reads nothing and
- * sets *ret only on success (-EINVAL, -ENOMEM, or fstat(2)'s error on in->fd);
+ * sets *ret only on success; tasks is the shared task map the replay names
+ * threads by and feeds (NULL: one of its own, as spe_replay_run() has) (-EINVAL, -ENOMEM, or fstat(2)'s error on in->fd);
  * in->cancel_fd is not used. step() decodes at most `budget` units (a
  * perf.data record or AUXTRACE payload piece, or one read of a raw buffer)
  * and never waits: 1 more is ready, 0 the input ended, -EAGAIN a pipe or
@@ -94,7 +96,8 @@ uint64_t spe_replay_tid_evictions(const struct spe_replay *r);
  * error was returned, step() returns it again and the stats are final; the
  * accessors above work at any time.
  */
-int spe_replay_new(const struct spe_replay_input *in, const struct source_sink *sink, struct spe_replay **ret);
+int spe_replay_new(const struct spe_replay_input *in, const struct source_sink *sink, struct task_map *tasks,
+                   struct spe_replay **ret);
 int spe_replay_step(struct spe_replay *r, size_t budget);
 bool spe_replay_finished(const struct spe_replay *r);
 /* CPU i's stream (i < spe_replay_n_cpus()), the decoder's counters up to now included. */
