@@ -1339,6 +1339,83 @@ static int write_seeds(const char *dir) {
         return 0;
 }
 
+/*
+ * perf-record.h without a reader, as the live rings and the sampler call it:
+ * a cpu-clock SAMPLE laid out by hand from perf_event_open(2)'s order, and
+ * an AUX record's sample_id trailer.
+ */
+static void test_record_parsers(void **state) {
+        struct perf_event_attr attr = {
+                .sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+                               PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_CGROUP,
+                .sample_id_all = 1,
+        };
+        uint64_t words[] = {
+                0,                                      /* header, below */
+                77,                                     /* IDENTIFIER */
+                0xffff800010001234,                     /* IP */
+                (UINT64_C(4243) << 32) | 4242,          /* {pid, tid} */
+                123456789,                              /* TIME */
+                3,                                      /* {cpu, res} */
+                1000003,                                /* PERIOD */
+                2, 0xfffffffffffffe00, 0xaaaa0000,      /* CALLCHAIN: nr, ips */
+                0x1f,                                   /* CGROUP */
+        };
+        struct perf_event_header h = { .type = PERF_RECORD_SAMPLE, .misc = PERF_RECORD_MISC_KERNEL,
+                                       .size = sizeof(words) };
+        struct perf_data_record rec;
+        struct perf_data_sample s;
+        uint32_t tlen;
+
+        memcpy(words, &h, sizeof(h));
+        perf_record_header((const uint8_t *) words, 0x40, &rec);
+        assert_int_equal(rec.type, PERF_RECORD_SAMPLE);
+        assert_int_equal(rec.size, sizeof(words));
+        assert_int_equal(perf_record_parse_sample(&attr, &rec, &s), 0);
+        assert_int_equal(s.rec.file_offset, 0x40);
+        assert_int_equal(s.rec.sid.id, 77);
+        assert_int_equal(s.ip, 0xffff800010001234);
+        assert_int_equal(s.rec.sid.pid, 4242);
+        assert_int_equal(s.rec.sid.tid, 4243);
+        assert_int_equal(s.rec.sid.time, 123456789);
+        assert_int_equal(s.rec.sid.cpu, 3);
+        assert_int_equal(s.rec.sid.valid, PERF_DATA_ID_ID | PERF_DATA_ID_TID | PERF_DATA_ID_TIME | PERF_DATA_ID_CPU);
+        assert_int_equal(s.period, 1000003);
+        assert_int_equal(s.nr_callchain, 2);
+        assert_int_equal(perf_rd64(s.callchain + 8), 0xaaaa0000);
+        assert_int_equal(s.cgroup, 0x1f);
+        assert_int_equal(s.rest_len, 0);
+        assert_null(s.attr);
+        /* One word short: the cgroup is missing. */
+        rec.size -= 8;
+        assert_int_equal(perf_record_parse_sample(&attr, &rec, &s), -EBADMSG);
+
+        /* AUX {aux_offset, aux_size, flags} then {pid,tid} time {cpu,res} identifier. */
+        uint64_t aux[] = { 0, 0x10000, 0x2000, PERF_AUX_FLAG_TRUNCATED,
+                           (UINT64_C(11) << 32) | 10, 555, 2, 77 };
+        struct perf_data_aux a;
+
+        h = (struct perf_event_header) { .type = PERF_RECORD_AUX, .size = sizeof(aux) };
+        memcpy(aux, &h, sizeof(h));
+        perf_record_header((const uint8_t *) aux, 0, &rec);
+        assert_int_equal(perf_record_trailer_size(attr.sample_type), 32);
+        assert_int_equal(perf_record_parse_trailer(&attr, &rec, 24, &tlen), 0);
+        assert_int_equal(tlen, 32);
+        assert_int_equal(perf_record_parse_aux(&rec, tlen, &a), 0);
+        assert_int_equal(a.aux_offset, 0x10000);
+        assert_int_equal(a.aux_size, 0x2000);
+        assert_int_equal(a.flags, PERF_AUX_FLAG_TRUNCATED);
+        assert_int_equal(a.rec.sid.tid, 11);
+        assert_int_equal(a.rec.sid.time, 555);
+        assert_int_equal(a.rec.sid.cpu, 2);
+        /* Without sample_id_all there is no trailer; a body cut by the trailer is too short. */
+        attr.sample_id_all = 0;
+        assert_int_equal(perf_record_parse_trailer(&attr, &rec, 24, &tlen), 0);
+        assert_int_equal(tlen, 0);
+        assert_int_equal(perf_record_parse_aux(&rec, 48, &a), -EBADMSG);
+        assert_int_equal(perf_record_fixed_size(PERF_RECORD_AUX), 32);
+}
+
 int main(int argc, char **argv) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_reference_file),
@@ -1357,6 +1434,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_path_and_fd),
                 cmocka_unit_test(test_big_payload),
                 cmocka_unit_test(test_build_id_table),
+                cmocka_unit_test(test_record_parsers),
         };
 
         if (argc == 3 && streq(argv[1], "--write-seeds"))
