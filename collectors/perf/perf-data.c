@@ -37,6 +37,8 @@
 /* perf writes strings in feature sections as {u32 len; char str[len]}. */
 #define PERF_DATA_FEAT_STR_LEN  4
 #define PERF_DATA_ERR_MAX       256
+/* One per auxtrace type there is (enum auxtrace_type): plenty. */
+#define PERF_DATA_AUXTRACE_DECODERS_MAX 8
 
 #define HDR_SIZE                PERF_RECORD_HEADER_SIZE
 
@@ -110,8 +112,9 @@ struct perf_data_reader {
         char *cpuid;
         bool has_nrcpus;
         uint32_t nr_cpus_avail, nr_cpus_online;
-        struct perf_data_spe_cpu *spe_cpus;
-        size_t nr_spe_cpus;
+        /* Decoders of AUXTRACE_INFO private areas, by type: a few at most. */
+        const struct perf_data_auxtrace_decoder *decoders[PERF_DATA_AUXTRACE_DECODERS_MAX];
+        size_t nr_decoders;
 
         struct perf_data_stats stats;
         struct perf_data_cpu_stats *cpu_stats;
@@ -223,7 +226,6 @@ struct perf_data_reader *perf_data_reader_free(struct perf_data_reader *r) {
         free_attrs(r);
         free(r->id_map);
         free(r->cpuid);
-        free(r->spe_cpus);
         free(r->cpu_stats);
         free(r);
         return NULL;
@@ -322,12 +324,24 @@ int perf_data_parse_midr(const char *s, uint64_t *ret_midr) {
         return 0;
 }
 
-int perf_data_reader_midr(const struct perf_data_reader *r, uint32_t cpu, uint64_t *ret_midr) {
-        for (size_t i = 0; i < r->nr_spe_cpus; i++)
-                if (r->spe_cpus[i].cpu == cpu && r->spe_cpus[i].nr_params > PERF_DATA_SPE_PARAM_MIDR) {
-                        *ret_midr = r->spe_cpus[i].midr;
+int perf_data_reader_add_auxtrace_decoder(struct perf_data_reader *r, const struct perf_data_auxtrace_decoder *d) {
+        if (!r || !d || !d->decode)
+                return -EINVAL;
+        for (size_t i = 0; i < r->nr_decoders; i++)
+                if (r->decoders[i]->type == d->type) {
+                        r->decoders[i] = d;
                         return 0;
                 }
+        if (r->nr_decoders >= ELEMENTSOF(r->decoders))
+                return -E2BIG;
+        r->decoders[r->nr_decoders++] = d;
+        return 0;
+}
+
+int perf_data_reader_midr(const struct perf_data_reader *r, uint32_t cpu, uint64_t *ret_midr) {
+        for (size_t i = 0; i < r->nr_decoders; i++)
+                if (r->decoders[i]->midr && r->decoders[i]->midr(r->decoders[i]->state, cpu, ret_midr) == 0)
+                        return 0;
         if (r->cpuid && perf_data_parse_midr(r->cpuid, ret_midr) == 0)
                 return 0;
         return -ENOENT;
@@ -872,81 +886,6 @@ static int body_error(struct perf_data_reader *r, const struct perf_data_record 
         return too_short(r, rec, perf_record_fixed_size(rec->type) + tlen);
 }
 
-static int handle_spe_info(struct perf_data_reader *r, struct perf_data_auxtrace_info *info) {
-        const uint8_t *p = info->priv;
-        size_t nr = info->priv_len / 8, hdr, nr_cpus, at;
-        struct perf_data_spe_cpu *cpus;
-
-        if (info->priv_len == PERF_DATA_SPE_V1_PRIV_U64 * 8) {
-                info->spe_version = 1;
-                info->spe_pmu_type = perf_rd64(p + PERF_DATA_SPE_V1_PMU_TYPE * 8);
-                return 0;
-        }
-        if (nr < PERF_DATA_SPE_HDR_MIN_U64)
-                return fail(r, -EBADMSG, "Arm SPE AUXTRACE_INFO at offset 0x%" PRIx64
-                            " has %zu private u64s: neither version 1 (2) nor a version 2 header (>= %u)",
-                            info->rec.file_offset, nr, PERF_DATA_SPE_HDR_MIN_U64);
-        hdr = perf_rd64(p + PERF_DATA_SPE_HDR_SIZE * 8) > nr ? SIZE_MAX : (size_t) perf_rd64(p + PERF_DATA_SPE_HDR_SIZE * 8);
-        if (hdr < PERF_DATA_SPE_HDR_MIN_U64 || hdr > nr)
-                return fail(r, -EBADMSG, "Arm SPE AUXTRACE_INFO at offset 0x%" PRIx64
-                            ": header size %" PRIu64 " u64s outside [%u, %zu]", info->rec.file_offset,
-                            perf_rd64(p + PERF_DATA_SPE_HDR_SIZE * 8), PERF_DATA_SPE_HDR_MIN_U64, nr);
-        info->spe_version = (unsigned) MIN(perf_rd64(p + PERF_DATA_SPE_HDR_VERSION * 8), (uint64_t) UINT32_MAX);
-        info->spe_pmu_type = perf_rd64(p + PERF_DATA_SPE_HDR_PMU_TYPE * 8);
-        /* Each CPU block takes at least 3 u64s, which bounds the allocation by the record size. */
-        if (perf_rd64(p + PERF_DATA_SPE_HDR_NR_CPUS * 8) > (nr - hdr) / PERF_DATA_SPE_CPU_FIXED_U64)
-                return fail(r, -EBADMSG, "Arm SPE AUXTRACE_INFO at offset 0x%" PRIx64
-                            " claims %" PRIu64 " CPUs, room for at most %zu", info->rec.file_offset,
-                            perf_rd64(p + PERF_DATA_SPE_HDR_NR_CPUS * 8), (nr - hdr) / PERF_DATA_SPE_CPU_FIXED_U64);
-        nr_cpus = (size_t) perf_rd64(p + PERF_DATA_SPE_HDR_NR_CPUS * 8);
-
-        cpus = calloc(MAX(nr_cpus, (size_t) 1), sizeof(*cpus));
-        if (!cpus)
-                return -ENOMEM;
-        at = hdr;
-        for (size_t c = 0; c < nr_cpus; c++) {
-                const uint8_t *q = p + at * 8;
-                uint64_t nparams;
-
-                if (at + PERF_DATA_SPE_CPU_FIXED_U64 > nr ||
-                    perf_rd64(q + PERF_DATA_SPE_CPU_MAGIC * 8) != PERF_DATA_SPE_CPU_MAGIC_VALUE) {
-                        free(cpus);
-                        return fail(r, -EBADMSG, "Arm SPE AUXTRACE_INFO at offset 0x%" PRIx64
-                                    ": CPU block %zu at offset 0x%" PRIx64 " lacks the per-CPU magic",
-                                    info->rec.file_offset, c,
-                                    (uint64_t) (info->priv - info->rec.raw) + info->rec.file_offset + at * 8);
-                }
-                nparams = perf_rd64(q + PERF_DATA_SPE_CPU_NR_PARAMS * 8);
-                if (nparams > nr - at - PERF_DATA_SPE_CPU_FIXED_U64) {
-                        free(cpus);
-                        return fail(r, -EBADMSG, "Arm SPE AUXTRACE_INFO at offset 0x%" PRIx64
-                                    ": CPU block %zu claims %" PRIu64 " parameters past the record end",
-                                    info->rec.file_offset, c, nparams);
-                }
-                q += PERF_DATA_SPE_CPU_FIXED_U64 * 8;
-                cpus[c] = (struct perf_data_spe_cpu) {
-                        .cpu = (uint32_t) perf_rd64(p + (at + PERF_DATA_SPE_CPU_NUM) * 8),
-                        .nr_params = (unsigned) nparams,
-                        .pmu_type = info->spe_pmu_type,
-                };
-                if (nparams > PERF_DATA_SPE_PARAM_MIDR)
-                        cpus[c].midr = perf_rd64(q + PERF_DATA_SPE_PARAM_MIDR * 8);
-                if (nparams > PERF_DATA_SPE_PARAM_PMU_TYPE)
-                        cpus[c].pmu_type = perf_rd64(q + PERF_DATA_SPE_PARAM_PMU_TYPE * 8);
-                if (nparams > PERF_DATA_SPE_PARAM_MIN_IVAL)
-                        cpus[c].min_interval = perf_rd64(q + PERF_DATA_SPE_PARAM_MIN_IVAL * 8);
-                if (nparams > PERF_DATA_SPE_PARAM_EVENT_FILTER)
-                        cpus[c].event_filter = perf_rd64(q + PERF_DATA_SPE_PARAM_EVENT_FILTER * 8);
-                at += PERF_DATA_SPE_CPU_FIXED_U64 + (size_t) nparams;
-        }
-        free(r->spe_cpus);
-        r->spe_cpus = cpus;
-        r->nr_spe_cpus = nr_cpus;
-        info->spe_cpus = cpus;
-        info->nr_spe_cpus = nr_cpus;
-        return 0;
-}
-
 static int handle_auxtrace_info(struct perf_data_reader *r, struct perf_data_record *rec) {
         struct perf_data_auxtrace_info info = { .rec = *rec };
         int k;
@@ -959,11 +898,15 @@ static int handle_auxtrace_info(struct perf_data_reader *r, struct perf_data_rec
         info.type = w.type;
         info.priv = rec->raw + HDR_SIZE + sizeof(w);
         info.priv_len = rec->size - HDR_SIZE - sizeof(w);
-        if (info.type == PERF_AUXTRACE_ARM_SPE) {
-                k = handle_spe_info(r, &info);
-                if (k < 0)
-                        return k;
-        }
+        for (size_t i = 0; i < r->nr_decoders; i++)
+                if (r->decoders[i]->type == info.type) {
+                        char msg[PERF_DATA_ERR_MAX] = "";
+
+                        k = r->decoders[i]->decode(r->decoders[i]->state, &info, msg, sizeof(msg));
+                        if (k < 0)
+                                return msg[0] ? fail(r, k, "%s", msg) : k;
+                        break;
+                }
         return CALL(r, on_auxtrace_info, &info);
 }
 

@@ -172,33 +172,6 @@ enum {
         PERF_AUXTRACE_HISI_PTT          = 6,
 };
 
-/*
- * Arm SPE private area of PERF_RECORD_AUXTRACE_INFO (u64 indexes,
- * tools/perf/util/arm-spe.h, tools/perf/arch/arm64/util/arm-spe.c).
- * Version 1: exactly two u64s, {pmu_type, per_cpu_mmaps}.
- * Version 2+: a header {version, header size in u64s, pmu_type, nr_cpus},
- * then per CPU {magic, cpu, nr_params, params[nr_params]} where params are
- * {midr, pmu_type, min_interval, event_filter caps (newer perf)}.
- */
-#define PERF_DATA_SPE_V1_PRIV_U64       2
-#define PERF_DATA_SPE_V1_PMU_TYPE       0
-#define PERF_DATA_SPE_V1_PER_CPU_MMAPS  1
-#define PERF_DATA_SPE_HDR_VERSION       0
-#define PERF_DATA_SPE_HDR_SIZE          1
-#define PERF_DATA_SPE_HDR_PMU_TYPE      2
-#define PERF_DATA_SPE_HDR_NR_CPUS       3
-#define PERF_DATA_SPE_HDR_MIN_U64       4
-#define PERF_DATA_SPE_CPU_MAGIC_VALUE   UINT64_C(0x1010101010101010)
-#define PERF_DATA_SPE_CPU_MAGIC         0
-#define PERF_DATA_SPE_CPU_NUM           1
-#define PERF_DATA_SPE_CPU_NR_PARAMS     2
-#define PERF_DATA_SPE_CPU_FIXED_U64     3
-/* Parameter indexes, relative to the first parameter. */
-#define PERF_DATA_SPE_PARAM_MIDR        0
-#define PERF_DATA_SPE_PARAM_PMU_TYPE    1
-#define PERF_DATA_SPE_PARAM_MIN_IVAL    2
-#define PERF_DATA_SPE_PARAM_EVENT_FILTER 3
-
 struct perf_data_attr {
         struct perf_event_attr attr;    /* zero-extended to our struct size */
         uint32_t attr_size;             /* size the file had */
@@ -206,25 +179,16 @@ struct perf_data_attr {
         uint64_t *ids;
 };
 
-struct perf_data_spe_cpu {
-        uint32_t cpu;
-        uint64_t midr;
-        uint64_t pmu_type;              /* UINT64_MAX: no SPE on this CPU */
-        uint64_t min_interval;
-        uint64_t event_filter;
-        unsigned nr_params;
-};
-
 struct perf_data_auxtrace_info {
         struct perf_data_record rec;
         uint32_t type;                  /* PERF_AUXTRACE_* */
         const uint8_t *priv;            /* raw private area; unaligned */
         size_t priv_len;
-        /* Arm SPE only (type == PERF_AUXTRACE_ARM_SPE): */
-        unsigned spe_version;           /* 1, or the header version (2+) */
-        uint64_t spe_pmu_type;
-        size_t nr_spe_cpus;             /* 0 for version 1 */
-        const struct perf_data_spe_cpu *spe_cpus;
+        /*
+         * The private area as the decoder of this type made it (its own
+         * struct: struct spe_info for Arm SPE), NULL without a decoder.
+         */
+        const void *decoded;
 };
 
 struct perf_data_auxtrace {
@@ -312,6 +276,23 @@ struct perf_data_stats {
 
 struct perf_data_reader;
 
+/*
+ * A decoder of one auxtrace type's AUXTRACE_INFO private area, which the
+ * container does not know (Arm SPE's: spe_info_attach(), collectors/spe/
+ * spe-info.h). It runs before on_auxtrace_info, which then sees its result.
+ */
+struct perf_data_auxtrace_decoder {
+        uint32_t type;                  /* PERF_AUXTRACE_* */
+        /*
+         * Decode info->priv and set info->decoded (memory the decoder owns).
+         * 0, or a negative errno with a message in err: the run fails with it.
+         */
+        int (*decode)(void *state, struct perf_data_auxtrace_info *info, char *err, size_t err_len);
+        /* Optional: a CPU's MIDR as the decoded info states it, -ENOENT when it does not. */
+        int (*midr)(void *state, uint32_t cpu, uint64_t *ret_midr);
+        void *state;
+};
+
 /* Constructors read nothing yet; perf_data_reader_run() does the work. */
 int perf_data_reader_new_path(const char *path, struct perf_data_reader **ret);
 /* take_fd: the reader closes fd when freed. A pipe must carry pipe mode. */
@@ -385,10 +366,13 @@ const struct perf_data_attr *perf_data_reader_attr(const struct perf_data_reader
 int perf_data_reader_nr_cpus(const struct perf_data_reader *r, uint32_t *ret_avail, uint32_t *ret_online);
 /* HEADER_CPUID string ("0x00000000410fd0c0" on arm64), NULL when absent. */
 const char *perf_data_reader_cpuid(const struct perf_data_reader *r);
+/* The decoder of one auxtrace type (the last one set for a type wins); d must outlive the reader. */
+int perf_data_reader_add_auxtrace_decoder(struct perf_data_reader *r, const struct perf_data_auxtrace_decoder *d);
+
 /*
- * MIDR of a CPU: from the SPE AUXTRACE_INFO per-CPU metadata when present,
- * else the HEADER_CPUID MIDR (perf assumes a homogeneous machine then).
- * -ENOENT when neither says.
+ * MIDR of a CPU: from an auxtrace decoder (the SPE AUXTRACE_INFO per-CPU
+ * metadata) when it knows, else the HEADER_CPUID MIDR (perf assumes a
+ * homogeneous machine then). -ENOENT when neither says.
  */
 int perf_data_reader_midr(const struct perf_data_reader *r, uint32_t cpu, uint64_t *ret_midr);
 

@@ -11,6 +11,7 @@
 
 #include "macro.h"
 #include "perf-data.h"
+#include "spe-info.h"
 #include "strbuf.h"
 #include "task-map.h"
 
@@ -57,6 +58,7 @@ struct spe_replay {
                 uint64_t period;
         } attrs[REPLAY_MAX_ATTRS];
         size_t n_attrs;
+        struct spe_info_decoder spe_info; /* the reader's decoder of SPE AUXTRACE_INFO */
         uint64_t spe_pmu_type;
         bool has_spe_pmu_type;
         bool raw;
@@ -221,8 +223,8 @@ static int on_attr(void *userdata, const struct perf_data_attr *a) {
 static int on_auxtrace_info(void *userdata, const struct perf_data_auxtrace_info *info) {
         struct spe_replay *r = userdata;
 
-        if (info->type == PERF_AUXTRACE_ARM_SPE) {
-                r->spe_pmu_type = info->spe_pmu_type;
+        if (info->type == PERF_AUXTRACE_ARM_SPE && info->decoded) {
+                r->spe_pmu_type = ((const struct spe_info *) info->decoded)->pmu_type;
                 r->has_spe_pmu_type = true;
         }
         return 0;
@@ -466,7 +468,9 @@ static int run(struct perf_data_reader *reader, const struct source_sink *sink, 
         int k;
 
         r->reader = reader;
-        k = perf_data_reader_run(reader, &replay_ops, r);
+        k = spe_info_attach(reader, &r->spe_info);
+        if (k >= 0)
+                k = perf_data_reader_run(reader, &replay_ops, r);
         if (k < 0)
                 snprintf(r->error, sizeof(r->error), "%s", perf_data_reader_error(reader));
         finish(r);
@@ -561,6 +565,7 @@ struct spe_replay *spe_replay_free(struct spe_replay *r) {
                 free(r->build_ids[i].filename);
         free(r->build_ids);
         perf_data_reader_free(r->reader);
+        spe_info_decoder_done(&r->spe_info);
         free(r->raw_buf);
         free(r->name);
         if (r->own_tasks)
@@ -645,6 +650,8 @@ int spe_replay_new(const struct spe_replay_input *in, const struct source_sink *
                 return 0;
         }
         k = perf_data_reader_new_fd(in->fd, false, &r->reader);
+        if (k >= 0)
+                k = spe_info_attach(r->reader, &r->spe_info);
         if (k >= 0)
                 k = perf_data_reader_begin(r->reader, &replay_ops, r);
         if (k < 0) {

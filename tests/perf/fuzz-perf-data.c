@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "perf-data.h"
+#include "spe-info.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -41,7 +42,11 @@ static int on_feature(void *u, unsigned feat, const uint8_t *data, size_t len) {
 
 static int on_auxtrace_info(void *u, const struct perf_data_auxtrace_info *info) {
         touch(info->priv, info->priv_len);
-        touch(info->spe_cpus, info->nr_spe_cpus * sizeof(*info->spe_cpus));
+        if (info->decoded) {
+                const struct spe_info *si = info->decoded;
+
+                touch(si->cpus, si->n_cpus * sizeof(*si->cpus));
+        }
         return 0;
 }
 
@@ -95,11 +100,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         return 0;
                 if (pass == 1)
                         perf_data_reader_set_read_size(r, 1 + size % 23);
+                struct spe_info_decoder spe_info;
+
+                (void) spe_info_attach(r, &spe_info);
                 (void) perf_data_reader_run(r, &ops, NULL);
                 touch(perf_data_reader_error(r), strlen(perf_data_reader_error(r)));
                 (void) perf_data_reader_nr_cpus(r, &cpu_avail, NULL);
                 (void) perf_data_reader_midr(r, 0, &midr);
                 perf_data_reader_free(r);
+                spe_info_decoder_done(&spe_info);
         }
         return 0;
 }

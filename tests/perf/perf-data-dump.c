@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "perf-data.h"
+#include "spe-info.h"
 
 static int print_record(void *userdata, const struct perf_data_record *rec) {
         const char *name = perf_data_record_type_name(rec->type);
@@ -54,9 +55,13 @@ static int print_sample(void *userdata, const struct perf_data_sample *s) {
 static int print_auxtrace_info(void *userdata, const struct perf_data_auxtrace_info *info) {
         if (info->type != PERF_AUXTRACE_ARM_SPE)
                 return 0;
-        printf("spe_info version %u pmu %" PRIu64 "\n", info->spe_version, info->spe_pmu_type);
-        for (size_t i = 0; i < info->nr_spe_cpus; i++) {
-                const struct perf_data_spe_cpu *c = &info->spe_cpus[i];
+        const struct spe_info *si = info->decoded;
+
+        if (!si)
+                return 0;
+        printf("spe_info version %u pmu %" PRIu64 "\n", si->version, si->pmu_type);
+        for (size_t i = 0; i < si->n_cpus; i++) {
+                const struct spe_info_cpu *c = &si->cpus[i];
 
                 printf("spe_cpu %" PRIu32 " midr 0x%" PRIx64 " pmu %" PRIu64 " min_interval %" PRIu64
                        " nr_params %u\n", c->cpu, c->midr, c->pmu_type, c->min_interval, c->nr_params);
@@ -121,6 +126,7 @@ static void print_summary(struct perf_data_reader *r) {
 
 int main(int argc, char **argv) {
         struct perf_data_ops ops = { .on_build_id = print_build_id, .on_auxtrace_info = print_auxtrace_info };
+        struct spe_info_decoder spe_info;
         struct perf_data_reader *r;
         const char *path = NULL;
         int k;
@@ -147,10 +153,13 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "%s: %s\n", path, strerror(-k));
                 return 1;
         }
-        k = perf_data_reader_run(r, &ops, NULL);
+        k = spe_info_attach(r, &spe_info);
+        if (k >= 0)
+                k = perf_data_reader_run(r, &ops, NULL);
         print_summary(r);
         if (k < 0)
                 fprintf(stderr, "%s: %s (%s)\n", path, perf_data_reader_error(r), strerror(-k));
         perf_data_reader_free(r);
+        spe_info_decoder_done(&spe_info);
         return k < 0 ? 1 : 0;
 }

@@ -23,6 +23,7 @@
 
 #include "pd-builder.h"
 #include "perf-data.h"
+#include "spe-info.h"
 #include "strbuf.h"
 
 #define MAX_RECS 256
@@ -44,6 +45,7 @@ struct sink {
         int stop_at_type;               /* return -ECANCELED at this record type */
         int stop_at_feature;            /* return -ECANCELED at this feature */
         bool quiet;                     /* no log, records only */
+        struct spe_info_decoder spe;    /* SPE AUXTRACE_INFO, as the replay decodes it */
 };
 
 static void sink_init(struct sink *s) {
@@ -56,6 +58,7 @@ static void sink_done(struct sink *s) {
         strbuf_done(&s->log);
         strbuf_done(&s->payload[0]);
         strbuf_done(&s->payload[1]);
+        spe_info_decoder_done(&s->spe);
 }
 
 _printf_(2, 3)
@@ -129,10 +132,15 @@ static int on_auxtrace_info(void *u, const struct perf_data_auxtrace_info *info)
 
         if (s->quiet)
                 return 0;
+        const struct spe_info *si = info->type == PERF_AUXTRACE_ARM_SPE ? info->decoded : NULL;
+        static const struct spe_info none = {};
+
+        if (!si)
+                si = &none;
         strbuf_printf(&s->log, "auxtrace_info type=%" PRIu32 " spe_v=%u pmu=%" PRIu64, info->type,
-                      info->spe_version, info->spe_pmu_type);
-        for (size_t i = 0; i < info->nr_spe_cpus; i++) {
-                const struct perf_data_spe_cpu *c = &info->spe_cpus[i];
+                      si->version, si->pmu_type);
+        for (size_t i = 0; i < si->n_cpus; i++) {
+                const struct spe_info_cpu *c = &si->cpus[i];
 
                 strbuf_printf(&s->log, " cpu%" PRIu32 ":midr=0x%" PRIx64 ",pmu=%" PRIu64 ",ival=%" PRIu64
                               ",ef=0x%" PRIx64 ",n=%u", c->cpu, c->midr, c->pmu_type, c->min_interval,
@@ -413,6 +421,7 @@ static int run_memory(const uint8_t *data, size_t len, size_t read_size, struct 
         int k;
 
         assert_int_equal(perf_data_reader_new_memory(data, len, &r), 0);
+        assert_int_equal(spe_info_attach(r, &s->spe), 0);
         if (read_size)
                 perf_data_reader_set_read_size(r, read_size);
         k = perf_data_reader_run(r, &sink_ops, s);
@@ -1218,6 +1227,7 @@ static void test_path_and_fd(void **state) {
         for (int i = 0; i < 2; i++) {
                 sink_init(&s);
                 assert_int_equal(perf_data_reader_new_path(i ? p2 : p1, &r), 0);
+                assert_int_equal(spe_info_attach(r, &s.spe), 0);
                 perf_data_reader_set_read_size(r, 11);
                 assert_int_equal(perf_data_reader_run(r, &sink_ops, &s), 0);
                 check_reference_payloads(&s);
@@ -1249,6 +1259,7 @@ static void test_path_and_fd(void **state) {
                 close(fds[1]);
                 sink_init(&s);
                 assert_int_equal(perf_data_reader_new_fd(fds[0], true, &r), 0);
+                assert_int_equal(spe_info_attach(r, &s.spe), 0);
                 if (mode == 0) {
                         assert_int_equal(perf_data_reader_run(r, &sink_ops, &s), 0);
                         check_reference_payloads(&s);
