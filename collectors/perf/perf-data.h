@@ -252,7 +252,12 @@ struct perf_data_ops {
         int (*on_sample)(void *userdata, const struct perf_data_sample *sample);
 };
 
-/* Per-CPU counters; CPUs beyond PERF_DATA_MAX_CPUS or (u32)-1 are not kept. */
+/*
+ * Per-CPU counters; CPUs beyond PERF_DATA_MAX_CPUS or (u32)-1 are not kept.
+ * These are the container's raw per-record counts, whatever the records
+ * carry; the replay turns what concerns an SPE stream into its struct
+ * spe_stream_stats (collectors/source.h), the one struct for stream health.
+ */
 #define PERF_DATA_MAX_CPUS      4096
 struct perf_data_cpu_stats {
         uint64_t auxtrace_records;

@@ -38,6 +38,11 @@ static int on_record(void *u, const uint8_t *rec, size_t len) {
         return 0;
 }
 
+static const struct perf_event_attr sid_attr = {
+        .sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER,
+        .sample_id_all = 1,
+};
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         static const struct aux_ring_ops ops = { .aux = on_aux, .record = on_record };
         struct perf_event_mmap_page page = {};
@@ -61,6 +66,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         page.data_head = start + (data[3] & 1 ? fill : (uint64_t) data[3] * 97); /* sometimes beyond the ring */
 
         if (aux_ring_init(&r, &page, dring, data_size, aring, aux_size) == 0) {
+                /* Sometimes the event has sample_id_all: AUX and LOST records then end in a trailer. */
+                if (data[3] & 2)
+                        aux_ring_set_attr(&r, &sid_attr);
                 (void) aux_ring_drain(&r, &ops, NULL, NULL);
                 if (page.data_tail != page.data_head)
                         abort();

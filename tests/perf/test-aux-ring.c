@@ -334,6 +334,74 @@ static void test_losses(void **state) {
         strbuf_done(&g.recs);
 }
 
+/* With the event's attr (sample_id_all), AUX and LOST records end in a sample_id trailer [perf_event_open(2)]. */
+static uint32_t sid_tid, sid_cpu;
+static uint64_t sid_time;
+
+static int on_aux_sid(void *u, const struct aux_ring_chunk *c, const uint8_t *data, size_t len, bool last) {
+        assert_true(c->sid.valid & PERF_DATA_ID_TID);
+        sid_tid = c->sid.tid;
+        sid_time = c->sid.time;
+        sid_cpu = c->sid.cpu;
+        return 0;
+}
+
+static void test_sample_id(void **state) {
+        static const struct aux_ring_ops ops = { .aux = on_aux_sid };
+        const struct perf_event_attr attr = {
+                .sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER,
+                .sample_id_all = 1,
+        };
+        struct {
+                struct perf_event_header h;
+                uint64_t aux_offset, aux_size, flags;
+                uint32_t pid, tid;
+                uint64_t time;
+                uint32_t cpu, res;
+                uint64_t id;
+        } aux = { { PERF_RECORD_AUX, 0, sizeof(aux) }, 0, 64, 0, 100, 101, 5555, 3, 0, 9 };
+        struct {
+                struct perf_event_header h;
+                uint64_t id, lost;
+                uint32_t pid, tid;
+                uint64_t time;
+                uint32_t cpu, res;
+                uint64_t id2;
+        } lost = { { PERF_RECORD_LOST, 0, sizeof(lost) }, 9, 7, 100, 101, 5556, 3, 0, 9 };
+        struct {
+                struct perf_event_header h;
+                uint64_t lost;
+                uint32_t pid, tid;
+        } short_trailer = { { PERF_RECORD_LOST_SAMPLES, 0, sizeof(short_trailer) }, 5, 1, 2 };
+        uint8_t bytes[64] = {};
+        struct kernel k;
+        struct aux_ring r;
+
+        kernel_init(&k, 1024, 4096);
+        setup_ring(&r, &k);
+        aux_ring_set_attr(&r, &attr);
+        ring_put(k.aux, k.aux_size, 0, bytes, sizeof(bytes));
+        k.aux_head = 64;
+        assert_true(kernel_record_raw(&k, &aux, sizeof(aux)));
+        assert_true(kernel_record_raw(&k, &lost, sizeof(lost)));
+        /* 16 bytes of body and a 32-byte trailer cannot fit in 24: a bad record, the rest goes on. */
+        assert_true(kernel_record_raw(&k, &short_trailer, sizeof(short_trailer)));
+        kernel_publish(&k);
+        assert_int_equal(aux_ring_drain(&r, &ops, NULL, NULL), 3);
+        assert_int_equal(sid_tid, 101);
+        assert_int_equal(sid_time, 5555);
+        assert_int_equal(sid_cpu, 3);
+        assert_int_equal(r.stats.aux_records, 1);
+        assert_int_equal(r.stats.aux_bytes, 64);
+        assert_int_equal(r.stats.lost, 7);
+        assert_int_equal(r.stats.lost_samples, 0);
+        assert_int_equal(r.stats.bad_records, 1);
+        assert_int_equal(r.stats.bad_bytes, sizeof(short_trailer));
+        assert_int_equal(k.page.data_tail, k.page.data_head);
+        aux_ring_done(&r);
+        kernel_done(&k);
+}
+
 /* Records that cannot be: counted, the rest of what was published skipped, and the ring usable after. */
 static void test_garbage(void **state) {
         struct got g = { STRBUF_INIT, STRBUF_INIT };
@@ -752,6 +820,7 @@ int main(void) {
                 cmocka_unit_test(test_wraps),
                 cmocka_unit_test(test_losses),
                 cmocka_unit_test(test_garbage),
+                cmocka_unit_test(test_sample_id),
                 cmocka_unit_test(test_race),
                 cmocka_unit_test(test_spe_through_ring),
         };
