@@ -641,7 +641,7 @@ static int replay(struct collector *c) {
         pthread_mutex_unlock(&c->symbols_lock);
         k = replay_run(&c->replay, c->replay_fd, c->stop_fd,
                        &(struct source_sink) { .userdata = &x, .records = replay_sink, .mapping = replay_mapping,
-                                            .clock = replay_clock_cb, .feature = replay_feature },
+                                               .clock = replay_clock_cb, .feature = replay_feature },
                        &r);
         if (k == -ECANCELED) {
                 spe_replay_free(r);

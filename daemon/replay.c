@@ -267,7 +267,7 @@ int replay_once(const struct replay_args *a, const char *records_path, const str
                 return log_error_errno(k, "Failed to create the aggregate store: %m");
         struct once once = { .store = s, .symbols = symbols_new(NULL), .clock = { .store = s } };
         struct source_sink sink = { .userdata = &once, .records = sink_records, .mapping = sink_mapping,
-                                 .clock = sink_clock, .feature = sink_feature };
+                                    .clock = sink_clock, .feature = sink_feature };
         struct agg_symbolizer sym = { &once, symbol, object, node };
 
         if (records_path) {
