@@ -893,8 +893,10 @@ static size_t bid_entry(uint8_t *out, uint16_t misc, int32_t pid, uint8_t fill, 
 
         memset(w.build_id, fill, sizeof(w.build_id));
         w.size = (uint16_t) (sizeof(w) + name_len);
+        /* Zero the whole entry first: GCC's -Warray-bounds under -fsanitize=address
+         * misread a memset at out + sizeof(w) (a false positive that stopped the ASan build). */
+        memset(out, 0, sizeof(w) + name_len);
         memcpy(out, &w, sizeof(w));
-        memset(out + sizeof(w), 0, name_len);
         memcpy(out + sizeof(w), name, strlen(name));
         if (with_header)
                 return sizeof(w) + name_len;
