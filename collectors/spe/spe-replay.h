@@ -58,7 +58,10 @@ struct spe_replay_input {
 
 /* Runs the whole input. Returns 0, or a negative errno with spe_replay_error()
  * naming the offset of the damage; everything before it has reached the sink
- * and is in the stats either way. *ret is set in both cases (free it). */
+ * and is in the stats either way. *ret is set in both cases (free it): its
+ * callers read the error and the stats of a failed run from it, an exception
+ * to the rule that ret_* is written only on success, which spe_replay_new()
+ * follows. Blocking: a pipe is waited for, cancel_fd stops the wait. */
 int spe_replay_path(const char *path, const struct source_sink *sink, struct spe_replay **ret);
 int spe_replay_run(const struct spe_replay_input *in, const struct source_sink *sink, struct spe_replay **ret);
 struct spe_replay *spe_replay_free(struct spe_replay *r);
@@ -85,10 +88,12 @@ uint64_t spe_replay_unattributed(const struct spe_replay *r);
 uint64_t spe_replay_tid_evictions(const struct spe_replay *r);
 
 /*
- * Stepping, for an event loop (spe-replay-source.c): new() reads nothing and
- * sets *ret only on success; tasks is the shared task map the replay names
- * threads by and feeds (NULL: one of its own, as spe_replay_run() has) (-EINVAL, -ENOMEM, or fstat(2)'s error on in->fd);
- * in->cancel_fd is not used. step() decodes at most `budget` units (a
+ * Stepping, for an event loop (spe-replay-source.c). new() reads nothing
+ * and sets *ret only on success (else -EINVAL, -ENOMEM, or fstat(2)'s error
+ * on in->fd); in->cancel_fd is not used; tasks is the shared task map the
+ * replay names threads by and feeds (NULL: one of its own, as
+ * spe_replay_run() has). A raw input's CPU beyond SPE_REPLAY_MAX_CPUS is
+ * the first step's error. step() decodes at most `budget` units (a
  * perf.data record or AUXTRACE payload piece, or one read of a raw buffer)
  * and never waits: 1 more is ready, 0 the input ended, -EAGAIN a pipe or
  * FIFO (O_NONBLOCK) has nothing now (step again when it polls readable),
