@@ -5,16 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct slot {
-        struct task_info info;
-        bool used;
-};
-
-struct task_map {
-        uint64_t evictions;
-        struct slot slots[TASK_MAP_SIZE];
-};
-
 int task_map_new(struct task_map **ret) {
         struct task_map *m;
 
@@ -31,20 +21,15 @@ struct task_map *task_map_free(struct task_map *m) {
         return NULL;
 }
 
-static uint32_t hash(uint32_t tid) {
-        /* Fibonacci hashing: spreads sequential tids over the table. */
-        return (uint32_t) ((tid * UINT32_C(2654435769)) >> (32 - TASK_MAP_BITS));
-}
-
 /* The thread's slot, taken over (and counted) when another thread holds it. */
 static struct task_info *claim(struct task_map *m, uint32_t tid) {
-        struct slot *s = &m->slots[hash(tid)];
+        struct task_map_slot *s = &m->slots[task_map_hash(tid)];
 
         if (s->used && s->info.tid == tid)
                 return &s->info;
         if (s->used)
                 m->evictions++;
-        *s = (struct slot) { .info = { .tid = tid, .pid = TASK_MAP_NO_ID }, .used = true };
+        *s = (struct task_map_slot) { .info = { .tid = tid, .pid = TASK_MAP_NO_ID }, .used = true };
         return &s->info;
 }
 
@@ -81,15 +66,9 @@ void task_map_cgroup(struct task_map *m, uint32_t tid, uint64_t cgroup_id) {
 }
 
 const struct task_info *task_map_get(const struct task_map *m, uint32_t tid) {
-        const struct slot *s = &m->slots[hash(tid)];
+        const struct task_map_slot *s = &m->slots[task_map_hash(tid)];
 
         return s->used && s->info.tid == tid ? &s->info : NULL;
-}
-
-uint32_t task_map_pid(const struct task_map *m, uint32_t tid) {
-        const struct slot *s = &m->slots[hash(tid)];
-
-        return s->used && s->info.tid == tid ? s->info.pid : TASK_MAP_NO_ID;
 }
 
 uint64_t task_map_evictions(const struct task_map *m) {

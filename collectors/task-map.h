@@ -32,7 +32,24 @@ struct task_info {
         uint64_t cgroup_id;             /* 0 unknown */
 };
 
-struct task_map;
+/*
+ * The table is defined here only so that the lookup below inlines into the
+ * decoders' per-record attribution; its fields are task-map.c's business.
+ */
+struct task_map_slot {
+        struct task_info info;
+        bool used;
+};
+
+struct task_map {
+        uint64_t evictions;
+        struct task_map_slot slots[TASK_MAP_SIZE];
+};
+
+static inline uint32_t task_map_hash(uint32_t tid) {
+        /* Fibonacci hashing: spreads sequential tids over the table. */
+        return (uint32_t) ((tid * UINT32_C(2654435769)) >> (32 - TASK_MAP_BITS));
+}
 
 /* -ENOMEM, else 0 with *ret set. */
 int task_map_new(struct task_map **ret);
@@ -50,6 +67,10 @@ void task_map_cgroup(struct task_map *m, uint32_t tid, uint64_t cgroup_id);
 /* NULL when the thread is not (or no longer) in the map. Valid until the next change. */
 const struct task_info *task_map_get(const struct task_map *m, uint32_t tid);
 /* Its pid, or TASK_MAP_NO_ID. */
-uint32_t task_map_pid(const struct task_map *m, uint32_t tid);
+static inline uint32_t task_map_pid(const struct task_map *m, uint32_t tid) {
+        const struct task_map_slot *s = &m->slots[task_map_hash(tid)];
+
+        return s->used && s->info.tid == tid ? s->info.pid : TASK_MAP_NO_ID;
+}
 /* Threads replaced by another in their slot. */
 uint64_t task_map_evictions(const struct task_map *m);
