@@ -478,47 +478,49 @@ static int run(struct perf_data_reader *reader, const struct source_sink *sink, 
         return k;
 }
 
-/* Raw SPE bytes of one CPU, read to the end: no perf.data framing at all. */
-static int run_raw(const struct spe_replay_input *in, const struct source_sink *sink, struct spe_replay **ret) {
-        struct spe_replay *r = replay_alloc(sink, NULL);
-        uint8_t *buf = xmalloc(RAW_READ_SIZE);
-        struct replay_queue *q;
-        uint64_t off = 0;
-        int k = 0;
+static int raw_step(struct spe_replay *r, size_t budget);
 
+/* A replay of a raw SPE buffer: one queue, CPU in->raw_cpu of an in->raw_midr core. */
+static struct spe_replay *raw_new(const struct spe_replay_input *in, const struct source_sink *sink,
+                                  struct task_map *tasks) {
+        struct spe_replay *r = replay_alloc(sink, tasks);
+
+        r->fd = in->fd;
+        r->name = xstrdup(in->name ?: "input");
         r->raw = true;
         r->raw_midr = in->raw_midr;
-        q = queue(r, in->raw_cpu);
-        if (!q) {
-                k = -EINVAL;
+        r->raw_buf = xmalloc(RAW_READ_SIZE);
+        /* A CPU beyond the bound is the first step's error, with its message. */
+        if (!queue(r, in->raw_cpu)) {
                 snprintf(r->error, sizeof(r->error), "%s: CPU %" PRIu32 " is beyond the %u CPUs a replay keeps",
-                         in->name, in->raw_cpu, SPE_REPLAY_MAX_CPUS);
+                         r->name, in->raw_cpu, SPE_REPLAY_MAX_CPUS);
+                r->finished = true;
+                r->result = -EINVAL;
         }
-        while (q) {
-                ssize_t n;
+        return r;
+}
 
+/* Raw SPE bytes of one CPU, read to the end (no perf.data framing): the steps, waiting for a pipe between them. */
+static int run_raw(const struct spe_replay_input *in, const struct source_sink *sink, struct spe_replay **ret) {
+        struct spe_replay *r = raw_new(in, sink, NULL);
+        int k = r->result;
+
+        while (!r->finished) {
+                /* Before every read, as perf_data_reader_run() does: a pipe's data, or the cancel_fd. */
                 k = perf_data_wait_readable(in->fd, in->cancel_fd);
                 if (k < 0) {
                         snprintf(r->error, sizeof(r->error), "%s: read stopped at offset 0x%" PRIx64 ": %s",
-                                 in->name, off, strerror(-k));
+                                 r->name, r->raw_off, strerror(-k));
                         break;
                 }
-                n = read(in->fd, buf, RAW_READ_SIZE);
-                if (n < 0 && (errno == EINTR || errno == EAGAIN))
+                k = raw_step(r, 1);
+                if (k == 1 || k == -EAGAIN)
                         continue;
-                if (n < 0) {
-                        k = -errno;
-                        snprintf(r->error, sizeof(r->error), "%s: read error at offset 0x%" PRIx64 ": %s",
-                                 in->name, off, strerror(-k));
-                        break;
-                }
-                if (n == 0)
-                        break;
-                decode(r, q, buf, (size_t) n);
-                off += (uint64_t) n;
+                break;
         }
-        free(buf);
         finish(r);
+        r->finished = true;
+        r->result = k;
         *ret = r;
         return k;
 }
@@ -632,23 +634,13 @@ int spe_replay_new(const struct spe_replay_input *in, const struct source_sink *
 
         if (!in || in->fd < 0 || !ret)
                 return -EINVAL;
+        if (in->raw) {
+                *ret = raw_new(in, sink, tasks);
+                return 0;
+        }
         r = replay_alloc(sink, tasks);
         r->fd = in->fd;
         r->name = xstrdup(in->name ?: "input");
-        if (in->raw) {
-                r->raw = true;
-                r->raw_midr = in->raw_midr;
-                r->raw_buf = xmalloc(RAW_READ_SIZE);
-                /* A CPU beyond the bound is the first step's error, with its message. */
-                if (!queue(r, in->raw_cpu)) {
-                        snprintf(r->error, sizeof(r->error), "%s: CPU %" PRIu32 " is beyond the %u CPUs a replay "
-                                 "keeps", r->name, in->raw_cpu, SPE_REPLAY_MAX_CPUS);
-                        r->finished = true;
-                        r->result = -EINVAL;
-                }
-                *ret = r;
-                return 0;
-        }
         k = perf_data_reader_new_fd(in->fd, false, &r->reader);
         if (k >= 0)
                 k = spe_info_attach(r->reader, &r->spe_info);
