@@ -202,7 +202,7 @@ static void test_corpus_byte_by_byte(void **state) {
                 _cleanup_free_ uint8_t *data = NULL;
                 size_t size;
 
-                assert_true(asprintf(&path, "%s/tests/perfdata/corpus/fuzz-perf-data/%s", src, corpus_files[i]) > 0);
+                assert_true(asprintf(&path, "%s/tests/perf/corpus/fuzz-perf-data/%s", src, corpus_files[i]) > 0);
                 data = slurp(path, &size);
                 assert_non_null(data);
                 compare(data, size, one, ELEMENTSOF(one), SIZE_MAX);
@@ -250,7 +250,7 @@ static void test_file_steps(void **state) {
 
         if (!src)
                 skip();
-        assert_true(asprintf(&path, "%s/tests/perfdata/corpus/fuzz-perf-data/real-tiny.data", src) > 0);
+        assert_true(asprintf(&path, "%s/tests/perf/corpus/fuzz-perf-data/real-tiny.data", src) > 0);
         data = slurp(path, &size);
         want = trace_oneshot(data, size);
         assert_int_equal(perf_data_reader_new_path(path, &r), 0);
