@@ -30,6 +30,7 @@
 
 typedef struct sd_event sd_event;
 struct cpulist;
+struct source;
 struct task_map;
 
 /* A pid or tid a source could not name. */
@@ -94,6 +95,14 @@ struct source_clock {
 /* An SPE timestamp in perf nanoseconds, as perf's tsc_to_perf_time() computes it (needs has_time_conv). */
 uint64_t source_clock_perf_ns(const struct source_clock *c, uint64_t ticks);
 
+enum source_state {
+        SOURCE_STARTING,  /* opened, nothing read yet */
+        SOURCE_RUNNING,   /* reading */
+        SOURCE_DONE,      /* a finite input was read to its end (replay) */
+        SOURCE_FAILED,    /* stopped on an error: reason says which */
+        SOURCE_OFF,       /* not running here: reason says why (no hardware, disabled) */
+};
+
 /* Every callback but records may be NULL. Pointers are valid during the call only. */
 struct source_sink {
         void *userdata;
@@ -110,6 +119,13 @@ struct source_sink {
         void (*clock)(void *userdata, const struct source_clock *c);
         /* A section describing the recording machine (PERF_DATA_FEAT_*, e.g. its memory topology). */
         void (*feature)(void *userdata, unsigned feat, const uint8_t *data, size_t len);
+        /*
+         * The source's state changed: after the last record of a finite
+         * input (DONE) or on the error that stopped it (FAILED), so the
+         * daemon closes a replay's last epoch and says how it went without
+         * polling the status. The callback must not free the source.
+         */
+        void (*state)(void *userdata, struct source *s, enum source_state state);
 };
 
 /* ---- What a source reports ----------------------------------------------- */
@@ -131,14 +147,6 @@ struct spe_stream_stats {
         uint64_t lost;                  /* PERF_RECORD_LOST(_SAMPLES) */
 };
 
-enum source_state {
-        SOURCE_STARTING,  /* opened, nothing read yet */
-        SOURCE_RUNNING,   /* reading */
-        SOURCE_DONE,      /* a finite input was read to its end (replay) */
-        SOURCE_FAILED,    /* stopped on an error: reason says which */
-        SOURCE_OFF,       /* not running here: reason says why (no hardware, disabled) */
-};
-
 #define SOURCE_REASON_MAX 512
 #define SOURCE_WARNINGS_MAX 3
 #define SOURCE_WARNING_LEN 256
@@ -147,6 +155,7 @@ struct source_status {
         const char *kind;               /* "replay", "spe", "sampler", "pmu" */
         enum source_state state;
         char reason[SOURCE_REASON_MAX]; /* why not running, or what failed; "" when fine */
+        int error;                      /* FAILED: the negative errno that stopped it */
         /* What is wrong with input that read fine (a replay's undecoded bytes, say). */
         char warnings[SOURCE_WARNINGS_MAX][SOURCE_WARNING_LEN];
         size_t n_warnings;
