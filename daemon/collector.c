@@ -9,9 +9,10 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <systemd/sd-event.h>
 
 #include "log.h"
 #include "macro.h"
@@ -19,6 +20,8 @@
 #include "parse-util.h"
 #include "perf-data.h"
 #include "profile.h"
+#include "replay-clock.h"
+#include "replay-source.h"
 #include "spe-pmu.h"
 #include "strbuf.h"
 
@@ -28,6 +31,12 @@
 #define SYMBOLS_MAX_PER_FILE_DAEMON (128 * 1024)
 #define COLLECTOR_MIN_STALE_USEC (5 * USEC_PER_SEC)
 #define COLLECTOR_STALE_INTERVALS 3
+/*
+ * sd-event's timer accuracy (sd_event_add_time(3)): 0 would let it move the
+ * counting and epoch timers by up to 250 ms to coalesce wakeups; a
+ * timerfd's periodic timer fired on time, and so do these.
+ */
+#define COLLECTOR_TIMER_ACCURACY_USEC 1
 
 /* Op groups exported as armprofd_spe_latency_cycles{op}: load, store, branch. */
 static const enum hotpcs_op lat_ops[SPE_LAT_OPS] = { HOTPCS_OP_LOAD, HOTPCS_OP_STORE, HOTPCS_OP_BRANCH };
@@ -49,34 +58,38 @@ struct view_box {
 struct collector {
         pthread_t thread;
         bool thread_started;
-        int epoll_fd;
-        int timer_fd;
-        int epoch_fd;
-        int stop_fd;
+        sd_event *event;
+        sd_event_source *cycle_timer;
+        sd_event_source *epoch_timer;
+        sd_event_source *stop_source;
+        int stop_fd;                    /* eventfd: another thread asks the loop to exit */
 
         /* Collector thread only. */
         struct collector_options opts;
         struct pmu_collector *pmu;
-        char pmu_reason[256];
+        char pmu_reason[SOURCE_REASON_MAX];
         int pmu_logged_state;
         uint64_t armed_usec;
+        uint64_t next_cycle_usec, next_epoch_usec;
         struct store *store;
         struct lat_block *lat;
-        const char *spe_source;
-        char spe_reason[256];
-        uint64_t spe_period; /* sampling interval in operations, 0 unknown; set by the replay before HTTP starts */
-        size_t n_spe_cpus;
-        struct spe_stream_stats *spe_cpus;
-        char spe_warnings[REPLAY_WARNINGS_MAX][REPLAY_WARNING_LEN];
-        size_t n_spe_warnings;
+        char spe_reason[SOURCE_REASON_MAX]; /* what /status says of SPE while no source runs */
+        /* Sampling interval in operations, 0 unknown; set when a replay ends, read by pprof requests. */
+        _Atomic uint64_t spe_period;
 
-        /* --replay, loaded by the collector thread first; then replay_done_fd is signalled. */
+        /* The sources on the seam, and the sink that wires them to the store. */
+        struct source **sources;
+        size_t n_sources;
+        struct source_sink sink;
+        struct replay_clock clock;      /* a replay's epochs, by the file's time */
+
+        /* --replay: a source like the others; replay_done_fd is signalled when it ended. */
         struct replay_args replay;
         bool has_replay;
         int replay_fd;
         int replay_done_fd;
-        int replay_result;      /* guarded by lock */
-        char replay_error[512]; /* guarded by lock */
+        int replay_result;                      /* guarded by lock */
+        char replay_error[SOURCE_REASON_MAX];   /* guarded by lock */
 
         /* Symbols of sampled processes: fed by the sources, read by pprof requests. */
         pthread_mutex_t symbols_lock;
@@ -180,7 +193,9 @@ static void view_destroy(void *data) {
         struct view_box *b = data;
 
         pmu_snapshot_free(b->view.pmu);
-        free(b->view.spe_cpus);
+        for (size_t i = 0; i < b->view.n_sources; i++)
+                source_status_done(&b->view.sources[i]);
+        free(b->view.sources);
         lat_unref(b->lat);
         free(b);
 }
@@ -190,10 +205,31 @@ struct store_snapshot *collector_snapshot(struct collector *c) {
 }
 
 const struct collector_view *collector_view(const struct store_snapshot *snap) {
-        static const struct collector_view starting = { .pmu_reason = "starting", .spe_reason = "starting" };
+        /* Never written: the view's pointer is not const only because published views own theirs. */
+        static struct source_status starting_sources[] = {
+                { .kind = "pmu", .state = SOURCE_STARTING, .reason = "starting" },
+                { .kind = "spe", .state = SOURCE_STARTING, .reason = "starting" },
+        };
+        static const struct collector_view starting = {
+                .sources = starting_sources,
+                .n_sources = ELEMENTSOF(starting_sources),
+        };
         const struct view_box *b = store_snapshot_attachment(snap);
 
         return b ? &b->view : &starting;
+}
+
+const struct source_status *collector_view_spe(const struct collector_view *v) {
+        static const struct source_status none = { .kind = "spe", .state = SOURCE_OFF };
+
+        for (size_t i = 0; i < v->n_sources; i++)
+                if (!streq(v->sources[i].kind, "pmu"))
+                        return &v->sources[i];
+        return &none;
+}
+
+bool source_status_up(const struct source_status *s) {
+        return s->state == SOURCE_RUNNING || s->state == SOURCE_DONE;
 }
 
 static void pmu_close(struct collector *c, const char *reason) {
@@ -251,17 +287,19 @@ static void pmu_log_state(struct collector *c, const struct pmu_snapshot *s) {
 /* Publish what this cycle knows as the store's attachment (one consistent snapshot). */
 static void publish_view(struct collector *c, struct pmu_snapshot *pmu) {
         struct view_box *b = xcalloc(1, sizeof(*b));
+        struct source_status *st;
 
         b->view.pmu = pmu;
-        snprintf(b->view.pmu_reason, sizeof(b->view.pmu_reason), "%s", c->pmu_reason);
-        b->view.spe_source = c->spe_source;
-        snprintf(b->view.spe_reason, sizeof(b->view.spe_reason), "%s", c->spe_reason);
-        memcpy(b->view.spe_warnings, c->spe_warnings, sizeof(c->spe_warnings));
-        b->view.n_spe_warnings = c->n_spe_warnings;
-        if (c->n_spe_cpus) {
-                b->view.spe_cpus = xmalloc(c->n_spe_cpus * sizeof(*c->spe_cpus));
-                memcpy(b->view.spe_cpus, c->spe_cpus, c->n_spe_cpus * sizeof(*c->spe_cpus));
-                b->view.n_spe_cpus = c->n_spe_cpus;
+        b->view.n_sources = 1 + MAX(c->n_sources, (size_t) 1);
+        b->view.sources = st = xcalloc(b->view.n_sources, sizeof(*st));
+        /* Counting runs on its own timer, but says how it is as any source does. */
+        st[0] = (struct source_status) { .kind = "pmu", .state = pmu ? SOURCE_RUNNING : SOURCE_OFF };
+        snprintf(st[0].reason, sizeof(st[0].reason), "%s", pmu ? "" : c->pmu_reason);
+        for (size_t i = 0; i < c->n_sources; i++)
+                source_status(c->sources[i], &st[1 + i]);
+        if (c->n_sources == 0) {
+                st[1] = (struct source_status) { .kind = "spe", .state = SOURCE_OFF };
+                snprintf(st[1].reason, sizeof(st[1].reason), "%s", c->spe_reason);
         }
         b->lat = lat_ref(c->lat);
         b->view.latency = b->lat ? &b->lat->lat[0][0] : NULL;
@@ -307,6 +345,28 @@ static void epoch_end(struct collector *c, uint64_t end_ns) {
         c->lat = b;
 }
 
+/*
+ * Re-arm a one-shot timer for the next period: on the grid of the previous
+ * expiry as a periodic timerfd would be, or a full period from now when the
+ * period changed or the loop fell behind by more than one.
+ */
+static int arm(sd_event_source *timer, uint64_t period_usec, bool restart, uint64_t *next_usec) {
+        uint64_t now = now_monotonic_usec();
+        int k;
+
+        if (restart || *next_usec == 0)
+                *next_usec = now + period_usec;
+        else {
+                *next_usec += period_usec;
+                if (*next_usec <= now)
+                        *next_usec = now + period_usec;
+        }
+        k = sd_event_source_set_time(timer, *next_usec);
+        if (k < 0)
+                return k;
+        return sd_event_source_set_enabled(timer, SD_EVENT_ONESHOT);
+}
+
 static void cycle(struct collector *c) {
         struct pmu_snapshot *snap = NULL;
         bool reconfigured = false;
@@ -329,16 +389,10 @@ static void cycle(struct collector *c) {
                 pmu_open(c);
         }
 
+        /* A new interval starts a full one from now, as timerfd_settime() did. */
         want = atomic_load(&c->interval_usec);
-        if (want != c->armed_usec) {
-                struct itimerspec its = {
-                        .it_interval = { (time_t) (want / USEC_PER_SEC), (long) (want % USEC_PER_SEC) * 1000 },
-                        .it_value = { (time_t) (want / USEC_PER_SEC), (long) (want % USEC_PER_SEC) * 1000 },
-                };
-
-                if (timerfd_settime(c->timer_fd, 0, &its, NULL) == 0)
-                        c->armed_usec = want;
-        }
+        if (want != c->armed_usec && arm(c->cycle_timer, want, true, &c->next_cycle_usec) == 0)
+                c->armed_usec = want;
 
         if (c->pmu) {
                 int k;
@@ -362,141 +416,57 @@ static void cycle(struct collector *c) {
         atomic_fetch_add(&c->cycles, 1);
 }
 
-static int replay(struct collector *c);
+static int on_cycle_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct collector *c = userdata;
+        int k;
+
+        k = arm(s, c->armed_usec, false, &c->next_cycle_usec);
+        if (k < 0)
+                log_error_errno(k, "collector: cannot re-arm the counting timer: %m");
+        cycle(c);
+        return 0;
+}
+
+static int on_epoch_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct collector *c = userdata;
+        int k;
+
+        epoch_end(c, now_ns());
+        k = arm(s, c->opts.store.epoch_ns / NSEC_PER_USEC, false, &c->next_epoch_usec);
+        if (k < 0)
+                log_error_errno(k, "collector: cannot re-arm the epoch timer: %m");
+        return 0;
+}
+
+static int on_stop(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        return sd_event_exit(sd_event_source_get_event(s), 0);
+}
 
 static void *collector_main(void *userdata) {
         struct collector *c = userdata;
+        int k;
 
-        if (c->has_replay) {
-                uint64_t one = 1;
-                int k = replay(c);
-
-                if (k == -ECANCELED)
-                        return NULL; /* stopping: nobody waits for the result */
-                /* The first cycle after the load publishes what it brought. */
-                cycle(c);
-                if (write(c->replay_done_fd, &one, sizeof(one)) != sizeof(one))
-                        log_error_errno(-errno, "collector: cannot signal the end of the replay: %m");
-        }
-        for (;;) {
-                struct epoll_event ev[8];
-                int n = epoll_wait(c->epoll_fd, ev, ELEMENTSOF(ev), -1);
-
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        log_error_errno(-errno, "collector: epoll_wait failed: %m");
-                        return NULL;
-                }
-                for (int i = 0; i < n; i++) {
-                        uint64_t v;
-                        int fd = ev[i].data.fd;
-
-                        if (fd == c->stop_fd)
-                                return NULL;
-                        if (read(fd, &v, sizeof(v)) != sizeof(v))
-                                continue;
-                        if (fd == c->epoch_fd)
-                                epoch_end(c, now_ns());
-                        else if (fd == c->timer_fd)
-                                cycle(c);
-                }
-        }
+        k = sd_event_loop(c->event);
+        if (k < 0)
+                log_error_errno(k, "collector: the event loop failed: %m");
+        return NULL;
 }
 
-static int watch(struct collector *c, int fd) {
-        struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
-
-        return epoll_ctl(c->epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
-}
-
-static int arm(int fd, uint64_t usec) {
-        struct itimerspec its = {
-                .it_interval = { (time_t) (usec / USEC_PER_SEC), (long) (usec % USEC_PER_SEC) * 1000 },
-                .it_value = { (time_t) (usec / USEC_PER_SEC), (long) (usec % USEC_PER_SEC) * 1000 },
-        };
-
-        return timerfd_settime(fd, 0, &its, NULL) < 0 ? -errno : 0;
-}
-
-void replay_clock_file(void *userdata, const struct source_clock *c) {
-        struct replay_clock *t = userdata;
-
-        t->file = *c;
-}
-
-static void replay_clock_close(struct replay_clock *t, uint64_t end_ns) {
-        t->closed = true;
-        if (t->epoch_end)
-                t->epoch_end(t->userdata, end_ns);
-        else
-                store_epoch_end(t->store, end_ns);
-}
-
-void replay_clock_record(struct replay_clock *t, const struct spe_record *r) {
-        uint64_t ns, b;
-
-        /* A record right after undecodable bytes may carry a timestamp made of them. */
-        if (!t->file.has_time_conv || !(r->present & SPE_REC_TIMESTAMP) || (r->flags & SPE_REC_F_AFTER_ERROR))
-                return;
-        ns = source_clock_perf_ns(&t->file, r->timestamp);
-        if (!t->started) {
-                t->started = true;
-                t->epoch_start_ns = t->last_ns = ns;
-                store_epoch_restart(t->store, ns);
-                return;
-        }
-        t->last_ns = MAX(t->last_ns, ns);
-        /* The first epoch starts at the earliest record (CPUs' AUX buffers come one after another). */
-        if (!t->closed && ns < t->epoch_start_ns) {
-                t->epoch_start_ns = ns;
-                store_epoch_restart(t->store, ns);
-        }
-        /* Records a little out of order (AUX buffers of CPUs interleave) stay in the current epoch. */
-        if (t->epoch_ns == 0 || ns < t->epoch_start_ns + t->epoch_ns)
-                return;
-        b = t->epoch_start_ns + t->epoch_ns;
-        replay_clock_close(t, b);
-        /* A gap of several epochs is one empty epoch: the ring holds epochs, not empty time. */
-        if (ns >= b + t->epoch_ns) {
-                b += (ns - b) / t->epoch_ns * t->epoch_ns;
-                replay_clock_close(t, b);
-        }
-        t->epoch_start_ns = b;
-}
-
-void replay_clock_finish(struct replay_clock *t) {
-        struct store_clock clock = { .kind = STORE_CLOCK_PERF, .frozen = true };
-
-        if (!t->started)
-                store_epoch_restart(t->store, 0);
-        replay_clock_close(t, t->started ? t->last_ns + 1 : 0);
-        if (t->file.has_clock_data) {
-                clock.kind = STORE_CLOCK_UNIX;
-                clock.unix_offset_ns = t->file.unix_minus_perf_ns;
-        }
-        store_set_clock(t->store, &clock);
-}
-
-struct replay_ctx {
-        struct collector *c;
-        struct replay_clock clock;
-};
-
+/* The sink of the collector's sources (userdata: the collector): the store, by the replay's clock. */
 static void replay_sink(void *userdata, const struct spe_record *recs, const uint32_t *pids,
                         const uint32_t *tids, size_t n) {
-        struct replay_ctx *x = userdata;
+        struct collector *c = userdata;
 
         for (size_t i = 0; i < n; i++) {
-                replay_clock_record(&x->clock, &recs[i]);
-                store_add(x->c->store, &recs[i], pids[i], tids[i]);
+                replay_clock_record(&c->clock, &recs[i]);
+                store_add(c->store, &recs[i], pids[i], tids[i]);
         }
 }
 
-static void replay_clock_cb(void *userdata, const struct source_clock *c) {
-        struct replay_ctx *x = userdata;
+static void replay_clock_cb(void *userdata, const struct source_clock *clock) {
+        struct collector *c = userdata;
 
-        replay_clock_file(&x->clock, c);
+        replay_clock_file(&c->clock, clock);
 }
 
 static void replay_epoch_end(void *userdata, uint64_t end_ns) {
@@ -504,7 +474,7 @@ static void replay_epoch_end(void *userdata, uint64_t end_ns) {
 }
 
 static void replay_mapping(void *userdata, const struct source_mapping *m) {
-        struct collector *c = ((struct replay_ctx *) userdata)->c;
+        struct collector *c = userdata;
         int k;
 
         pthread_mutex_lock(&c->symbols_lock);
@@ -517,7 +487,7 @@ static void replay_mapping(void *userdata, const struct source_mapping *m) {
 
 /* A replayed file's addresses are nodes of the machine that recorded it. */
 static void replay_feature(void *userdata, unsigned feat, const uint8_t *data, size_t len) {
-        struct collector *c = ((struct replay_ctx *) userdata)->c;
+        struct collector *c = userdata;
         struct memnode *m = NULL;
         int k;
 
@@ -564,7 +534,7 @@ int collector_profile_span(struct collector *c, uint64_t start_ns, uint64_t end_
         int k;
 
         pthread_mutex_lock(&c->symbols_lock);
-        k = profile_build_span(snap, start_ns, end_ns, c->symbols, c->spe_period, ret_gz);
+        k = profile_build_span(snap, start_ns, end_ns, c->symbols, atomic_load(&c->spe_period), ret_gz);
         pthread_mutex_unlock(&c->symbols_lock);
         return k;
 }
@@ -589,7 +559,7 @@ int collector_profile(struct collector *c, uint64_t window_ns, struct strbuf *re
 
         /* Lookup results live until the next lookup: hold the lock for the whole profile. */
         pthread_mutex_lock(&c->symbols_lock);
-        k = profile_build(snap, window_ns, c->symbols, c->spe_period, ret_gz);
+        k = profile_build(snap, window_ns, c->symbols, atomic_load(&c->spe_period), ret_gz);
         pthread_mutex_unlock(&c->symbols_lock);
         return k;
 }
@@ -619,66 +589,39 @@ static void spe_describe(struct collector *c) {
 }
 
 /*
- * --replay: the input's records go through the same store as live data
- * would, on this thread (the store's only writer). A stop (stop_fd) ends a
- * read that waits for a writer: -ECANCELED. A replay that is not complete
- * is an error, as for --once.
+ * A source ended (a replay read to its end, or failed): its last epoch is
+ * closed at the file's end and the store's clock frozen there, the first
+ * cycle after it publishes what it brought, and the manager learns how it
+ * went (replay_done_fd). A replay that is not complete is an error, as for
+ * --once.
  */
-static int replay(struct collector *c) {
-        struct spe_replay *r = NULL;
-        uint64_t records = 0;
-        struct replay_ctx x = {
-                .c = c,
-                .clock = { .store = c->store, .epoch_ns = c->opts.store.epoch_ns, .epoch_end = replay_epoch_end,
-                           .userdata = c },
-        };
-        bool complete;
-        int k;
+static void source_state_changed(void *userdata, struct source *s, enum source_state state) {
+        struct collector *c = userdata;
+        struct source_status st;
+        uint64_t records = 0, one = 1;
 
-        /* The file's topology or none: never this machine's. */
-        pthread_mutex_lock(&c->symbols_lock);
-        c->memnode = memnode_free(c->memnode);
-        pthread_mutex_unlock(&c->symbols_lock);
-        k = replay_run(&c->replay, c->replay_fd, c->stop_fd,
-                       &(struct source_sink) { .userdata = &x, .records = replay_sink, .mapping = replay_mapping,
-                                               .clock = replay_clock_cb, .feature = replay_feature },
-                       &r);
-        if (k == -ECANCELED) {
-                spe_replay_free(r);
-                return k;
-        }
-        complete = replay_complete(r, k);
-        c->n_spe_cpus = spe_replay_n_cpus(r);
-        c->spe_period = spe_replay_sample_period(r);
-        c->spe_cpus = xcalloc(c->n_spe_cpus ?: 1, sizeof(*c->spe_cpus));
-        for (size_t i = 0; i < c->n_spe_cpus; i++) {
-                c->spe_cpus[i] = *spe_replay_cpu(r, i);
-                records += c->spe_cpus[i].records;
-        }
-        if (spe_replay_build_ids_dropped(r) > 0)
-                log_warning("replay: %" PRIu64 " build-id table entries beyond the bound were left out; "
-                            "their files are named without a build-id check", spe_replay_build_ids_dropped(r));
-        c->n_spe_warnings = replay_warnings(r, k, c->spe_warnings);
-        for (size_t i = 0; i < c->n_spe_warnings; i++)
-                log_warning("replay: %s: %s", c->replay.path, c->spe_warnings[i]);
-
-        if (complete)
+        if (state != SOURCE_DONE && state != SOURCE_FAILED)
+                return;
+        source_status(s, &st);
+        for (size_t i = 0; i < st.n_cpus; i++)
+                records += st.cpus[i].records;
+        for (size_t i = 0; i < st.n_warnings; i++)
+                log_warning("replay: %s: %s", c->replay.path, st.warnings[i]);
+        if (state == SOURCE_DONE)
                 log_info("replay: %" PRIu64 " SPE records from %s on %zu CPUs", records, c->replay.path,
-                         c->n_spe_cpus);
-        c->spe_source = "replay";
-        replay_clock_finish(&x.clock);
+                         st.n_cpus);
+        atomic_store(&c->spe_period, st.sample_period);
+        replay_clock_finish(&c->clock);
 
         pthread_mutex_lock(&c->lock);
-        if (k < 0)
-                snprintf(c->replay_error, sizeof(c->replay_error), "%s (%" PRIu64 " records decoded before it)",
-                         spe_replay_error(r), records);
-        else if (!complete)
-                snprintf(c->replay_error, sizeof(c->replay_error), "%s: not all of its SPE data was decoded",
-                         c->replay.path);
-        c->replay_result = k < 0 ? k : complete ? 0 : -EBADMSG;
+        snprintf(c->replay_error, sizeof(c->replay_error), "%s", st.reason);
+        c->replay_result = state == SOURCE_DONE ? 0 : st.error < 0 ? st.error : -EIO;
         pthread_mutex_unlock(&c->lock);
-        spe_replay_free(r);
-        return k;
+        source_status_done(&st);
+
+        cycle(c);
+        if (write(c->replay_done_fd, &one, sizeof(one)) != sizeof(one))
+                log_error_errno(-errno, "collector: cannot signal the end of the replay: %m");
 }
 
 int collector_replay_fd(struct collector *c) {
@@ -695,12 +638,42 @@ int collector_replay_result(struct collector *c, char *ret_error, size_t len) {
         return k;
 }
 
+/* Add a source on the seam: it registers with the loop now and runs when the loop does. */
+static int collector_add_source(struct collector *c, struct source *s) {
+        int k;
+
+        k = source_start(s, c->event, NULL);
+        if (k < 0)
+                return k;
+        c->sources = xrealloc(c->sources, (c->n_sources + 1) * sizeof(*c->sources));
+        c->sources[c->n_sources++] = s;
+        return 0;
+}
+
+static int collector_add_replay(struct collector *c) {
+        struct source *s = NULL;
+        int k;
+
+        c->replay_done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (c->replay_done_fd < 0)
+                return -errno;
+        c->clock = (struct replay_clock) { .store = c->store, .epoch_ns = c->opts.store.epoch_ns,
+                                           .epoch_end = replay_epoch_end, .userdata = c };
+        k = replay_source_new(&c->replay, c->replay_fd, &c->sink, NULL, &s);
+        if (k < 0)
+                return k;
+        k = collector_add_source(c, s);
+        if (k < 0)
+                source_free(s);
+        return k;
+}
+
 int collector_start(const struct collector_options *opts, struct collector **ret) {
         struct collector *c = xcalloc(1, sizeof(*c));
         uint64_t nofile;
         int r;
 
-        c->timer_fd = c->epoch_fd = c->stop_fd = c->epoll_fd = c->replay_done_fd = -1;
+        c->stop_fd = c->replay_done_fd = -1;
         c->opts = *opts;
         c->opts.replay = NULL;
         c->replay_fd = -1;
@@ -709,6 +682,14 @@ int collector_start(const struct collector_options *opts, struct collector **ret
                 c->has_replay = true;
                 c->replay_fd = opts->replay_fd;
         }
+        c->sink = (struct source_sink) {
+                .userdata = c,
+                .records = replay_sink,
+                .mapping = replay_mapping,
+                .clock = replay_clock_cb,
+                .feature = replay_feature,
+                .state = source_state_changed,
+        };
         pthread_mutex_init(&c->lock, NULL);
         pthread_mutex_init(&c->symbols_lock, NULL);
         /*
@@ -738,31 +719,49 @@ int collector_start(const struct collector_options *opts, struct collector **ret
                 log_debug("Cannot raise RLIMIT_NOFILE; counting may run out of descriptors");
         pmu_open(c);
 
-        r = memnode_from_sysfs("/", &c->memnode);
-        if (r < 0)
-                log_debug_errno(r, "No memory blocks in sysfs, hot lines carry no NUMA node: %m");
+        /* A replayed file's addresses are nodes of the machine that recorded it, or of none: never this one's. */
+        if (!c->has_replay) {
+                r = memnode_from_sysfs("/", &c->memnode);
+                if (r < 0)
+                        log_debug_errno(r, "No memory blocks in sysfs, hot lines carry no NUMA node: %m");
+        }
 
-        c->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-        c->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-        c->epoch_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        r = sd_event_new(&c->event);
+        if (r < 0)
+                goto fail;
         c->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (c->epoll_fd < 0 || c->timer_fd < 0 || c->epoch_fd < 0 || c->stop_fd < 0) {
+        if (c->stop_fd < 0) {
                 r = -errno;
                 goto fail;
         }
+        r = sd_event_add_io(c->event, &c->stop_source, c->stop_fd, EPOLLIN, on_stop, c);
+        if (r < 0)
+                goto fail;
+        r = sd_event_add_time(c->event, &c->cycle_timer, CLOCK_MONOTONIC, UINT64_MAX, COLLECTOR_TIMER_ACCURACY_USEC,
+                              on_cycle_timer, c);
+        if (r < 0)
+                goto fail;
+        /* A replay's epochs are the file's (replay_clock_record()): no timer closes more. */
+        if (!c->has_replay) {
+                r = sd_event_add_time(c->event, &c->epoch_timer, CLOCK_MONOTONIC, UINT64_MAX,
+                                      COLLECTOR_TIMER_ACCURACY_USEC, on_epoch_timer, c);
+                if (r < 0)
+                        goto fail;
+                r = arm(c->epoch_timer, opts->store.epoch_ns / NSEC_PER_USEC, true, &c->next_epoch_usec);
+                if (r < 0)
+                        goto fail;
+                (void) sd_event_source_set_description(c->epoch_timer, "collector-epoch");
+        }
+        (void) sd_event_source_set_description(c->stop_source, "collector-stop");
+        (void) sd_event_source_set_description(c->cycle_timer, "collector-cycle");
+
         if (c->has_replay) {
-                c->replay_done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-                if (c->replay_done_fd < 0) {
-                        r = -errno;
+                r = collector_add_replay(c);
+                if (r < 0) {
+                        log_error_errno(r, "Failed to start the replay: %m");
                         goto fail;
                 }
         }
-        /* A replay's epochs are the file's (replay_clock_record()): no timer closes more. */
-        if (!c->has_replay && (r = arm(c->epoch_fd, opts->store.epoch_ns / NSEC_PER_USEC)) < 0)
-                goto fail;
-        if ((r = watch(c, c->timer_fd)) < 0 ||
-            (r = watch(c, c->epoch_fd)) < 0 || (r = watch(c, c->stop_fd)) < 0)
-                goto fail;
 
         /* The first cycle runs right away, so /metrics has data before the first interval. */
         cycle(c);
@@ -788,16 +787,20 @@ struct collector *collector_stop(struct collector *c) {
                 if (write(c->stop_fd, &one, sizeof(one)) == sizeof(one))
                         pthread_join(c->thread, NULL);
         }
-        safe_close(c->epoll_fd);
-        safe_close(c->timer_fd);
-        safe_close(c->epoch_fd);
+        /* The loop has ended: nothing dispatches any more, the sources can go (readers' threads joined). */
+        for (size_t i = 0; i < c->n_sources; i++)
+                source_free(c->sources[i]);
+        free(c->sources);
+        c->stop_source = sd_event_source_disable_unref(c->stop_source);
+        c->cycle_timer = sd_event_source_disable_unref(c->cycle_timer);
+        c->epoch_timer = sd_event_source_disable_unref(c->epoch_timer);
+        c->event = sd_event_unref(c->event);
         safe_close(c->stop_fd);
         safe_close(c->replay_done_fd);
         c->pmu = pmu_collector_free(c->pmu);
         /* Snapshots still held by readers keep their views alive. */
         c->store = store_free(c->store);
         lat_unref(c->lat);
-        free(c->spe_cpus);
         c->symbols = symbols_free(c->symbols);
         c->memnode = memnode_free(c->memnode);
         pthread_mutex_destroy(&c->symbols_lock);

@@ -2,13 +2,16 @@
 #pragma once
 
 /*
- * The collector thread (DESIGN.md §3): one epoll loop that owns every
- * collector fd and the aggregate store, and is their only writer. Each
- * counting interval it reads the PMU and publishes a `struct collector_view`
- * as the store's attachment, so a reader's one store snapshot holds the
- * counters, the SPE aggregates and the stream statistics of the same
- * moment. Each cycle ends with a heartbeat that /healthz and the systemd
- * watchdog look at, so both report real progress.
+ * The collector thread: one sd-event loop that owns every source (struct
+ * source, collectors/source.h, each registering its own fds or events),
+ * PMU counting on its own timer, the epoch timer, and the aggregate store,
+ * whose only writer it is. Each counting interval it reads the PMU and
+ * publishes a `struct collector_view` as the store's attachment, so a
+ * reader's one store snapshot holds the counters, the SPE aggregates and
+ * every source's status of the same moment. Each cycle ends with a
+ * heartbeat that /healthz and the systemd watchdog look at, so both report
+ * real progress; sources drain with a budget, so a long replay cannot
+ * starve the cycle.
  */
 
 #include <stdbool.h>
@@ -18,7 +21,7 @@
 #include "pmu-collector.h"
 #include "replay.h"
 #include "spe-metrics.h"
-#include "spe-replay.h"
+#include "source.h"
 #include "store.h"
 #include "strbuf.h"
 #include "symbols.h"
@@ -31,32 +34,36 @@ struct collector_options {
         struct store_options store;
         /*
          * --replay: read from replay_fd (replay_open()'s, left open) into the
-         * store by the collector thread before its loop starts; stopping the
-         * collector interrupts it. NULL: no replay.
+         * store by a replay source on the collector's loop, between its
+         * timers; stopping the collector interrupts it. NULL: no replay.
          */
         const struct replay_args *replay;
         int replay_fd;
 };
 
-/* What one cycle produced. Immutable once published. */
+/*
+ * What one cycle produced. Immutable once published.
+ *
+ * sources[0] is PMU counting (kind "pmu": RUNNING, or OFF with the reason),
+ * which runs on its own timer; then each source on the seam in the order
+ * they were added, or, when none runs, one of kind "spe" that is OFF and
+ * says why (what sysfs shows of this machine's SPE).
+ */
 struct collector_view {
         uint64_t cycle;
         double interval_seconds;
         struct pmu_snapshot *pmu; /* NULL when counting is off or could not start */
-        char pmu_reason[256];     /* why pmu is NULL */
-
-        /* SPE: where records came from and how the streams fared. */
-        const char *spe_source;   /* "replay", or NULL when there is no SPE source */
-        char spe_reason[256];     /* why there is none */
-        size_t n_spe_cpus;
-        struct spe_stream_stats *spe_cpus;
-        /* What is wrong with the replayed input (replay_warnings()). */
-        char spe_warnings[REPLAY_WARNINGS_MAX][REPLAY_WARNING_LEN];
-        size_t n_spe_warnings;
+        struct source_status *sources;
+        size_t n_sources;
         /* [kind * SPE_LAT_OPS + op], shared by views; NULL before the first epoch. */
         const struct spe_latency_cum *latency;
         uint64_t store_bytes; /* the store's memory bound */
 };
+
+/* The SPE source of a view (never NULL): the first that is not PMU counting. */
+const struct source_status *collector_view_spe(const struct collector_view *v);
+/* Whether a source is up: it runs, or it ran a finite input to its end. */
+bool source_status_up(const struct source_status *s);
 
 struct collector;
 
@@ -75,9 +82,10 @@ struct collector *collector_stop(struct collector *c);
 void collector_reconfigure(struct collector *c, const struct collector_options *opts);
 
 /*
- * With a replay: an fd that becomes readable when the replay has been loaded
- * (or failed), then collector_replay_result() says how it went: 0, or a
- * negative errno with the reason in ret_error. -1 without a replay.
+ * With a replay: an fd that becomes readable when the replay has ended (read
+ * to its end, or failed), then collector_replay_result() says how it went:
+ * 0, or a negative errno with the reason in ret_error. -1 without a replay.
+ * The collector serves while the replay runs (/status says its state).
  */
 int collector_replay_fd(struct collector *c);
 int collector_replay_result(struct collector *c, char *ret_error, size_t len);
@@ -109,33 +117,3 @@ uint64_t collector_cycles(struct collector *c);
 bool collector_alive(struct collector *c);
 
 uint64_t now_monotonic_usec(void);
-
-/*
- * A replay's time is the file's: its records' SPE timestamps, made perf
- * time by the file's TIME_CONV, drive the store's epochs, and the file's
- * last timestamp is "now" for good (the store's clock is frozen), so what
- * was replayed never ages out of a window. Intervals are Unix time when the
- * file has clock data (perf record -k CLOCK), else perf time, labelled
- * "perf". The clock data ties the chosen clock to the time of day while
- * TIME_CONV gives the kernel's perf clock: on arm64 both count from boot
- * (CLOCK_MONOTONIC and sched_clock), close but not equal, so such dates are
- * as good as that. A file without timestamps is one epoch with no span.
- */
-struct replay_clock {
-        struct store *store;
-        uint64_t epoch_ns;              /* 0: the whole file is one epoch (--once) */
-        /* Closes an epoch at end_ns (the collector folds it into its histograms too). */
-        void (*epoch_end)(void *userdata, uint64_t end_ns);
-        void *userdata;
-
-        struct source_clock file;
-        bool started, closed;
-        uint64_t epoch_start_ns, last_ns;
-};
-
-/* Before store_add() of each record: closes the epochs its time has passed. */
-void replay_clock_record(struct replay_clock *t, const struct spe_record *r);
-/* After the file: closes the last epoch at the file's end and freezes the store's clock. */
-void replay_clock_finish(struct replay_clock *t);
-/* A source_sink.clock callback; userdata is the struct replay_clock. */
-void replay_clock_file(void *userdata, const struct source_clock *c);

@@ -7,12 +7,11 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/signalfd.h>
-#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <jansson.h>
 #include <systemd/sd-daemon.h>
+#include <systemd/sd-event.h>
 
 #include "api.h"
 #include "collector.h"
@@ -34,11 +33,13 @@ struct manager {
         struct api *api;
         struct http_server *http;
 
-        int epoll_fd;
-        int signal_fd;
-        int watchdog_fd;
+        sd_event *event;
+        sd_event_source *signals[3];    /* SIGTERM, SIGINT, SIGHUP */
+        sd_event_source *watchdog;
+        sd_event_source *replay_done;
         uint64_t watchdog_usec;
         uint64_t reloads, failed_reloads;
+        int replay_result;      /* the replay's error, when it ended the loop */
 };
 
 static void apply_overrides(struct manager *m, struct config *c) {
@@ -59,21 +60,39 @@ static void source_write_metrics(void *userdata, struct prom_writer *w) {
         struct manager *m = userdata;
         _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = collector_snapshot(m->collector);
         const struct collector_view *v = collector_view(snap);
+        const struct source_status *spe = collector_view_spe(v);
+        _cleanup_free_ struct spe_replay_cpu_stats *cpus = NULL;
         struct symbols_stats sym;
 
         prom_family(w, "armprofd_collector_up", PROM_GAUGE,
                     "1 when the collector runs and produces data, 0 when it cannot (see /status).");
         prom_sample_u64(w, (const char *const[]) { "collector", "pmu", NULL }, counters_up(v->pmu));
-        prom_sample_u64(w, (const char *const[]) { "collector", "spe", NULL }, v->spe_source != NULL);
+        prom_sample_u64(w, (const char *const[]) { "collector", "spe", NULL }, source_status_up(spe));
 
+        /* The stream statistics in the type spe-metrics.h reads (the same fields). */
+        cpus = xcalloc(spe->n_cpus ?: 1, sizeof(*cpus));
+        for (size_t i = 0; i < spe->n_cpus; i++)
+                cpus[i] = (struct spe_replay_cpu_stats) {
+                        .cpu = spe->cpus[i].cpu,
+                        .midr = spe->cpus[i].midr,
+                        .records = spe->cpus[i].records,
+                        .bytes = spe->cpus[i].bytes,
+                        .decoder = spe->cpus[i].decoder,
+                        .aux_records = spe->cpus[i].aux_records,
+                        .aux_truncated = spe->cpus[i].aux_truncated,
+                        .aux_collision = spe->cpus[i].aux_collision,
+                        .aux_partial = spe->cpus[i].aux_partial,
+                        .discontinuities = spe->cpus[i].discontinuities,
+                        .lost = spe->cpus[i].lost,
+                };
         counters_write_metrics(v->pmu, w);
         spe_metrics_write(&(struct spe_metrics_input) {
                                   .totals = store_snapshot_cumulative(snap),
-                                  .cpus = v->spe_cpus,
-                                  .n_cpus = v->n_spe_cpus,
+                                  .cpus = cpus,
+                                  .n_cpus = spe->n_cpus,
                                   .latency = v->latency,
                                   .store_bytes = v->store_bytes,
-                                  .up = v->spe_source != NULL,
+                                  .up = source_status_up(spe),
                           },
                           w);
         collector_symbols_stats(m->collector, &sym);
@@ -214,56 +233,90 @@ static void source_fill_status(void *userdata, json_t *status) {
 
         _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = collector_snapshot(m->collector);
         const struct collector_view *v = collector_view(snap);
-        json_t *spe = json_pack("{s:s, s:b}", "name", "spe", "up", v->spe_source != NULL);
+        const struct source_status *st = collector_view_spe(v);
+        json_t *spe = json_pack("{s:s, s:b, s:s}", "name", "spe", "up", source_status_up(st), "state",
+                                source_state_to_string(st->state));
 
-        if (v->spe_source)
-                json_object_set_new(spe, "source", json_string(v->spe_source));
-        else
-                json_object_set_new(spe, "reason", json_string(v->spe_reason));
-        if (v->spe_source) {
+        /* A source that runs (or ran) says what it is and what is wrong with its input; none, why. */
+        if (st->state != SOURCE_OFF && st->state != SOURCE_STARTING) {
                 json_t *w = json_array();
 
-                for (size_t i = 0; i < v->n_spe_warnings; i++)
-                        json_array_append_new(w, json_string(v->spe_warnings[i]));
+                json_object_set_new(spe, "source", json_string(st->kind));
+                for (size_t i = 0; i < st->n_warnings; i++)
+                        json_array_append_new(w, json_string(st->warnings[i]));
                 json_object_set_new(spe, "warnings", w);
         }
+        if (!source_status_up(st))
+                json_object_set_new(spe, "reason", json_string(st->reason));
         json_object_set_new(status, "collectors",
-                            json_pack("[o, o]", counters_status_json(v->pmu, v->pmu_reason), spe));
+                            json_pack("[o, o]", counters_status_json(v->pmu, v->sources[0].reason), spe));
 }
 
-static int add_fd(int epoll_fd, int fd) {
-        struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
-
-        return epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
+static void watchdog_ping(struct manager *m) {
+        /* Only a collector that makes progress keeps systemd from restarting us. */
+        if (collector_alive(m->collector))
+                sd_notify(0, "WATCHDOG=1");
+        else
+                log_warning("Collector loop made no progress; not pinging the watchdog");
 }
 
+static int on_watchdog(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct manager *m = userdata;
+        int k;
+
+        watchdog_ping(m);
+        k = sd_event_source_set_time(s, usec + m->watchdog_usec / 2);
+        if (k < 0)
+                log_error_errno(k, "Cannot re-arm the watchdog timer: %m");
+        return 0;
+}
+
+/*
+ * sd_event_set_watchdog(3) would ping at every loop iteration whatever the
+ * collector does; a ping must mean the collector makes progress, so this
+ * is a timer at half the interval systemd gives us (sd_watchdog_enabled(3))
+ * that asks collector_alive() first.
+ */
 static int setup_watchdog(struct manager *m) {
         uint64_t usec = 0, half;
-        struct itimerspec its = {};
         int r;
 
-        /* sd_watchdog_enabled(3): ping at half the interval systemd gives us. */
         r = sd_watchdog_enabled(0, &usec);
         if (r <= 0 || usec == 0)
                 return 0;
 
         half = usec / 2;
-        m->watchdog_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-        if (m->watchdog_fd < 0)
-                return -errno;
-        its.it_value.tv_sec = its.it_interval.tv_sec = (time_t) (half / USEC_PER_SEC);
-        its.it_value.tv_nsec = its.it_interval.tv_nsec = (long) (half % USEC_PER_SEC) * 1000;
-        if (timerfd_settime(m->watchdog_fd, 0, &its, NULL) < 0)
-                return -errno;
+        r = sd_event_add_time_relative(m->event, &m->watchdog, CLOCK_MONOTONIC, half, 1, on_watchdog, m);
+        if (r < 0)
+                return r;
+        /* Time sources start SD_EVENT_ONESHOT; on_watchdog() moves this one on by half an interval. */
+        r = sd_event_source_set_enabled(m->watchdog, SD_EVENT_ON);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_description(m->watchdog, "watchdog");
         m->watchdog_usec = usec;
         log_debug("Watchdog enabled: %" PRIu64 " ms, pinging every %" PRIu64 " ms",
                   usec / USEC_PER_MSEC, half / USEC_PER_MSEC);
-        return add_fd(m->epoll_fd, m->watchdog_fd);
+        return 0;
+}
+
+static void reload(struct manager *m);
+
+static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        struct manager *m = userdata;
+
+        if (si->ssi_signo == SIGHUP) {
+                reload(m);
+                return 0;
+        }
+        log_info("Received %s, stopping", strsignal((int) si->ssi_signo));
+        sd_notify(0, "STOPPING=1\nSTATUS=Stopping");
+        return sd_event_exit(m->event, 0);
 }
 
 int manager_new(const struct manager_options *opts, const struct config *cfg, struct manager **ret) {
+        static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
         struct manager *m = xcalloc(1, sizeof(*m));
-        sigset_t mask;
         int r;
 
         m->opts = *opts;
@@ -271,21 +324,20 @@ int manager_new(const struct manager_options *opts, const struct config *cfg, st
         apply_overrides(m, &m->config);
         m->loaded = m->config;
         pthread_mutex_init(&m->config_lock, NULL);
-        m->epoll_fd = m->signal_fd = m->watchdog_fd = -1;
 
-        sigemptyset(&mask);
-        sigaddset(&mask, SIGTERM);
-        sigaddset(&mask, SIGINT);
-        sigaddset(&mask, SIGHUP);
-        m->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-        m->signal_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-        if (m->epoll_fd < 0 || m->signal_fd < 0) {
-                r = log_error_errno(-errno, "Failed to set up signal handling: %m");
+        r = sd_event_new(&m->event);
+        if (r < 0) {
+                log_error_errno(r, "Failed to create the event loop: %m");
                 goto fail;
         }
-        r = add_fd(m->epoll_fd, m->signal_fd);
-        if (r < 0)
-                goto fail;
+        /* The signals are blocked in every thread (main()): sd-event reads them with a signalfd. */
+        for (size_t i = 0; i < ELEMENTSOF(sigs); i++) {
+                r = sd_event_add_signal(m->event, &m->signals[i], sigs[i], on_signal, m);
+                if (r < 0) {
+                        log_error_errno(r, "Failed to set up signal handling: %m");
+                        goto fail;
+                }
+        }
         r = setup_watchdog(m);
         if (r < 0) {
                 log_error_errno(r, "Failed to set up the watchdog timer: %m");
@@ -300,8 +352,8 @@ fail:
 }
 
 /*
- * sd_notify(3) around a reload: RELOADING=1, then READY=1 again. While a
- * replay loads the daemon has not been READY yet: a reload says nothing then.
+ * sd_notify(3) around a reload: RELOADING=1, then READY=1 again. Before the
+ * server runs the daemon has not been READY yet: a reload says nothing then.
  * failure: NULL when the reload starts, "" when it is done, else why it failed.
  */
 static void notify_reload(struct manager *m, const char *failure) {
@@ -355,6 +407,31 @@ static int serve(struct manager *m) {
         return 0;
 }
 
+/* The replay has ended on the collector thread: say so, or stop with its error. */
+static int on_replay_done(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        struct manager *m = userdata;
+        char error[SOURCE_REASON_MAX];
+        uint64_t v;
+        int r;
+
+        if (read(fd, &v, sizeof(v)) != sizeof(v))
+                return 0; /* not yet */
+        m->replay_done = sd_event_source_disable_unref(m->replay_done);
+        r = collector_replay_result(m->collector, error, sizeof(error));
+        if (r < 0) {
+                log_error("replay: %s", error);
+                sd_notifyf(0, "STATUS=Replay failed: %s\nERRNO=%d", error, -r);
+                m->replay_result = r;
+                return sd_event_exit(m->event, 0);
+        }
+        sd_notifyf(0, "STATUS=Serving on %s (replay of %s done)", http_server_address(m->http), m->opts.replay->path);
+        return 0;
+}
+
+/*
+ * The collector starts (a replay runs on its loop, between its timers) and
+ * the server serves at once: /status says how far the replay is.
+ */
 int manager_start(struct manager *m) {
         struct collector_options co;
         int r;
@@ -365,34 +442,14 @@ int manager_start(struct manager *m) {
         r = collector_start(&co, &m->collector);
         if (r < 0)
                 return log_error_errno(r, "Failed to start the collector thread: %m");
-        /* A replay loads on the collector thread while this one handles signals; serve after it. */
-        if (m->opts.replay)
-                return add_fd(m->epoll_fd, collector_replay_fd(m->collector));
+        if (m->opts.replay) {
+                r = sd_event_add_io(m->event, &m->replay_done, collector_replay_fd(m->collector), EPOLLIN,
+                                    on_replay_done, m);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to watch the replay: %m");
+                (void) sd_event_source_set_description(m->replay_done, "replay-done");
+        }
         return serve(m);
-}
-
-/* The collector thread has loaded the replay (or failed to): serve it, or stop with its error. */
-static int replay_loaded(struct manager *m) {
-        char error[512];
-        uint64_t v;
-        int r;
-
-        if (read(collector_replay_fd(m->collector), &v, sizeof(v)) != sizeof(v))
-                return 0; /* not yet */
-        (void) epoll_ctl(m->epoll_fd, EPOLL_CTL_DEL, collector_replay_fd(m->collector), NULL);
-        r = collector_replay_result(m->collector, error, sizeof(error));
-        if (r < 0) {
-                log_error("replay: %s", error);
-                sd_notifyf(0, "STATUS=Replay failed: %s\nERRNO=%d", error, -r);
-                return r;
-        }
-        r = serve(m);
-        if (r < 0) {
-                sd_notifyf(0, "STATUS=Failed to start: %s\nERRNO=%d", strerror(-r), -r);
-                return r;
-        }
-        sd_notifyf(0, "READY=1\nSTATUS=Serving on %s", http_server_address(m->http));
-        return 0;
 }
 
 static void reload(struct manager *m) {
@@ -450,58 +507,18 @@ static void reload(struct manager *m) {
         notify_reload(m, "");
 }
 
-static void watchdog_ping(struct manager *m) {
-        uint64_t expirations;
-
-        if (read(m->watchdog_fd, &expirations, sizeof(expirations)) < 0)
-                return;
-        /* Only a collector that makes progress keeps systemd from restarting us. */
-        if (collector_alive(m->collector))
-                sd_notify(0, "WATCHDOG=1");
-        else
-                log_warning("Collector loop made no progress; not pinging the watchdog");
-}
-
 int manager_run(struct manager *m) {
-        if (m->http)
-                sd_notifyf(0, "READY=1\nSTATUS=Serving on %s", http_server_address(m->http));
+        int r;
+
+        if (m->opts.replay)
+                sd_notifyf(0, "READY=1\nSTATUS=Serving on %s, replaying %s", http_server_address(m->http),
+                           m->opts.replay->path);
         else
-                sd_notify(0, "STATUS=Loading the replay");
-
-        for (;;) {
-                struct epoll_event ev[4];
-                int n = epoll_wait(m->epoll_fd, ev, ELEMENTSOF(ev), -1);
-
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return log_error_errno(-errno, "epoll_wait failed: %m");
-                }
-                for (int i = 0; i < n; i++) {
-                        struct signalfd_siginfo si;
-
-                        if (ev[i].data.fd == m->watchdog_fd) {
-                                watchdog_ping(m);
-                                continue;
-                        }
-                        if (m->opts.replay && ev[i].data.fd == collector_replay_fd(m->collector)) {
-                                int r = replay_loaded(m);
-
-                                if (r < 0)
-                                        return r;
-                                continue;
-                        }
-                        if (read(m->signal_fd, &si, sizeof(si)) != sizeof(si))
-                                continue;
-                        if (si.ssi_signo == SIGHUP) {
-                                reload(m);
-                                continue;
-                        }
-                        log_info("Received %s, stopping", strsignal((int) si.ssi_signo));
-                        sd_notify(0, "STOPPING=1\nSTATUS=Stopping");
-                        return 0;
-                }
-        }
+                sd_notifyf(0, "READY=1\nSTATUS=Serving on %s", http_server_address(m->http));
+        r = sd_event_loop(m->event);
+        if (r < 0)
+                return log_error_errno(r, "The main loop failed: %m");
+        return m->replay_result;
 }
 
 struct manager *manager_free(struct manager *m) {
@@ -511,9 +528,11 @@ struct manager *manager_free(struct manager *m) {
         m->http = http_server_stop(m->http);
         m->collector = collector_stop(m->collector);
         m->api = api_free(m->api);
-        safe_close(m->watchdog_fd);
-        safe_close(m->signal_fd);
-        safe_close(m->epoll_fd);
+        m->replay_done = sd_event_source_disable_unref(m->replay_done);
+        m->watchdog = sd_event_source_disable_unref(m->watchdog);
+        for (size_t i = 0; i < ELEMENTSOF(m->signals); i++)
+                m->signals[i] = sd_event_source_disable_unref(m->signals[i]);
+        m->event = sd_event_unref(m->event);
         pthread_mutex_destroy(&m->config_lock);
         free(m);
         return NULL;

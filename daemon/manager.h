@@ -2,9 +2,9 @@
 #pragma once
 
 /*
- * The daemon's life on the main thread: signals through signalfd (TERM/INT
- * stop, HUP reload), the systemd watchdog, and the objects it owns (the
- * collector thread, the HTTP server).
+ * The daemon's life on the main thread, an sd-event loop: signals (TERM/INT
+ * stop, HUP reload), the systemd watchdog, the end of a replay, and the
+ * objects it owns (the collector thread, the HTTP server).
  */
 
 #include <stdbool.h>
@@ -21,10 +21,11 @@ struct manager_options {
         const char *listen_override; /* --listen, kept across reloads */
         int listen_fd;               /* socket activation, or -1 */
         /*
-         * --replay: loaded into the store by the collector thread; the HTTP
-         * server starts and READY is sent once it is in, and the daemon
-         * exits with an error when it fails. replay_fd is replay_open()'s
-         * (the caller closes it after manager_free()).
+         * --replay: read into the store by a source on the collector's
+         * loop; the HTTP server starts and READY is sent at once (/status
+         * says the replay's state), and the daemon exits with an error when
+         * the replay fails. replay_fd is replay_open()'s (the caller closes
+         * it after manager_free()).
          */
         const struct replay_args *replay;
         int replay_fd;

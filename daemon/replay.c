@@ -15,6 +15,8 @@
 #include "log.h"
 #include "memnode.h"
 #include "perf-data.h"
+#include "replay-clock.h"
+#include "replay-source.h"
 #include "spe-replay.h"
 #include "store.h"
 #include "symbols.h"
@@ -162,8 +164,9 @@ static void sink_records(void *userdata, const struct spe_record *recs, const ui
 
 static void sink_clock(void *userdata, const struct source_clock *c) {
         struct once *o = userdata;
+        struct source_clock clock = source_clock_from_spe_replay(c);
 
-        replay_clock_file(&o->clock, c);
+        replay_clock_file(&o->clock, &clock);
 }
 
 static void sink_mapping(void *userdata, const struct source_mapping *m) {

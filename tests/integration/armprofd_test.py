@@ -2,6 +2,7 @@
 """Helpers for integration tests: run the real armprofd binary and talk HTTP to it."""
 
 import http.client
+import json
 import os
 import re
 import shutil
@@ -41,6 +42,8 @@ class Daemon:
         if listen:
             argv += ["--listen", listen]
         argv += list(args)
+        # A replaying daemon is READY at once and reads its input meanwhile: wait_ready() waits for it too.
+        self.replay = any(a in ("--replay", "--replay-raw") for a in args)
         self.stderr_lines = []
         self._lock = threading.Lock()
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -69,7 +72,8 @@ class Daemon:
             time.sleep(0.02)
         raise AssertionError(f"log never matched {pattern!r}; log:\n{self.log()}")
 
-    def wait_ready(self, timeout=5.0):
+    def wait_serving(self, timeout=5.0):
+        """Until the daemon is READY: it logged its address and /healthz answers 200."""
         m = self.wait_log(r"Serving on (\S+)", timeout)
         self.address = m.group(1)
         host, port = self.address.rsplit(":", 1)
@@ -83,6 +87,32 @@ class Daemon:
                 pass
             time.sleep(0.05)
         raise AssertionError(f"/healthz never answered 200; log:\n{self.log()}")
+
+    def spe_status(self):
+        """The "spe" entry of /status's collectors."""
+        st, _, body = self.get("/status")
+        assert st == 200, (st, body)
+        return [c for c in json.loads(body)["collectors"] if c["name"] == "spe"][0]
+
+    def wait_replay_done(self, timeout=5.0):
+        """Until /status says the replay read its input to the end (state "done")."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            st = self.spe_status()
+            if st["state"] == "done":
+                return st
+            if st["state"] == "failed" or self.proc.poll() is not None:
+                raise AssertionError(f"the replay did not end well: {st}; log:\n{self.log()}")
+            time.sleep(0.05)
+        raise AssertionError(f"the replay is still {self.spe_status()['state']!r} after {timeout}s; "
+                             f"log:\n{self.log()}")
+
+    def wait_ready(self, timeout=5.0):
+        """READY, and with --replay/--replay-raw the replay done: what READY meant before it came at once."""
+        self.wait_serving(timeout)
+        if self.replay:
+            self.wait_replay_done(timeout)
+        return self
 
     def request(self, method, path, headers=None, timeout=5.0):
         c = http.client.HTTPConnection(self.host, self.port, timeout=timeout)

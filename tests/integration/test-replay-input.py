@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """What --replay does with inputs that are not a clean perf.data, in --once and server mode:
  - a directory, a device, a missing file, random bytes: exit 1 with a message that says
-   what the input is, in server mode too (never "Serving on" with 0 records);
+   what the input is, in server mode too (inputs that cannot be opened before serving;
+   an input that fails while read ends a daemon that already served, with the same error);
  - stdin and a FIFO: read in server mode; SIGTERM ends a daemon whose FIFO has no writer
    yet, or a writer that sends nothing;
  - AUXTRACE payloads whose cpu field no queue takes: counted, reported, not complete, exit 1;
@@ -68,7 +69,7 @@ def once(path, *extra):
 
 
 def server_fails(args, want):
-    """The daemon must exit 1 by itself with `want` on stderr, never serving."""
+    """The daemon must exit 1 by itself with `want` on stderr as its last word."""
     with Daemon(args=args) as d:
         try:
             rc = d.proc.wait(EXIT_WAIT)
@@ -77,14 +78,12 @@ def server_fails(args, want):
         d._reader.join(timeout=2)
         assert rc == 1, (args, rc, d.log())
         assert want in d.log(), (args, want, d.log())
-        assert "Serving on" not in d.log(), d.log()
+        assert want in d.log().splitlines()[-1], d.log()
         return d.log().splitlines()[-1]
 
 
 def spe_status(d):
-    st, _, body = d.get("/status")
-    assert st == 200
-    return [c for c in json.loads(body)["collectors"] if c["name"] == "spe"][0]
+    return d.spe_status()
 
 
 def samples(d):
@@ -173,11 +172,15 @@ with tempfile.TemporaryDirectory(prefix="armprofd-input-") as tmp:
                 os.write(w, b"PERFILE2")  # half a pipe header, then nothing
             else:
                 time.sleep(0.5)  # let it reach the wait for a writer
+            # READY came before the input: the daemon serves and says the replay is running.
+            d.wait_serving(timeout=EXIT_WAIT)
+            st = spe_status(d)
+            assert st["state"] == "running" and st["up"], st
             rc, secs = d.stop(timeout=EXIT_WAIT)
             if w is not None:
                 os.close(w)
             assert rc == 0, (rc, d.log())
-            assert "Serving on" not in d.log()
+            assert "SPE records from" not in d.log(), d.log()
             print(f"SIGTERM while the FIFO has {'a silent writer' if writer else 'no writer'}: "
                   f"exit {rc} after {secs:.3f} s")
 

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * --replay FILE and --replay-raw FILE as a source on the seam
+ * (collectors/source.h), for the collector's loop.
+ *
+ * This is the adapter between the daemon and the replay source: the
+ * collector calls replay_source_new() and nothing else of the replay. The
+ * resumable spe_replay_source_new() (collectors/spe, a perf.data reader
+ * stepped with a budget on the loop's own thread) replaces the body of
+ * replay_source_new() when it lands; until then the body is an interim
+ * that runs today's blocking spe_replay_run() on a thread of its own and
+ * hands what it decodes to the loop through a bounded queue, so the sink's
+ * callbacks run on the loop's thread either way and the loop never waits
+ * on the input.
+ *
+ * Status: state RUNNING until the input ends, then DONE, or FAILED with the
+ * reason the daemon logs and exits with ("… (N records decoded before it)",
+ * or "FILE: not all of its SPE data was decoded" when payloads were left
+ * undecoded); warnings are replay_warnings(); per-CPU stream statistics and
+ * the sampling period once the input ended.
+ */
+
+#include "replay.h"
+#include "source.h"
+#include "spe-replay.h"
+
+/*
+ * A replay of the input fd (replay_open()'s; not closed, read until the
+ * source is freed) that hands what it decodes to sink. Started by
+ * source_start() (the cpus argument is ignored: a replay has the file's).
+ */
+int replay_source_new(const struct replay_args *a, int fd, const struct source_sink *sink, struct task_map *tasks,
+                      struct source **ret);
+
+/* The replay's clocks as the seam's (the same fields). */
+static inline struct source_clock source_clock_from_spe_replay(const struct spe_replay_clock *c) {
+        return (struct source_clock) {
+                .has_time_conv = c->has_time_conv,
+                .time_shift = c->time_shift,
+                .time_mult = c->time_mult,
+                .time_zero = c->time_zero,
+                .time_cycles = c->time_cycles,
+                .time_mask = c->time_mask,
+                .cap_user_time_short = c->cap_user_time_short,
+                .has_clock_data = c->has_clock_data,
+                .clockid = c->clockid,
+                .unix_minus_perf_ns = c->unix_minus_perf_ns,
+        };
+}
