@@ -19,6 +19,7 @@
 #include "memnode.h"
 #include "parse-util.h"
 #include "perf-data.h"
+#include "pmu-sysfs.h"
 #include "profile.h"
 #include "replay-clock.h"
 #include "replay-source.h"
@@ -37,6 +38,12 @@
  * timerfd's periodic timer fired on time, and so do these.
  */
 #define COLLECTOR_TIMER_ACCURACY_USEC 1
+/*
+ * Records a source may hand on when the collector drains it before closing
+ * an epoch: a quiet CPU's partial buffer goes into the epoch it belongs to,
+ * a backlog beyond this into the next one, as the loop would have it.
+ */
+#define COLLECTOR_EPOCH_DRAIN_BUDGET 65536
 
 /* Op groups exported as armprofd_spe_latency_cycles{op}: load, store, branch. */
 static const enum hotpcs_op lat_ops[SPE_LAT_OPS] = { HOTPCS_OP_LOAD, HOTPCS_OP_STORE, HOTPCS_OP_BRANCH };
@@ -80,6 +87,8 @@ struct collector {
         /* The sources on the seam, and the sink that wires them to the store. */
         struct source **sources;
         size_t n_sources;
+        struct cpulist online;          /* what the sources were last told of (hotplug) */
+        bool have_online;
         struct source_sink sink;
         struct replay_clock clock;      /* a replay's epochs, by the file's time */
 
@@ -367,6 +376,30 @@ static int arm(sd_event_source *timer, uint64_t period_usec, bool restart, uint6
         return sd_event_source_set_enabled(timer, SD_EVENT_ONESHOT);
 }
 
+/* CPU hotplug, as the PMU follows it each cycle: each source hears of a change of the online CPUs. */
+static void sources_follow_hotplug(struct collector *c) {
+        struct cpulist now;
+        int k;
+
+        if (c->n_sources == 0)
+                return;
+        k = pmu_sysfs_read_online(NULL, &now);
+        if (k < 0) {
+                log_debug_errno(k, "collector: cannot read the online CPUs: %m");
+                return;
+        }
+        /* The sources started on every CPU there was: the first read is what they know. */
+        if (c->have_online && !cpulist_equal(&now, &c->online))
+                for (size_t i = 0; i < c->n_sources; i++) {
+                        k = source_cpus_changed(c->sources[i], &now);
+                        if (k < 0)
+                                log_warning_errno(k, "collector: %s source cannot follow the online CPUs: %m",
+                                                  c->sources[i]->ops->kind);
+                }
+        c->online = now;
+        c->have_online = true;
+}
+
 static void cycle(struct collector *c) {
         struct pmu_snapshot *snap = NULL;
         bool reconfigured = false;
@@ -394,6 +427,7 @@ static void cycle(struct collector *c) {
         if (want != c->armed_usec && arm(c->cycle_timer, want, true, &c->next_cycle_usec) == 0)
                 c->armed_usec = want;
 
+        sources_follow_hotplug(c);
         if (c->pmu) {
                 int k;
 
@@ -431,6 +465,12 @@ static int on_epoch_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         struct collector *c = userdata;
         int k;
 
+        /* What the sources hold of this epoch goes into it (source_ops.drain). */
+        for (size_t i = 0; i < c->n_sources; i++) {
+                k = source_drain(c->sources[i], COLLECTOR_EPOCH_DRAIN_BUDGET);
+                if (k < 0)
+                        log_debug_errno(k, "collector: %s source failed to drain: %m", c->sources[i]->ops->kind);
+        }
         epoch_end(c, now_ns());
         k = arm(s, c->opts.store.epoch_ns / NSEC_PER_USEC, false, &c->next_epoch_usec);
         if (k < 0)
@@ -754,6 +794,19 @@ int collector_start(const struct collector_options *opts, struct collector **ret
         }
         (void) sd_event_source_set_description(c->stop_source, "collector-stop");
         (void) sd_event_source_set_description(c->cycle_timer, "collector-cycle");
+        /*
+         * Due timers and a stop request go before the sources' data
+         * (SD_EVENT_PRIORITY_NORMAL): a source that always has more, a
+         * replay of a large file say, cannot hold back the counting
+         * interval, its heartbeat or a stop by more than one budget.
+         */
+        r = sd_event_source_set_priority(c->stop_source, SD_EVENT_PRIORITY_IMPORTANT);
+        if (r >= 0)
+                r = sd_event_source_set_priority(c->cycle_timer, SD_EVENT_PRIORITY_IMPORTANT);
+        if (r >= 0 && c->epoch_timer)
+                r = sd_event_source_set_priority(c->epoch_timer, SD_EVENT_PRIORITY_IMPORTANT);
+        if (r < 0)
+                goto fail;
 
         if (c->has_replay) {
                 r = collector_add_replay(c);

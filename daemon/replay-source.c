@@ -279,8 +279,11 @@ static int replay_drain(struct source *src, size_t budget) {
                 deliver(s, i);
                 done += i->kind == ITEM_RECORDS ? i->n : 1;
                 item_free(i);
-                if (done >= budget)
+                if (done >= budget) {
+                        /* More may be queued: come back after whatever else is due, whoever called. */
+                        notify(s->notify_fd);
                         return 1;
+                }
         }
         if (!finished)
                 return 0;
@@ -299,13 +302,9 @@ static int replay_drain(struct source *src, size_t budget) {
 static int on_notify(sd_event_source *es, int fd, uint32_t revents, void *userdata) {
         struct replay_source *s = userdata;
         uint64_t v;
-        int k;
 
         (void) !read(fd, &v, sizeof(v));
-        k = replay_drain(&s->source, REPLAY_DRAIN_BUDGET);
-        /* More is queued: come back after whatever else is due (timers, other sources). */
-        if (k > 0)
-                notify(fd);
+        (void) replay_drain(&s->source, REPLAY_DRAIN_BUDGET);
         return 0;
 }
 
