@@ -152,7 +152,7 @@ struct spe_stream_stats {
 #define SOURCE_WARNING_LEN 256
 
 struct source_status {
-        const char *kind;               /* "replay", "spe", "sampler", "pmu" */
+        const char *kind;               /* "replay", "spe", "sampler", "pmu": a static string */
         enum source_state state;
         char reason[SOURCE_REASON_MAX]; /* why not running, or what failed; "" when fine */
         int error;                      /* FAILED: the negative errno that stopped it */
