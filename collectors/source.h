@@ -186,6 +186,10 @@ struct source_ops {
          * ready, 0 when drained for now (or the input ended), negative errno on
          * failure. The source's own handlers call it; the collector also does
          * before it closes an epoch, so a quiet CPU's partial buffer is counted.
+         * A drain that stops at its budget leaves the source's own event
+         * pending, whoever called it, so the rest is read on a later turn of
+         * the loop. A drain that reaches the end of a finite input sets the
+         * state, then calls sink->state.
          */
         int (*drain)(struct source *s, size_t budget);
         /* The online CPUs changed (hotplug): open what came, close what went. May be NULL. */
