@@ -214,10 +214,13 @@ struct store_snapshot *collector_snapshot(struct collector *c) {
 }
 
 const struct collector_view *collector_view(const struct store_snapshot *snap) {
-        /* Never written: the view's pointer is not const only because published views own theirs. */
+        /*
+         * Before the first cycle nothing is known to run. Never written: the
+         * view's pointer is not const only because published views own theirs.
+         */
         static struct source_status starting_sources[] = {
-                { .kind = "pmu", .state = SOURCE_STARTING, .reason = "starting" },
-                { .kind = "spe", .state = SOURCE_STARTING, .reason = "starting" },
+                { .kind = "pmu", .state = SOURCE_OFF, .reason = "starting" },
+                { .kind = "spe", .state = SOURCE_OFF, .reason = "starting" },
         };
         static const struct collector_view starting = {
                 .sources = starting_sources,
@@ -238,7 +241,8 @@ const struct source_status *collector_view_spe(const struct collector_view *v) {
 }
 
 bool source_status_up(const struct source_status *s) {
-        return s->state == SOURCE_RUNNING || s->state == SOURCE_DONE;
+        /* A replay that waits for its first bytes is up: nothing failed. */
+        return s->state == SOURCE_STARTING || s->state == SOURCE_RUNNING || s->state == SOURCE_DONE;
 }
 
 static void pmu_close(struct collector *c, const char *reason) {

@@ -62,7 +62,7 @@ struct collector_view {
 
 /* The SPE source of a view (never NULL): the first that is not PMU counting. */
 const struct source_status *collector_view_spe(const struct collector_view *v);
-/* Whether a source is up: it runs, or it ran a finite input to its end. */
+/* Whether a source is up: it started, runs, or ran a finite input to its end. */
 bool source_status_up(const struct source_status *s);
 
 struct collector;

@@ -237,8 +237,8 @@ static void source_fill_status(void *userdata, json_t *status) {
         json_t *spe = json_pack("{s:s, s:b, s:s}", "name", "spe", "up", source_status_up(st), "state",
                                 source_state_to_string(st->state));
 
-        /* A source that runs (or ran) says what it is and what is wrong with its input; none, why. */
-        if (st->state != SOURCE_OFF && st->state != SOURCE_STARTING) {
+        /* A source says what it is and what is wrong with its input; none, why. */
+        if (st->state != SOURCE_OFF) {
                 json_t *w = json_array();
 
                 json_object_set_new(spe, "source", json_string(st->kind));

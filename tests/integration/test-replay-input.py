@@ -172,10 +172,10 @@ with tempfile.TemporaryDirectory(prefix="armprofd-input-") as tmp:
                 os.write(w, b"PERFILE2")  # half a pipe header, then nothing
             else:
                 time.sleep(0.5)  # let it reach the wait for a writer
-            # READY came before the input: the daemon serves and says the replay is running.
+            # READY came before the input: the daemon serves, the replay is up and not done.
             d.wait_serving(timeout=EXIT_WAIT)
             st = spe_status(d)
-            assert st["state"] == "running" and st["up"], st
+            assert st["state"] in ("starting", "running") and st["up"] and st["source"] == "replay", st
             rc, secs = d.stop(timeout=EXIT_WAIT)
             if w is not None:
                 os.close(w)
