@@ -61,7 +61,6 @@ static void source_write_metrics(void *userdata, struct prom_writer *w) {
         _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = collector_snapshot(m->collector);
         const struct collector_view *v = collector_view(snap);
         const struct source_status *spe = collector_view_spe(v);
-        _cleanup_free_ struct spe_replay_cpu_stats *cpus = NULL;
         struct symbols_stats sym;
 
         prom_family(w, "armprofd_collector_up", PROM_GAUGE,
@@ -69,26 +68,10 @@ static void source_write_metrics(void *userdata, struct prom_writer *w) {
         prom_sample_u64(w, (const char *const[]) { "collector", "pmu", NULL }, counters_up(v->pmu));
         prom_sample_u64(w, (const char *const[]) { "collector", "spe", NULL }, source_status_up(spe));
 
-        /* The stream statistics in the type spe-metrics.h reads (the same fields). */
-        cpus = xcalloc(spe->n_cpus ?: 1, sizeof(*cpus));
-        for (size_t i = 0; i < spe->n_cpus; i++)
-                cpus[i] = (struct spe_replay_cpu_stats) {
-                        .cpu = spe->cpus[i].cpu,
-                        .midr = spe->cpus[i].midr,
-                        .records = spe->cpus[i].records,
-                        .bytes = spe->cpus[i].bytes,
-                        .decoder = spe->cpus[i].decoder,
-                        .aux_records = spe->cpus[i].aux_records,
-                        .aux_truncated = spe->cpus[i].aux_truncated,
-                        .aux_collision = spe->cpus[i].aux_collision,
-                        .aux_partial = spe->cpus[i].aux_partial,
-                        .discontinuities = spe->cpus[i].discontinuities,
-                        .lost = spe->cpus[i].lost,
-                };
         counters_write_metrics(v->pmu, w);
         spe_metrics_write(&(struct spe_metrics_input) {
                                   .totals = store_snapshot_cumulative(snap),
-                                  .cpus = cpus,
+                                  .cpus = spe->cpus,
                                   .n_cpus = spe->n_cpus,
                                   .latency = v->latency,
                                   .store_bytes = v->store_bytes,

@@ -33,19 +33,3 @@
  */
 int replay_source_new(const struct replay_args *a, int fd, const struct source_sink *sink, struct task_map *tasks,
                       struct source **ret);
-
-/* The replay's clocks as the seam's (the same fields). */
-static inline struct source_clock source_clock_from_spe_replay(const struct spe_replay_clock *c) {
-        return (struct source_clock) {
-                .has_time_conv = c->has_time_conv,
-                .time_shift = c->time_shift,
-                .time_mult = c->time_mult,
-                .time_zero = c->time_zero,
-                .time_cycles = c->time_cycles,
-                .time_mask = c->time_mask,
-                .cap_user_time_short = c->cap_user_time_short,
-                .has_clock_data = c->has_clock_data,
-                .clockid = c->clockid,
-                .unix_minus_perf_ns = c->unix_minus_perf_ns,
-        };
-}

@@ -164,9 +164,8 @@ static void sink_records(void *userdata, const struct spe_record *recs, const ui
 
 static void sink_clock(void *userdata, const struct source_clock *c) {
         struct once *o = userdata;
-        struct source_clock clock = source_clock_from_spe_replay(c);
 
-        replay_clock_file(&o->clock, &clock);
+        replay_clock_file(&o->clock, c);
 }
 
 static void sink_mapping(void *userdata, const struct source_mapping *m) {

@@ -59,6 +59,8 @@ static int replay_drain(struct source *s, size_t budget) {
         } else
                 r->state = SOURCE_DONE;
         stop(r);
+        if (s->sink->state)
+                s->sink->state(s->sink->userdata, s, r->state);
         return k < 0 ? k : 0;
 }
 
@@ -122,6 +124,7 @@ static void replay_status(struct source *s, struct source_status *ret) {
         *ret = (struct source_status) {
                 .kind = "replay",
                 .state = r->state,
+                .error = r->state == SOURCE_FAILED ? r->result : 0,
         };
         memcpy(ret->reason, r->reason, sizeof(ret->reason));
         if (!r->replay)

@@ -15,9 +15,8 @@
 
 #include <cmocka.h>
 
-#include "macro.h"
 #include "replay-clock.h"
-#include "replay-source.h"
+#include "macro.h"
 #include "spe-replay.h"
 #include "store.h"
 
@@ -33,13 +32,6 @@ static void test_perf_ns(void **state) {
         c = (struct source_clock) { .has_time_conv = true, .time_mult = 1, .time_cycles = 0x1000,
                                         .time_mask = 0xff, .cap_user_time_short = true };
         assert_int_equal(source_clock_perf_ns(&c, 0x1234), 0x1034);
-}
-
-/* The replay's clocks as the daemon's sink takes them (replay-source.h). */
-static void file_clock(void *userdata, const struct spe_replay_clock *c) {
-        struct source_clock clock = source_clock_from_spe_replay(c);
-
-        replay_clock_file(userdata, &clock);
 }
 
 static void add(struct replay_clock *t, struct store *s, uint64_t ts, uint32_t flags) {
@@ -185,7 +177,7 @@ static void test_file_clocks(void **state) {
         store_options_init(&o);
         assert_int_equal(store_new(&o, 0, &s), 0);
         struct replay_clock t = { .store = s };
-        struct spe_sink sink = { .userdata = &t, .clock = file_clock };
+        struct source_sink sink = { .userdata = &t, .clock = replay_clock_file };
         assert_int_equal(spe_replay_run(&(struct spe_replay_input) { .fd = fd, .cancel_fd = -1, .name = "clocks.data" },
                                         &sink, &r), 0);
         spe_replay_free(r);

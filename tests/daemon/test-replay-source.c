@@ -117,18 +117,17 @@ static void ref_records(void *userdata, const struct spe_record *recs, const uin
         s->records += n;
 }
 
-static void ref_mapping(void *userdata, const struct spe_mapping *m) {
+static void ref_mapping(void *userdata, const struct source_mapping *m) {
         struct seen *s = userdata;
 
         mix_mapping(s, m->pid, m->start, m->len, m->pgoff, m->filename, m->build_id, m->build_id_len);
         s->mappings++;
 }
 
-static void ref_clock(void *userdata, const struct spe_replay_clock *c) {
+static void ref_clock(void *userdata, const struct source_clock *c) {
         struct seen *s = userdata;
-        struct source_clock sc = source_clock_from_spe_replay(c);
 
-        mix_clock(s, &sc);
+        mix_clock(s, c);
         s->clocks++;
 }
 
@@ -243,7 +242,7 @@ static struct seen reference(const char *path) {
         struct spe_replay *r = NULL;
 
         assert_int_equal(spe_replay_path(path,
-                                         &(struct spe_sink) { .userdata = &s, .records = ref_records,
+                                         &(struct source_sink) { .userdata = &s, .records = ref_records,
                                                               .mapping = ref_mapping, .clock = ref_clock,
                                                               .feature = ref_feature },
                                          &r),
