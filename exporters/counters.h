@@ -9,7 +9,7 @@
 
 #include <jansson.h>
 
-#include "pmu-collector.h"
+#include "pmu-snapshot.h"
 #include "prom.h"
 
 /* The collector runs and counts something. */
