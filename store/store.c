@@ -30,12 +30,19 @@ struct store_epoch {
         struct lathist *lat[STORE_LAT_HISTS];   /* NULL when empty */
 };
 
+/* An immutable cumulative latency block (store.h), shared by snapshots. */
+struct store_lat_cum {
+        unsigned ref;
+        struct store_latency_cumulative v;
+};
+
 struct store_snapshot {
         unsigned ref;
         uint64_t seq;
         uint64_t epoch_ns;
         struct store_clock clock;
         struct store_totals cumulative;
+        struct store_lat_cum *lat_cum;          /* NULL before the first epoch end */
         struct store_attach *attach;
         size_t n;
         struct store_epoch *epoch[];            /* newest first */
@@ -50,6 +57,7 @@ struct store {
         struct hotlines *lines;
         struct lathist *lat;                    /* STORE_LAT_HISTS */
         struct store_totals cur, cumulative;
+        struct store_lat_cum *lat_cum;          /* NULL before the first epoch end */
         uint64_t epoch_start_ns;
         struct store_clock clock;
 
@@ -163,10 +171,17 @@ static struct store_epoch *epoch_unref(struct store_epoch *e) {
         return NULL;
 }
 
+static struct store_lat_cum *lat_cum_unref(struct store_lat_cum *c) {
+        if (c && ref_dec(&c->ref))
+                free(c);
+        return NULL;
+}
+
 struct store_snapshot *store_snapshot_unref(struct store_snapshot *snap) {
         if (snap && ref_dec(&snap->ref)) {
                 for (size_t i = 0; i < snap->n; i++)
                         epoch_unref(snap->epoch[i]);
+                lat_cum_unref(snap->lat_cum);
                 attach_unref(snap->attach);
                 free(snap);
         }
@@ -189,6 +204,10 @@ static void publish(struct store *s) {
 
                 ref_inc(&e->ref);
                 snap->epoch[i] = e;
+        }
+        if (s->lat_cum) {
+                ref_inc(&s->lat_cum->ref);
+                snap->lat_cum = s->lat_cum;
         }
         if (s->attach) {
                 ref_inc(&s->attach->ref);
@@ -239,6 +258,7 @@ struct store *store_free(struct store *s) {
         store_snapshot_unref(s->current);
         for (size_t i = 0; i < s->nring; i++)
                 epoch_unref(s->ring[(s->head + i) % s->opt.epochs]);
+        lat_cum_unref(s->lat_cum);
         attach_unref(s->attach);
         pthread_mutex_destroy(&s->lock);
         hotpcs_free(s->pcs);
@@ -373,6 +393,22 @@ static void totals_add(struct store_totals *d, const struct store_totals *a) {
         d->evict_offsets += a->evict_offsets;
 }
 
+/* The next cumulative latency block: the previous one plus the closing epoch's op histograms. */
+static void lat_cum_fold(struct store *s) {
+        struct store_lat_cum *c = xmalloc(sizeof(*c));
+
+        if (s->lat_cum)
+                c->v = s->lat_cum->v;
+        else
+                memset(&c->v, 0, sizeof(c->v));
+        c->ref = 1;
+        for (unsigned k = 0; k < _STORE_LAT_KIND_MAX; k++)
+                for (unsigned op = 0; op < _HOTPCS_OP_MAX; op++)
+                        lathist_merge(&c->v.h[k][op], &s->lat[k * STORE_LAT_GROUPS + STORE_LAT_GROUP_OP(op)]);
+        lat_cum_unref(s->lat_cum);
+        s->lat_cum = c;
+}
+
 void store_epoch_end(struct store *s, uint64_t now_ns) {
         struct store_epoch *e;
         size_t slot;
@@ -395,6 +431,7 @@ void store_epoch_end(struct store *s, uint64_t now_ns) {
                 }
 
         totals_add(&s->cumulative, &s->cur);
+        lat_cum_fold(s);
         memset(&s->cur, 0, sizeof(s->cur));
         hotpcs_reset(s->pcs);
         hotpcs_reset(s->samples);
@@ -469,6 +506,10 @@ uint64_t store_snapshot_end_ns(const struct store_snapshot *snap) {
 
 const struct store_totals *store_snapshot_cumulative(const struct store_snapshot *snap) {
         return &snap->cumulative;
+}
+
+const struct store_latency_cumulative *store_snapshot_latency(const struct store_snapshot *snap) {
+        return snap->lat_cum ? &snap->lat_cum->v : NULL;
 }
 
 const void *store_snapshot_attachment(const struct store_snapshot *snap) {

@@ -131,6 +131,19 @@ enum store_lat_kind {
 #define STORE_LAT_HISTS                 ((unsigned) _STORE_LAT_KIND_MAX * STORE_LAT_GROUPS)
 
 const char *store_lat_kind_name(enum store_lat_kind k);        /* "total", "issue", "translation" */
+
+/*
+ * Cumulative latency by kind and op since the store started, never reset
+ * (Prometheus histograms must not go down): each epoch end folds the closed
+ * epoch's op histograms in, as it does its totals into the cumulative
+ * totals. One immutable block per epoch end, shared by the snapshots of
+ * that epoch, so a publish does not copy it. Not in store_bytes(): two
+ * blocks (the current one and the one a reader may hold) of
+ * sizeof(struct store_latency_cumulative) = 3 x 4 x 10168 bytes.
+ */
+struct store_latency_cumulative {
+        struct lathist_merged h[_STORE_LAT_KIND_MAX][_HOTPCS_OP_MAX];
+};
 /* "load", "store", "branch", "other" for op groups; the source name for source groups. */
 const char *store_lat_group_name(unsigned group);
 bool store_lat_group_is_source(unsigned group);
@@ -200,6 +213,8 @@ const struct store_clock *store_snapshot_clock(const struct store_snapshot *snap
 /* End of the newest closed epoch (the start of the one being filled); 0 before the first. */
 uint64_t store_snapshot_end_ns(const struct store_snapshot *snap);
 const struct store_totals *store_snapshot_cumulative(const struct store_snapshot *snap);
+/* NULL before the first epoch end. */
+const struct store_latency_cumulative *store_snapshot_latency(const struct store_snapshot *snap);
 const void *store_snapshot_attachment(const struct store_snapshot *snap);
 
 #define STORE_WINDOW_ALL UINT64_MAX
