@@ -136,6 +136,17 @@ void prom_sample_u64(struct prom_writer *w, const char *const *labels, uint64_t 
         s->value = (double) v;
 }
 
+void prom_write_counter_rows(struct prom_writer *w, const struct prom_counter_row *rows, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                if (i == 0 || !streq(rows[i].name, rows[i - 1].name))
+                        prom_family(w, rows[i].name, PROM_COUNTER, rows[i].help);
+                prom_sample_u64(w,
+                                rows[i].label ? (const char *const[]) { rows[i].label, rows[i].label_value, NULL }
+                                              : NULL,
+                                rows[i].value);
+        }
+}
+
 void prom_sample_double(struct prom_writer *w, const char *const *labels, double v) {
         new_sample(w, labels)->value = v;
 }

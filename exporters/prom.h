@@ -16,6 +16,7 @@
  */
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "macro.h"
@@ -73,6 +74,20 @@ void prom_sample_u64(struct prom_writer *w, const char *const *labels, uint64_t 
 void prom_sample_double(struct prom_writer *w, const char *const *labels, double v);
 void prom_sample_histogram(struct prom_writer *w, const char *const *labels,
                            const struct prom_histogram *h);
+
+/*
+ * A table of counters from a module the exporters do not know (the symbol
+ * cache's, say): consecutive rows of the same name are one family, each row
+ * one sample, labelled label="label_value" when label is set.
+ */
+struct prom_counter_row {
+        const char *name;               /* text-format name, ending in "_total" */
+        const char *help;
+        const char *label, *label_value;
+        uint64_t value;
+};
+
+void prom_write_counter_rows(struct prom_writer *w, const struct prom_counter_row *rows, size_t n);
 
 void prom_render(const struct prom_writer *w, enum prom_format format, struct strbuf *out);
 
