@@ -136,8 +136,9 @@ size_t store_bytes(const struct store_options *o) {
         p = sizeof(struct store_epoch) + 2 * hotpcs_summary_bytes(o->hotpcs) +
                 hotlines_summary_bytes(o->hotlines, o->line_offsets) + lat;
         s = sizeof(struct store_snapshot) + (size_t) o->epochs * sizeof(struct store_epoch *);
+        /* Cumulative latency: the writer's block (the current snapshot's too), the replaced snapshot's and a reader's. */
         return w + ((size_t) o->epochs + 1) * p + ((size_t) o->epochs + 2) * s +
-                sizeof(struct store_attach);
+                3 * sizeof(struct store_lat_cum) + sizeof(struct store_attach);
 }
 
 /* ---- reference counting ---- */

@@ -41,13 +41,13 @@
  * bytes (u64 sum + 1269 u32 buckets), slots(n) = the next power of two
  * >= 4n (hash index, 24 bytes a slot), sizes as on x86-64/arm64 with gcc:
  *
- *   store_bytes(opt) = W + (E + 1) x P + (E + 2) x S + 24
+ *   store_bytes(opt) = W + (E + 1) x P + (E + 2) x S + 3 x C + 24
  *
  *   W, the writer's tables, allocated once by store_new() (two PC tables
  *   of capacity K: the hot PCs, and the pprof samples keyed by context):
  *       sizeof(struct store) + 2 hotpcs_bytes(K) + hotlines_bytes(L, O)
  *       + H x 5088 + 8 E
- *     = 512 + 2 [96 + 24 slots(K) + 24 (K + 1) + 12 K + 112 K]
+ *     = 520 + 2 [96 + 24 slots(K) + 24 (K + 1) + 12 K + 112 K]
  *       + [136 + 24 slots(L) + 24 (L + 1) + 12 L + 168 L + 132 L O]
  *       + 213696 + 8 E
  *   P, one frozen epoch at its largest (full tables, every (offset, pc)
@@ -55,7 +55,11 @@
  *       sizeof(struct store_epoch) + 2 hotpcs_summary_bytes(K)
  *       + hotlines_summary_bytes(L, O) + H x 5088
  *     = 552 + 2 [32 + 112 K] + [72 + 168 L + 120 L O] + 213696
- *   S, one snapshot: sizeof(struct store_snapshot) + 8 E = 224 + 8 E
+ *   S, one snapshot: sizeof(struct store_snapshot) + 8 E = 232 + 8 E
+ *   C, one block of cumulative latency histograms (3 kinds x 4 ops of
+ *      sizeof(struct lathist_merged) = 10168, and a reference count):
+ *      122024; three are alive at most: the writer's (the current
+ *      snapshot's too), the replaced snapshot's and one a reader holds
  *
  * E + 1 epochs: the ring plus the one being frozen; E + 2 snapshots: the
  * current one, the one being replaced and one held by a reader. A reader
@@ -63,8 +67,8 @@
  * has dropped since (one P per epoch end it spans): requests are short, so
  * this is at most one or two P in practice. Frozen epochs are compact
  * (used entries only, empty histograms not stored), so they are usually
- * far below P. Defaults (K 1024, L 256, O 8, E 60): 45788808 bytes,
- * 43.7 MiB, of which 13 MiB are histograms.
+ * far below P. Defaults (K 1024, L 256, O 8, E 60): 46156392 bytes,
+ * 44.0 MiB, of which 13.4 MiB are histograms.
  * Query results are allocated by the reader per request and freed by it:
  * at most E x (K items + L lines, each with up to E x O entries).
  */
@@ -137,9 +141,7 @@ const char *store_lat_kind_name(enum store_lat_kind k);        /* "total", "issu
  * (Prometheus histograms must not go down): each epoch end folds the closed
  * epoch's op histograms in, as it does its totals into the cumulative
  * totals. One immutable block per epoch end, shared by the snapshots of
- * that epoch, so a publish does not copy it. Not in store_bytes(): two
- * blocks (the current one and the one a reader may hold) of
- * sizeof(struct store_latency_cumulative) = 3 x 4 x 10168 bytes.
+ * that epoch, so a publish does not copy it (C in the MEMORY formula).
  */
 struct store_latency_cumulative {
         struct lathist_merged h[_STORE_LAT_KIND_MAX][_HOTPCS_OP_MAX];

@@ -489,19 +489,21 @@ static void test_options(void **state) {
         /* The formula as written in store.h, recomputed here: keeps the doc honest. */
         {
                 const size_t K = o.hotpcs, L = o.hotlines, O = o.line_offsets, E = o.epochs;
-                size_t slots_k = 1, slots_l = 1, W, P, S;
+                size_t slots_k = 1, slots_l = 1, W, P, S, C;
 
                 while (slots_k < 4 * K)
                         slots_k <<= 1;
                 while (slots_l < 4 * L)
                         slots_l <<= 1;
                 /* Two K-sized PC tables: hot PCs and the pprof sample table. */
-                W = 512 + 2 * (96 + 24 * slots_k + 24 * (K + 1) + 12 * K + 112 * K) +
+                W = 520 + 2 * (96 + 24 * slots_k + 24 * (K + 1) + 12 * K + 112 * K) +
                         (136 + 24 * slots_l + 24 * (L + 1) + 12 * L + 168 * L + 132 * L * O) +
                         213696 + 8 * E;
                 P = 552 + 2 * (32 + 112 * K) + (72 + 168 * L + 120 * L * O) + 213696;
-                S = 224 + 8 * E;
-                assert_int_equal(base, W + (E + 1) * P + (E + 2) * S + 24);
+                S = 232 + 8 * E;
+                /* 3 kinds x 4 ops of (u64 n, u64 sum, 1269 u64 buckets), and a reference count. */
+                C = 8 + 3 * 4 * (8 + 8 + 1269 * 8);
+                assert_int_equal(base, W + (E + 1) * P + (E + 2) * S + 3 * C + 24);
         }
 
         /* Line size 128 (some Neoverse L2/SLC lines): offsets up to 127. */
@@ -529,6 +531,82 @@ static void test_names(void **state) {
         assert_string_equal(hotlines_class_name(HOTLINES_FALSE_SHARING), "false_sharing");
 }
 
+/* Count of a latency histogram's buckets holding value v (each value is in exactly one). */
+static uint64_t lat_count_at(const struct lathist_merged *h, uint32_t v) {
+        const struct lathist_bucket *b = lathist_buckets();
+
+        for (unsigned i = 0; i < LATHIST_NBUCKETS; i++)
+                if (v >= b[i].lo && v <= b[i].hi)
+                        return h->count[i];
+        return UINT64_MAX;
+}
+
+/*
+ * Cumulative latency: every epoch since the start, epochs the ring dropped
+ * included; each snapshot keeps the block of its epoch end.
+ */
+static void test_latency_cumulative(void **state) {
+        static const uint16_t loads[] = { 0, 10, 100 };
+        _cleanup_(store_freep) struct store *s = NULL;
+        struct store_latency_result win;
+        struct store_options o;
+        struct spe_record r;
+
+        store_options_init(&o);
+        o.epochs = 2;
+        assert_int_equal(store_new(&o, 0, &s), 0);
+        {
+                _cleanup_(store_snapshot_unrefp) struct store_snapshot *none = store_snapshot_get(s);
+                assert_null(store_snapshot_latency(none));
+        }
+
+        /* Epoch 1: three loads, a store, a branch (branches have no translation latency). */
+        for (size_t i = 0; i < ELEMENTSOF(loads); i++) {
+                r = tu_rec_load(0x400000, 0x10000, 0, SPE_SOURCE_L1D, loads[i]);
+                store_add(s, &r, 1, 1);
+        }
+        r = tu_rec_store(0x400004, 0x10040, 0, 50);
+        store_add(s, &r, 1, 1);
+        r = tu_rec_branch(0x400008, 0, false, 7);
+        store_add(s, &r, 1, 1);
+        store_epoch_end(s, 10 * SEC);
+        _cleanup_(store_snapshot_unrefp) struct store_snapshot *first = store_snapshot_get(s);
+
+        /* Epoch 2 empty; epoch 3 one slow load: the ring (2 epochs) drops epoch 1. */
+        store_epoch_end(s, 20 * SEC);
+        r = tu_rec_load(0x400000, 0x10000, 0, SPE_SOURCE_DRAM, 65535);
+        store_add(s, &r, 1, 1);
+        store_epoch_end(s, 30 * SEC);
+        _cleanup_(store_snapshot_unrefp) struct store_snapshot *last = store_snapshot_get(s);
+
+        const struct store_latency_cumulative *c = store_snapshot_latency(last);
+        assert_non_null(c);
+        assert_int_equal(c->h[STORE_LAT_TOTAL][HOTPCS_OP_LOAD].n, 4);
+        assert_int_equal(c->h[STORE_LAT_TOTAL][HOTPCS_OP_LOAD].sum, 0 + 10 + 100 + 65535);
+        assert_int_equal(c->h[STORE_LAT_ISSUE][HOTPCS_OP_LOAD].sum, 0 + 5 + 50 + 32767);
+        assert_int_equal(c->h[STORE_LAT_XLAT][HOTPCS_OP_LOAD].sum, 0 + 2 + 25 + 16383);
+        assert_int_equal(lat_count_at(&c->h[STORE_LAT_TOTAL][HOTPCS_OP_LOAD], 0), 1);
+        assert_int_equal(lat_count_at(&c->h[STORE_LAT_TOTAL][HOTPCS_OP_LOAD], 100), 1);
+        assert_int_equal(lat_count_at(&c->h[STORE_LAT_TOTAL][HOTPCS_OP_LOAD], 65535), 1);
+        assert_int_equal(c->h[STORE_LAT_TOTAL][HOTPCS_OP_STORE].n, 1);
+        assert_int_equal(c->h[STORE_LAT_TOTAL][HOTPCS_OP_STORE].sum, 50);
+        assert_int_equal(c->h[STORE_LAT_XLAT][HOTPCS_OP_STORE].sum, 12);
+        assert_int_equal(c->h[STORE_LAT_TOTAL][HOTPCS_OP_BRANCH].n, 1);
+        assert_int_equal(c->h[STORE_LAT_TOTAL][HOTPCS_OP_BRANCH].sum, 7);
+        assert_int_equal(c->h[STORE_LAT_XLAT][HOTPCS_OP_BRANCH].n, 0);
+        assert_int_equal(c->h[STORE_LAT_TOTAL][HOTPCS_OP_OTHER].n, 0);
+
+        /* The window holds epochs 2 and 3 only: one load. */
+        assert_int_equal(store_query_latency(last, STORE_WINDOW_ALL, &win), 0);
+        assert_int_equal(store_latency_hist(&win, STORE_LAT_TOTAL, STORE_LAT_GROUP_OP(HOTPCS_OP_LOAD))->h.n, 1);
+        store_latency_result_done(&win);
+
+        /* The first snapshot still answers for epoch 1. */
+        c = store_snapshot_latency(first);
+        assert_int_equal(c->h[STORE_LAT_TOTAL][HOTPCS_OP_LOAD].n, 3);
+        assert_int_equal(c->h[STORE_LAT_TOTAL][HOTPCS_OP_LOAD].sum, 110);
+}
+
 int main(int argc, char **argv) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_window_parse),
@@ -539,6 +617,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_span),
                 cmocka_unit_test(test_snapshot_immutable),
                 cmocka_unit_test(test_attachment),
+                cmocka_unit_test(test_latency_cumulative),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
