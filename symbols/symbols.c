@@ -58,39 +58,100 @@ struct file_ref {
         uint64_t gen;
 };
 
-struct mapping {
-        uint64_t start, end, pgoff;
-        uint64_t seq;           /* insertion order, for eviction */
+/*
+ * What the two halves share: the LRU clock of processes. The writer ticks it
+ * when it adds a mapping, readers when they look a process up, so a process
+ * that is only ever looked up is as recent as one that maps files. Atomic:
+ * readers tick it from their threads.
+ */
+struct symbols_shared {
+        unsigned ref;
+        uint64_t tick;
+};
+
+/*
+ * A mapped file as a mapping names it. Shared, never copied, by the
+ * mappings of one mmap (a split keeps both ends on it) and by every snapshot
+ * holding them; freed with its last reference, on whichever thread drops it.
+ * The lookup state below is the cache's: only symbols_cache_lookup() writes
+ * it, under the caller's cache lock; the writer never reads it.
+ */
+struct map_file {
+        unsigned ref;
         char *filename;
         char build_id_hex[SYMBOLS_BUILD_ID_HEX_SIZE];
+        const struct symbols_cache *owner;  /* the cache the state below is of */
         struct file_ref file, debug, build; /* the file at its path, a debug file, its build from a cache */
         uint8_t debug_state, build_state;   /* LOOKUP_*: the files found by build id, looked for once */
         bool counted;           /* its mismatch or debug file is in the stats */
 };
 
-struct proc {
-        uint32_t pid;
-        uint64_t last_used;
-        struct mapping *maps;   /* sorted by start, non-overlapping */
-        size_t n_maps, cap_maps; /* cap grows up to lim.max_mappings_per_pid */
+struct mapping {
+        uint64_t start, end, pgoff;
+        uint64_t seq;           /* insertion order, for eviction */
+        struct map_file *file;
 };
 
-struct symbols {
+/*
+ * A process's mappings, sorted by start, non-overlapping. Immutable once a
+ * snapshot holds it (ref > 1): the writer then changes a copy
+ * (proc_writable()), so a publish shares every unchanged process.
+ */
+struct proc_maps {
+        unsigned ref;
+        size_t n, cap;          /* cap grows up to lim.max_mappings_per_pid */
+        struct mapping *maps;
+};
+
+/* When a process was last used, shared by the writer's table and the snapshots. */
+struct proc_lru {
+        unsigned ref;
+        uint64_t last_used;
+};
+
+struct proc {
+        uint32_t pid;
+        struct proc_lru *lru;
+        struct proc_maps *pm;
+};
+
+struct symbols_snapshot {
+        unsigned ref;
+        struct symbols_shared *shared;
+        uint64_t pid_evictions, mapping_evictions; /* the writer's, when it published this */
+        size_t n_procs;
+        struct proc procs[];    /* sorted by pid; each holds a reference to its lru and pm */
+};
+
+struct symbols_maps {
+        struct symbols_limits lim;
+        struct symbols_shared *shared;
+        uint64_t pid_evictions, mapping_evictions;
+        uint64_t seq;
+        struct proc *procs;     /* sorted by pid */
+        size_t n_procs;
+        struct symbols_snapshot *published; /* NULL when the table changed since */
+};
+
+struct symbols_cache {
         struct symbols_limits lim;
         char *debug_dirs;       /* colon-separated roots; "" when none */
         struct symbols_stats st;
-        uint64_t tick;          /* LRU clock */
-        uint64_t seq;
+        uint64_t tick;          /* LRU clock of files */
         uint64_t gen;
-        struct proc *procs;     /* sorted by pid */
-        size_t n_procs;
         struct elf_file *files; /* lim.max_files slots */
 };
 
-struct symbols *symbols_new(const struct symbols_limits *limits) {
-        struct symbols *s = xcalloc(1, sizeof(*s));
+/* The single-threaded combination (symbols.h). */
+struct symbols {
+        struct symbols_maps *maps;
+        struct symbols_cache *cache;
+        struct symbols_snapshot *snap;
+        struct symbols_stats st;
+};
 
-        s->lim = (struct symbols_limits) {
+static void limits_init(struct symbols_limits *lim, const struct symbols_limits *limits) {
+        *lim = (struct symbols_limits) {
                 .max_pids = SYMBOLS_MAX_PIDS,
                 .max_mappings_per_pid = SYMBOLS_MAX_MAPPINGS_PER_PID,
                 .max_files = SYMBOLS_MAX_FILES,
@@ -98,188 +159,261 @@ struct symbols *symbols_new(const struct symbols_limits *limits) {
         };
         if (limits) {
                 if (limits->max_pids)
-                        s->lim.max_pids = limits->max_pids;
+                        lim->max_pids = limits->max_pids;
                 if (limits->max_mappings_per_pid)
-                        s->lim.max_mappings_per_pid = limits->max_mappings_per_pid;
+                        lim->max_mappings_per_pid = limits->max_mappings_per_pid;
                 if (limits->max_files)
-                        s->lim.max_files = limits->max_files;
+                        lim->max_files = limits->max_files;
                 if (limits->max_symbols_per_file)
-                        s->lim.max_symbols_per_file = limits->max_symbols_per_file;
+                        lim->max_symbols_per_file = limits->max_symbols_per_file;
         }
-        s->debug_dirs = xstrdup(limits && limits->debug_dirs ? limits->debug_dirs : SYMBOLS_DEBUG_DIRS);
-        s->lim.debug_dirs = s->debug_dirs;
-        s->procs = xcalloc(s->lim.max_pids, sizeof(*s->procs));
-        s->files = xcalloc(s->lim.max_files, sizeof(*s->files));
-        return s;
+        lim->debug_dirs = NULL;
 }
 
-static void mapping_done(struct mapping *m) {
-        free(m->filename);
-        m->filename = NULL;
+/* ---- reference counting (objects shared between the writer and readers' threads) ---- */
+
+static void ref_inc(unsigned *ref) {
+        __atomic_add_fetch(ref, 1, __ATOMIC_RELAXED);
+}
+
+static bool ref_dec(unsigned *ref) {
+        return __atomic_sub_fetch(ref, 1, __ATOMIC_ACQ_REL) == 0;
+}
+
+/* Only the writer adds references to what it still holds: 1 means nobody else has it. */
+static bool ref_only(unsigned *ref) {
+        return __atomic_load_n(ref, __ATOMIC_ACQUIRE) == 1;
+}
+
+static uint64_t shared_tick(struct symbols_shared *sh) {
+        return __atomic_add_fetch(&sh->tick, 1, __ATOMIC_RELAXED);
+}
+
+static void shared_unref(struct symbols_shared *sh) {
+        if (sh && ref_dec(&sh->ref))
+                free(sh);
+}
+
+static struct map_file *map_file_ref(struct map_file *f) {
+        ref_inc(&f->ref);
+        return f;
+}
+
+static void map_file_unref(struct map_file *f) {
+        if (f && ref_dec(&f->ref)) {
+                free(f->filename);
+                free(f);
+        }
+}
+
+static void proc_maps_unref(struct proc_maps *pm) {
+        if (pm && ref_dec(&pm->ref)) {
+                for (size_t i = 0; i < pm->n; i++)
+                        map_file_unref(pm->maps[i].file);
+                free(pm->maps);
+                free(pm);
+        }
+}
+
+static void proc_lru_unref(struct proc_lru *l) {
+        if (l && ref_dec(&l->ref))
+                free(l);
 }
 
 static void proc_done(struct proc *p) {
-        for (size_t i = 0; i < p->n_maps; i++)
-                mapping_done(&p->maps[i]);
-        free(p->maps);
+        proc_maps_unref(p->pm);
+        proc_lru_unref(p->lru);
         *p = (struct proc) {};
 }
 
-static void file_done(struct elf_file *f) {
-        free(f->path);
-        free(f->syms);
-        free(f->names);
-        *f = (struct elf_file) {};
+static void proc_touch(struct symbols_shared *sh, const struct proc *p) {
+        __atomic_store_n(&p->lru->last_used, shared_tick(sh), __ATOMIC_RELAXED);
 }
 
-struct symbols *symbols_free(struct symbols *s) {
-        if (!s)
-                return NULL;
-        for (size_t i = 0; i < s->n_procs; i++)
-                proc_done(&s->procs[i]);
-        for (size_t i = 0; s->files && i < s->lim.max_files; i++)
-                file_done(&s->files[i]);
-        free(s->procs);
-        free(s->files);
-        free(s->debug_dirs);
-        free(s);
-        return NULL;
+static uint64_t proc_last_used(const struct proc *p) {
+        return __atomic_load_n(&p->lru->last_used, __ATOMIC_RELAXED);
 }
 
-const struct symbols_stats *symbols_get_stats(const struct symbols *s) {
-        return &s->st;
-}
-
-/* Index of pid in procs, or where it would be inserted (*ret_found false). */
-static size_t proc_search(const struct symbols *s, uint32_t pid, bool *ret_found) {
-        size_t lo = 0, hi = s->n_procs;
+/* Index of pid in procs[n], or where it would be inserted (*ret_found false). */
+static size_t proc_search(const struct proc *procs, size_t n, uint32_t pid, bool *ret_found) {
+        size_t lo = 0, hi = n;
 
         while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
 
-                if (s->procs[mid].pid < pid)
+                if (procs[mid].pid < pid)
                         lo = mid + 1;
                 else
                         hi = mid;
         }
-        *ret_found = lo < s->n_procs && s->procs[lo].pid == pid;
+        *ret_found = lo < n && procs[lo].pid == pid;
         return lo;
 }
 
-static void proc_remove_at(struct symbols *s, size_t i) {
-        proc_done(&s->procs[i]);
-        memmove(&s->procs[i], &s->procs[i + 1], (s->n_procs - i - 1) * sizeof(*s->procs));
-        s->n_procs--;
+/* ---- the mapping table (writer) ---- */
+
+struct symbols_maps *symbols_maps_new(const struct symbols_limits *limits) {
+        struct symbols_maps *m = xcalloc(1, sizeof(*m));
+
+        limits_init(&m->lim, limits);
+        m->shared = xcalloc(1, sizeof(*m->shared));
+        m->shared->ref = 1;
+        m->procs = xcalloc(m->lim.max_pids, sizeof(*m->procs));
+        return m;
 }
 
-static struct proc *proc_get(struct symbols *s, uint32_t pid) {
-        bool found;
-        size_t i = proc_search(s, pid, &found);
-
-        if (!found)
+struct symbols_maps *symbols_maps_free(struct symbols_maps *m) {
+        if (!m)
                 return NULL;
-        s->procs[i].last_used = ++s->tick;
-        return &s->procs[i];
+        for (size_t i = 0; i < m->n_procs; i++)
+                proc_done(&m->procs[i]);
+        free(m->procs);
+        symbols_snapshot_unref(m->published);
+        shared_unref(m->shared);
+        free(m);
+        return NULL;
 }
 
-static struct proc *proc_get_or_add(struct symbols *s, uint32_t pid) {
-        struct proc *p = proc_get(s, pid);
-        bool found;
-        size_t i;
+/* The table is about to change: the published snapshot no longer shows it. */
+static void maps_changed(struct symbols_maps *m) {
+        m->published = symbols_snapshot_unref(m->published);
+}
 
-        if (p)
-                return p;
-        if (s->n_procs == s->lim.max_pids) {
+static void proc_remove_at(struct symbols_maps *m, size_t i) {
+        maps_changed(m);
+        proc_done(&m->procs[i]);
+        memmove(&m->procs[i], &m->procs[i + 1], (m->n_procs - i - 1) * sizeof(*m->procs));
+        m->n_procs--;
+}
+
+static struct proc *proc_get_or_add(struct symbols_maps *m, uint32_t pid) {
+        bool found;
+        size_t i = proc_search(m->procs, m->n_procs, pid, &found);
+
+        if (found) {
+                proc_touch(m->shared, &m->procs[i]);
+                return &m->procs[i];
+        }
+        maps_changed(m);
+        if (m->n_procs == m->lim.max_pids) {
                 /* Full: forget the least recently used process. A scan, but only
                  * when a new process arrives at a full table. */
                 size_t lru = 0;
 
-                for (size_t j = 1; j < s->n_procs; j++)
-                        if (s->procs[j].last_used < s->procs[lru].last_used)
+                for (size_t j = 1; j < m->n_procs; j++)
+                        if (proc_last_used(&m->procs[j]) < proc_last_used(&m->procs[lru]))
                                 lru = j;
-                proc_remove_at(s, lru);
-                s->st.pid_evictions++;
+                proc_remove_at(m, lru);
+                m->pid_evictions++;
+                i = proc_search(m->procs, m->n_procs, pid, &found);
         }
-        i = proc_search(s, pid, &found);
-        memmove(&s->procs[i + 1], &s->procs[i], (s->n_procs - i) * sizeof(*s->procs));
-        s->n_procs++;
-        s->procs[i] = (struct proc) {
+        memmove(&m->procs[i + 1], &m->procs[i], (m->n_procs - i) * sizeof(*m->procs));
+        m->n_procs++;
+        m->procs[i] = (struct proc) {
                 .pid = pid,
-                .last_used = ++s->tick,
+                .lru = xcalloc(1, sizeof(struct proc_lru)),
+                .pm = xcalloc(1, sizeof(struct proc_maps)),
         };
-        return &s->procs[i];
+        m->procs[i].lru->ref = 1;
+        m->procs[i].pm->ref = 1;
+        proc_touch(m->shared, &m->procs[i]);
+        return &m->procs[i];
 }
 
-void symbols_remove_pid(struct symbols *s, uint32_t pid) {
+void symbols_maps_remove_pid(struct symbols_maps *m, uint32_t pid) {
         bool found;
-        size_t i = proc_search(s, pid, &found);
+        size_t i = proc_search(m->procs, m->n_procs, pid, &found);
 
         if (found)
-                proc_remove_at(s, i);
+                proc_remove_at(m, i);
 }
 
-static void map_remove_at(struct proc *p, size_t i) {
-        mapping_done(&p->maps[i]);
-        memmove(&p->maps[i], &p->maps[i + 1], (p->n_maps - i - 1) * sizeof(*p->maps));
-        p->n_maps--;
+/*
+ * The process's mappings, for the writer to change: its own copy when a
+ * snapshot holds them (copy on write, of this process only).
+ */
+static struct proc_maps *proc_writable(struct symbols_maps *m, struct proc *p) {
+        struct proc_maps *pm;
+
+        maps_changed(m);
+        if (ref_only(&p->pm->ref))
+                return p->pm;
+        pm = xcalloc(1, sizeof(*pm));
+        pm->ref = 1;
+        pm->n = p->pm->n;
+        pm->cap = p->pm->cap;
+        pm->maps = xmalloc(MAX(pm->cap, (size_t) 1) * sizeof(*pm->maps));
+        for (size_t i = 0; i < pm->n; i++) {
+                pm->maps[i] = p->pm->maps[i];
+                map_file_ref(pm->maps[i].file);
+        }
+        proc_maps_unref(p->pm);
+        p->pm = pm;
+        return pm;
 }
 
-/* Insert m keeping maps sorted by start; the caller keeps n_maps below the limit. */
-static void map_insert(struct proc *p, const struct mapping *m) {
-        size_t i = p->n_maps;
+static void map_remove_at(struct proc_maps *pm, size_t i) {
+        map_file_unref(pm->maps[i].file);
+        memmove(&pm->maps[i], &pm->maps[i + 1], (pm->n - i - 1) * sizeof(*pm->maps));
+        pm->n--;
+}
 
-        if (p->n_maps == p->cap_maps) {
-                p->cap_maps = p->cap_maps ? p->cap_maps * 2 : ARRAY_MIN_CAP;
-                p->maps = xrealloc(p->maps, p->cap_maps * sizeof(*p->maps));
+/* Insert m keeping maps sorted by start; the caller keeps n below the limit. */
+static void map_insert(struct proc_maps *pm, const struct mapping *m) {
+        size_t i = pm->n;
+
+        if (pm->n == pm->cap) {
+                pm->cap = pm->cap ? pm->cap * 2 : ARRAY_MIN_CAP;
+                pm->maps = xrealloc(pm->maps, pm->cap * sizeof(*pm->maps));
         }
 
-        while (i > 0 && p->maps[i - 1].start > m->start)
+        while (i > 0 && pm->maps[i - 1].start > m->start)
                 i--;
-        memmove(&p->maps[i + 1], &p->maps[i], (p->n_maps - i) * sizeof(*p->maps));
-        p->maps[i] = *m;
-        p->n_maps++;
+        memmove(&pm->maps[i + 1], &pm->maps[i], (pm->n - i) * sizeof(*pm->maps));
+        pm->maps[i] = *m;
+        pm->n++;
 }
 
-static void map_evict_oldest(struct symbols *s, struct proc *p) {
+static void map_evict_oldest(struct symbols_maps *m, struct proc_maps *pm) {
         size_t oldest = 0;
 
-        for (size_t i = 1; i < p->n_maps; i++)
-                if (p->maps[i].seq < p->maps[oldest].seq)
+        for (size_t i = 1; i < pm->n; i++)
+                if (pm->maps[i].seq < pm->maps[oldest].seq)
                         oldest = i;
-        map_remove_at(p, oldest);
-        s->st.mapping_evictions++;
+        map_remove_at(pm, oldest);
+        m->mapping_evictions++;
 }
 
 /*
  * A new mapping replaces what it overlaps, as a new mmap(2) over an old one
  * does (perf's maps__fixup_overlappings() splits the old map the same way).
  */
-static void map_punch(struct symbols *s, struct proc *p, uint64_t start, uint64_t end) {
-        for (size_t i = 0; i < p->n_maps;) {
-                struct mapping *m = &p->maps[i];
+static void map_punch(struct symbols_maps *sm, struct proc_maps *pm, uint64_t start, uint64_t end) {
+        for (size_t i = 0; i < pm->n;) {
+                struct mapping *m = &pm->maps[i];
 
                 if (m->end <= start || m->start >= end) {
                         i++;
                         continue;
                 }
                 if (m->start >= start && m->end <= end) {
-                        map_remove_at(p, i);
+                        map_remove_at(pm, i);
                         continue;
                 }
                 if (m->start < start && m->end > end) {
-                        /* The new mapping splits m: keep both ends. */
+                        /* The new mapping splits m: keep both ends, on the same file. */
                         struct mapping tail = *m;
 
                         tail.pgoff += end - m->start;
                         tail.start = end;
-                        tail.filename = xstrdup(m->filename);
                         m->end = start;
-                        if (p->n_maps == s->lim.max_mappings_per_pid) {
+                        if (pm->n == sm->lim.max_mappings_per_pid)
                                 /* No room for the tail: it is the one evicted. */
-                                free(tail.filename);
-                                s->st.mapping_evictions++;
-                        } else
-                                map_insert(p, &tail);
+                                sm->mapping_evictions++;
+                        else {
+                                map_file_ref(tail.file);
+                                map_insert(pm, &tail);
+                        }
                         return; /* nothing else can overlap [start, end) */
                 }
                 if (m->start < start)
@@ -304,33 +438,130 @@ static void build_id_to_hex(const uint8_t *id, size_t len, char out[SYMBOLS_BUIL
         out[HEX_DIGITS_PER_BYTE * len] = 0;
 }
 
-int symbols_add_mapping(struct symbols *s, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
-                        const char *filename, const uint8_t *build_id, size_t build_id_len) {
-        struct mapping m = {};
-        struct proc *p;
+int symbols_maps_add(struct symbols_maps *sm, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
+                     const char *filename, const uint8_t *build_id, size_t build_id_len) {
+        struct map_file *f;
+        struct proc_maps *pm;
+        struct mapping m;
 
         if (len == 0 || start + len < start || build_id_len > SYMBOLS_BUILD_ID_MAX || !filename)
                 return -EINVAL;
 
-        m = (struct mapping) {
-                .start = start,
-                .end = start + len,
-                .pgoff = pgoff,
-                .seq = ++s->seq,
+        f = xcalloc(1, sizeof(*f));
+        *f = (struct map_file) {
+                .ref = 1,
+                .filename = xstrdup(filename),
                 .file.slot = SIZE_MAX,
                 .debug.slot = SIZE_MAX,
                 .build.slot = SIZE_MAX,
         };
         if (build_id)
-                build_id_to_hex(build_id, build_id_len, m.build_id_hex);
+                build_id_to_hex(build_id, build_id_len, f->build_id_hex);
+        m = (struct mapping) {
+                .start = start,
+                .end = start + len,
+                .pgoff = pgoff,
+                .seq = ++sm->seq,
+                .file = f,
+        };
 
-        p = proc_get_or_add(s, pid);
-        map_punch(s, p, m.start, m.end);
-        if (p->n_maps == s->lim.max_mappings_per_pid)
-                map_evict_oldest(s, p);
-        m.filename = xstrdup(filename);
-        map_insert(p, &m);
+        pm = proc_writable(sm, proc_get_or_add(sm, pid));
+        map_punch(sm, pm, m.start, m.end);
+        if (pm->n == sm->lim.max_mappings_per_pid)
+                map_evict_oldest(sm, pm);
+        map_insert(pm, &m);
         return 0;
+}
+
+struct symbols_snapshot *symbols_maps_publish(struct symbols_maps *m) {
+        struct symbols_snapshot *snap;
+
+        if (m->published)
+                return symbols_snapshot_ref(m->published);
+
+        snap = xcalloc(1, sizeof(*snap) + m->n_procs * sizeof(struct proc));
+        snap->ref = 1;
+        ref_inc(&m->shared->ref);
+        snap->shared = m->shared;
+        snap->pid_evictions = m->pid_evictions;
+        snap->mapping_evictions = m->mapping_evictions;
+        snap->n_procs = m->n_procs;
+        for (size_t i = 0; i < m->n_procs; i++) {
+                snap->procs[i] = m->procs[i];
+                ref_inc(&snap->procs[i].lru->ref);
+                ref_inc(&snap->procs[i].pm->ref);
+        }
+        m->published = snap;
+        return symbols_snapshot_ref(snap);
+}
+
+struct symbols_snapshot *symbols_snapshot_ref(struct symbols_snapshot *snap) {
+        if (snap)
+                ref_inc(&snap->ref);
+        return snap;
+}
+
+struct symbols_snapshot *symbols_snapshot_unref(struct symbols_snapshot *snap) {
+        if (snap && ref_dec(&snap->ref)) {
+                for (size_t i = 0; i < snap->n_procs; i++)
+                        proc_done(&snap->procs[i]);
+                shared_unref(snap->shared);
+                free(snap);
+        }
+        return NULL;
+}
+
+size_t symbols_snapshot_mappings(const struct symbols_snapshot *snap) {
+        size_t n = 0;
+
+        for (size_t i = 0; snap && i < snap->n_procs; i++)
+                n += snap->procs[i].pm->n;
+        return n;
+}
+
+void symbols_snapshot_stats(const struct symbols_snapshot *snap, struct symbols_stats *ret) {
+        if (!snap)
+                return;
+        ret->pid_evictions = snap->pid_evictions;
+        ret->mapping_evictions = snap->mapping_evictions;
+}
+
+/* ---- the ELF file cache (readers) ---- */
+
+struct symbols_cache *symbols_cache_new(const struct symbols_limits *limits) {
+        struct symbols_cache *c = xcalloc(1, sizeof(*c));
+
+        limits_init(&c->lim, limits);
+        c->debug_dirs = xstrdup(limits && limits->debug_dirs ? limits->debug_dirs : SYMBOLS_DEBUG_DIRS);
+        c->lim.debug_dirs = c->debug_dirs;
+        c->files = xcalloc(c->lim.max_files, sizeof(*c->files));
+        return c;
+}
+
+static void file_done(struct elf_file *f) {
+        free(f->path);
+        free(f->syms);
+        free(f->names);
+        *f = (struct elf_file) {};
+}
+
+struct symbols_cache *symbols_cache_free(struct symbols_cache *c) {
+        if (!c)
+                return NULL;
+        for (size_t i = 0; c->files && i < c->lim.max_files; i++)
+                file_done(&c->files[i]);
+        free(c->files);
+        free(c->debug_dirs);
+        free(c);
+        return NULL;
+}
+
+void symbols_cache_stats(const struct symbols_cache *c, struct symbols_stats *ret) {
+        uint64_t pid_evictions = ret->pid_evictions, mapping_evictions = ret->mapping_evictions;
+
+        *ret = c->st;
+        ret->pid_evictions = pid_evictions;
+        ret->mapping_evictions = mapping_evictions;
 }
 
 static int sym_cmp(const void *a, const void *b) {
@@ -377,7 +608,7 @@ static Elf_Scn *find_symtab(Elf *elf, GElf_Shdr *ret_shdr) {
         return dyn;
 }
 
-static int load_symbols(struct symbols *s, Elf *elf, struct elf_file *f) {
+static int load_symbols(struct symbols_cache *s, Elf *elf, struct elf_file *f) {
         struct strbuf names = STRBUF_INIT;
         struct sym *syms = NULL;
         size_t n = 0, cap = 0, count;
@@ -472,7 +703,7 @@ static void read_build_id(Elf *elf, char out[SYMBOLS_BUILD_ID_HEX_SIZE]) {
         }
 }
 
-static int load_file(struct symbols *s, struct elf_file *f) {
+static int load_file(struct symbols_cache *s, struct elf_file *f) {
         _cleanup_close_ int fd = -1;
         GElf_Ehdr eh;
         size_t phnum;
@@ -511,12 +742,12 @@ out:
 }
 
 /* Whether ref still names the file it was taken for. */
-static bool ref_valid(const struct symbols *s, const struct file_ref *ref) {
+static bool ref_valid(const struct symbols_cache *s, const struct file_ref *ref) {
         return ref->slot < s->lim.max_files && s->files[ref->slot].path && s->files[ref->slot].gen == ref->gen;
 }
 
 /* The cache slot holding path, loading it (evicting the LRU slot) if needed. */
-static struct elf_file *file_get(struct symbols *s, const char *path, struct file_ref *ref) {
+static struct elf_file *file_get(struct symbols_cache *s, const char *path, struct file_ref *ref) {
         struct elf_file *f;
         size_t victim = 0;
 
@@ -569,7 +800,7 @@ static const char *const debug_layouts[] = { ".debug", "/debug" };
 static const char *const build_layouts[] = { "/elf" };
 
 /* The first existing file of id under the roots in one of the layouts; false if none. */
-static bool find_by_build_id(const struct symbols *s, const char *id, const char *const *layouts, size_t n,
+static bool find_by_build_id(const struct symbols_cache *s, const char *id, const char *const *layouts, size_t n,
                              struct strbuf *ret) {
         for (const char *root = s->debug_dirs; *root;) {
                 size_t len = strcspn(root, ":");
@@ -591,7 +822,7 @@ static bool find_by_build_id(const struct symbols *s, const char *id, const char
  * mapping (*state); NULL when there is none, or when it is unreadable or
  * another build after all.
  */
-static const struct elf_file *file_by_build_id(struct symbols *s, const char *id, const char *const *layouts,
+static const struct elf_file *file_by_build_id(struct symbols_cache *s, const char *id, const char *const *layouts,
                                                size_t n, uint8_t *state, struct file_ref *ref) {
         struct strbuf path = STRBUF_INIT;
         const struct elf_file *f;
@@ -622,7 +853,7 @@ static const struct elf_file *file_by_build_id(struct symbols *s, const char *id
  * detached debug file's program headers keep the addresses but not the
  * file offsets.
  */
-static const struct elf_file *symbol_file(struct symbols *s, struct mapping *m,
+static const struct elf_file *symbol_file(struct symbols_cache *s, struct map_file *m,
                                           const struct elf_file **ret_layout) {
         const struct elf_file *f = file_get(s, m->filename, &m->file), *d, *layout, *sym;
         const char *id = m->build_id_hex[0] ? m->build_id_hex : f->build_id_hex;
@@ -704,32 +935,40 @@ bool symbols_result_object(const struct symbols_result *r, char *buf, size_t len
         return true;
 }
 
-int symbols_lookup(struct symbols *s, uint32_t pid, uint64_t pc, struct symbols_result *ret) {
+int symbols_cache_lookup(struct symbols_cache *c, const struct symbols_snapshot *snap, uint32_t pid, uint64_t pc,
+                         struct symbols_result *ret) {
         struct symbols_result res = {};
-        struct mapping *m = NULL;
-        struct proc *p;
-        size_t lo, hi;
+        const struct proc_maps *pm;
+        const struct mapping *m = NULL;
+        const struct proc *p;
+        size_t lo, hi, i;
+        bool found;
 
         if ((pc >> KERNEL_ADDR_SHIFT) == KERNEL_ADDR_TOP_BYTE) {
                 res.function = SYMBOLS_KERNEL_NAME;
                 *ret = res;
                 return 0;
         }
-        p = proc_get(s, pid);
-        if (!p)
+        if (!snap)
                 return -ENOENT;
+        i = proc_search(snap->procs, snap->n_procs, pid, &found);
+        if (!found)
+                return -ENOENT;
+        p = &snap->procs[i];
+        proc_touch(snap->shared, p);
+        pm = p->pm;
         lo = 0;
-        hi = p->n_maps;
+        hi = pm->n;
         while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
 
-                if (p->maps[mid].start <= pc)
+                if (pm->maps[mid].start <= pc)
                         lo = mid + 1;
                 else
                         hi = mid;
         }
-        if (lo > 0 && pc < p->maps[lo - 1].end)
-                m = &p->maps[lo - 1];
+        if (lo > 0 && pc < pm->maps[lo - 1].end)
+                m = &pm->maps[lo - 1];
         if (!m)
                 return -ENOENT;
 
@@ -737,13 +976,24 @@ int symbols_lookup(struct symbols *s, uint32_t pid, uint64_t pc, struct symbols_
         res.map_start = m->start;
         res.map_limit = m->end;
         res.map_pgoff = m->pgoff;
-        res.filename = m->filename;
-        memcpy(res.build_id_hex, m->build_id_hex, sizeof(res.build_id_hex));
-        if (is_file_path(m->filename)) {
-                const struct elf_file *layout = NULL, *f = symbol_file(s, m, &layout);
-                uint64_t addr = f ? file_vaddr(layout, pc - m->start + m->pgoff) : 0;
-                const struct sym *y = f ? sym_find(f, addr) : NULL;
+        res.filename = m->file->filename;
+        memcpy(res.build_id_hex, m->file->build_id_hex, sizeof(res.build_id_hex));
+        if (is_file_path(m->file->filename)) {
+                struct map_file *mf = m->file;
+                const struct elf_file *layout = NULL, *f;
+                uint64_t addr;
+                const struct sym *y;
 
+                if (mf->owner != c) {
+                        /* First looked up by this cache: its refs name no slot of ours. */
+                        mf->owner = c;
+                        mf->file.slot = mf->debug.slot = mf->build.slot = SIZE_MAX;
+                        mf->debug_state = mf->build_state = LOOKUP_UNKNOWN;
+                        mf->counted = false;
+                }
+                f = symbol_file(c, mf, &layout);
+                addr = f ? file_vaddr(layout, pc - m->start + m->pgoff) : 0;
+                y = f ? sym_find(f, addr) : NULL;
                 if (y) {
                         res.function = f->names + y->name;
                         res.function_offset = addr - y->start;
@@ -751,4 +1001,55 @@ int symbols_lookup(struct symbols *s, uint32_t pid, uint64_t pc, struct symbols_
         }
         *ret = res;
         return 0;
+}
+
+/* ---- the single-threaded combination ---- */
+
+struct symbols *symbols_new(const struct symbols_limits *limits) {
+        struct symbols *s = xcalloc(1, sizeof(*s));
+
+        s->maps = symbols_maps_new(limits);
+        s->cache = symbols_cache_new(limits);
+        return s;
+}
+
+struct symbols *symbols_free(struct symbols *s) {
+        if (!s)
+                return NULL;
+        symbols_snapshot_unref(s->snap);
+        symbols_maps_free(s->maps);
+        symbols_cache_free(s->cache);
+        free(s);
+        return NULL;
+}
+
+int symbols_add_mapping(struct symbols *s, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
+                        const char *filename, const uint8_t *build_id, size_t build_id_len) {
+        return symbols_maps_add(s->maps, pid, start, len, pgoff, filename, build_id, build_id_len);
+}
+
+void symbols_remove_pid(struct symbols *s, uint32_t pid) {
+        symbols_maps_remove_pid(s->maps, pid);
+}
+
+struct symbols_maps *symbols_get_maps(struct symbols *s) {
+        return s->maps;
+}
+
+int symbols_lookup(struct symbols *s, uint32_t pid, uint64_t pc, struct symbols_result *ret) {
+        /* The same snapshot again while nothing was added: a reference, no copy. */
+        struct symbols_snapshot *snap = symbols_maps_publish(s->maps);
+
+        symbols_snapshot_unref(s->snap);
+        s->snap = snap;
+        return symbols_cache_lookup(s->cache, s->snap, pid, pc, ret);
+}
+
+const struct symbols_stats *symbols_get_stats(struct symbols *s) {
+        s->st = (struct symbols_stats) {
+                .pid_evictions = s->maps->pid_evictions,
+                .mapping_evictions = s->maps->mapping_evictions,
+        };
+        symbols_cache_stats(s->cache, &s->st);
+        return &s->st;
 }

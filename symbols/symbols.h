@@ -28,8 +28,23 @@
  * eviction is counted. A file that cannot be read is cached as such so that
  * it is not retried for every sample.
  *
- * Not thread-safe: lookups update the LRU state, so one thread at a time
- * (or the caller's lock) per symbols object.
+ * Two halves, so that the thread that learns of mappings never waits for
+ * one that reads ELF files:
+ *
+ *  - the mapping table (struct symbols_maps): pid -> mappings, written by
+ *    one thread (the collector's), which publishes it as immutable,
+ *    reference-counted snapshots (struct symbols_snapshot). A publish
+ *    shares every process's mappings with the table; the writer copies a
+ *    process's mappings only when it changes them while a snapshot holds
+ *    them (copy on write, per process). Snapshots may be read from any
+ *    thread, and dropped on any.
+ *  - the ELF file cache (struct symbols_cache): files, their symbols and
+ *    what each mapping's lookups found, owned by the readers. Not
+ *    thread-safe: one thread at a time (the readers' lock) per cache, and
+ *    one cache per mapping table. A lookup takes a snapshot and the cache.
+ *
+ * struct symbols is the two together for one thread (a replay from
+ * beginning to end, the tests): each lookup sees every mapping added.
  *
  * Library code: no logging, errors are negative errno values, allocation
  * failure aborts (strbuf.h).
@@ -38,6 +53,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "macro.h"
 
 #define SYMBOLS_MAX_PIDS                4096
 #define SYMBOLS_MAX_MAPPINGS_PER_PID    256
@@ -78,8 +95,10 @@ struct symbols_stats {
 };
 
 /*
- * The result of a lookup. Strings point into the symbols object and stay
- * valid until the next symbols_add_mapping() or symbols_lookup() on it.
+ * The result of a lookup. filename points into the snapshot looked up (valid
+ * while it is held); function into the cache (valid until its next lookup).
+ * With struct symbols, both stay valid until its next symbols_add_mapping()
+ * or symbols_lookup().
  */
 struct symbols_result {
         bool has_mapping;               /* false for kernel addresses */
@@ -91,33 +110,78 @@ struct symbols_result {
         uint64_t function_offset;       /* pc's distance from the symbol's start */
 };
 
-struct symbols;
+/* ---- The mapping table (one writer) ---- */
 
-/* limits NULL: the SYMBOLS_MAX_* defaults. Zero fields take the default too. */
-struct symbols *symbols_new(const struct symbols_limits *limits);
-struct symbols *symbols_free(struct symbols *s);
+struct symbols_maps;
+struct symbols_snapshot;
+
+/* limits NULL: the SYMBOLS_MAX_* defaults. Zero fields take the default too (here and below). */
+struct symbols_maps *symbols_maps_new(const struct symbols_limits *limits);
+struct symbols_maps *symbols_maps_free(struct symbols_maps *m);
 
 /*
  * Add a mapping of `filename` at [start, start + len) from file offset
  * pgoff, replacing the parts of older mappings of that pid it overlaps (as
  * mmap(2) does). build_id may be NULL. Returns 0, or -EINVAL for an empty
  * or wrapping range or a build id longer than SYMBOLS_BUILD_ID_MAX.
+ * Readers see it from the next symbols_maps_publish().
  */
-int symbols_add_mapping(struct symbols *s, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
-                        const char *filename, const uint8_t *build_id, size_t build_id_len);
-
+int symbols_maps_add(struct symbols_maps *m, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
+                     const char *filename, const uint8_t *build_id, size_t build_id_len);
 /* Forget a process (PERF_RECORD_EXIT). */
-void symbols_remove_pid(struct symbols *s, uint32_t pid);
+void symbols_maps_remove_pid(struct symbols_maps *m, uint32_t pid);
 
 /*
- * Resolve pc of pid. Returns 0 with ret filled (ret->function may be NULL),
- * or -ENOENT when no mapping of pid covers pc. Kernel addresses return 0
- * with has_mapping false and function SYMBOLS_KERNEL_NAME.
+ * A reference to an immutable snapshot of the table as it is now (the same
+ * one as last time when nothing changed since). Never fails.
  */
+struct symbols_snapshot *symbols_maps_publish(struct symbols_maps *m);
+struct symbols_snapshot *symbols_snapshot_ref(struct symbols_snapshot *snap);
+/* Any thread. Returns NULL. */
+struct symbols_snapshot *symbols_snapshot_unref(struct symbols_snapshot *snap);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct symbols_snapshot *, symbols_snapshot_unref);
+/* Mappings it holds, over every process. */
+size_t symbols_snapshot_mappings(const struct symbols_snapshot *snap);
+/* The table's counters (pid_evictions, mapping_evictions) when it was published, into ret; snap may be NULL. */
+void symbols_snapshot_stats(const struct symbols_snapshot *snap, struct symbols_stats *ret);
+
+/* ---- The ELF file cache (readers, under their lock) ---- */
+
+struct symbols_cache;
+
+struct symbols_cache *symbols_cache_new(const struct symbols_limits *limits);
+struct symbols_cache *symbols_cache_free(struct symbols_cache *c);
+
+/*
+ * Resolve pc of pid in snap (may be NULL: nothing mapped yet). Returns 0
+ * with ret filled (ret->function may be NULL), or -ENOENT when no mapping
+ * of pid covers pc. Kernel addresses return 0 with has_mapping false and
+ * function SYMBOLS_KERNEL_NAME. Reads ELF files: never call it where
+ * waiting on a disk is wrong.
+ */
+int symbols_cache_lookup(struct symbols_cache *c, const struct symbols_snapshot *snap, uint32_t pid, uint64_t pc,
+                         struct symbols_result *ret);
+/* The cache's counters into ret (every field but pid_evictions and mapping_evictions). */
+void symbols_cache_stats(const struct symbols_cache *c, struct symbols_stats *ret);
+
+/* ---- Both, for one thread ---- */
+
+struct symbols;
+
+struct symbols *symbols_new(const struct symbols_limits *limits);
+struct symbols *symbols_free(struct symbols *s);
+/* symbols_maps_add() */
+int symbols_add_mapping(struct symbols *s, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
+                        const char *filename, const uint8_t *build_id, size_t build_id_len);
+void symbols_remove_pid(struct symbols *s, uint32_t pid);
+/* Its mapping table, for code that feeds a symbols_maps (the daemon's one mapping callback). */
+struct symbols_maps *symbols_get_maps(struct symbols *s);
+/* symbols_cache_lookup() of every mapping added so far. */
 int symbols_lookup(struct symbols *s, uint32_t pid, uint64_t pc, struct symbols_result *ret);
 
 /* perf's "Object" of a lookup: the mapped file, or SYMBOLS_KERNEL_NAME for a
  * kernel address, copied into buf; false when there is none. */
 bool symbols_result_object(const struct symbols_result *r, char *buf, size_t len);
 
-const struct symbols_stats *symbols_get_stats(const struct symbols *s);
+/* Both halves' counters; valid until the next call. */
+const struct symbols_stats *symbols_get_stats(struct symbols *s);
