@@ -20,11 +20,11 @@
 #include "parse-util.h"
 #include "perf-data.h"
 #include "pmu-sysfs.h"
-#include "profile.h"
 #include "replay-clock.h"
 #include "replay-source.h"
 #include "spe-pmu.h"
 #include "strbuf.h"
+#include "symbolizer.h"
 
 #define SYSFS_LINE_SIZE "/sys/devices/system/cpu/cpu0/cache/index0/coherency_line_size"
 #define DEFAULT_LINE_SIZE 64U
@@ -45,21 +45,8 @@
  */
 #define COLLECTOR_EPOCH_DRAIN_BUDGET 65536
 
-/* Op groups exported as armprofd_spe_latency_cycles{op}: load, store, branch. */
-static const enum hotpcs_op lat_ops[SPE_LAT_OPS] = { HOTPCS_OP_LOAD, HOTPCS_OP_STORE, HOTPCS_OP_BRANCH };
-
-/*
- * Cumulative latency histograms change only at epoch ends; views published
- * every interval share one immutable block instead of copying ~90 KiB.
- */
-struct lat_block {
-        atomic_int refs;
-        struct spe_latency_cum lat[_STORE_LAT_KIND_MAX][SPE_LAT_OPS];
-};
-
 struct view_box {
         struct collector_view view;
-        struct lat_block *lat;
 };
 
 struct collector {
@@ -79,7 +66,6 @@ struct collector {
         uint64_t armed_usec;
         uint64_t next_cycle_usec, next_epoch_usec;
         struct store *store;
-        struct lat_block *lat;
         char spe_reason[SOURCE_REASON_MAX]; /* what /status says of SPE while no source runs */
         /* Sampling interval in operations, 0 unknown; set when a replay ends, read by pprof requests. */
         _Atomic uint64_t spe_period;
@@ -101,9 +87,9 @@ struct collector {
         char replay_error[SOURCE_REASON_MAX];   /* guarded by lock */
 
         /* Symbols of sampled processes: fed by the sources, read by pprof requests. */
-        pthread_mutex_t symbols_lock;
-        struct symbols *symbols;
-        struct memnode *memnode;        /* PA -> NUMA node; under symbols_lock too */
+        struct symbolizer symbols;
+        pthread_mutex_t memnode_lock;
+        struct memnode *memnode;        /* PA -> NUMA node; under memnode_lock */
 
         pthread_mutex_t lock; /* guards pending */
         struct collector_options pending;
@@ -187,17 +173,6 @@ static int64_t unix_minus_monotonic_ns(void) {
         return (int64_t) w.tv_sec * (int64_t) NSEC_PER_SEC + w.tv_nsec - (int64_t) (m0 + (m1 - m0) / 2);
 }
 
-static struct lat_block *lat_ref(struct lat_block *b) {
-        if (b)
-                atomic_fetch_add(&b->refs, 1);
-        return b;
-}
-
-static void lat_unref(struct lat_block *b) {
-        if (b && atomic_fetch_sub(&b->refs, 1) == 1)
-                free(b);
-}
-
 static void view_destroy(void *data) {
         struct view_box *b = data;
 
@@ -205,7 +180,6 @@ static void view_destroy(void *data) {
         for (size_t i = 0; i < b->view.n_sources; i++)
                 source_status_done(&b->view.sources[i]);
         free(b->view.sources);
-        lat_unref(b->lat);
         free(b);
 }
 
@@ -314,8 +288,6 @@ static void publish_view(struct collector *c, struct pmu_snapshot *pmu) {
                 st[1] = (struct source_status) { .kind = "spe", .state = SOURCE_OFF };
                 snprintf(st[1].reason, sizeof(st[1].reason), "%s", c->spe_reason);
         }
-        b->lat = lat_ref(c->lat);
-        b->view.latency = b->lat ? &b->lat->lat[0][0] : NULL;
         b->view.store_bytes = store_bytes(&c->opts.store);
         b->view.interval_seconds = (double) c->armed_usec / USEC_PER_SEC;
         b->view.cycle = atomic_load(&c->cycles) + 1;
@@ -323,39 +295,13 @@ static void publish_view(struct collector *c, struct pmu_snapshot *pmu) {
 }
 
 /*
- * Close the epoch and fold its latency histograms into the cumulative ones
- * that /metrics exports as Prometheus histograms (which must never go down).
+ * Close the epoch (the store folds its latency histograms into the
+ * cumulative ones /metrics exports) and publish the mappings the sources
+ * reported during it, for readers to symbolize with.
  */
 static void epoch_end(struct collector *c, uint64_t end_ns) {
-        struct store_latency_result lat;
-        struct store_snapshot *snap;
-        struct lat_block *b;
-
         store_epoch_end(c->store, end_ns);
-
-        b = xcalloc(1, sizeof(*b));
-        atomic_store(&b->refs, 1);
-        if (c->lat)
-                memcpy(b->lat, c->lat->lat, sizeof(b->lat));
-        snap = store_snapshot_get(c->store);
-        /* The newest epoch alone (a window of 1 ns is the newest epoch, whatever its length). */
-        if (store_query_latency(snap, 1, &lat) == 0) {
-                for (int k = 0; k < _STORE_LAT_KIND_MAX; k++)
-                        for (int o = 0; o < SPE_LAT_OPS; o++) {
-                                const struct store_lat_hist *h =
-                                        store_latency_hist(&lat, k, STORE_LAT_GROUP_OP(lat_ops[o]));
-                                struct spe_latency_cum *cum = &b->lat[k][o];
-
-                                cum->count += h->h.n;
-                                cum->sum += h->h.sum;
-                                for (unsigned i = 0; i < LATHIST_NBUCKETS; i++)
-                                        cum->bucket[i] += h->h.count[i];
-                        }
-                store_latency_result_done(&lat);
-        }
-        store_snapshot_unref(snap);
-        lat_unref(c->lat);
-        c->lat = b;
+        symbolizer_publish(&c->symbols);
 }
 
 /*
@@ -519,14 +465,8 @@ static void replay_epoch_end(void *userdata, uint64_t end_ns) {
 
 static void replay_mapping(void *userdata, const struct source_mapping *m) {
         struct collector *c = userdata;
-        int k;
 
-        pthread_mutex_lock(&c->symbols_lock);
-        k = symbols_add_mapping(c->symbols, m->pid, m->start, m->len, m->pgoff, m->filename, m->build_id,
-                                m->build_id_len);
-        pthread_mutex_unlock(&c->symbols_lock);
-        if (k < 0)
-                log_debug_errno(k, "symbols: cannot add mapping of %s: %m", m->filename);
+        symbolizer_mapping(&c->symbols, m);
 }
 
 /* A replayed file's addresses are nodes of the machine that recorded it. */
@@ -540,47 +480,33 @@ static void replay_feature(void *userdata, unsigned feat, const uint8_t *data, s
         k = memnode_from_perf_header(data, len, &m);
         if (k < 0)
                 log_debug_errno(k, "replay: the file's memory topology cannot be read, no NUMA nodes: %m");
-        pthread_mutex_lock(&c->symbols_lock);
+        pthread_mutex_lock(&c->memnode_lock);
         memnode_free(c->memnode);
         c->memnode = m;
-        pthread_mutex_unlock(&c->symbols_lock);
+        pthread_mutex_unlock(&c->memnode_lock);
 }
 
 int collector_node(struct collector *c, uint64_t pa) {
         int node;
 
-        pthread_mutex_lock(&c->symbols_lock);
+        pthread_mutex_lock(&c->memnode_lock);
         node = memnode_node(c->memnode, pa);
-        pthread_mutex_unlock(&c->symbols_lock);
+        pthread_mutex_unlock(&c->memnode_lock);
         return node;
 }
 
 void collector_symbols_stats(struct collector *c, struct symbols_stats *ret) {
-        pthread_mutex_lock(&c->symbols_lock);
-        *ret = *symbols_get_stats(c->symbols);
-        pthread_mutex_unlock(&c->symbols_lock);
+        symbolizer_stats(&c->symbols, ret);
 }
 
 bool collector_symbol(struct collector *c, uint32_t pid, uint64_t pc, char *buf, size_t len) {
-        struct symbols_result r;
-        bool found;
-
-        pthread_mutex_lock(&c->symbols_lock);
-        found = symbols_lookup(c->symbols, pid, pc, &r) == 0 && r.function;
-        if (found)
-                snprintf(buf, len, "%s", r.function);
-        pthread_mutex_unlock(&c->symbols_lock);
-        return found;
+        return symbolizer_function(&c->symbols, pid, pc, buf, len);
 }
 
 int collector_profile_span(struct collector *c, uint64_t start_ns, uint64_t end_ns, struct strbuf *ret_gz) {
         _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = store_snapshot_get(c->store);
-        int k;
 
-        pthread_mutex_lock(&c->symbols_lock);
-        k = profile_build_span(snap, start_ns, end_ns, c->symbols, atomic_load(&c->spe_period), ret_gz);
-        pthread_mutex_unlock(&c->symbols_lock);
-        return k;
+        return symbolizer_profile(&c->symbols, snap, 0, start_ns, end_ns, atomic_load(&c->spe_period), ret_gz);
 }
 
 uint64_t collector_now_ns(struct collector *c) {
@@ -588,24 +514,13 @@ uint64_t collector_now_ns(struct collector *c) {
 }
 
 bool collector_object(struct collector *c, uint32_t pid, uint64_t pc, char *buf, size_t len) {
-        struct symbols_result r;
-        bool found;
-
-        pthread_mutex_lock(&c->symbols_lock);
-        found = symbols_lookup(c->symbols, pid, pc, &r) == 0 && symbols_result_object(&r, buf, len);
-        pthread_mutex_unlock(&c->symbols_lock);
-        return found;
+        return symbolizer_object(&c->symbols, pid, pc, buf, len);
 }
 
 int collector_profile(struct collector *c, uint64_t window_ns, struct strbuf *ret_gz) {
         _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = store_snapshot_get(c->store);
-        int k;
 
-        /* Lookup results live until the next lookup: hold the lock for the whole profile. */
-        pthread_mutex_lock(&c->symbols_lock);
-        k = profile_build(snap, window_ns, c->symbols, atomic_load(&c->spe_period), ret_gz);
-        pthread_mutex_unlock(&c->symbols_lock);
-        return k;
+        return symbolizer_profile(&c->symbols, snap, window_ns, 0, 0, atomic_load(&c->spe_period), ret_gz);
 }
 
 /* What /status says of SPE until a source runs: what this machine has, from sysfs. */
@@ -735,13 +650,13 @@ int collector_start(const struct collector_options *opts, struct collector **ret
                 .state = source_state_changed,
         };
         pthread_mutex_init(&c->lock, NULL);
-        pthread_mutex_init(&c->symbols_lock, NULL);
+        pthread_mutex_init(&c->memnode_lock, NULL);
         /*
          * Symbol tables are the daemon's largest variable cost: bound them so
          * the worst case (16 files x 128k symbols) stays within the unit's
          * MemoryMax next to the store; evictions are counted by the module.
          */
-        c->symbols = symbols_new(&(struct symbols_limits) {
+        symbolizer_init(&c->symbols, &(struct symbols_limits) {
                 .max_files = SYMBOLS_MAX_FILES_DAEMON,
                 .max_symbols_per_file = SYMBOLS_MAX_PER_FILE_DAEMON,
         });
@@ -857,10 +772,9 @@ struct collector *collector_stop(struct collector *c) {
         c->pmu = pmu_collector_free(c->pmu);
         /* Snapshots still held by readers keep their views alive. */
         c->store = store_free(c->store);
-        lat_unref(c->lat);
-        c->symbols = symbols_free(c->symbols);
+        symbolizer_done(&c->symbols);
         c->memnode = memnode_free(c->memnode);
-        pthread_mutex_destroy(&c->symbols_lock);
+        pthread_mutex_destroy(&c->memnode_lock);
         pthread_mutex_destroy(&c->lock);
         free(c);
         return NULL;

@@ -20,7 +20,6 @@
 #include "config.h"
 #include "pmu-collector.h"
 #include "replay.h"
-#include "spe-metrics.h"
 #include "source.h"
 #include "store.h"
 #include "strbuf.h"
@@ -55,8 +54,6 @@ struct collector_view {
         struct pmu_snapshot *pmu; /* NULL when counting is off or could not start */
         struct source_status *sources;
         size_t n_sources;
-        /* [kind * SPE_LAT_OPS + op], shared by views; NULL before the first epoch. */
-        const struct spe_latency_cum *latency;
         uint64_t store_bytes; /* the store's memory bound */
 };
 

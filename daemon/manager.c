@@ -17,6 +17,7 @@
 #include "collector.h"
 #include "counters.h"
 #include "spe-metrics.h"
+#include "symbolizer.h"
 #include "store.h"
 #include "http.h"
 #include "log.h"
@@ -61,6 +62,7 @@ static void source_write_metrics(void *userdata, struct prom_writer *w) {
         _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = collector_snapshot(m->collector);
         const struct collector_view *v = collector_view(snap);
         const struct source_status *spe = collector_view_spe(v);
+        struct prom_counter_row rows[SYMBOLIZER_METRIC_ROWS];
         struct symbols_stats sym;
 
         prom_family(w, "armprofd_collector_up", PROM_GAUGE,
@@ -73,13 +75,13 @@ static void source_write_metrics(void *userdata, struct prom_writer *w) {
                                   .totals = store_snapshot_cumulative(snap),
                                   .cpus = spe->cpus,
                                   .n_cpus = spe->n_cpus,
-                                  .latency = v->latency,
+                                  .latency = store_snapshot_latency(snap),
                                   .store_bytes = v->store_bytes,
                                   .up = source_status_up(spe),
                           },
                           w);
         collector_symbols_stats(m->collector, &sym);
-        symbols_metrics_write(&sym, w);
+        prom_write_counter_rows(w, rows, symbolizer_metric_rows(&sym, rows));
 }
 
 static json_t *source_counters(void *userdata, int64_t cpu) {

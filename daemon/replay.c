@@ -19,6 +19,7 @@
 #include "replay-source.h"
 #include "spe-replay.h"
 #include "store.h"
+#include "symbolizer.h"
 #include "symbols.h"
 
 #define REPORT_HOTPCS 50
@@ -171,8 +172,7 @@ static void sink_clock(void *userdata, const struct source_clock *c) {
 static void sink_mapping(void *userdata, const struct source_mapping *m) {
         struct once *o = userdata;
 
-        (void) symbols_add_mapping(o->symbols, m->pid, m->start, m->len, m->pgoff, m->filename, m->build_id,
-                                   m->build_id_len);
+        (void) symbolizer_add_mapping(symbols_get_maps(o->symbols), m);
 }
 
 static void sink_feature(void *userdata, unsigned feat, const uint8_t *data, size_t len) {

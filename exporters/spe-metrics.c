@@ -8,6 +8,9 @@
 
 #include "macro.h"
 
+/* Op groups exported as armprofd_spe_latency_cycles{op}: load, store, branch. */
+#define SPE_LAT_OPS 3
+static const enum hotpcs_op lat_ops[SPE_LAT_OPS] = { HOTPCS_OP_LOAD, HOTPCS_OP_STORE, HOTPCS_OP_BRANCH };
 static const char *const lat_op_names[SPE_LAT_OPS] = { "load", "store", "branch" };
 
 /* Classic bucket bounds in cycles: powers of two up to the 16-bit counter maximum. */
@@ -25,7 +28,7 @@ static void per_cpu(struct prom_writer *w, const struct spe_metrics_input *in, c
         }
 }
 
-static void latency(struct prom_writer *w, const struct spe_latency_cum *lat) {
+static void latency(struct prom_writer *w, const struct store_latency_cumulative *lat) {
         const struct lathist_bucket *b = lathist_buckets();
         double upper[CLASSIC_BUCKETS];
         uint64_t cum[CLASSIC_BUCKETS];
@@ -39,9 +42,9 @@ static void latency(struct prom_writer *w, const struct spe_latency_cum *lat) {
                     "Latency of sampled operations in cycles, by kind (total, issue, translation) and op.");
         for (int k = 0; k < _STORE_LAT_KIND_MAX; k++)
                 for (int o = 0; o < SPE_LAT_OPS; o++) {
-                        const struct spe_latency_cum *h = &lat[k * SPE_LAT_OPS + o];
+                        const struct lathist_merged *h = &lat->h[k][lat_ops[o]];
                         struct prom_histogram ph = {
-                                .count = h->count, .sum = (double) h->sum,
+                                .count = h->n, .sum = (double) h->sum,
                                 .n_buckets = CLASSIC_BUCKETS, .upper_bounds = upper, .cumulative_counts = cum,
                                 .native = true, .schema = LATHIST_SCHEMA, .zero_threshold = 0,
                                 .native_index = idx, .native_count = cnt,
@@ -53,18 +56,18 @@ static void latency(struct prom_writer *w, const struct spe_latency_cum *lat) {
                                 cum[c] = 0;
                                 for (unsigned i = 0; i < LATHIST_NBUCKETS; i++)
                                         if (b[i].hi <= upper[c])
-                                                cum[c] += h->bucket[i];
+                                                cum[c] += h->count[i];
                         }
                         /* Native: the store's buckets are schema-7 buckets; the zero bucket holds 0. */
                         for (unsigned i = 0; i < LATHIST_NBUCKETS; i++) {
-                                if (h->bucket[i] == 0)
+                                if (h->count[i] == 0)
                                         continue;
                                 if (b[i].native_index == INT32_MIN) {
-                                        ph.zero_count += h->bucket[i];
+                                        ph.zero_count += h->count[i];
                                         continue;
                                 }
                                 idx[n] = b[i].native_index;
-                                cnt[n] = h->bucket[i];
+                                cnt[n] = h->count[i];
                                 n++;
                         }
                         ph.n_native = n;
@@ -127,41 +130,4 @@ void spe_metrics_write(const struct spe_metrics_input *in, struct prom_writer *w
 
         if (in->latency)
                 latency(w, in->latency);
-}
-
-void symbols_metrics_write(const struct symbols_stats *st, struct prom_writer *w) {
-        static const struct {
-                const char *name, *help;
-                size_t offset;
-        } counters[] = {
-                { "armprofd_symbols_files_loaded_total", "ELF files read for symbols (again after an eviction).",
-                  offsetof(struct symbols_stats, files_loaded) },
-                { "armprofd_symbols_file_errors_total", "Files named by mappings that could not be read as ELF.",
-                  offsetof(struct symbols_stats, file_errors) },
-                { "armprofd_symbols_truncated_total", "Function symbols left out of a file beyond the per-file bound.",
-                  offsetof(struct symbols_stats, symbols_truncated) },
-                { "armprofd_symbols_build_id_mismatches_total",
-                  "Mappings whose file on disk is another build than the one sampled, with no copy of theirs: left unnamed.",
-                  offsetof(struct symbols_stats, build_id_mismatches) },
-                { "armprofd_symbols_debug_files_total",
-                  "Mappings of stripped files named through a detached debug file (/usr/lib/debug/.build-id).",
-                  offsetof(struct symbols_stats, debug_files) },
-                { "armprofd_symbols_build_id_cache_files_total",
-                  "Mappings whose file on disk is another build, named from perf's copy of their build "
-                  "(~/.debug/.build-id).",
-                  offsetof(struct symbols_stats, build_id_cache_files) },
-        };
-
-        prom_family(w, "armprofd_symbols_evictions_total", PROM_COUNTER,
-                    "Entries the bounded symbol cache evicted to stay within its capacity.");
-        prom_sample_u64(w, (const char *const[]) { "table", "processes", NULL }, st->pid_evictions);
-        prom_sample_u64(w, (const char *const[]) { "table", "mappings", NULL }, st->mapping_evictions);
-        prom_sample_u64(w, (const char *const[]) { "table", "files", NULL }, st->file_evictions);
-        for (size_t i = 0; i < ELEMENTSOF(counters); i++) {
-                uint64_t v;
-
-                memcpy(&v, (const uint8_t *) st + counters[i].offset, sizeof(v));
-                prom_family(w, counters[i].name, PROM_COUNTER, counters[i].help);
-                prom_sample_u64(w, NULL, v);
-        }
 }

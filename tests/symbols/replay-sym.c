@@ -7,6 +7,7 @@
 #include "macro.h"
 #include "spe-replay.h"
 #include "strbuf.h"
+#include "symbolizer.h"
 
 struct ctx {
         struct symbols *s;
@@ -32,8 +33,7 @@ static void on_mapping(void *userdata, const struct source_mapping *m) {
         int r;
 
         c->st->mappings++;
-        r = symbols_add_mapping(c->s, m->pid, m->start, m->len, m->pgoff, m->filename, m->build_id,
-                                m->build_id_len);
+        r = symbolizer_add_mapping(symbols_get_maps(c->s), m);
         if (r < 0 && c->error == 0)
                 c->error = r;
 }

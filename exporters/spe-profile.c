@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-#include "profile.h"
+#include "spe-profile.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -36,7 +36,8 @@ static int64_t unix_ns(const struct store_interval *iv, uint64_t t) {
         return (int64_t) t + (iv->clock.kind == STORE_CLOCK_UNIX ? iv->clock.unix_offset_ns : 0);
 }
 
-static int build(struct store_hotpcs_result *r, struct symbols *sym, uint64_t period, struct strbuf *ret_gz) {
+static int build(struct store_hotpcs_result *r, const struct profile_symbolizer *sym, uint64_t period,
+                 struct strbuf *ret_gz) {
         struct pprof_builder *b;
         int k = 0;
 
@@ -49,7 +50,7 @@ static int build(struct store_hotpcs_result *r, struct symbols *sym, uint64_t pe
 
         for (size_t i = 0; i < r->pcs.n && k >= 0; i++) {
                 const struct hotpcs_item *it = &r->pcs.item[i];
-                struct symbols_result s = {};
+                struct profile_location s = {};
                 uint64_t mapping = 0;
                 const int64_t values[_VALUE_MAX] = {
                         [VALUE_SAMPLES] = (int64_t) it->count,
@@ -79,9 +80,9 @@ static int build(struct store_hotpcs_result *r, struct symbols *sym, uint64_t pe
                 if (source != SPE_SOURCE_NONE)
                         labels[n++] = (struct pprof_label) { .key = "source", .str = spe_source_name(source) };
 
-                if (sym && symbols_lookup(sym, pid, it->pc, &s) == 0 && s.has_mapping)
+                if (sym && sym->locate(sym->userdata, pid, it->pc, &s) && s.has_mapping)
                         mapping = pprof_mapping(b, s.map_start, s.map_limit, s.map_pgoff, s.filename,
-                                                s.build_id_hex[0] ? s.build_id_hex : NULL);
+                                                s.build_id_hex && s.build_id_hex[0] ? s.build_id_hex : NULL);
                 k = pprof_sample(b, it->pc, mapping, s.function, values, labels, n);
         }
         if (k >= 0)
@@ -90,8 +91,8 @@ static int build(struct store_hotpcs_result *r, struct symbols *sym, uint64_t pe
         return k < 0 ? k : 0;
 }
 
-int profile_build(const struct store_snapshot *snap, uint64_t window_ns, struct symbols *sym, uint64_t period,
-                  struct strbuf *ret_gz) {
+int profile_build(const struct store_snapshot *snap, uint64_t window_ns, const struct profile_symbolizer *sym,
+                  uint64_t period, struct strbuf *ret_gz) {
         struct store_hotpcs_result r;
         int k;
 
@@ -103,8 +104,8 @@ int profile_build(const struct store_snapshot *snap, uint64_t window_ns, struct 
         return k;
 }
 
-int profile_build_span(const struct store_snapshot *snap, uint64_t start_ns, uint64_t end_ns, struct symbols *sym,
-                       uint64_t period, struct strbuf *ret_gz) {
+int profile_build_span(const struct store_snapshot *snap, uint64_t start_ns, uint64_t end_ns,
+                       const struct profile_symbolizer *sym, uint64_t period, struct strbuf *ret_gz) {
         struct store_hotpcs_result r;
         int k;
 

@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "symbolizer.h"
+
+#include <errno.h>
+#include <stdio.h>
+
+#include "log.h"
+#include "macro.h"
+
+void symbolizer_init(struct symbolizer *z, const struct symbols_limits *limits) {
+        *z = (struct symbolizer) {
+                .maps = symbols_maps_new(limits),
+                .cache = symbols_cache_new(limits),
+        };
+        pthread_mutex_init(&z->published_lock, NULL);
+        pthread_mutex_init(&z->cache_lock, NULL);
+}
+
+void symbolizer_done(struct symbolizer *z) {
+        z->maps = symbols_maps_free(z->maps);
+        z->published = symbols_snapshot_unref(z->published);
+        z->cache = symbols_cache_free(z->cache);
+        pthread_mutex_destroy(&z->published_lock);
+        pthread_mutex_destroy(&z->cache_lock);
+}
+
+int symbolizer_add_mapping(struct symbols_maps *maps, const struct source_mapping *m) {
+        return symbols_maps_add(maps, m->pid, m->start, m->len, m->pgoff, m->filename, m->build_id,
+                                m->build_id_len);
+}
+
+void symbolizer_mapping(struct symbolizer *z, const struct source_mapping *m) {
+        int k = symbolizer_add_mapping(z->maps, m);
+
+        if (k < 0)
+                log_debug_errno(k, "symbols: cannot add mapping of %s: %m", m->filename);
+}
+
+void symbolizer_publish(struct symbolizer *z) {
+        struct symbols_snapshot *snap = symbols_maps_publish(z->maps), *old;
+
+        pthread_mutex_lock(&z->published_lock);
+        old = z->published;
+        z->published = snap;
+        pthread_mutex_unlock(&z->published_lock);
+        /* The last reference to an old table may be ours: freed outside the lock. */
+        symbols_snapshot_unref(old);
+}
+
+struct symbols_snapshot *symbolizer_snapshot(struct symbolizer *z) {
+        struct symbols_snapshot *snap;
+
+        pthread_mutex_lock(&z->published_lock);
+        snap = symbols_snapshot_ref(z->published);
+        pthread_mutex_unlock(&z->published_lock);
+        return snap;
+}
+
+bool symbolizer_function(struct symbolizer *z, uint32_t pid, uint64_t pc, char *buf, size_t len) {
+        _cleanup_(symbols_snapshot_unrefp) struct symbols_snapshot *snap = symbolizer_snapshot(z);
+        struct symbols_result r;
+        bool found;
+
+        pthread_mutex_lock(&z->cache_lock);
+        found = symbols_cache_lookup(z->cache, snap, pid, pc, &r) == 0 && r.function;
+        if (found)
+                snprintf(buf, len, "%s", r.function);
+        pthread_mutex_unlock(&z->cache_lock);
+        return found;
+}
+
+bool symbolizer_object(struct symbolizer *z, uint32_t pid, uint64_t pc, char *buf, size_t len) {
+        _cleanup_(symbols_snapshot_unrefp) struct symbols_snapshot *snap = symbolizer_snapshot(z);
+        struct symbols_result r;
+        bool found;
+
+        pthread_mutex_lock(&z->cache_lock);
+        found = symbols_cache_lookup(z->cache, snap, pid, pc, &r) == 0 && symbols_result_object(&r, buf, len);
+        pthread_mutex_unlock(&z->cache_lock);
+        return found;
+}
+
+void symbolizer_stats(struct symbolizer *z, struct symbols_stats *ret) {
+        _cleanup_(symbols_snapshot_unrefp) struct symbols_snapshot *snap = symbolizer_snapshot(z);
+
+        *ret = (struct symbols_stats) {};
+        symbols_snapshot_stats(snap, ret);
+        pthread_mutex_lock(&z->cache_lock);
+        symbols_cache_stats(z->cache, ret);
+        pthread_mutex_unlock(&z->cache_lock);
+}
+
+bool symbolizer_locate(void *userdata, uint32_t pid, uint64_t pc, struct profile_location *ret) {
+        struct symbolizer_locate *l = userdata;
+
+        if (symbols_cache_lookup(l->cache, l->snap, pid, pc, &l->last) < 0)
+                return false;
+        *ret = (struct profile_location) {
+                .function = l->last.function,
+                .has_mapping = l->last.has_mapping,
+                .map_start = l->last.map_start,
+                .map_limit = l->last.map_limit,
+                .map_pgoff = l->last.map_pgoff,
+                .filename = l->last.filename,
+                .build_id_hex = l->last.build_id_hex,
+        };
+        return true;
+}
+
+int symbolizer_profile(struct symbolizer *z, const struct store_snapshot *snap, uint64_t window_ns,
+                       uint64_t start_ns, uint64_t end_ns, uint64_t period, struct strbuf *ret_gz) {
+        _cleanup_(symbols_snapshot_unrefp) struct symbols_snapshot *maps = symbolizer_snapshot(z);
+        struct symbolizer_locate l = { .cache = z->cache, .snap = maps };
+        const struct profile_symbolizer sym = { symbolizer_locate, &l };
+        int k;
+
+        /* Names point into the cache until its next lookup: hold it for the whole profile. */
+        pthread_mutex_lock(&z->cache_lock);
+        if (window_ns > 0)
+                k = profile_build(snap, window_ns, &sym, period, ret_gz);
+        else
+                k = profile_build_span(snap, start_ns, end_ns, &sym, period, ret_gz);
+        pthread_mutex_unlock(&z->cache_lock);
+        return k;
+}
+
+size_t symbolizer_metric_rows(const struct symbols_stats *st, struct prom_counter_row rows[SYMBOLIZER_METRIC_ROWS]) {
+        static const char evictions[] = "armprofd_symbols_evictions_total",
+                          evictions_help[] = "Entries the bounded symbol cache evicted to stay within its capacity.";
+        size_t n = 0;
+
+        rows[n++] = (struct prom_counter_row) { evictions, evictions_help, "table", "processes", st->pid_evictions };
+        rows[n++] = (struct prom_counter_row) { evictions, evictions_help, "table", "mappings",
+                                                st->mapping_evictions };
+        rows[n++] = (struct prom_counter_row) { evictions, evictions_help, "table", "files", st->file_evictions };
+        rows[n++] = (struct prom_counter_row) {
+                "armprofd_symbols_files_loaded_total", "ELF files read for symbols (again after an eviction).",
+                .value = st->files_loaded,
+        };
+        rows[n++] = (struct prom_counter_row) {
+                "armprofd_symbols_file_errors_total", "Files named by mappings that could not be read as ELF.",
+                .value = st->file_errors,
+        };
+        rows[n++] = (struct prom_counter_row) {
+                "armprofd_symbols_truncated_total", "Function symbols left out of a file beyond the per-file bound.",
+                .value = st->symbols_truncated,
+        };
+        rows[n++] = (struct prom_counter_row) {
+                "armprofd_symbols_build_id_mismatches_total",
+                "Mappings whose file on disk is another build than the one sampled, with no copy of theirs: left "
+                "unnamed.",
+                .value = st->build_id_mismatches,
+        };
+        rows[n++] = (struct prom_counter_row) {
+                "armprofd_symbols_debug_files_total",
+                "Mappings of stripped files named through a detached debug file (/usr/lib/debug/.build-id).",
+                .value = st->debug_files,
+        };
+        rows[n++] = (struct prom_counter_row) {
+                "armprofd_symbols_build_id_cache_files_total",
+                "Mappings whose file on disk is another build, named from perf's copy of their build "
+                "(~/.debug/.build-id).",
+                .value = st->build_id_cache_files,
+        };
+        return n;
+}

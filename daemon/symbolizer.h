@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * The daemon's symbols: where the sources' mappings enter the symbol table
+ * and where readers look PCs up, so that the collector never waits on an
+ * ELF file.
+ *
+ *  - The collector thread adds mappings (symbolizer_mapping(), the one
+ *    spe_sink.mapping callback of the daemon, --once included) and, at each
+ *    epoch end, publishes the table as an immutable snapshot
+ *    (symbolizer_publish()). `published_lock` is held for a pointer swap
+ *    only, never while a file is read.
+ *  - Readers (HTTP threads) take the newest snapshot and look up under
+ *    `cache_lock`, the ELF cache's own lock: a profile holds it for its
+ *    whole build (its function names point into the cache), and the
+ *    collector never takes it.
+ */
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "prom.h"
+#include "spe-profile.h"
+#include "source.h"
+#include "symbols.h"
+
+struct symbolizer {
+        struct symbols_maps *maps;              /* collector thread only */
+
+        pthread_mutex_t published_lock;         /* guards published */
+        struct symbols_snapshot *published;     /* NULL before the first publish */
+
+        pthread_mutex_t cache_lock;             /* guards cache */
+        struct symbols_cache *cache;
+};
+
+void symbolizer_init(struct symbolizer *z, const struct symbols_limits *limits);
+void symbolizer_done(struct symbolizer *z);
+
+/* A source's mapping into a table (the one copy of that glue): 0 or -EINVAL (symbols_maps_add()). */
+int symbolizer_add_mapping(struct symbols_maps *maps, const struct source_mapping *m);
+
+/* Collector thread: a mapping a source reported (logged at debug level when it is refused). */
+void symbolizer_mapping(struct symbolizer *z, const struct source_mapping *m);
+/* Collector thread: readers see the mappings added so far. */
+void symbolizer_publish(struct symbolizer *z);
+
+/* Any thread: a reference to the newest published snapshot (NULL before the first). */
+struct symbols_snapshot *symbolizer_snapshot(struct symbolizer *z);
+
+/*
+ * Readers. `function`: the function pc of pid lies in; `object`: the file
+ * mapped there (SYMBOLS_KERNEL_NAME for kernel addresses); copied into buf,
+ * false when unknown.
+ */
+bool symbolizer_function(struct symbolizer *z, uint32_t pid, uint64_t pc, char *buf, size_t len);
+bool symbolizer_object(struct symbolizer *z, uint32_t pid, uint64_t pc, char *buf, size_t len);
+/* Both halves' counters: the published table's and the cache's. */
+void symbolizer_stats(struct symbolizer *z, struct symbols_stats *ret);
+
+/*
+ * A profile (spe-profile.h) symbolized from the newest snapshot, with the
+ * cache locked for the build: window_ns > 0 for the newest window, else
+ * the epochs overlapping [start_ns, end_ns).
+ */
+int symbolizer_profile(struct symbolizer *z, const struct store_snapshot *snap, uint64_t window_ns,
+                       uint64_t start_ns, uint64_t end_ns, uint64_t period, struct strbuf *ret_gz);
+
+/* A profile_symbolizer over a snapshot and a cache whose lock the caller holds. */
+struct symbolizer_locate {
+        struct symbols_cache *cache;
+        const struct symbols_snapshot *snap;
+        struct symbols_result last;     /* what the strings of the last answer point into */
+};
+bool symbolizer_locate(void *userdata, uint32_t pid, uint64_t pc, struct profile_location *ret);
+
+/* The symbol cache's counters as /metrics families (prom_write_counter_rows()). */
+#define SYMBOLIZER_METRIC_ROWS 9
+size_t symbolizer_metric_rows(const struct symbols_stats *st, struct prom_counter_row rows[SYMBOLIZER_METRIC_ROWS]);
