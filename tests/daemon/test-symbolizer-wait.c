@@ -1,0 +1,316 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The collector never waits on the readers' ELF cache (daemon/symbolizer.h).
+ *
+ * A reader thread takes the cache's lock, as a pprof request does for its
+ * whole build, and keeps it while it looks PCs up in each snapshot the
+ * writer publishes. Meanwhile the writer replays a generator perf.data
+ * the way the collector does: each mapping into the symbolizer, each
+ * record into the store, and at each epoch end (many: the epochs are
+ * microseconds of the file's time) store_epoch_end() and
+ * symbolizer_publish(), as daemon/collector.c's epoch_end(). The reader
+ * lets go only when the writer says it finished, or after a deadlock guard
+ * (GUARD_SEC); the test asserts the writer finished and had closed every
+ * epoch while the reader still held the lock, and that what it published
+ * names the generator's hottest PC as its truth file does.
+ *
+ * Before the split, the collector added mappings under the lock a profile
+ * held: such a writer blocks on its first mapping, the reader sees it
+ * unfinished at the guard, and the test fails (checked by taking the
+ * cache lock in epoch_end() below).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "collector.h"
+#include "macro.h"
+#include "spe-replay.h"
+#include "store.h"
+#include "strbuf.h"
+#include "symbolizer.h"
+
+/* How long the reader holds the lock at most if the writer never finishes: a deadlock guard, not a measure. */
+#define GUARD_SEC       30
+/* Epochs of the file's time: short, so the replay closes many. */
+#define EPOCH_NS        UINT64_C(2000)
+#define RECORDS         "4000"
+
+static const char *spegen_path;
+static char tmpdir[] = "/tmp/test-symbolizer-wait-XXXXXX";
+
+struct shared {
+        struct symbolizer sym;
+        struct store *store;
+        struct replay_clock clock;
+
+        pthread_mutex_t lock;           /* guards what follows */
+        pthread_cond_t cond;
+        bool held;                      /* the reader holds the cache lock */
+        bool writer_done;
+        uint64_t epochs;                /* epoch_end() calls, counted here */
+        uint64_t mappings;              /* mapping callbacks, counted here */
+
+        /* What the reader saw when it let go of the cache lock. */
+        bool seen_done;
+        uint64_t seen_epochs;
+        uint64_t lookups;               /* lookups it made while holding it */
+        uint32_t hot_pid;
+        uint64_t hot_pc;
+};
+
+static void epoch_end(void *userdata, uint64_t end_ns) {
+        struct shared *x = userdata;
+
+        /* What daemon/collector.c's epoch_end() does. */
+        store_epoch_end(x->store, end_ns);
+        symbolizer_publish(&x->sym);
+        pthread_mutex_lock(&x->lock);
+        x->epochs++;
+        pthread_mutex_unlock(&x->lock);
+}
+
+static void on_records(void *userdata, const struct spe_record *recs, const uint32_t *pids, const uint32_t *tids,
+                       size_t n) {
+        struct shared *x = userdata;
+
+        for (size_t i = 0; i < n; i++) {
+                replay_clock_record(&x->clock, &recs[i]);
+                store_add(x->store, &recs[i], pids[i], tids[i]);
+        }
+}
+
+static void on_mapping(void *userdata, const struct spe_mapping *m) {
+        struct shared *x = userdata;
+
+        symbolizer_mapping(&x->sym, m);
+        pthread_mutex_lock(&x->lock);
+        x->mappings++;
+        pthread_mutex_unlock(&x->lock);
+}
+
+static void on_clock(void *userdata, const struct spe_replay_clock *c) {
+        struct shared *x = userdata;
+
+        replay_clock_file(&x->clock, c);
+}
+
+static void *reader(void *userdata) {
+        struct shared *x = userdata;
+        struct timespec guard;
+
+        clock_gettime(CLOCK_REALTIME, &guard);
+        guard.tv_sec += GUARD_SEC;
+
+        pthread_mutex_lock(&x->sym.cache_lock);
+        pthread_mutex_lock(&x->lock);
+        x->held = true;
+        pthread_cond_broadcast(&x->cond);
+        while (!x->writer_done) {
+                struct symbols_snapshot *snap;
+                struct symbols_result r;
+
+                pthread_mutex_unlock(&x->lock);
+                /* A profile build's work: lookups in the newest snapshot, the cache lock held throughout. */
+                snap = symbolizer_snapshot(&x->sym);
+                (void) symbols_cache_lookup(x->sym.cache, snap, x->hot_pid, x->hot_pc, &r);
+                symbols_snapshot_unref(snap);
+                pthread_mutex_lock(&x->lock);
+                x->lookups++;
+                if (!x->writer_done) {
+                        struct timespec step;
+
+                        clock_gettime(CLOCK_REALTIME, &step);
+                        step.tv_nsec += 1000000;
+                        if (step.tv_nsec >= 1000000000) {
+                                step.tv_sec++;
+                                step.tv_nsec -= 1000000000;
+                        }
+                        if (step.tv_sec > guard.tv_sec ||
+                            (step.tv_sec == guard.tv_sec && step.tv_nsec >= guard.tv_nsec)) {
+                                if (pthread_cond_timedwait(&x->cond, &x->lock, &guard) == ETIMEDOUT)
+                                        break;
+                        } else
+                                (void) pthread_cond_timedwait(&x->cond, &x->lock, &step);
+                }
+        }
+        x->seen_done = x->writer_done;
+        x->seen_epochs = x->epochs;
+        pthread_mutex_unlock(&x->lock);
+        pthread_mutex_unlock(&x->sym.cache_lock);
+        return NULL;
+}
+
+static char *truth_get(const char *truth, const char *key) {
+        size_t klen = strlen(key);
+
+        for (const char *l = truth; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+                if (strncmp(l, key, klen) == 0 && l[klen] == '=') {
+                        const char *v = l + klen + 1;
+
+                        return strndup(v, strcspn(v, "\n"));
+                }
+        return NULL;
+}
+
+static char *read_text(const char *path) {
+        struct strbuf sb = STRBUF_INIT;
+        char buf[BUFSIZ];
+        size_t n;
+        FILE *f = fopen(path, "re");
+
+        assert_non_null(f);
+        while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+                strbuf_append(&sb, buf, n);
+        fclose(f);
+        return strbuf_steal(&sb, NULL);
+}
+
+static void test_writer_never_waits(void **state) {
+        struct strbuf data = STRBUF_INIT, truth_path = STRBUF_INIT;
+        _cleanup_free_ char *truth = NULL, *hot_pc = NULL, *hot_sym = NULL, *pid = NULL;
+        struct shared x = {};
+        struct spe_replay *r = NULL;
+        struct store_options so;
+        struct symbols_result res;
+        pthread_t t;
+        pid_t child;
+        int status;
+
+        strbuf_printf(&data, "%s/w.data", tmpdir);
+        strbuf_printf(&truth_path, "%s/w.truth.txt", tmpdir);
+        child = fork();
+        assert_true(child >= 0);
+        if (child == 0) {
+                execl(spegen_path, spegen_path, "--out-dir", tmpdir, "--prefix", "w", "--records", RECORDS,
+                      "--scenario", "all", "--ts", "--no-bin", "--no-truth", (char *) NULL);
+                _exit(127);
+        }
+        assert_int_equal(waitpid(child, &status, 0), child);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        truth = read_text(truth_path.buf);
+        hot_pc = truth_get(truth, "hottest.pc");
+        hot_sym = truth_get(truth, "hottest.symbol");
+        pid = truth_get(truth, "pid");
+        assert_non_null(hot_pc);
+        assert_non_null(hot_sym);
+        assert_non_null(pid);
+
+        symbolizer_init(&x.sym, NULL);
+        store_options_init(&so);
+        so.epoch_ns = EPOCH_NS;
+        so.epochs = 4;
+        so.hotpcs = 64;
+        so.hotlines = 16;
+        assert_int_equal(store_new(&so, 0, &x.store), 0);
+        x.clock = (struct replay_clock) { .store = x.store, .epoch_ns = EPOCH_NS, .epoch_end = epoch_end,
+                                          .userdata = &x };
+        pthread_mutex_init(&x.lock, NULL);
+        pthread_cond_init(&x.cond, NULL);
+        x.hot_pid = (uint32_t) strtoul(pid, NULL, 10);
+        x.hot_pc = strtoull(hot_pc, NULL, 16);
+
+        /* The reader holds the cache lock before the writer starts. */
+        assert_int_equal(pthread_create(&t, NULL, reader, &x), 0);
+        pthread_mutex_lock(&x.lock);
+        while (!x.held)
+                pthread_cond_wait(&x.cond, &x.lock);
+        pthread_mutex_unlock(&x.lock);
+
+        assert_int_equal(spe_replay_path(data.buf,
+                                         &(struct spe_sink) { .userdata = &x, .records = on_records,
+                                                              .mapping = on_mapping, .clock = on_clock },
+                                         &r),
+                         0);
+        replay_clock_finish(&x.clock);
+        spe_replay_free(r);
+
+        pthread_mutex_lock(&x.lock);
+        x.writer_done = true;
+        pthread_cond_broadcast(&x.cond);
+        pthread_mutex_unlock(&x.lock);
+        assert_int_equal(pthread_join(t, NULL), 0);
+
+        printf("writer: %" PRIu64 " epochs, %" PRIu64 " mappings; reader: %" PRIu64 " lookups while holding the lock\n",
+               x.epochs, x.mappings, x.lookups);
+        /* The writer finished, every epoch closed, while the reader held the cache lock. */
+        assert_true(x.seen_done);
+        assert_true(x.epochs > 10);
+        assert_int_equal(x.seen_epochs, x.epochs);
+        /*
+         * The store closed as many epochs as we counted: its publication
+         * counter is store_new()'s, one per epoch end, and the clock that
+         * replay_clock_finish() sets.
+         */
+        {
+                _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = store_snapshot_get(x.store);
+                assert_int_equal(store_snapshot_seq(snap), x.epochs + 2);
+        }
+
+        /* What it published: every mapping, and the hottest PC named as the generator says. */
+        {
+                _cleanup_(symbols_snapshot_unrefp) struct symbols_snapshot *maps = symbolizer_snapshot(&x.sym);
+                assert_int_equal(x.mappings, 2);
+                assert_int_equal(symbols_snapshot_mappings(maps), x.mappings);
+                pthread_mutex_lock(&x.sym.cache_lock);
+                assert_int_equal(symbols_cache_lookup(x.sym.cache, maps, x.hot_pid, x.hot_pc, &res), 0);
+                assert_non_null(res.function);
+                assert_string_equal(res.function, hot_sym);
+                pthread_mutex_unlock(&x.sym.cache_lock);
+        }
+
+        pthread_cond_destroy(&x.cond);
+        pthread_mutex_destroy(&x.lock);
+        store_free(x.store);
+        symbolizer_done(&x.sym);
+        unlink(data.buf);
+        unlink(truth_path.buf);
+        strbuf_done(&data);
+        strbuf_done(&truth_path);
+}
+
+static void rm_tmpdir(void) {
+        DIR *d = opendir(tmpdir);
+        struct dirent *e;
+
+        while (d && (e = readdir(d)))
+                if (!streq(e->d_name, ".") && !streq(e->d_name, ".."))
+                        unlinkat(dirfd(d), e->d_name, 0);
+        if (d)
+                closedir(d);
+        rmdir(tmpdir);
+}
+
+int main(int argc, char **argv) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_writer_never_waits),
+        };
+        int r;
+
+        if (argc != 2) {
+                fprintf(stderr, "usage: %s ARMPROFD-SPEGEN\n", argv[0]);
+                return 2;
+        }
+        spegen_path = argv[1];
+        if (!mkdtemp(tmpdir)) {
+                perror("mkdtemp");
+                return 1;
+        }
+        r = cmocka_run_group_tests(tests, NULL, NULL);
+        rm_tmpdir();
+        return r;
+}
