@@ -202,9 +202,33 @@ static void test_reals_shortest(void **state) {
         }
 }
 
+/* Counter rows: one family per run of a name, a label only where a row has one; hand-written text. */
+static void test_counter_rows(void **state) {
+        static const struct prom_counter_row rows[] = {
+                { "x_evictions_total", "Evicted.", "table", "a", 1 },
+                { "x_evictions_total", "Evicted.", "table", "b", 2 },
+                { "x_loaded_total", "Loaded.", .value = 3 },
+        };
+        _cleanup_(prom_writer_freep) struct prom_writer *w = prom_writer_new();
+        struct strbuf out = STRBUF_INIT;
+
+        prom_write_counter_rows(w, rows, ELEMENTSOF(rows));
+        prom_render(w, PROM_FORMAT_TEXT, &out);
+        assert_string_equal(out.buf,
+                            "# HELP x_evictions_total Evicted.\n"
+                            "# TYPE x_evictions_total counter\n"
+                            "x_evictions_total{table=\"a\"} 1\n"
+                            "x_evictions_total{table=\"b\"} 2\n"
+                            "# HELP x_loaded_total Loaded.\n"
+                            "# TYPE x_loaded_total counter\n"
+                            "x_loaded_total 3\n");
+        strbuf_done(&out);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_text),
+                cmocka_unit_test(test_counter_rows),
                 cmocka_unit_test(test_openmetrics),
                 cmocka_unit_test(test_protobuf),
                 cmocka_unit_test(test_empty_native_histogram_has_noop_span),

@@ -414,6 +414,70 @@ static void test_spegen(void **state) {
         symbols_free(s);
 }
 
+/*
+ * Snapshots are immutable: what the table does after a publish (a new
+ * mapping, one punched through an old one, a process forgotten) is seen
+ * from the next publish only; a publish with nothing changed is the same
+ * snapshot; the eviction counters are the table's at its publish.
+ */
+static void test_snapshots(void **state) {
+        _cleanup_free_ char *path = write_elf("snap.elf", ELF_PLAIN);
+        struct symbols_maps *m = symbols_maps_new(&(struct symbols_limits) { .max_pids = 2 });
+        struct symbols_cache *c = symbols_cache_new(NULL);
+        struct symbols_snapshot *a, *b, *again;
+        struct symbols_stats st = {};
+        struct symbols_result r;
+
+        assert_int_equal(symbols_cache_lookup(c, NULL, PID, BASE + 0x1010, &r), -ENOENT);
+        assert_int_equal(symbols_maps_add(m, PID, BASE, FILE_MAP_LEN, 0, path, NULL, 0), 0);
+        assert_int_equal(symbols_maps_add(m, PID + 1, BASE, 0x1000, 0, "//anon", NULL, 0), 0);
+        a = symbols_maps_publish(m);
+        again = symbols_maps_publish(m);
+        assert_ptr_equal(a, again);
+        symbols_snapshot_unref(again);
+        assert_int_equal(symbols_snapshot_mappings(a), 2);
+
+        /* Punch //anon through PID's file, add a third process (evicting PID + 1, the least recent). */
+        assert_int_equal(symbols_maps_add(m, PID, BASE + 0x1000, 0x100, 0, "//anon", NULL, 0), 0);
+        assert_int_equal(symbols_maps_add(m, PID + 2, BASE, 0x1000, 0, "//anon", NULL, 0), 0);
+        b = symbols_maps_publish(m);
+        assert_ptr_not_equal(a, b);
+
+        /* a: the file whole, PID + 1 there, PID + 2 not, no eviction yet. */
+        assert_int_equal(symbols_cache_lookup(c, a, PID, BASE + 0x1010, &r), 0);
+        assert_string_equal(r.filename, path);
+        assert_int_equal(r.map_limit, BASE + FILE_MAP_LEN);
+        assert_string_equal(r.function, "alpha");
+        assert_int_equal(symbols_cache_lookup(c, a, PID + 1, BASE, &r), 0);
+        assert_int_equal(symbols_cache_lookup(c, a, PID + 2, BASE, &r), -ENOENT);
+        symbols_snapshot_stats(a, &st);
+        assert_int_equal(st.pid_evictions, 0);
+
+        /* b: the file split around //anon, PID + 1 gone, PID + 2 there, one eviction. */
+        assert_int_equal(symbols_cache_lookup(c, b, PID, BASE + 0x1010, &r), 0);
+        assert_string_equal(r.filename, "//anon");
+        assert_int_equal(symbols_cache_lookup(c, b, PID, BASE + 0x1100, &r), 0);
+        assert_string_equal(r.filename, path);
+        assert_int_equal(r.map_pgoff, 0x1100);
+        assert_string_equal(r.function, "beta");
+        assert_int_equal(symbols_cache_lookup(c, b, PID + 1, BASE, &r), -ENOENT);
+        assert_int_equal(symbols_cache_lookup(c, b, PID + 2, BASE, &r), 0);
+        assert_int_equal(symbols_snapshot_mappings(b), 4);
+        symbols_snapshot_stats(b, &st);
+        assert_int_equal(st.pid_evictions, 1);
+
+        /* Snapshots outlive the table; the file was read once for both. */
+        symbols_maps_free(m);
+        assert_int_equal(symbols_cache_lookup(c, a, PID, BASE + 0x1100, &r), 0);
+        assert_string_equal(r.function, "beta");
+        symbols_cache_stats(c, &st);
+        assert_int_equal(st.files_loaded, 1);
+        symbols_snapshot_unref(a);
+        symbols_snapshot_unref(b);
+        symbols_cache_free(c);
+        unlink(path);
+}
+
 /* ---- build ids and detached debug files, on ELF files built by the compiler ---- */
 
 #define BUILD_ID_A      "0123456789abcdef0123456789abcdef01234567"
@@ -655,6 +719,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_bad_args),
                 cmocka_unit_test(test_overlap),
                 cmocka_unit_test(test_bounds),
+                cmocka_unit_test(test_snapshots),
                 cmocka_unit_test(test_spegen),
                 cmocka_unit_test(test_build_id),
         };
