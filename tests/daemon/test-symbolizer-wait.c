@@ -37,7 +37,7 @@
 
 #include <cmocka.h>
 
-#include "collector.h"
+#include "replay-clock.h"
 #include "macro.h"
 #include "spe-replay.h"
 #include "store.h"
@@ -94,7 +94,7 @@ static void on_records(void *userdata, const struct spe_record *recs, const uint
         }
 }
 
-static void on_mapping(void *userdata, const struct spe_mapping *m) {
+static void on_mapping(void *userdata, const struct source_mapping *m) {
         struct shared *x = userdata;
 
         symbolizer_mapping(&x->sym, m);
@@ -103,7 +103,7 @@ static void on_mapping(void *userdata, const struct spe_mapping *m) {
         pthread_mutex_unlock(&x->lock);
 }
 
-static void on_clock(void *userdata, const struct spe_replay_clock *c) {
+static void on_clock(void *userdata, const struct source_clock *c) {
         struct shared *x = userdata;
 
         replay_clock_file(&x->clock, c);
@@ -232,7 +232,7 @@ static void test_writer_never_waits(void **state) {
         pthread_mutex_unlock(&x.lock);
 
         assert_int_equal(spe_replay_path(data.buf,
-                                         &(struct spe_sink) { .userdata = &x, .records = on_records,
+                                         &(struct source_sink) { .userdata = &x, .records = on_records,
                                                               .mapping = on_mapping, .clock = on_clock },
                                          &r),
                          0);
