@@ -85,9 +85,8 @@ void symbolizer_stats(struct symbolizer *z, struct symbols_stats *ret) {
 
         *ret = (struct symbols_stats) {};
         symbols_snapshot_stats(snap, ret);
-        pthread_mutex_lock(&z->cache_lock);
+        /* Not under cache_lock: a profile holds it for its whole build, ELF files read included. */
         symbols_cache_stats(z->cache, ret);
-        pthread_mutex_unlock(&z->cache_lock);
 }
 
 bool symbolizer_locate(void *userdata, uint32_t pid, uint64_t pc, struct profile_location *ret) {

@@ -14,7 +14,8 @@
  *  - Readers (HTTP threads) take the newest snapshot and look up under
  *    `cache_lock`, the ELF cache's own lock: a profile holds it for its
  *    whole build (its function names point into the cache), and the
- *    collector never takes it.
+ *    collector never takes it. The counters (symbolizer_stats()) are read
+ *    without it.
  */
 
 #include <pthread.h>
@@ -58,7 +59,11 @@ struct symbols_snapshot *symbolizer_snapshot(struct symbolizer *z);
  */
 bool symbolizer_function(struct symbolizer *z, uint32_t pid, uint64_t pc, char *buf, size_t len);
 bool symbolizer_object(struct symbolizer *z, uint32_t pid, uint64_t pc, char *buf, size_t len);
-/* Both halves' counters: the published table's and the cache's. */
+/*
+ * Both halves' counters: the published table's and the cache's. Any thread;
+ * takes published_lock for a reference only, never cache_lock, so /metrics
+ * does not wait while a profile is built.
+ */
 void symbolizer_stats(struct symbolizer *z, struct symbols_stats *ret);
 
 /*

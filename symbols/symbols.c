@@ -136,6 +136,11 @@ struct symbols_maps {
 struct symbols_cache {
         struct symbols_limits lim;
         char *debug_dirs;       /* colon-separated roots; "" when none */
+        /*
+         * Written by the lookup that holds the cache, read by
+         * symbols_cache_stats() from any thread without it (cache_count()),
+         * so that /metrics does not wait for a profile build.
+         */
         struct symbols_stats st;
         uint64_t tick;          /* LRU clock of files */
         uint64_t gen;
@@ -556,12 +561,28 @@ struct symbols_cache *symbols_cache_free(struct symbols_cache *c) {
         return NULL;
 }
 
-void symbols_cache_stats(const struct symbols_cache *c, struct symbols_stats *ret) {
-        uint64_t pid_evictions = ret->pid_evictions, mapping_evictions = ret->mapping_evictions;
+/*
+ * The cache's counters. One thread at a time writes them (the lookup holding
+ * the cache), any thread reads them: each is a relaxed atomic, exact and
+ * monotonic on its own; a read is not one instant of all of them.
+ */
+static void cache_count(uint64_t *counter, uint64_t n) {
+        if (n > 0)
+                __atomic_add_fetch(counter, n, __ATOMIC_RELAXED);
+}
 
-        *ret = c->st;
-        ret->pid_evictions = pid_evictions;
-        ret->mapping_evictions = mapping_evictions;
+static uint64_t cache_counter(const uint64_t *counter) {
+        return __atomic_load_n(counter, __ATOMIC_RELAXED);
+}
+
+void symbols_cache_stats(const struct symbols_cache *c, struct symbols_stats *ret) {
+        ret->file_evictions = cache_counter(&c->st.file_evictions);
+        ret->files_loaded = cache_counter(&c->st.files_loaded);
+        ret->file_errors = cache_counter(&c->st.file_errors);
+        ret->symbols_truncated = cache_counter(&c->st.symbols_truncated);
+        ret->build_id_mismatches = cache_counter(&c->st.build_id_mismatches);
+        ret->debug_files = cache_counter(&c->st.debug_files);
+        ret->build_id_cache_files = cache_counter(&c->st.build_id_cache_files);
 }
 
 static int sym_cmp(const void *a, const void *b) {
@@ -639,11 +660,11 @@ static int load_symbols(struct symbols_cache *s, Elf *elf, struct elf_file *f) {
                 if (!name || !*name)
                         continue;
                 if (n == s->lim.max_symbols_per_file) {
-                        s->st.symbols_truncated++;
+                        cache_count(&s->st.symbols_truncated, 1);
                         continue;
                 }
                 if (names.len > UINT32_MAX) {
-                        s->st.symbols_truncated++;
+                        cache_count(&s->st.symbols_truncated, 1);
                         continue;
                 }
                 if (n == cap) {
@@ -768,19 +789,19 @@ static struct elf_file *file_get(struct symbols_cache *s, const char *path, stru
         f = &s->files[victim];
         if (f->path) {
                 file_done(f);
-                s->st.file_evictions++;
+                cache_count(&s->st.file_evictions, 1);
         }
         f->path = xstrdup(path);
         f->gen = ++s->gen;
         f->error = load_file(s, f);
-        s->st.files_loaded++;
+        cache_count(&s->st.files_loaded, 1);
         if (f->error < 0) {
                 free(f->syms);
                 free(f->names);
                 f->syms = NULL;
                 f->names = NULL;
                 f->n_syms = 0;
-                s->st.file_errors++;
+                cache_count(&s->st.file_errors, 1);
         }
 found:
         f = &s->files[victim];
@@ -869,7 +890,7 @@ static const struct elf_file *symbol_file(struct symbols_cache *s, struct map_fi
                 layout_ref = &m->build;
                 from_cache = true;
         } else {
-                s->st.build_id_mismatches += count && f->error >= 0;
+                cache_count(&s->st.build_id_mismatches, count && f->error >= 0);
                 return NULL;
         }
 
@@ -878,14 +899,14 @@ static const struct elf_file *symbol_file(struct symbols_cache *s, struct map_fi
                 d = file_by_build_id(s, id, debug_layouts, ELEMENTSOF(debug_layouts), &m->debug_state, &m->debug);
                 if (d && d->has_symtab) {
                         sym = d;
-                        s->st.debug_files += count;
+                        cache_count(&s->st.debug_files, count);
                 }
         }
         /* Each file_get() may evict an older slot: the two in use must still be there. */
         if (!ref_valid(s, layout_ref) || (sym != layout && !ref_valid(s, &m->debug)) ||
             (sym != layout && m->debug.slot == layout_ref->slot))
                 return NULL;
-        s->st.build_id_cache_files += count && from_cache;
+        cache_count(&s->st.build_id_cache_files, count && from_cache);
         *ret_layout = layout;
         return sym;
 }

@@ -42,6 +42,9 @@
  *    what each mapping's lookups found, owned by the readers. Not
  *    thread-safe: one thread at a time (the readers' lock) per cache, and
  *    one cache per mapping table. A lookup takes a snapshot and the cache.
+ *    Its counters are the exception: symbols_cache_stats() reads them from
+ *    any thread without that lock, so a scrape of the counters never waits
+ *    while a reader loads ELF files.
  *
  * struct symbols is the two together for one thread (a replay from
  * beginning to end, the tests): each lookup sees every mapping added.
@@ -161,7 +164,12 @@ struct symbols_cache *symbols_cache_free(struct symbols_cache *c);
  */
 int symbols_cache_lookup(struct symbols_cache *c, const struct symbols_snapshot *snap, uint32_t pid, uint64_t pc,
                          struct symbols_result *ret);
-/* The cache's counters into ret (every field but pid_evictions and mapping_evictions). */
+/*
+ * The cache's counters into ret (every field but pid_evictions and
+ * mapping_evictions, left as they are). Any thread, without the cache's
+ * lock, even while a lookup runs: each counter is exact and monotonic, but
+ * they are read one by one, not as one instant.
+ */
 void symbols_cache_stats(const struct symbols_cache *c, struct symbols_stats *ret);
 
 /* ---- Both, for one thread ---- */
