@@ -18,6 +18,15 @@
  * held: such a writer blocks on its first mapping, the reader sees it
  * unfinished at the guard, and the test fails (checked by taking the
  * cache lock in epoch_end() below).
+ *
+ * /metrics never waits on a profile build either: a reader holds the cache
+ * lock and keeps loading ELF files (a cache of one file, two processes
+ * mapping two paths of the generator's ELF: each lookup evicts the other
+ * and loads again) while this thread reads symbolizer_stats() over and
+ * over. Every read must return while the lock is held, and see the loads
+ * the reader counted itself. When symbolizer_stats() took the cache lock,
+ * the first read blocked until the reader gave up at the guard, and the
+ * test failed (checked).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -180,6 +189,25 @@ static char *read_text(const char *path) {
         return strbuf_steal(&sb, NULL);
 }
 
+/* The generator's PREFIX.data, .elf and .truth.txt in tmpdir; the truth summary's text. */
+static char *spegen_run(const char *prefix, struct strbuf *data, struct strbuf *truth_path) {
+        pid_t child;
+        int status;
+
+        strbuf_printf(data, "%s/%s.data", tmpdir, prefix);
+        strbuf_printf(truth_path, "%s/%s.truth.txt", tmpdir, prefix);
+        child = fork();
+        assert_true(child >= 0);
+        if (child == 0) {
+                execl(spegen_path, spegen_path, "--out-dir", tmpdir, "--prefix", prefix, "--records", RECORDS,
+                      "--scenario", "all", "--ts", "--no-bin", "--no-truth", (char *) NULL);
+                _exit(127);
+        }
+        assert_int_equal(waitpid(child, &status, 0), child);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        return read_text(truth_path->buf);
+}
+
 static void test_writer_never_waits(void **state) {
         struct strbuf data = STRBUF_INIT, truth_path = STRBUF_INIT;
         _cleanup_free_ char *truth = NULL, *hot_pc = NULL, *hot_sym = NULL, *pid = NULL;
@@ -188,21 +216,8 @@ static void test_writer_never_waits(void **state) {
         struct store_options so;
         struct symbols_result res;
         pthread_t t;
-        pid_t child;
-        int status;
 
-        strbuf_printf(&data, "%s/w.data", tmpdir);
-        strbuf_printf(&truth_path, "%s/w.truth.txt", tmpdir);
-        child = fork();
-        assert_true(child >= 0);
-        if (child == 0) {
-                execl(spegen_path, spegen_path, "--out-dir", tmpdir, "--prefix", "w", "--records", RECORDS,
-                      "--scenario", "all", "--ts", "--no-bin", "--no-truth", (char *) NULL);
-                _exit(127);
-        }
-        assert_int_equal(waitpid(child, &status, 0), child);
-        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-        truth = read_text(truth_path.buf);
+        truth = spegen_run("w", &data, &truth_path);
         hot_pc = truth_get(truth, "hottest.pc");
         hot_sym = truth_get(truth, "hottest.symbol");
         pid = truth_get(truth, "pid");
@@ -283,6 +298,189 @@ static void test_writer_never_waits(void **state) {
         strbuf_done(&truth_path);
 }
 
+/* Stats reads made while the reader holds the cache lock, at least. */
+#define STATS_READS     1000
+/* Lookups the reader makes before the stats are read, then while they are: loads the reads must see. */
+#define LOOKUPS_FIRST   2
+#define LOOKUPS_MORE    50
+
+struct stats_shared {
+        struct symbolizer sym;
+        uint32_t pid[2];                /* the generator's process, and a second one mapping the ELF's other path */
+        uint64_t pc;                    /* the generator's hottest PC, in both */
+        const char *function;           /* its name by the truth file */
+
+        pthread_mutex_t lock;           /* guards what follows */
+        pthread_cond_t cond;
+        bool held;                      /* the reader holds the cache lock, LOOKUPS_FIRST lookups made */
+        bool reads_done;                /* this thread read the stats STATS_READS times */
+        bool seen_reads_done;           /* the reader let go because of that, not at the guard */
+        bool reader_gone;               /* it let go */
+        uint64_t lookups;               /* the reader's lookups, counted by it */
+        uint64_t wrong;                 /* lookups that did not name the hottest PC's function */
+        struct source_mapping text;     /* the generator's text mapping, copied from the replay */
+        char text_path[PATH_MAX];
+};
+
+static void on_records_ignored(void *userdata, const struct spe_record *recs, const uint32_t *pids,
+                               const uint32_t *tids, size_t n) {
+}
+
+/* The replay's mappings into the symbolizer; the generator's text mapping also kept, for the second process. */
+static void on_stats_mapping(void *userdata, const struct source_mapping *m) {
+        struct stats_shared *x = userdata;
+
+        symbolizer_mapping(&x->sym, m);
+        if (m->pid == x->pid[0] && x->pc >= m->start && x->pc - m->start < m->len) {
+                assert_true(strlen(m->filename) < sizeof(x->text_path));
+                strcpy(x->text_path, m->filename);
+                x->text = *m;
+                x->text.filename = x->text_path;
+                x->text.build_id = NULL;
+                x->text.build_id_len = 0;
+        }
+}
+
+static void *stats_reader(void *userdata) {
+        struct stats_shared *x = userdata;
+        struct timespec guard;
+        bool done = false;
+
+        clock_gettime(CLOCK_REALTIME, &guard);
+        guard.tv_sec += GUARD_SEC;
+
+        pthread_mutex_lock(&x->sym.cache_lock);
+        for (uint64_t i = 0; !done; i++) {
+                _cleanup_(symbols_snapshot_unrefp) struct symbols_snapshot *snap = symbolizer_snapshot(&x->sym);
+                struct symbols_result r;
+                struct timespec now;
+                bool named;
+
+                /* A profile build's work: each lookup loads the ELF file the previous one evicted. */
+                named = symbols_cache_lookup(x->sym.cache, snap, x->pid[i % 2], x->pc, &r) == 0 && r.function &&
+                        streq(r.function, x->function);
+                clock_gettime(CLOCK_REALTIME, &now);
+                pthread_mutex_lock(&x->lock);
+                x->lookups++;
+                x->wrong += !named;
+                if (x->lookups == LOOKUPS_FIRST) {
+                        x->held = true;
+                        pthread_cond_broadcast(&x->cond);
+                }
+                x->seen_reads_done = x->reads_done;
+                done = x->reads_done || now.tv_sec > guard.tv_sec ||
+                       (now.tv_sec == guard.tv_sec && now.tv_nsec >= guard.tv_nsec);
+                pthread_mutex_unlock(&x->lock);
+        }
+        pthread_mutex_lock(&x->lock);
+        x->reader_gone = true;
+        pthread_mutex_unlock(&x->lock);
+        pthread_mutex_unlock(&x->sym.cache_lock);
+        return NULL;
+}
+
+static void test_stats_never_wait(void **state) {
+        struct strbuf data = STRBUF_INIT, truth_path = STRBUF_INIT, other = STRBUF_INIT;
+        _cleanup_free_ char *truth = NULL, *hot_pc = NULL, *pid = NULL, *hot_sym = NULL;
+        struct stats_shared x = {};
+        struct spe_replay *r = NULL;
+        struct symbols_stats st, prev = {};
+        uint64_t reads = 0;
+        pthread_t t;
+
+        truth = spegen_run("s", &data, &truth_path);
+        hot_pc = truth_get(truth, "hottest.pc");
+        hot_sym = truth_get(truth, "hottest.symbol");
+        pid = truth_get(truth, "pid");
+        assert_non_null(hot_pc);
+        assert_non_null(hot_sym);
+        assert_non_null(pid);
+        x.pid[0] = (uint32_t) strtoul(pid, NULL, 10);
+        x.pid[1] = x.pid[0] + 1;
+        x.pc = strtoull(hot_pc, NULL, 16);
+        x.function = hot_sym;
+
+        /* One ELF file at a time, and no debug roots: each lookup of the other process loads a file. */
+        symbolizer_init(&x.sym, &(struct symbols_limits) { .max_files = 1, .debug_dirs = "" });
+        pthread_mutex_init(&x.lock, NULL);
+        pthread_cond_init(&x.cond, NULL);
+        assert_int_equal(spe_replay_path(data.buf,
+                                         &(struct source_sink) { .userdata = &x, .records = on_records_ignored,
+                                                                 .mapping = on_stats_mapping },
+                                         &r),
+                         0);
+        spe_replay_free(r);
+        /* The second process maps the same ELF by another path (a symlink): another cache entry. */
+        assert_non_null(x.text.filename);
+        strbuf_printf(&other, "%s/s-other.elf", tmpdir);
+        assert_int_equal(symlink(x.text_path, other.buf), 0);
+        x.text.pid = x.pid[1];
+        x.text.filename = other.buf;
+        symbolizer_mapping(&x.sym, &x.text);
+        symbolizer_publish(&x.sym);
+        symbolizer_stats(&x.sym, &st);
+        assert_int_equal(st.files_loaded, 0);
+
+        assert_int_equal(pthread_create(&t, NULL, stats_reader, &x), 0);
+        pthread_mutex_lock(&x.lock);
+        while (!x.held)
+                pthread_cond_wait(&x.cond, &x.lock);
+        pthread_mutex_unlock(&x.lock);
+
+        /*
+         * The reader holds the cache lock, loading files: /metrics' reads of
+         * the counters go on meanwhile, until the reader has made
+         * LOOKUPS_MORE more lookups (or let go at the guard), and a last
+         * read must see those loads.
+         */
+        for (;; reads++) {
+                uint64_t lookups;
+                bool gone;
+
+                pthread_mutex_lock(&x.lock);
+                lookups = x.lookups;
+                gone = x.reader_gone;
+                pthread_mutex_unlock(&x.lock);
+
+                symbolizer_stats(&x.sym, &st);
+                assert_true(st.files_loaded >= lookups);
+                assert_true(st.files_loaded >= prev.files_loaded);
+                assert_true(st.file_evictions >= prev.file_evictions);
+                assert_int_equal(st.file_errors, 0);
+                prev = st;
+                if (gone || (reads >= STATS_READS && lookups >= LOOKUPS_FIRST + LOOKUPS_MORE))
+                        break;
+        }
+        pthread_mutex_lock(&x.lock);
+        x.reads_done = true;
+        pthread_mutex_unlock(&x.lock);
+        assert_int_equal(pthread_join(t, NULL), 0);
+
+        symbolizer_stats(&x.sym, &st);
+        printf("reader: %" PRIu64 " lookups holding the cache lock; %" PRIu64 " stats reads meanwhile, the last "
+               "saw %" PRIu64 " files loaded\n",
+               x.lookups, reads, prev.files_loaded);
+        /* Every read returned while the reader held the lock; it let go because they were done. */
+        assert_true(x.seen_reads_done);
+        assert_true(prev.files_loaded >= LOOKUPS_FIRST + LOOKUPS_MORE);
+        assert_int_equal(x.wrong, 0);
+        /* Each lookup loaded a file, each but the first evicted one: the reader's count, not the cache's. */
+        assert_int_equal(st.files_loaded, x.lookups);
+        assert_int_equal(st.file_evictions, x.lookups - 1);
+        assert_int_equal(st.file_errors, 0);
+        assert_true(prev.files_loaded <= st.files_loaded);
+
+        pthread_cond_destroy(&x.cond);
+        pthread_mutex_destroy(&x.lock);
+        symbolizer_done(&x.sym);
+        unlink(other.buf);
+        unlink(data.buf);
+        unlink(truth_path.buf);
+        strbuf_done(&other);
+        strbuf_done(&data);
+        strbuf_done(&truth_path);
+}
+
 static void rm_tmpdir(void) {
         DIR *d = opendir(tmpdir);
         struct dirent *e;
@@ -298,6 +496,7 @@ static void rm_tmpdir(void) {
 int main(int argc, char **argv) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_writer_never_waits),
+                cmocka_unit_test(test_stats_never_wait),
         };
         int r;
 
