@@ -6,11 +6,12 @@
  * and where readers look PCs up, so that the collector never waits on an
  * ELF file.
  *
- *  - The collector thread adds mappings (symbolizer_mapping(), the one
- *    spe_sink.mapping callback of the daemon, --once included) and, at each
- *    epoch end, publishes the table as an immutable snapshot
- *    (symbolizer_publish()). `published_lock` is held for a pointer swap
- *    only, never while a file is read.
+ *  - The collector thread adds mappings (symbolizer_mapping(), the
+ *    daemon's source_sink.mapping callback; --once and the tests feed
+ *    their own table through symbolizer_add_mapping(), the one copy of that
+ *    glue) and, at each epoch end, publishes the table as an immutable
+ *    snapshot (symbolizer_publish()). `published_lock` is held for a
+ *    pointer swap only, never while a file is read.
  *  - Readers (HTTP threads) take the newest snapshot and look up under
  *    `cache_lock`, the ELF cache's own lock: a profile holds it for its
  *    whole build (its function names point into the cache), and the
