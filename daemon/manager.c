@@ -49,15 +49,15 @@ static void apply_overrides(struct manager *m, struct config *c) {
                 (void) parse_listen_addr(m->opts.listen_override, &c->http.listen);
 }
 
-/* exporter_source callbacks: read-only views for the HTTP threads. */
+/* api_provider callbacks: read-only views for the HTTP threads. */
 
-static bool source_alive(void *userdata) {
+static bool provider_alive(void *userdata) {
         struct manager *m = userdata;
 
         return m->collector && collector_alive(m->collector);
 }
 
-static void source_write_metrics(void *userdata, struct prom_writer *w) {
+static void provider_write_metrics(void *userdata, struct prom_writer *w) {
         struct manager *m = userdata;
         _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = collector_snapshot(m->collector);
         const struct collector_view *v = collector_view(snap);
@@ -84,7 +84,7 @@ static void source_write_metrics(void *userdata, struct prom_writer *w) {
         prom_write_counter_rows(w, rows, symbolizer_metric_rows(&sym, rows));
 }
 
-static json_t *source_counters(void *userdata, int64_t cpu) {
+static json_t *provider_counters(void *userdata, int64_t cpu) {
         struct manager *m = userdata;
         _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = collector_snapshot(m->collector);
         const struct collector_view *v = collector_view(snap);
@@ -92,43 +92,43 @@ static json_t *source_counters(void *userdata, int64_t cpu) {
         return counters_to_json(v->pmu, v->interval_seconds, cpu);
 }
 
-static bool source_symbol(void *userdata, uint32_t pid, uint64_t pc, char *buf, size_t len) {
+static bool provider_symbol(void *userdata, uint32_t pid, uint64_t pc, char *buf, size_t len) {
         struct manager *m = userdata;
 
         return collector_symbol(m->collector, pid, pc, buf, len);
 }
 
-static bool source_object(void *userdata, uint32_t pid, uint64_t pc, char *buf, size_t len) {
+static bool provider_object(void *userdata, uint32_t pid, uint64_t pc, char *buf, size_t len) {
         struct manager *m = userdata;
 
         return collector_object(m->collector, pid, pc, buf, len);
 }
 
-static int source_node(void *userdata, uint64_t pa) {
+static int provider_node(void *userdata, uint64_t pa) {
         struct manager *m = userdata;
 
         return collector_node(m->collector, pa);
 }
 
-static int source_pprof(void *userdata, uint64_t window_ns, struct strbuf *out) {
+static int provider_pprof(void *userdata, uint64_t window_ns, struct strbuf *out) {
         struct manager *m = userdata;
 
         return collector_profile(m->collector, window_ns, out);
 }
 
-static int source_pprof_span(void *userdata, uint64_t start_ns, uint64_t end_ns, struct strbuf *out) {
+static int provider_pprof_span(void *userdata, uint64_t start_ns, uint64_t end_ns, struct strbuf *out) {
         struct manager *m = userdata;
 
         return collector_profile_span(m->collector, start_ns, end_ns, out);
 }
 
-static uint64_t source_now_ns(void *userdata) {
+static uint64_t provider_now_ns(void *userdata) {
         struct manager *m = userdata;
 
         return collector_now_ns(m->collector);
 }
 
-static struct store_snapshot *source_snapshot(void *userdata) {
+static struct store_snapshot *provider_snapshot(void *userdata) {
         struct manager *m = userdata;
 
         return collector_snapshot(m->collector);
@@ -189,7 +189,7 @@ static json_t *pending_restart_json(const json_t *in_effect, const struct config
         return pending;
 }
 
-static void source_fill_status(void *userdata, json_t *status) {
+static void provider_fill_status(void *userdata, json_t *status) {
         struct manager *m = userdata;
         uint64_t reloads, failed_reloads;
         struct config c, loaded;
@@ -358,19 +358,19 @@ static int serve(struct manager *m) {
         size_t n_routes;
         int r;
 
-        m->api = api_new(&(struct exporter_source) {
+        m->api = api_new(&(struct api_provider) {
                 .userdata = m,
-                .alive = source_alive,
-                .write_metrics = source_write_metrics,
-                .fill_status = source_fill_status,
-                .counters_json = source_counters,
-                .snapshot = source_snapshot,
-                .pprof = source_pprof,
-                .pprof_span = source_pprof_span,
-                .now_ns = source_now_ns,
-                .symbol = source_symbol,
-                .object = source_object,
-                .node = source_node,
+                .alive = provider_alive,
+                .write_metrics = provider_write_metrics,
+                .fill_status = provider_fill_status,
+                .counters_json = provider_counters,
+                .snapshot = provider_snapshot,
+                .pprof = provider_pprof,
+                .pprof_span = provider_pprof_span,
+                .now_ns = provider_now_ns,
+                .symbol = provider_symbol,
+                .object = provider_object,
+                .node = provider_node,
         });
         routes = api_routes(&n_routes);
         r = http_server_start(

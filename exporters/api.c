@@ -15,15 +15,15 @@
 #include "process-metrics.h"
 
 struct api {
-        struct exporter_source src;
+        struct api_provider provider;
         struct http_server *server;
         struct timespec started_mono, started_wall;
 };
 
-struct api *api_new(const struct exporter_source *src) {
+struct api *api_new(const struct api_provider *provider) {
         struct api *a = xcalloc(1, sizeof(*a));
 
-        a->src = *src;
+        a->provider = *provider;
         clock_gettime(CLOCK_MONOTONIC, &a->started_mono);
         clock_gettime(CLOCK_REALTIME, &a->started_wall);
         return a;
@@ -156,7 +156,7 @@ static void handle_index(void *userdata, const struct http_request *req, struct 
 
 static void handle_healthz(void *userdata, const struct http_request *req, struct http_response *resp) {
         struct api *a = userdata;
-        bool ok = a->src.alive ? a->src.alive(a->src.userdata) : true;
+        bool ok = a->provider.alive ? a->provider.alive(a->provider.userdata) : true;
 
         resp->content_type = "text/plain; charset=utf-8";
         resp->status = ok ? 200 : 503;
@@ -179,8 +179,8 @@ static void handle_metrics(void *userdata, const struct http_request *req, struc
                 process_stats_write(&st, w);
         if (a->server)
                 http_server_write_metrics(a->server, w);
-        if (a->src.write_metrics)
-                a->src.write_metrics(a->src.userdata, w);
+        if (a->provider.write_metrics)
+                a->provider.write_metrics(a->provider.userdata, w);
 
         prom_render(w, format, &resp->body);
         resp->content_type = prom_format_content_type(format);
@@ -195,7 +195,7 @@ static void handle_metrics(void *userdata, const struct http_request *req, struc
  */
 static void status_clock(struct api *a, json_t *o) {
         _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap =
-                a->src.snapshot ? a->src.snapshot(a->src.userdata) : NULL;
+                a->provider.snapshot ? a->provider.snapshot(a->provider.userdata) : NULL;
         const struct store_clock *c;
 
         if (!snap)
@@ -226,8 +226,8 @@ static void handle_status(void *userdata, const struct http_request *req, struct
         if (a->server)
                 json_object_set_new(o, "listen", json_string(http_server_address(a->server)));
         status_clock(a, o);
-        if (a->src.fill_status)
-                a->src.fill_status(a->src.userdata, o);
+        if (a->provider.fill_status)
+                a->provider.fill_status(a->provider.userdata, o);
         if (!json_object_get(o, "collectors"))
                 json_object_set_new(o, "collectors", json_array());
         answer(req, resp, o, &armprofd__v1__status__descriptor, "application/x-protobuf; proto=armprofd.v1.Status");
@@ -247,7 +247,8 @@ static void handle_counters(void *userdata, const struct http_request *req, stru
                 http_response_error(resp, 400, "parameter 'cpu': '%s' is not a CPU number", v);
                 return;
         }
-        o = a->src.counters_json ? a->src.counters_json(a->src.userdata, v ? (int64_t) cpu : -1) : NULL;
+        o = a->provider.counters_json ?
+                a->provider.counters_json(a->provider.userdata, v ? (int64_t) cpu : -1) : NULL;
 
         if (!o) {
                 http_response_error(resp, 503, "no counting data");
@@ -374,14 +375,14 @@ static void handle_aggregate(struct api *a, const struct http_request *req, stru
 
         if (!parse_query(req, resp, e->default_limit, e->max_limit, e->takes_all, &q))
                 return;
-        snap = a->src.snapshot ? a->src.snapshot(a->src.userdata) : NULL;
+        snap = a->provider.snapshot ? a->provider.snapshot(a->provider.userdata) : NULL;
         if (!snap) {
                 http_response_error(resp, 503, "no aggregates yet");
                 return;
         }
         o = e->query(snap, &q,
-                     a->src.symbol ? &(struct agg_symbolizer) { a->src.userdata, a->src.symbol, a->src.object,
-                                                                a->src.node } : NULL);
+                     a->provider.symbol ? &(struct agg_symbolizer) { a->provider.userdata, a->provider.symbol,
+                                                                     a->provider.object, a->provider.node } : NULL);
         if (!o) {
                 http_response_error(resp, 500, "query failed");
                 return;
@@ -418,7 +419,7 @@ static void handle_latency(void *userdata, const struct http_request *req, struc
 #define PPROF_MAX_SECONDS 120
 
 static void pprof_body(struct api *a, struct http_response *resp, uint64_t window_ns) {
-        int k = a->src.pprof ? a->src.pprof(a->src.userdata, window_ns, &resp->body) : -EOPNOTSUPP;
+        int k = a->provider.pprof ? a->provider.pprof(a->provider.userdata, window_ns, &resp->body) : -EOPNOTSUPP;
 
         if (k < 0) {
                 http_response_error(resp, 500, "cannot build the profile: %s", strerror(-k));
@@ -459,7 +460,7 @@ static uint64_t until_closed_usec(const struct store_snapshot *snap, uint64_t en
 }
 
 static void pprof_span_body(struct api *a, struct http_response *resp, const struct profile_wait *w) {
-        int k = a->src.pprof_span(a->src.userdata, w->start_ns, w->end_ns, &resp->body);
+        int k = a->provider.pprof_span(a->provider.userdata, w->start_ns, w->end_ns, &resp->body);
 
         if (k < 0) {
                 http_response_error(resp, 500, "cannot build the profile: %s", strerror(-k));
@@ -491,8 +492,8 @@ static void handle_pprof_profile(void *userdata, const struct http_request *req,
                 return;
         }
         if (w) {
-                snap = a->src.snapshot(a->src.userdata);
-                now = a->src.now_ns(a->src.userdata);
+                snap = a->provider.snapshot(a->provider.userdata);
+                now = a->provider.now_ns(a->provider.userdata);
                 if (snap && store_snapshot_end_ns(snap) < w->end_ns && now < w->give_up_ns)
                         resp->defer_usec = until_closed_usec(snap, w->end_ns, now);
                 else
@@ -509,12 +510,12 @@ static void handle_pprof_profile(void *userdata, const struct http_request *req,
         w = xcalloc(1, sizeof(*w));
         w->seconds = n;
         *req->state = w;
-        snap = a->src.snapshot ? a->src.snapshot(a->src.userdata) : NULL;
-        if (!snap || !a->src.pprof_span || !a->src.now_ns || store_snapshot_clock(snap)->frozen) {
+        snap = a->provider.snapshot ? a->provider.snapshot(a->provider.userdata) : NULL;
+        if (!snap || !a->provider.pprof_span || !a->provider.now_ns || store_snapshot_clock(snap)->frozen) {
                 resp->defer_usec = n * USEC_PER_SEC;
                 return;
         }
-        now = a->src.now_ns(a->src.userdata);
+        now = a->provider.now_ns(a->provider.userdata);
         w->span = true;
         w->start_ns = now;
         w->end_ns = now + n * NSEC_PER_SEC;

@@ -2,7 +2,7 @@
 #pragma once
 
 /*
- * The HTTP endpoints. The daemon hands in a source of published state as
+ * The HTTP endpoints. The daemon hands in a provider of published state as
  * callbacks; the exporters never reach into collectors (ARCHITECTURE.md §2).
  */
 
@@ -15,7 +15,7 @@
 #include "prom.h"
 #include "store.h"
 
-struct exporter_source {
+struct api_provider {
         void *userdata;
         /* The collector loop made progress recently (/healthz). */
         bool (*alive)(void *userdata);
@@ -43,7 +43,7 @@ struct exporter_source {
 
 struct api;
 
-struct api *api_new(const struct exporter_source *src);
+struct api *api_new(const struct api_provider *provider);
 struct api *api_free(struct api *a);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct api *, api_free);
 

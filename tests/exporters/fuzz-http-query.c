@@ -57,7 +57,7 @@ static uint16_t server_port(void) {
                 abort();
         routes = api_routes(&n);
         /* Lives as long as the process: libFuzzer never returns. */
-        if (http_server_start(&o, routes, n, api_new(&(struct exporter_source) {}), &server) < 0)
+        if (http_server_start(&o, routes, n, api_new(&(struct api_provider) {}), &server) < 0)
                 abort();
         colon = strrchr(http_server_address(server), ':');
         port = (uint16_t) atoi(colon + 1);
