@@ -143,7 +143,7 @@ static void write_record(FILE *f, const struct spe_record *r, uint32_t pid, uint
                 fprintf(f, ",\"pa\":\"0x%" PRIx64 "\"", r->pa);
         if (r->present & SPE_REC_SOURCE)
                 fprintf(f, ",\"data_source\":\"0x%" PRIx64 "\",\"source\":\"%s\"", r->source_raw,
-                        spe_source_name((enum spe_source) r->source));
+                        spe_data_src_name((enum spe_data_src) r->source));
         if (r->present & SPE_REC_CONTEXT)
                 fprintf(f, ",\"context\":%" PRIu32, r->context);
         if (r->present & SPE_REC_TIMESTAMP)

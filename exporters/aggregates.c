@@ -76,10 +76,10 @@ json_t *agg_interval_json(const struct store_interval *iv) {
 static json_t *sources_json(const uint64_t *by_source) {
         json_t *o = json_object();
 
-        /* SPE_SOURCE_NONE (no data-source packet) is not a source. */
-        for (int s = SPE_SOURCE_UNKNOWN; s < _SPE_SOURCE_MAX; s++)
+        /* SPE_DATA_SRC_NONE (no data-source packet) is not a source. */
+        for (int s = SPE_DATA_SRC_UNKNOWN; s < _SPE_DATA_SRC_MAX; s++)
                 if (by_source[s])
-                        json_object_set_new(o, spe_source_name(s), json_integer((json_int_t) by_source[s]));
+                        json_object_set_new(o, spe_data_src_name(s), json_integer((json_int_t) by_source[s]));
         return o;
 }
 

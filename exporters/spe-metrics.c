@@ -114,8 +114,8 @@ void spe_metrics_write(const struct spe_metrics_input *in, struct prom_writer *w
         prom_sample_u64(w, NULL, dropped);
 
         prom_family(w, "armprofd_spe_loads_total", PROM_COUNTER, "Sampled loads by data source.");
-        for (int s = SPE_SOURCE_UNKNOWN; s < _SPE_SOURCE_MAX; s++)
-                prom_sample_u64(w, (const char *const[]) { "source", spe_source_name(s), NULL },
+        for (int s = SPE_DATA_SRC_UNKNOWN; s < _SPE_DATA_SRC_MAX; s++)
+                prom_sample_u64(w, (const char *const[]) { "source", spe_data_src_name(s), NULL },
                                 t->loads_by_source[s]);
         prom_family(w, "armprofd_spe_peer_snoops_total", PROM_COUNTER,
                     "Sampled loads served by another core's cache (perf c2c peer snoops), by scope.");

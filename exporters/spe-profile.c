@@ -77,8 +77,8 @@ static int build(struct store_hotpcs_result *r, const struct profile_symbolizer 
                 labels[n++] = (struct pprof_label) { .key = "cpu", .str = cpu };
                 labels[n++] = (struct pprof_label) { .key = "el", .str = el_names[STORE_SAMPLE_EL(it->key)] };
                 labels[n++] = (struct pprof_label) { .key = "op", .str = op_names[STORE_SAMPLE_OP(it->key)] };
-                if (source != SPE_SOURCE_NONE)
-                        labels[n++] = (struct pprof_label) { .key = "source", .str = spe_source_name(source) };
+                if (source != SPE_DATA_SRC_NONE)
+                        labels[n++] = (struct pprof_label) { .key = "source", .str = spe_data_src_name(source) };
 
                 if (sym && sym->locate(sym->userdata, pid, it->pc, &s) && s.has_mapping)
                         mapping = pprof_mapping(b, s.map_start, s.map_limit, s.map_pgoff, s.filename,

@@ -93,7 +93,7 @@ static void line_init(struct hotlines_line *l, uint64_t addr, const struct hotli
         l->lat_max = 0;
         l->score = l->error = 0;
         l->loads = l->stores = 0;
-        for (unsigned i = 0; i < _SPE_SOURCE_MAX; i++)
+        for (unsigned i = 0; i < _SPE_DATA_SRC_MAX; i++)
                 l->src[i] = 0;
         l->peer_local = l->peer_remote = 0;
         l->lat_sum = 0;
@@ -466,7 +466,7 @@ void hotlines_merge(const struct hotlines_summary *const *s, size_t n, uint32_t 
                         min_present += refs[t].min;
                         r->l.loads += l->loads;
                         r->l.stores += l->stores;
-                        for (unsigned q = 0; q < _SPE_SOURCE_MAX; q++)
+                        for (unsigned q = 0; q < _SPE_DATA_SRC_MAX; q++)
                                 r->l.src[q] += l->src[q];
                         r->l.peer_local += l->peer_local;
                         r->l.peer_remote += l->peer_remote;

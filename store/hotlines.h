@@ -96,7 +96,7 @@ struct hotlines_line {
         uint64_t score;                 /* hotness (Space-Saving count) */
         uint64_t error;                 /* score overestimate bound */
         uint64_t loads, stores;
-        uint64_t src[_SPE_SOURCE_MAX];  /* loads by data source */
+        uint64_t src[_SPE_DATA_SRC_MAX]; /* loads by data source */
         uint64_t peer_local, peer_remote;
         uint64_t lat_sum;               /* total latency of its loads and stores */
 };
@@ -112,7 +112,7 @@ struct hotlines_access {
         bool has_lat;
         bool by_pa;
         bool store;
-        uint8_t src;                    /* enum spe_source (loads) */
+        uint8_t src;                    /* enum spe_data_src (loads) */
         uint8_t peer;                   /* enum spe_peer */
 };
 

@@ -10,7 +10,7 @@
 #include "spe-pkt.h"
 #include "strbuf.h"
 
-_Static_assert(_SPE_SOURCE_MAX <= 16 && _HOTPCS_OP_MAX <= 4, "sample keys hold 4 bits of source, 2 of op");
+_Static_assert(_SPE_DATA_SRC_MAX <= 16 && _HOTPCS_OP_MAX <= 4, "sample keys hold 4 bits of source, 2 of op");
 _Static_assert(STORE_PID_ANY == HOTPCS_PID_ANY && STORE_PID_ANY == HOTLINES_PID_ANY,
                "one 'any pid' value across the store's modules");
 
@@ -99,7 +99,7 @@ const char *store_lat_group_name(unsigned group) {
         if (group < _HOTPCS_OP_MAX)
                 return op_names[group];
         if (group < STORE_LAT_GROUPS)
-                return spe_source_name((enum spe_source) (group - _HOTPCS_OP_MAX));
+                return spe_data_src_name((enum spe_data_src) (group - _HOTPCS_OP_MAX));
         return "unknown";
 }
 
@@ -290,7 +290,7 @@ static enum hotpcs_op record_op(const struct spe_record *r) {
 
 /* perf c2c peer scope (tools/perf/util/mem-events.c, c2c_decode_stats()) of a load; the store's own op kind decides "load". */
 static inline enum spe_peer record_peer(enum hotpcs_op op, unsigned src) {
-        return op == HOTPCS_OP_LOAD ? spe_source_peer((enum spe_source) src) : SPE_PEER_NONE;
+        return op == HOTPCS_OP_LOAD ? spe_data_src_peer((enum spe_data_src) src) : SPE_PEER_NONE;
 }
 
 /* One latency into its op-kind histogram and, for loads, its data-source one. */
@@ -305,8 +305,8 @@ static inline void lat_add(struct store *s, enum store_lat_kind k, enum hotpcs_o
 void store_add(struct store *s, const struct spe_record *r, uint32_t pid, uint32_t tid) {
         struct store_totals *t = &s->cur;
         enum hotpcs_op op = record_op(r);
-        unsigned src = (r->present & SPE_REC_SOURCE) && r->source < _SPE_SOURCE_MAX ?
-                r->source : SPE_SOURCE_NONE;
+        unsigned src = (r->present & SPE_REC_SOURCE) && r->source < _SPE_DATA_SRC_MAX ?
+                r->source : SPE_DATA_SRC_NONE;
         enum spe_peer peer = record_peer(op, src);
         uint32_t lat = (r->present & SPE_REC_LAT_TOTAL) ? r->lat_total : 0;
         bool has_pc = r->present & SPE_REC_PC;
@@ -384,7 +384,7 @@ static void totals_add(struct store_totals *d, const struct store_totals *a) {
         d->stores += a->stores;
         d->branches += a->branches;
         d->other += a->other;
-        for (unsigned i = 0; i < _SPE_SOURCE_MAX; i++)
+        for (unsigned i = 0; i < _SPE_DATA_SRC_MAX; i++)
                 d->loads_by_source[i] += a->loads_by_source[i];
         d->peer_local += a->peer_local;
         d->peer_remote += a->peer_remote;

@@ -113,7 +113,7 @@ void store_options_init(struct store_options *o);
 struct store_totals {
         uint64_t records;
         uint64_t loads, stores, branches, other;
-        uint64_t loads_by_source[_SPE_SOURCE_MAX];
+        uint64_t loads_by_source[_SPE_DATA_SRC_MAX];
         uint64_t peer_local, peer_remote;       /* perf c2c lcl_peer / rmt_peer */
         uint64_t no_pc;                         /* records without a PC packet (not in hot PCs) */
         uint64_t evict_hotpcs, evict_hotlines, evict_offsets;
@@ -131,7 +131,7 @@ enum store_lat_kind {
 /* Groups: the op kinds (enum hotpcs_op), then loads by data source. */
 #define STORE_LAT_GROUP_OP(op)          ((unsigned) (op))
 #define STORE_LAT_GROUP_SOURCE(src)     ((unsigned) _HOTPCS_OP_MAX + (unsigned) (src))
-#define STORE_LAT_GROUPS                ((unsigned) _HOTPCS_OP_MAX + (unsigned) _SPE_SOURCE_MAX)
+#define STORE_LAT_GROUPS                ((unsigned) _HOTPCS_OP_MAX + (unsigned) _SPE_DATA_SRC_MAX)
 #define STORE_LAT_HISTS                 ((unsigned) _STORE_LAT_KIND_MAX * STORE_LAT_GROUPS)
 
 const char *store_lat_kind_name(enum store_lat_kind k);        /* "total", "issue", "translation" */

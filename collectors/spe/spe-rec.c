@@ -23,35 +23,35 @@
 /* The "common" encoding of Arm-designed cores (Neoverse TRMs, "Data source packet";
  * tools/perf/util/arm-spe.c, arm_spe__synth_data_source_common()). */
 static const uint8_t ds_common[DS_TABLE_SIZE] = {
-        [0x0] = SPE_SOURCE_L1D,          [0x1] = SPE_SOURCE_UNKNOWN,
-        [0x2] = SPE_SOURCE_UNKNOWN,      [0x3] = SPE_SOURCE_UNKNOWN,
-        [0x4] = SPE_SOURCE_UNKNOWN,      [0x5] = SPE_SOURCE_UNKNOWN,
-        [0x6] = SPE_SOURCE_UNKNOWN,      [0x7] = SPE_SOURCE_UNKNOWN,
-        [SPE_DS_COMMON_L2]              = SPE_SOURCE_L2,
-        [SPE_DS_COMMON_PEER_CORE]       = SPE_SOURCE_PEER_CORE,
-        [SPE_DS_COMMON_LOCAL_CLUSTER]   = SPE_SOURCE_LOCAL_CLUSTER,
-        [SPE_DS_COMMON_SYS_CACHE]       = SPE_SOURCE_SYS_CACHE,
-        [SPE_DS_COMMON_PEER_CLUSTER]    = SPE_SOURCE_PEER_CLUSTER,
-        [SPE_DS_COMMON_REMOTE]          = SPE_SOURCE_REMOTE,
-        [SPE_DS_COMMON_DRAM]            = SPE_SOURCE_DRAM,
-        [0xF] = SPE_SOURCE_UNKNOWN,
+        [0x0] = SPE_DATA_SRC_L1D,        [0x1] = SPE_DATA_SRC_UNKNOWN,
+        [0x2] = SPE_DATA_SRC_UNKNOWN,    [0x3] = SPE_DATA_SRC_UNKNOWN,
+        [0x4] = SPE_DATA_SRC_UNKNOWN,    [0x5] = SPE_DATA_SRC_UNKNOWN,
+        [0x6] = SPE_DATA_SRC_UNKNOWN,    [0x7] = SPE_DATA_SRC_UNKNOWN,
+        [SPE_DS_COMMON_L2]              = SPE_DATA_SRC_L2,
+        [SPE_DS_COMMON_PEER_CORE]       = SPE_DATA_SRC_PEER_CORE,
+        [SPE_DS_COMMON_LOCAL_CLUSTER]   = SPE_DATA_SRC_LOCAL_CLUSTER,
+        [SPE_DS_COMMON_SYS_CACHE]       = SPE_DATA_SRC_SYS_CACHE,
+        [SPE_DS_COMMON_PEER_CLUSTER]    = SPE_DATA_SRC_PEER_CLUSTER,
+        [SPE_DS_COMMON_REMOTE]          = SPE_DATA_SRC_REMOTE,
+        [SPE_DS_COMMON_DRAM]            = SPE_DATA_SRC_DRAM,
+        [0xF] = SPE_DATA_SRC_UNKNOWN,
 };
 
 /* AmpereOne: perf remaps these onto the common meaning
  * (tools/perf/util/arm-spe.c, arm_spe__synth_data_source_ampereone()). */
 static const uint8_t ds_ampere1a[DS_TABLE_SIZE] = {
-        [SPE_DS_AMPERE_LOCAL_CHIP_CACHE]  = SPE_SOURCE_PEER_CORE,
-        [0x1] = SPE_SOURCE_UNKNOWN,      [0x2] = SPE_SOURCE_UNKNOWN,
-        [SPE_DS_AMPERE_SLC]               = SPE_SOURCE_SYS_CACHE,
-        [0x4] = SPE_SOURCE_UNKNOWN,
-        [SPE_DS_AMPERE_REMOTE_CHIP_CACHE] = SPE_SOURCE_REMOTE,
-        [0x6] = SPE_SOURCE_UNKNOWN,
-        [SPE_DS_AMPERE_DDR]               = SPE_SOURCE_DRAM,
-        [SPE_DS_AMPERE_L1D]               = SPE_SOURCE_L1D,
-        [SPE_DS_AMPERE_L2D]               = SPE_SOURCE_L2,
-        [0xA] = SPE_SOURCE_UNKNOWN,      [0xB] = SPE_SOURCE_UNKNOWN,
-        [0xC] = SPE_SOURCE_UNKNOWN,      [0xD] = SPE_SOURCE_UNKNOWN,
-        [0xE] = SPE_SOURCE_UNKNOWN,      [0xF] = SPE_SOURCE_UNKNOWN,
+        [SPE_DS_AMPERE_LOCAL_CHIP_CACHE]  = SPE_DATA_SRC_PEER_CORE,
+        [0x1] = SPE_DATA_SRC_UNKNOWN,    [0x2] = SPE_DATA_SRC_UNKNOWN,
+        [SPE_DS_AMPERE_SLC]               = SPE_DATA_SRC_SYS_CACHE,
+        [0x4] = SPE_DATA_SRC_UNKNOWN,
+        [SPE_DS_AMPERE_REMOTE_CHIP_CACHE] = SPE_DATA_SRC_REMOTE,
+        [0x6] = SPE_DATA_SRC_UNKNOWN,
+        [SPE_DS_AMPERE_DDR]               = SPE_DATA_SRC_DRAM,
+        [SPE_DS_AMPERE_L1D]               = SPE_DATA_SRC_L1D,
+        [SPE_DS_AMPERE_L2D]               = SPE_DATA_SRC_L2,
+        [0xA] = SPE_DATA_SRC_UNKNOWN,    [0xB] = SPE_DATA_SRC_UNKNOWN,
+        [0xC] = SPE_DATA_SRC_UNKNOWN,    [0xD] = SPE_DATA_SRC_UNKNOWN,
+        [0xE] = SPE_DATA_SRC_UNKNOWN,    [0xF] = SPE_DATA_SRC_UNKNOWN,
 };
 
 enum spe_ds_map spe_ds_map_from_midr(uint64_t midr) {
@@ -93,12 +93,12 @@ static const uint8_t *ds_table_of(enum spe_ds_map map) {
 
 static inline uint8_t ds_lookup(const uint8_t *table, uint64_t raw) {
         if (!table || raw >= DS_TABLE_SIZE)
-                return SPE_SOURCE_UNKNOWN;
+                return SPE_DATA_SRC_UNKNOWN;
         return table[raw];
 }
 
-enum spe_source spe_source_from_raw(enum spe_ds_map map, uint64_t raw) {
-        return (enum spe_source) ds_lookup(ds_table_of(map), raw);
+enum spe_data_src spe_data_src_from_raw(enum spe_ds_map map, uint64_t raw) {
+        return (enum spe_data_src) ds_lookup(ds_table_of(map), raw);
 }
 
 /* Entry i of a name table, or fallback when i is out of range or unnamed. */
@@ -106,20 +106,20 @@ static const char *table_name(const char *const *table, size_t n, unsigned i, co
         return i < n && table[i] ? table[i] : fallback;
 }
 
-static const char *const source_names[_SPE_SOURCE_MAX] = {
-        [SPE_SOURCE_NONE]               = "none",
-        [SPE_SOURCE_UNKNOWN]            = "unknown",
-        [SPE_SOURCE_L1D]                = "l1d",
-        [SPE_SOURCE_L2]                 = "l2",
-        [SPE_SOURCE_PEER_CORE]          = "peer_core",
-        [SPE_SOURCE_LOCAL_CLUSTER]      = "local_cluster",
-        [SPE_SOURCE_SYS_CACHE]          = "sys_cache",
-        [SPE_SOURCE_PEER_CLUSTER]       = "peer_cluster",
-        [SPE_SOURCE_REMOTE]             = "remote",
-        [SPE_SOURCE_DRAM]               = "dram",
+static const char *const source_names[_SPE_DATA_SRC_MAX] = {
+        [SPE_DATA_SRC_NONE]             = "none",
+        [SPE_DATA_SRC_UNKNOWN]          = "unknown",
+        [SPE_DATA_SRC_L1D]              = "l1d",
+        [SPE_DATA_SRC_L2]               = "l2",
+        [SPE_DATA_SRC_PEER_CORE]        = "peer_core",
+        [SPE_DATA_SRC_LOCAL_CLUSTER]    = "local_cluster",
+        [SPE_DATA_SRC_SYS_CACHE]        = "sys_cache",
+        [SPE_DATA_SRC_PEER_CLUSTER]     = "peer_cluster",
+        [SPE_DATA_SRC_REMOTE]           = "remote",
+        [SPE_DATA_SRC_DRAM]             = "dram",
 };
 
-const char *spe_source_name(enum spe_source s) {
+const char *spe_data_src_name(enum spe_data_src s) {
         return table_name(source_names, ELEMENTSOF(source_names), (unsigned) s, "unknown");
 }
 
@@ -137,7 +137,7 @@ const char *spe_peer_name(enum spe_peer p) {
 enum spe_peer spe_record_peer(const struct spe_record *rec) {
         if (!rec || !(rec->present & SPE_REC_SOURCE) || !(rec->op_flags & SPE_OPF_LOAD))
                 return SPE_PEER_NONE;
-        return spe_source_peer(rec->source);
+        return spe_data_src_peer(rec->source);
 }
 
 enum spe_op_kind spe_record_op_kind(const struct spe_record *rec) {

@@ -60,9 +60,9 @@
 #define SPE_MIDR_PART_CORTEX_X925       0xD85U
 #define SPE_MIDR_PART_AMPERE1A          0xAC4U
 
-/* Which table turns the raw data-source value into enum spe_source. */
+/* Which table turns the raw data-source value into enum spe_data_src. */
 enum spe_ds_map {
-        SPE_DS_MAP_NONE = 0,    /* unknown CPU: raw value kept, source = SPE_SOURCE_UNKNOWN */
+        SPE_DS_MAP_NONE = 0,    /* unknown CPU: raw value kept, source = SPE_DATA_SRC_UNKNOWN */
         SPE_DS_MAP_COMMON,      /* Neoverse N1/N2/V1/V2 and friends */
         SPE_DS_MAP_AMPERE1A,
 };
@@ -72,26 +72,26 @@ enum spe_ds_map spe_ds_map_from_midr(uint64_t midr);
 /* ---------------------------------------------------------------------
  * Normalised data source.
  */
-enum spe_source {
-        SPE_SOURCE_NONE = 0,            /* no data-source packet in the record */
-        SPE_SOURCE_UNKNOWN,             /* packet present, value not known for this CPU */
-        SPE_SOURCE_L1D,
-        SPE_SOURCE_L2,
-        SPE_SOURCE_PEER_CORE,           /* another core's private cache */
-        SPE_SOURCE_LOCAL_CLUSTER,       /* cache shared in the local cluster */
-        SPE_SOURCE_SYS_CACHE,           /* system-level / last-level cache */
-        SPE_SOURCE_PEER_CLUSTER,        /* cache of another cluster, same chip */
-        SPE_SOURCE_REMOTE,              /* another socket/chip, any level */
-        SPE_SOURCE_DRAM,                /* local DRAM */
-        _SPE_SOURCE_MAX,
+enum spe_data_src {
+        SPE_DATA_SRC_NONE = 0,          /* no data-source packet in the record */
+        SPE_DATA_SRC_UNKNOWN,           /* packet present, value not known for this CPU */
+        SPE_DATA_SRC_L1D,
+        SPE_DATA_SRC_L2,
+        SPE_DATA_SRC_PEER_CORE,         /* another core's private cache */
+        SPE_DATA_SRC_LOCAL_CLUSTER,     /* cache shared in the local cluster */
+        SPE_DATA_SRC_SYS_CACHE,         /* system-level / last-level cache */
+        SPE_DATA_SRC_PEER_CLUSTER,      /* cache of another cluster, same chip */
+        SPE_DATA_SRC_REMOTE,            /* another socket/chip, any level */
+        SPE_DATA_SRC_DRAM,              /* local DRAM */
+        _SPE_DATA_SRC_MAX,
 };
 
-/* Map a raw value through a table; SPE_SOURCE_UNKNOWN when not listed. */
-enum spe_source spe_source_from_raw(enum spe_ds_map map, uint64_t raw);
+/* Map a raw value through a table; SPE_DATA_SRC_UNKNOWN when not listed. */
+enum spe_data_src spe_data_src_from_raw(enum spe_ds_map map, uint64_t raw);
 
 /* Stable lower-case names for exporters: "none", "unknown", "l1d", "l2",
  * "peer_core", "local_cluster", "sys_cache", "peer_cluster", "remote", "dram". */
-const char *spe_source_name(enum spe_source s);
+const char *spe_data_src_name(enum spe_data_src s);
 
 /* perf c2c peer-snoop scope (tools/perf/util/mem-events.c, c2c_decode_stats(), on the
  * data sources tools/perf/util/arm-spe.c maps to PERF_MEM_SNOOPX_PEER). */
@@ -226,7 +226,7 @@ struct spe_record {
         uint8_t op_raw;         /* op-type payload */
         uint8_t op_evl_bits_log2; /* SVE/SME: log2 of EVL/ETS in bits (e.g. 7 for 128), 0 if none */
 
-        uint8_t source;         /* enum spe_source */
+        uint8_t source;         /* enum spe_data_src */
         uint8_t context_el;     /* 1 or 2: which CONTEXTIDR */
 };
 
@@ -248,13 +248,13 @@ const char *spe_op_name(const struct spe_record *rec);
 enum spe_peer spe_record_peer(const struct spe_record *rec);
 
 /* The scope of a load served from `s` (the rule above, for callers that already know it is a load). */
-static inline enum spe_peer spe_source_peer(enum spe_source s) {
+static inline enum spe_peer spe_data_src_peer(enum spe_data_src s) {
         switch (s) {
-        case SPE_SOURCE_PEER_CORE:
-        case SPE_SOURCE_LOCAL_CLUSTER:
-        case SPE_SOURCE_PEER_CLUSTER:
+        case SPE_DATA_SRC_PEER_CORE:
+        case SPE_DATA_SRC_LOCAL_CLUSTER:
+        case SPE_DATA_SRC_PEER_CLUSTER:
                 return SPE_PEER_LOCAL;
-        case SPE_SOURCE_REMOTE:
+        case SPE_DATA_SRC_REMOTE:
                 return SPE_PEER_REMOTE;
         default:
                 return SPE_PEER_NONE;
@@ -288,7 +288,7 @@ struct spe_decoder {
         uint64_t midr;
         uint32_t cpu;
         uint8_t ds_map;                 /* enum spe_ds_map */
-        const uint8_t *ds_table;        /* raw value (< 16) -> enum spe_source, NULL if none */
+        const uint8_t *ds_table;        /* raw value (< 16) -> enum spe_data_src, NULL if none */
 
         /* state */
         bool in_record;                 /* cur holds at least one packet */

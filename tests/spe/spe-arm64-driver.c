@@ -320,10 +320,10 @@ static void e_events(unsigned sz, uint64_t v) {
 /* Data source (0x43/0x53/0x63/0x73); "common" encoding for the N1 MIDR (§7.1). */
 static void e_source(unsigned sz, uint64_t v) {
         static const uint8_t common[16] = {
-                [0x0] = SPE_SOURCE_L1D,           [0x8] = SPE_SOURCE_L2,
-                [0x9] = SPE_SOURCE_PEER_CORE,     [0xA] = SPE_SOURCE_LOCAL_CLUSTER,
-                [0xB] = SPE_SOURCE_SYS_CACHE,     [0xC] = SPE_SOURCE_PEER_CLUSTER,
-                [0xD] = SPE_SOURCE_REMOTE,        [0xE] = SPE_SOURCE_DRAM,
+                [0x0] = SPE_DATA_SRC_L1D,         [0x8] = SPE_DATA_SRC_L2,
+                [0x9] = SPE_DATA_SRC_PEER_CORE,   [0xA] = SPE_DATA_SRC_LOCAL_CLUSTER,
+                [0xB] = SPE_DATA_SRC_SYS_CACHE,   [0xC] = SPE_DATA_SRC_PEER_CLUSTER,
+                [0xD] = SPE_DATA_SRC_REMOTE,      [0xE] = SPE_DATA_SRC_DRAM,
         };
         unsigned n = 1U << sz;
         uint64_t raw = trunc_bytes(v, n);
@@ -333,7 +333,7 @@ static void e_source(unsigned sz, uint64_t v) {
         m_pkt();
         m_present(SPE_REC_SOURCE);
         g.cur.source_raw = raw;
-        g.cur.source = raw < 16 && common[raw] ? common[raw] : SPE_SOURCE_UNKNOWN;
+        g.cur.source = raw < 16 && common[raw] ? common[raw] : SPE_DATA_SRC_UNKNOWN;
 }
 
 /* Context 0x64..0x67: index 0 = EL1, 1 = EL2, 2..3 undefined. */
@@ -1063,7 +1063,7 @@ static uint64_t check_capture(const char *name, const uint8_t *bytes, unsigned i
               r->br_tgt.el);
         check(r->timestamp == ts, "%s: ts %" PRIu64 " (oracle %" PRIu64 ")", name, r->timestamp, ts);
         check(!(r->present & (SPE_REC_CONTEXT | SPE_REC_VA | SPE_REC_PA | SPE_REC_PBT | SPE_REC_SOURCE)) &&
-              r->source == SPE_SOURCE_NONE && r->context == 0,
+              r->source == SPE_DATA_SRC_NONE && r->context == 0,
               "%s: no context, data address or data source", name);
 
         /* Byte by byte (slow path only): the same record. */

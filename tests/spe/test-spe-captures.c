@@ -470,7 +470,7 @@ static void test_quipper_records(void **state) {
         assert_int_equal(r[0].context_el, 2);
         assert_true(r[0].present & SPE_REC_SOURCE);
         assert_int_equal(r[0].source_raw, 0);
-        assert_int_equal(r[0].source, SPE_SOURCE_L1D);
+        assert_int_equal(r[0].source, SPE_DATA_SRC_L1D);
 
         /* record 1 */
         assert_true(r[1].events == (SPE_EV_BIT(SPE_EV_RETIRED) | SPE_EV_BIT(SPE_EV_NOT_TAKEN)));
@@ -488,7 +488,7 @@ static void test_quipper_records(void **state) {
         assert_int_equal(r[1].context, 0xe);
         assert_int_equal(r[1].context_el, 2);
         assert_false(r[1].present & SPE_REC_SOURCE);
-        assert_int_equal(r[1].source, SPE_SOURCE_NONE);
+        assert_int_equal(r[1].source, SPE_DATA_SRC_NONE);
 }
 
 static void test_qemu_records(void **state) {
@@ -553,7 +553,7 @@ static void test_telemetry_record(void **state) {
         assert_true(r[0].pa == UINT64_C(0x8032c955a43));
         assert_int_equal(r[0].pa_ns, 1);
         assert_true((r[0].va & 0xfff) == (r[0].pa & 0xfff));
-        assert_int_equal(r[0].source, SPE_SOURCE_L1D);
+        assert_int_equal(r[0].source, SPE_DATA_SRC_L1D);
         assert_false(r[0].present & SPE_REC_TIMESTAMP);
 }
 

@@ -163,7 +163,7 @@ static void check_ref(const struct spe_record *r) {
         assert_int_equal(r->op_subclass, SPE_OP_SUB_LDST_GP_REG);
         assert_int_equal(r->op_flags, SPE_OPF_LOAD);
         assert_int_equal(r->source_raw, 9);
-        assert_int_equal(r->source, SPE_SOURCE_PEER_CORE);
+        assert_int_equal(r->source, SPE_DATA_SRC_PEER_CORE);
         assert_int_equal(r->context, 0x5f80);
         assert_int_equal(r->context_el, 2);
         assert_true(r->timestamp == REF_TS);
@@ -429,7 +429,7 @@ static void test_multi_reference(void **state) {
         /* record 2: the KVM-style store */
         assert_int_equal(out[2].op_flags, SPE_OPF_STORE | SPE_OPF_SIMD);
         assert_int_equal(out[2].op_subclass, SPE_OP_SUB_LDST_SIMD_FP);
-        assert_int_equal(out[2].source, SPE_SOURCE_DRAM);
+        assert_int_equal(out[2].source, SPE_DATA_SRC_DRAM);
         assert_int_equal(out[2].lat_issue, 11);
         assert_int_equal(out[2].lat_total, 13);
         assert_true(out[2].va == UINT64_C(0xffff000070d840d0));
@@ -720,31 +720,31 @@ static void test_midr_map(void **state) {
 }
 
 static void test_source_tables(void **state) {
-        static const enum spe_source common[16] = {
-                SPE_SOURCE_L1D, SPE_SOURCE_UNKNOWN, SPE_SOURCE_UNKNOWN, SPE_SOURCE_UNKNOWN,
-                SPE_SOURCE_UNKNOWN, SPE_SOURCE_UNKNOWN, SPE_SOURCE_UNKNOWN, SPE_SOURCE_UNKNOWN,
-                SPE_SOURCE_L2, SPE_SOURCE_PEER_CORE, SPE_SOURCE_LOCAL_CLUSTER, SPE_SOURCE_SYS_CACHE,
-                SPE_SOURCE_PEER_CLUSTER, SPE_SOURCE_REMOTE, SPE_SOURCE_DRAM, SPE_SOURCE_UNKNOWN,
+        static const enum spe_data_src common[16] = {
+                SPE_DATA_SRC_L1D, SPE_DATA_SRC_UNKNOWN, SPE_DATA_SRC_UNKNOWN, SPE_DATA_SRC_UNKNOWN,
+                SPE_DATA_SRC_UNKNOWN, SPE_DATA_SRC_UNKNOWN, SPE_DATA_SRC_UNKNOWN, SPE_DATA_SRC_UNKNOWN,
+                SPE_DATA_SRC_L2, SPE_DATA_SRC_PEER_CORE, SPE_DATA_SRC_LOCAL_CLUSTER, SPE_DATA_SRC_SYS_CACHE,
+                SPE_DATA_SRC_PEER_CLUSTER, SPE_DATA_SRC_REMOTE, SPE_DATA_SRC_DRAM, SPE_DATA_SRC_UNKNOWN,
         };
-        static const enum spe_source ampere[16] = {
-                SPE_SOURCE_PEER_CORE, SPE_SOURCE_UNKNOWN, SPE_SOURCE_UNKNOWN, SPE_SOURCE_SYS_CACHE,
-                SPE_SOURCE_UNKNOWN, SPE_SOURCE_REMOTE, SPE_SOURCE_UNKNOWN, SPE_SOURCE_DRAM,
-                SPE_SOURCE_L1D, SPE_SOURCE_L2, SPE_SOURCE_UNKNOWN, SPE_SOURCE_UNKNOWN,
-                SPE_SOURCE_UNKNOWN, SPE_SOURCE_UNKNOWN, SPE_SOURCE_UNKNOWN, SPE_SOURCE_UNKNOWN,
+        static const enum spe_data_src ampere[16] = {
+                SPE_DATA_SRC_PEER_CORE, SPE_DATA_SRC_UNKNOWN, SPE_DATA_SRC_UNKNOWN, SPE_DATA_SRC_SYS_CACHE,
+                SPE_DATA_SRC_UNKNOWN, SPE_DATA_SRC_REMOTE, SPE_DATA_SRC_UNKNOWN, SPE_DATA_SRC_DRAM,
+                SPE_DATA_SRC_L1D, SPE_DATA_SRC_L2, SPE_DATA_SRC_UNKNOWN, SPE_DATA_SRC_UNKNOWN,
+                SPE_DATA_SRC_UNKNOWN, SPE_DATA_SRC_UNKNOWN, SPE_DATA_SRC_UNKNOWN, SPE_DATA_SRC_UNKNOWN,
         };
 
         for (unsigned v = 0; v < 16; v++) {
-                assert_int_equal(spe_source_from_raw(SPE_DS_MAP_COMMON, v), common[v]);
-                assert_int_equal(spe_source_from_raw(SPE_DS_MAP_AMPERE1A, v), ampere[v]);
-                assert_int_equal(spe_source_from_raw(SPE_DS_MAP_NONE, v), SPE_SOURCE_UNKNOWN);
+                assert_int_equal(spe_data_src_from_raw(SPE_DS_MAP_COMMON, v), common[v]);
+                assert_int_equal(spe_data_src_from_raw(SPE_DS_MAP_AMPERE1A, v), ampere[v]);
+                assert_int_equal(spe_data_src_from_raw(SPE_DS_MAP_NONE, v), SPE_DATA_SRC_UNKNOWN);
         }
-        assert_int_equal(spe_source_from_raw(SPE_DS_MAP_COMMON, 0x100), SPE_SOURCE_UNKNOWN);
-        assert_int_equal(spe_source_from_raw(SPE_DS_MAP_COMMON, UINT64_C(1) << 63), SPE_SOURCE_UNKNOWN);
+        assert_int_equal(spe_data_src_from_raw(SPE_DS_MAP_COMMON, 0x100), SPE_DATA_SRC_UNKNOWN);
+        assert_int_equal(spe_data_src_from_raw(SPE_DS_MAP_COMMON, UINT64_C(1) << 63), SPE_DATA_SRC_UNKNOWN);
 
-        assert_string_equal(spe_source_name(SPE_SOURCE_PEER_CLUSTER), "peer_cluster");
-        assert_string_equal(spe_source_name(SPE_SOURCE_SYS_CACHE), "sys_cache");
-        assert_string_equal(spe_source_name(SPE_SOURCE_NONE), "none");
-        assert_string_equal(spe_source_name((enum spe_source) 99), "unknown");
+        assert_string_equal(spe_data_src_name(SPE_DATA_SRC_PEER_CLUSTER), "peer_cluster");
+        assert_string_equal(spe_data_src_name(SPE_DATA_SRC_SYS_CACHE), "sys_cache");
+        assert_string_equal(spe_data_src_name(SPE_DATA_SRC_NONE), "none");
+        assert_string_equal(spe_data_src_name((enum spe_data_src) 99), "unknown");
         assert_string_equal(spe_peer_name(SPE_PEER_REMOTE), "remote");
 }
 
@@ -759,11 +759,11 @@ static void test_source_unknown_cpu(void **state) {
         assert_int_equal(decode_one_piece(MIDR_A53, s.b, s.n, out, NULL), 1);
         assert_true(out[0].present & SPE_REC_SOURCE);
         assert_int_equal(out[0].source_raw, 9);
-        assert_int_equal(out[0].source, SPE_SOURCE_UNKNOWN);
+        assert_int_equal(out[0].source, SPE_DATA_SRC_UNKNOWN);
         assert_int_equal(spe_record_peer(&out[0]), SPE_PEER_NONE);
 
         assert_int_equal(decode_one_piece(MIDR_AMPERE1A, s.b, s.n, out, NULL), 1);
-        assert_int_equal(out[0].source, SPE_SOURCE_L2);
+        assert_int_equal(out[0].source, SPE_DATA_SRC_L2);
 }
 
 struct peer_case {

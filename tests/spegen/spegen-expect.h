@@ -30,14 +30,14 @@ static inline uint64_t spegen_expect_va(uint64_t raw) {
 /* Neoverse "common" data-source encoding (Neoverse TRMs, "Data source packet"). */
 static inline uint8_t spegen_expect_source(uint16_t ds) {
         switch (ds) {
-        case SPE_ENC_DS_L1D:           return SPE_SOURCE_L1D;
-        case SPE_ENC_DS_L2:            return SPE_SOURCE_L2;
-        case SPE_ENC_DS_PEER_CORE:     return SPE_SOURCE_PEER_CORE;
-        case SPE_ENC_DS_LOCAL_CLUSTER: return SPE_SOURCE_LOCAL_CLUSTER;
-        case SPE_ENC_DS_SYS_CACHE:     return SPE_SOURCE_SYS_CACHE;
-        case SPE_ENC_DS_PEER_CLUSTER:  return SPE_SOURCE_PEER_CLUSTER;
-        case SPE_ENC_DS_REMOTE:        return SPE_SOURCE_REMOTE;
-        case SPE_ENC_DS_DRAM:          return SPE_SOURCE_DRAM;
-        default:                       return SPE_SOURCE_UNKNOWN;
+        case SPE_ENC_DS_L1D:           return SPE_DATA_SRC_L1D;
+        case SPE_ENC_DS_L2:            return SPE_DATA_SRC_L2;
+        case SPE_ENC_DS_PEER_CORE:     return SPE_DATA_SRC_PEER_CORE;
+        case SPE_ENC_DS_LOCAL_CLUSTER: return SPE_DATA_SRC_LOCAL_CLUSTER;
+        case SPE_ENC_DS_SYS_CACHE:     return SPE_DATA_SRC_SYS_CACHE;
+        case SPE_ENC_DS_PEER_CLUSTER:  return SPE_DATA_SRC_PEER_CLUSTER;
+        case SPE_ENC_DS_REMOTE:        return SPE_DATA_SRC_REMOTE;
+        case SPE_ENC_DS_DRAM:          return SPE_DATA_SRC_DRAM;
+        default:                       return SPE_DATA_SRC_UNKNOWN;
         }
 }

@@ -40,7 +40,7 @@ static struct spe_record *make_pool(bool distinct, size_t npcs, size_t nlines, u
                 unsigned k = (unsigned) (tu_rand(&st) % 10);
 
                 if (k < 5)
-                        p[i] = tu_rec_load(pc, va, cpu, (enum spe_source) (tu_rand(&st) % _SPE_SOURCE_MAX),
+                        p[i] = tu_rec_load(pc, va, cpu, (enum spe_data_src) (tu_rand(&st) % _SPE_DATA_SRC_MAX),
                                            (uint16_t) (1 + tu_rand(&st) % 600));
                 else if (k < 7)
                         p[i] = tu_rec_store(pc, va, cpu, (uint16_t) (1 + tu_rand(&st) % 100));

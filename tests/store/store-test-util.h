@@ -136,7 +136,7 @@ static inline struct spe_record tu_rec_base(uint64_t pc, uint32_t cpu) {
 }
 
 static inline struct spe_record tu_rec_load(uint64_t pc, uint64_t va, uint32_t cpu,
-                                            enum spe_source src, uint16_t lat) {
+                                            enum spe_data_src src, uint16_t lat) {
         struct spe_record r = tu_rec_base(pc, cpu);
 
         r.present |= SPE_REC_VA | SPE_REC_SOURCE | SPE_REC_LAT_TOTAL | SPE_REC_LAT_ISSUE | SPE_REC_LAT_XLAT;

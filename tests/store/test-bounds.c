@@ -49,7 +49,7 @@ static void test_bounds(void **state) {
                 /* One load per distinct key: its own PC and its own line. */
                 struct spe_record r = tu_rec_load(UINT64_C(0x400000) + 4 * k,
                                                   UINT64_C(0x100000000) + 64 * k + 8 * (i & 7),
-                                                  (uint32_t) (i & 63), SPE_SOURCE_L1D,
+                                                  (uint32_t) (i & 63), SPE_DATA_SRC_L1D,
                                                   (uint16_t) (1 + (i & 1023)));
 
                 store_add(s, &r, 100, (uint32_t) (i & 255));

@@ -33,7 +33,7 @@ struct actor {
         uint16_t offset;
         uint64_t pc;
         bool store;
-        enum spe_source src;            /* loads; a PEER source is a peer snoop */
+        enum spe_data_src src;          /* loads; a PEER source is a peer snoop */
         unsigned weight;
         /* recount */
         uint64_t emitted;
@@ -45,41 +45,41 @@ struct actor {
 static struct actor actors[] = {
         /* A: classic false sharing: CPU 0 stores the lock at 0x0, CPUs 1,2 read 0x20
          * and get the line from CPU 0's cache (local peer). */
-        { "A fs lock/reader", EXP_FALSE, 100, 1001, 0, L(0x7f0000010000), 0, 0x00, L(0x401000), true,  SPE_SOURCE_NONE, 4 },
-        { "A fs lock/reader", EXP_FALSE, 100, 1002, 1, L(0x7f0000010000), 0, 0x20, L(0x402000), false, SPE_SOURCE_PEER_CORE, 3 },
-        { "A fs lock/reader", EXP_FALSE, 100, 1003, 2, L(0x7f0000010000), 0, 0x20, L(0x402000), false, SPE_SOURCE_L1D, 3 },
+        { "A fs lock/reader", EXP_FALSE, 100, 1001, 0, L(0x7f0000010000), 0, 0x00, L(0x401000), true,  SPE_DATA_SRC_NONE, 4 },
+        { "A fs lock/reader", EXP_FALSE, 100, 1002, 1, L(0x7f0000010000), 0, 0x20, L(0x402000), false, SPE_DATA_SRC_PEER_CORE, 3 },
+        { "A fs lock/reader", EXP_FALSE, 100, 1003, 2, L(0x7f0000010000), 0, 0x20, L(0x402000), false, SPE_DATA_SRC_L1D, 3 },
         /* B: two per-thread counters 8 bytes apart in one line, each CPU stores its own. */
-        { "B fs counters",    EXP_FALSE, 100, 1004, 3, L(0x7f0000020000), 0, 0x00, L(0x403000), true,  SPE_SOURCE_NONE, 3 },
-        { "B fs counters",    EXP_FALSE, 100, 1004, 3, L(0x7f0000020000), 0, 0x00, L(0x403004), false, SPE_SOURCE_PEER_CLUSTER, 2 },
-        { "B fs counters",    EXP_FALSE, 100, 1005, 4, L(0x7f0000020000), 0, 0x08, L(0x403000), true,  SPE_SOURCE_NONE, 3 },
-        { "B fs counters",    EXP_FALSE, 100, 1005, 4, L(0x7f0000020000), 0, 0x08, L(0x403004), false, SPE_SOURCE_LOCAL_CLUSTER, 2 },
+        { "B fs counters",    EXP_FALSE, 100, 1004, 3, L(0x7f0000020000), 0, 0x00, L(0x403000), true,  SPE_DATA_SRC_NONE, 3 },
+        { "B fs counters",    EXP_FALSE, 100, 1004, 3, L(0x7f0000020000), 0, 0x00, L(0x403004), false, SPE_DATA_SRC_PEER_CLUSTER, 2 },
+        { "B fs counters",    EXP_FALSE, 100, 1005, 4, L(0x7f0000020000), 0, 0x08, L(0x403000), true,  SPE_DATA_SRC_NONE, 3 },
+        { "B fs counters",    EXP_FALSE, 100, 1005, 4, L(0x7f0000020000), 0, 0x08, L(0x403004), false, SPE_DATA_SRC_LOCAL_CLUSTER, 2 },
         /* C: true sharing: CPUs 5 and 6 both load and store one counter at 0x10. */
-        { "C true sharing",   EXP_TRUE,  100, 1006, 5, L(0x7f0000030000), 0, 0x10, L(0x404000), true,  SPE_SOURCE_NONE, 2 },
-        { "C true sharing",   EXP_TRUE,  100, 1006, 5, L(0x7f0000030000), 0, 0x10, L(0x404008), false, SPE_SOURCE_PEER_CORE, 2 },
-        { "C true sharing",   EXP_TRUE,  100, 1007, 6, L(0x7f0000030000), 0, 0x10, L(0x404000), true,  SPE_SOURCE_NONE, 2 },
-        { "C true sharing",   EXP_TRUE,  100, 1007, 6, L(0x7f0000030000), 0, 0x10, L(0x404008), false, SPE_SOURCE_PEER_CORE, 2 },
+        { "C true sharing",   EXP_TRUE,  100, 1006, 5, L(0x7f0000030000), 0, 0x10, L(0x404000), true,  SPE_DATA_SRC_NONE, 2 },
+        { "C true sharing",   EXP_TRUE,  100, 1006, 5, L(0x7f0000030000), 0, 0x10, L(0x404008), false, SPE_DATA_SRC_PEER_CORE, 2 },
+        { "C true sharing",   EXP_TRUE,  100, 1007, 6, L(0x7f0000030000), 0, 0x10, L(0x404000), true,  SPE_DATA_SRC_NONE, 2 },
+        { "C true sharing",   EXP_TRUE,  100, 1007, 6, L(0x7f0000030000), 0, 0x10, L(0x404008), false, SPE_DATA_SRC_PEER_CORE, 2 },
         /* D: read-only sharing: CPUs 7, 8, 9 only load (some clean lines come from peers). */
-        { "D read-only",      EXP_READ_ONLY, 100, 1008, 7, L(0x7f0000040000), 0, 0x00, L(0x405000), false, SPE_SOURCE_L1D, 3 },
-        { "D read-only",      EXP_READ_ONLY, 100, 1009, 8, L(0x7f0000040000), 0, 0x08, L(0x405010), false, SPE_SOURCE_PEER_CORE, 2 },
-        { "D read-only",      EXP_READ_ONLY, 100, 1010, 9, L(0x7f0000040000), 0, 0x30, L(0x405020), false, SPE_SOURCE_L2, 2 },
+        { "D read-only",      EXP_READ_ONLY, 100, 1008, 7, L(0x7f0000040000), 0, 0x00, L(0x405000), false, SPE_DATA_SRC_L1D, 3 },
+        { "D read-only",      EXP_READ_ONLY, 100, 1009, 8, L(0x7f0000040000), 0, 0x08, L(0x405010), false, SPE_DATA_SRC_PEER_CORE, 2 },
+        { "D read-only",      EXP_READ_ONLY, 100, 1010, 9, L(0x7f0000040000), 0, 0x30, L(0x405020), false, SPE_DATA_SRC_L2, 2 },
         /* E: the padded fix of A: the reader field moved 64 bytes away, its own line. */
-        { "E padded writer",  EXP_WRITTEN,   100, 1011, 10, L(0x7f0000050000), 0, 0x00, L(0x406000), true,  SPE_SOURCE_NONE, 4 },
-        { "E padded readers", EXP_READ_ONLY, 100, 1012, 11, L(0x7f0000050040), 0, 0x00, L(0x407000), false, SPE_SOURCE_L1D, 3 },
-        { "E padded readers", EXP_READ_ONLY, 100, 1013, 12, L(0x7f0000050040), 0, 0x00, L(0x407000), false, SPE_SOURCE_L1D, 3 },
+        { "E padded writer",  EXP_WRITTEN,   100, 1011, 10, L(0x7f0000050000), 0, 0x00, L(0x406000), true,  SPE_DATA_SRC_NONE, 4 },
+        { "E padded readers", EXP_READ_ONLY, 100, 1012, 11, L(0x7f0000050040), 0, 0x00, L(0x407000), false, SPE_DATA_SRC_L1D, 3 },
+        { "E padded readers", EXP_READ_ONLY, 100, 1013, 12, L(0x7f0000050040), 0, 0x00, L(0x407000), false, SPE_DATA_SRC_L1D, 3 },
         /* F: false sharing across sockets: readers on CPUs 64, 65 get the line remotely. */
-        { "F fs remote",      EXP_FALSE, 100, 1014, 13, L(0x7f0000060000), 0, 0x00, L(0x408000), true,  SPE_SOURCE_NONE, 3 },
-        { "F fs remote",      EXP_FALSE, 100, 1015, 64, L(0x7f0000060000), 0, 0x28, L(0x409000), false, SPE_SOURCE_REMOTE, 2 },
-        { "F fs remote",      EXP_FALSE, 100, 1016, 65, L(0x7f0000060000), 0, 0x38, L(0x409008), false, SPE_SOURCE_REMOTE, 2 },
+        { "F fs remote",      EXP_FALSE, 100, 1014, 13, L(0x7f0000060000), 0, 0x00, L(0x408000), true,  SPE_DATA_SRC_NONE, 3 },
+        { "F fs remote",      EXP_FALSE, 100, 1015, 64, L(0x7f0000060000), 0, 0x28, L(0x409000), false, SPE_DATA_SRC_REMOTE, 2 },
+        { "F fs remote",      EXP_FALSE, 100, 1016, 65, L(0x7f0000060000), 0, 0x38, L(0x409008), false, SPE_DATA_SRC_REMOTE, 2 },
         /* G: same VA line in two processes (separate memory): two private lines under VA keying. */
-        { "G pid 200",        EXP_WRITTEN,   200, 2001, 20, L(0x7f0000070000), 0, 0x00, L(0x40a000), true,  SPE_SOURCE_NONE, 2 },
-        { "G pid 201",        EXP_READ_ONLY, 201, 2011, 21, L(0x7f0000070000), 0, 0x20, L(0x40b000), false, SPE_SOURCE_L1D, 2 },
+        { "G pid 200",        EXP_WRITTEN,   200, 2001, 20, L(0x7f0000070000), 0, 0x00, L(0x40a000), true,  SPE_DATA_SRC_NONE, 2 },
+        { "G pid 201",        EXP_READ_ONLY, 201, 2011, 21, L(0x7f0000070000), 0, 0x20, L(0x40b000), false, SPE_DATA_SRC_L1D, 2 },
 };
 
 /* Shared memory across processes (H): different VAs, same PA; by-PA keying finds it. */
 static struct actor pa_actors[] = {
-        { "H shm writer",     EXP_FALSE, 300, 3001, 30, L(0x7f1000000000), L(0x80000000), 0x00, L(0x40c000), true,  SPE_SOURCE_NONE, 3 },
-        { "H shm reader",     EXP_FALSE, 301, 3011, 31, L(0x7f2000000000), L(0x80000000), 0x20, L(0x40d000), false, SPE_SOURCE_PEER_CORE, 3 },
-        { "H shm private",    EXP_READ_ONLY, 301, 3011, 31, L(0x7f2000001000), L(0x80001000), 0x00, L(0x40d100), false, SPE_SOURCE_L1D, 2 },
+        { "H shm writer",     EXP_FALSE, 300, 3001, 30, L(0x7f1000000000), L(0x80000000), 0x00, L(0x40c000), true,  SPE_DATA_SRC_NONE, 3 },
+        { "H shm reader",     EXP_FALSE, 301, 3011, 31, L(0x7f2000000000), L(0x80000000), 0x20, L(0x40d000), false, SPE_DATA_SRC_PEER_CORE, 3 },
+        { "H shm private",    EXP_READ_ONLY, 301, 3011, 31, L(0x7f2000001000), L(0x80001000), 0x00, L(0x40d100), false, SPE_DATA_SRC_L1D, 2 },
 };
 
 static size_t nrecords = 400000;
@@ -106,7 +106,7 @@ static void emit_noise(struct store *s, uint64_t *st) {
         uint64_t pc = L(0x500000) + (tu_rand(st) % 64) * 4;
         struct spe_record r = (tu_rand(st) & 1) ?
                 tu_rec_store(pc, line + off, cpu, 5) :
-                tu_rec_load(pc, line + off, cpu, SPE_SOURCE_L1D, 4);
+                tu_rec_load(pc, line + off, cpu, SPE_DATA_SRC_L1D, 4);
 
         store_add(s, &r, 500 + cpu, 5000 + cpu);
 }
@@ -214,10 +214,10 @@ static void check_lines(const struct hotlines_merged *m, const struct actor *act
                                 stores += b->emitted;
                         else {
                                 loads += b->emitted;
-                                if (b->src == SPE_SOURCE_REMOTE)
+                                if (b->src == SPE_DATA_SRC_REMOTE)
                                         peer_r += b->emitted;
-                                else if (b->src == SPE_SOURCE_PEER_CORE || b->src == SPE_SOURCE_PEER_CLUSTER ||
-                                         b->src == SPE_SOURCE_LOCAL_CLUSTER)
+                                else if (b->src == SPE_DATA_SRC_PEER_CORE || b->src == SPE_DATA_SRC_PEER_CLUSTER ||
+                                         b->src == SPE_DATA_SRC_LOCAL_CLUSTER)
                                         peer_l += b->emitted;
                         }
                         if (b->offset == a->offset && b->pc == a->pc && b->pid == a->pid) {
@@ -333,8 +333,8 @@ static void test_scenarios(void **state) {
                 size_t npeer = 0;
 
                 for (size_t i = 0; i < ELEMENTSOF(actors); i++) {
-                        bool peer = actors[i].src == SPE_SOURCE_PEER_CORE || actors[i].src == SPE_SOURCE_PEER_CLUSTER ||
-                                    actors[i].src == SPE_SOURCE_LOCAL_CLUSTER || actors[i].src == SPE_SOURCE_REMOTE;
+                        bool peer = actors[i].src == SPE_DATA_SRC_PEER_CORE || actors[i].src == SPE_DATA_SRC_PEER_CLUSTER ||
+                                    actors[i].src == SPE_DATA_SRC_LOCAL_CLUSTER || actors[i].src == SPE_DATA_SRC_REMOTE;
                         bool seen = false;
 
                         for (size_t j = 0; j < npeer; j++)
@@ -449,18 +449,18 @@ static void test_issue_lines(void **state) {
                 store_add(s, &r, 4242, 4300);
         }
         for (unsigned i = 0; i < 337; i++) {
-                r = tu_rec_load(0xaaaac0001020, L(0xffff8a004000), 0, SPE_SOURCE_L1D, 4);
+                r = tu_rec_load(0xaaaac0001020, L(0xffff8a004000), 0, SPE_DATA_SRC_L1D, 4);
                 store_add(s, &r, 4242, 4300);
         }
         for (unsigned i = 0; i < 294; i++) {
                 r = tu_rec_load(0xaaaac0002000 + 4 * (i % 8), L(0xffff8a020180) + 8 * (i % 8), i % 4,
-                                SPE_SOURCE_L2, 11);
+                                SPE_DATA_SRC_L2, 11);
                 store_add(s, &r, 4242, 4400 + i % 4);
         }
         r = tu_rec_store(0xaaaac0002000, L(0xffff8a020180), 1, 9);       /* CPU 1 stores offset 0 CPU 0 loads */
         store_add(s, &r, 4242, 4401);
         for (unsigned i = 0; i < 50; i++) {
-                r = tu_rec_load(0xaaaac0003000, L(0xffff8a003000) + 8 * (i % 2), i % 2, SPE_SOURCE_PEER_CORE, 30);
+                r = tu_rec_load(0xaaaac0003000, L(0xffff8a003000) + 8 * (i % 2), i % 2, SPE_DATA_SRC_PEER_CORE, 30);
                 store_add(s, &r, 4242, 4500 + i % 2);
         }
         store_epoch_end(s, NS_PER_EPOCH);

@@ -46,19 +46,19 @@ static void feed_epoch(struct store *s, struct epoch_truth *et, size_t n, uint64
                 struct spe_record r;
 
                 if (kind < 5) {
-                        enum spe_source src = (enum spe_source) (tu_rand(st) % _SPE_SOURCE_MAX);
+                        enum spe_data_src src = (enum spe_data_src) (tu_rand(st) % _SPE_DATA_SRC_MAX);
 
                         r = tu_rec_load(pc_addr(pc), line_addr(line) + off, (uint32_t) (tu_rand(st) % 4), src, lat);
-                        if (src == SPE_SOURCE_NONE)
+                        if (src == SPE_DATA_SRC_NONE)
                                 r.present &= ~(uint32_t) SPE_REC_SOURCE;
                         et->t.loads++;
                         et->t.loads_by_source[src]++;
                         et->line_loads[pid][line]++;
-                        bool lp = src == SPE_SOURCE_PEER_CORE || src == SPE_SOURCE_LOCAL_CLUSTER ||
-                                  src == SPE_SOURCE_PEER_CLUSTER;
+                        bool lp = src == SPE_DATA_SRC_PEER_CORE || src == SPE_DATA_SRC_LOCAL_CLUSTER ||
+                                  src == SPE_DATA_SRC_PEER_CLUSTER;
                         et->t.peer_local += lp;
-                        et->t.peer_remote += src == SPE_SOURCE_REMOTE;
-                        et->line_peer[pid][line] += lp || src == SPE_SOURCE_REMOTE;
+                        et->t.peer_remote += src == SPE_DATA_SRC_REMOTE;
+                        et->line_peer[pid][line] += lp || src == SPE_DATA_SRC_REMOTE;
                         et->lat_load[et->nlat++] = lat;
                 } else if (kind < 7) {
                         r = tu_rec_store(pc_addr(pc), line_addr(line) + off, (uint32_t) (tu_rand(st) % 4), lat);
@@ -119,7 +119,7 @@ static void check_window(const struct store_snapshot *snap, uint64_t window, str
                 want.no_pc += et[e].t.no_pc;
                 want.peer_local += et[e].t.peer_local;
                 want.peer_remote += et[e].t.peer_remote;
-                for (unsigned k = 0; k < _SPE_SOURCE_MAX; k++)
+                for (unsigned k = 0; k < _SPE_DATA_SRC_MAX; k++)
                         want.loads_by_source[k] += et[e].t.loads_by_source[k];
         }
 
@@ -203,7 +203,7 @@ static void check_window(const struct store_snapshot *snap, uint64_t window, str
         }
         /* Per-source histograms add up to the load histogram. */
         uint64_t by_src = 0;
-        for (unsigned k = 0; k < _SPE_SOURCE_MAX; k++)
+        for (unsigned k = 0; k < _SPE_DATA_SRC_MAX; k++)
                 by_src += store_latency_hist(&lat, STORE_LAT_TOTAL, STORE_LAT_GROUP_SOURCE(k))->h.n;
         assert_int_equal(by_src, nv);
         assert_int_equal(store_latency_hist(&lat, STORE_LAT_TOTAL, STORE_LAT_GROUP_OP(HOTPCS_OP_STORE))->h.n,
@@ -526,7 +526,7 @@ static void test_options(void **state) {
 static void test_names(void **state) {
         assert_string_equal(store_lat_kind_name(STORE_LAT_XLAT), "translation");
         assert_string_equal(store_lat_group_name(STORE_LAT_GROUP_OP(HOTPCS_OP_BRANCH)), "branch");
-        assert_true(store_lat_group_is_source(STORE_LAT_GROUP_SOURCE(SPE_SOURCE_DRAM)));
+        assert_true(store_lat_group_is_source(STORE_LAT_GROUP_SOURCE(SPE_DATA_SRC_DRAM)));
         assert_false(store_lat_group_is_source(STORE_LAT_GROUP_OP(HOTPCS_OP_LOAD)));
         assert_string_equal(hotlines_class_name(HOTLINES_FALSE_SHARING), "false_sharing");
 }
@@ -562,7 +562,7 @@ static void test_latency_cumulative(void **state) {
 
         /* Epoch 1: three loads, a store, a branch (branches have no translation latency). */
         for (size_t i = 0; i < ELEMENTSOF(loads); i++) {
-                r = tu_rec_load(0x400000, 0x10000, 0, SPE_SOURCE_L1D, loads[i]);
+                r = tu_rec_load(0x400000, 0x10000, 0, SPE_DATA_SRC_L1D, loads[i]);
                 store_add(s, &r, 1, 1);
         }
         r = tu_rec_store(0x400004, 0x10040, 0, 50);
@@ -574,7 +574,7 @@ static void test_latency_cumulative(void **state) {
 
         /* Epoch 2 empty; epoch 3 one slow load: the ring (2 epochs) drops epoch 1. */
         store_epoch_end(s, 20 * SEC);
-        r = tu_rec_load(0x400000, 0x10000, 0, SPE_SOURCE_DRAM, 65535);
+        r = tu_rec_load(0x400000, 0x10000, 0, SPE_DATA_SRC_DRAM, 65535);
         store_add(s, &r, 1, 1);
         store_epoch_end(s, 30 * SEC);
         _cleanup_(store_snapshot_unrefp) struct store_snapshot *last = store_snapshot_get(s);

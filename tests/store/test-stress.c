@@ -116,7 +116,7 @@ static void test_stress(void **state) {
 
                 recs[i] = k == 0 ? tu_rec_store(pc, va, cpu, 9) :
                         k == 3 ? tu_rec_branch(pc, cpu, tu_rand(&st) & 1, 3) :
-                        tu_rec_load(pc, va, cpu, (enum spe_source) (tu_rand(&st) % _SPE_SOURCE_MAX),
+                        tu_rec_load(pc, va, cpu, (enum spe_data_src) (tu_rand(&st) % _SPE_DATA_SRC_MAX),
                                     (uint16_t) (tu_rand(&st) % 2000));
         }
 
