@@ -385,7 +385,6 @@ static int serve(struct manager *m) {
                 routes, n_routes, m->api, &m->http);
         if (r < 0)
                 return r; /* logged by the server, with the address */
-        api_set_server(m->api, m->http);
 
         log_info("Serving on %s%s", http_server_address(m->http),
                  m->opts.listen_fd >= 0 ? " (socket activation)" : "");

@@ -16,7 +16,6 @@
 
 struct api {
         struct api_provider provider;
-        struct http_server *server;
         struct timespec started_mono, started_wall;
 };
 
@@ -32,10 +31,6 @@ struct api *api_new(const struct api_provider *provider) {
 struct api *api_free(struct api *a) {
         free(a);
         return NULL;
-}
-
-void api_set_server(struct api *a, struct http_server *s) {
-        a->server = s;
 }
 
 static double uptime_seconds(const struct api *a) {
@@ -177,8 +172,8 @@ static void handle_metrics(void *userdata, const struct http_request *req, struc
                         1);
         if (process_stats_read("/proc", &st) == 0)
                 process_stats_write(&st, w);
-        if (a->server)
-                http_server_write_metrics(a->server, w);
+        if (req->server)
+                http_server_write_metrics(req->server, w);
         if (a->provider.write_metrics)
                 a->provider.write_metrics(a->provider.userdata, w);
 
@@ -223,8 +218,8 @@ static void handle_status(void *userdata, const struct http_request *req, struct
                 http_response_error(resp, 500, "cannot build status");
                 return;
         }
-        if (a->server)
-                json_object_set_new(o, "listen", json_string(http_server_address(a->server)));
+        if (req->server)
+                json_object_set_new(o, "listen", json_string(http_server_address(req->server)));
         status_clock(a, o);
         if (a->provider.fill_status)
                 a->provider.fill_status(a->provider.userdata, o);

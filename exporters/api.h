@@ -49,5 +49,3 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct api *, api_free);
 
 /* The route table, with the api as each handler's userdata. */
 const struct http_route *api_routes(size_t *ret_n);
-/* Lets /metrics include request counters and /status the bound address. */
-void api_set_server(struct api *a, struct http_server *s);

@@ -730,7 +730,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
         /* HEAD runs the handler too, so Content-Length is right; MHD drops the body. */
         route->handler(s->userdata,
                        &(struct http_request) { .path = url, .method = method, .head = head,
-                                                .connection = connection, .state = &ctx->state },
+                                                .connection = connection, .server = s, .state = &ctx->state },
                        &resp);
         if (resp.defer_usec > 0) {
                 strbuf_done(&resp.body);

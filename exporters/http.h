@@ -15,12 +15,19 @@
 #include "strbuf.h"
 
 struct MHD_Connection;
+struct http_server;
 
 struct http_request {
         const char *path;
         const char *method;
         bool head;
         struct MHD_Connection *connection;
+        /*
+         * The server answering (its address, its request counters). Handed in
+         * with each request rather than stored in the handlers' userdata after
+         * the start: the server's threads answer from the moment it starts.
+         */
+        struct http_server *server;
         /*
          * A slot that survives a deferral (see http_response.defer_usec):
          * the handler may keep malloc()ed state here; the server free()s it
@@ -90,8 +97,6 @@ struct http_server_options {
         /* Request line and headers; beyond it, or beyond 256 fields, a 431. */
         size_t max_request_bytes;
 };
-
-struct http_server;
 
 /*
  * Bind (unless listen_fd is given) and start serving. The routes array must
