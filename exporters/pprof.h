@@ -5,7 +5,7 @@
  * pprof profile builder: the caller adds mappings and samples, pprof_finish()
  * writes a gzip-compressed serialized perftools.profiles.Profile
  * (proto/profile.proto), which is what `go tool pprof` and the /debug/pprof
- * endpoint (DESIGN.md §6) expect.
+ * endpoint (ARCHITECTURE.md §7; README.md, "Endpoints") expect.
  *
  * Conventions of pprof's profile.proto documentation that this module keeps
  * for its callers:

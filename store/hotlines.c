@@ -316,7 +316,7 @@ unsigned hotlines_classify(const struct hotlines_off *off, size_t n, uint64_t st
                          * and an access on another; same bytes = true sharing,
                          * other bytes of the line = false sharing. Either costs
                          * only if the line then moves between caches, and only
-                         * peer snoops show that it did (DESIGN.md §5): without
+                         * peer snoops show that it did (ARCHITECTURE.md §5): without
                          * them two CPUs' accesses may be far apart in time.
                          * SPE gives no access size, so different offsets count
                          * as non-overlapping. */

@@ -25,7 +25,7 @@
  * were seen. Two entries are "touched by different CPUs" unless both lists
  * are the same single CPU, which the bounded lists decide exactly.
  *
- * Classes (DESIGN.md §5), decided on the merged entries of a line:
+ * Classes (ARCHITECTURE.md §5), decided on the merged entries of a line:
  *   false_sharing  a store on one CPU and an access by another CPU at another
  *                  offset, and peer snoops on the line (it moved between caches);
  *   true_sharing   the same at the same offset;

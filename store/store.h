@@ -2,7 +2,7 @@
 #pragma once
 
 /*
- * The rolling aggregate store (DESIGN.md §3, §5).
+ * The rolling aggregate store (ARCHITECTURE.md §4, §5).
  *
  * One writer, the collector thread, calls store_add() per SPE record and
  * store_epoch_end() at each epoch boundary. Nothing on the per-record path
