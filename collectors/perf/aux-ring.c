@@ -98,11 +98,10 @@ static int deliver_aux(struct aux_ring *r, const struct perf_data_aux *b, const 
 }
 
 int aux_ring_drain(struct aux_ring *r, const struct aux_ring_ops *ops, void *userdata, bool *ret_truncated) {
+        bool truncated = false;
         uint64_t head, tail;
         int n = 0, k = 0;
 
-        if (ret_truncated)
-                *ret_truncated = false;
         if (!r)
                 return -EINVAL;
         /* The kernel writes the records, then data_head: acquire pairs with its release. */
@@ -152,8 +151,7 @@ int aux_ring_drain(struct aux_ring *r, const struct aux_ring_ops *ops, void *use
                                 r->stats.bad_bytes += h.size;
                                 break;
                         }
-                        if ((b.flags & PERF_AUX_FLAG_TRUNCATED) && ret_truncated)
-                                *ret_truncated = true;
+                        truncated = truncated || (b.flags & PERF_AUX_FLAG_TRUNCATED);
                         k = deliver_aux(r, &b, ops, userdata);
                         break;
                 }
@@ -189,5 +187,9 @@ int aux_ring_drain(struct aux_ring *r, const struct aux_ring_ops *ops, void *use
         if (r->aux_started)
                 __atomic_store_n(&r->page->aux_tail, r->aux_next, __ATOMIC_RELEASE);
         __atomic_store_n(&r->page->data_tail, tail, __ATOMIC_RELEASE);
-        return k < 0 ? k : n;
+        if (k < 0)
+                return k;
+        if (ret_truncated)
+                *ret_truncated = truncated;
+        return n;
 }

@@ -124,7 +124,9 @@ void aux_ring_set_attr(struct aux_ring *r, const struct perf_event_attr *attr);
  * Read everything the kernel has published, then release it. Returns the
  * number of records read, or the negative value a callback returned; the
  * drain stops there, and that record is released with the ones before it
- * (a consumer's error must not wedge the ring). *ret_truncated, when not
- * NULL, is set if a chunk was truncated: the kernel has disabled the event.
+ * (a consumer's error must not wedge the ring). On success *ret_truncated,
+ * when not NULL, says whether a chunk was truncated: the kernel has disabled
+ * the event. After a consumer's error it is left alone; stats.truncated
+ * counts the truncated chunks either way.
  */
 int aux_ring_drain(struct aux_ring *r, const struct aux_ring_ops *ops, void *userdata, bool *ret_truncated);

@@ -273,6 +273,47 @@ static void test_wraps(void **state) {
         strbuf_done(&g.recs);
 }
 
+static int on_aux_refuse(void *u, const struct aux_ring_chunk *c, const uint8_t *data, size_t len, bool last) {
+        return -EIO;
+}
+
+/* A consumer that fails on a truncated chunk: the error comes back, the caller's flag is
+ * untouched (outputs are written on success only), the truncation is still counted. */
+static void test_truncated_consumer_error(void **state) {
+        static const struct aux_ring_ops refuse_ops = { .aux = on_aux_refuse };
+        struct got g = { STRBUF_INIT, STRBUF_INIT };
+        uint8_t buf[5000];
+        struct kernel k;
+        struct aux_ring r;
+        bool truncated = false;
+
+        memset(buf, 0x42, sizeof(buf));
+        kernel_init(&k, 256, 4096);
+        setup_ring(&r, &k);
+        /* 5000 bytes into a 4096-byte AUX ring: one chunk, truncated, the event off. */
+        assert_int_equal(kernel_aux(&k, buf, sizeof(buf), 0, NULL), 4096);
+        kernel_publish(&k);
+        assert_int_equal(aux_ring_drain(&r, &refuse_ops, NULL, &truncated), -EIO);
+        assert_false(truncated);
+        assert_int_equal(r.stats.truncated, 1);
+        /* Released all the same: a consumer's error does not wedge the ring. */
+        assert_int_equal(k.page.data_tail, k.page.data_head);
+        assert_int_equal(k.page.aux_tail, 4096);
+
+        /* A drain that succeeds writes the flag, false when nothing was truncated. */
+        truncated = true;
+        k.disabled = false;
+        assert_int_equal(kernel_aux(&k, buf, 100, 0, NULL), 100);
+        kernel_publish(&k);
+        assert_int_equal(aux_ring_drain(&r, &got_ops, &g, &truncated), 1);
+        assert_false(truncated);
+        assert_int_equal(g.aux.len, 100);
+        aux_ring_done(&r);
+        kernel_done(&k);
+        strbuf_done(&g.aux);
+        strbuf_done(&g.recs);
+}
+
 /* A reader that falls behind: the AUX ring fills (truncation, the event off), then the data ring
  * (records dropped, counted, reported as LOST, the missing chunks seen as a gap). */
 static void test_losses(void **state) {
@@ -819,6 +860,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_wraps),
                 cmocka_unit_test(test_losses),
+                cmocka_unit_test(test_truncated_consumer_error),
                 cmocka_unit_test(test_garbage),
                 cmocka_unit_test(test_sample_id),
                 cmocka_unit_test(test_race),
