@@ -463,7 +463,7 @@ static const struct perf_data_ops replay_ops = {
         .on_time_conv = on_time_conv,
 };
 
-static int run(struct perf_data_reader *reader, const struct source_sink *sink, struct spe_replay **ret) {
+static int run(struct perf_data_reader *reader, const struct source_sink *sink, struct spe_replay **replay_out) {
         struct spe_replay *r = replay_alloc(sink, NULL);
         int k;
 
@@ -474,7 +474,7 @@ static int run(struct perf_data_reader *reader, const struct source_sink *sink, 
         if (k < 0)
                 snprintf(r->error, sizeof(r->error), "%s", perf_data_reader_error(reader));
         finish(r);
-        *ret = r;
+        *replay_out = r;
         return k;
 }
 
@@ -501,7 +501,7 @@ static struct spe_replay *raw_new(const struct spe_replay_input *in, const struc
 }
 
 /* Raw SPE bytes of one CPU, read to the end (no perf.data framing): the steps, waiting for a pipe between them. */
-static int run_raw(const struct spe_replay_input *in, const struct source_sink *sink, struct spe_replay **ret) {
+static int run_raw(const struct spe_replay_input *in, const struct source_sink *sink, struct spe_replay **replay_out) {
         struct spe_replay *r = raw_new(in, sink, NULL);
         int k = r->result;
 
@@ -521,29 +521,29 @@ static int run_raw(const struct spe_replay_input *in, const struct source_sink *
         finish(r);
         r->finished = true;
         r->result = k;
-        *ret = r;
+        *replay_out = r;
         return k;
 }
 
-int spe_replay_run(const struct spe_replay_input *in, const struct source_sink *sink, struct spe_replay **ret) {
+int spe_replay_run(const struct spe_replay_input *in, const struct source_sink *sink, struct spe_replay **replay_out) {
         struct perf_data_reader *reader = NULL;
         int k;
 
         if (in->raw)
-                return run_raw(in, sink, ret);
+                return run_raw(in, sink, replay_out);
         k = perf_data_reader_new_fd(in->fd, false, &reader);
         if (k < 0) {
                 struct spe_replay *r = replay_alloc(sink, NULL);
 
                 snprintf(r->error, sizeof(r->error), "%s: %s", in->name, strerror(-k));
-                *ret = r;
+                *replay_out = r;
                 return k;
         }
         perf_data_reader_set_cancel_fd(reader, in->cancel_fd);
-        return run(reader, sink, ret);
+        return run(reader, sink, replay_out);
 }
 
-int spe_replay_path(const char *path, const struct source_sink *sink, struct spe_replay **ret) {
+int spe_replay_path(const char *path, const struct source_sink *sink, struct spe_replay **replay_out) {
         struct perf_data_reader *reader = NULL;
         int k;
 
@@ -552,10 +552,10 @@ int spe_replay_path(const char *path, const struct source_sink *sink, struct spe
                 struct spe_replay *r = replay_alloc(sink, NULL);
 
                 snprintf(r->error, sizeof(r->error), "%s: %s", path, strerror(-k));
-                *ret = r;
+                *replay_out = r;
                 return k;
         }
-        return run(reader, sink, ret);
+        return run(reader, sink, replay_out);
 }
 
 struct spe_replay *spe_replay_free(struct spe_replay *r) {

@@ -58,12 +58,14 @@ struct spe_replay_input {
 
 /* Runs the whole input. Returns 0, or a negative errno with spe_replay_error()
  * naming the offset of the damage; everything before it has reached the sink
- * and is in the stats either way. *ret is set in both cases (free it): its
- * callers read the error and the stats of a failed run from it, an exception
- * to the rule that ret_* is written only on success, which spe_replay_new()
- * follows. Blocking: a pipe is waited for, cancel_fd stops the wait. */
-int spe_replay_path(const char *path, const struct source_sink *sink, struct spe_replay **ret);
-int spe_replay_run(const struct spe_replay_input *in, const struct source_sink *sink, struct spe_replay **ret);
+ * and is in the stats either way. *replay_out is set in both cases (free it):
+ * it is the replay itself, from which callers read the error and the stats
+ * of a failed run, so it is not a ret_* output (HACKING.md §2; spe_replay_new()
+ * sets its *ret only on success). Blocking: a pipe is waited for, cancel_fd
+ * stops the wait. */
+int spe_replay_path(const char *path, const struct source_sink *sink, struct spe_replay **replay_out);
+int spe_replay_run(const struct spe_replay_input *in, const struct source_sink *sink,
+                   struct spe_replay **replay_out);
 struct spe_replay *spe_replay_free(struct spe_replay *r);
 
 const char *spe_replay_error(const struct spe_replay *r);
