@@ -5,13 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "strbuf.h"
+
 int task_map_new(struct task_map **ret) {
         struct task_map *m;
 
-        /* calloc: the kernel hands zero pages, the table costs only what is touched. */
-        m = calloc(1, sizeof(*m));
-        if (!m)
-                return -ENOMEM;
+        /* xcalloc() is calloc(): the kernel hands zero pages, the table costs only what is touched. */
+        m = xcalloc(1, sizeof(*m));
         *ret = m;
         return 0;
 }

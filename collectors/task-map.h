@@ -51,7 +51,7 @@ static inline uint32_t task_map_hash(uint32_t tid) {
         return (uint32_t) ((tid * UINT32_C(2654435769)) >> (32 - TASK_MAP_BITS));
 }
 
-/* -ENOMEM, else 0 with *ret set. */
+/* 0 with *ret set (allocation failure aborts, HACKING.md §3). */
 int task_map_new(struct task_map **ret);
 struct task_map *task_map_free(struct task_map *m);
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "macro.h"
+#include "strbuf.h"
 
 /*
  * perf.data is written in the byte order of the recording machine and we
@@ -138,9 +139,7 @@ static int fail(struct perf_data_reader *r, int err, const char *fmt, ...) {
 static int new_common(struct perf_data_reader **ret) {
         struct perf_data_reader *r;
 
-        r = calloc(1, sizeof(*r));
-        if (!r)
-                return -ENOMEM;
+        r = xcalloc(1, sizeof(*r));
         r->fd = r->cancel_fd = -1;
         r->max_read = PERF_DATA_READ_SIZE;
         r->data_end = UINT64_MAX;
@@ -496,9 +495,7 @@ static int alloc_buf(struct perf_data_reader *r) {
         /* A small input needs no more than a buffer that holds one record. */
         if (r->size_known && r->file_size < cap)
                 cap = MAX((size_t) r->file_size, (size_t) PERF_DATA_BUF_MIN);
-        r->buf = malloc(cap);
-        if (!r->buf)
-                return -ENOMEM;
+        r->buf = xmalloc(cap);
         r->cap = cap;
         return 0;
 }
@@ -554,9 +551,7 @@ static int rebuild_id_map(struct perf_data_reader *r) {
 
         for (size_t i = 0; i < r->nr_attrs; i++)
                 n += r->attrs[i].nr_ids;
-        m = calloc(MAX(n, (size_t) 1), sizeof(*m));
-        if (!m)
-                return -ENOMEM;
+        m = xcalloc(MAX(n, (size_t) 1), sizeof(*m));
         for (size_t i = 0; i < r->nr_attrs; i++)
                 for (size_t j = 0; j < r->attrs[i].nr_ids; j++)
                         m[k++] = (struct id_map_entry) { .id = r->attrs[i].ids[j], .attr = i };
@@ -584,7 +579,7 @@ static int rebuild_id_map(struct perf_data_reader *r) {
  */
 static int add_attr(struct perf_data_reader *r, uint64_t where, const uint8_t *raw, size_t attr_len,
                     uint64_t *ids, size_t nr_ids) {
-        struct perf_data_attr *a, *n;
+        struct perf_data_attr *a;
         uint32_t sz;
 
         if (r->nr_attrs >= PERF_DATA_ATTRS_MAX) {
@@ -602,12 +597,7 @@ static int add_attr(struct perf_data_reader *r, uint64_t where, const uint8_t *r
                             " outside [%u, %zu]", where, sz, PERF_ATTR_SIZE_VER0, attr_len);
         }
 
-        n = realloc(r->attrs, (r->nr_attrs + 1) * sizeof(*n));
-        if (!n) {
-                free(ids);
-                return -ENOMEM;
-        }
-        r->attrs = n;
+        r->attrs = xrealloc(r->attrs, (r->nr_attrs + 1) * sizeof(*r->attrs));
         a = &r->attrs[r->nr_attrs++];
         *a = (struct perf_data_attr) {
                 .attr_size = sz,
@@ -685,9 +675,7 @@ static struct perf_data_cpu_stats *cpu_stats(struct perf_data_reader *r, uint32_
                 return &r->cpu_stats[cpu];
         /* Grows only when a new CPU shows up, at most PERF_DATA_MAX_CPUS entries. */
         want = MIN(MAX(cpu + 1, r->nr_cpu_stats * 2), (uint32_t) PERF_DATA_MAX_CPUS);
-        n = realloc(r->cpu_stats, want * sizeof(*n));
-        if (!n)
-                return NULL;
+        n = xrealloc(r->cpu_stats, want * sizeof(*n));
         memset(n + r->nr_cpu_stats, 0, (want - r->nr_cpu_stats) * sizeof(*n));
         r->cpu_stats = n;
         r->nr_cpu_stats = want;
@@ -778,9 +766,7 @@ static int process_feature(struct perf_data_reader *r, uint64_t where, unsigned 
                         return fail(r, -EBADMSG, "HEADER_CPUID at offset 0x%" PRIx64
                                     " is not a terminated string", where);
                 free(r->cpuid);
-                r->cpuid = strdup(s);
-                if (!r->cpuid)
-                        return -ENOMEM;
+                r->cpuid = xstrdup(s);
                 break;
         case PERF_DATA_FEAT_BUILD_ID:
                 k = build_ids(r, where, data, len);
@@ -1052,9 +1038,7 @@ static int handle_header_attr(struct perf_data_reader *r, struct perf_data_recor
                 return fail(r, -EBADMSG, "ATTR record at offset 0x%" PRIx64 ": attr size 0x%" PRIx32
                             " exceeds the record (0x%" PRIx16 ")", rec->file_offset, sz, rec->size);
         nr_ids = (body - sz) / 8;
-        ids = calloc(MAX(nr_ids, (size_t) 1), sizeof(uint64_t));
-        if (!ids)
-                return -ENOMEM;
+        ids = xcalloc(MAX(nr_ids, (size_t) 1), sizeof(uint64_t));
         memcpy(ids, rec->raw + HDR_SIZE + sz, nr_ids * 8);
         k = add_attr(r, rec->file_offset, rec->raw + HDR_SIZE, sz, TAKE_PTR(ids), nr_ids);
         if (k < 0)
@@ -1375,9 +1359,7 @@ static int read_file_attrs(struct perf_data_reader *r, const struct perf_data_fi
                         return fail(r, ids.size % 8 ? -EBADMSG : -ENODATA, "ids of attr at offset 0x%" PRIx64
                                     " (offset 0x%" PRIx64 " size 0x%" PRIx64 ") are misaligned or past the end "
                                     "of the input at 0x%" PRIx64, where, ids.offset, ids.size, r->file_size);
-                idv = calloc(MAX((size_t) (ids.size / 8), (size_t) 1), sizeof(uint64_t));
-                if (!idv)
-                        return -ENOMEM;
+                idv = xcalloc(MAX((size_t) (ids.size / 8), (size_t) 1), sizeof(uint64_t));
                 k = src_read_full(r, ids.offset, idv, (size_t) ids.size);
                 if (k < 0)
                         return fail(r, k, "cannot read ids at offset 0x%" PRIx64, ids.offset);

@@ -21,7 +21,7 @@
  *                     old "PERFFILE" v1 format)
  *   -EOPNOTSUPP       compressed records (perf record -z)
  *   -ESPIPE           file-mode perf.data on an unseekable fd
- *   -ENOMEM, -errno from read(2)/pread(2), or whatever a callback returned.
+ *   -errno from read(2)/pread(2), or whatever a callback returned.
  * perf_data_reader_error() then says what went wrong and at which byte
  * offset of the input. Everything decoded before the damage has already been
  * delivered.

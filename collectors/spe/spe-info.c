@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "macro.h"
+#include "strbuf.h"
 
 _printf_(4, 5)
 static int fail(char *err, size_t err_len, int k, const char *fmt, ...) {
@@ -24,12 +25,12 @@ int spe_info_parse(const struct perf_data_auxtrace_info *info, struct spe_info *
         const uint8_t *p = info->priv;
         size_t nr = info->priv_len / 8, hdr, nr_cpus, at;
         struct spe_info_cpu *cpus;
-
-        *ret = (struct spe_info) {};
+        struct spe_info res = {};
 
         if (info->priv_len == SPE_INFO_V1_PRIV_U64 * 8) {
-                ret->version = 1;
-                ret->pmu_type = perf_rd64(p + SPE_INFO_V1_PMU_TYPE * 8);
+                res.version = 1;
+                res.pmu_type = perf_rd64(p + SPE_INFO_V1_PMU_TYPE * 8);
+                *ret = res;
                 return 0;
         }
         if (nr < SPE_INFO_HDR_MIN_U64)
@@ -41,8 +42,8 @@ int spe_info_parse(const struct perf_data_auxtrace_info *info, struct spe_info *
                 return fail(err, err_len, -EBADMSG, "Arm SPE AUXTRACE_INFO at offset 0x%" PRIx64
                             ": header size %" PRIu64 " u64s outside [%u, %zu]", info->rec.file_offset,
                             perf_rd64(p + SPE_INFO_HDR_SIZE * 8), SPE_INFO_HDR_MIN_U64, nr);
-        ret->version = (unsigned) MIN(perf_rd64(p + SPE_INFO_HDR_VERSION * 8), (uint64_t) UINT32_MAX);
-        ret->pmu_type = perf_rd64(p + SPE_INFO_HDR_PMU_TYPE * 8);
+        res.version = (unsigned) MIN(perf_rd64(p + SPE_INFO_HDR_VERSION * 8), (uint64_t) UINT32_MAX);
+        res.pmu_type = perf_rd64(p + SPE_INFO_HDR_PMU_TYPE * 8);
         /* Each CPU block takes at least 3 u64s, which bounds the allocation by the record size. */
         if (perf_rd64(p + SPE_INFO_HDR_NR_CPUS * 8) > (nr - hdr) / SPE_INFO_CPU_FIXED_U64)
                 return fail(err, err_len, -EBADMSG, "Arm SPE AUXTRACE_INFO at offset 0x%" PRIx64
@@ -50,9 +51,7 @@ int spe_info_parse(const struct perf_data_auxtrace_info *info, struct spe_info *
                             perf_rd64(p + SPE_INFO_HDR_NR_CPUS * 8), (nr - hdr) / SPE_INFO_CPU_FIXED_U64);
         nr_cpus = (size_t) perf_rd64(p + SPE_INFO_HDR_NR_CPUS * 8);
 
-        cpus = calloc(MAX(nr_cpus, (size_t) 1), sizeof(*cpus));
-        if (!cpus)
-                return -ENOMEM;
+        cpus = xcalloc(MAX(nr_cpus, (size_t) 1), sizeof(*cpus));
         at = hdr;
         for (size_t c = 0; c < nr_cpus; c++) {
                 const uint8_t *q = p + at * 8;
@@ -77,7 +76,7 @@ int spe_info_parse(const struct perf_data_auxtrace_info *info, struct spe_info *
                 cpus[c] = (struct spe_info_cpu) {
                         .cpu = (uint32_t) perf_rd64(p + (at + SPE_INFO_CPU_NUM) * 8),
                         .nr_params = (unsigned) nparams,
-                        .pmu_type = ret->pmu_type,
+                        .pmu_type = res.pmu_type,
                 };
                 if (nparams > SPE_INFO_PARAM_MIDR)
                         cpus[c].midr = perf_rd64(q + SPE_INFO_PARAM_MIDR * 8);
@@ -89,8 +88,9 @@ int spe_info_parse(const struct perf_data_auxtrace_info *info, struct spe_info *
                         cpus[c].event_filter = perf_rd64(q + SPE_INFO_PARAM_EVENT_FILTER * 8);
                 at += SPE_INFO_CPU_FIXED_U64 + (size_t) nparams;
         }
-        ret->cpus = cpus;
-        ret->n_cpus = nr_cpus;
+        res.cpus = cpus;
+        res.n_cpus = nr_cpus;
+        *ret = res;
         return 0;
 }
 
@@ -122,11 +122,7 @@ static int decode(void *state, struct perf_data_auxtrace_info *info, char *err, 
                 d->cpus = NULL;
                 d->n_cpus = 0;
                 if (i.n_cpus > 0) {
-                        d->cpus = malloc(i.n_cpus * sizeof(*d->cpus));
-                        if (!d->cpus) {
-                                spe_info_done(&i);
-                                return -ENOMEM;
-                        }
+                        d->cpus = xmalloc(i.n_cpus * sizeof(*d->cpus));
                         memcpy(d->cpus, i.cpus, i.n_cpus * sizeof(*d->cpus));
                         d->n_cpus = i.n_cpus;
                 }

@@ -59,8 +59,8 @@ struct spe_info {
 };
 
 /*
- * Decode an SPE AUXTRACE_INFO's private area. 0, or -EBADMSG with a
- * message naming the record's offset in err, -ENOMEM; *ret is empty then.
+ * Decode an SPE AUXTRACE_INFO's private area. 0 with *ret set, or -EBADMSG
+ * with a message naming the record's offset in err (*ret untouched).
  */
 int spe_info_parse(const struct perf_data_auxtrace_info *info, struct spe_info *ret, char *err, size_t err_len);
 void spe_info_done(struct spe_info *i);

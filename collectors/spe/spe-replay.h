@@ -91,7 +91,7 @@ uint64_t spe_replay_tid_evictions(const struct spe_replay *r);
 
 /*
  * Stepping, for an event loop (spe-replay-source.c). new() reads nothing
- * and sets *ret only on success (else -EINVAL, -ENOMEM, or fstat(2)'s error
+ * and sets *ret only on success (else -EINVAL, or fstat(2)'s error
  * on in->fd); in->cancel_fd is not used; tasks is the shared task map the
  * replay names threads by and feeds (NULL: one of its own, as
  * spe_replay_run() has). A raw input's CPU beyond SPE_REPLAY_MAX_CPUS is
