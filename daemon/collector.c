@@ -27,7 +27,6 @@
 #include "symbolizer.h"
 
 #define SYSFS_LINE_SIZE "/sys/devices/system/cpu/cpu0/cache/index0/coherency_line_size"
-#define DEFAULT_LINE_SIZE 64U
 #define SYMBOLS_MAX_FILES_DAEMON 16
 #define SYMBOLS_MAX_PER_FILE_DAEMON (128 * 1024)
 #define COLLECTOR_MIN_STALE_USEC (5 * USEC_PER_SEC)
@@ -100,8 +99,9 @@ struct collector {
         _Atomic uint64_t cycles;
 };
 
+/* [store] line_size, else sysfs's, else LINE_SIZE_DEFAULT: one check for both (HACKING.md §5). */
 static unsigned line_size(const struct config *cfg) {
-        char buf[32] = "";
+        char buf[DECIMAL_STR_MAX(uint32_t) + 1] = ""; /* and its '\n' */
         uint32_t v;
         FILE *f;
 
@@ -114,9 +114,9 @@ static unsigned line_size(const struct config *cfg) {
                 fclose(f);
         }
         /* Only a sane power of two from sysfs is trusted. */
-        if (safe_atou32(buf, &v) == 0 && v >= 16 && v <= 1024 && (v & (v - 1)) == 0)
+        if (parse_line_size(buf, &v) == 0)
                 return v;
-        return DEFAULT_LINE_SIZE;
+        return LINE_SIZE_DEFAULT;
 }
 
 void collector_store_options(const struct config *cfg, struct store_options *ret) {

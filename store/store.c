@@ -110,7 +110,7 @@ void store_options_init(struct store_options *o) {
                 .hotpcs = STORE_HOTPCS_DEFAULT,
                 .hotlines = STORE_HOTLINES_DEFAULT,
                 .line_offsets = STORE_LINE_OFFSETS_DEFAULT,
-                .line_size = STORE_LINE_SIZE_DEFAULT,
+                .line_size = LINE_SIZE_DEFAULT,
                 .lines_by_pa = false,
         };
 }

@@ -88,7 +88,6 @@
 #define STORE_HOTPCS_DEFAULT            1024U
 #define STORE_HOTLINES_DEFAULT          256U
 #define STORE_LINE_OFFSETS_DEFAULT      8U
-#define STORE_LINE_SIZE_DEFAULT         64U
 
 /* Sanity limits for options (each table is allocated up front). */
 #define STORE_EPOCHS_MAX                100000U
