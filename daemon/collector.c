@@ -14,6 +14,7 @@
 
 #include <systemd/sd-event.h>
 
+#include "cpulist.h"
 #include "log.h"
 #include "macro.h"
 #include "memnode.h"
@@ -244,7 +245,7 @@ static void pmu_open(struct collector *c) {
                               },
                               &c->pmu);
         if (r < 0) {
-                char reason[200];
+                char reason[SOURCE_REASON_MAX];
 
                 snprintf(reason, sizeof(reason), "cannot start counting: %s", strerror(-r));
                 log_error("pmu: %s", reason);
@@ -526,7 +527,7 @@ int collector_profile(struct collector *c, uint64_t window_ns, struct strbuf *re
 /* What /status says of SPE until a source runs: what this machine has, from sysfs. */
 static void spe_describe(struct collector *c) {
         _cleanup_free_ struct spe_pmu *pmus = NULL;
-        char err[200] = "", cpus[64] = "";
+        char err[MESSAGE_MAX] = "", cpus[CPULIST_TEXT_MAX] = "";
         size_t n = 0;
         int r;
 

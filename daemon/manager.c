@@ -140,7 +140,7 @@ static struct store_snapshot *provider_snapshot(void *userdata) {
  * "config.pending_restart".
  */
 static void restart_settings_json(const struct config *c, json_t *obj) {
-        char listen[80];
+        char listen[LISTEN_ADDR_STR_MAX];
 
         json_object_set_new(
                 obj, "http",
@@ -439,7 +439,7 @@ int manager_start(struct manager *m) {
 static void reload(struct manager *m) {
         struct config_error err = {};
         struct config c, effective;
-        char old_listen[80], new_listen[80];
+        char old_listen[LISTEN_ADDR_STR_MAX], new_listen[LISTEN_ADDR_STR_MAX];
         int r;
 
         notify_reload(m, NULL);

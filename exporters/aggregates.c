@@ -8,8 +8,11 @@
 
 #include "macro.h"
 
+/* "0x", a u64's 16 hex digits, the NUL. */
+#define AGG_HEX_STR_MAX (2U + 16U + 1U)
+
 json_t *agg_hex(uint64_t v) {
-        char buf[24];
+        char buf[AGG_HEX_STR_MAX];
 
         snprintf(buf, sizeof(buf), "0x%" PRIx64, v);
         return json_string(buf);
@@ -53,7 +56,7 @@ json_t *agg_interval_json(const struct store_interval *iv) {
         if (iv->epochs > 0 && iv->clock.kind == STORE_CLOCK_UNIX) {
                 int64_t start = (int64_t) iv->start_ns + iv->clock.unix_offset_ns;
                 int64_t end = (int64_t) iv->end_ns + iv->clock.unix_offset_ns;
-                char buf[40];
+                char buf[AGG_RFC3339_MAX];
 
                 if (agg_rfc3339(start, buf, sizeof(buf)) == 0)
                         json_object_set_new(o, "start", json_string(buf));

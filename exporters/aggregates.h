@@ -13,6 +13,8 @@
 
 json_t *agg_interval_json(const struct store_interval *iv);
 /* Unix nanoseconds as RFC 3339 UTC with milliseconds ("2026-11-23T08:54:21.123Z"). 0 or -ERANGE/-ENOBUFS. */
+/* Its text: 20 bytes around the year, which gmtime_r() gives as an int (11 characters at most), and the NUL. */
+#define AGG_RFC3339_MAX (20U + DECIMAL_STR_MAX(int))
 int agg_rfc3339(int64_t unix_ns, char *buf, size_t len);
 /* json_dumps() flags for every JSON answer: reals with at most 10 significant digits. */
 #define AGG_JSON_REAL_PRECISION JSON_REAL_PRECISION(10)

@@ -202,7 +202,7 @@ static void status_clock(struct api *a, json_t *o) {
 
 static void handle_status(void *userdata, const struct http_request *req, struct http_response *resp) {
         struct api *a = userdata;
-        char started[40] = "";
+        char started[AGG_RFC3339_MAX] = "";
         json_t *o;
 
         (void) agg_rfc3339((int64_t) a->started_wall.tv_sec * (int64_t) NSEC_PER_SEC + a->started_wall.tv_nsec,

@@ -61,7 +61,7 @@ void counters_write_metrics(const struct pmu_snapshot *s, struct prom_writer *w)
                 for (size_t i = 0; i < s->n_cpus; i++) {
                         const struct pmu_cpu_snapshot *c = &s->cpus[i];
                         const char *labels[7];
-                        char cpu[16];
+                        char cpu[DECIMAL_STR_MAX(unsigned)];
 
                         if (!c->events[e].available || !c->events[e].counted)
                                 continue;
@@ -82,7 +82,7 @@ void counters_write_metrics(const struct pmu_snapshot *s, struct prom_writer *w)
                 for (size_t i = 0; i < s->n_cpus; i++) {
                         const struct pmu_cpu_snapshot *c = &s->cpus[i];
                         const char *labels[7];
-                        char cpu[16];
+                        char cpu[DECIMAL_STR_MAX(unsigned)];
 
                         if (!c->ratios[r].present)
                                 continue;
@@ -106,7 +106,7 @@ void counters_write_metrics(const struct pmu_snapshot *s, struct prom_writer *w)
                                               "less than enabled when groups are multiplexed.");
                 for (size_t i = 0; i < s->n_cpus; i++) {
                         const struct pmu_cpu_snapshot *c = &s->cpus[i];
-                        char cpu[16];
+                        char cpu[DECIMAL_STR_MAX(unsigned)];
 
                         snprintf(cpu, sizeof(cpu), "%u", c->cpu);
                         for (size_t g = 0; g < c->n_groups; g++) {

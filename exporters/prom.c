@@ -18,6 +18,12 @@ struct arena_chunk {
 };
 
 #define ARENA_CHUNK_SIZE (64 * 1024)
+/*
+ * The longest family name whose counter OpenMetrics renders as "x" with
+ * samples "x_total". Our names are literals far shorter; a longer one would
+ * be written whole, as in the Prometheus text format.
+ */
+#define PROM_FAMILY_NAME_MAX 256U
 
 struct prom_sample {
         const char *const *labels; /* NULL-terminated pairs, in the arena */
@@ -251,7 +257,7 @@ static const char *const type_names[] = {
 static void render_text(const struct prom_writer *w, bool openmetrics, struct strbuf *out) {
         for (size_t f = 0; f < w->n_families; f++) {
                 const struct prom_family_rec *fam = &w->families[f];
-                char base[256];
+                char base[PROM_FAMILY_NAME_MAX];
                 const char *meta = fam->name, *sample_suffix = "";
 
                 /* OpenMetrics: the counter family is "x", its sample "x_total". */
@@ -294,8 +300,11 @@ static void render_text(const struct prom_writer *w, bool openmetrics, struct st
 
 /* Protobuf: one length-delimited MetricFamily after another. */
 
+/* A u64 in 7-bit groups: ceil(64 / 7) bytes (protobuf's encoding, "Base 128 Varints"). */
+#define VARINT_MAX_BYTES 10U
+
 static void put_varint(struct strbuf *out, uint64_t v) {
-        uint8_t b[10];
+        uint8_t b[VARINT_MAX_BYTES];
         size_t n = 0;
 
         do {

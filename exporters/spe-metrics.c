@@ -20,7 +20,7 @@ static void per_cpu(struct prom_writer *w, const struct spe_metrics_input *in, c
                     const char *help, size_t field_offset) {
         prom_family(w, name, PROM_COUNTER, help);
         for (size_t i = 0; i < in->n_cpus; i++) {
-                char cpu[16];
+                char cpu[DECIMAL_STR_MAX(unsigned)];
 
                 snprintf(cpu, sizeof(cpu), "%" PRIu32, in->cpus[i].cpu);
                 prom_sample_u64(w, (const char *const[]) { "cpu", cpu, NULL },
@@ -93,7 +93,7 @@ void spe_metrics_write(const struct spe_metrics_input *in, struct prom_writer *w
                 offsetof(struct spe_stream_stats, records));
         prom_family_unit(w, "armprofd_spe_bytes_total", PROM_COUNTER, "bytes", "SPE trace bytes read.");
         for (size_t i = 0; i < in->n_cpus; i++) {
-                char cpu[16];
+                char cpu[DECIMAL_STR_MAX(unsigned)];
 
                 snprintf(cpu, sizeof(cpu), "%" PRIu32, in->cpus[i].cpu);
                 prom_sample_u64(w, (const char *const[]) { "cpu", cpu, NULL }, in->cpus[i].bytes);

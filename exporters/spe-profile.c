@@ -66,7 +66,7 @@ static int build(struct store_hotpcs_result *r, const struct profile_symbolizer 
                 uint32_t pid = STORE_SAMPLE_PID(it->key), tid = STORE_SAMPLE_TID(it->key);
                 unsigned source = STORE_SAMPLE_SOURCE(it->key);
                 struct pprof_label labels[6];
-                char cpu[16];
+                char cpu[DECIMAL_STR_MAX(unsigned)];
                 size_t n = 0;
 
                 snprintf(cpu, sizeof(cpu), "%u", STORE_SAMPLE_CPU(it->key));
