@@ -17,13 +17,13 @@ static void replay_clock_close(struct replay_clock *t, uint64_t end_ns) {
                 store_epoch_end(t->store, end_ns);
 }
 
-void replay_clock_record(struct replay_clock *t, const struct spe_record *r) {
+void replay_clock_record(struct replay_clock *t, const struct spe_record *rec) {
         uint64_t ns, b;
 
         /* A record right after undecodable bytes may carry a timestamp made of them. */
-        if (!t->file.has_time_conv || !(r->present & SPE_REC_TIMESTAMP) || (r->flags & SPE_REC_F_AFTER_ERROR))
+        if (!t->file.has_time_conv || !(rec->present & SPE_REC_TIMESTAMP) || (rec->flags & SPE_REC_F_AFTER_ERROR))
                 return;
-        ns = source_clock_perf_ns(&t->file, r->timestamp);
+        ns = source_clock_perf_ns(&t->file, rec->timestamp);
         if (!t->started) {
                 t->started = true;
                 t->epoch_start_ns = t->last_ns = ns;

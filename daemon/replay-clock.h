@@ -36,7 +36,7 @@ struct replay_clock {
 };
 
 /* Before store_add() of each record: closes the epochs its time has passed. */
-void replay_clock_record(struct replay_clock *t, const struct spe_record *r);
+void replay_clock_record(struct replay_clock *t, const struct spe_record *rec);
 /* After the file: closes the last epoch at the file's end and freezes the store's clock. */
 void replay_clock_finish(struct replay_clock *t);
 /* A source_sink.clock callback; userdata is the struct replay_clock. */

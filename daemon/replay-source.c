@@ -71,7 +71,7 @@ static void fwd_feature(void *userdata, unsigned feat, const uint8_t *data, size
 
 /* The inner source ended: the daemon's verdict, then the collector hears of it. */
 static void end(struct replay_source *s, enum source_state state, const char *reason, int error) {
-        const struct spe_replay *r = spe_replay_source_replay(s->inner);
+        const struct spe_replay *replay = spe_replay_source_replay(s->inner);
         const struct source_sink *k = s->source.sink;
         struct source_status st;
         uint64_t records = 0;
@@ -83,15 +83,15 @@ static void end(struct replay_source *s, enum source_state state, const char *re
         if (state == SOURCE_FAILED) {
                 snprintf(s->reason, sizeof(s->reason), "%s (%" PRIu64 " records decoded before it)", reason, records);
                 s->error = error < 0 ? error : -EIO;
-        } else if (r && !replay_complete(r, 0)) {
+        } else if (replay && !replay_complete(replay, 0)) {
                 state = SOURCE_FAILED;
                 snprintf(s->reason, sizeof(s->reason), "%s: not all of its SPE data was decoded", s->path);
                 s->error = -EBADMSG;
         }
         s->state = state;
-        if (r && spe_replay_build_ids_dropped(r) > 0)
+        if (replay && spe_replay_build_ids_dropped(replay) > 0)
                 log_warning("replay: %" PRIu64 " build-id table entries beyond the bound were left out; "
-                            "their files are named without a build-id check", spe_replay_build_ids_dropped(r));
+                            "their files are named without a build-id check", spe_replay_build_ids_dropped(replay));
         if (k->state)
                 k->state(k->userdata, &s->source, s->state);
 }

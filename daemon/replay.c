@@ -86,13 +86,13 @@ int replay_run(const struct replay_args *a, int fd, int cancel_fd, const struct 
                               sink, ret);
 }
 
-bool replay_complete(const struct spe_replay *r, int run_result) {
-        return run_result >= 0 && spe_replay_dropped_payloads(r) == 0;
+bool replay_complete(const struct spe_replay *replay, int run_result) {
+        return run_result >= 0 && spe_replay_dropped_payloads(replay) == 0;
 }
 
-size_t replay_warnings(const struct spe_replay *r, int run_result,
+size_t replay_warnings(const struct spe_replay *replay, int run_result,
                        char ret[REPLAY_WARNINGS_MAX][REPLAY_WARNING_LEN]) {
-        return spe_replay_warnings(r, run_result, ret);
+        return spe_replay_warnings(replay, run_result, ret);
 }
 
 /* One decoded record as a JSON object: the fields the record has, none it lacks. */
@@ -101,53 +101,53 @@ static void write_ip(FILE *f, const char *name, const struct spe_ip *ip) {
                 (unsigned) ip->el, name, (unsigned) ip->ns);
 }
 
-static void write_record(FILE *f, const struct spe_record *r, uint32_t pid, uint32_t tid) {
-        fprintf(f, "{\"cpu\":%" PRIu32, r->cpu);
+static void write_record(FILE *f, const struct spe_record *rec, uint32_t pid, uint32_t tid) {
+        fprintf(f, "{\"cpu\":%" PRIu32, rec->cpu);
         if (pid != SOURCE_NO_ID)
                 fprintf(f, ",\"pid\":%" PRIu32, pid);
         if (tid != SOURCE_NO_ID)
                 fprintf(f, ",\"tid\":%" PRIu32, tid);
-        if (r->present & SPE_REC_PC)
-                write_ip(f, "pc", &r->pc);
-        if (r->present & SPE_REC_OP)
+        if (rec->present & SPE_REC_PC)
+                write_ip(f, "pc", &rec->pc);
+        if (rec->present & SPE_REC_OP)
                 fprintf(f, ",\"op\":\"%s\",\"op_class\":%u,\"op_subclass\":\"%s\",\"op_raw\":%u,"
                            "\"conditional\":%s,\"indirect\":%s",
-                        spe_op_name(r), (unsigned) r->op_class,
-                        spe_op_subclass_name((enum spe_op_subclass) r->op_subclass), (unsigned) r->op_raw,
-                        (r->op_flags & SPE_OPF_COND) ? "true" : "false",
-                        (r->op_flags & SPE_OPF_INDIRECT) ? "true" : "false");
-        if (r->present & SPE_REC_EVENTS) {
+                        spe_op_name(rec), (unsigned) rec->op_class,
+                        spe_op_subclass_name((enum spe_op_subclass) rec->op_subclass), (unsigned) rec->op_raw,
+                        (rec->op_flags & SPE_OPF_COND) ? "true" : "false",
+                        (rec->op_flags & SPE_OPF_INDIRECT) ? "true" : "false");
+        if (rec->present & SPE_REC_EVENTS) {
                 const char *sep = "";
 
-                fprintf(f, ",\"events\":\"0x%" PRIx64 "\",\"event_names\":[", r->events);
+                fprintf(f, ",\"events\":\"0x%" PRIx64 "\",\"event_names\":[", rec->events);
                 for (unsigned bit = 0; bit < 64; bit++)
-                        if ((r->events & SPE_EV_BIT(bit)) && spe_event_name(bit)) {
+                        if ((rec->events & SPE_EV_BIT(bit)) && spe_event_name(bit)) {
                                 fprintf(f, "%s\"%s\"", sep, spe_event_name(bit));
                                 sep = ",";
                         }
                 fputc(']', f);
         }
-        if (r->present & SPE_REC_LAT_TOTAL)
-                fprintf(f, ",\"total_lat\":%u", (unsigned) r->lat_total);
-        if (r->present & SPE_REC_LAT_ISSUE)
-                fprintf(f, ",\"issue_lat\":%u", (unsigned) r->lat_issue);
-        if (r->present & SPE_REC_LAT_XLAT)
-                fprintf(f, ",\"xlat_lat\":%u", (unsigned) r->lat_xlat);
-        if (r->present & SPE_REC_BR_TGT)
-                write_ip(f, "br_tgt", &r->br_tgt);
-        if (r->present & SPE_REC_PBT)
-                write_ip(f, "pbt", &r->pbt);
-        if (r->present & SPE_REC_VA)
-                fprintf(f, ",\"va\":\"0x%" PRIx64 "\"", r->va);
-        if (r->present & SPE_REC_PA)
-                fprintf(f, ",\"pa\":\"0x%" PRIx64 "\"", r->pa);
-        if (r->present & SPE_REC_SOURCE)
-                fprintf(f, ",\"data_source\":\"0x%" PRIx64 "\",\"source\":\"%s\"", r->source_raw,
-                        spe_data_src_name((enum spe_data_src) r->source));
-        if (r->present & SPE_REC_CONTEXT)
-                fprintf(f, ",\"context\":%" PRIu32, r->context);
-        if (r->present & SPE_REC_TIMESTAMP)
-                fprintf(f, ",\"ts\":%" PRIu64, r->timestamp);
+        if (rec->present & SPE_REC_LAT_TOTAL)
+                fprintf(f, ",\"total_lat\":%u", (unsigned) rec->lat_total);
+        if (rec->present & SPE_REC_LAT_ISSUE)
+                fprintf(f, ",\"issue_lat\":%u", (unsigned) rec->lat_issue);
+        if (rec->present & SPE_REC_LAT_XLAT)
+                fprintf(f, ",\"xlat_lat\":%u", (unsigned) rec->lat_xlat);
+        if (rec->present & SPE_REC_BR_TGT)
+                write_ip(f, "br_tgt", &rec->br_tgt);
+        if (rec->present & SPE_REC_PBT)
+                write_ip(f, "pbt", &rec->pbt);
+        if (rec->present & SPE_REC_VA)
+                fprintf(f, ",\"va\":\"0x%" PRIx64 "\"", rec->va);
+        if (rec->present & SPE_REC_PA)
+                fprintf(f, ",\"pa\":\"0x%" PRIx64 "\"", rec->pa);
+        if (rec->present & SPE_REC_SOURCE)
+                fprintf(f, ",\"data_source\":\"0x%" PRIx64 "\",\"source\":\"%s\"", rec->source_raw,
+                        spe_data_src_name((enum spe_data_src) rec->source));
+        if (rec->present & SPE_REC_CONTEXT)
+                fprintf(f, ",\"context\":%" PRIu32, rec->context);
+        if (rec->present & SPE_REC_TIMESTAMP)
+                fprintf(f, ",\"ts\":%" PRIu64, rec->timestamp);
         fputs("}\n", f);
 }
 
@@ -193,19 +193,19 @@ static int node(void *userdata, uint64_t pa) {
 
 static bool symbol(void *userdata, uint32_t pid, uint64_t pc, char *buf, size_t len) {
         const struct once *o = userdata;
-        struct symbols_result r;
+        struct symbols_result res;
 
-        if (symbols_lookup(o->symbols, pid, pc, &r) < 0 || !r.function)
+        if (symbols_lookup(o->symbols, pid, pc, &res) < 0 || !res.function)
                 return false;
-        snprintf(buf, len, "%s", r.function);
+        snprintf(buf, len, "%s", res.function);
         return true;
 }
 
 static bool object(void *userdata, uint32_t pid, uint64_t pc, char *buf, size_t len) {
         const struct once *o = userdata;
-        struct symbols_result r;
+        struct symbols_result res;
 
-        return symbols_lookup(o->symbols, pid, pc, &r) == 0 && symbols_result_object(&r, buf, len);
+        return symbols_lookup(o->symbols, pid, pc, &res) == 0 && symbols_result_object(&res, buf, len);
 }
 
 static json_t *decoder_errors_json(const struct spe_decoder_stats *d) {
@@ -216,12 +216,12 @@ static json_t *decoder_errors_json(const struct spe_decoder_stats *d) {
                          (json_int_t) d->duplicate_pkts, "flushed_records", (json_int_t) d->flushed_records);
 }
 
-static json_t *cpus_json(const struct spe_replay *r, struct spe_decoder_stats *ret_sum) {
+static json_t *cpus_json(const struct spe_replay *replay, struct spe_decoder_stats *ret_sum) {
         json_t *cpus = json_array();
 
         *ret_sum = (struct spe_decoder_stats) {};
-        for (size_t i = 0; i < spe_replay_n_cpus(r); i++) {
-                const struct spe_stream_stats *c = spe_replay_cpu(r, i);
+        for (size_t i = 0; i < spe_replay_n_cpus(replay); i++) {
+                const struct spe_stream_stats *c = spe_replay_cpu(replay, i);
 
                 ret_sum->bad_header += c->decoder.bad_header;
                 ret_sum->bad_ext_header += c->decoder.bad_ext_header;
@@ -250,7 +250,7 @@ int replay_once(const struct replay_args *a, const char *records_path, const str
         bool complete;
         struct store_options so;
         struct store *s = NULL;
-        struct spe_replay *r = NULL;
+        struct spe_replay *replay = NULL;
         struct spe_decoder_stats errors;
         struct store_snapshot *snap;
         struct store_totals_result totals;
@@ -283,9 +283,9 @@ int replay_once(const struct replay_args *a, const char *records_path, const str
         }
 
         /* A replay is one epoch covering the whole file: the file's first to last timestamp. */
-        rr = replay_run(a, fd, -1, &sink, &r);
-        complete = replay_complete(r, rr);
-        n_warnings = replay_warnings(r, rr, warnings);
+        rr = replay_run(a, fd, -1, &sink, &replay);
+        complete = replay_complete(replay, rr);
+        n_warnings = replay_warnings(replay, rr, warnings);
         replay_clock_finish(&once.clock);
 
         snap = store_snapshot_get(s);
@@ -295,21 +295,21 @@ int replay_once(const struct replay_args *a, const char *records_path, const str
         store_query_latency(snap, STORE_WINDOW_ALL, &lat);
 
         report = json_pack("{s:s, s:s, s:b}", "file", a->path, "mode",
-                           spe_replay_is_raw(r) ? "raw" : spe_replay_is_pipe(r) ? "pipe" : "file", "complete",
+                           spe_replay_is_raw(replay) ? "raw" : spe_replay_is_pipe(replay) ? "pipe" : "file", "complete",
                            complete);
         if (rr < 0)
-                json_object_set_new(report, "error", json_string(spe_replay_error(r)));
+                json_object_set_new(report, "error", json_string(spe_replay_error(replay)));
         jw = json_array();
         for (size_t i = 0; i < n_warnings; i++)
                 json_array_append_new(jw, json_string(warnings[i]));
         json_object_set_new(report, "warnings", jw);
         json_object_set_new(report, "dropped_input",
-                            json_pack("{s:I, s:I}", "aux_payloads", (json_int_t) spe_replay_dropped_payloads(r),
-                                      "bytes", (json_int_t) spe_replay_dropped_bytes(r)));
-        json_object_set_new(report, "cpus", cpus_json(r, &errors));
+                            json_pack("{s:I, s:I}", "aux_payloads", (json_int_t) spe_replay_dropped_payloads(replay),
+                                      "bytes", (json_int_t) spe_replay_dropped_bytes(replay)));
+        json_object_set_new(report, "cpus", cpus_json(replay, &errors));
         json_object_set_new(report, "decode_errors", decoder_errors_json(&errors));
-        json_object_set_new(report, "unattributed_records", json_integer((json_int_t) spe_replay_unattributed(r)));
-        json_object_set_new(report, "sample_period", json_integer((json_int_t) spe_replay_sample_period(r)));
+        json_object_set_new(report, "unattributed_records", json_integer((json_int_t) spe_replay_unattributed(replay)));
+        json_object_set_new(report, "sample_period", json_integer((json_int_t) spe_replay_sample_period(replay)));
         json_object_set_new(report, "totals", agg_totals_json(&totals.t));
         json_object_set_new(report, "hotpcs", agg_hotpcs_json(&pcs, &sym));
         json_object_set_new(report, "hotlines", agg_hotlines_json(&lines, &sym));
@@ -331,8 +331,8 @@ int replay_once(const struct replay_args *a, const char *records_path, const str
         for (size_t i = 0; i < n_warnings; i++)
                 log_warning("replay: %s: %s", a->path, warnings[i]);
         if (rr < 0)
-                log_error("replay: %s", spe_replay_error(r));
-        spe_replay_free(r);
+                log_error("replay: %s", spe_replay_error(replay));
+        spe_replay_free(replay);
         if (rr < 0)
                 return rr;
         if (k < 0)

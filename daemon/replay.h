@@ -34,10 +34,10 @@ int replay_run(const struct replay_args *a, int fd, int cancel_fd, const struct 
                struct spe_replay **ret);
 
 /* The whole input was read and every SPE byte of it went to a decoder. */
-bool replay_complete(const struct spe_replay *r, int run_result);
+bool replay_complete(const struct spe_replay *replay, int run_result);
 
 /* spe_replay_warnings(). */
-size_t replay_warnings(const struct spe_replay *r, int run_result,
+size_t replay_warnings(const struct spe_replay *replay, int run_result,
                        char ret[REPLAY_WARNINGS_MAX][REPLAY_WARNING_LEN]);
 
 /*

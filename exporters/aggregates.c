@@ -124,13 +124,13 @@ static void add_node(json_t *o, const struct agg_symbolizer *sym, const struct h
                 json_object_set_new(o, "node", json_integer(node));
 }
 
-json_t *agg_hotpcs_json(const struct store_hotpcs_result *r, const struct agg_symbolizer *sym) {
+json_t *agg_hotpcs_json(const struct store_hotpcs_result *res, const struct agg_symbolizer *sym) {
         static const char *const ops[_HOTPCS_OP_MAX] = { "load", "store", "branch", "other" };
         static const char *const evs[_HOTPCS_EV_MAX] = { "l1d_refill", "llc_miss", "tlb_walk", "mispredict" };
         json_t *items = json_array();
 
-        for (size_t i = 0; i < r->pcs.n; i++) {
-                const struct hotpcs_item *it = &r->pcs.item[i];
+        for (size_t i = 0; i < res->pcs.n; i++) {
+                const struct hotpcs_item *it = &res->pcs.item[i];
                 json_t *o = json_object(), *e = json_object();
 
                 for (int k = 0; k < _HOTPCS_OP_MAX; k++)
@@ -147,9 +147,9 @@ json_t *agg_hotpcs_json(const struct store_hotpcs_result *r, const struct agg_sy
                 add_symbol(item, sym, it->pid, it->pc);
                 json_array_append_new(items, item);
         }
-        return json_pack("{s:o, s:I, s:i, s:I, s:I, s:o}", "interval", agg_interval_json(&r->iv), "samples",
-                         (json_int_t) r->pcs.total, "capacity", (int) r->pcs.capacity, "error_bound",
-                         (json_int_t) r->pcs.error_bound, "evictions", (json_int_t) r->pcs.evictions, "pcs",
+        return json_pack("{s:o, s:I, s:i, s:I, s:I, s:o}", "interval", agg_interval_json(&res->iv), "samples",
+                         (json_int_t) res->pcs.total, "capacity", (int) res->pcs.capacity, "error_bound",
+                         (json_int_t) res->pcs.error_bound, "evictions", (json_int_t) res->pcs.evictions, "pcs",
                          items);
 }
 
@@ -169,11 +169,11 @@ static json_t *u32_list(const uint32_t *v, size_t n) {
         return a;
 }
 
-json_t *agg_hotlines_json(const struct store_hotlines_result *r, const struct agg_symbolizer *sym) {
+json_t *agg_hotlines_json(const struct store_hotlines_result *res, const struct agg_symbolizer *sym) {
         json_t *lines = json_array();
 
-        for (size_t i = 0; i < r->lines.n; i++) {
-                const struct hotlines_result *l = &r->lines.line[i];
+        for (size_t i = 0; i < res->lines.n; i++) {
+                const struct hotlines_result *l = &res->lines.line[i];
                 json_t *offs = json_array(), *line;
 
                 for (size_t k = 0; k < l->noffs; k++) {
@@ -211,22 +211,22 @@ json_t *agg_hotlines_json(const struct store_hotlines_result *r, const struct ag
                 json_array_append_new(lines, line);
         }
         return json_pack("{s:o, s:i, s:I, s:{s:I, s:I}, s:I, s:I, s:I, s:I, s:o}", "interval",
-                         agg_interval_json(&r->iv), "line_size", (int) r->lines.line_size, "records",
-                         (json_int_t) r->lines.records, "peer_snoops", "local",
-                         (json_int_t) r->lines.peer_local, "remote", (json_int_t) r->lines.peer_remote,
-                         "lines_seen", (json_int_t) r->lines.nlines, "lines_with_peer_snoops",
-                         (json_int_t) r->lines.npeer, "evictions", (json_int_t) r->lines.evictions,
-                         "offset_evictions", (json_int_t) r->lines.off_evictions, "lines", lines);
+                         agg_interval_json(&res->iv), "line_size", (int) res->lines.line_size, "records",
+                         (json_int_t) res->lines.records, "peer_snoops", "local",
+                         (json_int_t) res->lines.peer_local, "remote", (json_int_t) res->lines.peer_remote,
+                         "lines_seen", (json_int_t) res->lines.nlines, "lines_with_peer_snoops",
+                         (json_int_t) res->lines.npeer, "evictions", (json_int_t) res->lines.evictions,
+                         "offset_evictions", (json_int_t) res->lines.off_evictions, "lines", lines);
 }
 
-json_t *agg_latency_json(const struct store_latency_result *r) {
+json_t *agg_latency_json(const struct store_latency_result *res) {
         json_t *kinds = json_object();
 
         for (int k = 0; k < _STORE_LAT_KIND_MAX; k++) {
                 json_t *by_op = json_object(), *by_source = json_object();
 
                 for (unsigned g = 0; g < STORE_LAT_GROUPS; g++) {
-                        const struct store_lat_hist *h = store_latency_hist(r, k, g);
+                        const struct store_lat_hist *h = store_latency_hist(res, k, g);
 
                         if (h->h.n == 0)
                                 continue;
@@ -240,5 +240,5 @@ json_t *agg_latency_json(const struct store_latency_result *r) {
                 json_object_set_new(kinds, store_lat_kind_name(k),
                                     json_pack("{s:o, s:o}", "by_op", by_op, "loads_by_source", by_source));
         }
-        return json_pack("{s:o, s:o}", "interval", agg_interval_json(&r->iv), "latency_cycles", kinds);
+        return json_pack("{s:o, s:o}", "interval", agg_interval_json(&res->iv), "latency_cycles", kinds);
 }

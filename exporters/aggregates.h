@@ -33,7 +33,7 @@ struct agg_symbolizer {
 };
 
 /* `sym` may be NULL: no "symbol", "object" or "node" fields. */
-json_t *agg_hotpcs_json(const struct store_hotpcs_result *r, const struct agg_symbolizer *sym);
-json_t *agg_hotlines_json(const struct store_hotlines_result *r, const struct agg_symbolizer *sym);
-json_t *agg_latency_json(const struct store_latency_result *r);
+json_t *agg_hotpcs_json(const struct store_hotpcs_result *res, const struct agg_symbolizer *sym);
+json_t *agg_hotlines_json(const struct store_hotlines_result *res, const struct agg_symbolizer *sym);
+json_t *agg_latency_json(const struct store_latency_result *res);
 json_t *agg_hex(uint64_t v);

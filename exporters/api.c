@@ -327,38 +327,38 @@ struct aggregate_endpoint {
 
 static json_t *query_hotpcs(const struct store_snapshot *snap, const struct query *q,
                             const struct agg_symbolizer *sym) {
-        struct store_hotpcs_result r;
+        struct store_hotpcs_result res;
         json_t *o;
 
-        if (store_query_hotpcs(snap, q->window_ns, q->limit, q->pid, &r) < 0)
+        if (store_query_hotpcs(snap, q->window_ns, q->limit, q->pid, &res) < 0)
                 return NULL;
-        o = agg_hotpcs_json(&r, sym);
-        store_hotpcs_result_done(&r);
+        o = agg_hotpcs_json(&res, sym);
+        store_hotpcs_result_done(&res);
         return o;
 }
 
 static json_t *query_hotlines(const struct store_snapshot *snap, const struct query *q,
                               const struct agg_symbolizer *sym) {
-        struct store_hotlines_result r;
+        struct store_hotlines_result res;
         json_t *o;
 
         if (store_query_hotlines(snap, q->window_ns, q->limit, q->pid,
-                                 q->all ? HOTLINES_ALL_LINES : HOTLINES_PEER_LINES, &r) < 0)
+                                 q->all ? HOTLINES_ALL_LINES : HOTLINES_PEER_LINES, &res) < 0)
                 return NULL;
-        o = agg_hotlines_json(&r, sym);
-        store_hotlines_result_done(&r);
+        o = agg_hotlines_json(&res, sym);
+        store_hotlines_result_done(&res);
         return o;
 }
 
 static json_t *query_latency(const struct store_snapshot *snap, const struct query *q,
                              const struct agg_symbolizer *sym) {
-        struct store_latency_result r;
+        struct store_latency_result res;
         json_t *o;
 
-        if (store_query_latency(snap, q->window_ns, &r) < 0)
+        if (store_query_latency(snap, q->window_ns, &res) < 0)
                 return NULL;
-        o = agg_latency_json(&r);
-        store_latency_result_done(&r);
+        o = agg_latency_json(&res);
+        store_latency_result_done(&res);
         return o;
 }
 

@@ -145,14 +145,14 @@ static json_t *events_json(const struct pmu_snapshot *s, const struct pmu_event_
         return o;
 }
 
-static json_t *ratios_json(const struct pmu_ratio *r) {
+static json_t *ratios_json(const struct pmu_ratio *ratios) {
         json_t *o = json_object();
 
         for (int i = 0; i < _PMU_RATIO_MAX; i++)
-                if (r[i].present)
+                if (ratios[i].present)
                         /* "armprofd_instructions_per_cycle" -> "instructions_per_cycle" */
                         json_object_set_new(o, pmu_ratio_get(i)->metric + strlen("armprofd_"),
-                                            json_real(r[i].value));
+                                            json_real(ratios[i].value));
         return o;
 }
 

@@ -564,7 +564,7 @@ static int gzip_buffer(const struct strbuf *in, struct strbuf *out) {
 }
 
 static enum MHD_Result queue(struct MHD_Connection *c, struct http_response *resp, bool allow_hdr) {
-        struct MHD_Response *r;
+        struct MHD_Response *response;
         enum MHD_Result ret;
         bool gzipped = false;
         size_t len;
@@ -583,26 +583,26 @@ static enum MHD_Result queue(struct MHD_Connection *c, struct http_response *res
         }
 
         body = strbuf_steal(&resp->body, &len);
-        r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
-        if (!r) {
+        response = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+        if (!response) {
                 free(body);
                 return MHD_NO;
         }
         if (resp->content_type)
-                MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, resp->content_type);
-        MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-        MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+                MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, resp->content_type);
+        MHD_add_response_header(response, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+        MHD_add_response_header(response, "X-Content-Type-Options", "nosniff");
         if (allow_hdr)
-                MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+                MHD_add_response_header(response, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
         if (gzipped)
-                MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
+                MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
         if (resp->gzip_ok || resp->negotiated)
-                MHD_add_response_header(r, MHD_HTTP_HEADER_VARY,
+                MHD_add_response_header(response, MHD_HTTP_HEADER_VARY,
                                         resp->gzip_ok && resp->negotiated ? "Accept, Accept-Encoding"
                                         : resp->gzip_ok                   ? "Accept-Encoding"
                                                                           : "Accept");
-        ret = MHD_queue_response(c, resp->status, r);
-        MHD_destroy_response(r);
+        ret = MHD_queue_response(c, resp->status, response);
+        MHD_destroy_response(response);
         return ret;
 }
 

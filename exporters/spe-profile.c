@@ -36,7 +36,7 @@ static int64_t unix_ns(const struct store_interval *iv, uint64_t t) {
         return (int64_t) t + (iv->clock.kind == STORE_CLOCK_UNIX ? iv->clock.unix_offset_ns : 0);
 }
 
-static int build(struct store_hotpcs_result *r, const struct profile_symbolizer *sym, uint64_t period,
+static int build(struct store_hotpcs_result *res, const struct profile_symbolizer *sym, uint64_t period,
                  struct strbuf *ret_gz) {
         struct pprof_builder *b;
         int k = 0;
@@ -45,11 +45,11 @@ static int build(struct store_hotpcs_result *r, const struct profile_symbolizer 
         b = pprof_builder_new(sample_types, _VALUE_MAX,
                               period ? &(struct pprof_value_type) { "operations", "count" }
                                      : &(struct pprof_value_type) { "samples", "count" },
-                              period ? (int64_t) period : 1, (uint64_t) unix_ns(&r->iv, r->iv.start_ns),
-                              r->iv.end_ns - r->iv.start_ns);
+                              period ? (int64_t) period : 1, (uint64_t) unix_ns(&res->iv, res->iv.start_ns),
+                              res->iv.end_ns - res->iv.start_ns);
 
-        for (size_t i = 0; i < r->pcs.n && k >= 0; i++) {
-                const struct hotpcs_item *it = &r->pcs.item[i];
+        for (size_t i = 0; i < res->pcs.n && k >= 0; i++) {
+                const struct hotpcs_item *it = &res->pcs.item[i];
                 struct profile_location s = {};
                 uint64_t mapping = 0;
                 const int64_t values[_VALUE_MAX] = {
@@ -93,26 +93,26 @@ static int build(struct store_hotpcs_result *r, const struct profile_symbolizer 
 
 int profile_build(const struct store_snapshot *snap, uint64_t window_ns, const struct profile_symbolizer *sym,
                   uint64_t period, struct strbuf *ret_gz) {
-        struct store_hotpcs_result r;
+        struct store_hotpcs_result res;
         int k;
 
-        k = store_query_samples(snap, window_ns, SIZE_MAX, &r);
+        k = store_query_samples(snap, window_ns, SIZE_MAX, &res);
         if (k < 0)
                 return k;
-        k = build(&r, sym, period, ret_gz);
-        store_hotpcs_result_done(&r);
+        k = build(&res, sym, period, ret_gz);
+        store_hotpcs_result_done(&res);
         return k;
 }
 
 int profile_build_span(const struct store_snapshot *snap, uint64_t start_ns, uint64_t end_ns,
                        const struct profile_symbolizer *sym, uint64_t period, struct strbuf *ret_gz) {
-        struct store_hotpcs_result r;
+        struct store_hotpcs_result res;
         int k;
 
-        k = store_query_samples_span(snap, start_ns, end_ns, SIZE_MAX, &r);
+        k = store_query_samples_span(snap, start_ns, end_ns, SIZE_MAX, &res);
         if (k < 0)
                 return k;
-        k = build(&r, sym, period, ret_gz);
-        store_hotpcs_result_done(&r);
+        k = build(&res, sym, period, ret_gz);
+        store_hotpcs_result_done(&res);
         return k;
 }

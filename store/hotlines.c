@@ -398,13 +398,13 @@ static void off_merge(struct hotlines_off *d, const struct hotlines_off *o) {
         d->tids_more |= o->tids_more;
 }
 
-static bool line_has_pid(const struct lref *r, uint32_t pid) {
-        if (r->l->pid == pid)
+static bool line_has_pid(const struct lref *ref, uint32_t pid) {
+        if (ref->l->pid == pid)
                 return true;
-        if (!r->l->by_pa)
+        if (!ref->l->by_pa)
                 return false;
-        for (unsigned i = 0; i < r->l->noffs; i++)
-                if (r->off[i].pid == pid)
+        for (unsigned i = 0; i < ref->l->noffs; i++)
+                if (ref->off[i].pid == pid)
                         return true;
         return false;
 }
@@ -429,66 +429,66 @@ void hotlines_merge(const struct hotlines_summary *const *s, size_t n, uint32_t 
         refs = xmalloc(MAX(total, (size_t) 1) * sizeof(*refs));
         for (size_t i = 0; i < n; i++)
                 for (uint32_t j = 0; j < s[i]->n; j++) {
-                        struct lref r = {
+                        struct lref ref = {
                                 .l = &s[i]->line[j],
                                 .off = &s[i]->off[s[i]->line[j].first_off],
                                 .min = s[i]->min,
                         };
 
-                        m.peer_local += r.l->peer_local;
-                        m.peer_remote += r.l->peer_remote;
-                        if (pid != HOTLINES_PID_ANY && !line_has_pid(&r, pid))
+                        m.peer_local += ref.l->peer_local;
+                        m.peer_remote += ref.l->peer_remote;
+                        if (pid != HOTLINES_PID_ANY && !line_has_pid(&ref, pid))
                                 continue;
-                        refs[nref++] = r;
+                        refs[nref++] = ref;
                 }
         qsort(refs, nref, sizeof(*refs), cmp_line_key);
 
         res = xmalloc(MAX(nref, (size_t) 1) * sizeof(*res));
         for (size_t i = 0; i < nref; ) {
-                struct hotlines_result *r = &res[nres++];
+                struct hotlines_result *ref = &res[nres++];
                 uint64_t min_present = 0;
                 size_t j, noff = 0, k = 0;
 
                 for (j = i; j < nref && cmp_line_key(&refs[j], &refs[i]) == 0; j++)
                         noff += refs[j].l->noffs;
 
-                r->l = *refs[i].l;
-                r->l.score = r->l.error = 0;
-                r->l.loads = r->l.stores = r->l.peer_local = r->l.peer_remote = r->l.lat_sum = 0;
-                r->l.lat_max = 0;
-                memset(r->l.src, 0, sizeof(r->l.src));
-                r->off = xmalloc(MAX(noff, (size_t) 1) * sizeof(struct hotlines_off));
+                ref->l = *refs[i].l;
+                ref->l.score = ref->l.error = 0;
+                ref->l.loads = ref->l.stores = ref->l.peer_local = ref->l.peer_remote = ref->l.lat_sum = 0;
+                ref->l.lat_max = 0;
+                memset(ref->l.src, 0, sizeof(ref->l.src));
+                ref->off = xmalloc(MAX(noff, (size_t) 1) * sizeof(struct hotlines_off));
                 for (size_t t = i; t < j; t++) {
                         const struct hotlines_line *l = refs[t].l;
 
-                        r->l.score += l->score;
-                        r->l.error += l->error;
+                        ref->l.score += l->score;
+                        ref->l.error += l->error;
                         min_present += refs[t].min;
-                        r->l.loads += l->loads;
-                        r->l.stores += l->stores;
+                        ref->l.loads += l->loads;
+                        ref->l.stores += l->stores;
                         for (unsigned q = 0; q < _SPE_DATA_SRC_MAX; q++)
-                                r->l.src[q] += l->src[q];
-                        r->l.peer_local += l->peer_local;
-                        r->l.peer_remote += l->peer_remote;
-                        r->l.lat_sum += l->lat_sum;
-                        r->l.lat_max = MAX(r->l.lat_max, l->lat_max);
-                        memcpy(&r->off[k], refs[t].off, l->noffs * sizeof(struct hotlines_off));
+                                ref->l.src[q] += l->src[q];
+                        ref->l.peer_local += l->peer_local;
+                        ref->l.peer_remote += l->peer_remote;
+                        ref->l.lat_sum += l->lat_sum;
+                        ref->l.lat_max = MAX(ref->l.lat_max, l->lat_max);
+                        memcpy(&ref->off[k], refs[t].off, l->noffs * sizeof(struct hotlines_off));
                         k += l->noffs;
                 }
                 /* Same Space-Saving merge as hot PCs (see hotpcs.h). */
-                r->l.score += sum_min - min_present;
-                r->l.error += sum_min - min_present;
+                ref->l.score += sum_min - min_present;
+                ref->l.error += sum_min - min_present;
 
-                qsort(r->off, noff, sizeof(struct hotlines_off), cmp_off);
+                qsort(ref->off, noff, sizeof(struct hotlines_off), cmp_off);
                 k = 0;
                 for (size_t t = 0; t < noff; t++) {
-                        if (k > 0 && cmp_off(&r->off[k - 1], &r->off[t]) == 0)
-                                off_merge(&r->off[k - 1], &r->off[t]);
+                        if (k > 0 && cmp_off(&ref->off[k - 1], &ref->off[t]) == 0)
+                                off_merge(&ref->off[k - 1], &ref->off[t]);
                         else
-                                r->off[k++] = r->off[t];
+                                ref->off[k++] = ref->off[t];
                 }
-                r->noffs = k;
-                r->l.noffs = (uint16_t) MIN(k, (size_t) UINT16_MAX);
+                ref->noffs = k;
+                ref->l.noffs = (uint16_t) MIN(k, (size_t) UINT16_MAX);
                 i = j;
         }
         free(refs);

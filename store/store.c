@@ -273,14 +273,14 @@ struct store *store_free(struct store *s) {
 
 /* ---- writer: per record ---- */
 
-static enum hotpcs_op record_op(const struct spe_record *r) {
-        if (!(r->present & SPE_REC_OP))
+static enum hotpcs_op record_op(const struct spe_record *rec) {
+        if (!(rec->present & SPE_REC_OP))
                 return HOTPCS_OP_OTHER;
-        switch (r->op_class) {
+        switch (rec->op_class) {
         case SPE_OP_CLASS_LDST:
                 /* The decoder sets exactly one of LOAD/STORE for ld/st class ops;
                  * atomics with a store side count as stores, as perf's data_src does. */
-                return (r->op_flags & SPE_OPF_STORE) ? HOTPCS_OP_STORE : HOTPCS_OP_LOAD;
+                return (rec->op_flags & SPE_OPF_STORE) ? HOTPCS_OP_STORE : HOTPCS_OP_LOAD;
         case SPE_OP_CLASS_BRANCH:
                 return HOTPCS_OP_BRANCH;
         default:
@@ -302,32 +302,32 @@ static inline void lat_add(struct store *s, enum store_lat_kind k, enum hotpcs_o
                 lathist_add(&h[STORE_LAT_GROUP_SOURCE(src)], v);
 }
 
-void store_add(struct store *s, const struct spe_record *r, uint32_t pid, uint32_t tid) {
+void store_add(struct store *s, const struct spe_record *rec, uint32_t pid, uint32_t tid) {
         struct store_totals *t = &s->cur;
-        enum hotpcs_op op = record_op(r);
-        unsigned src = (r->present & SPE_REC_SOURCE) && r->source < _SPE_DATA_SRC_MAX ?
-                r->source : SPE_DATA_SRC_NONE;
+        enum hotpcs_op op = record_op(rec);
+        unsigned src = (rec->present & SPE_REC_SOURCE) && rec->source < _SPE_DATA_SRC_MAX ?
+                rec->source : SPE_DATA_SRC_NONE;
         enum spe_peer peer = record_peer(op, src);
-        uint32_t lat = (r->present & SPE_REC_LAT_TOTAL) ? r->lat_total : 0;
-        bool has_pc = r->present & SPE_REC_PC;
-        bool by_pa = s->opt.lines_by_pa && (r->present & SPE_REC_PA);
-        bool line = (op == HOTPCS_OP_LOAD || op == HOTPCS_OP_STORE) && (by_pa || (r->present & SPE_REC_VA));
+        uint32_t lat = (rec->present & SPE_REC_LAT_TOTAL) ? rec->lat_total : 0;
+        bool has_pc = rec->present & SPE_REC_PC;
+        bool by_pa = s->opt.lines_by_pa && (rec->present & SPE_REC_PA);
+        bool line = (op == HOTPCS_OP_LOAD || op == HOTPCS_OP_STORE) && (by_pa || (rec->present & SPE_REC_VA));
         struct hotlines_access a;
 
         /* Both hash probes start now and overlap with the counting below. */
         if (has_pc)
-                hotpcs_prefetch(s->pcs, pid, r->pc.addr, r->pc.el);
+                hotpcs_prefetch(s->pcs, pid, rec->pc.addr, rec->pc.el);
         if (line) {
                 a = (struct hotlines_access) {
-                        .addr = by_pa ? r->pa : r->va,
-                        .va = (r->present & SPE_REC_VA) ? r->va : 0,
-                        .pc = has_pc ? r->pc.addr : 0,
+                        .addr = by_pa ? rec->pa : rec->va,
+                        .va = (rec->present & SPE_REC_VA) ? rec->va : 0,
+                        .pc = has_pc ? rec->pc.addr : 0,
                         .pid = pid,
                         .tid = tid,
-                        .cpu = r->cpu,
+                        .cpu = rec->cpu,
                         .lat = lat,
-                        .el = has_pc ? r->pc.el : 0,
-                        .has_lat = r->present & SPE_REC_LAT_TOTAL,
+                        .el = has_pc ? rec->pc.el : 0,
+                        .has_lat = rec->present & SPE_REC_LAT_TOTAL,
                         .by_pa = by_pa,
                         .store = op == HOTPCS_OP_STORE,
                         .src = (uint8_t) src,
@@ -355,19 +355,19 @@ void store_add(struct store *s, const struct spe_record *r, uint32_t pid, uint32
         t->peer_local += peer == SPE_PEER_LOCAL;
         t->peer_remote += peer == SPE_PEER_REMOTE;
 
-        if (r->present & SPE_REC_LAT_TOTAL)
-                lat_add(s, STORE_LAT_TOTAL, op, src, r->lat_total);
-        if (r->present & SPE_REC_LAT_ISSUE)
-                lat_add(s, STORE_LAT_ISSUE, op, src, r->lat_issue);
-        if (r->present & SPE_REC_LAT_XLAT)
-                lat_add(s, STORE_LAT_XLAT, op, src, r->lat_xlat);
+        if (rec->present & SPE_REC_LAT_TOTAL)
+                lat_add(s, STORE_LAT_TOTAL, op, src, rec->lat_total);
+        if (rec->present & SPE_REC_LAT_ISSUE)
+                lat_add(s, STORE_LAT_ISSUE, op, src, rec->lat_issue);
+        if (rec->present & SPE_REC_LAT_XLAT)
+                lat_add(s, STORE_LAT_XLAT, op, src, rec->lat_xlat);
 
         if (has_pc) {
-                uint64_t ev = (r->present & SPE_REC_EVENTS) ? r->events : 0;
+                uint64_t ev = (rec->present & SPE_REC_EVENTS) ? rec->events : 0;
 
-                hotpcs_add(s->pcs, pid, r->pc.addr, r->pc.el, op, ev, lat);
-                hotpcs_add_key(s->samples, r->pc.addr,
-                               store_sample_key(pid, tid, r->cpu, r->pc.el, op, src), pid, r->pc.el, op, ev,
+                hotpcs_add(s->pcs, pid, rec->pc.addr, rec->pc.el, op, ev, lat);
+                hotpcs_add_key(s->samples, rec->pc.addr,
+                               store_sample_key(pid, tid, rec->cpu, rec->pc.el, op, src), pid, rec->pc.el, op, ev,
                                lat);
         } else
                 t->no_pc++;
@@ -570,45 +570,45 @@ static size_t window_epochs(const struct store_snapshot *snap, uint64_t window_n
 
 int store_query_totals(const struct store_snapshot *snap, uint64_t window_ns,
                        struct store_totals_result *ret) {
-        struct store_totals_result r = {};
+        struct store_totals_result res = {};
         size_t n;
 
         if (!snap || !ret || window_ns == 0)
                 return -EINVAL;
-        n = window_epochs(snap, window_ns, &r.iv);
+        n = window_epochs(snap, window_ns, &res.iv);
         for (size_t i = 0; i < n; i++)
-                totals_add(&r.t, &snap->epoch[i]->totals);
-        *ret = r;
+                totals_add(&res.t, &snap->epoch[i]->totals);
+        *ret = res;
         return 0;
 }
 
 /* The hot-PC table, or (by_context) the PC-by-context sample table, of epochs [first, first + n). */
 static void merge_pc_table(const struct store_snapshot *snap, size_t first, size_t n, size_t limit, uint32_t pid,
-                           bool by_context, struct store_hotpcs_result *r) {
+                           bool by_context, struct store_hotpcs_result *res) {
         const struct hotpcs_summary **v = xmalloc(MAX(n, (size_t) 1) * sizeof(*v));
 
         for (size_t i = 0; i < n; i++)
                 v[i] = by_context ? snap->epoch[first + i]->samples : snap->epoch[first + i]->pcs;
-        hotpcs_merge(v, n, pid, limit, &r->pcs);
+        hotpcs_merge(v, n, pid, limit, &res->pcs);
         free(v);
 }
 
 static int query_pc_table(const struct store_snapshot *snap, uint64_t window_ns, size_t limit, uint32_t pid,
                           bool by_context, struct store_hotpcs_result *ret) {
-        struct store_hotpcs_result r = {};
+        struct store_hotpcs_result res = {};
         size_t n;
 
         if (!snap || !ret || window_ns == 0)
                 return -EINVAL;
-        n = window_epochs(snap, window_ns, &r.iv);
-        merge_pc_table(snap, 0, n, limit, pid, by_context, &r);
-        *ret = r;
+        n = window_epochs(snap, window_ns, &res.iv);
+        merge_pc_table(snap, 0, n, limit, pid, by_context, &res);
+        *ret = res;
         return 0;
 }
 
 int store_query_samples_span(const struct store_snapshot *snap, uint64_t start_ns, uint64_t end_ns,
                              size_t limit, struct store_hotpcs_result *ret) {
-        struct store_hotpcs_result r = {};
+        struct store_hotpcs_result res = {};
         size_t first = 0, n = 0;
 
         if (!snap || !ret || end_ns <= start_ns)
@@ -618,14 +618,14 @@ int store_query_samples_span(const struct store_snapshot *snap, uint64_t start_n
                 first++;
         while (first + n < snap->n && snap->epoch[first + n]->end_ns > start_ns)
                 n++;
-        r.iv.clock = snap->clock;
+        res.iv.clock = snap->clock;
         if (n > 0) {
-                r.iv.end_ns = snap->epoch[first]->end_ns;
-                r.iv.start_ns = snap->epoch[first + n - 1]->start_ns;
-                r.iv.epochs = (uint32_t) n;
+                res.iv.end_ns = snap->epoch[first]->end_ns;
+                res.iv.start_ns = snap->epoch[first + n - 1]->start_ns;
+                res.iv.epochs = (uint32_t) n;
         }
-        merge_pc_table(snap, first, n, limit, HOTPCS_PID_ANY, true, &r);
-        *ret = r;
+        merge_pc_table(snap, first, n, limit, HOTPCS_PID_ANY, true, &res);
+        *ret = res;
         return 0;
 }
 
@@ -642,32 +642,32 @@ int store_query_samples(const struct store_snapshot *snap, uint64_t window_ns, s
 int store_query_hotlines(const struct store_snapshot *snap, uint64_t window_ns, size_t limit,
                          uint32_t pid, enum hotlines_which which, struct store_hotlines_result *ret) {
         const struct hotlines_summary **v;
-        struct store_hotlines_result r = {};
+        struct store_hotlines_result res = {};
         size_t n;
 
         if (!snap || !ret || window_ns == 0)
                 return -EINVAL;
-        n = window_epochs(snap, window_ns, &r.iv);
+        n = window_epochs(snap, window_ns, &res.iv);
         v = xmalloc(MAX(n, (size_t) 1) * sizeof(*v));
         for (size_t i = 0; i < n; i++)
                 v[i] = snap->epoch[i]->lines;
-        hotlines_merge(v, n, pid, which, limit, &r.lines);
+        hotlines_merge(v, n, pid, which, limit, &res.lines);
         free(v);
-        *ret = r;
+        *ret = res;
         return 0;
 }
 
 int store_query_latency(const struct store_snapshot *snap, uint64_t window_ns,
                         struct store_latency_result *ret) {
-        struct store_latency_result r = {};
+        struct store_latency_result res = {};
         size_t n;
 
         if (!snap || !ret || window_ns == 0)
                 return -EINVAL;
-        n = window_epochs(snap, window_ns, &r.iv);
-        r.hist = xcalloc(STORE_LAT_HISTS, sizeof(struct store_lat_hist));
+        n = window_epochs(snap, window_ns, &res.iv);
+        res.hist = xcalloc(STORE_LAT_HISTS, sizeof(struct store_lat_hist));
         for (unsigned h = 0; h < STORE_LAT_HISTS; h++) {
-                struct store_lat_hist *x = &r.hist[h];
+                struct store_lat_hist *x = &res.hist[h];
 
                 for (size_t i = 0; i < n; i++)
                         if (snap->epoch[i]->lat[h])
@@ -677,23 +677,23 @@ int store_query_latency(const struct store_snapshot *snap, uint64_t window_ns,
                 x->p99 = lathist_quantile(&x->h, 0.99);
                 x->p999 = lathist_quantile(&x->h, 0.999);
         }
-        *ret = r;
+        *ret = res;
         return 0;
 }
 
-void store_hotpcs_result_done(struct store_hotpcs_result *r) {
-        if (r)
-                hotpcs_merged_done(&r->pcs);
+void store_hotpcs_result_done(struct store_hotpcs_result *res) {
+        if (res)
+                hotpcs_merged_done(&res->pcs);
 }
 
-void store_hotlines_result_done(struct store_hotlines_result *r) {
-        if (r)
-                hotlines_merged_done(&r->lines);
+void store_hotlines_result_done(struct store_hotlines_result *res) {
+        if (res)
+                hotlines_merged_done(&res->lines);
 }
 
-void store_latency_result_done(struct store_latency_result *r) {
-        if (!r)
+void store_latency_result_done(struct store_latency_result *res) {
+        if (!res)
                 return;
-        free(r->hist);
-        r->hist = NULL;
+        free(res->hist);
+        res->hist = NULL;
 }

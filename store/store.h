@@ -183,7 +183,7 @@ struct store_clock {
 void store_set_clock(struct store *s, const struct store_clock *c);
 
 /* Per record (writer thread). pid/tid as attributed by the collector. */
-void store_add(struct store *s, const struct spe_record *r, uint32_t pid, uint32_t tid);
+void store_add(struct store *s, const struct spe_record *rec, uint32_t pid, uint32_t tid);
 
 /* Close the epoch [previous end, now_ns) and publish a new snapshot (writer thread). */
 void store_epoch_end(struct store *s, uint64_t now_ns);
@@ -308,11 +308,11 @@ int store_query_latency(const struct store_snapshot *snap, uint64_t window_ns,
 int store_query_samples_span(const struct store_snapshot *snap, uint64_t start_ns, uint64_t end_ns,
                              size_t limit, struct store_hotpcs_result *ret);
 
-void store_hotpcs_result_done(struct store_hotpcs_result *r);
-void store_hotlines_result_done(struct store_hotlines_result *r);
-void store_latency_result_done(struct store_latency_result *r);
+void store_hotpcs_result_done(struct store_hotpcs_result *res);
+void store_hotlines_result_done(struct store_hotlines_result *res);
+void store_latency_result_done(struct store_latency_result *res);
 
-static inline const struct store_lat_hist *store_latency_hist(const struct store_latency_result *r,
+static inline const struct store_lat_hist *store_latency_hist(const struct store_latency_result *res,
                                                               enum store_lat_kind k, unsigned group) {
-        return &r->hist[(unsigned) k * STORE_LAT_GROUPS + group];
+        return &res->hist[(unsigned) k * STORE_LAT_GROUPS + group];
 }

@@ -17,11 +17,11 @@ static bool is_pow2(size_t n) {
         return n > 0 && (n & (n - 1)) == 0;
 }
 
-int aux_ring_init(struct aux_ring *r, struct perf_event_mmap_page *page, const void *data, size_t data_size,
+int aux_ring_init(struct aux_ring *ring, struct perf_event_mmap_page *page, const void *data, size_t data_size,
                   const void *aux, size_t aux_size) {
-        if (!r || !page || !data || !aux || !is_pow2(data_size) || !is_pow2(aux_size))
+        if (!ring || !page || !data || !aux || !is_pow2(data_size) || !is_pow2(aux_size))
                 return -EINVAL;
-        *r = (struct aux_ring) {
+        *ring = (struct aux_ring) {
                 .page = page,
                 .data = data,
                 .data_size = data_size,
@@ -29,88 +29,88 @@ int aux_ring_init(struct aux_ring *r, struct perf_event_mmap_page *page, const v
                 .aux_size = aux_size,
                 .scratch_size = MIN(data_size, (size_t) AUX_RING_RECORD_MAX),
         };
-        r->scratch = xmalloc(r->scratch_size);
+        ring->scratch = xmalloc(ring->scratch_size);
         return 0;
 }
 
-void aux_ring_set_attr(struct aux_ring *r, const struct perf_event_attr *attr) {
-        r->attr = attr;
+void aux_ring_set_attr(struct aux_ring *ring, const struct perf_event_attr *attr) {
+        ring->attr = attr;
 }
 
-void aux_ring_done(struct aux_ring *r) {
-        if (!r)
+void aux_ring_done(struct aux_ring *ring) {
+        if (!ring)
                 return;
-        free(r->scratch);
-        r->scratch = NULL;
+        free(ring->scratch);
+        ring->scratch = NULL;
 }
 
 /* n bytes of the data ring from free-running position pos, across its end if need be. */
-static void ring_copy(const struct aux_ring *r, uint64_t pos, void *dst, size_t n) {
-        size_t off = (size_t) (pos & (r->data_size - 1)), first = MIN(n, r->data_size - off);
+static void ring_copy(const struct aux_ring *ring, uint64_t pos, void *dst, size_t n) {
+        size_t off = (size_t) (pos & (ring->data_size - 1)), first = MIN(n, ring->data_size - off);
 
-        memcpy(dst, r->data + off, first);
-        memcpy((uint8_t *) dst + first, r->data, n - first);
+        memcpy(dst, ring->data + off, first);
+        memcpy((uint8_t *) dst + first, ring->data, n - first);
 }
 
 /* The record at pos, contiguous: in the ring itself, or copied to scratch when it wraps. */
-static const uint8_t *record_at(struct aux_ring *r, uint64_t pos, size_t size) {
-        size_t off = (size_t) (pos & (r->data_size - 1));
+static const uint8_t *record_at(struct aux_ring *ring, uint64_t pos, size_t size) {
+        size_t off = (size_t) (pos & (ring->data_size - 1));
 
-        if (off + size <= r->data_size)
-                return r->data + off;
-        ring_copy(r, pos, r->scratch, size);
-        return r->scratch;
+        if (off + size <= ring->data_size)
+                return ring->data + off;
+        ring_copy(ring, pos, ring->scratch, size);
+        return ring->scratch;
 }
 
-static int deliver_aux(struct aux_ring *r, const struct perf_data_aux *b, const struct aux_ring_ops *ops,
+static int deliver_aux(struct aux_ring *ring, const struct perf_data_aux *b, const struct aux_ring_ops *ops,
                        void *userdata) {
         struct aux_ring_chunk c = {
                 .aux_offset = b->aux_offset,
                 .flags = b->flags & AUX_FLAGS_KNOWN,
                 .sid = b->rec.sid,
         };
-        size_t off = (size_t) (b->aux_offset & (r->aux_size - 1));
-        size_t len = (size_t) b->aux_size, first = MIN(len, r->aux_size - off);
+        size_t off = (size_t) (b->aux_offset & (ring->aux_size - 1));
+        size_t len = (size_t) b->aux_size, first = MIN(len, ring->aux_size - off);
         int k;
 
-        if (r->aux_started && b->aux_offset != r->aux_next) {
+        if (ring->aux_started && b->aux_offset != ring->aux_next) {
                 c.gap = true;
-                r->stats.aux_gaps++;
-                if (b->aux_offset > r->aux_next)
-                        r->stats.aux_gap_bytes += b->aux_offset - r->aux_next;
+                ring->stats.aux_gaps++;
+                if (b->aux_offset > ring->aux_next)
+                        ring->stats.aux_gap_bytes += b->aux_offset - ring->aux_next;
         }
-        r->aux_started = true;
-        r->aux_next = b->aux_offset + b->aux_size;
-        r->stats.aux_records++;
-        r->stats.aux_bytes += len;
-        r->stats.truncated += !!(c.flags & PERF_AUX_FLAG_TRUNCATED);
-        r->stats.partial += !!(c.flags & PERF_AUX_FLAG_PARTIAL);
-        r->stats.collision += !!(c.flags & PERF_AUX_FLAG_COLLISION);
-        r->stats.overwrite += !!(c.flags & PERF_AUX_FLAG_OVERWRITE);
+        ring->aux_started = true;
+        ring->aux_next = b->aux_offset + b->aux_size;
+        ring->stats.aux_records++;
+        ring->stats.aux_bytes += len;
+        ring->stats.truncated += !!(c.flags & PERF_AUX_FLAG_TRUNCATED);
+        ring->stats.partial += !!(c.flags & PERF_AUX_FLAG_PARTIAL);
+        ring->stats.collision += !!(c.flags & PERF_AUX_FLAG_COLLISION);
+        ring->stats.overwrite += !!(c.flags & PERF_AUX_FLAG_OVERWRITE);
 
         if (!ops || !ops->aux)
                 return 0;
         /* A chunk without bytes still carries its flags (a truncation with nothing written). */
-        k = ops->aux(userdata, &c, r->aux + off, first, first == len);
+        k = ops->aux(userdata, &c, ring->aux + off, first, first == len);
         if (k < 0 || first == len)
                 return k;
-        return ops->aux(userdata, &c, r->aux, len - first, true);
+        return ops->aux(userdata, &c, ring->aux, len - first, true);
 }
 
-int aux_ring_drain(struct aux_ring *r, const struct aux_ring_ops *ops, void *userdata, bool *ret_truncated) {
+int aux_ring_drain(struct aux_ring *ring, const struct aux_ring_ops *ops, void *userdata, bool *ret_truncated) {
         bool truncated = false;
         uint64_t head, tail;
         int n = 0, k = 0;
 
-        if (!r)
+        if (!ring)
                 return -EINVAL;
         /* The kernel writes the records, then data_head: acquire pairs with its release. */
-        head = __atomic_load_n(&r->page->data_head, __ATOMIC_ACQUIRE);
-        tail = __atomic_load_n(&r->page->data_tail, __ATOMIC_RELAXED);
-        if (head - tail > r->data_size) {
+        head = __atomic_load_n(&ring->page->data_head, __ATOMIC_ACQUIRE);
+        tail = __atomic_load_n(&ring->page->data_tail, __ATOMIC_RELAXED);
+        if (head - tail > ring->data_size) {
                 /* More than the ring holds: not the normal-mode protocol. Start over at head. */
-                r->stats.bad_records++;
-                r->stats.bad_bytes += head - tail;
+                ring->stats.bad_records++;
+                ring->stats.bad_bytes += head - tail;
                 tail = head;
         }
 
@@ -119,23 +119,23 @@ int aux_ring_drain(struct aux_ring *r, const struct aux_ring_ops *ops, void *use
                 const uint8_t *rec;
 
                 if (head - tail < sizeof(h)) {
-                        r->stats.bad_records++;
-                        r->stats.bad_bytes += head - tail;
+                        ring->stats.bad_records++;
+                        ring->stats.bad_bytes += head - tail;
                         tail = head;
                         break;
                 }
-                ring_copy(r, tail, &h, sizeof(h));
-                if (h.size < sizeof(h) || h.size > head - tail || h.size > r->scratch_size) {
+                ring_copy(ring, tail, &h, sizeof(h));
+                if (h.size < sizeof(h) || h.size > head - tail || h.size > ring->scratch_size) {
                         /* No way to find the next record: skip what the kernel published. */
-                        r->stats.bad_records++;
-                        r->stats.bad_bytes += head - tail;
+                        ring->stats.bad_records++;
+                        ring->stats.bad_bytes += head - tail;
                         tail = head;
                         break;
                 }
-                rec = record_at(r, tail, h.size);
+                rec = record_at(ring, tail, h.size);
                 tail += h.size;
                 n++;
-                r->stats.records++;
+                ring->stats.records++;
 
                 switch (h.type) {
                 case PERF_RECORD_AUX: {
@@ -144,15 +144,15 @@ int aux_ring_drain(struct aux_ring *r, const struct aux_ring_ops *ops, void *use
                         uint32_t tlen;
 
                         perf_record_header(rec, tail - h.size, &pr);
-                        if (perf_record_parse_trailer(r->attr, &pr, perf_record_fixed_size(h.type) - sizeof(h),
+                        if (perf_record_parse_trailer(ring->attr, &pr, perf_record_fixed_size(h.type) - sizeof(h),
                                                       &tlen) < 0 ||
-                            perf_record_parse_aux(&pr, tlen, &b) < 0 || b.aux_size > r->aux_size) {
-                                r->stats.bad_records++;
-                                r->stats.bad_bytes += h.size;
+                            perf_record_parse_aux(&pr, tlen, &b) < 0 || b.aux_size > ring->aux_size) {
+                                ring->stats.bad_records++;
+                                ring->stats.bad_bytes += h.size;
                                 break;
                         }
                         truncated = truncated || (b.flags & PERF_AUX_FLAG_TRUNCATED);
-                        k = deliver_aux(r, &b, ops, userdata);
+                        k = deliver_aux(ring, &b, ops, userdata);
                         break;
                 }
                 case PERF_RECORD_LOST:
@@ -163,17 +163,17 @@ int aux_ring_drain(struct aux_ring *r, const struct aux_ring_ops *ops, void *use
                         uint32_t tlen;
 
                         perf_record_header(rec, tail - h.size, &pr);
-                        if (perf_record_parse_trailer(r->attr, &pr, perf_record_fixed_size(h.type) - sizeof(h),
+                        if (perf_record_parse_trailer(ring->attr, &pr, perf_record_fixed_size(h.type) - sizeof(h),
                                                       &tlen) < 0 ||
                             perf_record_parse_lost(&pr, tlen, &b) < 0) {
-                                r->stats.bad_records++;
-                                r->stats.bad_bytes += h.size;
+                                ring->stats.bad_records++;
+                                ring->stats.bad_bytes += h.size;
                                 break;
                         }
                         if (h.type == PERF_RECORD_LOST)
-                                r->stats.lost += b.lost;
+                                ring->stats.lost += b.lost;
                         else
-                                r->stats.lost_samples += b.lost;
+                                ring->stats.lost_samples += b.lost;
                         break;
                 }
                 default:
@@ -184,9 +184,9 @@ int aux_ring_drain(struct aux_ring *r, const struct aux_ring_ops *ops, void *use
         }
 
         /* Release: the consumer is done with the bytes before the kernel may reuse them. */
-        if (r->aux_started)
-                __atomic_store_n(&r->page->aux_tail, r->aux_next, __ATOMIC_RELEASE);
-        __atomic_store_n(&r->page->data_tail, tail, __ATOMIC_RELEASE);
+        if (ring->aux_started)
+                __atomic_store_n(&ring->page->aux_tail, ring->aux_next, __ATOMIC_RELEASE);
+        __atomic_store_n(&ring->page->data_tail, tail, __ATOMIC_RELEASE);
         if (k < 0)
                 return k;
         if (ret_truncated)

@@ -110,15 +110,15 @@ struct aux_ring {
  * AUX mapping of aux_size bytes. -EINVAL when a size is not a power of
  * two. Allocates the scratch record (at most 64 KiB): aux_ring_done().
  */
-int aux_ring_init(struct aux_ring *r, struct perf_event_mmap_page *page, const void *data, size_t data_size,
+int aux_ring_init(struct aux_ring *ring, struct perf_event_mmap_page *page, const void *data, size_t data_size,
                   const void *aux, size_t aux_size);
-void aux_ring_done(struct aux_ring *r);
+void aux_ring_done(struct aux_ring *ring);
 /*
  * The attr the event was opened with (it must outlive the ring): with
  * sample_id_all, AUX and LOST records end in a sample_id trailer, parsed
  * into each chunk's sid. Without it the trailer is ignored.
  */
-void aux_ring_set_attr(struct aux_ring *r, const struct perf_event_attr *attr);
+void aux_ring_set_attr(struct aux_ring *ring, const struct perf_event_attr *attr);
 
 /*
  * Read everything the kernel has published, then release it. Returns the
@@ -129,4 +129,4 @@ void aux_ring_set_attr(struct aux_ring *r, const struct perf_event_attr *attr);
  * the event. After a consumer's error it is left alone; stats.truncated
  * counts the truncated chunks either way.
  */
-int aux_ring_drain(struct aux_ring *r, const struct aux_ring_ops *ops, void *userdata, bool *ret_truncated);
+int aux_ring_drain(struct aux_ring *ring, const struct aux_ring_ops *ops, void *userdata, bool *ret_truncated);

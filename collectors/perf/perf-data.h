@@ -304,13 +304,13 @@ int perf_data_reader_new_path(const char *path, struct perf_data_reader **ret);
 int perf_data_reader_new_fd(int fd, bool take_fd, struct perf_data_reader **ret);
 /* The memory must outlive the reader; nothing is copied beyond the read buffer. */
 int perf_data_reader_new_memory(const void *data, size_t size, struct perf_data_reader **ret);
-struct perf_data_reader *perf_data_reader_free(struct perf_data_reader *r);
+struct perf_data_reader *perf_data_reader_free(struct perf_data_reader *reader);
 
 /*
  * Test hook: read at most max_read bytes per read call (default 1 MiB), so
  * that records and AUXTRACE payloads straddle chunk boundaries.
  */
-void perf_data_reader_set_read_size(struct perf_data_reader *r, size_t max_read);
+void perf_data_reader_set_read_size(struct perf_data_reader *reader, size_t max_read);
 
 /*
  * Before each read, wait with poll(2) until the input is ready or cancel_fd
@@ -318,7 +318,7 @@ void perf_data_reader_set_read_size(struct perf_data_reader *r, size_t max_read)
  * are always polled first, so a FIFO opened with O_NONBLOCK and no writer yet
  * waits for one instead of reading an early end of file.
  */
-void perf_data_reader_set_cancel_fd(struct perf_data_reader *r, int cancel_fd);
+void perf_data_reader_set_cancel_fd(struct perf_data_reader *reader, int cancel_fd);
 /*
  * That wait alone: 0 when fd has data or its writer left, -ECANCELED when
  * cancel_fd (or -1 for none) became readable first, or -errno.
@@ -330,7 +330,7 @@ int perf_data_wait_readable(int fd, int cancel_fd);
  * cancel_fd). 0 on success, else a negative error (see above). It is
  * perf_data_reader_begin() and perf_data_reader_step() until the end.
  */
-int perf_data_reader_run(struct perf_data_reader *r, const struct perf_data_ops *ops, void *userdata);
+int perf_data_reader_run(struct perf_data_reader *reader, const struct perf_data_ops *ops, void *userdata);
 
 /*
  * The resumable reader, for an event loop: begin() once (it allocates the
@@ -349,37 +349,37 @@ int perf_data_reader_run(struct perf_data_reader *r, const struct perf_data_ops 
  * header, attrs and features in the first step (a seekable input never
  * waits). Callbacks run inside the step, as with run().
  */
-int perf_data_reader_begin(struct perf_data_reader *r, const struct perf_data_ops *ops, void *userdata);
-int perf_data_reader_step(struct perf_data_reader *r, size_t budget);
+int perf_data_reader_begin(struct perf_data_reader *reader, const struct perf_data_ops *ops, void *userdata);
+int perf_data_reader_step(struct perf_data_reader *reader, size_t budget);
 /* The last step returned 0 or an error. */
-bool perf_data_reader_done(const struct perf_data_reader *r);
+bool perf_data_reader_done(const struct perf_data_reader *reader);
 
 /* "" when nothing failed. */
-const char *perf_data_reader_error(const struct perf_data_reader *r);
+const char *perf_data_reader_error(const struct perf_data_reader *reader);
 
-bool perf_data_reader_is_pipe(const struct perf_data_reader *r);
-const struct perf_data_stats *perf_data_reader_stats(const struct perf_data_reader *r);
+bool perf_data_reader_is_pipe(const struct perf_data_reader *reader);
+const struct perf_data_stats *perf_data_reader_stats(const struct perf_data_reader *reader);
 /* NULL when nothing was counted for that CPU. */
-const struct perf_data_cpu_stats *perf_data_reader_cpu_stats(const struct perf_data_reader *r, uint32_t cpu);
+const struct perf_data_cpu_stats *perf_data_reader_cpu_stats(const struct perf_data_reader *reader, uint32_t cpu);
 /* One past the highest CPU with stats. */
-uint32_t perf_data_reader_nr_cpu_stats(const struct perf_data_reader *r);
+uint32_t perf_data_reader_nr_cpu_stats(const struct perf_data_reader *reader);
 
-size_t perf_data_reader_nr_attrs(const struct perf_data_reader *r);
-const struct perf_data_attr *perf_data_reader_attr(const struct perf_data_reader *r, size_t i);
+size_t perf_data_reader_nr_attrs(const struct perf_data_reader *reader);
+const struct perf_data_attr *perf_data_reader_attr(const struct perf_data_reader *reader, size_t i);
 
 /* HEADER_NRCPUS: -ENOENT when the input had none. */
-int perf_data_reader_nr_cpus(const struct perf_data_reader *r, uint32_t *ret_avail, uint32_t *ret_online);
+int perf_data_reader_nr_cpus(const struct perf_data_reader *reader, uint32_t *ret_avail, uint32_t *ret_online);
 /* HEADER_CPUID string ("0x00000000410fd0c0" on arm64), NULL when absent. */
-const char *perf_data_reader_cpuid(const struct perf_data_reader *r);
+const char *perf_data_reader_cpuid(const struct perf_data_reader *reader);
 /* The decoder of one auxtrace type (the last one set for a type wins); d must outlive the reader. */
-int perf_data_reader_add_auxtrace_decoder(struct perf_data_reader *r, const struct perf_data_auxtrace_decoder *d);
+int perf_data_reader_add_auxtrace_decoder(struct perf_data_reader *reader, const struct perf_data_auxtrace_decoder *d);
 
 /*
  * MIDR of a CPU: from an auxtrace decoder (the SPE AUXTRACE_INFO per-CPU
  * metadata) when it knows, else the HEADER_CPUID MIDR (perf assumes a
  * homogeneous machine then). -ENOENT when neither says.
  */
-int perf_data_reader_midr(const struct perf_data_reader *r, uint32_t cpu, uint64_t *ret_midr);
+int perf_data_reader_midr(const struct perf_data_reader *reader, uint32_t cpu, uint64_t *ret_midr);
 
 /* Parse an arm64 CPUID string "0x<hex>" into a MIDR; -EINVAL otherwise. */
 int perf_data_parse_midr(const char *s, uint64_t *ret_midr);

@@ -139,11 +139,11 @@ static int midr(void *state, uint32_t cpu, uint64_t *ret_midr) {
         return spe_info_midr(d->cpus, d->n_cpus, cpu, ret_midr);
 }
 
-int spe_info_attach(struct perf_data_reader *r, struct spe_info_decoder *d) {
+int spe_info_attach(struct perf_data_reader *reader, struct spe_info_decoder *d) {
         *d = (struct spe_info_decoder) {
                 .decoder = { .type = PERF_AUXTRACE_ARM_SPE, .decode = decode, .midr = midr, .state = d },
         };
-        return perf_data_reader_add_auxtrace_decoder(r, &d->decoder);
+        return perf_data_reader_add_auxtrace_decoder(reader, &d->decoder);
 }
 
 void spe_info_decoder_done(struct spe_info_decoder *d) {

@@ -80,5 +80,5 @@ struct spe_info_decoder {
         size_t n_cpus;
 };
 
-int spe_info_attach(struct perf_data_reader *r, struct spe_info_decoder *d);
+int spe_info_attach(struct perf_data_reader *reader, struct spe_info_decoder *d);
 void spe_info_decoder_done(struct spe_info_decoder *d);

@@ -28,39 +28,39 @@ static struct spe_replay_source *of(struct source *s) {
         return (struct spe_replay_source *) s;
 }
 
-static void stop(struct spe_replay_source *r) {
-        r->io = sd_event_source_disable_unref(r->io);
-        r->more = sd_event_source_disable_unref(r->more);
+static void stop(struct spe_replay_source *src) {
+        src->io = sd_event_source_disable_unref(src->io);
+        src->more = sd_event_source_disable_unref(src->more);
 }
 
 static int replay_drain(struct source *s, size_t budget) {
-        struct spe_replay_source *r = of(s);
+        struct spe_replay_source *src = of(s);
         int k;
 
-        if (!r->replay || r->state == SOURCE_DONE || r->state == SOURCE_FAILED)
+        if (!src->replay || src->state == SOURCE_DONE || src->state == SOURCE_FAILED)
                 return 0;
-        r->state = SOURCE_RUNNING;
-        k = spe_replay_step(r->replay, budget);
+        src->state = SOURCE_RUNNING;
+        k = spe_replay_step(src->replay, budget);
         if (k == 1) {
-                if (r->more)
-                        (void) sd_event_source_set_enabled(r->more, SD_EVENT_ON);
+                if (src->more)
+                        (void) sd_event_source_set_enabled(src->more, SD_EVENT_ON);
                 return 1;
         }
         if (k == -EAGAIN) {
                 /* Nothing buffered, the pipe is empty: the I/O source wakes us. */
-                if (r->more)
-                        (void) sd_event_source_set_enabled(r->more, SD_EVENT_OFF);
+                if (src->more)
+                        (void) sd_event_source_set_enabled(src->more, SD_EVENT_OFF);
                 return 0;
         }
-        r->result = k;
+        src->result = k;
         if (k < 0) {
-                r->state = SOURCE_FAILED;
-                snprintf(r->reason, sizeof(r->reason), "%s", spe_replay_error(r->replay));
+                src->state = SOURCE_FAILED;
+                snprintf(src->reason, sizeof(src->reason), "%s", spe_replay_error(src->replay));
         } else
-                r->state = SOURCE_DONE;
-        stop(r);
+                src->state = SOURCE_DONE;
+        stop(src);
         if (s->sink->state)
-                s->sink->state(s->sink->userdata, s, r->state);
+                s->sink->state(s->sink->userdata, s, src->state);
         return k < 0 ? k : 0;
 }
 
@@ -75,21 +75,21 @@ static int on_more(sd_event_source *es, void *userdata) {
 }
 
 static int replay_start(struct source *s, sd_event *event, const struct cpulist *cpus) {
-        struct spe_replay_source *r = of(s);
+        struct spe_replay_source *src = of(s);
         struct stat st;
         int k;
 
-        if (r->replay)
+        if (src->replay)
                 return -EALREADY;
-        if (fstat(r->in.fd, &st) < 0) {
+        if (fstat(src->in.fd, &st) < 0) {
                 k = -errno;
                 goto fail;
         }
-        k = spe_replay_new(&r->in, s->sink, s->tasks, &r->replay);
+        k = spe_replay_new(&src->in, s->sink, s->tasks, &src->replay);
         if (k < 0)
                 goto fail;
         /* Always ready when on; off while a pipe has nothing (the I/O source then wakes us). */
-        k = sd_event_add_defer(event, &r->more, on_more, r);
+        k = sd_event_add_defer(event, &src->more, on_more, src);
         if (k < 0)
                 goto fail;
         /*
@@ -100,55 +100,55 @@ static int replay_start(struct source *s, sd_event *event, const struct cpulist 
          * meanwhile (the epoch timer, the watchdog, a live source) goes
          * first. A pipe's I/O source keeps normal priority.
          */
-        (void) sd_event_source_set_priority(r->more, SD_EVENT_PRIORITY_IDLE);
-        (void) sd_event_source_set_description(r->more, "replay-more");
+        (void) sd_event_source_set_priority(src->more, SD_EVENT_PRIORITY_IDLE);
+        (void) sd_event_source_set_description(src->more, "replay-more");
         if (!S_ISREG(st.st_mode)) {
-                k = sd_event_add_io(event, &r->io, r->in.fd, EPOLLIN, on_io, r);
+                k = sd_event_add_io(event, &src->io, src->in.fd, EPOLLIN, on_io, src);
                 if (k < 0)
                         goto fail;
-                (void) sd_event_source_set_description(r->io, "replay-input");
+                (void) sd_event_source_set_description(src->io, "replay-input");
         }
         return 0;
 fail:
-        stop(r);
-        r->state = SOURCE_FAILED;
-        r->result = k;
-        snprintf(r->reason, sizeof(r->reason), "%s: %s", r->name, strerror(-k));
+        stop(src);
+        src->state = SOURCE_FAILED;
+        src->result = k;
+        snprintf(src->reason, sizeof(src->reason), "%s: %s", src->name, strerror(-k));
         return k;
 }
 
 static void replay_status(struct source *s, struct source_status *ret) {
-        struct spe_replay_source *r = of(s);
+        struct spe_replay_source *src = of(s);
         size_t n;
 
         *ret = (struct source_status) {
                 .kind = "replay",
-                .state = r->state,
-                .error = r->state == SOURCE_FAILED ? r->result : 0,
+                .state = src->state,
+                .error = src->state == SOURCE_FAILED ? src->result : 0,
         };
-        memcpy(ret->reason, r->reason, sizeof(ret->reason));
-        if (!r->replay)
+        memcpy(ret->reason, src->reason, sizeof(ret->reason));
+        if (!src->replay)
                 return;
-        ret->sample_period = spe_replay_sample_period(r->replay);
+        ret->sample_period = spe_replay_sample_period(src->replay);
         /* Warnings judge a whole input: only once it was read. */
-        if (r->state == SOURCE_DONE || r->state == SOURCE_FAILED)
-                ret->n_warnings = spe_replay_warnings(r->replay, r->result, ret->warnings);
-        n = spe_replay_n_cpus(r->replay);
+        if (src->state == SOURCE_DONE || src->state == SOURCE_FAILED)
+                ret->n_warnings = spe_replay_warnings(src->replay, src->result, ret->warnings);
+        n = spe_replay_n_cpus(src->replay);
         if (n == 0)
                 return;
         ret->cpus = xcalloc(n, sizeof(*ret->cpus));
         for (size_t i = 0; i < n; i++)
-                spe_replay_stream_stats(r->replay, i, &ret->cpus[i]);
+                spe_replay_stream_stats(src->replay, i, &ret->cpus[i]);
         ret->n_cpus = n;
 }
 
 static void replay_free(struct source *s) {
-        struct spe_replay_source *r = of(s);
+        struct spe_replay_source *src = of(s);
 
-        stop(r);
-        spe_replay_free(r->replay);
-        free(r->name);
-        free(r);
+        stop(src);
+        spe_replay_free(src->replay);
+        free(src->name);
+        free(src);
 }
 
 static const struct source_ops replay_source_ops = {
@@ -161,18 +161,18 @@ static const struct source_ops replay_source_ops = {
 
 int spe_replay_source_new(const struct spe_replay_input *in, const struct source_sink *sink,
                           struct task_map *tasks, struct source **ret) {
-        struct spe_replay_source *r;
+        struct spe_replay_source *src;
 
         if (!in || in->fd < 0 || !sink || !ret)
                 return -EINVAL;
-        r = xcalloc(1, sizeof(*r));
-        r->base = (struct source) { .ops = &replay_source_ops, .sink = sink, .tasks = tasks };
-        r->in = *in;
-        r->name = xstrdup(in->name ?: "input");
-        r->in.name = r->name;
-        r->in.cancel_fd = -1;
-        r->state = SOURCE_STARTING;
-        *ret = &r->base;
+        src = xcalloc(1, sizeof(*src));
+        src->base = (struct source) { .ops = &replay_source_ops, .sink = sink, .tasks = tasks };
+        src->in = *in;
+        src->name = xstrdup(in->name ?: "input");
+        src->in.name = src->name;
+        src->in.cancel_fd = -1;
+        src->state = SOURCE_STARTING;
+        *ret = &src->base;
         return 0;
 }
 

@@ -83,63 +83,63 @@ _Static_assert(TASK_MAP_NO_ID == SOURCE_NO_ID, "one value for an unknown pid");
 
 /* A replay with nothing read yet; tasks NULL: a task map of its own. */
 static struct spe_replay *replay_alloc(const struct source_sink *sink, struct task_map *tasks) {
-        struct spe_replay *r = xcalloc(1, sizeof(*r));
+        struct spe_replay *replay = xcalloc(1, sizeof(*replay));
 
-        r->sink = sink;
-        r->tasks = tasks;
+        replay->sink = sink;
+        replay->tasks = tasks;
         if (!tasks) {
-                if (task_map_new(&r->tasks) < 0)
+                if (task_map_new(&replay->tasks) < 0)
                         oom();
-                r->own_tasks = true;
+                replay->own_tasks = true;
         }
-        return r;
+        return replay;
 }
 
 /* A task event to the sink, after the map took it. */
-static void task_event(struct spe_replay *r, const struct source_task *t) {
-        if (r->sink && r->sink->task)
-                r->sink->task(r->sink->userdata, t);
+static void task_event(struct spe_replay *replay, const struct source_task *t) {
+        if (replay->sink && replay->sink->task)
+                replay->sink->task(replay->sink->userdata, t);
 }
 
-static struct replay_queue *queue(struct spe_replay *r, uint32_t cpu) {
+static struct replay_queue *queue(struct spe_replay *replay, uint32_t cpu) {
         struct replay_queue *q;
         uint64_t midr = 0;
 
         if (cpu >= SPE_REPLAY_MAX_CPUS)
                 return NULL;
-        q = r->queues[cpu];
+        q = replay->queues[cpu];
         if (q)
                 return q;
 
         q = xcalloc(1, sizeof(*q));
         /* A MIDR we cannot find keeps raw data sources ("unknown"), never a guess. */
-        if (r->raw)
-                midr = r->raw_midr;
+        if (replay->raw)
+                midr = replay->raw_midr;
         else
-                (void) perf_data_reader_midr(r->reader, cpu, &midr);
+                (void) perf_data_reader_midr(replay->reader, cpu, &midr);
         spe_decoder_init(&q->dec, cpu, midr);
         q->st.cpu = cpu;
         q->st.midr = midr;
         q->cur_pid = q->cur_tid = SOURCE_NO_ID;
-        r->queues[cpu] = q;
+        replay->queues[cpu] = q;
 
         /* Keep an ascending index for reporting. */
-        size_t i = r->n_queues++;
-        while (i > 0 && r->sorted[i - 1]->st.cpu > cpu) {
-                r->sorted[i] = r->sorted[i - 1];
+        size_t i = replay->n_queues++;
+        while (i > 0 && replay->sorted[i - 1]->st.cpu > cpu) {
+                replay->sorted[i] = replay->sorted[i - 1];
                 i--;
         }
-        r->sorted[i] = q;
+        replay->sorted[i] = q;
         return q;
 }
 
-static void emit(struct spe_replay *r, struct replay_queue *q, size_t n) {
+static void emit(struct spe_replay *replay, struct replay_queue *q, size_t n) {
         /* The tid map cannot change during one batch, and a CPU runs one thread
          * for many records in a row: look each thread up once per run. */
         uint32_t map_tid = SOURCE_NO_ID, map_pid = SOURCE_NO_ID;
 
         for (size_t i = 0; i < n; i++) {
-                const struct spe_record *rec = &r->batch[i];
+                const struct spe_record *rec = &replay->batch[i];
                 uint32_t tid, pid;
 
                 /* A context packet names the thread and holds until the next one
@@ -151,30 +151,30 @@ static void emit(struct spe_replay *r, struct replay_queue *q, size_t n) {
                 tid = q->cur_tid;
                 if (tid != map_tid) {
                         map_tid = tid;
-                        map_pid = tid == SOURCE_NO_ID ? SOURCE_NO_ID : task_map_pid(r->tasks, tid);
+                        map_pid = tid == SOURCE_NO_ID ? SOURCE_NO_ID : task_map_pid(replay->tasks, tid);
                 }
                 pid = map_pid;
                 /* The switched-in task's pid is known even without its COMM. */
                 if (pid == SOURCE_NO_ID)
                         pid = q->cur_pid;
                 if (pid == SOURCE_NO_ID)
-                        r->unattributed++;
-                r->tids_out[i] = tid;
-                r->pids[i] = pid;
+                        replay->unattributed++;
+                replay->tids_out[i] = tid;
+                replay->pids[i] = pid;
         }
         q->st.records += n;
-        if (r->sink && r->sink->records)
-                r->sink->records(r->sink->userdata, r->batch, r->pids, r->tids_out, n);
+        if (replay->sink && replay->sink->records)
+                replay->sink->records(replay->sink->userdata, replay->batch, replay->pids, replay->tids_out, n);
 }
 
-static void decode(struct spe_replay *r, struct replay_queue *q, const uint8_t *data, size_t len) {
+static void decode(struct spe_replay *replay, struct replay_queue *q, const uint8_t *data, size_t len) {
         q->st.bytes += len;
         while (len > 0) {
                 size_t consumed = 0, n;
 
-                n = spe_decoder_decode(&q->dec, data, len, r->batch, SPE_REPLAY_BATCH, &consumed);
+                n = spe_decoder_decode(&q->dec, data, len, replay->batch, SPE_REPLAY_BATCH, &consumed);
                 if (n > 0)
-                        emit(r, q, n);
+                        emit(replay, q, n);
                 data += consumed;
                 len -= consumed;
                 if (n == 0 && consumed == 0)
@@ -184,14 +184,14 @@ static void decode(struct spe_replay *r, struct replay_queue *q, const uint8_t *
 
 static int on_auxtrace(void *userdata, const struct perf_data_auxtrace *at, uint64_t chunk_offset,
                        const uint8_t *data, size_t len, bool last) {
-        struct spe_replay *r = userdata;
+        struct spe_replay *replay = userdata;
         /* Per-thread recordings have cpu = -1: the mmap index is the queue then. */
-        struct replay_queue *q = queue(r, at->cpu != UINT32_MAX ? at->cpu : at->idx);
+        struct replay_queue *q = queue(replay, at->cpu != UINT32_MAX ? at->cpu : at->idx);
 
         if (!q) {
                 /* No queue for that CPU number: nothing of it is decoded, and it is said. */
-                r->dropped_payloads += chunk_offset == 0;
-                r->dropped_bytes += len;
+                replay->dropped_payloads += chunk_offset == 0;
+                replay->dropped_bytes += len;
                 return 0;
         }
         if (chunk_offset == 0) {
@@ -204,39 +204,39 @@ static int on_auxtrace(void *userdata, const struct perf_data_auxtrace *at, uint
                 q->started = true;
                 q->next_offset = at->offset + at->size;
         }
-        decode(r, q, data, len);
+        decode(replay, q, data, len);
         return 0;
 }
 
 static int on_attr(void *userdata, const struct perf_data_attr *a) {
-        struct spe_replay *r = userdata;
+        struct spe_replay *replay = userdata;
 
-        if (r->n_attrs < REPLAY_MAX_ATTRS) {
-                r->attrs[r->n_attrs].type = a->attr.type;
+        if (replay->n_attrs < REPLAY_MAX_ATTRS) {
+                replay->attrs[replay->n_attrs].type = a->attr.type;
                 /* SPE samples by operation count: attr.freq is 0 and this is the interval. */
-                r->attrs[r->n_attrs].period = a->attr.freq ? 0 : a->attr.sample_period;
-                r->n_attrs++;
+                replay->attrs[replay->n_attrs].period = a->attr.freq ? 0 : a->attr.sample_period;
+                replay->n_attrs++;
         }
         return 0;
 }
 
 static int on_auxtrace_info(void *userdata, const struct perf_data_auxtrace_info *info) {
-        struct spe_replay *r = userdata;
+        struct spe_replay *replay = userdata;
 
         if (info->type == PERF_AUXTRACE_ARM_SPE && info->decoded) {
-                r->spe_pmu_type = ((const struct spe_info *) info->decoded)->pmu_type;
-                r->has_spe_pmu_type = true;
+                replay->spe_pmu_type = ((const struct spe_info *) info->decoded)->pmu_type;
+                replay->has_spe_pmu_type = true;
         }
         return 0;
 }
 
 static int on_aux(void *userdata, const struct perf_data_aux *aux) {
-        struct spe_replay *r = userdata;
+        struct spe_replay *replay = userdata;
         struct replay_queue *q;
 
         if (!(aux->rec.sid.valid & PERF_DATA_ID_CPU))
                 return 0;
-        q = queue(r, aux->rec.sid.cpu);
+        q = queue(replay, aux->rec.sid.cpu);
         if (!q)
                 return 0;
         q->st.aux_records++;
@@ -247,22 +247,22 @@ static int on_aux(void *userdata, const struct perf_data_aux *aux) {
 }
 
 static int on_lost(void *userdata, const struct perf_data_lost *lost) {
-        struct spe_replay *r = userdata;
+        struct spe_replay *replay = userdata;
         struct replay_queue *q;
 
         if (!(lost->rec.sid.valid & PERF_DATA_ID_CPU))
                 return 0;
-        q = queue(r, lost->rec.sid.cpu);
+        q = queue(replay, lost->rec.sid.cpu);
         if (q)
                 q->st.lost += lost->lost;
         return 0;
 }
 
 static int on_comm(void *userdata, const struct perf_data_comm *c) {
-        struct spe_replay *r = userdata;
+        struct spe_replay *replay = userdata;
 
-        task_map_comm(r->tasks, c->pid, c->tid, c->comm);
-        task_event(r, &(struct source_task) {
+        task_map_comm(replay->tasks, c->pid, c->tid, c->comm);
+        task_event(replay, &(struct source_task) {
                 .kind = SOURCE_TASK_COMM,
                 .pid = c->pid,
                 .tid = c->tid,
@@ -277,45 +277,45 @@ static int build_id_cmp(const void *a, const void *b) {
 }
 
 static int on_build_id(void *userdata, const struct perf_data_build_id *bid) {
-        struct spe_replay *r = userdata;
+        struct spe_replay *replay = userdata;
 
         /* The host's user files: guests' and the kernel's are not mapped by host processes. */
         if (bid->pid != PERF_DATA_BUILD_ID_HOST ||
             (bid->misc & PERF_RECORD_MISC_CPUMODE_MASK) != PERF_RECORD_MISC_USER)
                 return 0;
-        if (r->n_build_ids == REPLAY_MAX_BUILD_IDS) {
-                r->build_ids_dropped++;
+        if (replay->n_build_ids == REPLAY_MAX_BUILD_IDS) {
+                replay->build_ids_dropped++;
                 return 0;
         }
-        if (r->n_build_ids == r->cap_build_ids) {
-                r->cap_build_ids = r->cap_build_ids ? 2 * r->cap_build_ids : 64;
-                r->build_ids = xrealloc(r->build_ids, r->cap_build_ids * sizeof(*r->build_ids));
+        if (replay->n_build_ids == replay->cap_build_ids) {
+                replay->cap_build_ids = replay->cap_build_ids ? 2 * replay->cap_build_ids : 64;
+                replay->build_ids = xrealloc(replay->build_ids, replay->cap_build_ids * sizeof(*replay->build_ids));
         }
-        r->build_ids[r->n_build_ids] = (struct build_id_entry) {
+        replay->build_ids[replay->n_build_ids] = (struct build_id_entry) {
                 .filename = xstrdup(bid->filename),
                 .size = bid->build_id_size,
         };
-        memcpy(r->build_ids[r->n_build_ids].id, bid->build_id, sizeof(bid->build_id));
-        r->n_build_ids++;
-        r->build_ids_sorted = false;
+        memcpy(replay->build_ids[replay->n_build_ids].id, bid->build_id, sizeof(bid->build_id));
+        replay->n_build_ids++;
+        replay->build_ids_sorted = false;
         return 0;
 }
 
 /* The table's build id of filename, or NULL. */
-static const struct build_id_entry *build_id_of(struct spe_replay *r, const char *filename) {
+static const struct build_id_entry *build_id_of(struct spe_replay *replay, const char *filename) {
         struct build_id_entry key = { .filename = (char *) filename };
 
-        if (r->n_build_ids == 0)
+        if (replay->n_build_ids == 0)
                 return NULL;
-        if (!r->build_ids_sorted) {
-                qsort(r->build_ids, r->n_build_ids, sizeof(*r->build_ids), build_id_cmp);
-                r->build_ids_sorted = true;
+        if (!replay->build_ids_sorted) {
+                qsort(replay->build_ids, replay->n_build_ids, sizeof(*replay->build_ids), build_id_cmp);
+                replay->build_ids_sorted = true;
         }
-        return bsearch(&key, r->build_ids, r->n_build_ids, sizeof(*r->build_ids), build_id_cmp);
+        return bsearch(&key, replay->build_ids, replay->n_build_ids, sizeof(*replay->build_ids), build_id_cmp);
 }
 
 static int on_mmap(void *userdata, const struct perf_data_mmap *m) {
-        struct spe_replay *r = userdata;
+        struct spe_replay *replay = userdata;
         const struct build_id_entry *e;
         struct source_mapping sm = {
                 .pid = m->pid,
@@ -327,19 +327,19 @@ static int on_mmap(void *userdata, const struct perf_data_mmap *m) {
                 .build_id_len = m->has_build_id ? m->build_id_size : 0,
         };
 
-        if (!r->sink || !r->sink->mapping)
+        if (!replay->sink || !replay->sink->mapping)
                 return 0;
         /* perf record by default puts build ids in the file's table, not in MMAP2. */
-        if (!sm.build_id && (e = build_id_of(r, m->filename))) {
+        if (!sm.build_id && (e = build_id_of(replay, m->filename))) {
                 sm.build_id = e->id;
                 sm.build_id_len = e->size;
         }
-        r->sink->mapping(r->sink->userdata, &sm);
+        replay->sink->mapping(replay->sink->userdata, &sm);
         return 0;
 }
 
-static void task_fork_exit(struct spe_replay *r, const struct perf_data_task *t, enum source_task_kind kind) {
-        task_event(r, &(struct source_task) {
+static void task_fork_exit(struct spe_replay *replay, const struct perf_data_task *t, enum source_task_kind kind) {
+        task_event(replay, &(struct source_task) {
                 .kind = kind,
                 .pid = t->pid,
                 .tid = t->tid,
@@ -350,10 +350,10 @@ static void task_fork_exit(struct spe_replay *r, const struct perf_data_task *t,
 }
 
 static int on_fork(void *userdata, const struct perf_data_task *t) {
-        struct spe_replay *r = userdata;
+        struct spe_replay *replay = userdata;
 
-        task_map_fork(r->tasks, t->pid, t->tid, t->ptid, t->time);
-        task_fork_exit(r, t, SOURCE_TASK_FORK);
+        task_map_fork(replay->tasks, t->pid, t->tid, t->ptid, t->time);
+        task_fork_exit(replay, t, SOURCE_TASK_FORK);
         return 0;
 }
 
@@ -363,15 +363,15 @@ static int on_exit_task(void *userdata, const struct perf_data_task *t) {
         return 0;
 }
 
-static void switch_in(struct spe_replay *r, uint32_t cpu, uint32_t pid, uint32_t tid) {
-        struct replay_queue *q = queue(r, cpu);
+static void switch_in(struct spe_replay *replay, uint32_t cpu, uint32_t pid, uint32_t tid) {
+        struct replay_queue *q = queue(replay, cpu);
 
         if (!q)
                 return;
         q->cur_pid = pid;
         q->cur_tid = tid;
         if (pid != SOURCE_NO_ID)
-                task_map_set_pid(r->tasks, tid, pid);
+                task_map_set_pid(replay->tasks, tid, pid);
 }
 
 static int on_switch(void *userdata, const struct perf_data_switch *sw) {
@@ -399,50 +399,50 @@ static int on_itrace_start(void *userdata, const struct perf_data_itrace_start *
  * The end of the input: an unterminated record or a packet cut at the end is
  * counted (stats.flushed_*), then the decoders' counters are kept.
  */
-static void finish(struct spe_replay *r) {
-        for (size_t i = 0; i < r->n_queues; i++) {
-                spe_decoder_reset(&r->sorted[i]->dec);
-                r->sorted[i]->st.decoder = r->sorted[i]->dec.stats;
+static void finish(struct spe_replay *replay) {
+        for (size_t i = 0; i < replay->n_queues; i++) {
+                spe_decoder_reset(&replay->sorted[i]->dec);
+                replay->sorted[i]->st.decoder = replay->sorted[i]->dec.stats;
         }
 }
 
-static void clock_changed(struct spe_replay *r) {
-        if (r->sink && r->sink->clock)
-                r->sink->clock(r->sink->userdata, &r->clock);
+static void clock_changed(struct spe_replay *replay) {
+        if (replay->sink && replay->sink->clock)
+                replay->sink->clock(replay->sink->userdata, &replay->clock);
 }
 
 static int on_time_conv(void *userdata, const struct perf_data_time_conv *tc) {
-        struct spe_replay *r = userdata;
+        struct spe_replay *replay = userdata;
 
-        r->clock.has_time_conv = true;
-        r->clock.time_shift = tc->time_shift;
-        r->clock.time_mult = tc->time_mult;
-        r->clock.time_zero = tc->time_zero;
-        r->clock.cap_user_time_short = tc->has_cycles && tc->cap_user_time_short;
-        r->clock.time_cycles = tc->has_cycles ? tc->time_cycles : 0;
-        r->clock.time_mask = tc->has_cycles ? tc->time_mask : UINT64_MAX;
-        clock_changed(r);
+        replay->clock.has_time_conv = true;
+        replay->clock.time_shift = tc->time_shift;
+        replay->clock.time_mult = tc->time_mult;
+        replay->clock.time_zero = tc->time_zero;
+        replay->clock.cap_user_time_short = tc->has_cycles && tc->cap_user_time_short;
+        replay->clock.time_cycles = tc->has_cycles ? tc->time_cycles : 0;
+        replay->clock.time_mask = tc->has_cycles ? tc->time_mask : UINT64_MAX;
+        clock_changed(replay);
         return 0;
 }
 
 /* HEADER_CLOCK_DATA (tools/perf/util/header.c write_clock_data): u32 version, u32 clockid,
  * u64 time of day (ns), u64 the clockid's time (ns) at the same moment. */
 static int on_feature(void *userdata, unsigned feat, const uint8_t *data, size_t len) {
-        struct spe_replay *r = userdata;
+        struct spe_replay *replay = userdata;
         uint32_t clockid;
         uint64_t tod, ref;
 
-        if (r->sink && r->sink->feature)
-                r->sink->feature(r->sink->userdata, feat, data, len);
+        if (replay->sink && replay->sink->feature)
+                replay->sink->feature(replay->sink->userdata, feat, data, len);
         if (feat != PERF_DATA_FEAT_CLOCK_DATA || len < 24)
                 return 0;
         memcpy(&clockid, data + 4, sizeof(clockid));
         memcpy(&tod, data + 8, sizeof(tod));
         memcpy(&ref, data + 16, sizeof(ref));
-        r->clock.has_clock_data = true;
-        r->clock.clockid = clockid;
-        r->clock.unix_minus_perf_ns = (int64_t) (tod - ref);
-        clock_changed(r);
+        replay->clock.has_clock_data = true;
+        replay->clock.clockid = clockid;
+        replay->clock.unix_minus_perf_ns = (int64_t) (tod - ref);
+        clock_changed(replay);
         return 0;
 }
 
@@ -464,17 +464,17 @@ static const struct perf_data_ops replay_ops = {
 };
 
 static int run(struct perf_data_reader *reader, const struct source_sink *sink, struct spe_replay **replay_out) {
-        struct spe_replay *r = replay_alloc(sink, NULL);
+        struct spe_replay *replay = replay_alloc(sink, NULL);
         int k;
 
-        r->reader = reader;
-        k = spe_info_attach(reader, &r->spe_info);
+        replay->reader = reader;
+        k = spe_info_attach(reader, &replay->spe_info);
         if (k >= 0)
-                k = perf_data_reader_run(reader, &replay_ops, r);
+                k = perf_data_reader_run(reader, &replay_ops, replay);
         if (k < 0)
-                snprintf(r->error, sizeof(r->error), "%s", perf_data_reader_error(reader));
-        finish(r);
-        *replay_out = r;
+                snprintf(replay->error, sizeof(replay->error), "%s", perf_data_reader_error(reader));
+        finish(replay);
+        *replay_out = replay;
         return k;
 }
 
@@ -483,45 +483,46 @@ static int raw_step(struct spe_replay *r, size_t budget);
 /* A replay of a raw SPE buffer: one queue, CPU in->raw_cpu of an in->raw_midr core. */
 static struct spe_replay *raw_new(const struct spe_replay_input *in, const struct source_sink *sink,
                                   struct task_map *tasks) {
-        struct spe_replay *r = replay_alloc(sink, tasks);
+        struct spe_replay *replay = replay_alloc(sink, tasks);
 
-        r->fd = in->fd;
-        r->name = xstrdup(in->name ?: "input");
-        r->raw = true;
-        r->raw_midr = in->raw_midr;
-        r->raw_buf = xmalloc(RAW_READ_SIZE);
+        replay->fd = in->fd;
+        replay->name = xstrdup(in->name ?: "input");
+        replay->raw = true;
+        replay->raw_midr = in->raw_midr;
+        replay->raw_buf = xmalloc(RAW_READ_SIZE);
         /* A CPU beyond the bound is the first step's error, with its message. */
-        if (!queue(r, in->raw_cpu)) {
-                snprintf(r->error, sizeof(r->error), "%s: CPU %" PRIu32 " is beyond the %u CPUs a replay keeps",
-                         r->name, in->raw_cpu, SPE_REPLAY_MAX_CPUS);
-                r->finished = true;
-                r->result = -EINVAL;
+        if (!queue(replay, in->raw_cpu)) {
+                snprintf(replay->error, sizeof(replay->error),
+                         "%s: CPU %" PRIu32 " is beyond the %u CPUs a replay keeps",
+                         replay->name, in->raw_cpu, SPE_REPLAY_MAX_CPUS);
+                replay->finished = true;
+                replay->result = -EINVAL;
         }
-        return r;
+        return replay;
 }
 
 /* Raw SPE bytes of one CPU, read to the end (no perf.data framing): the steps, waiting for a pipe between them. */
 static int run_raw(const struct spe_replay_input *in, const struct source_sink *sink, struct spe_replay **replay_out) {
-        struct spe_replay *r = raw_new(in, sink, NULL);
-        int k = r->result;
+        struct spe_replay *replay = raw_new(in, sink, NULL);
+        int k = replay->result;
 
-        while (!r->finished) {
+        while (!replay->finished) {
                 /* Before every read, as perf_data_reader_run() does: a pipe's data, or the cancel_fd. */
                 k = perf_data_wait_readable(in->fd, in->cancel_fd);
                 if (k < 0) {
-                        snprintf(r->error, sizeof(r->error), "%s: read stopped at offset 0x%" PRIx64 ": %s",
-                                 r->name, r->raw_off, strerror(-k));
+                        snprintf(replay->error, sizeof(replay->error), "%s: read stopped at offset 0x%" PRIx64 ": %s",
+                                 replay->name, replay->raw_off, strerror(-k));
                         break;
                 }
-                k = raw_step(r, 1);
+                k = raw_step(replay, 1);
                 if (k == 1 || k == -EAGAIN)
                         continue;
                 break;
         }
-        finish(r);
-        r->finished = true;
-        r->result = k;
-        *replay_out = r;
+        finish(replay);
+        replay->finished = true;
+        replay->result = k;
+        *replay_out = replay;
         return k;
 }
 
@@ -533,10 +534,10 @@ int spe_replay_run(const struct spe_replay_input *in, const struct source_sink *
                 return run_raw(in, sink, replay_out);
         k = perf_data_reader_new_fd(in->fd, false, &reader);
         if (k < 0) {
-                struct spe_replay *r = replay_alloc(sink, NULL);
+                struct spe_replay *replay = replay_alloc(sink, NULL);
 
-                snprintf(r->error, sizeof(r->error), "%s: %s", in->name, strerror(-k));
-                *replay_out = r;
+                snprintf(replay->error, sizeof(replay->error), "%s: %s", in->name, strerror(-k));
+                *replay_out = replay;
                 return k;
         }
         perf_data_reader_set_cancel_fd(reader, in->cancel_fd);
@@ -549,87 +550,87 @@ int spe_replay_path(const char *path, const struct source_sink *sink, struct spe
 
         k = perf_data_reader_new_path(path, &reader);
         if (k < 0) {
-                struct spe_replay *r = replay_alloc(sink, NULL);
+                struct spe_replay *replay = replay_alloc(sink, NULL);
 
-                snprintf(r->error, sizeof(r->error), "%s: %s", path, strerror(-k));
-                *replay_out = r;
+                snprintf(replay->error, sizeof(replay->error), "%s: %s", path, strerror(-k));
+                *replay_out = replay;
                 return k;
         }
         return run(reader, sink, replay_out);
 }
 
-struct spe_replay *spe_replay_free(struct spe_replay *r) {
-        if (!r)
+struct spe_replay *spe_replay_free(struct spe_replay *replay) {
+        if (!replay)
                 return NULL;
-        for (size_t i = 0; i < r->n_queues; i++)
-                free(r->sorted[i]);
-        for (size_t i = 0; i < r->n_build_ids; i++)
-                free(r->build_ids[i].filename);
-        free(r->build_ids);
-        perf_data_reader_free(r->reader);
-        spe_info_decoder_done(&r->spe_info);
-        free(r->raw_buf);
-        free(r->name);
-        if (r->own_tasks)
-                task_map_free(r->tasks);
-        free(r);
+        for (size_t i = 0; i < replay->n_queues; i++)
+                free(replay->sorted[i]);
+        for (size_t i = 0; i < replay->n_build_ids; i++)
+                free(replay->build_ids[i].filename);
+        free(replay->build_ids);
+        perf_data_reader_free(replay->reader);
+        spe_info_decoder_done(&replay->spe_info);
+        free(replay->raw_buf);
+        free(replay->name);
+        if (replay->own_tasks)
+                task_map_free(replay->tasks);
+        free(replay);
         return NULL;
 }
 
-const char *spe_replay_error(const struct spe_replay *r) {
-        return r->error;
+const char *spe_replay_error(const struct spe_replay *replay) {
+        return replay->error;
 }
 
-bool spe_replay_is_pipe(const struct spe_replay *r) {
-        return r->reader && perf_data_reader_is_pipe(r->reader);
+bool spe_replay_is_pipe(const struct spe_replay *replay) {
+        return replay->reader && perf_data_reader_is_pipe(replay->reader);
 }
 
-size_t spe_replay_n_cpus(const struct spe_replay *r) {
-        return r->n_queues;
+size_t spe_replay_n_cpus(const struct spe_replay *replay) {
+        return replay->n_queues;
 }
 
-const struct spe_stream_stats *spe_replay_cpu(const struct spe_replay *r, size_t i) {
-        return i < r->n_queues ? &r->sorted[i]->st : NULL;
+const struct spe_stream_stats *spe_replay_cpu(const struct spe_replay *replay, size_t i) {
+        return i < replay->n_queues ? &replay->sorted[i]->st : NULL;
 }
 
-uint64_t spe_replay_sample_period(const struct spe_replay *r) {
-        if (!r->has_spe_pmu_type)
+uint64_t spe_replay_sample_period(const struct spe_replay *replay) {
+        if (!replay->has_spe_pmu_type)
                 return 0;
-        for (size_t i = 0; i < r->n_attrs; i++)
-                if (r->attrs[i].type == r->spe_pmu_type)
-                        return r->attrs[i].period;
+        for (size_t i = 0; i < replay->n_attrs; i++)
+                if (replay->attrs[i].type == replay->spe_pmu_type)
+                        return replay->attrs[i].period;
         return 0;
 }
 
-uint64_t spe_replay_unattributed(const struct spe_replay *r) {
-        return r->unattributed;
+uint64_t spe_replay_unattributed(const struct spe_replay *replay) {
+        return replay->unattributed;
 }
 
-uint64_t spe_replay_tid_evictions(const struct spe_replay *r) {
-        return task_map_evictions(r->tasks);
+uint64_t spe_replay_tid_evictions(const struct spe_replay *replay) {
+        return task_map_evictions(replay->tasks);
 }
 
-bool spe_replay_is_raw(const struct spe_replay *r) {
-        return r->raw;
+bool spe_replay_is_raw(const struct spe_replay *replay) {
+        return replay->raw;
 }
 
-uint64_t spe_replay_dropped_payloads(const struct spe_replay *r) {
-        return r->dropped_payloads;
+uint64_t spe_replay_dropped_payloads(const struct spe_replay *replay) {
+        return replay->dropped_payloads;
 }
 
-uint64_t spe_replay_dropped_bytes(const struct spe_replay *r) {
-        return r->dropped_bytes;
+uint64_t spe_replay_dropped_bytes(const struct spe_replay *replay) {
+        return replay->dropped_bytes;
 }
 
-uint64_t spe_replay_build_ids_dropped(const struct spe_replay *r) {
-        return r->build_ids_dropped;
+uint64_t spe_replay_build_ids_dropped(const struct spe_replay *replay) {
+        return replay->build_ids_dropped;
 }
 
 /* ---- stepping ------------------------------------------------------------ */
 
 int spe_replay_new(const struct spe_replay_input *in, const struct source_sink *sink, struct task_map *tasks,
                    struct spe_replay **ret) {
-        struct spe_replay *r;
+        struct spe_replay *replay;
         int k;
 
         if (!in || in->fd < 0 || !ret)
@@ -638,28 +639,28 @@ int spe_replay_new(const struct spe_replay_input *in, const struct source_sink *
                 *ret = raw_new(in, sink, tasks);
                 return 0;
         }
-        r = replay_alloc(sink, tasks);
-        r->fd = in->fd;
-        r->name = xstrdup(in->name ?: "input");
-        k = perf_data_reader_new_fd(in->fd, false, &r->reader);
+        replay = replay_alloc(sink, tasks);
+        replay->fd = in->fd;
+        replay->name = xstrdup(in->name ?: "input");
+        k = perf_data_reader_new_fd(in->fd, false, &replay->reader);
         if (k >= 0)
-                k = spe_info_attach(r->reader, &r->spe_info);
+                k = spe_info_attach(replay->reader, &replay->spe_info);
         if (k >= 0)
-                k = perf_data_reader_begin(r->reader, &replay_ops, r);
+                k = perf_data_reader_begin(replay->reader, &replay_ops, replay);
         if (k < 0) {
-                spe_replay_free(r);
+                spe_replay_free(replay);
                 return k;
         }
-        *ret = r;
+        *ret = replay;
         return 0;
 }
 
 /* Up to budget reads of a raw SPE buffer, never waiting: 1, 0 at its end, -EAGAIN, or -errno. */
-static int raw_step(struct spe_replay *r, size_t budget) {
-        struct replay_queue *q = r->sorted[0];
+static int raw_step(struct spe_replay *replay, size_t budget) {
+        struct replay_queue *q = replay->sorted[0];
 
         for (size_t i = 0; i < budget; i++) {
-                struct pollfd p = { .fd = r->fd, .events = POLLIN };
+                struct pollfd p = { .fd = replay->fd, .events = POLLIN };
                 ssize_t n;
 
                 /* As perf_data_wait_readable(), without the wait: a FIFO with no writer yet is not ready. */
@@ -669,13 +670,13 @@ static int raw_step(struct spe_replay *r, size_t budget) {
                 if (n < 0) {
                         int k = -errno;
 
-                        snprintf(r->error, sizeof(r->error), "%s: read stopped at offset 0x%" PRIx64 ": %s",
-                                 r->name, r->raw_off, strerror(-k));
+                        snprintf(replay->error, sizeof(replay->error), "%s: read stopped at offset 0x%" PRIx64 ": %s",
+                                 replay->name, replay->raw_off, strerror(-k));
                         return k;
                 }
                 if (n == 0)
                         return -EAGAIN;
-                n = read(r->fd, r->raw_buf, RAW_READ_SIZE);
+                n = read(replay->fd, replay->raw_buf, RAW_READ_SIZE);
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n < 0 && errno == EAGAIN)
@@ -683,76 +684,76 @@ static int raw_step(struct spe_replay *r, size_t budget) {
                 if (n < 0) {
                         int k = -errno;
 
-                        snprintf(r->error, sizeof(r->error), "%s: read error at offset 0x%" PRIx64 ": %s",
-                                 r->name, r->raw_off, strerror(-k));
+                        snprintf(replay->error, sizeof(replay->error), "%s: read error at offset 0x%" PRIx64 ": %s",
+                                 replay->name, replay->raw_off, strerror(-k));
                         return k;
                 }
                 if (n == 0)
                         return 0;
-                decode(r, q, r->raw_buf, (size_t) n);
-                r->raw_off += (uint64_t) n;
+                decode(replay, q, replay->raw_buf, (size_t) n);
+                replay->raw_off += (uint64_t) n;
         }
         return 1;
 }
 
-int spe_replay_step(struct spe_replay *r, size_t budget) {
+int spe_replay_step(struct spe_replay *replay, size_t budget) {
         int k;
 
-        if (!r)
+        if (!replay)
                 return -EINVAL;
-        if (r->finished)
-                return r->result;
+        if (replay->finished)
+                return replay->result;
         budget = MAX(budget, (size_t) 1);
-        if (r->raw)
-                k = raw_step(r, budget);
+        if (replay->raw)
+                k = raw_step(replay, budget);
         else {
-                k = perf_data_reader_step(r->reader, budget);
+                k = perf_data_reader_step(replay->reader, budget);
                 if (k < 0 && k != -EAGAIN)
-                        snprintf(r->error, sizeof(r->error), "%s", perf_data_reader_error(r->reader));
+                        snprintf(replay->error, sizeof(replay->error), "%s", perf_data_reader_error(replay->reader));
         }
         if (k == 1 || k == -EAGAIN)
                 return k;
-        finish(r);
-        r->finished = true;
-        r->result = k;
+        finish(replay);
+        replay->finished = true;
+        replay->result = k;
         return k;
 }
 
-bool spe_replay_finished(const struct spe_replay *r) {
-        return r->finished;
+bool spe_replay_finished(const struct spe_replay *replay) {
+        return replay->finished;
 }
 
-void spe_replay_stream_stats(const struct spe_replay *r, size_t i, struct spe_stream_stats *ret) {
-        const struct replay_queue *q = r->sorted[i];
+void spe_replay_stream_stats(const struct spe_replay *replay, size_t i, struct spe_stream_stats *ret) {
+        const struct replay_queue *q = replay->sorted[i];
 
         *ret = q->st;
         /* While running, the decoder's counters so far (finish() copies the final ones). */
-        if (!r->finished)
+        if (!replay->finished)
                 ret->decoder = q->dec.stats;
 }
 
-size_t spe_replay_warnings(const struct spe_replay *r, int run_result,
+size_t spe_replay_warnings(const struct spe_replay *replay, int run_result,
                            char ret[SOURCE_WARNINGS_MAX][SOURCE_WARNING_LEN]) {
         uint64_t bytes = 0, undecoded = 0, records = 0;
         size_t n = 0;
 
-        for (size_t i = 0; i < r->n_queues; i++) {
-                const struct spe_stream_stats *c = &r->sorted[i]->st;
+        for (size_t i = 0; i < replay->n_queues; i++) {
+                const struct spe_stream_stats *c = &replay->sorted[i]->st;
 
                 bytes += c->bytes;
                 records += c->records;
                 /* Skipped headers and packets cut by a reset or the end: bytes that made no packet. */
                 undecoded += c->decoder.bad_header + c->decoder.bad_ext_header + c->decoder.flushed_bytes;
         }
-        if (r->dropped_payloads > 0)
+        if (replay->dropped_payloads > 0)
                 snprintf(ret[n++], SOURCE_WARNING_LEN,
                          "%" PRIu64 " AUXTRACE payloads (%" PRIu64 " bytes) name a CPU beyond the %u a replay "
                          "keeps: not decoded",
-                         r->dropped_payloads, r->dropped_bytes, SPE_REPLAY_MAX_CPUS);
+                         replay->dropped_payloads, replay->dropped_bytes, SPE_REPLAY_MAX_CPUS);
         /* An input that failed before its end has the error to say what is wrong with it. */
-        if (bytes == 0 && r->dropped_bytes == 0 && run_result >= 0)
+        if (bytes == 0 && replay->dropped_bytes == 0 && run_result >= 0)
                 snprintf(ret[n++], SOURCE_WARNING_LEN, "%s",
-                         r->raw ? "no SPE data: the input is empty"
+                         replay->raw ? "no SPE data: the input is empty"
                                 : "no SPE data: the file has no AUXTRACE payloads (was it recorded "
                                   "with an arm_spe event, perf record -e arm_spe//?)");
         else if (undecoded * 1000 > bytes * SPE_REPLAY_UNDECODED_WARN_PERMILLE)

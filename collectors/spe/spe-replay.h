@@ -66,28 +66,28 @@ struct spe_replay_input {
 int spe_replay_path(const char *path, const struct source_sink *sink, struct spe_replay **replay_out);
 int spe_replay_run(const struct spe_replay_input *in, const struct source_sink *sink,
                    struct spe_replay **replay_out);
-struct spe_replay *spe_replay_free(struct spe_replay *r);
+struct spe_replay *spe_replay_free(struct spe_replay *replay);
 
-const char *spe_replay_error(const struct spe_replay *r);
-bool spe_replay_is_pipe(const struct spe_replay *r);
-bool spe_replay_is_raw(const struct spe_replay *r);
+const char *spe_replay_error(const struct spe_replay *replay);
+bool spe_replay_is_pipe(const struct spe_replay *replay);
+bool spe_replay_is_raw(const struct spe_replay *replay);
 /*
  * AUXTRACE payloads no decoder took (their cpu field is not below
  * SPE_REPLAY_MAX_CPUS), and their bytes: input that was read but not decoded.
  */
-uint64_t spe_replay_dropped_payloads(const struct spe_replay *r);
-uint64_t spe_replay_dropped_bytes(const struct spe_replay *r);
+uint64_t spe_replay_dropped_payloads(const struct spe_replay *replay);
+uint64_t spe_replay_dropped_bytes(const struct spe_replay *replay);
 /* CPUs that had SPE data, ascending. */
-size_t spe_replay_n_cpus(const struct spe_replay *r);
-const struct spe_stream_stats *spe_replay_cpu(const struct spe_replay *r, size_t i);
+size_t spe_replay_n_cpus(const struct spe_replay *replay);
+const struct spe_stream_stats *spe_replay_cpu(const struct spe_replay *replay, size_t i);
 /* The SPE event's sampling interval (one sample every N operations), 0 when unknown. */
-uint64_t spe_replay_sample_period(const struct spe_replay *r);
+uint64_t spe_replay_sample_period(const struct spe_replay *replay);
 /* Build-id table entries beyond the bound (16384), left out: their files' mappings carry no build id. */
-uint64_t spe_replay_build_ids_dropped(const struct spe_replay *r);
+uint64_t spe_replay_build_ids_dropped(const struct spe_replay *replay);
 /* Records whose thread or process could not be named. */
-uint64_t spe_replay_unattributed(const struct spe_replay *r);
+uint64_t spe_replay_unattributed(const struct spe_replay *replay);
 /* Threads the task map had to forget (it is bounded; a shared map counts every source's). */
-uint64_t spe_replay_tid_evictions(const struct spe_replay *r);
+uint64_t spe_replay_tid_evictions(const struct spe_replay *replay);
 
 /*
  * Stepping, for an event loop (spe-replay-source.c). new() reads nothing
@@ -105,15 +105,15 @@ uint64_t spe_replay_tid_evictions(const struct spe_replay *r);
  */
 int spe_replay_new(const struct spe_replay_input *in, const struct source_sink *sink, struct task_map *tasks,
                    struct spe_replay **ret);
-int spe_replay_step(struct spe_replay *r, size_t budget);
-bool spe_replay_finished(const struct spe_replay *r);
+int spe_replay_step(struct spe_replay *replay, size_t budget);
+bool spe_replay_finished(const struct spe_replay *replay);
 /* CPU i's stream (i < spe_replay_n_cpus()), the decoder's counters up to now included. */
-void spe_replay_stream_stats(const struct spe_replay *r, size_t i, struct spe_stream_stats *ret);
+void spe_replay_stream_stats(const struct spe_replay *replay, size_t i, struct spe_stream_stats *ret);
 /*
  * What is wrong with an input that read fine: no SPE data in it, payloads
  * no decoder took, or more than SPE_REPLAY_UNDECODED_WARN_PERMILLE of its SPE
  * bytes not decoded (run_result: what the replay returned). Returns how
  * many of ret[] it filled.
  */
-size_t spe_replay_warnings(const struct spe_replay *r, int run_result,
+size_t spe_replay_warnings(const struct spe_replay *replay, int run_result,
                            char ret[SOURCE_WARNINGS_MAX][SOURCE_WARNING_LEN]);
