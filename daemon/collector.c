@@ -26,6 +26,7 @@
 #include "spe-pmu.h"
 #include "strbuf.h"
 #include "symbolizer.h"
+#include "task-map.h"
 
 #define SYSFS_LINE_SIZE "/sys/devices/system/cpu/cpu0/cache/index0/coherency_line_size"
 #define SYMBOLS_MAX_FILES_DAEMON 16
@@ -77,6 +78,8 @@ struct collector {
         bool have_online;
         struct source_sink sink;
         struct replay_clock clock;      /* a replay's epochs, by the file's time */
+        /* tid -> pid, comm, start, cgroup: one map every source attributes by and adds to. */
+        struct task_map *tasks;
 
         /* --replay: a source like the others; replay_done_fd is signalled when it ended. */
         struct replay_args replay;
@@ -619,7 +622,7 @@ static int collector_add_replay(struct collector *c) {
                 return -errno;
         c->clock = (struct replay_clock) { .store = c->store, .epoch_ns = c->opts.store.epoch_ns,
                                            .epoch_end = replay_epoch_end, .userdata = c };
-        k = replay_source_new(&c->replay, c->replay_fd, &c->sink, NULL, &s);
+        k = replay_source_new(&c->replay, c->replay_fd, &c->sink, c->tasks, &s);
         if (k < 0)
                 return k;
         k = collector_add_source(c, s);
@@ -642,6 +645,7 @@ int collector_start(const struct collector_options *opts, struct collector **ret
                 c->has_replay = true;
                 c->replay_fd = opts->replay_fd;
         }
+        (void) task_map_new(&c->tasks);
         c->sink = (struct source_sink) {
                 .userdata = c,
                 .records = replay_sink,
@@ -764,6 +768,7 @@ struct collector *collector_stop(struct collector *c) {
         for (size_t i = 0; i < c->n_sources; i++)
                 source_free(c->sources[i]);
         free(c->sources);
+        c->tasks = task_map_free(c->tasks);
         c->stop_source = sd_event_source_disable_unref(c->stop_source);
         c->cycle_timer = sd_event_source_disable_unref(c->cycle_timer);
         c->epoch_timer = sd_event_source_disable_unref(c->epoch_timer);
