@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -726,6 +727,7 @@ static void read_build_id(Elf *elf, char out[SYMBOLS_BUILD_ID_HEX_SIZE]) {
 
 static int load_file(struct symbols_cache *s, struct elf_file *f) {
         _cleanup_close_ int fd = -1;
+        struct stat st;
         GElf_Ehdr eh;
         size_t phnum;
         Elf *elf;
@@ -733,9 +735,18 @@ static int load_file(struct symbols_cache *s, struct elf_file *f) {
 
         if (elf_version(EV_CURRENT) == EV_NONE)
                 return -ENOTSUP;
-        fd = open(f->path, O_RDONLY | O_CLOEXEC);
+        /*
+         * A mapped path is named by the input (a perf.data, a process that has
+         * since replaced its file): O_NONBLOCK so that a FIFO put there cannot
+         * hold a reader in open(2), and only a regular file is read as ELF.
+         */
+        fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0)
                 return -errno;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return -EBADF;
         elf = elf_begin(fd, ELF_C_READ, NULL);
         if (!elf)
                 return -EBADMSG;

@@ -231,6 +231,28 @@ static void test_kernel_and_non_files(void **state) {
         symbols_free(s);
 }
 
+/*
+ * A FIFO where a mapped file was (a perf.data names any path; a process can
+ * replace its file after mapping it): the lookup returns at once, without a
+ * function, and counts a file error. Opened without O_NONBLOCK, open(2) of a
+ * FIFO with no writer never returns and this test would time out.
+ */
+static void test_fifo_not_read(void **state) {
+        _cleanup_free_ char *fifo = tmp_path("fifo.so");
+        struct symbols *s = symbols_new(NULL);
+        struct symbols_result r;
+
+        assert_int_equal(mkfifo(fifo, 0600), 0);
+        assert_int_equal(symbols_add_mapping(s, PID, BASE, 0x1000, 0, fifo, NULL, 0), 0);
+        assert_int_equal(symbols_lookup(s, PID, BASE + 0x10, &r), 0);
+        assert_true(r.has_mapping);
+        assert_null(r.function);
+        assert_int_equal(symbols_get_stats(s)->files_loaded, 1);
+        assert_int_equal(symbols_get_stats(s)->file_errors, 1);
+        symbols_free(s);
+        assert_int_equal(unlink(fifo), 0);
+}
+
 static void test_bad_args(void **state) {
         static const uint8_t long_id[SYMBOLS_BUILD_ID_MAX + 1] = {};
         struct symbols *s = symbols_new(NULL);
@@ -716,6 +738,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_load_bias),
                 cmocka_unit_test(test_dynsym),
                 cmocka_unit_test(test_kernel_and_non_files),
+                cmocka_unit_test(test_fifo_not_read),
                 cmocka_unit_test(test_bad_args),
                 cmocka_unit_test(test_overlap),
                 cmocka_unit_test(test_bounds),
