@@ -6,14 +6,11 @@
  * (collectors/source.h), for the collector's loop.
  *
  * This is the adapter between the daemon and the replay source: the
- * collector calls replay_source_new() and nothing else of the replay. The
- * resumable spe_replay_source_new() (collectors/spe, a perf.data reader
- * stepped with a budget on the loop's own thread) replaces the body of
- * replay_source_new() when it lands; until then the body is an interim
- * that runs today's blocking spe_replay_run() on a thread of its own and
- * hands what it decodes to the loop through a bounded queue, so the sink's
- * callbacks run on the loop's thread either way and the loop never waits
- * on the input.
+ * collector calls replay_source_new() and nothing else of the replay. It
+ * wraps collectors/spe's spe_replay_source_new() (the perf.data reader
+ * stepped with a budget on the loop's own thread, so the sink's callbacks
+ * run there and the loop never waits on the input) and adds what the
+ * daemon decides at the end of the input.
  *
  * Status: state RUNNING until the input ends, then DONE, or FAILED with the
  * reason the daemon logs and exits with ("… (N records decoded before it)",
