@@ -499,6 +499,10 @@ int collector_node(struct collector *c, uint64_t pa) {
         return node;
 }
 
+struct symbolizer *collector_symbolizer(struct collector *c) {
+        return &c->symbols;
+}
+
 void collector_symbols_stats(struct collector *c, struct symbols_stats *ret) {
         symbolizer_stats(&c->symbols, ret);
 }

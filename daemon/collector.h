@@ -25,6 +25,8 @@
 #include "strbuf.h"
 #include "symbols.h"
 
+struct symbolizer;
+
 struct collector_options {
         uint64_t interval_usec;
         bool pmu_enable;
@@ -72,6 +74,11 @@ void collector_options_from_config(const struct config *cfg, struct collector_op
 int collector_start(const struct collector_options *opts, struct collector **ret);
 /* The symbol cache's counters (any thread). */
 void collector_symbols_stats(struct collector *c, struct symbols_stats *ret);
+/*
+ * The symbolizer pprof requests read through (any thread): its cache lock is
+ * what a long profile build holds; the collector thread never takes it.
+ */
+struct symbolizer *collector_symbolizer(struct collector *c);
 struct collector *collector_stop(struct collector *c);
 
 /* New options take effect at the next cycle (PMU events are reopened if they changed;

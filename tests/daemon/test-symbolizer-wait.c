@@ -31,6 +31,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -46,6 +47,7 @@
 
 #include <cmocka.h>
 
+#include "collector.h"
 #include "replay-clock.h"
 #include "macro.h"
 #include "spe-replay.h"
@@ -481,6 +483,80 @@ static void test_stats_never_wait(void **state) {
         strbuf_done(&truth_path);
 }
 
+/*
+ * The daemon's own collector thread with a replay source on its loop: the
+ * test holds the readers' cache lock, as a pprof request symbolizing a large
+ * ELF file would, from before the collector starts until the replay has
+ * ended. The collector must read the whole file meanwhile (mappings added,
+ * epochs closed and published, every record in the store), which it cannot
+ * if anything on its thread waits for that lock: then the replay never ends
+ * and the test fails at its guard. After the lock is let go, a profile of
+ * the window names the generator's hottest function, so the mappings the
+ * collector published while the lock was held are the readers'.
+ */
+static void test_collector_never_waits(void **state) {
+        struct strbuf data = STRBUF_INIT, truth_path = STRBUF_INIT, gz = STRBUF_INIT;
+        _cleanup_free_ char *truth = NULL, *records = NULL, *hot_sym = NULL, *hot_pc = NULL, *pid = NULL;
+        struct collector_options opts = {
+                .interval_usec = 20 * USEC_PER_MSEC,
+                .pmu_enable = false,
+        };
+        struct replay_args args = {};
+        struct collector *c = NULL;
+        struct symbolizer *z;
+        struct store_snapshot *snap;
+        struct pollfd p;
+        char fn[256];
+        int fd, n;
+
+        truth = spegen_run("c", &data, &truth_path);
+        records = truth_get(truth, "records");
+        hot_sym = truth_get(truth, "hottest.symbol");
+        hot_pc = truth_get(truth, "hottest.pc");
+        pid = truth_get(truth, "pid");
+        assert_non_null(records);
+        assert_non_null(hot_sym);
+        assert_non_null(hot_pc);
+        assert_non_null(pid);
+
+        store_options_init(&opts.store);
+        opts.store.epoch_ns = EPOCH_NS;
+        opts.store.epochs = 4;
+        args.path = data.buf;
+        assert_int_equal(replay_open(&args, &fd), 0);
+        opts.replay = &args;
+        opts.replay_fd = fd;
+
+        /* The symbolizer lives as long as the collector: lock it from the collector's first instant. */
+        assert_int_equal(collector_start(&opts, &c), 0);
+        z = collector_symbolizer(c);
+        pthread_mutex_lock(&z->cache_lock);
+        p = (struct pollfd) { .fd = collector_replay_fd(c), .events = POLLIN };
+        n = poll(&p, 1, GUARD_SEC * 1000);
+        snap = collector_snapshot(c);
+        pthread_mutex_unlock(&z->cache_lock);
+
+        assert_int_equal(n, 1);
+        assert_int_equal(collector_replay_result(c, fn, sizeof(fn)), 0);
+        /* Every record the generator wrote, counted by the store while the lock was held. */
+        assert_int_equal(store_snapshot_cumulative(snap)->records, strtoull(records, NULL, 10));
+        /* Many epochs closed (each one publishing the mappings) while the lock was held. */
+        assert_true(store_snapshot_seq(snap) > 10);
+        store_snapshot_unref(snap);
+
+        assert_true(collector_symbol(c, (uint32_t) strtoul(pid, NULL, 10), strtoull(hot_pc, NULL, 16), fn,
+                                     sizeof(fn)));
+        assert_string_equal(fn, hot_sym);
+        assert_int_equal(collector_profile(c, STORE_WINDOW_ALL, &gz), 0);
+        assert_true(gz.len > 0);
+
+        collector_stop(c);
+        safe_close(fd);
+        strbuf_done(&gz);
+        strbuf_done(&data);
+        strbuf_done(&truth_path);
+}
+
 static void rm_tmpdir(void) {
         DIR *d = opendir(tmpdir);
         struct dirent *e;
@@ -497,6 +573,7 @@ int main(int argc, char **argv) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_writer_never_waits),
                 cmocka_unit_test(test_stats_never_wait),
+                cmocka_unit_test(test_collector_never_waits),
         };
         int r;
 
