@@ -53,6 +53,7 @@
 #include "spe-replay.h"
 #include "store.h"
 #include "strbuf.h"
+#include "test-files.h"
 #include "symbolizer.h"
 
 /* How long the reader holds the lock at most if the writer never finishes: a deadlock guard, not a measure. */
@@ -166,33 +167,9 @@ static void *reader(void *userdata) {
         return NULL;
 }
 
-static char *truth_get(const char *truth, const char *key) {
-        size_t klen = strlen(key);
-
-        for (const char *l = truth; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
-                if (strncmp(l, key, klen) == 0 && l[klen] == '=') {
-                        const char *v = l + klen + 1;
-
-                        return strndup(v, strcspn(v, "\n"));
-                }
-        return NULL;
-}
-
-static char *read_text(const char *path) {
-        struct strbuf sb = STRBUF_INIT;
-        char buf[BUFSIZ];
-        size_t n;
-        FILE *f = fopen(path, "re");
-
-        assert_non_null(f);
-        while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
-                strbuf_append(&sb, buf, n);
-        fclose(f);
-        return strbuf_steal(&sb, NULL);
-}
-
 /* The generator's PREFIX.data, .elf and .truth.txt in tmpdir; the truth summary's text. */
 static char *spegen_run(const char *prefix, struct strbuf *data, struct strbuf *truth_path) {
+        char *truth;
         pid_t child;
         int status;
 
@@ -207,7 +184,9 @@ static char *spegen_run(const char *prefix, struct strbuf *data, struct strbuf *
         }
         assert_int_equal(waitpid(child, &status, 0), child);
         assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-        return read_text(truth_path->buf);
+        truth = test_read_text(truth_path->buf);
+        assert_non_null(truth);
+        return truth;
 }
 
 static void test_writer_never_waits(void **state) {
@@ -220,9 +199,9 @@ static void test_writer_never_waits(void **state) {
         pthread_t t;
 
         truth = spegen_run("w", &data, &truth_path);
-        hot_pc = truth_get(truth, "hottest.pc");
-        hot_sym = truth_get(truth, "hottest.symbol");
-        pid = truth_get(truth, "pid");
+        hot_pc = test_truth_get(truth, "hottest.pc");
+        hot_sym = test_truth_get(truth, "hottest.symbol");
+        pid = test_truth_get(truth, "pid");
         assert_non_null(hot_pc);
         assert_non_null(hot_sym);
         assert_non_null(pid);
@@ -391,9 +370,9 @@ static void test_stats_never_wait(void **state) {
         pthread_t t;
 
         truth = spegen_run("s", &data, &truth_path);
-        hot_pc = truth_get(truth, "hottest.pc");
-        hot_sym = truth_get(truth, "hottest.symbol");
-        pid = truth_get(truth, "pid");
+        hot_pc = test_truth_get(truth, "hottest.pc");
+        hot_sym = test_truth_get(truth, "hottest.symbol");
+        pid = test_truth_get(truth, "pid");
         assert_non_null(hot_pc);
         assert_non_null(hot_sym);
         assert_non_null(pid);
@@ -510,10 +489,10 @@ static void test_collector_never_waits(void **state) {
         int fd, n;
 
         truth = spegen_run("c", &data, &truth_path);
-        records = truth_get(truth, "records");
-        hot_sym = truth_get(truth, "hottest.symbol");
-        hot_pc = truth_get(truth, "hottest.pc");
-        pid = truth_get(truth, "pid");
+        records = test_truth_get(truth, "records");
+        hot_sym = test_truth_get(truth, "hottest.symbol");
+        hot_pc = test_truth_get(truth, "hottest.pc");
+        pid = test_truth_get(truth, "pid");
         assert_non_null(records);
         assert_non_null(hot_sym);
         assert_non_null(hot_pc);
@@ -557,18 +536,6 @@ static void test_collector_never_waits(void **state) {
         strbuf_done(&truth_path);
 }
 
-static void rm_tmpdir(void) {
-        DIR *d = opendir(tmpdir);
-        struct dirent *e;
-
-        while (d && (e = readdir(d)))
-                if (!streq(e->d_name, ".") && !streq(e->d_name, ".."))
-                        unlinkat(dirfd(d), e->d_name, 0);
-        if (d)
-                closedir(d);
-        rmdir(tmpdir);
-}
-
 int main(int argc, char **argv) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_writer_never_waits),
@@ -587,6 +554,6 @@ int main(int argc, char **argv) {
                 return 1;
         }
         r = cmocka_run_group_tests(tests, NULL, NULL);
-        rm_tmpdir();
+        test_rm_tmpdir(tmpdir);
         return r;
 }

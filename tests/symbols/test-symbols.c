@@ -30,6 +30,7 @@
 #include "macro.h"
 #include "replay-sym.h"
 #include "strbuf.h"
+#include "test-files.h"
 #include "symbols.h"
 
 #define TEXT_OFF        UINT64_C(0x1000)
@@ -353,31 +354,6 @@ static void test_bounds(void **state) {
 }
 
 /* key=value from the generator's truth.txt; NULL when absent. */
-static char *truth_get(const char *truth, const char *key) {
-        size_t klen = strlen(key);
-
-        for (const char *l = truth; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
-                if (strncmp(l, key, klen) == 0 && l[klen] == '=') {
-                        const char *v = l + klen + 1;
-
-                        return strndup(v, strcspn(v, "\n"));
-                }
-        return NULL;
-}
-
-static char *read_text(const char *path) {
-        struct strbuf sb = STRBUF_INIT;
-        char buf[4096];
-        size_t n;
-        FILE *f = fopen(path, "re");
-
-        assert_non_null(f);
-        while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
-                strbuf_append(&sb, buf, n);
-        fclose(f);
-        return strbuf_steal(&sb, NULL);
-}
-
 static void test_spegen(void **state) {
         _cleanup_free_ char *data = tmp_path("p.data"), *truth_path = tmp_path("p.truth.txt");
         _cleanup_free_ char *truth = NULL, *hot_pc = NULL, *hot_sym = NULL, *hot_count = NULL, *pid = NULL;
@@ -398,11 +374,12 @@ static void test_spegen(void **state) {
         assert_int_equal(waitpid(child, &status, 0), child);
         assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 
-        truth = read_text(truth_path);
-        hot_pc = truth_get(truth, "hottest.pc");
-        hot_sym = truth_get(truth, "hottest.symbol");
-        hot_count = truth_get(truth, "hottest.count");
-        pid = truth_get(truth, "pid");
+        truth = test_read_text(truth_path);
+        assert_non_null(truth);
+        hot_pc = test_truth_get(truth, "hottest.pc");
+        hot_sym = test_truth_get(truth, "hottest.symbol");
+        hot_count = test_truth_get(truth, "hottest.count");
+        pid = test_truth_get(truth, "pid");
         assert_non_null(hot_pc);
         assert_non_null(hot_count);
         assert_non_null(hot_sym);
@@ -719,18 +696,6 @@ static void test_build_id(void **state) {
         assert_true(sh("rm -rf debug empty perfcache lib.c liba.so libb.so liba-stripped.so sh.log"));
 }
 
-static void rm_tmpdir(void) {
-        DIR *d = opendir(tmpdir);
-        struct dirent *e;
-
-        while (d && (e = readdir(d)))
-                if (!streq(e->d_name, ".") && !streq(e->d_name, ".."))
-                        unlinkat(dirfd(d), e->d_name, 0);
-        if (d)
-                closedir(d);
-        rmdir(tmpdir);
-}
-
 int main(int argc, char **argv) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_lookup),
@@ -758,7 +723,7 @@ int main(int argc, char **argv) {
                 return 1;
         }
         r = cmocka_run_group_tests(tests, NULL, NULL);
-        rm_tmpdir();
+        test_rm_tmpdir(tmpdir);
         if (r == 0 && missing_tool) {
                 /* cmocka counts a skipped test as passed: say it here. */
                 printf("SKIP: %s not installed (Debian packages gcc, binutils): the build-id test did not run; "
