@@ -215,7 +215,7 @@ static void test_corpus_byte_by_byte(void **state) {
 static void test_generator_odd_chunks(void **state) {
         const char *build = getenv("ARMPROFD_BUILD_DIR");
         static const size_t odd[] = { 4093, 1, 65521, 37, 8191, 12 };
-        _cleanup_free_ char *dir = NULL, *cmd = NULL, *path = NULL;
+        _cleanup_free_ char *cmd = NULL, *path = NULL;
         _cleanup_free_ uint8_t *data = NULL;
         char tmpl[] = "/tmp/test-perf-data-step.XXXXXX";
         size_t size;
