@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,17 +209,27 @@ static const struct spe_pmu_format *format_of(const struct spe_pmu *p, const cha
         return NULL;
 }
 
-int spe_pmu_set(const struct spe_pmu *p, struct perf_event_attr *attr, const char *name, uint64_t value) {
+/* Where config3 is in the attr of headers that name it; ours may not (spe-pmu.h). */
+#ifdef PERF_ATTR_SIZE_VER8
+_Static_assert(offsetof(struct perf_event_attr, config3) == SPE_PMU_CONFIG3_OFFSET, "config3 at 128");
+#endif
+_Static_assert(offsetof(struct perf_event_attr, config2) + sizeof(__u64) <= SPE_PMU_CONFIG3_OFFSET,
+               "config3 past config2");
+
+uint64_t spe_pmu_attr_config3(const struct spe_pmu_event_attr *a) {
+        uint64_t v;
+
+        memcpy(&v, a->raw + SPE_PMU_CONFIG3_OFFSET, sizeof(v));
+        return v;
+}
+
+int spe_pmu_set(const struct spe_pmu *p, struct spe_pmu_event_attr *a, const char *name, uint64_t value) {
         const struct spe_pmu_format *f = format_of(p, name);
-        /* config3 (PERF_ATTR_SIZE_VER8, kernel 6.3: inv_event_filter) is past the attr of our headers. */
-        __u64 *word[SPE_CONFIG_WORDS - 1] = { &attr->config, &attr->config1, &attr->config2 };
-        uint64_t bits = 0;
+        uint64_t bits = 0, word;
         unsigned k = 0;
 
         if (!f)
                 return -ENOENT;
-        if (f->word >= ELEMENTSOF(word))
-                return -EOPNOTSUPP;
         /* Scatter value's bits into the field's bits, low to high (perf's pmu_format_value()). */
         for (unsigned b = 0; b < 64; b++) {
                 if (!(f->mask & (UINT64_C(1) << b)))
@@ -229,15 +240,32 @@ int spe_pmu_set(const struct spe_pmu *p, struct perf_event_attr *attr, const cha
         }
         if (k < 64 && (value >> k) != 0)
                 return -ERANGE;
-        *word[f->word] = (*word[f->word] & ~f->mask) | bits;
+        switch (f->word) {
+        case 0:
+                a->attr.config = (a->attr.config & ~f->mask) | bits;
+                break;
+        case 1:
+                a->attr.config1 = (a->attr.config1 & ~f->mask) | bits;
+                break;
+        case 2:
+                a->attr.config2 = (a->attr.config2 & ~f->mask) | bits;
+                break;
+        default:
+                /* config3 by its offset; the kernel reads it only if attr.size covers it. */
+                word = (spe_pmu_attr_config3(a) & ~f->mask) | bits;
+                memcpy(a->raw + SPE_PMU_CONFIG3_OFFSET, &word, sizeof(word));
+                if (word != 0 && a->attr.size < SPE_PMU_ATTR_SIZE_VER8)
+                        a->attr.size = SPE_PMU_ATTR_SIZE_VER8;
+                break;
+        }
         return 0;
 }
 
-int spe_pmu_attr(const struct spe_pmu *p, const struct spe_pmu_options *o, struct perf_event_attr *ret,
+int spe_pmu_attr(const struct spe_pmu *p, const struct spe_pmu_options *o, struct spe_pmu_event_attr *ret,
                  uint64_t *ret_interval, char *err, size_t err_len) {
-        struct perf_event_attr a = {
+        struct spe_pmu_event_attr a = { .attr = {
                 .type = p->type,
-                .size = sizeof(a),
+                .size = sizeof(struct perf_event_attr),
                 /* Enabled with PERF_EVENT_IOC_ENABLE once the AUX area is mapped: the
                  * driver starts profiling into it (drivers/perf/arm_spe_pmu.c,
                  * arm_spe_pmu_start() -> arm_spe_perf_aux_output_begin()). */
@@ -246,7 +274,7 @@ int spe_pmu_attr(const struct spe_pmu *p, const struct spe_pmu_options *o, struc
                 .sample_id_all = 1,
                 .exclude_kernel = o->exclude_kernel,
                 .exclude_user = o->exclude_user,
-        };
+        } };
         const struct {
                 const char *field;
                 uint64_t value;
@@ -254,11 +282,14 @@ int spe_pmu_attr(const struct spe_pmu *p, const struct spe_pmu_options *o, struc
         } sets[] = {
                 { "ts_enable", 1, true },
                 { "pa_enable", o->physical_addresses, o->physical_addresses },
+                { "pct_enable", o->physical_timestamps, o->physical_timestamps },
                 { "jitter", o->jitter, o->jitter },
                 { "load_filter", o->loads, o->loads },
                 { "store_filter", o->stores, o->stores },
                 { "branch_filter", o->branches, o->branches },
                 { "min_latency", o->min_latency, o->min_latency > 0 },
+                { "event_filter", o->event_filter, o->event_filter != 0 },
+                { "inv_event_filter", o->inv_event_filter, o->inv_event_filter != 0 },
         };
         uint64_t interval = o->interval ? o->interval : p->min_interval;
         int r;
@@ -266,7 +297,7 @@ int spe_pmu_attr(const struct spe_pmu *p, const struct spe_pmu_options *o, struc
         /* The driver's rule (arm_spe_event_to_pmsirr): at least min_interval, low byte dropped. */
         interval = MAX(interval, (uint64_t) p->min_interval);
         interval = MIN(interval, (uint64_t) SPE_PMU_INTERVAL_MAX) & ~(uint64_t) (SPE_PMU_INTERVAL_GRAIN - 1);
-        a.sample_period = interval;
+        a.attr.sample_period = interval;
 
         if (p->count_size && o->min_latency >= (UINT64_C(1) << p->count_size))
                 return failf(err, err_len, -ERANGE, "%s: min_latency %u does not fit its %u-bit counters", p->name,
@@ -278,8 +309,7 @@ int spe_pmu_attr(const struct spe_pmu *p, const struct spe_pmu_options *o, struc
                 if (r < 0)
                         return failf(err, err_len, r, "%s: format/%s: %s", p->name, sets[i].field,
                                      r == -ENOENT ? "missing (an older kernel or another SPE version)" :
-                                     r == -EOPNOTSUPP ? "in config3, which this build's perf_event_attr lacks" :
-                                                        "value does not fit its bits");
+                                                    "value does not fit its bits");
         }
         *ret = a;
         if (ret_interval)

@@ -66,19 +66,44 @@ const struct spe_pmu *spe_pmu_for_cpu(const struct spe_pmu *pmus, size_t n, unsi
 int spe_pmu_parse_format(const char *value, unsigned *ret_word, uint64_t *ret_mask);
 
 /*
- * Put value into the field `name` of attr (its bits, low to high).
- * -ENOENT when the PMU has no such field, -ERANGE when value does not fit,
- * -EOPNOTSUPP for a config3 field (the attr of the headers we build with
- * ends at config2).
+ * The perf_event_attr handed to perf_event_open(2), with room for config3.
+ * config3 came with PERF_ATTR_SIZE_VER8 (136 bytes, Linux 6.3,
+ * include/uapi/linux/perf_event.h: "add: config3") at offset 128, right
+ * after sig_data; the headers we build with may be older (Debian 12's, 6.1,
+ * end at 128 bytes), so config3 is reached by its ABI offset, not by name.
+ * attr.size stays sizeof(struct perf_event_attr) unless a config3 field is
+ * set to a non-zero value; then it is at least SPE_PMU_ATTR_SIZE_VER8, which
+ * a kernel without config3 refuses with E2BIG (perf_copy_attr() wants the
+ * bytes past what it knows to be zero) instead of dropping the filter.
  */
-int spe_pmu_set(const struct spe_pmu *p, struct perf_event_attr *attr, const char *name, uint64_t value);
+#define SPE_PMU_ATTR_SIZE_VER8  136U
+#define SPE_PMU_CONFIG3_OFFSET  128U
+struct spe_pmu_event_attr {
+        union {
+                struct perf_event_attr attr;
+                uint8_t raw[sizeof(struct perf_event_attr) > SPE_PMU_ATTR_SIZE_VER8 ?
+                            sizeof(struct perf_event_attr) : SPE_PMU_ATTR_SIZE_VER8];
+        };
+};
+
+/* attr.config3 of a, whatever the headers' attr has. */
+uint64_t spe_pmu_attr_config3(const struct spe_pmu_event_attr *a);
+
+/*
+ * Put value into the field `name` of a (its bits, low to high). -ENOENT
+ * when the PMU has no such field, -ERANGE when value does not fit.
+ */
+int spe_pmu_set(const struct spe_pmu *p, struct spe_pmu_event_attr *a, const char *name, uint64_t value);
 
 struct spe_pmu_options {
         uint64_t interval;              /* operations between samples; 0: caps/min_interval */
         bool physical_addresses;        /* pa_enable ([privacy] physical_addresses) */
+        bool physical_timestamps;       /* pct_enable: the physical counter, not the virtual one */
         bool jitter;                    /* randomise the interval (perf's default too) */
         bool loads, stores, branches;   /* all false: every op; else keep only these */
         uint32_t min_latency;           /* keep samples at least this many cycles, 0: all */
+        uint64_t event_filter;          /* event_filter (PMSEVFR_EL1): keep ops with all these events, 0: all */
+        uint64_t inv_event_filter;      /* inv_event_filter (PMSNEVFR_EL1, SPEv1p2, config3): drop ops with any */
         bool exclude_kernel, exclude_user;
 };
 
@@ -90,5 +115,5 @@ struct spe_pmu_options {
  * hardware will use. Errors (a missing field an option needs, a minimum
  * latency the counters cannot hold) are named in err.
  */
-int spe_pmu_attr(const struct spe_pmu *p, const struct spe_pmu_options *o, struct perf_event_attr *ret,
+int spe_pmu_attr(const struct spe_pmu *p, const struct spe_pmu_options *o, struct spe_pmu_event_attr *ret,
                  uint64_t *ret_interval, char *err, size_t err_len);
