@@ -17,8 +17,14 @@
 #define EVENT_SOURCES "bus/event_source/devices"
 #define SPE_PATH_MAX 4096
 #define SPE_VALUE_MAX 256
-/* format/ word names: attr.config, config1, config2, config3. */
-#define SPE_CONFIG_WORDS 4U
+/*
+ * format/ word names: config, config1 .. config9. Only config..config3 are in
+ * the attr ABI today (include/uapi/linux/perf_event.h); a later word (a
+ * proposed arm_spe data_src_filter uses config4) must not make discovery of
+ * the whole PMU fail, so it parses and only setting it is refused.
+ */
+#define SPE_CONFIG_WORD_MAX 9U
+#define SPE_CONFIG_WORDS_KNOWN 4U
 
 _printf_(4, 5) static int failf(char *err, size_t len, int r, const char *fmt, ...) {
         va_list ap;
@@ -42,7 +48,7 @@ int spe_pmu_parse_format(const char *value, unsigned *ret_word, uint64_t *ret_ma
         if (colon - value == 6 && strncmp(value, "config", 6) == 0)
                 word = 0;
         else if (colon - value == 7 && strncmp(value, "config", 6) == 0 && value[6] >= '1' &&
-                 value[6] < (char) ('0' + SPE_CONFIG_WORDS))
+                 value[6] <= (char) ('0' + SPE_CONFIG_WORD_MAX))
                 word = (unsigned) (value[6] - '0');
         else
                 return -EINVAL;
@@ -240,6 +246,8 @@ int spe_pmu_set(const struct spe_pmu *p, struct spe_pmu_event_attr *a, const cha
         }
         if (k < 64 && (value >> k) != 0)
                 return -ERANGE;
+        if (f->word >= SPE_CONFIG_WORDS_KNOWN)
+                return -EOPNOTSUPP;
         switch (f->word) {
         case 0:
                 a->attr.config = (a->attr.config & ~f->mask) | bits;
@@ -309,7 +317,8 @@ int spe_pmu_attr(const struct spe_pmu *p, const struct spe_pmu_options *o, struc
                 if (r < 0)
                         return failf(err, err_len, r, "%s: format/%s: %s", p->name, sets[i].field,
                                      r == -ENOENT ? "missing (an older kernel or another SPE version)" :
-                                                    "value does not fit its bits");
+                                     r == -EOPNOTSUPP ? "in a config word past config3, unknown to this build" :
+                                                        "value does not fit its bits");
         }
         *ret = a;
         if (ret_interval)

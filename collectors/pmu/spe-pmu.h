@@ -37,7 +37,7 @@
 /* One format/ field: which config word and which bits of it. */
 struct spe_pmu_format {
         char name[SPE_PMU_NAME_MAX];
-        unsigned word;                  /* 0: config, 1: config1, 2: config2, 3: config3 */
+        unsigned word;                  /* 0: config, 1: config1, ... 9: config9 (only up to 3 settable) */
         uint64_t mask;                  /* the bits, possibly several ranges */
 };
 
@@ -62,7 +62,11 @@ int spe_pmu_discover(const char *root, struct spe_pmu **ret, size_t *ret_n, char
 /* The PMU covering cpu, or NULL. */
 const struct spe_pmu *spe_pmu_for_cpu(const struct spe_pmu *pmus, size_t n, unsigned cpu);
 
-/* Parse a format/ file: "config:0", "config1:0-63", "config:0-3,8". -EINVAL otherwise. */
+/*
+ * Parse a format/ file: "config:0", "config1:0-63", "config:0-3,8"; words
+ * config..config9 (*ret_word 0..9), though only 0..3 can be set. -EINVAL
+ * otherwise.
+ */
 int spe_pmu_parse_format(const char *value, unsigned *ret_word, uint64_t *ret_mask);
 
 /*
@@ -91,7 +95,8 @@ uint64_t spe_pmu_attr_config3(const struct spe_pmu_event_attr *a);
 
 /*
  * Put value into the field `name` of a (its bits, low to high). -ENOENT
- * when the PMU has no such field, -ERANGE when value does not fit.
+ * when the PMU has no such field, -ERANGE when value does not fit,
+ * -EOPNOTSUPP for a word past config3 (no attr ABI has one yet).
  */
 int spe_pmu_set(const struct spe_pmu *p, struct spe_pmu_event_attr *a, const char *name, uint64_t value);
 

@@ -26,8 +26,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         return 0;
                 memcpy(s, data + 1, size - 1);
                 s[size - 1] = '\0';
-                /* A field is some bits of one of the four config words, never none. */
-                if (spe_pmu_parse_format(s, &word, &mask) == 0 && (word > 3 || mask == 0))
+                /* A field is some bits of one of the config words config..config9, never none. */
+                if (spe_pmu_parse_format(s, &word, &mask) == 0 && (word > 9 || mask == 0))
                         abort();
                 free(s);
         } else if (data[0] & 1) {
