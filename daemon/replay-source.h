@@ -15,7 +15,7 @@
  * Status: state RUNNING until the input ends, then DONE, or FAILED with the
  * reason the daemon logs and exits with ("… (N records decoded before it)",
  * or "FILE: not all of its SPE data was decoded" when payloads were left
- * undecoded); warnings are replay_warnings(); per-CPU stream statistics and
+ * undecoded); warnings are spe_replay_warnings(); per-CPU stream statistics and
  * the sampling period once the input ended.
  */
 

@@ -90,11 +90,6 @@ bool replay_complete(const struct spe_replay *replay, int run_result) {
         return run_result >= 0 && spe_replay_dropped_payloads(replay) == 0;
 }
 
-size_t replay_warnings(const struct spe_replay *replay, int run_result,
-                       char ret[REPLAY_WARNINGS_MAX][REPLAY_WARNING_LEN]) {
-        return spe_replay_warnings(replay, run_result, ret);
-}
-
 /* One decoded record as a JSON object: the fields the record has, none it lacks. */
 static void write_ip(FILE *f, const char *name, const struct spe_ip *ip) {
         fprintf(f, ",\"%s\":\"0x%" PRIx64 "\",\"%s_el\":%u,\"%s_ns\":%u", name, ip->addr, name,
@@ -221,7 +216,10 @@ static json_t *cpus_json(const struct spe_replay *replay, struct spe_decoder_sta
 
         *ret_sum = (struct spe_decoder_stats) {};
         for (size_t i = 0; i < spe_replay_n_cpus(replay); i++) {
-                const struct spe_stream_stats *c = spe_replay_cpu(replay, i);
+                struct spe_stream_stats st;
+                const struct spe_stream_stats *c = &st;
+
+                spe_replay_stream_stats(replay, i, &st);
 
                 ret_sum->bad_header += c->decoder.bad_header;
                 ret_sum->bad_ext_header += c->decoder.bad_ext_header;
@@ -244,7 +242,7 @@ static json_t *cpus_json(const struct spe_replay *replay, struct spe_decoder_sta
 }
 
 int replay_once(const struct replay_args *a, const char *records_path, const struct config *cfg, FILE *out) {
-        char warnings[REPLAY_WARNINGS_MAX][REPLAY_WARNING_LEN];
+        char warnings[SOURCE_WARNINGS_MAX][SOURCE_WARNING_LEN];
         _cleanup_close_ int fd = -1;
         size_t n_warnings;
         bool complete;
@@ -285,7 +283,7 @@ int replay_once(const struct replay_args *a, const char *records_path, const str
         /* A replay is one epoch covering the whole file: the file's first to last timestamp. */
         rr = replay_run(a, fd, -1, &sink, &replay);
         complete = replay_complete(replay, rr);
-        n_warnings = replay_warnings(replay, rr, warnings);
+        n_warnings = spe_replay_warnings(replay, rr, warnings);
         replay_clock_finish(&once.clock);
 
         snap = store_snapshot_get(s);

@@ -8,10 +8,6 @@
 #include "config.h"
 #include "spe-replay.h"
 
-/* Messages about a replay's input, in the --once report and /status (spe_replay_warnings()). */
-#define REPLAY_WARNINGS_MAX SOURCE_WARNINGS_MAX
-#define REPLAY_WARNING_LEN SOURCE_WARNING_LEN
-
 /* What to replay: --replay FILE, or --replay-raw FILE --midr --cpu. */
 struct replay_args {
         const char *path; /* "-": stdin */
@@ -36,9 +32,6 @@ int replay_run(const struct replay_args *a, int fd, int cancel_fd, const struct 
 /* The whole input was read and every SPE byte of it went to a decoder. */
 bool replay_complete(const struct spe_replay *replay, int run_result);
 
-/* spe_replay_warnings(). */
-size_t replay_warnings(const struct spe_replay *replay, int run_result,
-                       char ret[REPLAY_WARNINGS_MAX][REPLAY_WARNING_LEN]);
 
 /*
  * `armprofd --replay FILE --once` (or --replay-raw): feed the input through

@@ -400,10 +400,8 @@ static int on_itrace_start(void *userdata, const struct perf_data_itrace_start *
  * counted (stats.flushed_*), then the decoders' counters are kept.
  */
 static void finish(struct spe_replay *replay) {
-        for (size_t i = 0; i < replay->n_queues; i++) {
+        for (size_t i = 0; i < replay->n_queues; i++)
                 spe_decoder_reset(&replay->sorted[i]->dec);
-                replay->sorted[i]->st.decoder = replay->sorted[i]->dec.stats;
-        }
 }
 
 static void clock_changed(struct spe_replay *replay) {
@@ -589,10 +587,6 @@ size_t spe_replay_n_cpus(const struct spe_replay *replay) {
         return replay->n_queues;
 }
 
-const struct spe_stream_stats *spe_replay_cpu(const struct spe_replay *replay, size_t i) {
-        return i < replay->n_queues ? &replay->sorted[i]->st : NULL;
-}
-
 uint64_t spe_replay_sample_period(const struct spe_replay *replay) {
         if (!replay->has_spe_pmu_type)
                 return 0;
@@ -726,10 +720,9 @@ bool spe_replay_finished(const struct spe_replay *replay) {
 void spe_replay_stream_stats(const struct spe_replay *replay, size_t i, struct spe_stream_stats *ret) {
         const struct replay_queue *q = replay->sorted[i];
 
+        /* The decoder keeps its own counters; the stream's are the rest. */
         *ret = q->st;
-        /* While running, the decoder's counters so far (finish() copies the final ones). */
-        if (!replay->finished)
-                ret->decoder = q->dec.stats;
+        ret->decoder = q->dec.stats;
 }
 
 size_t spe_replay_warnings(const struct spe_replay *replay, int run_result,
@@ -738,12 +731,12 @@ size_t spe_replay_warnings(const struct spe_replay *replay, int run_result,
         size_t n = 0;
 
         for (size_t i = 0; i < replay->n_queues; i++) {
-                const struct spe_stream_stats *c = &replay->sorted[i]->st;
+                const struct replay_queue *q = replay->sorted[i];
 
-                bytes += c->bytes;
-                records += c->records;
+                bytes += q->st.bytes;
+                records += q->st.records;
                 /* Skipped headers and packets cut by a reset or the end: bytes that made no packet. */
-                undecoded += c->decoder.bad_header + c->decoder.bad_ext_header + c->decoder.flushed_bytes;
+                undecoded += q->dec.stats.bad_header + q->dec.stats.bad_ext_header + q->dec.stats.flushed_bytes;
         }
         if (replay->dropped_payloads > 0)
                 snprintf(ret[n++], SOURCE_WARNING_LEN,

@@ -79,7 +79,6 @@ uint64_t spe_replay_dropped_payloads(const struct spe_replay *replay);
 uint64_t spe_replay_dropped_bytes(const struct spe_replay *replay);
 /* CPUs that had SPE data, ascending. */
 size_t spe_replay_n_cpus(const struct spe_replay *replay);
-const struct spe_stream_stats *spe_replay_cpu(const struct spe_replay *replay, size_t i);
 /* The SPE event's sampling interval (one sample every N operations), 0 when unknown. */
 uint64_t spe_replay_sample_period(const struct spe_replay *replay);
 /* Build-id table entries beyond the bound (16384), left out: their files' mappings carry no build id. */
@@ -107,7 +106,7 @@ int spe_replay_new(const struct spe_replay_input *in, const struct source_sink *
                    struct spe_replay **ret);
 int spe_replay_step(struct spe_replay *replay, size_t budget);
 bool spe_replay_finished(const struct spe_replay *replay);
-/* CPU i's stream (i < spe_replay_n_cpus()), the decoder's counters up to now included. */
+/* CPU i's stream (i < spe_replay_n_cpus(), ascending by CPU), the decoder's counters up to now included. */
 void spe_replay_stream_stats(const struct spe_replay *replay, size_t i, struct spe_stream_stats *ret);
 /*
  * What is wrong with an input that read fine: no SPE data in it, payloads

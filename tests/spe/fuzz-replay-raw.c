@@ -49,8 +49,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                       .raw_midr = midrs[(data[0] & 7) % (sizeof(midrs) / sizeof(midrs[0]))],
                               },
                               &sink, &r);
-        for (size_t i = 0; i < spe_replay_n_cpus(r); i++)
-                sink_sum += spe_replay_cpu(r, i)->records;
+        for (size_t i = 0; i < spe_replay_n_cpus(r); i++) {
+                struct spe_stream_stats st;
+
+                spe_replay_stream_stats(r, i, &st);
+                sink_sum += st.records;
+        }
         spe_replay_free(r);
         close(fd);
         return 0;

@@ -131,7 +131,10 @@ int main(int argc, char **argv) {
         }
         k = spe_replay_path(argv[argc - 1], &sink, &r);
         for (size_t i = 0; i < spe_replay_n_cpus(r); i++) {
-                const struct spe_stream_stats *c = spe_replay_cpu(r, i);
+                struct spe_stream_stats st;
+                const struct spe_stream_stats *c = &st;
+
+                spe_replay_stream_stats(r, i, &st);
 
                 printf("# cpu %" PRIu32 " midr %" PRIx64 " records %" PRIu64 " bytes %" PRIu64
                        " bad_header %" PRIu64 " dropped %" PRIu64 " discontinuities %" PRIu64 "\n",

@@ -77,8 +77,12 @@ static char *reference(const char *path, bool raw) {
         assert_int_equal(spe_replay_run(&(struct spe_replay_input) { .fd = fd, .cancel_fd = -1, .name = "ref",
                                                                      .raw = raw, .raw_midr = 0x410fd0c0 },
                                         &sink, &r), 0);
-        for (size_t i = 0; i < spe_replay_n_cpus(r); i++)
-                cap_stats(&c.out, spe_replay_cpu(r, i));
+        for (size_t i = 0; i < spe_replay_n_cpus(r); i++) {
+                struct spe_stream_stats st;
+
+                spe_replay_stream_stats(r, i, &st);
+                cap_stats(&c.out, &st);
+        }
         strbuf_printf(&c.out, "period %" PRIu64 "\n", spe_replay_sample_period(r));
         spe_replay_free(r);
         close(fd);
