@@ -56,28 +56,32 @@ struct symbols_snapshot *symbolizer_snapshot(struct symbolizer *z) {
         return snap;
 }
 
-bool symbolizer_function(struct symbolizer *z, uint32_t pid, uint64_t pc, char *buf, size_t len) {
+/* Look pc of pid up in the newest snapshot; name() copies what the caller wants of the result. */
+static bool lookup(struct symbolizer *z, uint32_t pid, uint64_t pc,
+                   bool (*name)(const struct symbols_result *res, char *buf, size_t len), char *buf, size_t len) {
         _cleanup_(symbols_snapshot_unrefp) struct symbols_snapshot *snap = symbolizer_snapshot(z);
-        struct symbols_result r;
+        struct symbols_result res;
         bool found;
 
         pthread_mutex_lock(&z->cache_lock);
-        found = symbols_cache_lookup(z->cache, snap, pid, pc, &r) == 0 && r.function;
-        if (found)
-                snprintf(buf, len, "%s", r.function);
+        found = symbols_cache_lookup(z->cache, snap, pid, pc, &res) == 0 && name(&res, buf, len);
         pthread_mutex_unlock(&z->cache_lock);
         return found;
 }
 
-bool symbolizer_object(struct symbolizer *z, uint32_t pid, uint64_t pc, char *buf, size_t len) {
-        _cleanup_(symbols_snapshot_unrefp) struct symbols_snapshot *snap = symbolizer_snapshot(z);
-        struct symbols_result r;
-        bool found;
+static bool result_function(const struct symbols_result *res, char *buf, size_t len) {
+        if (!res->function)
+                return false;
+        snprintf(buf, len, "%s", res->function);
+        return true;
+}
 
-        pthread_mutex_lock(&z->cache_lock);
-        found = symbols_cache_lookup(z->cache, snap, pid, pc, &r) == 0 && symbols_result_object(&r, buf, len);
-        pthread_mutex_unlock(&z->cache_lock);
-        return found;
+bool symbolizer_function(struct symbolizer *z, uint32_t pid, uint64_t pc, char *buf, size_t len) {
+        return lookup(z, pid, pc, result_function, buf, len);
+}
+
+bool symbolizer_object(struct symbolizer *z, uint32_t pid, uint64_t pc, char *buf, size_t len) {
+        return lookup(z, pid, pc, symbols_result_object, buf, len);
 }
 
 void symbolizer_stats(struct symbolizer *z, struct symbols_stats *ret) {
