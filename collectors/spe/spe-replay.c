@@ -12,6 +12,7 @@
 #include "macro.h"
 #include "perf-data.h"
 #include "spe-info.h"
+#include "spe-stream.h"
 #include "strbuf.h"
 #include "task-map.h"
 
@@ -32,23 +33,14 @@ struct build_id_entry {
         uint8_t id[PERF_DATA_BUILD_ID_MAX];
 };
 
-struct replay_queue {
-        struct spe_stream_stats st;
-        struct spe_decoder dec;
-        bool started;
-        uint64_t next_offset; /* AUX position where the next payload should begin */
-        uint32_t cur_pid, cur_tid; /* task last switched in on this CPU */
-};
-
 struct spe_replay {
         struct perf_data_reader *reader;
         const struct source_sink *sink;
-        struct replay_queue *queues[SPE_REPLAY_MAX_CPUS];
-        struct replay_queue *sorted[SPE_REPLAY_MAX_CPUS];
+        struct spe_stream *queues[SPE_REPLAY_MAX_CPUS];
+        struct spe_stream *sorted[SPE_REPLAY_MAX_CPUS];
         size_t n_queues;
         struct task_map *tasks;         /* tid -> pid: the shared map, or our own */
         bool own_tasks;
-        uint64_t unattributed;
         struct build_id_entry *build_ids; /* sorted by filename when build_ids_sorted */
         size_t n_build_ids, cap_build_ids;
         bool build_ids_sorted;
@@ -75,11 +67,8 @@ struct spe_replay {
         bool finished;
         int result;
 
-        struct spe_record batch[SPE_REPLAY_BATCH];
-        uint32_t pids[SPE_REPLAY_BATCH], tids_out[SPE_REPLAY_BATCH];
+        struct spe_stream_out out;
 };
-
-_Static_assert(TASK_MAP_NO_ID == SOURCE_NO_ID, "one value for an unknown pid");
 
 /* A replay with nothing read yet; tasks NULL: a task map of its own. */
 static struct spe_replay *replay_alloc(const struct source_sink *sink, struct task_map *tasks) {
@@ -92,6 +81,8 @@ static struct spe_replay *replay_alloc(const struct source_sink *sink, struct ta
                         oom();
                 replay->own_tasks = true;
         }
+        replay->out.sink = sink;
+        replay->out.tasks = replay->tasks;
         return replay;
 }
 
@@ -101,8 +92,8 @@ static void task_event(struct spe_replay *replay, const struct source_task *t) {
                 replay->sink->task(replay->sink->userdata, t);
 }
 
-static struct replay_queue *queue(struct spe_replay *replay, uint32_t cpu) {
-        struct replay_queue *q;
+static struct spe_stream *queue(struct spe_replay *replay, uint32_t cpu) {
+        struct spe_stream *q;
         uint64_t midr = 0;
 
         if (cpu >= SPE_REPLAY_MAX_CPUS)
@@ -117,10 +108,7 @@ static struct replay_queue *queue(struct spe_replay *replay, uint32_t cpu) {
                 midr = replay->raw_midr;
         else
                 (void) perf_data_reader_midr(replay->reader, cpu, &midr);
-        spe_decoder_init(&q->dec, cpu, midr);
-        q->st.cpu = cpu;
-        q->st.midr = midr;
-        q->cur_pid = q->cur_tid = SOURCE_NO_ID;
+        spe_stream_init(q, cpu, midr);
         replay->queues[cpu] = q;
 
         /* Keep an ascending index for reporting. */
@@ -133,60 +121,11 @@ static struct replay_queue *queue(struct spe_replay *replay, uint32_t cpu) {
         return q;
 }
 
-static void emit(struct spe_replay *replay, struct replay_queue *q, size_t n) {
-        /* The tid map cannot change during one batch, and a CPU runs one thread
-         * for many records in a row: look each thread up once per run. */
-        uint32_t map_tid = SOURCE_NO_ID, map_pid = SOURCE_NO_ID;
-
-        for (size_t i = 0; i < n; i++) {
-                const struct spe_record *rec = &replay->batch[i];
-                uint32_t tid, pid;
-
-                /* A context packet names the thread and holds until the next one
-                 * (or a switch record), as perf carries it over on that CPU. */
-                if (rec->present & SPE_REC_CONTEXT && rec->context != q->cur_tid) {
-                        q->cur_tid = rec->context;
-                        q->cur_pid = SOURCE_NO_ID;
-                }
-                tid = q->cur_tid;
-                if (tid != map_tid) {
-                        map_tid = tid;
-                        map_pid = tid == SOURCE_NO_ID ? SOURCE_NO_ID : task_map_pid(replay->tasks, tid);
-                }
-                pid = map_pid;
-                /* The switched-in task's pid is known even without its COMM. */
-                if (pid == SOURCE_NO_ID)
-                        pid = q->cur_pid;
-                if (pid == SOURCE_NO_ID)
-                        replay->unattributed++;
-                replay->tids_out[i] = tid;
-                replay->pids[i] = pid;
-        }
-        q->st.records += n;
-        if (replay->sink && replay->sink->records)
-                replay->sink->records(replay->sink->userdata, replay->batch, replay->pids, replay->tids_out, n);
-}
-
-static void decode(struct spe_replay *replay, struct replay_queue *q, const uint8_t *data, size_t len) {
-        q->st.bytes += len;
-        while (len > 0) {
-                size_t consumed = 0, n;
-
-                n = spe_decoder_decode(&q->dec, data, len, replay->batch, SPE_REPLAY_BATCH, &consumed);
-                if (n > 0)
-                        emit(replay, q, n);
-                data += consumed;
-                len -= consumed;
-                if (n == 0 && consumed == 0)
-                        break; /* everything is buffered in the decoder */
-        }
-}
-
 static int on_auxtrace(void *userdata, const struct perf_data_auxtrace *at, uint64_t chunk_offset,
                        const uint8_t *data, size_t len, bool last) {
         struct spe_replay *replay = userdata;
         /* Per-thread recordings have cpu = -1: the mmap index is the queue then. */
-        struct replay_queue *q = queue(replay, at->cpu != UINT32_MAX ? at->cpu : at->idx);
+        struct spe_stream *q = queue(replay, at->cpu != UINT32_MAX ? at->cpu : at->idx);
 
         if (!q) {
                 /* No queue for that CPU number: nothing of it is decoded, and it is said. */
@@ -194,17 +133,11 @@ static int on_auxtrace(void *userdata, const struct perf_data_auxtrace *at, uint
                 replay->dropped_bytes += len;
                 return 0;
         }
-        if (chunk_offset == 0) {
-                /* A payload that does not continue the last one (ring overwritten,
-                 * data lost) must not glue two unrelated halves of a record. */
-                if (q->started && at->offset != q->next_offset) {
-                        spe_decoder_reset(&q->dec);
-                        q->st.discontinuities++;
-                }
-                q->started = true;
-                q->next_offset = at->offset + at->size;
-        }
-        decode(replay, q, data, len);
+        /* A payload that does not continue the last one (ring overwritten,
+         * data lost) must not glue two unrelated halves of a record. */
+        if (chunk_offset == 0)
+                spe_stream_begin_chunk(q, at->offset, at->size);
+        spe_stream_decode(q, &replay->out, data, len);
         return 0;
 }
 
@@ -232,7 +165,7 @@ static int on_auxtrace_info(void *userdata, const struct perf_data_auxtrace_info
 
 static int on_aux(void *userdata, const struct perf_data_aux *aux) {
         struct spe_replay *replay = userdata;
-        struct replay_queue *q;
+        struct spe_stream *q;
 
         if (!(aux->rec.sid.valid & PERF_DATA_ID_CPU))
                 return 0;
@@ -248,7 +181,7 @@ static int on_aux(void *userdata, const struct perf_data_aux *aux) {
 
 static int on_lost(void *userdata, const struct perf_data_lost *lost) {
         struct spe_replay *replay = userdata;
-        struct replay_queue *q;
+        struct spe_stream *q;
 
         if (!(lost->rec.sid.valid & PERF_DATA_ID_CPU))
                 return 0;
@@ -364,14 +297,10 @@ static int on_exit_task(void *userdata, const struct perf_data_task *t) {
 }
 
 static void switch_in(struct spe_replay *replay, uint32_t cpu, uint32_t pid, uint32_t tid) {
-        struct replay_queue *q = queue(replay, cpu);
+        struct spe_stream *q = queue(replay, cpu);
 
-        if (!q)
-                return;
-        q->cur_pid = pid;
-        q->cur_tid = tid;
-        if (pid != SOURCE_NO_ID)
-                task_map_set_pid(replay->tasks, tid, pid);
+        if (q)
+                spe_stream_switch_in(q, replay->tasks, pid, tid);
 }
 
 static int on_switch(void *userdata, const struct perf_data_switch *sw) {
@@ -401,7 +330,7 @@ static int on_itrace_start(void *userdata, const struct perf_data_itrace_start *
  */
 static void finish(struct spe_replay *replay) {
         for (size_t i = 0; i < replay->n_queues; i++)
-                spe_decoder_reset(&replay->sorted[i]->dec);
+                spe_stream_reset(replay->sorted[i]);
 }
 
 static void clock_changed(struct spe_replay *replay) {
@@ -597,7 +526,11 @@ uint64_t spe_replay_sample_period(const struct spe_replay *replay) {
 }
 
 uint64_t spe_replay_unattributed(const struct spe_replay *replay) {
-        return replay->unattributed;
+        uint64_t n = 0;
+
+        for (size_t i = 0; i < replay->n_queues; i++)
+                n += replay->sorted[i]->unattributed;
+        return n;
 }
 
 uint64_t spe_replay_tid_evictions(const struct spe_replay *replay) {
@@ -651,7 +584,7 @@ int spe_replay_new(const struct spe_replay_input *in, const struct source_sink *
 
 /* Up to budget reads of a raw SPE buffer, never waiting: 1, 0 at its end, -EAGAIN, or -errno. */
 static int raw_step(struct spe_replay *replay, size_t budget) {
-        struct replay_queue *q = replay->sorted[0];
+        struct spe_stream *q = replay->sorted[0];
 
         for (size_t i = 0; i < budget; i++) {
                 struct pollfd p = { .fd = replay->fd, .events = POLLIN };
@@ -684,7 +617,7 @@ static int raw_step(struct spe_replay *replay, size_t budget) {
                 }
                 if (n == 0)
                         return 0;
-                decode(replay, q, replay->raw_buf, (size_t) n);
+                spe_stream_decode(q, &replay->out, replay->raw_buf, (size_t) n);
                 replay->raw_off += (uint64_t) n;
         }
         return 1;
@@ -718,11 +651,7 @@ bool spe_replay_finished(const struct spe_replay *replay) {
 }
 
 void spe_replay_stream_stats(const struct spe_replay *replay, size_t i, struct spe_stream_stats *ret) {
-        const struct replay_queue *q = replay->sorted[i];
-
-        /* The decoder keeps its own counters; the stream's are the rest. */
-        *ret = q->st;
-        ret->decoder = q->dec.stats;
+        spe_stream_stats(replay->sorted[i], ret);
 }
 
 size_t spe_replay_warnings(const struct spe_replay *replay, int run_result,
@@ -731,7 +660,7 @@ size_t spe_replay_warnings(const struct spe_replay *replay, int run_result,
         size_t n = 0;
 
         for (size_t i = 0; i < replay->n_queues; i++) {
-                const struct replay_queue *q = replay->sorted[i];
+                const struct spe_stream *q = replay->sorted[i];
 
                 bytes += q->st.bytes;
                 records += q->st.records;

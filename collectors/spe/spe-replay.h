@@ -26,13 +26,6 @@
 
 #define SPE_REPLAY_MAX_CPUS 4096
 /*
- * Records decoded per sink call. Small enough that the records (128 bytes
- * each), their ids and the input being read stay in L1 together (8 KiB of
- * records): 256 filled a 32 KiB L1 and decoded about 3% slower on
- * bench-replay; the per-call cost is amortised either way.
- */
-#define SPE_REPLAY_BATCH 64
-/*
  * A replay warns when more than this share of its SPE bytes did not decode
  * (per mille): a few bad bytes happen on real streams (a record cut by a
  * wrapped buffer), a tenth of them means the bytes are not SPE of this CPU.

@@ -14,10 +14,11 @@
 
 #include "perf-data.h"
 #include "spe-replay.h"
+#include "spe-stream.h"
 #include "strbuf.h"
 
 /* The replay engine's batch: decode-only times the decoder as the replay calls it. */
-#define DECODE_BATCH SPE_REPLAY_BATCH
+#define DECODE_BATCH SPE_STREAM_BATCH
 #define MAX_QUEUES 256
 
 static uint64_t total;

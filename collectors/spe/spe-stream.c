@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "spe-stream.h"
+
+#include <string.h>
+
+#include "task-map.h"
+
+_Static_assert(TASK_MAP_NO_ID == SOURCE_NO_ID, "one value for an unknown pid");
+
+void spe_stream_init(struct spe_stream *s, uint32_t cpu, uint64_t midr) {
+        memset(s, 0, sizeof(*s));
+        spe_decoder_init(&s->dec, cpu, midr);
+        s->st.cpu = cpu;
+        s->st.midr = midr;
+        s->cur_pid = s->cur_tid = SOURCE_NO_ID;
+}
+
+void spe_stream_set_clock(struct spe_stream *s, const struct source_clock *clock) {
+        s->clock = clock;
+}
+
+void spe_stream_begin_chunk(struct spe_stream *s, uint64_t offset, uint64_t size) {
+        if (s->started && offset != s->next_offset) {
+                spe_decoder_reset(&s->dec);
+                s->st.discontinuities++;
+        }
+        s->started = true;
+        s->next_offset = offset + size;
+}
+
+void spe_stream_reset(struct spe_stream *s) {
+        spe_decoder_reset(&s->dec);
+}
+
+void spe_stream_switch_in(struct spe_stream *s, struct task_map *tasks, uint32_t pid, uint32_t tid) {
+        s->cur_pid = pid;
+        s->cur_tid = tid;
+        if (pid != SOURCE_NO_ID)
+                task_map_set_pid(tasks, tid, pid);
+}
+
+static void apply_oldest(struct spe_stream *s, struct task_map *tasks) {
+        const struct spe_stream_switch *sw = &s->pending[s->pending_first];
+
+        spe_stream_switch_in(s, tasks, sw->pid, sw->tid);
+        s->pending_first = (s->pending_first + 1) % SPE_STREAM_SWITCHES;
+        s->n_pending--;
+}
+
+void spe_stream_switch_at(struct spe_stream *s, struct task_map *tasks, uint64_t time_ns, uint32_t pid,
+                          uint32_t tid) {
+        if (!s->clock) {
+                spe_stream_switch_in(s, tasks, pid, tid);
+                return;
+        }
+        if (s->n_pending == SPE_STREAM_SWITCHES) {
+                apply_oldest(s, tasks);
+                s->switch_overflows++;
+        }
+        s->pending[(s->pending_first + s->n_pending) % SPE_STREAM_SWITCHES] = (struct spe_stream_switch) {
+                .time_ns = time_ns,
+                .pid = pid,
+                .tid = tid,
+        };
+        s->n_pending++;
+}
+
+/* The switches that happened up to the record's time (perf time), applied in order. */
+static void reach(struct spe_stream *s, struct task_map *tasks, const struct spe_record *rec) {
+        uint64_t t;
+
+        if (!(rec->present & SPE_REC_TIMESTAMP))
+                return;
+        t = source_clock_perf_ns(s->clock, rec->timestamp);
+        while (s->n_pending > 0 && s->pending[s->pending_first].time_ns <= t)
+                apply_oldest(s, tasks);
+}
+
+static void emit(struct spe_stream *s, struct spe_stream_out *out, size_t n) {
+        /* The tid map cannot change during one batch but for switches, and a CPU runs one
+         * thread for many records in a row: look each thread up once per run. */
+        uint32_t map_tid = SOURCE_NO_ID, map_pid = SOURCE_NO_ID;
+
+        for (size_t i = 0; i < n; i++) {
+                const struct spe_record *rec = &out->batch[i];
+                uint32_t tid, pid;
+
+                if (s->n_pending > 0) {
+                        reach(s, out->tasks, rec);
+                        map_tid = SOURCE_NO_ID; /* a switch may have named a pid */
+                }
+                /* A context packet names the thread and holds until the next one
+                 * (or a switch record), as perf carries it over on that CPU. */
+                if (rec->present & SPE_REC_CONTEXT && rec->context != s->cur_tid) {
+                        s->cur_tid = rec->context;
+                        s->cur_pid = SOURCE_NO_ID;
+                }
+                tid = s->cur_tid;
+                if (tid != map_tid) {
+                        map_tid = tid;
+                        map_pid = tid == SOURCE_NO_ID ? SOURCE_NO_ID : task_map_pid(out->tasks, tid);
+                }
+                pid = map_pid;
+                /* The switched-in task's pid is known even without its COMM. */
+                if (pid == SOURCE_NO_ID)
+                        pid = s->cur_pid;
+                if (pid == SOURCE_NO_ID)
+                        s->unattributed++;
+                out->tids[i] = tid;
+                out->pids[i] = pid;
+        }
+        s->st.records += n;
+        if (out->sink && out->sink->records)
+                out->sink->records(out->sink->userdata, out->batch, out->pids, out->tids, n);
+}
+
+void spe_stream_decode(struct spe_stream *s, struct spe_stream_out *out, const uint8_t *data, size_t len) {
+        s->st.bytes += len;
+        while (len > 0) {
+                size_t consumed = 0, n;
+
+                n = spe_decoder_decode(&s->dec, data, len, out->batch, SPE_STREAM_BATCH, &consumed);
+                if (n > 0)
+                        emit(s, out, n);
+                data += consumed;
+                len -= consumed;
+                if (n == 0 && consumed == 0)
+                        break; /* everything is buffered in the decoder */
+        }
+}
+
+void spe_stream_stats(const struct spe_stream *s, struct spe_stream_stats *ret) {
+        /* The decoder keeps its own counters; the stream's are the rest. */
+        *ret = s->st;
+        ret->decoder = s->dec.stats;
+}

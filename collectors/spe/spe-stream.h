@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * One CPU's SPE stream, whichever source reads it (a perf.data's AUXTRACE
+ * payloads, a live event's AUX ring): its decoder, whose state carries a
+ * record split across two chunks over to the next one; its statistics; and
+ * the task that runs on it, so that every decoded record leaves with a pid
+ * and tid (collectors/source.h) by the same rules everywhere:
+ *
+ *  - a CONTEXT packet names the thread (CONTEXTIDR_ELx holds the TID with
+ *    CONFIG_PID_IN_CONTEXTIDR) and holds until the next one or a switch;
+ *  - otherwise the task last switched in on that CPU (ITRACE_START,
+ *    SWITCH_CPU_WIDE), applied at once (spe_stream_switch_in(): a replay,
+ *    whose records come in time order) or when the records' Timestamp
+ *    packets reach the switch's time (spe_stream_switch_at(): a live ring,
+ *    where one AUX chunk spans many switches that the data ring delivered
+ *    before it);
+ *  - the pid of a tid from the shared task map, else from the switch.
+ *
+ * Records with no pid are counted (unattributed), never dropped.
+ * Threads: the owning source's.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "source.h"
+#include "spe-rec.h"
+
+struct task_map;
+
+/*
+ * Records decoded per sink call. Small enough that the records (128 bytes
+ * each), their ids and the input being read stay in L1 together (8 KiB of
+ * records): 256 filled a 32 KiB L1 and decoded about 3% slower on
+ * bench-replay; the per-call cost is amortised either way.
+ */
+#define SPE_STREAM_BATCH 64
+/*
+ * Timed switches waiting for the records to reach them. A CPU that switches
+ * often while its SPE buffer fills slowly applies the oldest early when the
+ * log is full (counted in switch_overflows): its records are older than
+ * anything the log could still order.
+ */
+#define SPE_STREAM_SWITCHES 512
+
+/* What the streams of one source share: where records go, and the batch they go in. */
+struct spe_stream_out {
+        const struct source_sink *sink;
+        struct task_map *tasks;
+        struct spe_record batch[SPE_STREAM_BATCH];
+        uint32_t pids[SPE_STREAM_BATCH], tids[SPE_STREAM_BATCH];
+};
+
+struct spe_stream_switch {
+        uint64_t time_ns;               /* perf time */
+        uint32_t pid, tid;
+};
+
+struct spe_stream {
+        struct spe_stream_stats st;     /* decoder counters live in dec; spe_stream_stats() joins them */
+        struct spe_decoder dec;
+        bool started;
+        uint64_t next_offset;           /* stream position where the next chunk should begin */
+        uint32_t cur_pid, cur_tid;      /* the task running, as far as the records have reached */
+        uint64_t unattributed;          /* records handed on with no pid */
+        /* Timed switches (spe_stream_set_clock()): a ring in time order. */
+        const struct source_clock *clock;
+        struct spe_stream_switch pending[SPE_STREAM_SWITCHES];
+        size_t pending_first, n_pending;
+        uint64_t switch_overflows;
+};
+
+/* A stream of `cpu`, a core of that MIDR (0: unknown, raw data sources kept). */
+void spe_stream_init(struct spe_stream *s, uint32_t cpu, uint64_t midr);
+
+/*
+ * SPE Timestamp packets become perf time through clock (it must outlive the
+ * stream): the switches of spe_stream_switch_at() apply when the records
+ * reach them.
+ */
+void spe_stream_set_clock(struct spe_stream *s, const struct source_clock *clock);
+
+/*
+ * A chunk of `size` bytes begins at free-running position `offset`. One that
+ * does not continue the last (data lost between them) resets the decoder, so
+ * two unrelated halves never make a record, and counts a discontinuity.
+ */
+void spe_stream_begin_chunk(struct spe_stream *s, uint64_t offset, uint64_t size);
+
+/* Decode bytes of the current chunk and hand the records on, attributed. */
+void spe_stream_decode(struct spe_stream *s, struct spe_stream_out *out, const uint8_t *data, size_t len);
+
+/*
+ * The stream was cut (a truncated session, a partial record, the end of the
+ * input): a record in progress is dropped and counted (the decoder's
+ * flushed_* counters), the next bytes start afresh.
+ */
+void spe_stream_reset(struct spe_stream *s);
+
+/* The task now running on the CPU (a switch record, ITRACE_START). */
+void spe_stream_switch_in(struct spe_stream *s, struct task_map *tasks, uint32_t pid, uint32_t tid);
+
+/* The task that runs from perf time time_ns on (needs a clock; without one, at once). */
+void spe_stream_switch_at(struct spe_stream *s, struct task_map *tasks, uint64_t time_ns, uint32_t pid,
+                          uint32_t tid);
+
+/* Its statistics, the decoder's counters included. */
+void spe_stream_stats(const struct spe_stream *s, struct spe_stream_stats *ret);
