@@ -31,6 +31,7 @@ const char *source_state_to_string(enum source_state s) {
                 [SOURCE_DONE] = "done",
                 [SOURCE_FAILED] = "failed",
                 [SOURCE_OFF] = "off",
+                [SOURCE_IDLE] = "idle",
         };
 
         return (size_t) s < ELEMENTSOF(names) ? names[s] : "unknown";

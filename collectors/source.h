@@ -101,6 +101,7 @@ enum source_state {
         SOURCE_DONE,      /* a finite input was read to its end (replay) */
         SOURCE_FAILED,    /* stopped on an error: reason says which */
         SOURCE_OFF,       /* not running here: reason says why (no hardware, disabled) */
+        SOURCE_IDLE,      /* running, but nothing came for a while (live SPE on idle CPUs) */
 };
 
 /* Every callback but records may be NULL. Pointers are valid during the call only. */
@@ -130,6 +131,8 @@ struct source_sink {
 
 /* ---- What a source reports ----------------------------------------------- */
 
+#define SPE_STREAM_NOTE_MAX 160
+
 /*
  * One CPU's SPE stream: volume and every kind of damage, whichever source
  * read it (the replay counts what the file says of the live rings, the live
@@ -144,7 +147,15 @@ struct spe_stream_stats {
         uint64_t aux_records;           /* PERF_RECORD_AUX */
         uint64_t aux_truncated, aux_collision, aux_partial;
         uint64_t discontinuities;       /* buffers that did not continue the previous one */
-        uint64_t lost;                  /* PERF_RECORD_LOST(_SAMPLES) */
+        uint64_t lost;                  /* PERF_RECORD_LOST: records the data ring had no room for */
+        uint64_t lost_samples;          /* PERF_RECORD_LOST_SAMPLES */
+        uint64_t throttles;             /* PERF_RECORD_THROTTLE: the kernel stopped sampling for a while */
+        uint64_t unattributed;          /* records handed on with no pid */
+        /* A live event (the replay leaves these zero and `state` "replay"): */
+        uint64_t reenables;             /* PERF_EVENT_IOC_ENABLE after a truncated session */
+        uint64_t not_sampling_ns;       /* from the last record before each truncation to the first after */
+        const char *state;              /* "active", "retrying", "failed", "offline"...: a static string */
+        char note[SPE_STREAM_NOTE_MAX]; /* what is wrong or was given up on this CPU, "" when nothing */
 };
 
 #define SOURCE_REASON_MAX 512

@@ -86,7 +86,8 @@ void spe_metrics_write(const struct spe_metrics_input *in, struct prom_writer *w
         prom_family_unit(w, "armprofd_store_bytes", PROM_GAUGE, "bytes",
                          "Upper bound of the aggregate store's memory, fixed at start by [store] settings.");
         prom_sample_u64(w, NULL, in->store_bytes);
-        if (!in->up)
+        /* A live source that is not up still says what happened to each CPU. */
+        if (!in->up && in->n_cpus == 0)
                 return;
 
         per_cpu(w, in, "armprofd_spe_records_total", "SPE records decoded.",
@@ -106,6 +107,36 @@ void spe_metrics_write(const struct spe_metrics_input *in, struct prom_writer *w
         per_cpu(w, in, "armprofd_spe_aux_collisions_total",
                 "AUX buffer updates flagged with sample collisions.",
                 offsetof(struct spe_stream_stats, aux_collision));
+        per_cpu(w, in, "armprofd_spe_aux_partial_total",
+                "AUX buffer updates flagged partial (the last record cut by a buffer fault).",
+                offsetof(struct spe_stream_stats, aux_partial));
+        per_cpu(w, in, "armprofd_spe_discontinuities_total",
+                "SPE buffers that did not continue the previous one (data lost between).",
+                offsetof(struct spe_stream_stats, discontinuities));
+        per_cpu(w, in, "armprofd_spe_lost_records_total",
+                "PERF_RECORD_LOST: data-ring records the kernel had no room for.",
+                offsetof(struct spe_stream_stats, lost));
+        per_cpu(w, in, "armprofd_spe_lost_samples_total",
+                "PERF_RECORD_LOST_SAMPLES: samples the kernel reported lost.",
+                offsetof(struct spe_stream_stats, lost_samples));
+        per_cpu(w, in, "armprofd_spe_throttled_total",
+                "PERF_RECORD_THROTTLE: times the kernel throttled sampling.",
+                offsetof(struct spe_stream_stats, throttles));
+        per_cpu(w, in, "armprofd_spe_unattributed_records_total",
+                "SPE records that no process could be named for (kept, with no pid).",
+                offsetof(struct spe_stream_stats, unattributed));
+        per_cpu(w, in, "armprofd_spe_aux_reenabled_total",
+                "Live events re-enabled after a truncated session.",
+                offsetof(struct spe_stream_stats, reenables));
+        prom_family_unit(w, "armprofd_spe_not_sampling_seconds_total", PROM_COUNTER, "seconds",
+                         "Time without samples after full AUX buffers: last record before to first after.");
+        for (size_t i = 0; i < in->n_cpus; i++) {
+                char cpu[DECIMAL_STR_MAX(unsigned)];
+
+                snprintf(cpu, sizeof(cpu), "%" PRIu32, in->cpus[i].cpu);
+                prom_sample_double(w, (const char *const[]) { "cpu", cpu, NULL },
+                                   (double) in->cpus[i].not_sampling_ns / 1e9);
+        }
         prom_family(w, "armprofd_spe_decode_errors_total", PROM_COUNTER,
                     "SPE bytes skipped because they did not decode as a packet.");
         prom_sample_u64(w, NULL, errors);

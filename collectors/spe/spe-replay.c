@@ -529,7 +529,7 @@ uint64_t spe_replay_unattributed(const struct spe_replay *replay) {
         uint64_t n = 0;
 
         for (size_t i = 0; i < replay->n_queues; i++)
-                n += replay->sorted[i]->unattributed;
+                n += replay->sorted[i]->st.unattributed;
         return n;
 }
 

@@ -28,6 +28,11 @@ void spe_stream_begin_chunk(struct spe_stream *s, uint64_t offset, uint64_t size
         s->next_offset = offset + size;
 }
 
+void spe_stream_gap(struct spe_stream *s) {
+        spe_decoder_reset(&s->dec);
+        s->st.discontinuities++;
+}
+
 void spe_stream_reset(struct spe_stream *s) {
         spe_decoder_reset(&s->dec);
 }
@@ -99,17 +104,21 @@ static void emit(struct spe_stream *s, struct spe_stream_out *out, size_t n) {
                 if (tid != map_tid) {
                         map_tid = tid;
                         map_pid = tid == SOURCE_NO_ID ? SOURCE_NO_ID : task_map_pid(out->tasks, tid);
+                        if (map_pid == SOURCE_NO_ID && tid != SOURCE_NO_ID && out->pid_of)
+                                map_pid = out->pid_of(out->userdata, tid);
                 }
                 pid = map_pid;
                 /* The switched-in task's pid is known even without its COMM. */
                 if (pid == SOURCE_NO_ID)
                         pid = s->cur_pid;
                 if (pid == SOURCE_NO_ID)
-                        s->unattributed++;
+                        s->st.unattributed++;
                 out->tids[i] = tid;
                 out->pids[i] = pid;
         }
         s->st.records += n;
+        if (out->batch[n - 1].present & SPE_REC_TIMESTAMP)
+                s->last_timestamp = out->batch[n - 1].timestamp;
         if (out->sink && out->sink->records)
                 out->sink->records(out->sink->userdata, out->batch, out->pids, out->tids, n);
 }

@@ -50,6 +50,13 @@ struct task_map;
 struct spe_stream_out {
         const struct source_sink *sink;
         struct task_map *tasks;
+        /*
+         * The pid of a thread the task map does not know, or SOURCE_NO_ID
+         * (a live source asks /proc; a recording from elsewhere cannot).
+         * NULL: none. Its answers belong in the task map.
+         */
+        uint32_t (*pid_of)(void *userdata, uint32_t tid);
+        void *userdata;
         struct spe_record batch[SPE_STREAM_BATCH];
         uint32_t pids[SPE_STREAM_BATCH], tids[SPE_STREAM_BATCH];
 };
@@ -65,7 +72,7 @@ struct spe_stream {
         bool started;
         uint64_t next_offset;           /* stream position where the next chunk should begin */
         uint32_t cur_pid, cur_tid;      /* the task running, as far as the records have reached */
-        uint64_t unattributed;          /* records handed on with no pid */
+        uint64_t last_timestamp;        /* of the last record that had one (SPE ticks), 0 none yet */
         /* Timed switches (spe_stream_set_clock()): a ring in time order. */
         const struct source_clock *clock;
         struct spe_stream_switch pending[SPE_STREAM_SWITCHES];
@@ -99,6 +106,9 @@ void spe_stream_decode(struct spe_stream *s, struct spe_stream_out *out, const u
  * flushed_* counters), the next bytes start afresh.
  */
 void spe_stream_reset(struct spe_stream *s);
+
+/* Data was lost before the next bytes (a gap in the ring): reset, counted as a discontinuity. */
+void spe_stream_gap(struct spe_stream *s);
 
 /* The task now running on the CPU (a switch record, ITRACE_START). */
 void spe_stream_switch_in(struct spe_stream *s, struct task_map *tasks, uint32_t pid, uint32_t tid);
