@@ -1,0 +1,784 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "spe-live-source.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <linux/perf_event.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <systemd/sd-event.h>
+
+#include "aux-ring.h"
+#include "macro.h"
+#include "perf-record.h"
+#include "pmu-sysfs.h"
+#include "spe-stream.h"
+#include "strbuf.h"
+#include "task-map.h"
+
+/* tids /proc did not know, remembered so a thread that is gone is not looked up per batch. */
+#define LIVE_NO_PID_CACHE 1024
+
+enum cpu_state {
+        CPU_UNCOVERED,          /* no arm_spe PMU covers it: nothing to do, nothing said */
+        CPU_OFFLINE,
+        CPU_ACTIVE,
+        CPU_RETRYING,           /* EBUSY: another session holds SPE there */
+        CPU_FAILED,
+};
+
+static const char *const cpu_state_names[] = {
+        [CPU_UNCOVERED] = "uncovered",
+        [CPU_OFFLINE] = "offline",
+        [CPU_ACTIVE] = "active",
+        [CPU_RETRYING] = "retrying",
+        [CPU_FAILED] = "failed",
+};
+
+struct live_cpu {
+        struct spe_live_source *src;
+        uint32_t cpu;
+        const struct spe_pmu *pmu;
+        enum cpu_state state;
+        int error;                      /* FAILED, RETRYING: the negative errno */
+        char note[SPE_STREAM_NOTE_MAX];
+
+        int fd;
+        struct spe_pmu_event_attr attr;
+        uint8_t *base;                  /* user page + data ring */
+        size_t base_len;
+        uint8_t *aux;
+        size_t aux_len;
+        struct aux_ring ring;
+        bool ring_ready;
+        sd_event_source *io;
+
+        bool has_stream;
+        struct spe_stream stream;
+        struct source_clock clock;
+        bool woke;                      /* a wakeup came since the last drain timer */
+        uint64_t cut_timestamp;         /* last record's SPE time before a truncation, 0 none pending */
+        uint64_t retry_at_usec, retry_usec;
+        uint64_t records_at_tick;       /* stream records when the drain timer last looked */
+};
+
+struct spe_live_source {
+        struct source base;             /* first: the seam's helpers cast */
+        struct spe_live_options opts;
+        char *sysfs_root, *procfs_root;
+        sd_event *event;
+        sd_event_source *timer;
+        struct spe_pmu *pmus;
+        size_t n_pmus;
+        struct live_cpu **cpus;         /* by CPU number, n_cpus slots */
+        size_t n_cpus;
+        enum source_state state;
+        char reason[SOURCE_REASON_MAX];
+        char warning[SOURCE_WARNING_LEN]; /* options given up (physical addresses without CAP_PERFMON) */
+        uint64_t interval;              /* the period the hardware uses */
+        size_t page_size;
+        uint64_t quiet_ticks;           /* drain timer ticks since records last came */
+        bool ever_records;
+        struct spe_stream_out out;
+        uint32_t no_pid[LIVE_NO_PID_CACHE];
+};
+
+static struct spe_live_source *of(struct source *s) {
+        return (struct spe_live_source *) s;
+}
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
+}
+
+static int sys_perf_event_open(struct spe_pmu_event_attr *a, int cpu) {
+        long fd = syscall(SYS_perf_event_open, &a->attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+
+        return fd < 0 ? -errno : (int) fd;
+}
+
+static void cpu_note(struct live_cpu *c, const char *fmt, ...) _printf_(2, 3);
+static void cpu_note(struct live_cpu *c, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(c->note, sizeof(c->note), fmt, ap);
+        va_end(ap);
+}
+
+/* ---- /proc: the pid of a thread no record named ---------------------------- */
+
+static uint32_t pid_of(void *userdata, uint32_t tid) {
+        struct spe_live_source *src = userdata;
+        char path[PATH_MAX], line[256];
+        uint32_t *slot = &src->no_pid[task_map_hash(tid) % LIVE_NO_PID_CACHE];
+        uint32_t pid = SOURCE_NO_ID;
+        FILE *f;
+
+        if (*slot == tid + 1)
+                return SOURCE_NO_ID;
+        snprintf(path, sizeof(path), "%s/%" PRIu32 "/status", src->procfs_root, tid);
+        f = fopen(path, "re");
+        if (f) {
+                /* proc(5): "Tgid:\t<pid>" is the thread group, the process. */
+                while (fgets(line, sizeof(line), f))
+                        if (strncmp(line, "Tgid:", 5) == 0) {
+                                unsigned long v = strtoul(line + 5, NULL, 10);
+
+                                if (v > 0 && v < UINT32_MAX)
+                                        pid = (uint32_t) v;
+                                break;
+                        }
+                fclose(f);
+        }
+        if (pid == SOURCE_NO_ID)
+                *slot = tid + 1;
+        else
+                task_map_set_pid(src->out.tasks, tid, pid);
+        return pid;
+}
+
+/* ---- the rings ------------------------------------------------------------- */
+
+/* The user page's time conversion: SPE timestamps (generic timer ticks) to perf time. */
+static void read_clock(struct live_cpu *c) {
+        const struct perf_event_mmap_page *pg = (const struct perf_event_mmap_page *) c->base;
+
+        /* perf_event_open(2): the fields are valid while cap_user_time_zero says so. */
+        c->clock.has_time_conv = pg->cap_user_time_zero;
+        c->clock.time_shift = pg->time_shift;
+        c->clock.time_mult = pg->time_mult;
+        c->clock.time_zero = pg->time_zero;
+        c->clock.cap_user_time_short = pg->cap_user_time_short;
+        c->clock.time_cycles = pg->cap_user_time_short ? pg->time_cycles : 0;
+        c->clock.time_mask = pg->cap_user_time_short ? pg->time_mask : UINT64_MAX;
+        spe_stream_set_clock(&c->stream, c->clock.has_time_conv ? &c->clock : NULL);
+}
+
+static void note_sampling_resumed(struct live_cpu *c) {
+        struct spe_stream *s = &c->stream;
+
+        if (c->cut_timestamp == 0 || s->last_timestamp == 0 || s->last_timestamp == c->cut_timestamp)
+                return;
+        if (c->clock.has_time_conv && s->last_timestamp > c->cut_timestamp)
+                s->st.not_sampling_ns += source_clock_perf_ns(&c->clock, s->last_timestamp) -
+                                         source_clock_perf_ns(&c->clock, c->cut_timestamp);
+        c->cut_timestamp = 0;
+}
+
+static int on_aux(void *userdata, const struct aux_ring_chunk *ch, const uint8_t *data, size_t len, bool last) {
+        struct live_cpu *c = userdata;
+        struct spe_stream *s = &c->stream;
+
+        /* The first piece of a chunk that does not follow the last one: data was dropped between. */
+        if (ch->gap)
+                spe_stream_gap(s);
+        spe_stream_decode(s, &c->src->out, data, len);
+        if (!last)
+                return 0;
+        note_sampling_resumed(c);
+        s->st.aux_records++;
+        s->st.aux_collision += !!(ch->flags & PERF_AUX_FLAG_COLLISION);
+        s->st.aux_partial += !!(ch->flags & PERF_AUX_FLAG_PARTIAL);
+        if (ch->flags & PERF_AUX_FLAG_TRUNCATED) {
+                /* The session ended there (a full buffer, or PMBSR.DL with PARTIAL: the last
+                 * record is cut); the next bytes start a new one, never its continuation. */
+                s->st.aux_truncated++;
+                spe_stream_reset(s);
+                c->cut_timestamp = s->last_timestamp ?: 1;
+        }
+        return 0;
+}
+
+static void task_event(struct spe_live_source *src, const struct source_task *t) {
+        if (src->base.sink->task)
+                src->base.sink->task(src->base.sink->userdata, t);
+}
+
+static int on_record(void *userdata, const uint8_t *raw, size_t len) {
+        struct live_cpu *c = userdata;
+        struct spe_live_source *src = c->src;
+        struct task_map *tasks = src->base.tasks;
+        struct perf_data_record rec;
+        uint32_t fixed, tlen;
+
+        perf_record_header(raw, 0, &rec);
+        fixed = perf_record_fixed_size(rec.type);
+        if (rec.type == PERF_RECORD_THROTTLE) {
+                c->stream.st.throttles++;
+                return 0;
+        }
+        if (fixed == 0 || perf_record_parse_trailer(&c->attr.attr, &rec, fixed - PERF_RECORD_HEADER_SIZE, &tlen) < 0)
+                return 0;
+
+        switch (rec.type) {
+        case PERF_RECORD_SWITCH_CPU_WIDE: {
+                struct perf_data_switch sw;
+
+                if (perf_record_parse_switch(&rec, tlen, &sw) < 0 || !(rec.sid.valid & PERF_DATA_ID_TIME))
+                        break;
+                /* perf_event_open(2): on a switch out, next_prev_* is the task coming in;
+                 * on a switch in, the sample id is the task that now runs. */
+                if (sw.out)
+                        spe_stream_switch_at(&c->stream, tasks, rec.sid.time, sw.next_prev_pid, sw.next_prev_tid);
+                else if (rec.sid.valid & PERF_DATA_ID_TID)
+                        spe_stream_switch_at(&c->stream, tasks, rec.sid.time, rec.sid.pid, rec.sid.tid);
+                break;
+        }
+        case PERF_RECORD_ITRACE_START: {
+                struct perf_data_itrace_start is;
+
+                if (perf_record_parse_itrace_start(&rec, tlen, &is) < 0)
+                        break;
+                if (rec.sid.valid & PERF_DATA_ID_TIME)
+                        spe_stream_switch_at(&c->stream, tasks, rec.sid.time, is.pid, is.tid);
+                else
+                        spe_stream_switch_in(&c->stream, tasks, is.pid, is.tid);
+                break;
+        }
+        case PERF_RECORD_COMM: {
+                struct perf_data_comm cm;
+
+                if (perf_record_parse_comm(&rec, tlen, &cm) < 0)
+                        break;
+                task_map_comm(tasks, cm.pid, cm.tid, cm.comm);
+                task_event(src, &(struct source_task) {
+                        .kind = SOURCE_TASK_COMM, .pid = cm.pid, .tid = cm.tid, .comm = cm.comm,
+                        .time_ns = (rec.sid.valid & PERF_DATA_ID_TIME) ? rec.sid.time : 0,
+                });
+                break;
+        }
+        case PERF_RECORD_FORK:
+        case PERF_RECORD_EXIT: {
+                struct perf_data_task t;
+
+                if (perf_record_parse_task(&rec, tlen, &t) < 0)
+                        break;
+                if (rec.type == PERF_RECORD_FORK)
+                        task_map_fork(tasks, t.pid, t.tid, t.ptid, t.time);
+                task_event(src, &(struct source_task) {
+                        .kind = rec.type == PERF_RECORD_FORK ? SOURCE_TASK_FORK : SOURCE_TASK_EXIT,
+                        .pid = t.pid, .tid = t.tid, .ppid = t.ppid, .ptid = t.ptid, .time_ns = t.time,
+                });
+                break;
+        }
+        case PERF_RECORD_MMAP:
+        case PERF_RECORD_MMAP2: {
+                struct perf_data_mmap m;
+
+                if (perf_record_parse_mmap(&rec, tlen, &m) < 0 || !src->base.sink->mapping)
+                        break;
+                src->base.sink->mapping(src->base.sink->userdata, &(struct source_mapping) {
+                        .pid = m.pid, .start = m.addr, .len = m.len, .pgoff = m.pgoff,
+                        .filename = m.filename,
+                        .build_id = m.has_build_id ? m.build_id : NULL,
+                        .build_id_len = m.has_build_id ? m.build_id_size : 0,
+                });
+                break;
+        }
+        default:
+                break;
+        }
+        return 0;
+}
+
+static const struct aux_ring_ops ring_ops = {
+        .aux = on_aux,
+        .record = on_record,
+};
+
+/* Everything the kernel published on this CPU; a truncated session is restarted. */
+static void drain_cpu(struct live_cpu *c) {
+        struct spe_stream_stats *st = &c->stream.st;
+        bool truncated = false;
+        int k;
+
+        if (c->state != CPU_ACTIVE || !c->ring_ready)
+                return;
+        read_clock(c);
+        k = aux_ring_drain(&c->ring, &ring_ops, c, &truncated);
+        st->lost = c->ring.stats.lost;
+        st->lost_samples = c->ring.stats.lost_samples;
+        if (k < 0 || !truncated)
+                return;
+        /* The driver disabled the event when it ended the session (perf_aux_output_end()
+         * with TRUNCATED); an enabled one (older kernels did not disable) takes this as a no-op. */
+        if (ioctl(c->fd, PERF_EVENT_IOC_ENABLE, 0) < 0)
+                cpu_note(c, "re-enabling after a full AUX buffer failed: %s", strerror(errno));
+        else
+                st->reenables++;
+}
+
+/* ---- opening and closing one CPU ------------------------------------------ */
+
+static void close_cpu(struct live_cpu *c, enum cpu_state state) {
+        c->io = sd_event_source_disable_unref(c->io);
+        if (c->ring_ready)
+                aux_ring_done(&c->ring);
+        c->ring_ready = false;
+        if (c->aux)
+                munmap(c->aux, c->aux_len);
+        if (c->base)
+                munmap(c->base, c->base_len);
+        c->aux = c->base = NULL;
+        c->fd = safe_close(c->fd);
+        c->state = state;
+}
+
+static int on_io(sd_event_source *es, int fd, uint32_t revents, void *userdata) {
+        struct live_cpu *c = userdata;
+
+        c->woke = true;
+        drain_cpu(c);
+        /* perf_poll(): EPOLLHUP once the event is in error state (its CPU went offline). */
+        if (revents & (EPOLLHUP | EPOLLERR)) {
+                cpu_note(c, "the kernel ended the event (CPU offline?)");
+                close_cpu(c, CPU_OFFLINE);
+        }
+        return 0;
+}
+
+static bool is_power_of_two(uint64_t v) {
+        return v && !(v & (v - 1));
+}
+
+static int map_rings(struct live_cpu *c) {
+        struct spe_live_source *src = c->src;
+        struct perf_event_mmap_page *pg;
+        uint64_t aux = src->opts.aux_bytes;
+        int k;
+
+        c->base_len = src->page_size + src->opts.data_bytes;
+        c->base = mmap(NULL, c->base_len, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, 0);
+        if (c->base == MAP_FAILED) {
+                c->base = NULL;
+                k = -errno;
+                cpu_note(c, "cannot map the data ring (%" PRIu64 " bytes): %s", (uint64_t) c->base_len,
+                         strerror(-k));
+                return k;
+        }
+        pg = (struct perf_event_mmap_page *) c->base;
+        /* The memlock limit (perf_event_mlock_kb, RLIMIT_MEMLOCK) refuses large areas with
+         * EPERM or ENOMEM (kernel/events/core.c perf_mmap()): halve down to the floor. */
+        for (;;) {
+                pg->aux_offset = c->base_len;
+                pg->aux_size = aux;
+                c->aux = mmap(NULL, aux, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, (off_t) c->base_len);
+                if (c->aux != MAP_FAILED)
+                        break;
+                c->aux = NULL;
+                k = -errno;
+                if ((k != -ENOMEM && k != -EPERM) || aux / 2 < MAX((uint64_t) SPE_LIVE_AUX_FLOOR, 2 * src->page_size)) {
+                        cpu_note(c, "cannot map the AUX area (%" PRIu64 " bytes): %s%s", aux, strerror(-k),
+                                 k == -ENOMEM || k == -EPERM ?
+                                 " (memlock: raise LimitMEMLOCK= or kernel.perf_event_mlock_kb)" : "");
+                        return k;
+                }
+                aux /= 2;
+        }
+        c->aux_len = aux;
+        if (aux != src->opts.aux_bytes)
+                cpu_note(c, "AUX area reduced to %" PRIu64 " bytes from %" PRIu64 " by the memlock limit", aux,
+                         src->opts.aux_bytes);
+        k = aux_ring_init(&c->ring, pg, c->base + src->page_size, src->opts.data_bytes, c->aux, aux);
+        if (k < 0)
+                return k;
+        aux_ring_set_attr(&c->ring, &c->attr.attr);
+        c->ring_ready = true;
+        return 0;
+}
+
+static uint64_t read_midr(struct spe_live_source *src, uint32_t cpu) {
+        char path[PATH_MAX], buf[64], rel[64];
+        uint64_t v = 0;
+
+        /* Documentation/arch/arm64/cpu-feature-registers.rst: regs/identification/midr_el1. */
+        snprintf(rel, sizeof(rel), "cpu%" PRIu32 "/regs/identification/midr_el1", cpu);
+        if (pmu_sysfs_join(path, sizeof(path), src->sysfs_root, "devices/system/cpu", rel) < 0 ||
+            pmu_sysfs_read_string(path, buf, sizeof(buf)) < 0)
+                return 0;
+        v = strtoull(buf, NULL, 16);
+        return v;
+}
+
+static int open_cpu(struct live_cpu *c) {
+        struct spe_live_source *src = c->src;
+        struct spe_pmu_options o = src->opts.pmu;
+        char err[MESSAGE_MAX] = "";
+        uint64_t interval;
+        int k;
+
+        for (;;) {
+                k = spe_pmu_attr(c->pmu, &o, &c->attr, &interval, err, sizeof(err));
+                if (k < 0) {
+                        cpu_note(c, "%s", err);
+                        c->error = k;
+                        close_cpu(c, CPU_FAILED);
+                        return k;
+                }
+                src->interval = interval;
+                /* Records of the data ring beside the AUX ones: switches attribute records
+                 * without CONTEXT packets, mappings and names symbolize them. */
+                c->attr.attr.context_switch = 1;
+                c->attr.attr.mmap = 1;
+                c->attr.attr.mmap2 = 1;
+                c->attr.attr.comm = 1;
+                c->attr.attr.task = 1;
+                c->attr.attr.aux_watermark = (uint32_t) (src->opts.watermark ?: src->opts.aux_bytes / 2);
+                c->attr.attr.watermark = 1;
+                c->attr.attr.wakeup_watermark = (uint32_t) (src->opts.data_bytes / 2);
+
+                k = sys_perf_event_open(&c->attr, (int) c->cpu);
+                if (k >= 0)
+                        break;
+                if ((k == -EACCES || k == -EPERM) && (o.physical_addresses || o.physical_timestamps)) {
+                        /* The driver wants CAP_PERFMON for pa_enable and pct_enable
+                         * (arm_spe_pmu_event_init(), perfmon_capable()). */
+                        snprintf(src->warning, sizeof(src->warning),
+                                 "physical addresses and timestamps dropped: they need CAP_PERFMON (%s)",
+                                 strerror(-k));
+                        o.physical_addresses = o.physical_timestamps = false;
+                        src->opts.pmu.physical_addresses = src->opts.pmu.physical_timestamps = false;
+                        continue;
+                }
+                c->error = k;
+                if (k == -EBUSY) {
+                        c->retry_usec = c->retry_usec ? MIN(2 * c->retry_usec, SPE_LIVE_RETRY_MAX_USEC) :
+                                                        SPE_LIVE_RETRY_MIN_USEC;
+                        c->retry_at_usec = now_usec() + c->retry_usec;
+                        cpu_note(c, "SPE is busy on this CPU (another session, perf record -e arm_spe//?): "
+                                 "retrying in %" PRIu64 " s", c->retry_usec / USEC_PER_SEC);
+                        close_cpu(c, CPU_RETRYING);
+                        return k;
+                }
+                if (k == -ENODEV) {
+                        cpu_note(c, "offline");
+                        close_cpu(c, CPU_OFFLINE);
+                        return k;
+                }
+                cpu_note(c, "perf_event_open: %s%s", strerror(-k),
+                         k == -EACCES || k == -EPERM ?
+                                 " (needs CAP_PERFMON, or kernel.perf_event_paranoid <= 0)" :
+                         k == -ENOENT || k == -EOPNOTSUPP ? " (SPE not usable here)" :
+                         k == -EINVAL ? " (the kernel refused the attr)" : "");
+                close_cpu(c, CPU_FAILED);
+                return k;
+        }
+        c->fd = k;
+        c->retry_usec = 0;
+        c->note[0] = '\0';
+        k = map_rings(c);
+        if (k < 0)
+                goto fail;
+        if (!c->has_stream) {
+                spe_stream_init(&c->stream, c->cpu, read_midr(src, c->cpu));
+                c->has_stream = true;
+        } else
+                spe_stream_reset(&c->stream);
+        read_clock(c);
+        /* Edge-triggered: perf_poll() reports a wakeup once, an eventfd would stay readable. */
+        k = sd_event_add_io(src->event, &c->io, c->fd, EPOLLIN | EPOLLET, on_io, c);
+        if (k < 0) {
+                cpu_note(c, "cannot watch the event: %s", strerror(-k));
+                goto fail;
+        }
+        (void) sd_event_source_set_description(c->io, "spe-cpu");
+        if (ioctl(c->fd, PERF_EVENT_IOC_ENABLE, 0) < 0) {
+                k = -errno;
+                cpu_note(c, "cannot enable the event: %s", strerror(-k));
+                goto fail;
+        }
+        c->state = CPU_ACTIVE;
+        c->error = 0;
+        return 0;
+fail:
+        c->error = k;
+        close_cpu(c, CPU_FAILED);
+        return k;
+}
+
+/* ---- the source ------------------------------------------------------------ */
+
+static struct live_cpu *cpu_slot(struct spe_live_source *src, uint32_t cpu, const struct spe_pmu *pmu) {
+        struct live_cpu *c;
+
+        if (cpu >= src->n_cpus) {
+                size_t n = (size_t) cpu + 1;
+
+                src->cpus = xrealloc(src->cpus, n * sizeof(*src->cpus));
+                memset(src->cpus + src->n_cpus, 0, (n - src->n_cpus) * sizeof(*src->cpus));
+                src->n_cpus = n;
+        }
+        c = src->cpus[cpu];
+        if (!c) {
+                c = xcalloc(1, sizeof(*c));
+                c->src = src;
+                c->cpu = cpu;
+                c->fd = -1;
+                c->pmu = pmu;
+                src->cpus[cpu] = c;
+        }
+        return c;
+}
+
+/* The hint for a machine with no arm_spe PMU (the driver refuses to probe under KPTI). */
+static void no_pmu_reason(struct spe_live_source *src) {
+        char path[PATH_MAX], buf[128] = "";
+        struct utsname u;
+        bool arm64 = uname(&u) == 0 && streq(u.machine, "aarch64");
+
+        if (arm64 && pmu_sysfs_join(path, sizeof(path), src->sysfs_root, "devices/system/cpu/vulnerabilities",
+                                    "meltdown") == 0)
+                (void) pmu_sysfs_read_string(path, buf, sizeof(buf));
+        snprintf(src->reason, sizeof(src->reason),
+                 "no arm_spe PMU in %s/bus/event_source/devices: %s", src->sysfs_root,
+                 strstr(buf, "PTI") ? "the kernel unmaps itself at EL0 (KPTI), and the arm_spe_pmu driver does "
+                                      "not probe then: boot with kpti=off" :
+                 arm64 ? "no SPE on these cores, the arm_spe_pmu module is not loaded, or the hypervisor does "
+                         "not pass SPE through" :
+                         "not an Arm machine (SPE is an Arm feature)");
+}
+
+static int live_cpus_changed(struct source *s, const struct cpulist *online) {
+        struct spe_live_source *src = of(s);
+
+        for (size_t p = 0; p < src->n_pmus; p++)
+                CPULIST_FOREACH(cpu, &src->pmus[p].cpus) {
+                        struct live_cpu *c = cpu_slot(src, (uint32_t) cpu, &src->pmus[p]);
+                        bool up = cpulist_has(online, (unsigned) cpu);
+
+                        if (!up && c->state != CPU_OFFLINE) {
+                                drain_cpu(c);
+                                close_cpu(c, CPU_OFFLINE);
+                                cpu_note(c, "offline");
+                        } else if (up && (c->state == CPU_OFFLINE || c->state == CPU_UNCOVERED))
+                                (void) open_cpu(c);
+                }
+        return 0;
+}
+
+static size_t count_cpus(struct spe_live_source *src, enum cpu_state state) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < src->n_cpus; i++)
+                n += src->cpus[i] && src->cpus[i]->state == state;
+        return n;
+}
+
+static int live_drain(struct source *s, size_t budget) {
+        struct spe_live_source *src = of(s);
+
+        /* A ring holds at most its size: each CPU's is read whole, the budget is not needed. */
+        for (size_t i = 0; i < src->n_cpus; i++)
+                if (src->cpus[i])
+                        drain_cpu(src->cpus[i]);
+        return 0;
+}
+
+/*
+ * The drain timer: a CPU that did not wake us since the last tick has its
+ * partial buffer committed (DISABLE stops the session, the driver writes
+ * the PERF_RECORD_AUX of what it has) and read; busy CPUs are retried.
+ */
+static int on_timer(sd_event_source *es, uint64_t usec, void *userdata) {
+        struct spe_live_source *src = userdata;
+        uint64_t now = now_usec(), records = 0;
+        bool any = false;
+
+        for (size_t i = 0; i < src->n_cpus; i++) {
+                struct live_cpu *c = src->cpus[i];
+
+                if (!c)
+                        continue;
+                if (c->state == CPU_RETRYING && now >= c->retry_at_usec)
+                        (void) open_cpu(c);
+                if (c->state != CPU_ACTIVE)
+                        continue;
+                if (!c->woke && ioctl(c->fd, PERF_EVENT_IOC_DISABLE, 0) == 0) {
+                        drain_cpu(c);
+                        (void) ioctl(c->fd, PERF_EVENT_IOC_ENABLE, 0);
+                } else
+                        drain_cpu(c);
+                c->woke = false;
+                if (c->stream.st.records != c->records_at_tick)
+                        any = true;
+                c->records_at_tick = c->stream.st.records;
+                records += c->stream.st.records;
+        }
+        src->quiet_ticks = any ? 0 : src->quiet_ticks + 1;
+        src->ever_records = src->ever_records || records > 0;
+        (void) sd_event_source_set_time(es, usec + src->opts.drain_interval_usec);
+        return 0;
+}
+
+static void sum_up(struct spe_live_source *src) {
+        size_t active = count_cpus(src, CPU_ACTIVE), failed = count_cpus(src, CPU_FAILED),
+               busy = count_cpus(src, CPU_RETRYING);
+        char first[SOURCE_REASON_MAX / 2] = "";
+
+        for (size_t i = 0; i < src->n_cpus; i++)
+                if (src->cpus[i] && (src->cpus[i]->state == CPU_FAILED || src->cpus[i]->state == CPU_RETRYING)) {
+                        snprintf(first, sizeof(first), "CPU %" PRIu32 ": %s", src->cpus[i]->cpu,
+                                 src->cpus[i]->note);
+                        break;
+                }
+        if (active == 0) {
+                src->state = src->n_pmus == 0 && !src->opts.required ? SOURCE_OFF : SOURCE_FAILED;
+                if (src->n_pmus > 0)
+                        snprintf(src->reason, sizeof(src->reason), "no CPU samples: %zu failed, %zu busy; %s",
+                                 failed, busy, first[0] ? first : "all covered CPUs are offline");
+                return;
+        }
+        if (!src->ever_records)
+                src->state = SOURCE_STARTING;
+        else if (src->quiet_ticks >= SPE_LIVE_IDLE_INTERVALS)
+                src->state = SOURCE_IDLE;
+        else
+                src->state = SOURCE_RUNNING;
+        if (failed + busy > 0)
+                snprintf(src->reason, sizeof(src->reason), "%zu CPUs sample, %zu failed, %zu busy; %s", active,
+                         failed, busy, first);
+        else if (src->state == SOURCE_IDLE)
+                snprintf(src->reason, sizeof(src->reason), "no SPE records for %" PRIu64 " s",
+                         src->quiet_ticks * src->opts.drain_interval_usec / USEC_PER_SEC);
+        else
+                src->reason[0] = '\0';
+}
+
+static int live_start(struct source *s, sd_event *event, const struct cpulist *cpus) {
+        struct spe_live_source *src = of(s);
+        char err[MESSAGE_MAX] = "";
+        struct cpulist online;
+        int k;
+
+        src->event = event;
+        k = spe_pmu_discover(src->sysfs_root, &src->pmus, &src->n_pmus, err, sizeof(err));
+        if (k < 0) {
+                src->state = SOURCE_FAILED;
+                snprintf(src->reason, sizeof(src->reason), "the arm_spe PMUs cannot be read: %s", err);
+                return k;
+        }
+        if (src->n_pmus == 0) {
+                src->state = src->opts.required ? SOURCE_FAILED : SOURCE_OFF;
+                no_pmu_reason(src);
+                return -ENOENT;
+        }
+        if (cpus)
+                online = *cpus;
+        else {
+                k = pmu_sysfs_read_online(src->sysfs_root, &online);
+                if (k < 0) {
+                        src->state = SOURCE_FAILED;
+                        snprintf(src->reason, sizeof(src->reason), "the online CPUs cannot be read: %s",
+                                 strerror(-k));
+                        return k;
+                }
+        }
+        k = sd_event_add_time_relative(event, &src->timer, CLOCK_MONOTONIC, src->opts.drain_interval_usec, 1000,
+                                       on_timer, src);
+        if (k < 0)
+                return k;
+        (void) sd_event_source_set_enabled(src->timer, SD_EVENT_ON);
+        (void) sd_event_source_set_description(src->timer, "spe-drain");
+        (void) live_cpus_changed(s, &online);
+        sum_up(src);
+        return count_cpus(src, CPU_ACTIVE) + count_cpus(src, CPU_RETRYING) > 0 ? 0 : -ENODEV;
+}
+
+static void live_status(struct source *s, struct source_status *ret) {
+        struct spe_live_source *src = of(s);
+        size_t n = 0;
+
+        sum_up(src);
+        *ret = (struct source_status) {
+                .kind = "spe",
+                .state = src->state,
+                .sample_period = src->interval,
+        };
+        memcpy(ret->reason, src->reason, sizeof(ret->reason));
+        if (src->warning[0])
+                memcpy(ret->warnings[ret->n_warnings++], src->warning, sizeof(src->warning));
+        for (size_t i = 0; i < src->n_cpus; i++)
+                n += src->cpus[i] != NULL;
+        if (n == 0)
+                return;
+        ret->cpus = xcalloc(n, sizeof(*ret->cpus));
+        for (size_t i = 0; i < src->n_cpus; i++) {
+                const struct live_cpu *c = src->cpus[i];
+                struct spe_stream_stats *st;
+
+                if (!c)
+                        continue;
+                st = &ret->cpus[ret->n_cpus++];
+                if (c->has_stream)
+                        spe_stream_stats(&c->stream, st);
+                else
+                        *st = (struct spe_stream_stats) { .cpu = c->cpu };
+                st->state = cpu_state_names[c->state];
+                memcpy(st->note, c->note, sizeof(st->note));
+        }
+}
+
+static void live_free(struct source *s) {
+        struct spe_live_source *src = of(s);
+
+        src->timer = sd_event_source_disable_unref(src->timer);
+        for (size_t i = 0; i < src->n_cpus; i++)
+                if (src->cpus[i]) {
+                        close_cpu(src->cpus[i], CPU_OFFLINE);
+                        free(src->cpus[i]);
+                }
+        free(src->cpus);
+        free(src->pmus);
+        free(src->sysfs_root);
+        free(src->procfs_root);
+        free(src);
+}
+
+static const struct source_ops live_source_ops = {
+        .kind = "spe",
+        .start = live_start,
+        .drain = live_drain,
+        .cpus_changed = live_cpus_changed,
+        .status = live_status,
+        .free = live_free,
+};
+
+int spe_live_source_new(const struct spe_live_options *o, const struct source_sink *sink, struct task_map *tasks,
+                        struct source **ret) {
+        struct spe_live_source *src;
+        long page = sysconf(_SC_PAGESIZE);
+
+        if (!o || !sink || !tasks || !ret || page <= 0)
+                return -EINVAL;
+        if (!is_power_of_two(o->aux_bytes) || !is_power_of_two(o->data_bytes) ||
+            o->aux_bytes < 2 * (uint64_t) page || o->data_bytes < (uint64_t) page ||
+            o->watermark >= o->aux_bytes || o->drain_interval_usec == 0)
+                return -EINVAL;
+        src = xcalloc(1, sizeof(*src));
+        src->base = (struct source) { .ops = &live_source_ops, .sink = sink, .tasks = tasks };
+        src->opts = *o;
+        src->sysfs_root = xstrdup(o->sysfs_root ?: "/sys");
+        src->procfs_root = xstrdup(o->procfs_root ?: "/proc");
+        src->opts.sysfs_root = src->sysfs_root;
+        src->opts.procfs_root = src->procfs_root;
+        src->page_size = (size_t) page;
+        src->state = SOURCE_STARTING;
+        src->out = (struct spe_stream_out) { .sink = sink, .tasks = tasks, .pid_of = pid_of, .userdata = src };
+        *ret = &src->base;
+        return 0;
+}

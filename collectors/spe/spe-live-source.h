@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * Live SPE: a source on the seam (collectors/source.h) that opens one
+ * arm_spe event per online CPU an arm_spe PMU covers, maps its data ring
+ * and AUX area, and hands what the hardware sampled to the sink, decoded
+ * and attributed (spe-stream.h).
+ *
+ * The kernel's side (drivers/perf/arm_spe_pmu.c, kernel/events/ring_buffer.c,
+ * perf_event_open(2)):
+ *  - each event is opened disabled and enabled once the AUX area is mapped;
+ *    the driver commits a chunk of the AUX area with a PERF_RECORD_AUX in
+ *    the data ring each time aux_watermark bytes were written, and wakes
+ *    the poll; it commits what it has when the event is stopped, which is
+ *    how a quiet CPU's partial buffer is flushed (DISABLE, drain, ENABLE on
+ *    the drain timer);
+ *  - a full AUX area ends the session with PERF_AUX_FLAG_TRUNCATED and the
+ *    event disabled: the source drains, then re-enables it (as perf's
+ *    auxtrace_record__read_finish() does; harmless on kernels that failed
+ *    to disable it), counting the truncation and the time not sampled;
+ *  - the event carries context_switch, mmap2, comm and task, so its data
+ *    ring also brings PERF_RECORD_SWITCH_CPU_WIDE (attribution without
+ *    CONTEXT packets, by time), MMAP2 (symbols), COMM/FORK/EXIT (names);
+ *  - SPE is exclusive per CPU: EBUSY while another session (perf record
+ *    -e arm_spe//) holds it, retried with a backoff; pa_enable/pct_enable
+ *    without CAP_PERFMON fail with EACCES, retried without them and said;
+ *    an AUX area beyond the memlock limit fails at mmap, retried halved
+ *    down to SPE_LIVE_AUX_FLOOR.
+ * Nothing is fatal: a CPU that cannot sample says why in its stream's
+ * state and note, the source's status sums it up.
+ *
+ * Threads: the collector thread's, like every source.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "source.h"
+#include "spe-pmu.h"
+
+/* The smallest AUX area retried down to after the memlock limit refused a larger one (perf's floor too). */
+#define SPE_LIVE_AUX_FLOOR      (8 * 1024)
+/* EBUSY backoff: first retry after this, doubling up to the max. */
+#define SPE_LIVE_RETRY_MIN_USEC (1 * USEC_PER_SEC)
+#define SPE_LIVE_RETRY_MAX_USEC (60 * USEC_PER_SEC)
+/* A source whose CPUs delivered nothing for this many drain intervals is idle (not up). */
+#define SPE_LIVE_IDLE_INTERVALS 10
+
+struct spe_live_options {
+        const char *sysfs_root;         /* NULL: "/sys" */
+        const char *procfs_root;        /* NULL: "/proc" */
+        struct spe_pmu_options pmu;     /* period, filters, physical addresses, exclude_kernel... */
+        bool required;                  /* [spe] enable = yes: no SPE is a failure, not "off" */
+        uint64_t aux_bytes;             /* per CPU, a power of two of pages */
+        uint64_t data_bytes;            /* per CPU, a power of two of pages */
+        uint64_t watermark;             /* AUX bytes per wakeup; 0: half the AUX area */
+        uint64_t drain_interval_usec;   /* the timer that flushes quiet CPUs and retries busy ones */
+};
+
+/* A source not started yet (source_start() opens the events). */
+int spe_live_source_new(const struct spe_live_options *o, const struct source_sink *sink, struct task_map *tasks,
+                        struct source **ret);
