@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "config.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -36,6 +38,7 @@ struct config_item {
         config_parse_fn parse;
         size_t offset;
         uint64_t min, max;
+        unsigned min_pages; /* ring sizes: the floor in pages, beside min in bytes */
 };
 
 static int check_range(const struct config_item *it, uint64_t v, const char *value, char *err,
@@ -111,6 +114,102 @@ static int parse_item_size(const struct config_item *it, const char *value, void
         return 0;
 }
 
+/* A decimal or a 0x hexadecimal number of 64 bits (event filters are bit masks). */
+static int parse_number_u64(const char *s, uint64_t *ret) {
+        unsigned long long v;
+        char *end = NULL;
+
+        if (!(s[0] == '0' && (s[1] == 'x' || s[1] == 'X')))
+                return safe_atou64(s, ret);
+        /* strtoull() would take a sign or blanks after "0x"; only hex digits may follow. */
+        if (!isxdigit((unsigned char) s[2]))
+                return -EINVAL;
+        errno = 0;
+        v = strtoull(s + 2, &end, 16);
+        if (errno == ERANGE)
+                return -ERANGE;
+        if (errno != 0 || *end != '\0')
+                return -EINVAL;
+        *ret = (uint64_t) v;
+        return 0;
+}
+
+static int parse_item_u64(const struct config_item *it, const char *value, void *dest, char *err,
+                          size_t errlen) {
+        uint64_t v;
+        int r;
+
+        r = parse_number_u64(value, &v);
+        if (r < 0) {
+                snprintf(err, errlen, "invalid unsigned number '%s' (decimal or 0x hex, at most 64 bits)",
+                         value);
+                return r;
+        }
+        r = check_range(it, v, value, err, errlen);
+        if (r < 0)
+                return r;
+        *(uint64_t *) dest = v;
+        return 0;
+}
+
+static uint64_t page_size(void) {
+        long p = sysconf(_SC_PAGESIZE);
+
+        /* sysconf() cannot fail for _SC_PAGESIZE on Linux; 4 KiB should it ever. */
+        return p > 0 ? (uint64_t) p : 4096;
+}
+
+/*
+ * The size of a ring the kernel maps: a power of two of pages
+ * (kernel/events/core.c, perf_mmap(): "nr_pages ... is_power_of_2"), at least
+ * it->min_pages pages and it->min bytes, at most it->max. The page size is this
+ * machine's (4 KiB or 64 KiB on arm64), so the floor is too.
+ */
+static int parse_item_ring_size(const struct config_item *it, const char *value, void *dest,
+                                char *err, size_t errlen) {
+        uint64_t v, page = page_size(), lo = MAX(it->min, it->min_pages * page);
+        int r;
+
+        r = parse_size(value, &v);
+        if (r < 0) {
+                snprintf(err, errlen, "invalid size '%s' (expected e.g. 64KiB, 256KiB, 4MiB)", value);
+                return r;
+        }
+        if (v < lo || v > it->max) {
+                char floor[64] = "";
+
+                if (it->min > 0)
+                        snprintf(floor, sizeof(floor), " and %" PRIu64 " bytes", it->min);
+                snprintf(err, errlen,
+                         "value '%s' out of range [%" PRIu64 ", %" PRIu64 "] (at least %u page%s of %" PRIu64
+                         " bytes%s)",
+                         value, lo, it->max, it->min_pages, it->min_pages == 1 ? "" : "s", page, floor);
+                return -ERANGE;
+        }
+        if ((v & (v - 1)) != 0) {
+                snprintf(err, errlen, "value '%s' is not a power of two (e.g. 64KiB, 256KiB, 4MiB)", value);
+                return -EINVAL;
+        }
+        *(uint64_t *) dest = v;
+        return 0;
+}
+
+/* auto|yes|no; yes and no in every spelling of a boolean. */
+static int parse_item_spe_enable(const struct config_item *it, const char *value, void *dest,
+                                 char *err, size_t errlen) {
+        bool b;
+
+        if (strcasecmp(value, "auto") == 0)
+                *(enum config_spe_enable *) dest = CONFIG_SPE_AUTO;
+        else if (parse_bool(value, &b) >= 0)
+                *(enum config_spe_enable *) dest = b ? CONFIG_SPE_YES : CONFIG_SPE_NO;
+        else {
+                snprintf(err, errlen, "invalid value '%s' (expected auto, yes or no)", value);
+                return -EINVAL;
+        }
+        return 0;
+}
+
 static int parse_item_listen(const struct config_item *it, const char *value, void *dest,
                              char *err, size_t errlen) {
         if (parse_listen_addr(value, dest) < 0) {
@@ -167,7 +266,9 @@ static int parse_item_line_size(const struct config_item *it, const char *value,
 }
 
 #define ITEM(sec, k, fn, field, lo, hi) \
-        { sec, k, fn, offsetof(struct config, field), lo, hi }
+        { sec, k, fn, offsetof(struct config, field), lo, hi, 0 }
+#define ITEM_RING(sec, k, field, pages, lo, hi) \
+        { sec, k, parse_item_ring_size, offsetof(struct config, field), lo, hi, pages }
 
 static const struct config_item items[] = {
         ITEM("http", "listen", parse_item_listen, http.listen, 0, 0),
@@ -180,6 +281,24 @@ static const struct config_item items[] = {
              3600 * USEC_PER_SEC),
         ITEM("pmu", "events", parse_item_pmu_events, pmu.events_mask, 0, 0),
         ITEM("pmu", "general_counters", parse_item_u32, pmu.general_counters, 0, 31),
+        ITEM("spe", "enable", parse_item_spe_enable, spe.enable, 0, 0),
+        ITEM("spe", "period", parse_item_u64, spe.period, CONFIG_SPE_PERIOD_MIN, CONFIG_SPE_PERIOD_MAX),
+        ITEM("spe", "jitter", parse_item_bool, spe.jitter, 0, 0),
+        ITEM("spe", "load_filter", parse_item_bool, spe.load_filter, 0, 0),
+        ITEM("spe", "store_filter", parse_item_bool, spe.store_filter, 0, 0),
+        ITEM("spe", "branch_filter", parse_item_bool, spe.branch_filter, 0, 0),
+        ITEM("spe", "min_latency", parse_item_u32, spe.min_latency, 0, CONFIG_SPE_MIN_LATENCY_MAX),
+        ITEM("spe", "event_filter", parse_item_u64, spe.event_filter, 0, UINT64_MAX),
+        ITEM("spe", "inv_event_filter", parse_item_u64, spe.inv_event_filter, 0, UINT64_MAX),
+        ITEM("spe", "exclude_kernel", parse_item_bool, spe.exclude_kernel, 0, 0),
+        ITEM_RING("spe", "aux_buffer", spe.aux_buffer, CONFIG_SPE_AUX_BUFFER_PAGES, CONFIG_SPE_AUX_BUFFER_MIN,
+                  CONFIG_SPE_AUX_BUFFER_MAX),
+        ITEM_RING("spe", "data_buffer", spe.data_buffer, CONFIG_SPE_DATA_BUFFER_PAGES, 0,
+                  CONFIG_SPE_DATA_BUFFER_MAX),
+        /* Below aux_buffer: config_check(). */
+        ITEM("spe", "watermark", parse_item_size, spe.watermark, 0, CONFIG_SPE_AUX_BUFFER_MAX),
+        ITEM("spe", "drain_interval", parse_item_duration, spe.drain_interval_usec, 10 * USEC_PER_MSEC,
+             60 * USEC_PER_SEC),
         ITEM("store", "epoch", parse_item_duration, store.epoch_usec, USEC_PER_SEC, 3600 * USEC_PER_SEC),
         ITEM("store", "epochs", parse_item_u32, store.epochs, 1, 8640),
         ITEM("store", "hotpcs", parse_item_u32, store.hotpcs, 16, 1U << 20),
@@ -212,6 +331,26 @@ void config_init(struct config *c) {
                         .enable = true,
                         .interval_usec = USEC_PER_SEC,
                         .events_mask = (UINT32_C(1) << _PMU_EVENT_MAX) - 1,
+                },
+                .spe = {
+                        .enable = CONFIG_SPE_AUTO,
+                        /*
+                         * 2^20 operations: a core retiring 3e9 operations a second gives
+                         * 2,861 records a second (5,722 at 2 per cycle), 183 KB/s of
+                         * 64-byte Neoverse N1 records; README "SPE on a Neoverse host".
+                         */
+                        .period = UINT64_C(1) << 20,
+                        .jitter = true,
+                        .exclude_kernel = true,
+                        /*
+                         * Holds 1.4 s of the above, the daemon woken at half of it. With
+                         * the data ring and the user page, 324 KiB of locked memory per CPU:
+                         * within the kernel's default perf_event_mlock_kb (516 KiB per CPU
+                         * with 4 KiB pages), so no RLIMIT_MEMLOCK or CAP_IPC_LOCK is needed.
+                         */
+                        .aux_buffer = 256 * UINT64_C(1024),
+                        .data_buffer = 64 * UINT64_C(1024),
+                        .drain_interval_usec = USEC_PER_SEC,
                 },
                 .store = {
                         .epoch_usec = 10 * USEC_PER_SEC,
@@ -304,7 +443,7 @@ static void format_bytes(uint64_t v, char *buf, size_t size) {
         snprintf(buf, size, "%.1f %s", d, units[i]);
 }
 
-int config_check(const struct config *c, const char *filename, struct config_error *err) {
+static int check_store_memory(const struct config *c, const char *filename, struct config_error *err) {
         uint64_t need = config_store_bytes(c);
         char need_s[FORMAT_BYTES_MAX], max_s[FORMAT_BYTES_MAX];
 
@@ -319,6 +458,35 @@ int config_check(const struct config *c, const char *filename, struct config_err
                   filename, c->store.epochs, c->store.hotpcs, c->store.hotlines, c->store.line_offsets,
                   need, need_s, max_s);
         return -E2BIG;
+}
+
+/*
+ * The kernel wakes the reader when aux_watermark bytes are written since the
+ * last wakeup (kernel/events/ring_buffer.c, rb_need_aux_wakeup()); one at or
+ * above the buffer's size would never come before the buffer is full, and a
+ * full buffer ends the SPE session (PERF_AUX_FLAG_TRUNCATED).
+ */
+static int check_spe_watermark(const struct config *c, const char *filename, struct config_error *err) {
+        char wm_s[FORMAT_BYTES_MAX], aux_s[FORMAT_BYTES_MAX];
+
+        if (c->spe.watermark < c->spe.aux_buffer)
+                return 0;
+        format_bytes(c->spe.watermark, wm_s, sizeof(wm_s));
+        format_bytes(c->spe.aux_buffer, aux_s, sizeof(aux_s));
+        add_error(err,
+                  "%s: [spe] watermark = %" PRIu64 " bytes (%s) is not below [spe] aux_buffer = %" PRIu64
+                  " bytes (%s); lower it (0 = half the buffer) or raise aux_buffer",
+                  filename, c->spe.watermark, wm_s, c->spe.aux_buffer, aux_s);
+        return -EINVAL;
+}
+
+int config_check(const struct config *c, const char *filename, struct config_error *err) {
+        int r, k;
+
+        /* Both, so that one run names every mistake. */
+        r = check_store_memory(c, filename, err);
+        k = check_spe_watermark(c, filename, err);
+        return r < 0 ? r : k;
 }
 
 /* ---- the line reader ---- */

@@ -26,6 +26,26 @@
 
 #define CONFIG_DEFAULT_LISTEN ":9769"
 
+/* [spe] enable: auto|yes|no (yes/no also in every spelling parse_bool() takes). */
+enum config_spe_enable { CONFIG_SPE_AUTO, CONFIG_SPE_YES, CONFIG_SPE_NO };
+
+/*
+ * [spe] limits. The period is PMSIRR_EL1.INTERVAL, bits [31:8] (Arm ARM,
+ * PMSIRR_EL1; drivers/perf/arm_spe_pmu.c, arm_spe_event_sanitise_period()).
+ * The AUX area is a power of two of pages, at least 2 (arm_spe_pmu_setup_aux())
+ * and at least 8 KiB (perf's tools/perf/arch/arm64/util/arm-spe.c,
+ * arm_spe_recording_options(), refuses less); the data ring is a power of two
+ * of pages (kernel/events/core.c, perf_mmap()).
+ */
+#define CONFIG_SPE_PERIOD_MIN          UINT64_C(256)
+#define CONFIG_SPE_PERIOD_MAX          UINT64_C(0xFFFFFF00)
+#define CONFIG_SPE_MIN_LATENCY_MAX     65535U
+#define CONFIG_SPE_AUX_BUFFER_MIN      (UINT64_C(8) << 10)
+#define CONFIG_SPE_AUX_BUFFER_PAGES    2U
+#define CONFIG_SPE_AUX_BUFFER_MAX      (UINT64_C(1) << 30)
+#define CONFIG_SPE_DATA_BUFFER_PAGES   1U
+#define CONFIG_SPE_DATA_BUFFER_MAX     (UINT64_C(64) << 20)
+
 struct config {
         struct {
                 struct listen_addr listen;
@@ -41,6 +61,27 @@ struct config {
                 uint32_t events_mask;
                 uint32_t general_counters; /* 0: per-PMU default */
         } pmu;
+        struct {
+                enum config_spe_enable enable;  /* auto (default): where an arm_spe PMU covers a CPU, quietly off
+                                                   elsewhere; yes: its absence is reported as a failure on /status
+                                                   (never fatal); no: never opened */
+                uint64_t period;                /* operations between samples, default 1048576; range
+                                                   [256, 0xFFFFFF00] (PMSIRR_EL1.INTERVAL, bits [31:8]); the
+                                                   source clamps to caps/min_interval and rounds to 256, logging it */
+                bool jitter;                    /* default yes (perf's default too) */
+                bool load_filter, store_filter, branch_filter; /* default no: all ops */
+                uint32_t min_latency;           /* cycles, default 0, max 65535 (the PMU's count_size decides at open) */
+                uint64_t event_filter;          /* PMSEVFR_EL1 bits, default 0; accept 0x hex */
+                uint64_t inv_event_filter;      /* PMSNEVFR_EL1 bits (SPEv1p2), default 0 */
+                bool exclude_kernel;            /* default yes: EL1/EL2 records only when no */
+                uint64_t aux_buffer;            /* bytes per CPU, default 256 KiB; a power of two, at least 2 pages
+                                                   and 8 KiB, at most 1 GiB (page size at parse: sysconf) */
+                uint64_t data_buffer;           /* bytes per CPU of the data ring (AUX and switch records), default
+                                                   64 KiB; power of two, ≥ 1 page, ≤ 64 MiB */
+                uint64_t watermark;             /* bytes; 0 (default) = half of aux_buffer; must be < aux_buffer
+                                                   (config_check(), file-named error) */
+                uint64_t drain_interval_usec;   /* default 1s, [10ms, 1min]: the timer that flushes a quiet CPU */
+        } spe;
         struct {
                 uint64_t epoch_usec;
                 uint32_t epochs;
@@ -90,8 +131,10 @@ uint64_t config_store_bytes(const struct config *c);
 
 /*
  * Checks across keys, on a complete configuration: the store's memory bound
- * against [store] max_memory. `filename` names the configuration in errors.
- * Returns 0, or -E2BIG with an error appended to err.
+ * against [store] max_memory, and [spe] watermark below [spe] aux_buffer.
+ * `filename` names the configuration in errors. Every failed check appends an
+ * error to err; returns 0, or the first failure's code: -E2BIG (store) or
+ * -EINVAL (watermark).
  */
 int config_check(const struct config *c, const char *filename, struct config_error *err);
 

@@ -33,10 +33,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                 abort(); /* escaped */
         }
         if (r == 0 && (c.http.max_connections < 1 || c.pmu.interval_usec == 0 ||
-                       c.store.max_memory_bytes < (UINT64_C(1) << 20)))
+                       c.store.max_memory_bytes < (UINT64_C(1) << 20) ||
+                       c.spe.period < CONFIG_SPE_PERIOD_MIN || c.spe.period > CONFIG_SPE_PERIOD_MAX ||
+                       c.spe.aux_buffer < CONFIG_SPE_AUX_BUFFER_MIN || (c.spe.aux_buffer & (c.spe.aux_buffer - 1)) ||
+                       c.spe.data_buffer == 0 || (c.spe.data_buffer & (c.spe.data_buffer - 1))))
                 abort(); /* accepted values respect the table's bounds */
-        /* The cross-key check runs on whatever was accepted. */
-        if (r == 0 && config_check(&c, "fuzz.conf", &err) < 0 && config_store_bytes(&c) <= c.store.max_memory_bytes)
+        /* The cross-key checks run on whatever was accepted, and fail only for their reasons. */
+        if (r == 0 && config_check(&c, "fuzz.conf", &err) < 0 && config_store_bytes(&c) <= c.store.max_memory_bytes &&
+            c.spe.watermark < c.spe.aux_buffer)
                 abort();
         return 0;
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,6 +30,21 @@ static void test_defaults(void **state) {
         assert_int_equal(c.pmu.interval_usec, USEC_PER_SEC);
         assert_int_equal(c.pmu.events_mask, (1U << _PMU_EVENT_MAX) - 1);
         assert_int_equal(c.pmu.general_counters, 0);
+
+        assert_int_equal(c.spe.enable, CONFIG_SPE_AUTO);
+        assert_int_equal(c.spe.period, 1048576);
+        assert_true(c.spe.jitter);
+        assert_false(c.spe.load_filter);
+        assert_false(c.spe.store_filter);
+        assert_false(c.spe.branch_filter);
+        assert_int_equal(c.spe.min_latency, 0);
+        assert_int_equal(c.spe.event_filter, 0);
+        assert_int_equal(c.spe.inv_event_filter, 0);
+        assert_true(c.spe.exclude_kernel);
+        assert_int_equal(c.spe.aux_buffer, 256 * 1024);
+        assert_int_equal(c.spe.data_buffer, 64 * 1024);
+        assert_int_equal(c.spe.watermark, 0);
+        assert_int_equal(c.spe.drain_interval_usec, 1000000);
 }
 
 #define ALL_EVENTS                                                                                  \
@@ -93,6 +109,65 @@ static void test_errors(void **state) {
                 /* A key given twice in one file: only one could count. */
                 { "[pmu]\nevents = cycles\n\n[http]\n[pmu]\nevents = instructions\n",
                   { "t.conf:6: [pmu] events: set again (first on line 2); a key may appear once per file, "
+                    "a later drop-in overrides it" } },
+                /* [spe]: each key's refusals (the ring sizes, which depend on the page size: test_spe_rings). */
+                { "[spe]\nenable = sometimes\n",
+                  { "t.conf:2: [spe] enable: invalid value 'sometimes' (expected auto, yes or no)" } },
+                { "[spe]\nenable = autox\n",
+                  { "t.conf:2: [spe] enable: invalid value 'autox' (expected auto, yes or no)" } },
+                { "[spe]\nperiod = 255\n",
+                  { "t.conf:2: [spe] period: value '255' out of range [256, 4294967040]" } },
+                { "[spe]\nperiod = 0xFFFFFF01\n",
+                  { "t.conf:2: [spe] period: value '0xFFFFFF01' out of range [256, 4294967040]" } },
+                { "[spe]\nperiod = 4294967041\n",
+                  { "t.conf:2: [spe] period: value '4294967041' out of range [256, 4294967040]" } },
+                { "[spe]\nperiod = 1M\n",
+                  { "t.conf:2: [spe] period: invalid unsigned number '1M' (decimal or 0x hex, at most 64 bits)" } },
+                { "[spe]\nperiod = -1\n",
+                  { "t.conf:2: [spe] period: invalid unsigned number '-1' (decimal or 0x hex, at most 64 bits)" } },
+                { "[spe]\njitter = maybe\n",
+                  { "t.conf:2: [spe] jitter: invalid boolean 'maybe' (expected yes/no, true/false, on/off, 1/0)" } },
+                { "[spe]\nload_filter = 2\n",
+                  { "t.conf:2: [spe] load_filter: invalid boolean '2' (expected yes/no, true/false, on/off, 1/0)" } },
+                { "[spe]\nstore_filter = stores\n",
+                  { "t.conf:2: [spe] store_filter: invalid boolean 'stores' (expected yes/no, true/false, on/off, 1/0)" } },
+                { "[spe]\nbranch_filter = auto\n",
+                  { "t.conf:2: [spe] branch_filter: invalid boolean 'auto' (expected yes/no, true/false, on/off, 1/0)" } },
+                { "[spe]\nmin_latency = 65536\n",
+                  { "t.conf:2: [spe] min_latency: value '65536' out of range [0, 65535]" } },
+                { "[spe]\nmin_latency = 0x10\n",
+                  { "t.conf:2: [spe] min_latency: invalid unsigned number '0x10'" } },
+                /* 2^64: one hex digit too many. */
+                { "[spe]\nevent_filter = 0x10000000000000000\n",
+                  { "t.conf:2: [spe] event_filter: invalid unsigned number '0x10000000000000000' (decimal or 0x hex, "
+                    "at most 64 bits)" } },
+                { "[spe]\nevent_filter = 18446744073709551616\n",
+                  { "t.conf:2: [spe] event_filter: invalid unsigned number '18446744073709551616' (decimal or 0x "
+                    "hex, at most 64 bits)" } },
+                /* strtoull() would take these; a mask is digits only. */
+                { "[spe]\nevent_filter = 0x\ninv_event_filter = 0x-1\n",
+                  { "t.conf:2: [spe] event_filter: invalid unsigned number '0x' (decimal or 0x hex, at most 64 bits)",
+                    "t.conf:3: [spe] inv_event_filter: invalid unsigned number '0x-1' (decimal or 0x hex, at most "
+                    "64 bits)" } },
+                { "[spe]\ninv_event_filter = 0x 12\n",
+                  { "t.conf:2: [spe] inv_event_filter: invalid unsigned number '0x 12' (decimal or 0x hex, at most "
+                    "64 bits)" } },
+                { "[spe]\nexclude_kernel = kernel\n",
+                  { "t.conf:2: [spe] exclude_kernel: invalid boolean 'kernel' (expected yes/no, true/false, on/off, "
+                    "1/0)" } },
+                { "[spe]\nwatermark = 2GiB\n",
+                  { "t.conf:2: [spe] watermark: value '2GiB' out of range [0, 1073741824]" } },
+                { "[spe]\nwatermark = half\n",
+                  { "t.conf:2: [spe] watermark: invalid size 'half' (expected e.g. 4096, 64KiB, 16MiB)" } },
+                { "[spe]\ndrain_interval = 9ms\n",
+                  { "t.conf:2: [spe] drain_interval: duration '9ms' out of range [10ms, 60s]" } },
+                { "[spe]\ndrain_interval = 61s\n",
+                  { "t.conf:2: [spe] drain_interval: duration '61s' out of range [10ms, 60s]" } },
+                { "[spe]\ndrain_interval = often\n",
+                  { "t.conf:2: [spe] drain_interval: invalid duration 'often' (expected e.g. 10s, 500ms, 1m)" } },
+                { "[spe]\nperiode = 4096\n", { "t.conf:2: [spe] periode: unknown key" } },
+                { "[spe]\nperiod = 4096\n\nperiod = 8192\n",
+                  { "t.conf:4: [spe] period: set again (first on line 2); a key may appear once per file, "
                     "a later drop-in overrides it" } },
                 /* Binary junk is escaped, not echoed raw into the log. */
                 { "[pmu]\n\x01\x1b[2J\xff = 3\n",
@@ -212,6 +287,173 @@ static void test_values(void **state) {
                                                     (1U << PMU_EVENT_CONTEXT_SWITCHES));
         assert_int_equal(c.pmu.general_counters, 4);
         assert_true(c.privacy.physical_addresses);
+}
+
+/* Every [spe] key at its range edges and in its other spellings. */
+static void test_spe_values(void **state) {
+        static const struct {
+                const char *value;
+                enum config_spe_enable want;
+        } enables[] = {
+                { "auto", CONFIG_SPE_AUTO }, { "AUTO", CONFIG_SPE_AUTO }, { "yes", CONFIG_SPE_YES },
+                { "true", CONFIG_SPE_YES },  { "on", CONFIG_SPE_YES },    { "1", CONFIG_SPE_YES },
+                { "no", CONFIG_SPE_NO },     { "False", CONFIG_SPE_NO },  { "off", CONFIG_SPE_NO },
+                { "0", CONFIG_SPE_NO },
+        };
+        struct config_error err = {};
+        struct config c;
+        char text[128];
+
+        for (size_t i = 0; i < ELEMENTSOF(enables); i++) {
+                snprintf(text, sizeof(text), "[spe]\nenable = %s\n", enables[i].value);
+                config_init(&c);
+                c.spe.enable = (enum config_spe_enable) 99;
+                assert_int_equal(config_parse_string(&c, text, "t.conf", &err), 0);
+                if (c.spe.enable != enables[i].want)
+                        fail_msg("enable = %s: got %d, want %d", enables[i].value, c.spe.enable, enables[i].want);
+        }
+
+        /* The low edges, the booleans turned from their defaults, masks in decimal. */
+        config_init(&c);
+        assert_int_equal(config_parse_string(&c,
+                                             "[spe]\n"
+                                             "period = 256\n"
+                                             "jitter = no\n"
+                                             "load_filter = yes\n"
+                                             "store_filter = on\n"
+                                             "branch_filter = 1\n"
+                                             "min_latency = 0\n"
+                                             "event_filter = 10\n"
+                                             "inv_event_filter = 18446744073709551615\n"
+                                             "exclude_kernel = false\n"
+                                             "watermark = 0\n"
+                                             "drain_interval = 10ms\n",
+                                             "t.conf", &err),
+                         0);
+        assert_int_equal(err.n, 0);
+        assert_int_equal(c.spe.period, 256);
+        assert_false(c.spe.jitter);
+        assert_true(c.spe.load_filter);
+        assert_true(c.spe.store_filter);
+        assert_true(c.spe.branch_filter);
+        assert_int_equal(c.spe.min_latency, 0);
+        assert_int_equal(c.spe.event_filter, 10);
+        assert_true(c.spe.inv_event_filter == UINT64_MAX);
+        assert_false(c.spe.exclude_kernel);
+        assert_int_equal(c.spe.watermark, 0);
+        assert_int_equal(c.spe.drain_interval_usec, 10000);
+
+        /* The high edges; hex in either case. */
+        config_init(&c);
+        assert_int_equal(config_parse_string(&c,
+                                             "[spe]\n"
+                                             "period = 0xFFFFFF00\n"
+                                             "min_latency = 65535\n"
+                                             "event_filter = 0xffffffffffffffff\n"
+                                             "inv_event_filter = 0X0000000000000000000000000000000A\n"
+                                             "watermark = 1GiB\n"
+                                             "drain_interval = 1m\n",
+                                             "t.conf", &err),
+                         0);
+        assert_int_equal(err.n, 0);
+        assert_true(c.spe.period == 4294967040u);
+        assert_int_equal(c.spe.min_latency, 65535);
+        assert_true(c.spe.event_filter == UINT64_MAX);
+        assert_int_equal(c.spe.inv_event_filter, 10);
+        assert_int_equal(c.spe.watermark, 1073741824);
+        assert_int_equal(c.spe.drain_interval_usec, 60000000);
+
+        /* A period in decimal at the top, and one the driver would round (the source's business). */
+        config_init(&c);
+        assert_int_equal(config_parse_string(&c, "[spe]\nperiod = 4294967040\n", "t.conf", &err), 0);
+        assert_true(c.spe.period == 0xFFFFFF00u);
+        assert_int_equal(config_parse_string(&c, "[spe]\nperiod = 1000\n", "t.conf", &err), 0);
+        assert_int_equal(c.spe.period, 1000);
+}
+
+/*
+ * The rings' floors are in pages, so their edges are this machine's: the
+ * figures below come from sysconf() here, not from the parser.
+ */
+static void test_spe_rings(void **state) {
+        const uint64_t page = (uint64_t) sysconf(_SC_PAGESIZE);
+        const uint64_t aux_lo = page * 2 > 8192 ? page * 2 : 8192;
+        const char *s_pages = "2 pages";
+        struct config_error err = {};
+        struct config c;
+        char text[256], want[512];
+
+        assert_true(page >= 4096 && (page & (page - 1)) == 0);
+
+        /* Lowest and highest of each accepted, in bytes and with units. */
+        config_init(&c);
+        snprintf(text, sizeof(text), "[spe]\naux_buffer = %" PRIu64 "\ndata_buffer = %" PRIu64 "\n", aux_lo, page);
+        assert_int_equal(config_parse_string(&c, text, "t.conf", &err), 0);
+        assert_int_equal(c.spe.aux_buffer, aux_lo);
+        assert_int_equal(c.spe.data_buffer, page);
+        config_init(&c);
+        assert_int_equal(config_parse_string(&c, "[spe]\naux_buffer = 1GiB\ndata_buffer = 64MiB\n", "t.conf", &err),
+                         0);
+        assert_int_equal(c.spe.aux_buffer, 1073741824);
+        assert_int_equal(c.spe.data_buffer, 67108864);
+        config_init(&c);
+        assert_int_equal(config_parse_string(&c, "[spe]\naux_buffer = 4M\ndata_buffer = 1MiB\n", "t.conf", &err), 0);
+        assert_int_equal(c.spe.aux_buffer, 4 << 20);
+        assert_int_equal(c.spe.data_buffer, 1 << 20);
+
+        /* One power of two below the floor, one above the top. */
+        config_init(&c);
+        snprintf(text, sizeof(text), "[spe]\naux_buffer = %" PRIu64 "\n", aux_lo / 2);
+        snprintf(want, sizeof(want),
+                 "t.conf:2: [spe] aux_buffer: value '%" PRIu64 "' out of range [%" PRIu64
+                 ", 1073741824] (at least %s of %" PRIu64 " bytes and 8192 bytes)",
+                 aux_lo / 2, aux_lo, s_pages, page);
+        assert_int_equal(config_parse_string(&c, text, "t.conf", &err), -EINVAL);
+        assert_int_equal(err.n, 1);
+        assert_string_equal(err.msg[0], want);
+        assert_int_equal(c.spe.aux_buffer, 256 * 1024);
+
+        err = (struct config_error) {};
+        assert_int_equal(config_parse_string(&c, "[spe]\naux_buffer = 2GiB\n", "t.conf", &err), -EINVAL);
+        snprintf(want, sizeof(want),
+                 "t.conf:2: [spe] aux_buffer: value '2GiB' out of range [%" PRIu64
+                 ", 1073741824] (at least %s of %" PRIu64 " bytes and 8192 bytes)",
+                 aux_lo, s_pages, page);
+        assert_string_equal(err.msg[0], want);
+
+        err = (struct config_error) {};
+        snprintf(text, sizeof(text), "[spe]\ndata_buffer = %" PRIu64 "\n", page / 2);
+        snprintf(want, sizeof(want),
+                 "t.conf:2: [spe] data_buffer: value '%" PRIu64 "' out of range [%" PRIu64
+                 ", 67108864] (at least 1 page of %" PRIu64 " bytes)",
+                 page / 2, page, page);
+        assert_int_equal(config_parse_string(&c, text, "t.conf", &err), -EINVAL);
+        assert_string_equal(err.msg[0], want);
+
+        err = (struct config_error) {};
+        assert_int_equal(config_parse_string(&c, "[spe]\ndata_buffer = 128MiB\n", "t.conf", &err), -EINVAL);
+        snprintf(want, sizeof(want),
+                 "t.conf:2: [spe] data_buffer: value '128MiB' out of range [%" PRIu64
+                 ", 67108864] (at least 1 page of %" PRIu64 " bytes)",
+                 page, page);
+        assert_string_equal(err.msg[0], want);
+
+        /* In range but not a power of two (so not a power of two of pages). */
+        err = (struct config_error) {};
+        assert_int_equal(config_parse_string(&c, "[spe]\naux_buffer = 192KiB\ndata_buffer = 65537\n", "t.conf", &err),
+                         -EINVAL);
+        assert_int_equal(err.n, 2);
+        assert_string_equal(err.msg[0],
+                            "t.conf:2: [spe] aux_buffer: value '192KiB' is not a power of two (e.g. 64KiB, 256KiB, 4MiB)");
+        assert_string_equal(err.msg[1],
+                            "t.conf:3: [spe] data_buffer: value '65537' is not a power of two (e.g. 64KiB, 256KiB, 4MiB)");
+        assert_int_equal(c.spe.aux_buffer, 256 * 1024);
+        assert_int_equal(c.spe.data_buffer, 64 * 1024);
+
+        err = (struct config_error) {};
+        assert_int_equal(config_parse_string(&c, "[spe]\naux_buffer = lots\n", "t.conf", &err), -EINVAL);
+        assert_string_equal(err.msg[0],
+                            "t.conf:2: [spe] aux_buffer: invalid size 'lots' (expected e.g. 64KiB, 256KiB, 4MiB)");
 }
 
 static void test_table_complete(void **state) {
@@ -413,6 +655,60 @@ static void test_memory_bound(void **state) {
         assert_int_equal(config_load(path, true, &c, &err), -E2BIG);
 }
 
+/* The watermark must be below the AUX buffer; the check runs on the whole configuration. */
+static void test_spe_watermark(void **state) {
+        struct tmpdir *t = *state;
+        struct config_error err = {};
+        char path[128], want[512];
+        struct config c;
+
+        config_init(&c);
+        assert_int_equal(config_check(&c, "t.conf", &err), 0);
+        c.spe.watermark = 256 * 1024 - 1;
+        assert_int_equal(config_check(&c, "t.conf", &err), 0);
+        c.spe.watermark = 256 * 1024;
+        assert_int_equal(config_check(&c, "t.conf", &err), -EINVAL);
+        assert_int_equal(err.n, 1);
+        assert_string_equal(err.msg[0],
+                            "t.conf: [spe] watermark = 262144 bytes (256.0 KiB) is not below [spe] aux_buffer = "
+                            "262144 bytes (256.0 KiB); lower it (0 = half the buffer) or raise aux_buffer");
+
+        /* Across files: the main file's watermark against a drop-in's smaller buffer. */
+        snprintf(path, sizeof(path), "%s/armprofd.conf", t->path);
+        write_file(t->path, "armprofd.conf", "[spe]\nwatermark = 64KiB\n");
+        err = (struct config_error) {};
+        assert_int_equal(config_load(path, true, &c, &err), 0);
+        assert_int_equal(c.spe.watermark, 65536);
+        assert_int_equal(c.spe.aux_buffer, 262144);
+
+        {
+                char dropins[160];
+
+                snprintf(dropins, sizeof(dropins), "%s.d", path);
+                assert_int_equal(mkdir(dropins, 0755), 0);
+                write_file(dropins, "10-small.conf", "[spe]\naux_buffer = 64KiB\n");
+        }
+        c.spe.aux_buffer = 12345;
+        err = (struct config_error) {};
+        assert_int_equal(config_load(path, true, &c, &err), -EINVAL);
+        snprintf(want, sizeof(want),
+                 "%s: [spe] watermark = 65536 bytes (64.0 KiB) is not below [spe] aux_buffer = 65536 bytes "
+                 "(64.0 KiB); lower it (0 = half the buffer) or raise aux_buffer",
+                 path);
+        assert_int_equal(err.n, 1);
+        assert_string_equal(err.msg[0], want);
+        assert_int_equal(c.spe.aux_buffer, 12345); /* untouched */
+
+        /* Both checks fail: both are named, the store's code comes first. */
+        write_file(t->path, "armprofd.conf", "[spe]\nwatermark = 1MiB\n[store]\nepochs = 8640\n");
+        err = (struct config_error) {};
+        assert_int_equal(config_load(path, true, &c, &err), -E2BIG);
+        assert_int_equal(err.n, 2);
+        assert_non_null(strstr(err.msg[0], ": [store] epochs = 8640,"));
+        assert_non_null(strstr(err.msg[1], ": [spe] watermark = 1048576 bytes (1.0 MiB) is not below [spe] "
+                                           "aux_buffer = 65536 bytes (64.0 KiB)"));
+}
+
 /* The shipped file shows every key with its default: uncommented, it changes nothing. */
 static void test_shipped_conffile(void **state) {
         const char *src = getenv("ARMPROFD_SOURCE_DIR");
@@ -445,6 +741,13 @@ static void test_shipped_conffile(void **state) {
         config_init(&got);
         got.pmu.events_mask = 0;
         got.store.max_memory_bytes = 0;
+        /* Away from their defaults, so that the file must set each back. */
+        got.spe = (typeof(got.spe)) {
+                .enable = CONFIG_SPE_NO, .period = 1, .jitter = false, .load_filter = true,
+                .store_filter = true, .branch_filter = true, .min_latency = 7, .event_filter = 7,
+                .inv_event_filter = 7, .exclude_kernel = false, .aux_buffer = 1, .data_buffer = 1,
+                .watermark = 7, .drain_interval_usec = 1,
+        };
         if (config_parse_string(&got, text, "armprofd.conf", &err) < 0)
                 fail_msg("%s", err.msg[0]);
         free(text);
@@ -466,6 +769,20 @@ static void test_shipped_conffile(void **state) {
         assert_int_equal(got.store.line_size, want.store.line_size);
         assert_int_equal(got.store.max_memory_bytes, want.store.max_memory_bytes);
         assert_int_equal(got.privacy.physical_addresses, want.privacy.physical_addresses);
+        assert_int_equal(got.spe.enable, want.spe.enable);
+        assert_int_equal(got.spe.period, want.spe.period);
+        assert_int_equal(got.spe.jitter, want.spe.jitter);
+        assert_int_equal(got.spe.load_filter, want.spe.load_filter);
+        assert_int_equal(got.spe.store_filter, want.spe.store_filter);
+        assert_int_equal(got.spe.branch_filter, want.spe.branch_filter);
+        assert_int_equal(got.spe.min_latency, want.spe.min_latency);
+        assert_int_equal(got.spe.event_filter, want.spe.event_filter);
+        assert_int_equal(got.spe.inv_event_filter, want.spe.inv_event_filter);
+        assert_int_equal(got.spe.exclude_kernel, want.spe.exclude_kernel);
+        assert_int_equal(got.spe.aux_buffer, want.spe.aux_buffer);
+        assert_int_equal(got.spe.data_buffer, want.spe.data_buffer);
+        assert_int_equal(got.spe.watermark, want.spe.watermark);
+        assert_int_equal(got.spe.drain_interval_usec, want.spe.drain_interval_usec);
 }
 
 static void test_load_missing(void **state) {
@@ -492,11 +809,14 @@ int main(void) {
                 cmocka_unit_test(test_error_cap),
                 cmocka_unit_test(test_shipped_conffile),
                 cmocka_unit_test(test_values),
+                cmocka_unit_test(test_spe_values),
+                cmocka_unit_test(test_spe_rings),
                 cmocka_unit_test(test_table_complete),
                 cmocka_unit_test_setup_teardown(test_load_dropins, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_load_missing, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_load_not_regular, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_memory_bound, setup_dir, teardown_dir),
+                cmocka_unit_test_setup_teardown(test_spe_watermark, setup_dir, teardown_dir),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
