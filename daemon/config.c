@@ -160,10 +160,10 @@ static uint64_t page_size(void) {
 }
 
 /*
- * The size of a ring the kernel maps: a power of two of pages
- * (kernel/events/core.c, perf_mmap(): "nr_pages ... is_power_of_2"), at least
- * it->min_pages pages and it->min bytes, at most it->max. The page size is this
- * machine's (4 KiB or 64 KiB on arm64), so the floor is too.
+ * The size of a ring the kernel maps: perf_mmap() (kernel/events/core.c)
+ * refuses a data ring or an AUX area that is not a power of two of pages. At
+ * least it->min_pages pages and it->min bytes, at most it->max. The page size
+ * is this machine's (4 KiB or 64 KiB on arm64), so the floor is too.
  */
 static int parse_item_ring_size(const struct config_item *it, const char *value, void *dest,
                                 char *err, size_t errlen) {
@@ -176,14 +176,14 @@ static int parse_item_ring_size(const struct config_item *it, const char *value,
                 return r;
         }
         if (v < lo || v > it->max) {
-                char floor[64] = "";
+                char also[64] = "";
 
                 if (it->min > 0)
-                        snprintf(floor, sizeof(floor), " and %" PRIu64 " bytes", it->min);
+                        snprintf(also, sizeof(also), " and %" PRIu64 " bytes", it->min);
                 snprintf(err, errlen,
                          "value '%s' out of range [%" PRIu64 ", %" PRIu64 "] (at least %u page%s of %" PRIu64
                          " bytes%s)",
-                         value, lo, it->max, it->min_pages, it->min_pages == 1 ? "" : "s", page, floor);
+                         value, lo, it->max, it->min_pages, it->min_pages == 1 ? "" : "s", page, also);
                 return -ERANGE;
         }
         if ((v & (v - 1)) != 0) {
