@@ -23,6 +23,7 @@
 #include "pmu-sysfs.h"
 #include "replay-clock.h"
 #include "replay-source.h"
+#include "spe-live-source.h"
 #include "spe-pmu.h"
 #include "strbuf.h"
 #include "symbolizer.h"
@@ -144,6 +145,28 @@ void collector_options_from_config(const struct config *cfg, struct collector_op
                 .pmu_general_counters = cfg->pmu.general_counters,
         };
         collector_store_options(cfg, &ret->store);
+        ret->spe_enable = cfg->spe.enable != CONFIG_SPE_NO;
+        ret->spe = (struct spe_live_options) {
+                /* A test's simulated sysfs; production reads /sys. */
+                .sysfs_root = getenv("ARMPROFD_SYSFS_ROOT"),
+                .pmu = {
+                        .interval = cfg->spe.period,
+                        .physical_addresses = cfg->privacy.physical_addresses,
+                        .jitter = cfg->spe.jitter,
+                        .loads = cfg->spe.load_filter,
+                        .stores = cfg->spe.store_filter,
+                        .branches = cfg->spe.branch_filter,
+                        .min_latency = cfg->spe.min_latency,
+                        .event_filter = cfg->spe.event_filter,
+                        .inv_event_filter = cfg->spe.inv_event_filter,
+                        .exclude_kernel = cfg->spe.exclude_kernel,
+                },
+                .required = cfg->spe.enable == CONFIG_SPE_YES,
+                .aux_bytes = cfg->spe.aux_buffer,
+                .data_bytes = cfg->spe.data_buffer,
+                .watermark = cfg->spe.watermark,
+                .drain_interval_usec = cfg->spe.drain_interval_usec,
+        };
 }
 
 uint64_t now_monotonic_usec(void) {
@@ -337,7 +360,7 @@ static void sources_follow_hotplug(struct collector *c) {
 
         if (c->n_sources == 0)
                 return;
-        k = pmu_sysfs_read_online(NULL, &now);
+        k = pmu_sysfs_read_online(c->opts.spe.sysfs_root, &now);
         if (k < 0) {
                 log_debug_errno(k, "collector: cannot read the online CPUs: %m");
                 return;
@@ -457,6 +480,15 @@ static void replay_sink(void *userdata, const struct spe_record *recs, const uin
         }
 }
 
+/* Live records: the epoch timer closes epochs by the store's own clock. */
+static void live_sink(void *userdata, const struct spe_record *recs, const uint32_t *pids, const uint32_t *tids,
+                      size_t n) {
+        struct collector *c = userdata;
+
+        for (size_t i = 0; i < n; i++)
+                store_add(c->store, &recs[i], pids[i], tids[i]);
+}
+
 static void replay_clock_cb(void *userdata, const struct source_clock *clock) {
         struct collector *c = userdata;
 
@@ -531,28 +563,10 @@ int collector_profile(struct collector *c, uint64_t window_ns, struct strbuf *re
         return symbolizer_profile(&c->symbols, snap, window_ns, 0, 0, atomic_load(&c->spe_period), ret_gz);
 }
 
-/* What /status says of SPE until a source runs: what this machine has, from sysfs. */
+/* What /status says of SPE when no source runs: live SPE is off, or there is a replay to come. */
 static void spe_describe(struct collector *c) {
-        _cleanup_free_ struct spe_pmu *pmus = NULL;
-        char err[MESSAGE_MAX] = "", cpus[CPULIST_TEXT_MAX] = "";
-        size_t n = 0;
-        int r;
-
-        r = spe_pmu_discover(NULL, &pmus, &n, err, sizeof(err));
-        if (r < 0)
-                snprintf(c->spe_reason, sizeof(c->spe_reason),
-                         "no SPE source: the arm_spe PMUs cannot be read (%s); use --replay FILE", err);
-        else if (n == 0)
-                snprintf(c->spe_reason, sizeof(c->spe_reason),
-                         "no SPE source: no arm_spe PMU in /sys/bus/event_source/devices (no SPE hardware, "
-                         "or the arm_spe_pmu driver is not loaded); use --replay FILE");
-        else {
-                (void) cpulist_format(&pmus[0].cpus, cpus, sizeof(cpus));
-                snprintf(c->spe_reason, sizeof(c->spe_reason),
-                         "no SPE source: %s (CPUs %s, min_interval %" PRIu32 ")%s found, but live SPE capture "
-                         "is not built yet; use --replay FILE",
-                         pmus[0].name, cpus, pmus[0].min_interval, n > 1 ? " and others" : "");
-        }
+        snprintf(c->spe_reason, sizeof(c->spe_reason), "%s",
+                 c->opts.spe_enable ? "no SPE source" : "disabled by configuration ([spe] enable = no)");
 }
 
 /*
@@ -635,6 +649,36 @@ static int collector_add_replay(struct collector *c) {
         return k;
 }
 
+/*
+ * Live SPE where the machine has it. It stays on the list whatever its start
+ * says: /status gives its reason, and CPUs that are busy or come online
+ * later are opened then.
+ */
+static void collector_add_live(struct collector *c) {
+        struct source_status st;
+        struct source *s = NULL;
+        int k;
+
+        k = spe_live_source_new(&c->opts.spe, &c->sink, c->tasks, &s);
+        if (k < 0) {
+                snprintf(c->spe_reason, sizeof(c->spe_reason), "invalid [spe] buffer options: %s", strerror(-k));
+                log_error("spe: %s", c->spe_reason);
+                return;
+        }
+        k = source_start(s, c->event, NULL);
+        source_status(s, &st);
+        if (k < 0 || st.reason[0])
+                log_full_errno(st.state == SOURCE_OFF ? LOG_INFO : LOG_WARNING, 0, "spe: %s", st.reason);
+        else
+                log_info("spe: sampling on %zu CPUs every %" PRIu64 " operations", st.n_cpus, st.sample_period);
+        for (size_t i = 0; i < st.n_warnings; i++)
+                log_warning("spe: %s", st.warnings[i]);
+        atomic_store(&c->spe_period, st.sample_period);
+        source_status_done(&st);
+        c->sources = xrealloc(c->sources, (c->n_sources + 1) * sizeof(*c->sources));
+        c->sources[c->n_sources++] = s;
+}
+
 int collector_start(const struct collector_options *opts, struct collector **ret) {
         struct collector *c = xcalloc(1, sizeof(*c));
         uint64_t nofile;
@@ -652,7 +696,7 @@ int collector_start(const struct collector_options *opts, struct collector **ret
         (void) task_map_new(&c->tasks);
         c->sink = (struct source_sink) {
                 .userdata = c,
-                .records = replay_sink,
+                .records = opts->replay ? replay_sink : live_sink,
                 .mapping = replay_mapping,
                 .clock = replay_clock_cb,
                 .feature = replay_feature,
@@ -742,7 +786,8 @@ int collector_start(const struct collector_options *opts, struct collector **ret
                         log_error_errno(r, "Failed to start the replay: %m");
                         goto fail;
                 }
-        }
+        } else if (c->opts.spe_enable)
+                collector_add_live(c);
 
         /* The first cycle runs right away, so /metrics has data before the first interval. */
         cycle(c);

@@ -21,6 +21,7 @@
 #include "pmu-collector.h"
 #include "replay.h"
 #include "source.h"
+#include "spe-live-source.h"
 #include "store.h"
 #include "strbuf.h"
 #include "symbols.h"
@@ -33,6 +34,9 @@ struct collector_options {
         uint32_t pmu_events_mask; /* bit i: pmu_event_id i */
         uint32_t pmu_general_counters;
         struct store_options store;
+        /* Live SPE ([spe]); never with a replay. sysfs_root is $ARMPROFD_SYSFS_ROOT (tests). */
+        bool spe_enable;
+        struct spe_live_options spe;
         /*
          * --replay: read from replay_fd (replay_open()'s, left open) into the
          * store by a replay source on the collector's loop, between its

@@ -231,8 +231,27 @@ static void provider_fill_status(void *userdata, json_t *status) {
                         json_array_append_new(w, json_string(st->warnings[i]));
                 json_object_set_new(spe, "warnings", w);
         }
-        if (!source_status_up(st))
+        if (!source_status_up(st) || st->reason[0])
                 json_object_set_new(spe, "reason", json_string(st->reason));
+        if (st->sample_period)
+                json_object_set_new(spe, "period", json_integer((json_int_t) st->sample_period));
+        /* A live source says per CPU what samples and why not. */
+        if (st->n_cpus > 0 && st->cpus[0].state) {
+                json_t *cpus = json_array();
+
+                for (size_t i = 0; i < st->n_cpus; i++) {
+                        const struct spe_stream_stats *cs = &st->cpus[i];
+                        json_t *o = json_pack("{s:I, s:s, s:I, s:I, s:I, s:I}", "cpu", (json_int_t) cs->cpu,
+                                              "state", cs->state, "records", (json_int_t) cs->records,
+                                              "aux_truncated", (json_int_t) cs->aux_truncated, "lost",
+                                              (json_int_t) cs->lost, "unattributed", (json_int_t) cs->unattributed);
+
+                        if (cs->note[0])
+                                json_object_set_new(o, "note", json_string(cs->note));
+                        json_array_append_new(cpus, o);
+                }
+                json_object_set_new(spe, "cpus", cpus);
+        }
         json_object_set_new(status, "collectors",
                             json_pack("[o, o]", counters_status_json(v->pmu, v->sources[0].reason), spe));
 }
