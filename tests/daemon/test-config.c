@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -785,6 +786,69 @@ static void test_shipped_conffile(void **state) {
         assert_int_equal(got.spe.drain_interval_usec, want.spe.drain_interval_usec);
 }
 
+/* The README's key table names every key of the table, each under its section. */
+static void test_readme_keys(void **state) {
+        const char *src = getenv("ARMPROFD_SOURCE_DIR");
+        char path[4096], line[4096], section[64] = "";
+        bool *seen = calloc(config_n_items(), sizeof(bool));
+        FILE *f;
+
+        assert_non_null(src);
+        assert_non_null(seen);
+        snprintf(path, sizeof(path), "%s/README.md", src);
+        f = fopen(path, "re");
+        assert_non_null(f);
+        while (fgets(line, sizeof(line), f)) {
+                char *c1, *c2, *end;
+
+                /* "| `[sec]` | `key` `key2` | default | text |", the section only on its first row. */
+                if (strncmp(line, "| | ", 4) == 0) {
+                        c1 = line + 1;
+                        *c1 = '\0';
+                        c2 = line + 4;
+                } else if (strncmp(line, "| ", 2) == 0) {
+                        c1 = line + 2;
+                        c2 = strstr(c1, " | ");
+                        if (!c2)
+                                continue;
+                        *c2 = '\0';
+                        c2 += 3;
+                } else
+                        continue;
+                end = strstr(c2, " | ");
+                if (!end)
+                        continue;
+                *end = '\0';
+                if (c1[0] == '`' && c1[1] == '[') {
+                        size_t n = strcspn(c1 + 2, "]");
+
+                        if (n >= sizeof(section))
+                                continue;
+                        memcpy(section, c1 + 2, n);
+                        section[n] = '\0';
+                } else if (c1[0] != '\0')
+                        section[0] = '\0'; /* another table */
+                for (size_t i = 0; i < config_n_items(); i++) {
+                        const char *sec, *key;
+                        char quoted[128];
+
+                        config_item_name(i, &sec, &key);
+                        snprintf(quoted, sizeof(quoted), "`%s`", key);
+                        if (streq(sec, section) && strstr(c2, quoted))
+                                seen[i] = true;
+                }
+        }
+        fclose(f);
+        for (size_t i = 0; i < config_n_items(); i++) {
+                const char *sec, *key;
+
+                config_item_name(i, &sec, &key);
+                if (!seen[i])
+                        fail_msg("README.md's configuration table lacks [%s] %s", sec, key);
+        }
+        free(seen);
+}
+
 static void test_load_missing(void **state) {
         struct tmpdir *t = *state;
         struct config_error err = {};
@@ -812,6 +876,7 @@ int main(void) {
                 cmocka_unit_test(test_spe_values),
                 cmocka_unit_test(test_spe_rings),
                 cmocka_unit_test(test_table_complete),
+                cmocka_unit_test(test_readme_keys),
                 cmocka_unit_test_setup_teardown(test_load_dropins, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_load_missing, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_load_not_regular, setup_dir, teardown_dir),
