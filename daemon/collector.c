@@ -671,6 +671,10 @@ static void collector_add_live(struct collector *c) {
                 log_full_errno(st.state == SOURCE_OFF ? LOG_INFO : LOG_WARNING, 0, "spe: %s", st.reason);
         else
                 log_info("spe: sampling on %zu CPUs every %" PRIu64 " operations", st.n_cpus, st.sample_period);
+        if (st.sample_period && st.sample_period != c->opts.spe.pmu.interval)
+                log_notice("spe: [spe] period %" PRIu64 " became %" PRIu64 ": the PMU's caps/min_interval is the "
+                           "least, and the hardware drops the low 8 bits", c->opts.spe.pmu.interval,
+                           st.sample_period);
         for (size_t i = 0; i < st.n_warnings; i++)
                 log_warning("spe: %s", st.warnings[i]);
         atomic_store(&c->spe_period, st.sample_period);

@@ -163,6 +163,23 @@ static void restart_settings_json(const struct config *c, json_t *obj) {
                           "memory_bytes", (json_int_t) config_store_bytes(c)));
         json_object_set_new(obj, "privacy",
                             json_pack("{s:b}", "physical_addresses", c->privacy.physical_addresses));
+        json_object_set_new(
+                obj, "spe",
+                json_pack("{s:s, s:I, s:b, s:b, s:b, s:b, s:I, s:I, s:I, s:b, s:I, s:I, s:I, s:f}",
+                          "enable", c->spe.enable == CONFIG_SPE_YES ? "yes" : c->spe.enable == CONFIG_SPE_NO ? "no" : "auto",
+                          "period", (json_int_t) c->spe.period,
+                          "jitter", c->spe.jitter,
+                          "load_filter", c->spe.load_filter,
+                          "store_filter", c->spe.store_filter,
+                          "branch_filter", c->spe.branch_filter,
+                          "min_latency", (json_int_t) c->spe.min_latency,
+                          "event_filter", (json_int_t) c->spe.event_filter,
+                          "inv_event_filter", (json_int_t) c->spe.inv_event_filter,
+                          "exclude_kernel", c->spe.exclude_kernel,
+                          "aux_buffer", (json_int_t) c->spe.aux_buffer,
+                          "data_buffer", (json_int_t) c->spe.data_buffer,
+                          "watermark", (json_int_t) c->spe.watermark,
+                          "drain_interval_seconds", (double) c->spe.drain_interval_usec / USEC_PER_SEC));
 }
 
 /* {section: {key: new value}} for each restart-only setting whose loaded value is not in effect. */

@@ -19,11 +19,9 @@
 
 #include <systemd/sd-event.h>
 
-#include "aux-ring.h"
 #include "macro.h"
-#include "perf-record.h"
 #include "pmu-sysfs.h"
-#include "spe-stream.h"
+#include "spe-live-ring.h"
 #include "strbuf.h"
 #include "task-map.h"
 
@@ -60,15 +58,13 @@ struct live_cpu {
         size_t base_len;
         uint8_t *aux;
         size_t aux_len;
-        struct aux_ring ring;
+        struct spe_live_ring ring;
         bool ring_ready;
         sd_event_source *io;
 
         bool has_stream;
-        struct spe_stream stream;
-        struct source_clock clock;
+        struct spe_stream stream;       /* the CPU's since start, across its events */
         bool woke;                      /* a wakeup came since the last drain timer */
-        uint64_t cut_timestamp;         /* last record's SPE time before a truncation, 0 none pending */
         uint64_t retry_at_usec, retry_usec;
         uint64_t records_at_tick;       /* stream records when the drain timer last looked */
 };
@@ -154,153 +150,6 @@ static uint32_t pid_of(void *userdata, uint32_t tid) {
 
 /* ---- the rings ------------------------------------------------------------- */
 
-/* The user page's time conversion: SPE timestamps (generic timer ticks) to perf time. */
-static void read_clock(struct live_cpu *c) {
-        const struct perf_event_mmap_page *pg = (const struct perf_event_mmap_page *) c->base;
-
-        /* perf_event_open(2): the fields are valid while cap_user_time_zero says so. */
-        c->clock.has_time_conv = pg->cap_user_time_zero;
-        c->clock.time_shift = pg->time_shift;
-        c->clock.time_mult = pg->time_mult;
-        c->clock.time_zero = pg->time_zero;
-        c->clock.cap_user_time_short = pg->cap_user_time_short;
-        c->clock.time_cycles = pg->cap_user_time_short ? pg->time_cycles : 0;
-        c->clock.time_mask = pg->cap_user_time_short ? pg->time_mask : UINT64_MAX;
-        spe_stream_set_clock(&c->stream, c->clock.has_time_conv ? &c->clock : NULL);
-}
-
-static void note_sampling_resumed(struct live_cpu *c) {
-        struct spe_stream *s = &c->stream;
-
-        if (c->cut_timestamp == 0 || s->last_timestamp == 0 || s->last_timestamp == c->cut_timestamp)
-                return;
-        if (c->clock.has_time_conv && s->last_timestamp > c->cut_timestamp)
-                s->st.not_sampling_ns += source_clock_perf_ns(&c->clock, s->last_timestamp) -
-                                         source_clock_perf_ns(&c->clock, c->cut_timestamp);
-        c->cut_timestamp = 0;
-}
-
-static int on_aux(void *userdata, const struct aux_ring_chunk *ch, const uint8_t *data, size_t len, bool last) {
-        struct live_cpu *c = userdata;
-        struct spe_stream *s = &c->stream;
-
-        /* The first piece of a chunk that does not follow the last one: data was dropped between. */
-        if (ch->gap)
-                spe_stream_gap(s);
-        spe_stream_decode(s, &c->src->out, data, len);
-        if (!last)
-                return 0;
-        note_sampling_resumed(c);
-        s->st.aux_records++;
-        s->st.aux_collision += !!(ch->flags & PERF_AUX_FLAG_COLLISION);
-        s->st.aux_partial += !!(ch->flags & PERF_AUX_FLAG_PARTIAL);
-        if (ch->flags & PERF_AUX_FLAG_TRUNCATED) {
-                /* The session ended there (a full buffer, or PMBSR.DL with PARTIAL: the last
-                 * record is cut); the next bytes start a new one, never its continuation. */
-                s->st.aux_truncated++;
-                spe_stream_reset(s);
-                c->cut_timestamp = s->last_timestamp ?: 1;
-        }
-        return 0;
-}
-
-static void task_event(struct spe_live_source *src, const struct source_task *t) {
-        if (src->base.sink->task)
-                src->base.sink->task(src->base.sink->userdata, t);
-}
-
-static int on_record(void *userdata, const uint8_t *raw, size_t len) {
-        struct live_cpu *c = userdata;
-        struct spe_live_source *src = c->src;
-        struct task_map *tasks = src->base.tasks;
-        struct perf_data_record rec;
-        uint32_t fixed, tlen;
-
-        perf_record_header(raw, 0, &rec);
-        fixed = perf_record_fixed_size(rec.type);
-        if (rec.type == PERF_RECORD_THROTTLE) {
-                c->stream.st.throttles++;
-                return 0;
-        }
-        if (fixed == 0 || perf_record_parse_trailer(&c->attr.attr, &rec, fixed - PERF_RECORD_HEADER_SIZE, &tlen) < 0)
-                return 0;
-
-        switch (rec.type) {
-        case PERF_RECORD_SWITCH_CPU_WIDE: {
-                struct perf_data_switch sw;
-
-                if (perf_record_parse_switch(&rec, tlen, &sw) < 0 || !(rec.sid.valid & PERF_DATA_ID_TIME))
-                        break;
-                /* perf_event_open(2): on a switch out, next_prev_* is the task coming in;
-                 * on a switch in, the sample id is the task that now runs. */
-                if (sw.out)
-                        spe_stream_switch_at(&c->stream, tasks, rec.sid.time, sw.next_prev_pid, sw.next_prev_tid);
-                else if (rec.sid.valid & PERF_DATA_ID_TID)
-                        spe_stream_switch_at(&c->stream, tasks, rec.sid.time, rec.sid.pid, rec.sid.tid);
-                break;
-        }
-        case PERF_RECORD_ITRACE_START: {
-                struct perf_data_itrace_start is;
-
-                if (perf_record_parse_itrace_start(&rec, tlen, &is) < 0)
-                        break;
-                if (rec.sid.valid & PERF_DATA_ID_TIME)
-                        spe_stream_switch_at(&c->stream, tasks, rec.sid.time, is.pid, is.tid);
-                else
-                        spe_stream_switch_in(&c->stream, tasks, is.pid, is.tid);
-                break;
-        }
-        case PERF_RECORD_COMM: {
-                struct perf_data_comm cm;
-
-                if (perf_record_parse_comm(&rec, tlen, &cm) < 0)
-                        break;
-                task_map_comm(tasks, cm.pid, cm.tid, cm.comm);
-                task_event(src, &(struct source_task) {
-                        .kind = SOURCE_TASK_COMM, .pid = cm.pid, .tid = cm.tid, .comm = cm.comm,
-                        .time_ns = (rec.sid.valid & PERF_DATA_ID_TIME) ? rec.sid.time : 0,
-                });
-                break;
-        }
-        case PERF_RECORD_FORK:
-        case PERF_RECORD_EXIT: {
-                struct perf_data_task t;
-
-                if (perf_record_parse_task(&rec, tlen, &t) < 0)
-                        break;
-                if (rec.type == PERF_RECORD_FORK)
-                        task_map_fork(tasks, t.pid, t.tid, t.ptid, t.time);
-                task_event(src, &(struct source_task) {
-                        .kind = rec.type == PERF_RECORD_FORK ? SOURCE_TASK_FORK : SOURCE_TASK_EXIT,
-                        .pid = t.pid, .tid = t.tid, .ppid = t.ppid, .ptid = t.ptid, .time_ns = t.time,
-                });
-                break;
-        }
-        case PERF_RECORD_MMAP:
-        case PERF_RECORD_MMAP2: {
-                struct perf_data_mmap m;
-
-                if (perf_record_parse_mmap(&rec, tlen, &m) < 0 || !src->base.sink->mapping)
-                        break;
-                src->base.sink->mapping(src->base.sink->userdata, &(struct source_mapping) {
-                        .pid = m.pid, .start = m.addr, .len = m.len, .pgoff = m.pgoff,
-                        .filename = m.filename,
-                        .build_id = m.has_build_id ? m.build_id : NULL,
-                        .build_id_len = m.has_build_id ? m.build_id_size : 0,
-                });
-                break;
-        }
-        default:
-                break;
-        }
-        return 0;
-}
-
-static const struct aux_ring_ops ring_ops = {
-        .aux = on_aux,
-        .record = on_record,
-};
-
 /* Everything the kernel published on this CPU; a truncated session is restarted. */
 static void drain_cpu(struct live_cpu *c) {
         struct spe_stream_stats *st = &c->stream.st;
@@ -309,10 +158,7 @@ static void drain_cpu(struct live_cpu *c) {
 
         if (c->state != CPU_ACTIVE || !c->ring_ready)
                 return;
-        read_clock(c);
-        k = aux_ring_drain(&c->ring, &ring_ops, c, &truncated);
-        st->lost = c->ring.stats.lost;
-        st->lost_samples = c->ring.stats.lost_samples;
+        k = spe_live_ring_drain(&c->ring, &truncated);
         if (k < 0 || !truncated)
                 return;
         /* The driver disabled the event when it ended the session (perf_aux_output_end()
@@ -328,7 +174,7 @@ static void drain_cpu(struct live_cpu *c) {
 static void close_cpu(struct live_cpu *c, enum cpu_state state) {
         c->io = sd_event_source_disable_unref(c->io);
         if (c->ring_ready)
-                aux_ring_done(&c->ring);
+                spe_live_ring_done(&c->ring);
         c->ring_ready = false;
         if (c->aux)
                 munmap(c->aux, c->aux_len);
@@ -354,6 +200,19 @@ static int on_io(sd_event_source *es, int fd, uint32_t revents, void *userdata) 
 
 static bool is_power_of_two(uint64_t v) {
         return v && !(v & (v - 1));
+}
+
+static uint64_t read_midr(struct spe_live_source *src, uint32_t cpu) {
+        char path[PATH_MAX], buf[64], rel[64];
+        uint64_t v = 0;
+
+        /* Documentation/arch/arm64/cpu-feature-registers.rst: regs/identification/midr_el1. */
+        snprintf(rel, sizeof(rel), "cpu%" PRIu32 "/regs/identification/midr_el1", cpu);
+        if (pmu_sysfs_join(path, sizeof(path), src->sysfs_root, "devices/system/cpu", rel) < 0 ||
+            pmu_sysfs_read_string(path, buf, sizeof(buf)) < 0)
+                return 0;
+        v = strtoull(buf, NULL, 16);
+        return v;
 }
 
 static int map_rings(struct live_cpu *c) {
@@ -394,25 +253,16 @@ static int map_rings(struct live_cpu *c) {
         if (aux != src->opts.aux_bytes)
                 cpu_note(c, "AUX area reduced to %" PRIu64 " bytes from %" PRIu64 " by the memlock limit", aux,
                          src->opts.aux_bytes);
-        k = aux_ring_init(&c->ring, pg, c->base + src->page_size, src->opts.data_bytes, c->aux, aux);
+        if (!c->has_stream) {
+                spe_stream_init(&c->stream, c->cpu, read_midr(src, c->cpu));
+                c->has_stream = true;
+        }
+        k = spe_live_ring_init(&c->ring, pg, c->base + src->page_size, src->opts.data_bytes, c->aux, aux,
+                               &c->attr.attr, &c->stream, &src->out);
         if (k < 0)
                 return k;
-        aux_ring_set_attr(&c->ring, &c->attr.attr);
         c->ring_ready = true;
         return 0;
-}
-
-static uint64_t read_midr(struct spe_live_source *src, uint32_t cpu) {
-        char path[PATH_MAX], buf[64], rel[64];
-        uint64_t v = 0;
-
-        /* Documentation/arch/arm64/cpu-feature-registers.rst: regs/identification/midr_el1. */
-        snprintf(rel, sizeof(rel), "cpu%" PRIu32 "/regs/identification/midr_el1", cpu);
-        if (pmu_sysfs_join(path, sizeof(path), src->sysfs_root, "devices/system/cpu", rel) < 0 ||
-            pmu_sysfs_read_string(path, buf, sizeof(buf)) < 0)
-                return 0;
-        v = strtoull(buf, NULL, 16);
-        return v;
 }
 
 static int open_cpu(struct live_cpu *c) {
@@ -484,12 +334,6 @@ static int open_cpu(struct live_cpu *c) {
         k = map_rings(c);
         if (k < 0)
                 goto fail;
-        if (!c->has_stream) {
-                spe_stream_init(&c->stream, c->cpu, read_midr(src, c->cpu));
-                c->has_stream = true;
-        } else
-                spe_stream_reset(&c->stream);
-        read_clock(c);
         /* Edge-triggered: perf_poll() reports a wakeup once, an eventfd would stay readable. */
         k = sd_event_add_io(src->event, &c->io, c->fd, EPOLLIN | EPOLLET, on_io, c);
         if (k < 0) {

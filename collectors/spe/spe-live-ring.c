@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "spe-live-ring.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "perf-record.h"
+#include "task-map.h"
+
+/* The user page's time conversion, as perf_event_open(2) describes it, read before each drain. */
+static void read_clock(struct spe_live_ring *r) {
+        const struct perf_event_mmap_page *pg = r->ring.page;
+
+        /* The fields are valid while cap_user_time_zero says so. */
+        r->clock.has_time_conv = pg->cap_user_time_zero;
+        r->clock.time_shift = pg->time_shift;
+        r->clock.time_mult = pg->time_mult;
+        r->clock.time_zero = pg->time_zero;
+        r->clock.cap_user_time_short = pg->cap_user_time_short;
+        r->clock.time_cycles = pg->cap_user_time_short ? pg->time_cycles : 0;
+        r->clock.time_mask = pg->cap_user_time_short ? pg->time_mask : UINT64_MAX;
+        spe_stream_set_clock(r->stream, r->clock.has_time_conv ? &r->clock : NULL);
+}
+
+/* The first records after a truncation: how long the CPU did not sample. */
+static void note_sampling_resumed(struct spe_live_ring *r) {
+        struct spe_stream *s = r->stream;
+
+        if (r->cut_timestamp == 0 || s->last_timestamp == r->cut_timestamp)
+                return;
+        if (r->clock.has_time_conv && s->last_timestamp > r->cut_timestamp)
+                s->st.not_sampling_ns += source_clock_perf_ns(&r->clock, s->last_timestamp) -
+                                         source_clock_perf_ns(&r->clock, r->cut_timestamp);
+        r->cut_timestamp = 0;
+}
+
+static int on_aux(void *userdata, const struct aux_ring_chunk *ch, const uint8_t *data, size_t len, bool last) {
+        struct spe_live_ring *r = userdata;
+        struct spe_stream *s = r->stream;
+
+        /* A chunk that does not follow the last one (its PERF_RECORD_AUX was lost): data dropped between. */
+        if (ch->gap)
+                spe_stream_gap(s);
+        spe_stream_decode(s, r->out, data, len);
+        if (!last)
+                return 0;
+        note_sampling_resumed(r);
+        s->st.aux_records++;
+        s->st.aux_collision += !!(ch->flags & PERF_AUX_FLAG_COLLISION);
+        s->st.aux_partial += !!(ch->flags & PERF_AUX_FLAG_PARTIAL);
+        if (ch->flags & PERF_AUX_FLAG_TRUNCATED) {
+                /* The session ended there (a full buffer, or PMBSR.DL with PARTIAL: the last
+                 * record is cut); the next bytes start a new one, never its continuation. */
+                s->st.aux_truncated++;
+                spe_stream_reset(s);
+                r->cut_timestamp = s->last_timestamp ?: 1;
+        }
+        return 0;
+}
+
+static void task_event(struct spe_live_ring *r, const struct source_task *t) {
+        if (r->out->sink && r->out->sink->task)
+                r->out->sink->task(r->out->sink->userdata, t);
+}
+
+static int on_record(void *userdata, const uint8_t *raw, size_t len) {
+        struct spe_live_ring *r = userdata;
+        struct task_map *tasks = r->out->tasks;
+        const struct source_sink *sink = r->out->sink;
+        struct perf_data_record rec;
+        uint32_t fixed, tlen;
+
+        perf_record_header(raw, 0, &rec);
+        if (rec.type == PERF_RECORD_THROTTLE) {
+                r->stream->st.throttles++;
+                return 0;
+        }
+        fixed = perf_record_fixed_size(rec.type);
+        if (fixed == 0 || perf_record_parse_trailer(r->attr, &rec, fixed - PERF_RECORD_HEADER_SIZE, &tlen) < 0)
+                return 0;
+
+        switch (rec.type) {
+        case PERF_RECORD_SWITCH_CPU_WIDE: {
+                struct perf_data_switch sw;
+
+                if (perf_record_parse_switch(&rec, tlen, &sw) < 0 || !(rec.sid.valid & PERF_DATA_ID_TIME))
+                        break;
+                /* perf_event_open(2): on a switch out, next_prev_* is the task coming in;
+                 * on a switch in, the sample id is the task that now runs. */
+                if (sw.out)
+                        spe_stream_switch_at(r->stream, tasks, rec.sid.time, sw.next_prev_pid, sw.next_prev_tid);
+                else if (rec.sid.valid & PERF_DATA_ID_TID)
+                        spe_stream_switch_at(r->stream, tasks, rec.sid.time, rec.sid.pid, rec.sid.tid);
+                break;
+        }
+        case PERF_RECORD_ITRACE_START: {
+                struct perf_data_itrace_start is;
+
+                if (perf_record_parse_itrace_start(&rec, tlen, &is) < 0)
+                        break;
+                if (rec.sid.valid & PERF_DATA_ID_TIME)
+                        spe_stream_switch_at(r->stream, tasks, rec.sid.time, is.pid, is.tid);
+                else
+                        spe_stream_switch_in(r->stream, tasks, is.pid, is.tid);
+                break;
+        }
+        case PERF_RECORD_COMM: {
+                struct perf_data_comm cm;
+
+                if (perf_record_parse_comm(&rec, tlen, &cm) < 0)
+                        break;
+                task_map_comm(tasks, cm.pid, cm.tid, cm.comm);
+                task_event(r, &(struct source_task) {
+                        .kind = SOURCE_TASK_COMM, .pid = cm.pid, .tid = cm.tid, .comm = cm.comm,
+                        .time_ns = (rec.sid.valid & PERF_DATA_ID_TIME) ? rec.sid.time : 0,
+                });
+                break;
+        }
+        case PERF_RECORD_FORK:
+        case PERF_RECORD_EXIT: {
+                struct perf_data_task t;
+
+                if (perf_record_parse_task(&rec, tlen, &t) < 0)
+                        break;
+                if (rec.type == PERF_RECORD_FORK)
+                        task_map_fork(tasks, t.pid, t.tid, t.ptid, t.time);
+                task_event(r, &(struct source_task) {
+                        .kind = rec.type == PERF_RECORD_FORK ? SOURCE_TASK_FORK : SOURCE_TASK_EXIT,
+                        .pid = t.pid, .tid = t.tid, .ppid = t.ppid, .ptid = t.ptid, .time_ns = t.time,
+                });
+                break;
+        }
+        case PERF_RECORD_MMAP:
+        case PERF_RECORD_MMAP2: {
+                struct perf_data_mmap m;
+
+                if (perf_record_parse_mmap(&rec, tlen, &m) < 0 || !sink || !sink->mapping)
+                        break;
+                sink->mapping(sink->userdata, &(struct source_mapping) {
+                        .pid = m.pid, .start = m.addr, .len = m.len, .pgoff = m.pgoff,
+                        .filename = m.filename,
+                        .build_id = m.has_build_id ? m.build_id : NULL,
+                        .build_id_len = m.has_build_id ? m.build_id_size : 0,
+                });
+                break;
+        }
+        default:
+                break;
+        }
+        return 0;
+}
+
+static const struct aux_ring_ops ring_ops = {
+        .aux = on_aux,
+        .record = on_record,
+};
+
+int spe_live_ring_init(struct spe_live_ring *r, struct perf_event_mmap_page *page, const void *data,
+                       size_t data_size, const void *aux, size_t aux_size, const struct perf_event_attr *attr,
+                       struct spe_stream *stream, struct spe_stream_out *out) {
+        int k;
+
+        memset(r, 0, sizeof(*r));
+        k = aux_ring_init(&r->ring, page, data, data_size, aux, aux_size);
+        if (k < 0)
+                return k;
+        aux_ring_set_attr(&r->ring, attr);
+        r->attr = attr;
+        r->out = out;
+        r->stream = stream;
+        spe_stream_reset(stream);
+        return 0;
+}
+
+void spe_live_ring_done(struct spe_live_ring *r) {
+        spe_stream_set_clock(r->stream, NULL);
+        aux_ring_done(&r->ring);
+}
+
+int spe_live_ring_drain(struct spe_live_ring *r, bool *ret_truncated) {
+        uint64_t lost = r->ring.stats.lost, lost_samples = r->ring.stats.lost_samples;
+        int k;
+
+        read_clock(r);
+        k = aux_ring_drain(&r->ring, &ring_ops, r, ret_truncated);
+        /* The ring's counts are this event's; the stream's are the CPU's since start. */
+        r->stream->st.lost += r->ring.stats.lost - lost;
+        r->stream->st.lost_samples += r->ring.stats.lost_samples - lost_samples;
+        return k;
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * One CPU's live arm_spe event, the part that reads what the kernel wrote:
+ * its data ring and AUX area (aux-ring.h) into its stream (spe-stream.h).
+ * No system calls: the live source maps the rings and reacts to a
+ * truncation (PERF_EVENT_IOC_ENABLE); tests and the fuzzer play the kernel
+ * on ordinary memory.
+ *
+ *  - AUX chunks are decoded with the decoder state carried across them (a
+ *    record split over two chunks is decoded whole); a gap (a chunk whose
+ *    PERF_RECORD_AUX was lost) or a truncated chunk resets it;
+ *  - PERF_RECORD_AUX flags, LOST, LOST_SAMPLES and THROTTLE are counted in
+ *    the stream's statistics, and the time not sampled after a truncation
+ *    (last record before, first record after, by their Timestamp packets);
+ *  - SWITCH_CPU_WIDE and ITRACE_START switch tasks at their time (records
+ *    without CONTEXT packets are attributed by them), COMM/FORK/EXIT feed
+ *    the task map and the sink, MMAP/MMAP2 the sink's mappings;
+ *  - the user page's time_zero/time_mult/time_shift turn SPE timestamps
+ *    into perf time.
+ */
+
+#include <linux/perf_event.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "aux-ring.h"
+#include "spe-stream.h"
+
+struct spe_live_ring {
+        struct aux_ring ring;
+        struct spe_stream *stream;      /* the CPU's, outliving its events (counters survive a reopen) */
+        struct source_clock clock;
+        const struct perf_event_attr *attr;
+        struct spe_stream_out *out;     /* shared by the source's CPUs */
+        uint64_t cut_timestamp;         /* last record's SPE time before a truncation, 0 none pending */
+};
+
+/*
+ * page: the user page, followed by the data ring (data, data_size); aux:
+ * the AUX area. attr: the event's (sample_id trailers) and stream: the
+ * CPU's, both outliving r; the stream's decoder starts afresh (a new
+ * session). -EINVAL on sizes that are not powers of two.
+ */
+int spe_live_ring_init(struct spe_live_ring *r, struct perf_event_mmap_page *page, const void *data,
+                       size_t data_size, const void *aux, size_t aux_size, const struct perf_event_attr *attr,
+                       struct spe_stream *stream, struct spe_stream_out *out);
+void spe_live_ring_done(struct spe_live_ring *r);
+
+/*
+ * Read and release everything the kernel published. *ret_truncated: a
+ * session ended truncated, the event must be re-enabled. Returns the
+ * data-ring records read.
+ */
+int spe_live_ring_drain(struct spe_live_ring *r, bool *ret_truncated);
