@@ -62,6 +62,19 @@ static const uint8_t *record_at(struct aux_ring *ring, uint64_t pos, size_t size
         return ring->scratch;
 }
 
+/* len bytes of the AUX ring from free-running position pos, in one piece or two when they wrap. */
+static int deliver_bytes(struct aux_ring *ring, const struct aux_ring_chunk *c, uint64_t pos, size_t len,
+                         const struct aux_ring_ops *ops, void *userdata) {
+        size_t off = (size_t) (pos & (ring->aux_size - 1)), first = MIN(len, ring->aux_size - off);
+        int k;
+
+        /* A chunk without bytes still carries its flags (a truncation with nothing written). */
+        k = ops->aux(userdata, c, ring->aux + off, first, first == len);
+        if (k < 0 || first == len)
+                return k;
+        return ops->aux(userdata, c, ring->aux, len - first, true);
+}
+
 static int deliver_aux(struct aux_ring *ring, const struct perf_data_aux *b, const struct aux_ring_ops *ops,
                        void *userdata) {
         struct aux_ring_chunk c = {
@@ -69,20 +82,33 @@ static int deliver_aux(struct aux_ring *ring, const struct perf_data_aux *b, con
                 .flags = b->flags & AUX_FLAGS_KNOWN,
                 .sid = b->rec.sid,
         };
-        size_t off = (size_t) (b->aux_offset & (ring->aux_size - 1));
-        size_t len = (size_t) b->aux_size, first = MIN(len, ring->aux_size - off);
+        uint64_t fill = 0, fill_from = ring->aux_next;
         int k;
 
         if (ring->aux_started && b->aux_offset != ring->aux_next) {
-                c.gap = true;
                 ring->stats.aux_gaps++;
                 if (b->aux_offset > ring->aux_next)
                         ring->stats.aux_gap_bytes += b->aux_offset - ring->aux_next;
+                /*
+                 * Bytes the kernel moved aux_head over without a PERF_RECORD_AUX:
+                 * the driver's padding (arm_spe_pmu_pad_buf() ->
+                 * perf_aux_output_skip()) or a chunk whose record the data ring
+                 * had no room for (then a PERF_RECORD_LOST). Not released yet
+                 * (aux_tail is aux_next) and in the ring with this chunk: read
+                 * them, as perf reads everything up to aux_head. Otherwise the
+                 * bytes are gone, and the chunk says so.
+                 */
+                if (b->aux_offset > ring->aux_next && b->aux_offset + b->aux_size - ring->aux_next <= ring->aux_size)
+                        fill = b->aux_offset - ring->aux_next;
+                else {
+                        c.gap = true;
+                        ring->stats.aux_gaps_lost++;
+                }
         }
         ring->aux_started = true;
         ring->aux_next = b->aux_offset + b->aux_size;
         ring->stats.aux_records++;
-        ring->stats.aux_bytes += len;
+        ring->stats.aux_bytes += b->aux_size + fill;
         ring->stats.truncated += !!(c.flags & PERF_AUX_FLAG_TRUNCATED);
         ring->stats.partial += !!(c.flags & PERF_AUX_FLAG_PARTIAL);
         ring->stats.collision += !!(c.flags & PERF_AUX_FLAG_COLLISION);
@@ -90,11 +116,14 @@ static int deliver_aux(struct aux_ring *ring, const struct perf_data_aux *b, con
 
         if (!ops || !ops->aux)
                 return 0;
-        /* A chunk without bytes still carries its flags (a truncation with nothing written). */
-        k = ops->aux(userdata, &c, ring->aux + off, first, first == len);
-        if (k < 0 || first == len)
-                return k;
-        return ops->aux(userdata, &c, ring->aux, len - first, true);
+        if (fill > 0) {
+                k = deliver_bytes(ring, &(struct aux_ring_chunk) { .aux_offset = fill_from, .fill = true,
+                                                                    .sid = b->rec.sid },
+                                  fill_from, (size_t) fill, ops, userdata);
+                if (k < 0)
+                        return k;
+        }
+        return deliver_bytes(ring, &c, b->aux_offset, (size_t) b->aux_size, ops, userdata);
 }
 
 int aux_ring_drain(struct aux_ring *ring, const struct aux_ring_ops *ops, void *userdata, bool *ret_truncated) {

@@ -22,11 +22,19 @@
  * mode is supported (the AUX area mapped writable; the kernel never
  * overwrites bytes not yet released).
  *
+ * A chunk that does not start where the previous one ended follows bytes
+ * the kernel moved aux_head over without a PERF_RECORD_AUX: the SPE
+ * driver's 0x00 padding (arm_spe_pmu_pad_buf(), at most page boundaries) or
+ * a chunk whose PERF_RECORD_AUX the full data ring dropped. Those bytes are
+ * still in the ring, unreleased: they are handed on first, as a `fill`
+ * chunk, so nothing the hardware wrote is lost (perf reads every byte up to
+ * aux_head too). Only a gap that cannot be in the ring any more is data
+ * lost (the next chunk's `gap`).
+ *
  * Nothing is lost silently: LOST and LOST_SAMPLES records, AUX flags
- * (truncated, partial, collision, overwrite), chunks that do not start where
- * the previous one ended (gaps: data the kernel dropped) and records that
- * make no sense (then the rest of the ring up to data_head is skipped and
- * counted) all end in struct aux_ring_stats.
+ * (truncated, partial, collision, overwrite), gaps and records that make no
+ * sense (then the rest of the ring up to data_head is skipped and counted)
+ * all end in struct aux_ring_stats.
  *
  * No system calls and no allocation after init: the caller maps the rings
  * (or, in tests, plays the kernel on ordinary memory) and reacts to what
@@ -58,10 +66,11 @@
 struct aux_ring_stats {
         uint64_t records;               /* data-ring records read */
         uint64_t aux_records;           /* PERF_RECORD_AUX */
-        uint64_t aux_bytes;             /* AUX bytes handed to the consumer */
+        uint64_t aux_bytes;             /* AUX bytes handed to the consumer, fills included */
         uint64_t truncated, partial, collision, overwrite; /* PERF_RECORD_AUX flags */
         uint64_t aux_gaps;              /* chunks that did not start where the last one ended */
-        uint64_t aux_gap_bytes;         /* bytes skipped by those gaps */
+        uint64_t aux_gap_bytes;         /* bytes between, handed on as fills unless lost */
+        uint64_t aux_gaps_lost;         /* gaps whose bytes were not in the ring any more */
         uint64_t lost;                  /* PERF_RECORD_LOST: records the data ring had no room for */
         uint64_t lost_samples;          /* PERF_RECORD_LOST_SAMPLES */
         uint64_t bad_records;           /* impossible sizes or AUX chunks outside the ring: rest skipped */
@@ -72,7 +81,8 @@ struct aux_ring_stats {
 struct aux_ring_chunk {
         uint64_t aux_offset;            /* free-running position of the chunk */
         uint64_t flags;                 /* AUX_RING_FLAG_* of its PERF_RECORD_AUX */
-        bool gap;                       /* data was dropped before this chunk */
+        bool gap;                       /* data was lost before this chunk */
+        bool fill;                      /* bytes no PERF_RECORD_AUX announced (padding, a lost record), flags 0 */
         struct perf_data_sample_id sid; /* the AUX record's sample_id trailer (aux_ring_set_attr()) */
 };
 

@@ -38,11 +38,12 @@ static int on_aux(void *userdata, const struct aux_ring_chunk *ch, const uint8_t
         struct spe_live_ring *r = userdata;
         struct spe_stream *s = r->stream;
 
-        /* A chunk that does not follow the last one (its PERF_RECORD_AUX was lost): data dropped between. */
+        /* Data lost before this chunk: the decoder must not join the halves around it. */
         if (ch->gap)
                 spe_stream_gap(s);
         spe_stream_decode(s, r->out, data, len);
-        if (!last)
+        /* A fill (the driver's padding, a chunk whose PERF_RECORD_AUX was lost) has no flags of its own. */
+        if (!last || ch->fill)
                 return 0;
         note_sampling_resumed(r);
         s->st.aux_records++;

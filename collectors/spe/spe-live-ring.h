@@ -9,8 +9,9 @@
  * on ordinary memory.
  *
  *  - AUX chunks are decoded with the decoder state carried across them (a
- *    record split over two chunks is decoded whole); a gap (a chunk whose
- *    PERF_RECORD_AUX was lost) or a truncated chunk resets it;
+ *    record split over two chunks is decoded whole), the bytes no
+ *    PERF_RECORD_AUX announced (padding, a lost record) included; data lost
+ *    for good (a gap) or a truncated chunk resets it;
  *  - PERF_RECORD_AUX flags, LOST, LOST_SAMPLES and THROTTLE are counted in
  *    the stream's statistics, and the time not sampled after a truncation
  *    (last record before, first record after, by their Timestamp packets);

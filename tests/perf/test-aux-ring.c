@@ -131,7 +131,9 @@ static bool kernel_record(struct kernel *k, uint32_t type, const void *body, siz
 /*
  * A chunk of trace: what fits before aux_tail goes in, the rest is cut
  * (TRUNCATED, and the event is off); then its PERF_RECORD_AUX. Returns the
- * bytes written. skip: bytes the hardware lost before this chunk (PARTIAL).
+ * bytes written. skip: bytes the driver skipped before this chunk, zeros
+ * (arm_spe_pmu_pad_buf(): aux_head moves over them with no PERF_RECORD_AUX);
+ * the chunk is flagged PARTIAL, as a fault would.
  */
 static size_t kernel_aux(struct kernel *k, const uint8_t *bytes, size_t len, size_t skip, uint64_t *ret_offset) {
         uint64_t tail = __atomic_load_n(&k->page.aux_tail, __ATOMIC_ACQUIRE), flags = 0;
@@ -143,6 +145,9 @@ static size_t kernel_aux(struct kernel *k, const uint8_t *bytes, size_t len, siz
         if (k->disabled)
                 return 0;
         if (skip) {
+                static const uint8_t zeros[64];
+
+                ring_put(k->aux, k->aux_size, k->aux_head, zeros, MIN(skip, sizeof(zeros)));
                 k->aux_head += skip;
                 flags |= PERF_AUX_FLAG_PARTIAL;
         }
@@ -167,7 +172,7 @@ static size_t kernel_aux(struct kernel *k, const uint8_t *bytes, size_t len, siz
 struct got {
         struct strbuf aux;              /* every AUX byte, in order */
         struct strbuf recs;             /* the other records, concatenated */
-        uint64_t chunks, pieces, gaps, truncated, partial, empty;
+        uint64_t chunks, pieces, gaps, fills, truncated, partial, empty;
         bool in_chunk;
 };
 
@@ -177,6 +182,7 @@ static int on_aux(void *u, const struct aux_ring_chunk *c, const uint8_t *data, 
         if (!g->in_chunk) {
                 g->chunks++;
                 g->gaps += c->gap;
+                g->fills += c->fill;
                 g->truncated += !!(c->flags & AUX_RING_FLAG_TRUNCATED);
                 g->partial += !!(c->flags & AUX_RING_FLAG_PARTIAL);
                 g->empty += len == 0 && last;
@@ -315,7 +321,7 @@ static void test_truncated_consumer_error(void **state) {
 }
 
 /* A reader that falls behind: the AUX ring fills (truncation, the event off), then the data ring
- * (records dropped, counted, reported as LOST, the missing chunks seen as a gap). */
+ * (records dropped, counted, reported as LOST; the unannounced chunks' bytes still read, as a fill). */
 static void test_losses(void **state) {
         struct got g = { STRBUF_INIT, STRBUF_INIT };
         uint8_t buf[1000];
@@ -349,17 +355,22 @@ static void test_losses(void **state) {
         kernel_publish(&k);
         assert_int_equal(aux_ring_drain(&r, &got_ops, &g, &truncated), 8);
         assert_false(truncated);
-        /* Room again: the LOST record goes out before the next AUX record, whose chunk follows a gap. */
+        /* Room again: the LOST record goes out before the next AUX record, whose chunk follows a
+         * gap: the 4 unannounced chunks, still in the ring, are read first as one fill. */
         assert_int_equal(kernel_aux(&k, buf, 100, 0, NULL), 100);
         kernel_publish(&k);
         assert_int_equal(aux_ring_drain(&r, &got_ops, &g, NULL), 2);
         assert_int_equal(r.stats.lost, 4);
         assert_int_equal(r.stats.aux_gaps, 1);
         assert_int_equal(r.stats.aux_gap_bytes, 400);
-        assert_int_equal(g.gaps, 1);
+        assert_int_equal(r.stats.aux_gaps_lost, 0);
+        assert_int_equal(g.gaps, 0);
+        assert_int_equal(g.fills, 1);
         assert_int_equal(k.page.aux_tail, k.aux_head);
+        for (size_t i = 4096 + 8 * 100; i < g.aux.len; i++)
+                assert_int_equal((uint8_t) g.aux.buf[i], 0x42);
 
-        /* Hardware data loss: PARTIAL, and the skipped bytes are a gap. */
+        /* Driver padding before a chunk: read as a fill of zeros, nothing lost. */
         n = kernel_aux(&k, buf, 50, 24, NULL);
         assert_int_equal(n, 50);
         kernel_publish(&k);
@@ -367,7 +378,10 @@ static void test_losses(void **state) {
         assert_int_equal(r.stats.partial, 1);
         assert_int_equal(r.stats.aux_gaps, 2);
         assert_int_equal(r.stats.aux_gap_bytes, 424);
-        assert_int_equal(g.aux.len, 4096 + 8 * 100 + 100 + 50);
+        assert_int_equal(g.fills, 2);
+        assert_int_equal(g.aux.len, 4096 + 8 * 100 + 400 + 100 + 24 + 50);
+        for (size_t i = 4096 + 8 * 100 + 400 + 100; i < 4096 + 8 * 100 + 400 + 100 + 24; i++)
+                assert_int_equal((uint8_t) g.aux.buf[i], 0);
 
         aux_ring_done(&r);
         kernel_done(&k);
