@@ -982,8 +982,9 @@ static int emit_one(struct gen *g) {
                 rec.has |= SPEGEN_HAS_TS;
         /* Context packets carry the TID (CONTEXTIDR_EL1 with
          * CONFIG_PID_IN_CONTEXTIDR); noise sometimes leaves them out, as a
-         * capture without CAP_PERFMON would. */
-        if (!(rec.scenario == SPEGEN_SC_NOISE && rng_pct(&g->rng, 10))) {
+         * capture without CAP_PERFMON would. no_context drops them all
+         * after the draw, so the rest of the stream stays the same. */
+        if (!(rec.scenario == SPEGEN_SC_NOISE && rng_pct(&g->rng, 10)) && !g->c->no_context) {
                 rec.has |= SPEGEN_HAS_CONTEXT;
                 rec.context = rec.tid;
         }

@@ -104,6 +104,7 @@ struct spegen_config {
         bool padded;              /* fixed 64-byte records, N1 style */
         enum spegen_pad_layout pad_layout; /* with padded only */
         bool ts;                  /* TIMESTAMP-terminated, else END */
+        bool no_context;          /* no CONTEXT packets (the truth keeps pid/tid) */
         double garbage_rate;      /* probability of a garbage run before a record */
         size_t chunk_size;        /* max AUXTRACE buffer size, >= SPEGEN_MIN_CHUNK */
 };

@@ -90,6 +90,7 @@ static void help(void) {
                "                        after the first one and before the terminator\n"
                "  --ts                  TIMESTAMP-terminated records (default: END)\n"
                "  --no-ts               END-terminated records\n"
+               "  --no-context          no CONTEXT packets (truth.csv keeps pid/tid)\n"
                "  --garbage RATE        probability 0..1 of bad bytes before a record\n"
                "  --pipe                pipe-mode perf.data\n"
                "  --chunk-size SIZE     max AUXTRACE buffer (default 4M)\n"
@@ -122,7 +123,7 @@ static int parse_rate(const char *s, double *ret) {
 
 enum {
         ARG_SEED = 0x100, ARG_RECORDS, ARG_CPUS, ARG_SCENARIO, ARG_OUT_DIR, ARG_PREFIX, ARG_PERF_DATA,
-        ARG_TRUTH, ARG_ELF, ARG_PADDED, ARG_TS, ARG_NO_TS, ARG_GARBAGE, ARG_PIPE, ARG_CHUNK, ARG_MIDR,
+        ARG_TRUTH, ARG_ELF, ARG_PADDED, ARG_TS, ARG_NO_TS, ARG_NO_CONTEXT, ARG_GARBAGE, ARG_PIPE, ARG_CHUNK, ARG_MIDR,
         ARG_PMU_TYPE, ARG_NO_BIN, ARG_NO_TRUTH, ARG_NO_PERF_DATA, ARG_PAD_LAYOUT,
 };
 
@@ -142,6 +143,7 @@ static int parse_args(int argc, char **argv, struct args *a) {
                 { "pad-layout",   required_argument, NULL, ARG_PAD_LAYOUT },
                 { "ts",           no_argument,       NULL, ARG_TS },
                 { "no-ts",        no_argument,       NULL, ARG_NO_TS },
+                { "no-context",   no_argument,       NULL, ARG_NO_CONTEXT },
                 { "garbage",      required_argument, NULL, ARG_GARBAGE },
                 { "pipe",         no_argument,       NULL, ARG_PIPE },
                 { "chunk-size",   required_argument, NULL, ARG_CHUNK },
@@ -223,6 +225,9 @@ static int parse_args(int argc, char **argv, struct args *a) {
                         break;
                 case ARG_NO_TS:
                         a->gen.ts = false;
+                        break;
+                case ARG_NO_CONTEXT:
+                        a->gen.no_context = true;
                         break;
                 case ARG_GARBAGE:
                         r = parse_rate(optarg, &a->gen.garbage_rate);
