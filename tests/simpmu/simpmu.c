@@ -1,0 +1,1673 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * armprofd-simpmu: a simulated Arm SPE PMU, preloaded (LD_PRELOAD) into the
+ * real armprofd or into a test. It plays the kernel's side of one arm_spe
+ * PMU type: perf_event_open(2) (through syscall(2)), mmap(2) of the user
+ * page, data ring and AUX area, the PERF_EVENT_IOC_* ioctls, read(2),
+ * poll/epoll wakeups, munmap(2) and close(2). Everything else goes to the
+ * real libc (dlsym(RTLD_NEXT)).
+ *
+ * What it reproduces, and where the kernel does it:
+ *  - kernel/events/core.c: perf_copy_attr() (attr.size, E2BIG),
+ *    sys_perf_event_open() (flags, freq/period, cpu checks, exclusive PMUs,
+ *    ENODEV for an offline CPU), perf_mmap() (the user page and data ring,
+ *    then the AUX area at user_page->aux_offset), _perf_ioctl(),
+ *    perf_poll() (EPOLLIN once per wakeup), perf_event_aux_event(),
+ *    perf_event_switch_output(), perf_log_itrace_start(), perf_log_throttle().
+ *  - kernel/events/ring_buffer.c: perf_output_begin() (CIRC_SPACE against
+ *    data_tail, PERF_RECORD_LOST for what had no room), perf_aux_output_begin()
+ *    / _end() / _skip() (aux_tail, the watermark, TRUNCATED disables).
+ *  - drivers/perf/arm_spe_pmu.c: arm_spe_pmu_event_init() (errno rules),
+ *    arm_spe_pmu_next_off() (padding, limits at the wakeup page), the
+ *    buffer-full interrupt (arm_spe_pmu_irq_handler()), arm_spe_pmu_stop()
+ *    committing what was written, arm_spe_pmu_buf_get_fault_act() (PARTIAL).
+ *
+ * The "hardware" is one producer thread per CPU writing the records of
+ * <dir>/cpuN.bin (as <dir>/cpuN.idx lists them) into the AUX area. The
+ * rings are a memfd: the reader's mappings and the producer's own are the
+ * same pages, so a reader that unmaps never pulls memory from under the
+ * producer (the kernel writes through its own vmap() too).
+ *
+ * Scenario keys, file formats and logs: tests/simpmu/README.md.
+ */
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <linux/perf_event.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SIM_EXPORT __attribute__((visibility("default")))
+#define SIM_MAX_CPUS 256
+#define SIM_MAX_FD 65536
+#define SIM_MAX_FAULTS 64
+#define SIM_MIN(a, b) ((a) < (b) ? (a) : (b))
+
+/* The driver's fixed format fields (drivers/perf/arm_spe_pmu.c, ATTR_CFG_FLD_*). */
+#define SPE_CFG_PA_ENABLE       (UINT64_C(1) << 1)
+#define SPE_CFG_PCT_ENABLE      (UINT64_C(1) << 2)
+/*
+ * PMSEVFR_EL1 bits that must be zero (arch/arm64/include/asm/sysreg.h
+ * PMSEVFR_EL1_RES0_IMP and _V1P1): arm_spe_pmu_event_init() refuses an
+ * event_filter (config1) with any of them, EOPNOTSUPP.
+ */
+#define PMSEVFR_RES0_IMP        (UINT64_C(0x0000ffff00000000) | UINT64_C(0x0000000000ff0000) | \
+                                 UINT64_C(0x0000000000000f00) | (UINT64_C(1) << 6) | (UINT64_C(1) << 4) | \
+                                 (UINT64_C(1) << 2) | (UINT64_C(1) << 0))
+#define PMSEVFR_RES0_V1P1       (PMSEVFR_RES0_IMP & ~((UINT64_C(1) << 18) | UINT64_C(0x30000) | UINT64_C(0xf00)))
+/* config3 of PERF_ATTR_SIZE_VER8 (include/uapi/linux/perf_event.h, Linux 6.3). */
+#define ATTR_SIZE_VER8          136U
+#define ATTR_CONFIG3_OFFSET     128U
+
+/* ---- the real libc ------------------------------------------------------ */
+
+static long (*real_syscall)(long, ...);
+static void *(*real_mmap)(void *, size_t, int, int, int, off_t);
+static int (*real_munmap)(void *, size_t);
+static int (*real_ioctl)(int, unsigned long, ...);
+static int (*real_close)(int);
+static ssize_t (*real_read)(int, void *, size_t);
+static int (*real_epoll_ctl)(int, int, int, struct epoll_event *);
+static int (*real_epoll_wait)(int, struct epoll_event *, int, int);
+static int (*real_epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
+static int (*real_poll)(struct pollfd *, nfds_t, int);
+static int (*real_ppoll)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
+
+#define REAL(name)                                                                      \
+        do {                                                                            \
+                if (!real_##name)                                                       \
+                        *(void **) &real_##name = dlsym(RTLD_NEXT, #name);              \
+        } while (0)
+
+__attribute__((constructor)) static void sim_resolve(void) {
+        REAL(syscall);
+        REAL(mmap);
+        REAL(munmap);
+        REAL(ioctl);
+        REAL(close);
+        REAL(read);
+        REAL(epoll_ctl);
+        REAL(epoll_wait);
+        REAL(epoll_pwait);
+        REAL(poll);
+        REAL(ppoll);
+}
+
+/* ---- scenario ------------------------------------------------------------ */
+
+struct fault {
+        unsigned cpu;
+        uint64_t a, b;
+};
+
+struct fault_list {
+        struct fault f[SIM_MAX_FAULTS];
+        size_t n;
+};
+
+static struct {
+        bool loaded;
+        char dir[PATH_MAX];
+        char online_path[PATH_MAX];
+        uint32_t type;
+        bool cpus[SIM_MAX_CPUS];
+        unsigned nr_cpu_ids;            /* possible CPUs: perf_event_alloc() wants cpu below it */
+        double rate;                    /* records per second per CPU, 0: as fast as the ring allows */
+        bool noperfmon;
+        bool eacces[SIM_MAX_CPUS];
+        uint64_t ebusy_left[SIM_MAX_CPUS];
+        uint64_t mmap_limit;            /* 0: none */
+        int mmap_errno;
+        unsigned attr_size;             /* the kernel's sizeof(struct perf_event_attr) */
+        unsigned pmsver;                /* 1: SPEv1 (IMP), 2: SPEv1p1 */
+        uint64_t align, max_record;     /* PMBIDR_EL1.Align, PMSIDR_EL1.MaxSize as bytes */
+        uint64_t time_zero;
+        uint32_t time_mult;
+        uint16_t time_shift;
+        struct fault_list collision, partial, split, lost, lost_samples, throttle;
+} S;
+
+/* ---- per CPU, per event ---------------------------------------------------- */
+
+struct rec {
+        uint64_t off, size, ts;
+        uint32_t pid, tid;
+};
+
+struct sim_event;
+
+struct sim_cpu {
+        unsigned cpu;
+        bool loaded, started;
+        uint8_t *bin;
+        size_t bin_size;
+        struct rec *rec;
+        size_t n_rec;
+        pthread_t thread;
+        pthread_cond_t cond;
+        struct sim_event *ev;           /* the open SPE event (exclusive PMU: at most one) */
+        uint32_t cur_pid, cur_tid;      /* the task running (for sample_id, switches) */
+        uint64_t now;                   /* perf time of the last record */
+        uint64_t written, dropped;
+        uint64_t throttle_left;
+        bool unthrottle_pending;
+        FILE *dropped_f;
+        bool offline;
+        struct timespec online_checked;
+};
+
+struct user_map {
+        void *addr;
+        size_t len;
+        bool aux;
+};
+
+struct sim_event {
+        int fd;
+        unsigned cpu;
+        uint64_t id;
+        uint8_t attr_raw[ATTR_SIZE_VER8];
+        struct perf_event_attr attr;
+        int memfd;
+        size_t page;
+        /* rings: the producer's own mappings */
+        struct perf_event_mmap_page *up;
+        uint8_t *data;
+        size_t data_size;               /* 0 until mapped */
+        size_t data_len;                /* bytes of the first mapping (user page + ring) */
+        uint8_t *aux;
+        size_t aux_size;                /* 0 until mapped */
+        uint64_t aux_pgoff;
+        struct user_map maps[8];
+        size_t n_maps;
+        /* ring_buffer.c state */
+        uint64_t data_head, data_wakeup, data_watermark, data_lost;
+        uint64_t rb_aux_head, aux_wakeup, aux_watermark;
+        /* perf_output_handle of the AUX session */
+        bool hw_active;
+        uint64_t h_head, h_size, h_wakeup, h_flags;
+        uint64_t hw_pos, limit_pos;
+        /* event state */
+        bool on;                        /* enabled (not OFF) */
+        bool dead;                      /* its CPU went offline: never scheduled again */
+        bool aux_gone;                  /* the AUX area was unmapped: rb_free_aux() */
+        bool itrace_done;
+        uint64_t n_aux_records;
+        size_t *pending;                /* records written since the last commit */
+        size_t n_pending, cap_pending;
+};
+
+static pthread_mutex_t G = PTHREAD_MUTEX_INITIALIZER;
+static struct sim_cpu CPU[SIM_MAX_CPUS];
+static struct sim_event *FD[SIM_MAX_FD];
+static struct sim_event *EVS[SIM_MAX_CPUS];     /* the open ones: at most one per CPU */
+static size_t n_evs;
+static uint64_t next_id = 1;
+static int log_fd = -1;
+
+/* Epoll registrations of our fds: perf_poll() reports EPOLLIN once per wakeup. */
+static struct {
+        int epfd;
+        uint64_t data;
+        int fd;
+} EP[256];
+static size_t n_ep;
+
+static struct sim_event *ev_of(int fd) {
+        if (fd < 0 || fd >= SIM_MAX_FD)
+                return NULL;
+        return __atomic_load_n(&FD[fd], __ATOMIC_ACQUIRE);
+}
+
+static void sim_log(const char *fmt, ...) {
+        char buf[512];
+        va_list ap;
+        int n;
+
+        if (log_fd < 0)
+                return;
+        va_start(ap, fmt);
+        n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+                return;
+        n = SIM_MIN(n, (int) sizeof(buf) - 2);
+        buf[n++] = '\n';
+        /* One write per line, O_APPEND: lines of several threads do not mix. */
+        if (write(log_fd, buf, (size_t) n) < 0)
+                return;
+}
+
+static const char *errno_name(int e) {
+        switch (e) {
+        case EACCES: return "EACCES";
+        case EPERM: return "EPERM";
+        case EBUSY: return "EBUSY";
+        case ENODEV: return "ENODEV";
+        case ENOENT: return "ENOENT";
+        case EINVAL: return "EINVAL";
+        case E2BIG: return "E2BIG";
+        case ENOMEM: return "ENOMEM";
+        case EOPNOTSUPP: return "EOPNOTSUPP";
+        default: return "E?";
+        }
+}
+
+static int parse_cpulist(const char *s, bool *set, unsigned *ret_max) {
+        unsigned max = 0;
+
+        memset(set, 0, sizeof(bool) * SIM_MAX_CPUS);
+        while (*s && *s != '\n') {
+                char *end;
+                unsigned long a = strtoul(s, &end, 10), b = a;
+
+                if (end == s)
+                        return -EINVAL;
+                if (*end == '-') {
+                        s = end + 1;
+                        b = strtoul(s, &end, 10);
+                        if (end == s)
+                                return -EINVAL;
+                }
+                if (a > b || b >= SIM_MAX_CPUS)
+                        return -EINVAL;
+                for (unsigned long c = a; c <= b; c++)
+                        set[c] = true;
+                max = (unsigned) (b + 1 > max ? b + 1 : max);
+                s = end;
+                if (*s == ',')
+                        s++;
+        }
+        if (ret_max)
+                *ret_max = max;
+        return 0;
+}
+
+/* "CPU:A" or "CPU:A:B" */
+static void add_fault(struct fault_list *l, const char *v) {
+        struct fault f = {};
+        char *end;
+
+        if (l->n >= SIM_MAX_FAULTS)
+                return;
+        f.cpu = (unsigned) strtoul(v, &end, 10);
+        if (*end == ':')
+                f.a = strtoull(end + 1, &end, 10);
+        if (*end == ':')
+                f.b = strtoull(end + 1, &end, 10);
+        if (f.cpu < SIM_MAX_CPUS)
+                l->f[l->n++] = f;
+}
+
+static const struct fault *find_fault(const struct fault_list *l, unsigned cpu, uint64_t a) {
+        for (size_t i = 0; i < l->n; i++)
+                if (l->f[i].cpu == cpu && l->f[i].a == a)
+                        return &l->f[i];
+        return NULL;
+}
+
+static void load_scenario(void) {
+        const char *dir = getenv("ARMPROFD_SIMPMU_DIR"), *root = getenv("ARMPROFD_SYSFS_ROOT");
+        char path[PATH_MAX + 32], line[512];
+        FILE *f;
+
+        if (S.loaded)
+                return;
+        S.loaded = true;
+        /* Defaults: an N1 (PMSIDR_EL1.MaxSize 64 bytes), a 25 MHz generic timer. */
+        S.type = UINT32_MAX;
+        S.mmap_errno = EPERM;
+        S.attr_size = ATTR_SIZE_VER8;
+        S.pmsver = 2;
+        S.align = 1;
+        S.max_record = 64;
+        S.time_zero = UINT64_C(1000000000);
+        S.time_shift = 24;
+        S.time_mult = 40U << 24;        /* 40 ns per tick */
+        S.nr_cpu_ids = SIM_MAX_CPUS;
+        if (!dir)
+                return;
+        snprintf(S.dir, sizeof(S.dir), "%s", dir);
+        snprintf(S.online_path, sizeof(S.online_path), "%s/devices/system/cpu/online", root ? root : "/sys");
+        snprintf(path, sizeof(path), "%s/sim.log", dir);
+        log_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        snprintf(path, sizeof(path), "%s/scenario", dir);
+        f = fopen(path, "re");
+        if (!f) {
+                sim_log("scenario: cannot open %s: %s", path, strerror(errno));
+                return;
+        }
+        while (fgets(line, sizeof(line), f)) {
+                char *k = line, *v, *nl;
+
+                while (*k == ' ' || *k == '\t')
+                        k++;
+                if (*k == '#' || *k == '\n' || !*k)
+                        continue;
+                nl = strchr(k, '\n');
+                if (nl)
+                        *nl = 0;
+                v = strchr(k, '=');
+                if (!v)
+                        continue;
+                *v++ = 0;
+                if (!strcmp(k, "type"))
+                        S.type = (uint32_t) strtoul(v, NULL, 10);
+                else if (!strcmp(k, "cpus"))
+                        (void) parse_cpulist(v, S.cpus, NULL);
+                else if (!strcmp(k, "rate"))
+                        S.rate = strtod(v, NULL);
+                else if (!strcmp(k, "noperfmon"))
+                        S.noperfmon = atoi(v) != 0;
+                else if (!strcmp(k, "eacces_cpus"))
+                        (void) parse_cpulist(v, S.eacces, NULL);
+                else if (!strcmp(k, "ebusy")) {
+                        struct fault_list l = {};
+
+                        add_fault(&l, v);
+                        if (l.n)
+                                S.ebusy_left[l.f[0].cpu] = l.f[0].a;
+                } else if (!strcmp(k, "mmap_limit"))
+                        S.mmap_limit = strtoull(v, NULL, 0);
+                else if (!strcmp(k, "mmap_errno"))
+                        S.mmap_errno = !strcmp(v, "ENOMEM") ? ENOMEM : EPERM;
+                else if (!strcmp(k, "attr_size"))
+                        S.attr_size = (unsigned) strtoul(v, NULL, 0);
+                else if (!strcmp(k, "pmsver"))
+                        S.pmsver = (unsigned) strtoul(v, NULL, 0);
+                else if (!strcmp(k, "align"))
+                        S.align = strtoull(v, NULL, 0);
+                else if (!strcmp(k, "max_record"))
+                        S.max_record = strtoull(v, NULL, 0);
+                else if (!strcmp(k, "time_zero"))
+                        S.time_zero = strtoull(v, NULL, 0);
+                else if (!strcmp(k, "time_mult"))
+                        S.time_mult = (uint32_t) strtoul(v, NULL, 0);
+                else if (!strcmp(k, "time_shift"))
+                        S.time_shift = (uint16_t) strtoul(v, NULL, 0);
+                else if (!strcmp(k, "collision"))
+                        add_fault(&S.collision, v);
+                else if (!strcmp(k, "partial"))
+                        add_fault(&S.partial, v);
+                else if (!strcmp(k, "split"))
+                        add_fault(&S.split, v);
+                else if (!strcmp(k, "lost"))
+                        add_fault(&S.lost, v);
+                else if (!strcmp(k, "lost_samples"))
+                        add_fault(&S.lost_samples, v);
+                else if (!strcmp(k, "throttle"))
+                        add_fault(&S.throttle, v);
+                else
+                        sim_log("scenario: unknown key %s", k);
+        }
+        fclose(f);
+        if (S.align == 0 || (S.align & (S.align - 1)))
+                S.align = 1;
+        if (root) {
+                bool possible[SIM_MAX_CPUS];
+                unsigned n;
+
+                snprintf(path, sizeof(path), "%s/devices/system/cpu/possible", root);
+                f = fopen(path, "re");
+                if (f) {
+                        if (fgets(line, sizeof(line), f) && parse_cpulist(line, possible, &n) == 0 && n > 0)
+                                S.nr_cpu_ids = n;
+                        fclose(f);
+                }
+        }
+        sim_log("scenario type=%" PRIu32 " rate=%g", S.type, S.rate);
+}
+
+static bool cpu_online(unsigned cpu) {
+        bool set[SIM_MAX_CPUS];
+        char line[512];
+        FILE *f = fopen(S.online_path, "re");
+        bool r = true;
+
+        if (!f)
+                return true;
+        if (fgets(line, sizeof(line), f) && parse_cpulist(line, set, NULL) == 0)
+                r = cpu < SIM_MAX_CPUS && set[cpu];
+        fclose(f);
+        return r;
+}
+
+static int read_file(const char *path, uint8_t **ret, size_t *ret_size) {
+        struct stat st;
+        uint8_t *b;
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        size_t got = 0;
+
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0) {
+                real_close(fd);
+                return -errno;
+        }
+        b = malloc((size_t) st.st_size + 1);
+        if (!b) {
+                real_close(fd);
+                return -ENOMEM;
+        }
+        while (got < (size_t) st.st_size) {
+                ssize_t n = real_read(fd, b + got, (size_t) st.st_size - got);
+
+                if (n <= 0)
+                        break;
+                got += (size_t) n;
+        }
+        real_close(fd);
+        *ret = b;
+        *ret_size = got;
+        return 0;
+}
+
+/* cpuN.bin and cpuN.idx ("offset size timestamp pid tid" per line). */
+static void load_cpu(struct sim_cpu *c) {
+        char path[PATH_MAX + 32], line[256];
+        FILE *f;
+        size_t cap = 0;
+
+        if (c->loaded)
+                return;
+        c->loaded = true;
+        pthread_cond_init(&c->cond, NULL);
+        snprintf(path, sizeof(path), "%s/cpu%u.bin", S.dir, c->cpu);
+        if (read_file(path, &c->bin, &c->bin_size) < 0)
+                return;
+        snprintf(path, sizeof(path), "%s/cpu%u.idx", S.dir, c->cpu);
+        f = fopen(path, "re");
+        if (!f)
+                return;
+        while (fgets(line, sizeof(line), f)) {
+                struct rec r;
+                unsigned long long off, size, ts;
+                unsigned pid, tid;
+
+                if (sscanf(line, "%llu %llu %llu %u %u", &off, &size, &ts, &pid, &tid) != 5)
+                        continue;
+                r = (struct rec) { .off = off, .size = size, .ts = ts, .pid = pid, .tid = tid };
+                if (r.off + r.size > c->bin_size || r.size == 0)
+                        continue;
+                if (c->n_rec == cap) {
+                        struct rec *n;
+
+                        cap = cap ? cap * 2 : 1024;
+                        n = realloc(c->rec, cap * sizeof(*n));
+                        if (!n)
+                                break;
+                        c->rec = n;
+                }
+                c->rec[c->n_rec++] = r;
+        }
+        fclose(f);
+        if (c->n_rec) {
+                c->cur_pid = c->rec[0].pid;
+                c->cur_tid = c->rec[0].tid;
+        }
+        snprintf(path, sizeof(path), "%s/cpu%u.dropped", S.dir, c->cpu);
+        c->dropped_f = fopen(path, "we");
+}
+
+/* ---- time: perf's tsc_to_perf_time() (tools/perf/util/tsc.c) ------------------ */
+
+static uint64_t perf_time(uint64_t cyc) {
+        uint64_t quot = cyc >> S.time_shift, rem = cyc & ((UINT64_C(1) << S.time_shift) - 1);
+
+        return S.time_zero + quot * S.time_mult + ((rem * S.time_mult) >> S.time_shift);
+}
+
+/* ---- the data ring: kernel/events/ring_buffer.c ---------------------------------- */
+
+static void signal_event(struct sim_event *e) {
+        uint64_t one = 1;
+
+        /* perf_output_wakeup() -> perf_poll() reports EPOLLIN. */
+        if (write(e->fd, &one, sizeof(one)) < 0)
+                return;
+}
+
+/* The sample_id trailer (perf_event__output_id_sample(), __perf_event_header__init_id()). */
+static size_t id_size(const struct sim_event *e) {
+        uint64_t t = e->attr.sample_type;
+        size_t n = 0;
+
+        if (!e->attr.sample_id_all)
+                return 0;
+        n += (t & PERF_SAMPLE_TID) ? 8 : 0;
+        n += (t & PERF_SAMPLE_TIME) ? 8 : 0;
+        n += (t & PERF_SAMPLE_ID) ? 8 : 0;
+        n += (t & PERF_SAMPLE_STREAM_ID) ? 8 : 0;
+        n += (t & PERF_SAMPLE_CPU) ? 8 : 0;
+        n += (t & PERF_SAMPLE_IDENTIFIER) ? 8 : 0;
+        return n;
+}
+
+static size_t put_id(const struct sim_event *e, uint8_t *p, uint32_t pid, uint32_t tid, uint64_t time) {
+        uint64_t t = e->attr.sample_type;
+        size_t n = 0;
+
+        if (!e->attr.sample_id_all)
+                return 0;
+        if (t & PERF_SAMPLE_TID) {
+                memcpy(p + n, &pid, 4);
+                memcpy(p + n + 4, &tid, 4);
+                n += 8;
+        }
+        if (t & PERF_SAMPLE_TIME) {
+                memcpy(p + n, &time, 8);
+                n += 8;
+        }
+        if (t & PERF_SAMPLE_ID) {
+                memcpy(p + n, &e->id, 8);
+                n += 8;
+        }
+        if (t & PERF_SAMPLE_STREAM_ID) {
+                memcpy(p + n, &e->id, 8);
+                n += 8;
+        }
+        if (t & PERF_SAMPLE_CPU) {
+                uint32_t cpu = e->cpu, res = 0;
+
+                memcpy(p + n, &cpu, 4);
+                memcpy(p + n + 4, &res, 4);
+                n += 8;
+        }
+        if (t & PERF_SAMPLE_IDENTIFIER) {
+                memcpy(p + n, &e->id, 8);
+                n += 8;
+        }
+        return n;
+}
+
+static void ring_put(struct sim_event *e, uint64_t pos, const void *src, size_t n) {
+        size_t off = (size_t) (pos & (e->data_size - 1)), first = SIM_MIN(n, e->data_size - off);
+
+        memcpy(e->data + off, src, first);
+        memcpy(e->data, (const uint8_t *) src + first, n - first);
+}
+
+/* CIRC_SPACE(head, tail, size) of include/linux/circ_buf.h: one byte always stays free. */
+static uint64_t circ_space(uint64_t head, uint64_t tail, uint64_t size) {
+        return (tail - (head + 1)) & (size - 1);
+}
+
+/*
+ * perf_output_begin() + copy + perf_output_end(): rec is a whole record
+ * without its sample_id, which is appended here. No room: counted, and a
+ * PERF_RECORD_LOST goes before the next record that fits.
+ */
+static void data_output(struct sim_event *e, uint8_t *rec, size_t len, uint64_t time) {
+        uint8_t lost[64], buf[128];
+        size_t n_id = id_size(e), lost_len = 0, total;
+        uint64_t tail;
+        struct perf_event_header h;
+
+        if (!e->data_size || len + n_id > sizeof(buf)) {
+                e->data_lost++;
+                return;
+        }
+        memcpy(buf, rec, len);
+        len += put_id(e, buf + len, CPU[e->cpu].cur_pid, CPU[e->cpu].cur_tid, time);
+        memcpy(&h, buf, sizeof(h));
+        h.size = (uint16_t) len;
+        memcpy(buf, &h, sizeof(h));
+
+        if (e->data_lost) {
+                struct perf_event_header lh = { .type = PERF_RECORD_LOST, .misc = 0 };
+
+                lost_len = sizeof(lh) + 16;
+                lost_len += put_id(e, lost + lost_len, CPU[e->cpu].cur_pid, CPU[e->cpu].cur_tid, time);
+                lh.size = (uint16_t) lost_len;
+                memcpy(lost, &lh, sizeof(lh));
+                memcpy(lost + sizeof(lh), &e->id, 8);
+                memcpy(lost + sizeof(lh) + 8, &e->data_lost, 8);
+        }
+        total = lost_len + len;
+        /* The reader's data_tail: acquire pairs with its release once it is done with the bytes. */
+        tail = __atomic_load_n(&e->up->data_tail, __ATOMIC_ACQUIRE);
+        if (circ_space(e->data_head, tail, e->data_size) < total) {
+                e->data_lost++;
+                return;
+        }
+        if (lost_len) {
+                sim_log("cpu=%u data_lost n=%" PRIu64, e->cpu, e->data_lost);
+                ring_put(e, e->data_head, lost, lost_len);
+                e->data_head += lost_len;
+                e->data_lost = 0;
+        }
+        ring_put(e, e->data_head, buf, len);
+        e->data_head += len;
+        /* The bytes, then data_head (perf_output_put_handle(): smp_wmb(), WRITE_ONCE()). */
+        __atomic_store_n(&e->up->data_head, e->data_head, __ATOMIC_RELEASE);
+        if (e->data_head - e->data_wakeup > e->data_watermark) {
+                e->data_wakeup += e->data_watermark;
+                signal_event(e);
+        }
+}
+
+/* ---- records the kernel writes for the event ----------------------------------- */
+
+static void emit_aux(struct sim_event *e, uint64_t off, uint64_t size, uint64_t flags) {
+        uint8_t r[8 + 24];
+        struct perf_event_header h = { .type = PERF_RECORD_AUX };
+
+        memcpy(r, &h, sizeof(h));
+        memcpy(r + 8, &off, 8);
+        memcpy(r + 16, &size, 8);
+        memcpy(r + 24, &flags, 8);
+        data_output(e, r, sizeof(r), CPU[e->cpu].now);
+}
+
+static void emit_lost(struct sim_event *e, uint64_t n) {
+        uint8_t r[8 + 16];
+        struct perf_event_header h = { .type = PERF_RECORD_LOST };
+
+        memcpy(r, &h, sizeof(h));
+        memcpy(r + 8, &e->id, 8);
+        memcpy(r + 16, &n, 8);
+        data_output(e, r, sizeof(r), CPU[e->cpu].now);
+}
+
+static void emit_lost_samples(struct sim_event *e, uint64_t n) {
+        uint8_t r[8 + 8];
+        struct perf_event_header h = { .type = PERF_RECORD_LOST_SAMPLES };
+
+        memcpy(r, &h, sizeof(h));
+        memcpy(r + 8, &n, 8);
+        data_output(e, r, sizeof(r), CPU[e->cpu].now);
+}
+
+/* perf_log_throttle(): {time, id, stream_id} */
+static void emit_throttle(struct sim_event *e, bool enable) {
+        uint8_t r[8 + 24];
+        struct perf_event_header h = { .type = enable ? PERF_RECORD_UNTHROTTLE : PERF_RECORD_THROTTLE };
+        uint64_t t = CPU[e->cpu].now;
+
+        memcpy(r, &h, sizeof(h));
+        memcpy(r + 8, &t, 8);
+        memcpy(r + 16, &e->id, 8);
+        memcpy(r + 24, &e->id, 8);
+        data_output(e, r, sizeof(r), t);
+}
+
+static void emit_itrace_start(struct sim_event *e) {
+        uint8_t r[8 + 8];
+        struct perf_event_header h = { .type = PERF_RECORD_ITRACE_START };
+        struct sim_cpu *c = &CPU[e->cpu];
+
+        memcpy(r, &h, sizeof(h));
+        memcpy(r + 8, &c->cur_pid, 4);
+        memcpy(r + 12, &c->cur_tid, 4);
+        data_output(e, r, sizeof(r), c->now);
+}
+
+/*
+ * perf_event_switch_output(): the switch-out record carries the next task
+ * and the previous one's sample_id, the switch-in record the previous task
+ * and the next one's sample_id.
+ */
+static void emit_switch(struct sim_event *e, uint32_t ppid, uint32_t ptid, uint32_t npid, uint32_t ntid,
+                        uint64_t t_out, uint64_t t_in) {
+        struct sim_cpu *c = &CPU[e->cpu];
+        uint8_t r[8 + 8];
+        struct perf_event_header h = {
+                .type = PERF_RECORD_SWITCH_CPU_WIDE,
+                /* The threads are preempted, not blocked: SWITCH_OUT_PREEMPT too. */
+                .misc = PERF_RECORD_MISC_SWITCH_OUT | PERF_RECORD_MISC_SWITCH_OUT_PREEMPT,
+        };
+
+        memcpy(r, &h, sizeof(h));
+        memcpy(r + 8, &npid, 4);
+        memcpy(r + 12, &ntid, 4);
+        c->cur_pid = ppid;
+        c->cur_tid = ptid;
+        data_output(e, r, sizeof(r), t_out);
+
+        h.misc = 0;
+        memcpy(r, &h, sizeof(h));
+        memcpy(r + 8, &ppid, 4);
+        memcpy(r + 12, &ptid, 4);
+        c->cur_pid = npid;
+        c->cur_tid = ntid;
+        data_output(e, r, sizeof(r), t_in);
+}
+
+/* ---- the AUX area: ring_buffer.c perf_aux_output_*() and the driver ------------- */
+
+static void drop(struct sim_cpu *c, size_t idx, const char *why) {
+        c->dropped++;
+        if (c->dropped_f) {
+                fprintf(c->dropped_f, "%zu %s\n", idx, why);
+                fflush(c->dropped_f);
+        }
+}
+
+static void pending_add(struct sim_event *e, size_t idx) {
+        if (e->n_pending == e->cap_pending) {
+                size_t cap = e->cap_pending ? e->cap_pending * 2 : 256;
+                size_t *n = realloc(e->pending, cap * sizeof(*n));
+
+                if (!n)
+                        abort();
+                e->pending = n;
+                e->cap_pending = cap;
+        }
+        e->pending[e->n_pending++] = idx;
+}
+
+/* rb_need_aux_wakeup() */
+static bool need_aux_wakeup(struct sim_event *e) {
+        if (e->rb_aux_head - e->aux_wakeup >= e->aux_watermark) {
+                e->aux_wakeup = e->rb_aux_head - e->rb_aux_head % e->aux_watermark;
+                return true;
+        }
+        return false;
+}
+
+/* perf_aux_output_end(): commit size bytes from handle->head. */
+static void aux_output_end(struct sim_event *e, uint64_t size) {
+        struct sim_cpu *c = &CPU[e->cpu];
+        uint64_t aux_head = e->rb_aux_head, flags = e->h_flags;
+        bool wakeup = flags & PERF_AUX_FLAG_TRUNCATED;
+
+        e->rb_aux_head += size;
+        /* "Only send RECORD_AUX if we have something useful to communicate" */
+        if (size || flags) {
+                const struct fault *f;
+
+                e->n_aux_records++;
+                if (find_fault(&S.collision, e->cpu, e->n_aux_records))
+                        flags |= PERF_AUX_FLAG_COLLISION;
+                f = find_fault(&S.lost, e->cpu, e->n_aux_records);
+                if (f) {
+                        /* The record has no room in the data ring: the reader sees a gap. */
+                        emit_lost(e, f->b);
+                        for (size_t i = 0; i < e->n_pending; i++)
+                                drop(c, e->pending[i], "lost");
+                        sim_log("cpu=%u lost aux=%" PRIu64 " offset=%" PRIu64 " size=%" PRIu64 " records=%zu", e->cpu,
+                                e->n_aux_records, aux_head, size, e->n_pending);
+                } else {
+                        emit_aux(e, aux_head, size, flags);
+                        sim_log("cpu=%u aux n=%" PRIu64 " offset=%" PRIu64 " size=%" PRIu64 " flags=0x%" PRIx64
+                                " records=%zu", e->cpu, e->n_aux_records, aux_head, size, flags, e->n_pending);
+                }
+        }
+        e->n_pending = 0;
+        /* Readers may take the bytes once aux_head says so (WRITE_ONCE after the data). */
+        __atomic_store_n(&e->up->aux_head, e->rb_aux_head, __ATOMIC_RELEASE);
+        if (need_aux_wakeup(e))
+                wakeup = true;
+        if (wakeup) {
+                if (flags & PERF_AUX_FLAG_TRUNCATED) {
+                        /* pending_disable: the event goes OFF until PERF_EVENT_IOC_ENABLE. */
+                        e->on = false;
+                        sim_log("cpu=%u truncate flags=0x%" PRIx64 " offset=%" PRIu64 " size=%" PRIu64, e->cpu, flags,
+                                aux_head, size);
+                }
+                signal_event(e);
+        }
+        e->hw_active = false;
+        e->h_flags = 0;
+}
+
+/* perf_aux_output_skip() via arm_spe_pmu_pad_buf(): 0x00 bytes outside any AUX record. */
+static void pad_buf(struct sim_event *e, uint64_t len) {
+        uint64_t off = e->h_head & (e->aux_size - 1);
+
+        if (len > e->h_size)
+                return;
+        memset(e->aux + off, 0, (size_t) len);
+        e->rb_aux_head += len;
+        __atomic_store_n(&e->up->aux_head, e->rb_aux_head, __ATOMIC_RELEASE);
+        if (need_aux_wakeup(e)) {
+                signal_event(e);
+                e->h_wakeup = e->aux_wakeup + e->aux_watermark;
+        }
+        e->h_head = e->rb_aux_head;
+        e->h_size -= len;
+}
+
+static uint64_t round_down(uint64_t x, uint64_t a) {
+        return x - x % a;
+}
+
+static uint64_t round_up(uint64_t x, uint64_t a) {
+        return round_down(x + a - 1, a);
+}
+
+/* __arm_spe_pmu_next_off(): the limit as an offset in the buffer, 0 after a truncation. */
+static uint64_t next_off_inner(struct sim_event *e) {
+        uint64_t bufsize = e->aux_size, limit = bufsize, head, tail, wakeup;
+
+        head = e->h_head & (bufsize - 1);
+        if (head % S.align) {
+                uint64_t delta = SIM_MIN(round_up(head, S.align) - head, e->h_size);
+
+                pad_buf(e, delta);
+                head = e->h_head & (bufsize - 1);
+        }
+        if (!e->h_size)
+                goto no_space;
+        tail = (e->h_head + e->h_size) & (bufsize - 1);
+        wakeup = e->h_wakeup & (bufsize - 1);
+        if (head < tail)
+                limit = round_down(tail, e->page);
+        if (e->h_wakeup < e->h_head + e->h_size && head <= wakeup)
+                limit = SIM_MIN(limit, round_up(wakeup, e->page));
+        if (limit > head)
+                return limit;
+        pad_buf(e, e->h_size);
+no_space:
+        e->h_flags |= PERF_AUX_FLAG_TRUNCATED;
+        aux_output_end(e, 0);
+        return 0;
+}
+
+/* arm_spe_pmu_next_off(): never leave less than a record before the limit. */
+static uint64_t next_off(struct sim_event *e) {
+        uint64_t limit = next_off_inner(e), head = e->h_head & (e->aux_size - 1);
+
+        if (limit && limit - head < S.max_record) {
+                pad_buf(e, limit - head);
+                limit = next_off_inner(e);
+        }
+        return limit;
+}
+
+/* arm_spe_perf_aux_output_begin() around perf_aux_output_begin(). */
+static void aux_output_begin(struct sim_event *e) {
+        uint64_t tail, limit;
+
+        e->hw_active = false;
+        if (!e->aux_size || !e->data_size || e->aux_gone)
+                return;         /* no AUX buffer: PERF_HES_STOPPED, no record */
+        e->h_head = e->rb_aux_head;
+        e->h_size = 0;
+        e->h_flags = 0;
+        tail = __atomic_load_n(&e->up->aux_tail, __ATOMIC_ACQUIRE);
+        e->h_wakeup = e->aux_wakeup + e->aux_watermark;
+        if (e->rb_aux_head - tail < e->aux_size)
+                e->h_size = circ_space(e->rb_aux_head, tail, e->aux_size);
+        if (!e->h_size) {
+                /* No room at all: pending_disable and a wakeup, no AUX record. */
+                e->on = false;
+                sim_log("cpu=%u full head=%" PRIu64 " tail=%" PRIu64, e->cpu, e->rb_aux_head, tail);
+                signal_event(e);
+                return;
+        }
+        e->hw_active = true;
+        limit = next_off(e);
+        if (!limit) {
+                e->hw_active = false;
+                return;
+        }
+        e->hw_pos = e->h_head;
+        e->limit_pos = e->h_head - (e->h_head & (e->aux_size - 1)) + limit;
+}
+
+/* The hardware stopped at the limit: the buffer-full interrupt, arm_spe_pmu_irq_handler(). */
+static void buffer_full(struct sim_event *e) {
+        aux_output_end(e, e->hw_pos - e->h_head);
+        if (e->on)
+                aux_output_begin(e);
+}
+
+static void aux_put(struct sim_event *e, const uint8_t *src, size_t n) {
+        size_t off = (size_t) (e->hw_pos & (e->aux_size - 1));
+
+        /* next_off() never lets a record cross the ring's end. */
+        memcpy(e->aux + off, src, n);
+        e->hw_pos += n;
+}
+
+/* Could the hardware write n bytes now? Takes the buffer-full interrupts it needs to. */
+static bool hw_room(struct sim_event *e, uint64_t n) {
+        for (int i = 0; i < 4; i++) {
+                if (!e->on || e->dead || !e->hw_active)
+                        return false;
+                if (e->hw_pos + n <= e->limit_pos)
+                        return true;
+                buffer_full(e);
+        }
+        return false;
+}
+
+static void hw_stop(struct sim_event *e) {
+        /* arm_spe_pmu_stop(PERF_EF_UPDATE) -> arm_spe_perf_aux_output_end() */
+        if (e->hw_active)
+                aux_output_end(e, e->hw_pos - e->h_head);
+}
+
+static void hw_start(struct sim_event *e) {
+        if (!e->itrace_done && e->data_size) {
+                e->itrace_done = true;
+                emit_itrace_start(e);
+        }
+        aux_output_begin(e);
+}
+
+/* ---- the producer: one "core" per CPU ---------------------------------------- */
+
+static void check_online(struct sim_cpu *c) {
+        struct timespec now;
+        bool offline;
+
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (c->online_checked.tv_sec &&
+            (now.tv_sec - c->online_checked.tv_sec) * 1000000000L + (now.tv_nsec - c->online_checked.tv_nsec) <
+                    10000000L)
+                return;
+        c->online_checked = now;
+        offline = !cpu_online(c->cpu);
+        if (offline == c->offline)
+                return;
+        c->offline = offline;
+        sim_log("cpu=%u %s", c->cpu, offline ? "offline" : "online");
+        if (offline && c->ev && !c->ev->dead) {
+                /* perf_event_exit_cpu(): the CPU's events are stopped and never scheduled again. */
+                hw_stop(c->ev);
+                c->ev->on = false;
+                c->ev->dead = true;
+                signal_event(c->ev);
+        }
+}
+
+/* Can record i be written now (or, rate 0, should the core wait)? */
+static bool writable(struct sim_cpu *c, size_t i) {
+        struct sim_event *e = c->ev;
+
+        check_online(c);
+        return !c->offline && e && hw_room(e, c->rec[i].size);
+}
+
+static void process_record(struct sim_cpu *c, size_t i) {
+        const struct rec *r = &c->rec[i];
+        struct sim_event *e = c->ev;
+        const struct fault *f;
+        bool live = e && e->on && !e->dead && e->data_size;
+        uint64_t prev = c->now, t = perf_time(r->ts);
+        size_t half = (size_t) (r->size / 2);
+
+        c->now = t;
+        if (c->unthrottle_pending) {
+                c->unthrottle_pending = false;
+                if (e && e->data_size)
+                        emit_throttle(e, true);
+        }
+        /* The scheduler runs whatever SPE does; only an event that is on hears of it. */
+        if (r->tid != c->cur_tid || r->pid != c->cur_pid) {
+                uint64_t t_out = prev + (t - prev) / 2, t_in = t_out + 1 <= t ? t_out + 1 : t;
+
+                if (live && e->attr.context_switch)
+                        emit_switch(e, c->cur_pid, c->cur_tid, r->pid, r->tid, t_out, t_in);
+                c->cur_pid = r->pid;
+                c->cur_tid = r->tid;
+        }
+        f = find_fault(&S.lost_samples, c->cpu, i);
+        if (f && e && e->data_size)
+                emit_lost_samples(e, f->b);
+        f = find_fault(&S.throttle, c->cpu, i);
+        if (f && f->b > 0) {
+                if (e && e->data_size)
+                        emit_throttle(e, false);
+                c->throttle_left = f->b;
+        }
+        if (c->throttle_left > 0) {
+                if (--c->throttle_left == 0)
+                        c->unthrottle_pending = true;
+                drop(c, i, "throttled");
+                return;
+        }
+        if (c->offline) {
+                drop(c, i, "offline");
+                return;
+        }
+        if (!writable(c, i)) {
+                drop(c, i, !e ? "noevent" : e->dead ? "offline" : !e->on ? "disabled" : "stopped");
+                return;
+        }
+        if (find_fault(&S.partial, c->cpu, i)) {
+                /* PMBSR_EL1.DL: the record is cut, TRUNCATED|PARTIAL, the event stops. */
+                aux_put(e, c->bin + r->off, half);
+                e->h_flags |= PERF_AUX_FLAG_TRUNCATED | PERF_AUX_FLAG_PARTIAL;
+                aux_output_end(e, e->hw_pos - e->h_head);
+                drop(c, i, "partial");
+                return;
+        }
+        if (find_fault(&S.split, c->cpu, i) && half > 0) {
+                /* A commit in the middle of the record: its halves in two chunks. */
+                uint64_t limit = e->limit_pos, tail;
+
+                aux_put(e, c->bin + r->off, half);
+                aux_output_end(e, e->hw_pos - e->h_head);
+                e->hw_active = e->on;
+                e->h_head = e->rb_aux_head;
+                tail = __atomic_load_n(&e->up->aux_tail, __ATOMIC_ACQUIRE);
+                e->h_size = circ_space(e->rb_aux_head, tail, e->aux_size);
+                e->h_wakeup = e->aux_wakeup + e->aux_watermark;
+                e->limit_pos = limit;
+                aux_put(e, c->bin + r->off + half, (size_t) r->size - half);
+        } else
+                aux_put(e, c->bin + r->off, (size_t) r->size);
+        pending_add(e, i);
+        c->written++;
+        /* The profiling buffer management event: within a record of the limit. */
+        if (e->limit_pos - e->hw_pos < S.max_record)
+                buffer_full(e);
+}
+
+static void *producer(void *arg) {
+        struct sim_cpu *c = arg;
+        struct timespec start;
+
+        clock_gettime(CLOCK_MONOTONIC, &start);
+        for (size_t i = 0; i < c->n_rec; i++) {
+                if (S.rate > 0) {
+                        double at = (double) i / S.rate;
+                        struct timespec due = start;
+
+                        due.tv_sec += (time_t) at;
+                        due.tv_nsec += (long) ((at - (double) (time_t) at) * 1e9);
+                        if (due.tv_nsec >= 1000000000L) {
+                                due.tv_sec++;
+                                due.tv_nsec -= 1000000000L;
+                        }
+                        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &due, NULL) == EINTR)
+                                ;
+                }
+                pthread_mutex_lock(&G);
+                /* Rate 0: the core waits for the ring instead of losing records. */
+                while (S.rate <= 0 && !writable(c, i) && c->throttle_left == 0) {
+                        struct timespec to;
+
+                        clock_gettime(CLOCK_REALTIME, &to);
+                        to.tv_nsec += 20000000L;
+                        if (to.tv_nsec >= 1000000000L) {
+                                to.tv_sec++;
+                                to.tv_nsec -= 1000000000L;
+                        }
+                        pthread_cond_timedwait(&c->cond, &G, &to);
+                }
+                process_record(c, i);
+                pthread_mutex_unlock(&G);
+        }
+        pthread_mutex_lock(&G);
+        sim_log("cpu=%u done written=%" PRIu64 " dropped=%" PRIu64, c->cpu, c->written, c->dropped);
+        pthread_mutex_unlock(&G);
+        return NULL;
+}
+
+/* ---- perf_event_open ----------------------------------------------------------- */
+
+static long fail(int e) {
+        errno = e;
+        return -1;
+}
+
+static long sim_open(struct perf_event_attr *uattr, pid_t pid, int cpu, int group_fd, unsigned long flags) {
+        uint8_t raw[ATTR_SIZE_VER8] = {};
+        uint32_t size;
+        struct perf_event_attr attr;
+        struct sim_event *e;
+        struct sim_cpu *c;
+        uint64_t config3 = 0;
+        int fd, memfd;
+
+        /* sys_perf_event_open(): flags first, then perf_copy_attr(). */
+        if (flags & ~(unsigned long) (PERF_FLAG_FD_NO_GROUP | PERF_FLAG_FD_OUTPUT | PERF_FLAG_PID_CGROUP |
+                                      PERF_FLAG_FD_CLOEXEC))
+                return fail(EINVAL);
+        memcpy(&size, (uint8_t *) uattr + offsetof(struct perf_event_attr, size), sizeof(size));
+        if (size == 0)
+                size = PERF_ATTR_SIZE_VER0;
+        if (size < PERF_ATTR_SIZE_VER0 || size > (uint32_t) sysconf(_SC_PAGESIZE))
+                goto e2big;
+        /* copy_struct_from_user(): bytes past what this kernel knows must be zero. */
+        for (uint32_t i = S.attr_size; i < size; i++)
+                if (((const uint8_t *) uattr)[i])
+                        goto e2big;
+        memcpy(raw, uattr, SIM_MIN(size, (uint32_t) sizeof(raw)));
+        memset(&attr, 0, sizeof(attr));
+        memcpy(&attr, raw, SIM_MIN(sizeof(attr), sizeof(raw)));
+        if (S.attr_size >= ATTR_SIZE_VER8 && size >= ATTR_SIZE_VER8)
+                memcpy(&config3, raw + ATTR_CONFIG3_OFFSET, 8);
+        (void) config3;         /* inv_event_filter: accepted, nothing to filter in a replay */
+        if (attr.sample_type & ~(uint64_t) (PERF_SAMPLE_MAX - 1))
+                return fail(EINVAL);
+        if (attr.read_format & ~(uint64_t) (PERF_FORMAT_MAX - 1))
+                return fail(EINVAL);
+        if (!attr.freq && (attr.sample_period & (UINT64_C(1) << 63)))
+                return fail(EINVAL);
+        if (group_fd != -1 || (flags & PERF_FLAG_PID_CGROUP)) {
+                sim_log("cpu=%d open errno=EINVAL (group_fd/cgroup not modelled)", cpu);
+                return fail(EINVAL);
+        }
+        if (pid != -1) {
+                sim_log("cpu=%d open errno=EINVAL (per-task SPE not modelled)", cpu);
+                return fail(EINVAL);
+        }
+        /* perf_event_alloc(): a CPU-wide event needs a possible CPU. */
+        if (cpu < 0 || (unsigned) cpu >= S.nr_cpu_ids || cpu >= SIM_MAX_CPUS)
+                return fail(EINVAL);
+        c = &CPU[cpu];
+        c->cpu = (unsigned) cpu;
+        /* perf_allow_cpu(): perf_event_paranoid without CAP_PERFMON. */
+        if (S.eacces[cpu]) {
+                sim_log("cpu=%d open errno=EACCES (eacces_cpus)", cpu);
+                return fail(EACCES);
+        }
+        /* arm_spe_pmu_event_init(), in its order. */
+        if (!S.cpus[cpu]) {
+                sim_log("cpu=%d open errno=ENOENT (not in cpumask)", cpu);
+                return fail(ENOENT);
+        }
+        if (attr.config1 & (S.pmsver >= 2 ? PMSEVFR_RES0_V1P1 : PMSEVFR_RES0_IMP))
+                return fail(EOPNOTSUPP);
+        if (attr.exclude_idle)
+                return fail(EOPNOTSUPP);
+        if (attr.freq)
+                return fail(EINVAL);
+        if (S.noperfmon && (attr.config & (SPE_CFG_PA_ENABLE | SPE_CFG_PCT_ENABLE))) {
+                sim_log("cpu=%d open errno=EACCES (pa_enable/pct_enable without CAP_PERFMON)", cpu);
+                return fail(EACCES);
+        }
+        /* exclusive_event_installable(): PERF_PMU_CAP_EXCLUSIVE. */
+        if (c->ev) {
+                sim_log("cpu=%d open errno=EBUSY (open already)", cpu);
+                return fail(EBUSY);
+        }
+        if (S.ebusy_left[cpu] > 0) {
+                S.ebusy_left[cpu]--;
+                sim_log("cpu=%d open errno=EBUSY (ebusy, %" PRIu64 " left)", cpu, S.ebusy_left[cpu]);
+                return fail(EBUSY);
+        }
+        if (!cpu_online((unsigned) cpu)) {
+                sim_log("cpu=%d open errno=ENODEV (offline)", cpu);
+                return fail(ENODEV);
+        }
+        memfd = (int) real_syscall(SYS_memfd_create, "armprofd-simpmu", MFD_CLOEXEC);
+        if (memfd < 0)
+                return -1;
+        fd = eventfd(0, EFD_NONBLOCK | ((flags & PERF_FLAG_FD_CLOEXEC) ? EFD_CLOEXEC : 0));
+        if (fd < 0 || fd >= SIM_MAX_FD) {
+                int k = fd < 0 ? errno : EMFILE;
+
+                real_close(memfd);
+                if (fd >= 0)
+                        real_close(fd);
+                return fail(k);
+        }
+        e = calloc(1, sizeof(*e));
+        if (!e)
+                abort();
+        *e = (struct sim_event) {
+                .fd = fd,
+                .cpu = (unsigned) cpu,
+                .id = next_id++,
+                .attr = attr,
+                .memfd = memfd,
+                .page = (size_t) sysconf(_SC_PAGESIZE),
+                .on = !attr.disabled,
+        };
+        memcpy(e->attr_raw, raw, sizeof(raw));
+        load_cpu(c);
+        c->offline = false;
+        c->ev = e;
+        EVS[n_evs++] = e;
+        __atomic_store_n(&FD[fd], e, __ATOMIC_RELEASE);
+        sim_log("cpu=%d open fd=%d id=%" PRIu64 " context_switch=%d aux_watermark=%u", cpu, fd, e->id,
+                (int) attr.context_switch, attr.aux_watermark);
+        if (!c->started && c->n_rec) {
+                c->started = true;
+                if (pthread_create(&c->thread, NULL, producer, c) != 0)
+                        abort();
+        }
+        return fd;
+e2big:
+        /* perf_copy_attr(): the kernel tells the size it knows. */
+        memcpy((uint8_t *) uattr + offsetof(struct perf_event_attr, size), &S.attr_size, sizeof(uint32_t));
+        sim_log("cpu=%d open errno=E2BIG (attr.size %u, kernel %u)", cpu, size, S.attr_size);
+        return fail(E2BIG);
+}
+
+SIM_EXPORT long syscall(long nr, ...) {
+        va_list ap;
+        long a[6];
+
+        va_start(ap, nr);
+        for (int i = 0; i < 6; i++)
+                a[i] = va_arg(ap, long);
+        va_end(ap);
+        REAL(syscall);
+        if (nr == SYS_perf_event_open && a[0]) {
+                struct perf_event_attr *attr = (struct perf_event_attr *) a[0];
+                long r;
+
+                pthread_mutex_lock(&G);
+                load_scenario();
+                if (S.dir[0] && attr->type == S.type) {
+                        r = sim_open(attr, (pid_t) a[1], (int) a[2], (int) a[3], (unsigned long) a[4]);
+                        pthread_mutex_unlock(&G);
+                        return r;
+                }
+                pthread_mutex_unlock(&G);
+        }
+        return real_syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
+/* ---- mmap / munmap ------------------------------------------------------------- */
+
+static bool is_pow2(uint64_t n) {
+        return n && !(n & (n - 1));
+}
+
+static void *map_fail(int e) {
+        errno = e;
+        return MAP_FAILED;
+}
+
+/* perf_mmap(): the caller holds G. */
+static void *sim_mmap(struct sim_event *e, void *addr, size_t len, int prot, int flags, off_t off) {
+        void *p;
+
+        if (!(flags & MAP_SHARED) || len == 0 || len % e->page)
+                return map_fail(EINVAL);
+        if (off == 0) {
+                size_t nr = len / e->page - 1;
+
+                if (nr != 0 && !is_pow2(nr))
+                        return map_fail(EINVAL);
+                if (!(prot & PROT_WRITE)) {
+                        /* Backward (overwrite) data rings are not modelled. */
+                        sim_log("cpu=%u mmap errno=EINVAL (read-only data ring not modelled)", e->cpu);
+                        return map_fail(EINVAL);
+                }
+                if (e->data_len && e->data_len != len)
+                        return map_fail(EINVAL);
+                if (!e->data_len) {
+                        if (ftruncate(e->memfd, (off_t) len) < 0)
+                                return MAP_FAILED;
+                        e->up = real_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, e->memfd, 0);
+                        if (e->up == MAP_FAILED) {
+                                e->up = NULL;
+                                return MAP_FAILED;
+                        }
+                        e->data_len = len;
+                        e->data = (uint8_t *) e->up + e->page;
+                        e->data_size = nr * e->page;
+                        /* perf_event_init_userpage(), arch_perf_update_userpage() of arm64. */
+                        e->up->version = 0;
+                        e->up->compat_version = 0;
+                        e->up->cap_user_time_zero = 1;
+                        e->up->cap_user_time_short = 1;
+                        e->up->time_zero = S.time_zero;
+                        e->up->time_mult = S.time_mult;
+                        e->up->time_shift = S.time_shift;
+                        e->up->time_cycles = 0;
+                        e->up->time_mask = (UINT64_C(1) << 56) - 1;
+                        e->up->data_offset = e->page;
+                        e->up->data_size = e->data_size;
+                        /* ring_buffer_init(): wakeup_watermark or half the ring. */
+                        e->data_watermark = e->attr.watermark && e->attr.wakeup_watermark ?
+                                                    SIM_MIN(e->attr.wakeup_watermark, e->data_size) :
+                                                    e->data_size / 2;
+                        if (!e->data_watermark)
+                                e->data_watermark = 1;
+                        sim_log("cpu=%u mmap data_size=%zu", e->cpu, e->data_size);
+                }
+        } else {
+                uint64_t aux_off, aux_size;
+                uint64_t nr = len / e->page;
+
+                if (!e->data_len)
+                        return map_fail(EINVAL);
+                aux_off = __atomic_load_n(&e->up->aux_offset, __ATOMIC_RELAXED);
+                aux_size = __atomic_load_n(&e->up->aux_size, __ATOMIC_RELAXED);
+                if (aux_off < e->data_size + e->page || aux_off != (uint64_t) off || aux_off % e->page)
+                        return map_fail(EINVAL);
+                if (e->aux_size && e->aux_pgoff != (uint64_t) off / e->page)
+                        return map_fail(EINVAL);
+                if (aux_size != len || !is_pow2(nr))
+                        return map_fail(EINVAL);
+                if (!(prot & PROT_WRITE)) {
+                        /* Overwrite ("snapshot") mode is not modelled: the daemon maps it writable. */
+                        sim_log("cpu=%u mmap errno=EINVAL (read-only AUX, snapshot mode, not modelled)", e->cpu);
+                        return map_fail(EINVAL);
+                }
+                if (S.mmap_limit && len > S.mmap_limit) {
+                        /* perf_mmap(): locked pages over perf_event_mlock_kb/RLIMIT_MEMLOCK. */
+                        sim_log("cpu=%u mmap errno=%s aux_size=%zu limit=%" PRIu64, e->cpu,
+                                errno_name(S.mmap_errno), len, S.mmap_limit);
+                        return map_fail(S.mmap_errno);
+                }
+                if (!e->aux_size) {
+                        /* arm_spe_pmu_setup_aux(): at least two pages, else rb_alloc_aux() fails. */
+                        if (nr < 2)
+                                return map_fail(ENOMEM);
+                        if (ftruncate(e->memfd, (off_t) (aux_off + aux_size)) < 0)
+                                return MAP_FAILED;
+                        p = real_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, e->memfd, off);
+                        if (p == MAP_FAILED)
+                                return MAP_FAILED;
+                        e->aux = p;
+                        e->aux_size = len;
+                        e->aux_pgoff = (uint64_t) off / e->page;
+                        /* rb_alloc_aux(): aux_watermark, 0 = half the buffer. */
+                        e->aux_watermark = e->attr.aux_watermark ? e->attr.aux_watermark : len / 2;
+                        e->aux_watermark = SIM_MIN(e->aux_watermark, (uint64_t) len);
+                        sim_log("cpu=%u mmap aux_size=%zu watermark=%" PRIu64, e->cpu, len, e->aux_watermark);
+                }
+        }
+        p = real_mmap(addr, len, prot, flags, e->memfd, off);
+        if (p != MAP_FAILED && e->n_maps < sizeof(e->maps) / sizeof(e->maps[0]))
+                e->maps[e->n_maps++] = (struct user_map) { p, len, off != 0 };
+        return p;
+}
+
+SIM_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+        struct sim_event *e = ev_of(fd);
+        void *p;
+
+        REAL(mmap);
+        if (!e)
+                return real_mmap(addr, len, prot, flags, fd, off);
+        pthread_mutex_lock(&G);
+        e = ev_of(fd);
+        p = e ? sim_mmap(e, addr, len, prot, flags, off) : map_fail(EBADF);
+        pthread_mutex_unlock(&G);
+        return p;
+}
+
+SIM_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+        return mmap(addr, len, prot, flags, fd, off);
+}
+
+SIM_EXPORT int munmap(void *addr, size_t len) {
+        REAL(munmap);
+        pthread_mutex_lock(&G);
+        for (size_t k = 0; k < n_evs; k++) {
+                struct sim_event *e = EVS[k];
+
+                for (size_t i = 0; i < e->n_maps; i++) {
+                        if (e->maps[i].addr != addr)
+                                continue;
+                        if (e->maps[i].aux) {
+                                /* perf_mmap_close() of the AUX area: perf_pmu_output_stop(), rb_free_aux(). */
+                                hw_stop(e);
+                                e->aux_gone = true;
+                                sim_log("cpu=%u munmap aux", e->cpu);
+                        }
+                        e->maps[i] = e->maps[--e->n_maps];
+                        break;
+                }
+        }
+        pthread_mutex_unlock(&G);
+        return real_munmap(addr, len);
+}
+
+/* ---- ioctl, read, close ---------------------------------------------------------- */
+
+static void wake_core(struct sim_event *e) {
+        pthread_cond_broadcast(&CPU[e->cpu].cond);
+}
+
+/* _perf_ioctl(); the caller holds G. */
+static int sim_ioctl(struct sim_event *e, unsigned long req, void *arg) {
+        switch (req) {
+        case PERF_EVENT_IOC_ENABLE:
+                /* _perf_event_enable(): nothing to do for an event that is on. */
+                if (e->on || e->dead) {
+                        sim_log("cpu=%u enable (%s)", e->cpu, e->dead ? "cpu offline, ignored" : "already on");
+                        return 0;
+                }
+                e->on = true;
+                hw_start(e);
+                sim_log("cpu=%u enable active=%d", e->cpu, (int) e->hw_active);
+                wake_core(e);
+                return 0;
+        case PERF_EVENT_IOC_DISABLE: {
+                uint64_t before = e->rb_aux_head;
+
+                if (!e->on) {
+                        sim_log("cpu=%u disable (already off)", e->cpu);
+                        return 0;
+                }
+                hw_stop(e);
+                e->on = false;
+                sim_log("cpu=%u disable committed=%" PRIu64, e->cpu, e->rb_aux_head - before);
+                return 0;
+        }
+        case PERF_EVENT_IOC_ID:
+                if (!arg)
+                        return -EFAULT;
+                memcpy(arg, &e->id, sizeof(e->id));
+                return 0;
+        case PERF_EVENT_IOC_RESET:
+                return 0;
+        case PERF_EVENT_IOC_SET_OUTPUT:
+                /* Redirecting another event into this ring is not modelled. */
+                return (intptr_t) arg == -1 ? 0 : -EINVAL;
+        case PERF_EVENT_IOC_SET_FILTER:
+                /* perf_event_set_filter(): arm_spe has no address filters. */
+                return -EINVAL;
+        case PERF_EVENT_IOC_PERIOD:
+                /* perf_event_period() */
+                if (!arg)
+                        return -EFAULT;
+                if (*(const uint64_t *) arg == 0 || (*(const uint64_t *) arg & (UINT64_C(1) << 63)))
+                        return -EINVAL;
+                e->attr.sample_period = *(const uint64_t *) arg;
+                return 0;
+        case PERF_EVENT_IOC_SET_BPF:
+        case PERF_EVENT_IOC_REFRESH:
+                return -EINVAL;
+        case PERF_EVENT_IOC_MODIFY_ATTRIBUTES:
+                /* perf_event_modify_attr(): breakpoints only. */
+                return -EOPNOTSUPP;
+        default:
+                return -ENOTTY;
+        }
+}
+
+SIM_EXPORT int ioctl(int fd, unsigned long req, ...) {
+        struct sim_event *e = ev_of(fd);
+        va_list ap;
+        void *arg;
+        int r;
+
+        va_start(ap, req);
+        arg = va_arg(ap, void *);
+        va_end(ap);
+        REAL(ioctl);
+        if (!e)
+                return real_ioctl(fd, req, arg);
+        pthread_mutex_lock(&G);
+        e = ev_of(fd);
+        r = e ? sim_ioctl(e, req, arg) : -EBADF;
+        pthread_mutex_unlock(&G);
+        if (r < 0) {
+                errno = -r;
+                return -1;
+        }
+        return r;
+}
+
+/* perf_read(): one counter, read_format's extras; SPE counts nothing (arm_spe_pmu_read()). */
+SIM_EXPORT ssize_t read(int fd, void *buf, size_t n) {
+        struct sim_event *e = ev_of(fd);
+        uint64_t v[5];
+        size_t k = 0;
+
+        REAL(read);
+        if (!e)
+                return real_read(fd, buf, n);
+        pthread_mutex_lock(&G);
+        e = ev_of(fd);
+        if (e) {
+                uint64_t rf = e->attr.read_format;
+
+                if (rf & PERF_FORMAT_GROUP) {
+                        v[k++] = 1;
+                        v[k++] = 0;
+                } else
+                        v[k++] = 0;
+                if (rf & PERF_FORMAT_TOTAL_TIME_ENABLED)
+                        v[k++] = 0;
+                if (rf & PERF_FORMAT_TOTAL_TIME_RUNNING)
+                        v[k++] = 0;
+                if (rf & PERF_FORMAT_ID)
+                        v[k++] = e->id;
+                if (k < 5 && (rf & PERF_FORMAT_LOST))
+                        v[k++] = 0;
+        }
+        pthread_mutex_unlock(&G);
+        if (!e) {
+                errno = EBADF;
+                return -1;
+        }
+        if (n < k * 8) {
+                errno = ENOSPC;
+                return -1;
+        }
+        memcpy(buf, v, k * 8);
+        return (ssize_t) (k * 8);
+}
+
+SIM_EXPORT int close(int fd) {
+        struct sim_event *e = ev_of(fd);
+
+        REAL(close);
+        if (!e)
+                return real_close(fd);
+        pthread_mutex_lock(&G);
+        e = ev_of(fd);
+        if (e) {
+                struct sim_cpu *c = &CPU[e->cpu];
+
+                /* perf_release() -> pmu->del() -> arm_spe_pmu_stop(PERF_EF_UPDATE). */
+                if (e->on)
+                        hw_stop(e);
+                __atomic_store_n(&FD[fd], NULL, __ATOMIC_RELEASE);
+                for (size_t k = 0; k < n_evs; k++)
+                        if (EVS[k] == e) {
+                                EVS[k] = EVS[--n_evs];
+                                break;
+                        }
+                for (size_t k = 0; k < n_ep;)
+                        if (EP[k].fd == fd)
+                                EP[k] = EP[--n_ep];
+                        else
+                                k++;
+                if (c->ev == e)
+                        c->ev = NULL;
+                sim_log("cpu=%u close fd=%d", e->cpu, fd);
+                if (e->up)
+                        real_munmap(e->up, e->data_len);
+                if (e->aux)
+                        real_munmap(e->aux, e->aux_size);
+                real_close(e->memfd);
+                free(e->pending);
+                free(e);
+        }
+        pthread_mutex_unlock(&G);
+        return real_close(fd);
+}
+
+/* ---- poll: perf_poll() reports EPOLLIN once per wakeup (atomic_xchg(&rb->poll, 0)) -------- */
+
+static void consume_wakeup(int fd) {
+        uint64_t v;
+
+        (void) !real_read(fd, &v, sizeof(v));
+}
+
+SIM_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev) {
+        REAL(epoll_ctl);
+        if (ev_of(fd)) {
+                pthread_mutex_lock(&G);
+                for (size_t k = 0; k < n_ep;)
+                        if (EP[k].epfd == epfd && EP[k].fd == fd)
+                                EP[k] = EP[--n_ep];
+                        else
+                                k++;
+                if ((op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) && ev && n_ep < sizeof(EP) / sizeof(EP[0]))
+                        EP[n_ep++] = (typeof(EP[0])) { epfd, ev->data.u64, fd };
+                pthread_mutex_unlock(&G);
+        }
+        return real_epoll_ctl(epfd, op, fd, ev);
+}
+
+static void epoll_consume(int epfd, struct epoll_event *evs, int n) {
+        if (n <= 0 || !__atomic_load_n(&n_ep, __ATOMIC_RELAXED))
+                return;
+        pthread_mutex_lock(&G);
+        for (int i = 0; i < n; i++)
+                for (size_t k = 0; k < n_ep; k++)
+                        if (EP[k].epfd == epfd && EP[k].data == evs[i].data.u64 && (evs[i].events & EPOLLIN))
+                                consume_wakeup(EP[k].fd);
+        pthread_mutex_unlock(&G);
+}
+
+SIM_EXPORT int epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout) {
+        int n;
+
+        REAL(epoll_wait);
+        n = real_epoll_wait(epfd, evs, max, timeout);
+        epoll_consume(epfd, evs, n);
+        return n;
+}
+
+SIM_EXPORT int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeout, const sigset_t *ss) {
+        int n;
+
+        REAL(epoll_pwait);
+        n = real_epoll_pwait(epfd, evs, max, timeout, ss);
+        epoll_consume(epfd, evs, n);
+        return n;
+}
+
+static void poll_consume(struct pollfd *p, nfds_t n, int r) {
+        if (r <= 0)
+                return;
+        for (nfds_t i = 0; i < n; i++)
+                if ((p[i].revents & POLLIN) && ev_of(p[i].fd))
+                        consume_wakeup(p[i].fd);
+}
+
+SIM_EXPORT int poll(struct pollfd *p, nfds_t n, int timeout) {
+        int r;
+
+        REAL(poll);
+        r = real_poll(p, n, timeout);
+        poll_consume(p, n, r);
+        return r;
+}
+
+SIM_EXPORT int ppoll(struct pollfd *p, nfds_t n, const struct timespec *to, const sigset_t *ss) {
+        int r;
+
+        REAL(ppoll);
+        r = real_ppoll(p, n, to, ss);
+        poll_consume(p, n, r);
+        return r;
+}
