@@ -31,6 +31,9 @@
  * Scenario keys, file formats and logs: tests/simpmu/README.md.
  */
 
+/* Both mmap and mmap64 are interposed; with 64-bit offsets glibc would rename mmap to mmap64. */
+#undef _FILE_OFFSET_BITS
+#include <assert.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -616,7 +619,7 @@ static uint64_t circ_space(uint64_t head, uint64_t tail, uint64_t size) {
  * without its sample_id, which is appended here. No room: counted, and a
  * PERF_RECORD_LOST goes before the next record that fits.
  */
-static void data_output(struct sim_event *e, uint8_t *rec, size_t len, uint64_t time) {
+static bool data_output(struct sim_event *e, uint8_t *rec, size_t len, uint64_t time) {
         uint8_t lost[64], buf[128];
         size_t n_id = id_size(e), lost_len = 0, total;
         uint64_t tail;
@@ -624,7 +627,7 @@ static void data_output(struct sim_event *e, uint8_t *rec, size_t len, uint64_t 
 
         if (!e->data_size || len + n_id > sizeof(buf)) {
                 e->data_lost++;
-                return;
+                return false;
         }
         memcpy(buf, rec, len);
         len += put_id(e, buf + len, CPU[e->cpu].cur_pid, CPU[e->cpu].cur_tid, time);
@@ -647,7 +650,7 @@ static void data_output(struct sim_event *e, uint8_t *rec, size_t len, uint64_t 
         tail = __atomic_load_n(&e->up->data_tail, __ATOMIC_ACQUIRE);
         if (circ_space(e->data_head, tail, e->data_size) < total) {
                 e->data_lost++;
-                return;
+                return false;
         }
         if (lost_len) {
                 sim_log("cpu=%u data_lost n=%" PRIu64, e->cpu, e->data_lost);
@@ -663,11 +666,12 @@ static void data_output(struct sim_event *e, uint8_t *rec, size_t len, uint64_t 
                 e->data_wakeup += e->data_watermark;
                 signal_event(e);
         }
+        return true;
 }
 
 /* ---- records the kernel writes for the event ----------------------------------- */
 
-static void emit_aux(struct sim_event *e, uint64_t off, uint64_t size, uint64_t flags) {
+static bool emit_aux(struct sim_event *e, uint64_t off, uint64_t size, uint64_t flags) {
         uint8_t r[8 + 24];
         struct perf_event_header h = { .type = PERF_RECORD_AUX };
 
@@ -675,7 +679,7 @@ static void emit_aux(struct sim_event *e, uint64_t off, uint64_t size, uint64_t 
         memcpy(r + 8, &off, 8);
         memcpy(r + 16, &size, 8);
         memcpy(r + 24, &flags, 8);
-        data_output(e, r, sizeof(r), CPU[e->cpu].now);
+        return data_output(e, r, sizeof(r), CPU[e->cpu].now);
 }
 
 static void emit_lost(struct sim_event *e, uint64_t n) {
@@ -804,10 +808,17 @@ static void aux_output_end(struct sim_event *e, uint64_t size) {
                         emit_lost(e, f->b);
                         for (size_t i = 0; i < e->n_pending; i++)
                                 drop(c, e->pending[i], "lost");
+                        c->written -= e->n_pending;
                         sim_log("cpu=%u lost aux=%" PRIu64 " offset=%" PRIu64 " size=%" PRIu64 " records=%zu", e->cpu,
                                 e->n_aux_records, aux_head, size, e->n_pending);
+                } else if (!emit_aux(e, aux_head, size, flags)) {
+                        /* No room in the data ring: a PERF_RECORD_LOST later, the chunk is a gap. */
+                        for (size_t i = 0; i < e->n_pending; i++)
+                                drop(c, e->pending[i], "datalost");
+                        c->written -= e->n_pending;
+                        sim_log("cpu=%u datalost aux=%" PRIu64 " offset=%" PRIu64 " size=%" PRIu64 " records=%zu",
+                                e->cpu, e->n_aux_records, aux_head, size, e->n_pending);
                 } else {
-                        emit_aux(e, aux_head, size, flags);
                         sim_log("cpu=%u aux n=%" PRIu64 " offset=%" PRIu64 " size=%" PRIu64 " flags=0x%" PRIx64
                                 " records=%zu", e->cpu, e->n_aux_records, aux_head, size, flags, e->n_pending);
                 }
@@ -1398,8 +1409,9 @@ SIM_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t
         return p;
 }
 
-SIM_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
-        return mmap(addr, len, prot, flags, fd, off);
+SIM_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off) {
+        static_assert(sizeof(off64_t) == sizeof(off_t), "64-bit off_t");
+        return mmap(addr, len, prot, flags, fd, (off_t) off);
 }
 
 SIM_EXPORT int munmap(void *addr, size_t len) {

@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Build a simulated-SPE scenario directory and the fake sysfs tree it needs.
+
+  simpmu-setup.py --spegen-dir D [--prefix spegen] --dir SCEN --sysfs ROOT
+                  [--cpus 0-3] [--possible LIST] [--online LIST] [--type 42]
+                  [--fixture DIR] [KEY=VALUE ...]
+
+D holds armprofd-spegen output made with --ts (PREFIX.cpuN.bin,
+PREFIX.truth.csv). SCEN gets cpuN.bin, cpuN.idx ("offset size timestamp pid
+tid", one line per record) and the scenario file (type, cpus, then every
+KEY=VALUE given). ROOT gets bus/event_source/devices/arm_spe_0 copied from
+the fixture with cpumask and type rewritten, and devices/system/cpu/online and
+possible. The contract is in README.md beside this file; a test imports
+setup() or runs this script.
+"""
+
+import argparse
+import csv
+import os
+import shutil
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_FIXTURE = os.path.join(HERE, '..', 'pmu', 'fixtures', 'spe-n1')
+
+
+def cpulist(s):
+    out = []
+    for part in s.split(','):
+        if not part:
+            continue
+        a, _, b = part.partition('-')
+        out.extend(range(int(a), int(b or a) + 1))
+    return out
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, 'w') as f:
+        f.write(text)
+
+
+def build_sysfs(root, cpus, type_, possible, online, fixture=DEFAULT_FIXTURE):
+    """The arm_spe_0 PMU of the fixture covering cpus, and the CPU lists."""
+    src = os.path.join(fixture, 'bus')
+    dst = os.path.join(root, 'bus')
+    if os.path.exists(dst):
+        shutil.rmtree(dst)
+    shutil.copytree(src, dst)
+    pmu = os.path.join(dst, 'event_source', 'devices', 'arm_spe_0')
+    write(os.path.join(pmu, 'cpumask'), cpus + '\n')
+    write(os.path.join(pmu, 'type'), '%d\n' % type_)
+    set_online(root, online)
+    write(os.path.join(root, 'devices', 'system', 'cpu', 'possible'), possible + '\n')
+
+
+def set_online(root, online):
+    """Rewrite <root>/devices/system/cpu/online (the shim re-reads it)."""
+    path = os.path.join(root, 'devices', 'system', 'cpu', 'online')
+    write(path + '.tmp', online + '\n')
+    os.replace(path + '.tmp', path)
+
+
+def write_streams(spegen_dir, prefix, scen_dir, cpus):
+    """cpuN.bin and cpuN.idx from the generator's output; returns {cpu: [rows]}."""
+    rows = {c: [] for c in cpus}
+    with open(os.path.join(spegen_dir, prefix + '.truth.csv')) as f:
+        for r in csv.DictReader(f):
+            if r['kind'] != 'record':
+                continue
+            c = int(r['cpu'])
+            if c not in rows:
+                continue
+            if not r['timestamp']:
+                raise SystemExit('simpmu-setup: records need a timestamp (spegen --ts)')
+            rows[c].append(r)
+    os.makedirs(scen_dir, exist_ok=True)
+    for c in cpus:
+        shutil.copyfile(os.path.join(spegen_dir, '%s.cpu%d.bin' % (prefix, c)),
+                        os.path.join(scen_dir, 'cpu%d.bin' % c))
+        with open(os.path.join(scen_dir, 'cpu%d.idx' % c), 'w') as f:
+            for r in rows[c]:
+                f.write('%s %s %s %s %s\n' % (r['offset'], r['size'], r['timestamp'], r['pid'], r['tid']))
+    return rows
+
+
+def setup(spegen_dir, scen_dir, sysfs_root, cpus='0-3', type_=42, possible=None, online=None,
+          prefix='spegen', fixture=DEFAULT_FIXTURE, keys=()):
+    possible = possible or cpus
+    online = online or possible
+    for name in os.listdir(scen_dir) if os.path.isdir(scen_dir) else []:
+        if name.endswith(('.dropped', '.log')):
+            os.unlink(os.path.join(scen_dir, name))
+    rows = write_streams(spegen_dir, prefix, scen_dir, cpulist(cpus))
+    text = '# armprofd-simpmu scenario\ntype=%d\ncpus=%s\n' % (type_, cpus)
+    text += ''.join(k + '\n' for k in keys)
+    write(os.path.join(scen_dir, 'scenario'), text)
+    build_sysfs(sysfs_root, cpus, type_, possible, online, fixture)
+    return rows
+
+
+def main(argv):
+    p = argparse.ArgumentParser()
+    p.add_argument('--spegen-dir', required=True)
+    p.add_argument('--prefix', default='spegen')
+    p.add_argument('--dir', required=True)
+    p.add_argument('--sysfs', required=True)
+    p.add_argument('--cpus', default='0-3')
+    p.add_argument('--possible')
+    p.add_argument('--online')
+    p.add_argument('--type', type=int, default=42)
+    p.add_argument('--fixture', default=DEFAULT_FIXTURE)
+    p.add_argument('keys', nargs='*')
+    a = p.parse_args(argv)
+    setup(a.spegen_dir, a.dir, a.sysfs, a.cpus, a.type, a.possible, a.online, a.prefix, a.fixture, a.keys)
+
+
+if __name__ == '__main__':
+    main(sys.argv[1:])

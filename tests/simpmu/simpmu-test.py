@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Self-test of the simulated SPE PMU: each case builds a scenario from spegen
+output (simpmu-setup.py) and runs test-simpmu with the shim preloaded.
+
+  simpmu-test.py SPEGEN TEST_SIMPMU LIBSIMPMU FIXTURE
+"""
+
+import importlib.util
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+spec = importlib.util.spec_from_file_location('simpmu_setup', os.path.join(HERE, 'simpmu-setup.py'))
+simpmu_setup = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(simpmu_setup)
+
+spegen, test_exe, shim, fixture = sys.argv[1:5]
+
+# Faults on every CPU of the 4: each one's count is checked by test-simpmu.
+FAULTS = [
+    'collision=0:2', 'collision=3:1',
+    'partial=1:500',
+    'split=2:300', 'split=0:777',
+    'lost=3:2:7',
+    'lost_samples=0:100:5',
+    'throttle=2:1000:10',
+]
+
+# name, spegen args, setup keywords, scenario keys, test args
+CASES = [
+    # Everything, rate 0: the cores wait for the reader, nothing is dropped
+    # but what a fault drops; AUX 64 KiB, watermark at half.
+    ('faults', ['--seed', '7', '--records', '24000', '--no-context'], {}, ['rate=0'] + FAULTS,
+     ['drain', '256', '16', '0']),
+    # The smallest AUX area SPE takes (2 pages), a 1 KiB watermark, CONTEXT
+    # packets present: many truncations, padding at every page.
+    ('tight', ['--seed', '8', '--records', '8000'], {}, ['rate=0'],
+     ['drain', '256', '2', '1024']),
+    # N1 fixed 64-byte records, 8-byte alignment of the buffer pointer.
+    ('padded', ['--seed', '9', '--records', '8000', '--padded', '--no-context'], {}, ['rate=0', 'align=8'],
+     ['drain', '256', '4', '0']),
+    # Paced at 20000 records/s with a reader that only drains every 30 ms: the
+    # records that come while the event is off are dropped and listed.
+    ('paced', ['--seed', '10', '--records', '6000', '--no-context'], {'cpus': '0-1'}, ['rate=20000'],
+     ['drain', '256', '2', '0', '30']),
+    # A data ring too small for the switch records: PERF_RECORD_LOST from the
+    # kernel's side, lost AUX records are gaps.
+    ('datalost', ['--seed', '11', '--records', '4000', '--no-context'], {'cpus': '0'}, ['rate=0'],
+     ['drain', '1', '16', '0']),
+    ('errors', ['--seed', '12', '--records', '200'],
+     {'cpus': '0-3', 'possible': '0-5', 'online': '0-2,4'},
+     ['noperfmon=1', 'eacces_cpus=1', 'ebusy=2:2', 'mmap_limit=65536', 'mmap_errno=ENOMEM'],
+     ['errors']),
+]
+
+
+def main():
+    only = os.environ.get('SIMPMU_CASES')
+    failed = []
+    with tempfile.TemporaryDirectory(prefix='simpmu-') as tmp:
+        for name, gen_args, kw, keys, args in CASES:
+            if only and name not in only.split(','):
+                continue
+            gen_dir = os.path.join(tmp, name, 'gen')
+            scen = os.path.join(tmp, name, 'scen')
+            root = os.path.join(tmp, name, 'sysfs')
+            os.makedirs(gen_dir)
+            subprocess.run([spegen, '--ts', '--cpus', '4', '--scenario', 'all', '--out-dir', gen_dir,
+                            '--no-perf-data'] + gen_args, check=True)
+            simpmu_setup.setup(gen_dir, scen, root, kw.get('cpus', '0-3'), 42, kw.get('possible'),
+                               kw.get('online'), fixture=fixture, keys=keys)
+            env = dict(os.environ)
+            env['ARMPROFD_SIMPMU_DIR'] = scen
+            env['ARMPROFD_SYSFS_ROOT'] = root
+            env['LD_PRELOAD'] = os.path.abspath(shim)
+            # An instrumented shim preloaded before the sanitizer runtime the test links.
+            env['ASAN_OPTIONS'] = env.get('ASAN_OPTIONS', '') + ':verify_asan_link_order=0'
+            print('== %s: %s' % (name, ' '.join(keys)), flush=True)
+            r = subprocess.run([test_exe] + args, env=env, timeout=240)
+            with open(os.path.join(scen, 'sim.log')) as f:
+                log = f.read().splitlines()
+            print('   sim.log: %d lines; %s' % (len(log), '; '.join(l for l in log if ' done ' in l)), flush=True)
+            if r.returncode:
+                print('\n'.join(log[-40:]))
+                failed.append(name)
+    if failed:
+        print('FAILED: ' + ', '.join(failed))
+        return 1
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,699 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The simulated SPE PMU (simpmu.c, preloaded) against the kernel-ABI reading
+ * code the daemon uses: spe-pmu.c's attr on the fake sysfs, perf_event_open
+ * as perf does it (disabled, then the rings mapped, then enabled),
+ * aux_ring_drain() on epoll wakeups, PERF_EVENT_IOC_ENABLE after each
+ * truncation. Run by simpmu-test.py with ARMPROFD_SIMPMU_DIR,
+ * ARMPROFD_SYSFS_ROOT and LD_PRELOAD set.
+ *
+ *   test-simpmu drain DATA_PAGES AUX_PAGES WATERMARK
+ *       every covered CPU until the shim says done, then DISABLE (the
+ *       driver commits the partial buffer) and a last drain. Checks: the
+ *       AUX bytes are exactly cpuN.bin's records minus cpuN.dropped (half
+ *       a record for `partial`), every gap is 0x00 padding or follows a
+ *       PERF_RECORD_LOST, the flag and LOST counts are the scenario's, and
+ *       the SWITCH_CPU_WIDE records give every record the truth's tid.
+ *   test-simpmu errors
+ *       each refusal's errno (scenario of simpmu-test.py's errors case).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <linux/perf_event.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "aux-ring.h"
+#include "perf-record.h"
+#include "spe-pmu.h"
+
+#define MAX_CPUS 16
+
+static const char *scen_dir, *sysfs_root;
+static size_t page_size;
+
+/* ---- the scenario's faults, read back from its file ---- */
+
+struct fault {
+        unsigned cpu;
+        uint64_t a, b;
+};
+
+static struct fault faults[6][64];
+static size_t n_faults[6];
+enum { F_COLLISION, F_PARTIAL, F_SPLIT, F_LOST, F_LOST_SAMPLES, F_THROTTLE };
+static const char *const fault_keys[] = { "collision", "partial", "split", "lost", "lost_samples", "throttle" };
+
+static void read_scenario(void) {
+        char path[4096], line[256];
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/scenario", scen_dir);
+        f = fopen(path, "re");
+        assert_non_null(f);
+        while (fgets(line, sizeof(line), f)) {
+                for (size_t k = 0; k < 6; k++) {
+                        size_t n = strlen(fault_keys[k]);
+                        struct fault x = {};
+
+                        if (strncmp(line, fault_keys[k], n) || line[n] != '=')
+                                continue;
+                        if (sscanf(line + n + 1, "%u:%" SCNu64 ":%" SCNu64, &x.cpu, &x.a, &x.b) >= 2)
+                                faults[k][n_faults[k]++] = x;
+                }
+        }
+        fclose(f);
+}
+
+/* ---- per-CPU truth ---- */
+
+struct rec {
+        uint64_t off, size, ts;
+        uint32_t pid, tid;
+        char dropped[16];
+};
+
+struct cpu_state {
+        unsigned cpu;
+        int fd;
+        struct spe_pmu_event_attr attr;
+        struct perf_event_mmap_page *up;
+        size_t data_len, aux_len;
+        void *aux_map;
+        struct aux_ring ring;
+        /* what the drain received */
+        uint8_t *got;
+        size_t n_got, cap_got;
+        uint64_t pad_gaps, pad_bytes, lost_gaps, lost_seen_before_gap;
+        uint64_t next, chunk_bytes;     /* where the last chunk ended; bytes of this one so far */
+        uint64_t enables, truncations;
+        /* attribution: SWITCH in records, (time, pid, tid) */
+        struct { uint64_t time; uint32_t pid, tid; } sw[65536];
+        size_t n_sw;
+        bool itrace;
+        uint32_t itrace_pid, itrace_tid;
+        uint64_t switch_out, throttle, unthrottle;
+        /* the truth */
+        uint8_t *bin;
+        size_t bin_size;
+        struct rec *rec;
+        size_t n_rec;
+};
+
+static void *read_all(const char *path, size_t *ret_size) {
+        FILE *f = fopen(path, "re");
+        uint8_t *b = NULL;
+        size_t n = 0, cap = 0;
+
+        if (!f)
+                return NULL;
+        for (;;) {
+                if (n == cap) {
+                        cap = cap ? cap * 2 : 65536;
+                        b = realloc(b, cap + 1);
+                        assert_non_null(b);
+                }
+                size_t k = fread(b + n, 1, cap - n, f);
+                if (k == 0)
+                        break;
+                n += k;
+        }
+        fclose(f);
+        if (b)
+                b[n] = 0;
+        *ret_size = n;
+        return b;
+}
+
+static void load_truth(struct cpu_state *s) {
+        char path[4096], line[256];
+        size_t cap = 0;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/cpu%u.bin", scen_dir, s->cpu);
+        s->bin = read_all(path, &s->bin_size);
+        assert_non_null(s->bin);
+        snprintf(path, sizeof(path), "%s/cpu%u.idx", scen_dir, s->cpu);
+        f = fopen(path, "re");
+        assert_non_null(f);
+        while (fgets(line, sizeof(line), f)) {
+                struct rec r = {};
+
+                if (sscanf(line, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu32 " %" SCNu32, &r.off, &r.size, &r.ts,
+                           &r.pid, &r.tid) != 5)
+                        continue;
+                if (s->n_rec == cap) {
+                        cap = cap ? cap * 2 : 1024;
+                        s->rec = realloc(s->rec, cap * sizeof(*s->rec));
+                        assert_non_null(s->rec);
+                }
+                s->rec[s->n_rec++] = r;
+        }
+        fclose(f);
+        snprintf(path, sizeof(path), "%s/cpu%u.dropped", scen_dir, s->cpu);
+        f = fopen(path, "re");
+        if (f) {
+                while (fgets(line, sizeof(line), f)) {
+                        size_t i;
+                        char why[16];
+
+                        if (sscanf(line, "%zu %15s", &i, why) == 2 && i < s->n_rec)
+                                snprintf(s->rec[i].dropped, sizeof(s->rec[i].dropped), "%s", why);
+                }
+                fclose(f);
+        }
+}
+
+/* ---- the reading side ---- */
+
+static void got_append(struct cpu_state *s, const uint8_t *p, size_t n) {
+        if (s->n_got + n > s->cap_got) {
+                s->cap_got = (s->n_got + n) * 2;
+                s->got = realloc(s->got, s->cap_got);
+                assert_non_null(s->got);
+        }
+        memcpy(s->got + s->n_got, p, n);
+        s->n_got += n;
+}
+
+static int on_aux(void *userdata, const struct aux_ring_chunk *c, const uint8_t *data, size_t len, bool last) {
+        struct cpu_state *s = userdata;
+
+        if (c->gap && s->chunk_bytes == 0) {
+                /*
+                 * The skipped bytes are not released yet (aux_tail is still where the
+                 * last chunk ended): after a PERF_RECORD_LOST they are the lost
+                 * chunk, otherwise 0x00 padding of arm_spe_pmu_pad_buf(), which
+                 * perf_aux_output_skip() moves aux_head over without a record.
+                 */
+                if (s->ring.stats.lost > s->lost_seen_before_gap) {
+                        s->lost_gaps++;
+                        s->lost_seen_before_gap = s->ring.stats.lost;
+                } else {
+                        assert_true(c->aux_offset > s->next);
+                        assert_true(c->aux_offset - s->next < s->ring.aux_size);
+                        for (uint64_t p = s->next; p < c->aux_offset; p++)
+                                if (s->ring.aux[p & (s->ring.aux_size - 1)])
+                                        fail_msg("cpu %u: gap byte at %" PRIu64 " is not padding", s->cpu, p);
+                        s->pad_gaps++;
+                        s->pad_bytes += c->aux_offset - s->next;
+                }
+        }
+        got_append(s, data, len);
+        s->chunk_bytes += len;
+        if (last) {
+                s->next = c->aux_offset + s->chunk_bytes;
+                s->chunk_bytes = 0;
+        }
+        return 0;
+}
+
+static int on_record(void *userdata, const uint8_t *rec, size_t len) {
+        struct cpu_state *s = userdata;
+        struct perf_event_header h;
+        struct perf_data_record pr;
+        uint32_t tlen;
+
+        memcpy(&h, rec, sizeof(h));
+        perf_record_header(rec, 0, &pr);
+        switch (h.type) {
+        case PERF_RECORD_SWITCH_CPU_WIDE: {
+                struct perf_data_switch sw;
+
+                assert_int_equal(perf_record_parse_trailer(&s->attr.attr, &pr,
+                                                           perf_record_fixed_size(h.type) - sizeof(h), &tlen), 0);
+                assert_int_equal(perf_record_parse_switch(&pr, tlen, &sw), 0);
+                assert_int_equal(pr.sid.cpu, s->cpu);
+                if (sw.out) {
+                        s->switch_out++;
+                        break;
+                }
+                assert_true(s->n_sw < sizeof(s->sw) / sizeof(s->sw[0]));
+                /* Switch-in: the sample_id is the task now running. */
+                s->sw[s->n_sw].time = pr.sid.time;
+                s->sw[s->n_sw].pid = pr.sid.pid;
+                s->sw[s->n_sw].tid = pr.sid.tid;
+                s->n_sw++;
+                break;
+        }
+        case PERF_RECORD_ITRACE_START: {
+                struct perf_data_itrace_start it;
+
+                assert_int_equal(perf_record_parse_trailer(&s->attr.attr, &pr,
+                                                           perf_record_fixed_size(h.type) - sizeof(h), &tlen), 0);
+                assert_int_equal(perf_record_parse_itrace_start(&pr, tlen, &it), 0);
+                assert_false(s->itrace);
+                s->itrace = true;
+                s->itrace_pid = it.pid;
+                s->itrace_tid = it.tid;
+                break;
+        }
+        case PERF_RECORD_THROTTLE:
+                s->throttle++;
+                break;
+        case PERF_RECORD_UNTHROTTLE:
+                s->unthrottle++;
+                break;
+        default:
+                fail_msg("cpu %u: unexpected record type %u", s->cpu, h.type);
+        }
+        (void) len;
+        return 0;
+}
+
+static const struct aux_ring_ops ops = { .aux = on_aux, .record = on_record };
+
+static long perf_open(struct perf_event_attr *attr, int cpu, int pid) {
+        return syscall(SYS_perf_event_open, attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static struct spe_pmu *pmus;
+static size_t n_pmus;
+
+static void discover(void) {
+        char err[256] = "";
+
+        if (pmus)
+                return;
+        assert_int_equal(spe_pmu_discover(sysfs_root, &pmus, &n_pmus, err, sizeof(err)), 0);
+        assert_int_equal(n_pmus, 1);
+}
+
+static void base_attr(struct spe_pmu_event_attr *a, const struct spe_pmu_options *o) {
+        char err[256] = "";
+
+        discover();
+        assert_int_equal(spe_pmu_attr(&pmus[0], o, a, NULL, err, sizeof(err)), 0);
+}
+
+static bool all_done(unsigned n) {
+        char path[4096];
+        size_t size;
+        char *log;
+        unsigned done = 0;
+
+        snprintf(path, sizeof(path), "%s/sim.log", scen_dir);
+        log = read_all(path, &size);
+        if (!log)
+                return false;
+        for (char *p = log; (p = strstr(p, " done written=")); p++)
+                done++;
+        free(log);
+        return done >= n;
+}
+
+static void drain_one(struct cpu_state *s) {
+        bool truncated = false;
+        int r = aux_ring_drain(&s->ring, &ops, s, &truncated);
+
+        assert_true(r >= 0);
+        if (truncated) {
+                s->truncations++;
+                /* perf's auxtrace_record__read_finish(): the driver disabled the event. */
+                assert_int_equal(ioctl(s->fd, PERF_EVENT_IOC_ENABLE, 0), 0);
+                s->enables++;
+        }
+}
+
+static uint64_t perf_time(const struct perf_event_mmap_page *up, uint64_t cyc) {
+        /* tools/perf/util/tsc.c tsc_to_perf_time() */
+        uint64_t quot, rem;
+
+        if (up->cap_user_time_short)
+                cyc = up->time_cycles + ((cyc - up->time_cycles) & up->time_mask);
+        quot = cyc >> up->time_shift;
+        rem = cyc & (((uint64_t) 1 << up->time_shift) - 1);
+        return up->time_zero + quot * up->time_mult + ((rem * up->time_mult) >> up->time_shift);
+}
+
+/* The kernel's own PERF_RECORD_LOST counts for cpu (a full data ring), from sim.log. */
+static uint64_t data_lost(unsigned cpu) {
+        char path[4096], pat[64];
+        uint64_t sum = 0;
+        size_t size;
+        char *log;
+
+        snprintf(path, sizeof(path), "%s/sim.log", scen_dir);
+        log = read_all(path, &size);
+        assert_non_null(log);
+        snprintf(pat, sizeof(pat), "cpu=%u data_lost n=", cpu);
+        for (char *p = log; (p = strstr(p, pat)); p++)
+                sum += strtoull(p + strlen(pat), NULL, 10);
+        free(log);
+        return sum;
+}
+
+static void verify(struct cpu_state *s) {
+        uint64_t exp_partial = 0, exp_collision = 0, exp_lost = 0, exp_lost_samples = 0, exp_throttle = 0;
+        uint64_t n_written = 0, n_lost_chunks = 0, misattributed = 0, kernel_lost = data_lost(s->cpu);
+        size_t pos = 0, sw = 0;
+        uint32_t tid = s->itrace_tid;
+        bool switches_complete = kernel_lost == 0;
+
+        load_truth(s);
+        /* Switches while the event is off are not reported (perf_iterate_ctx() skips it). */
+        for (size_t i = 0; i < s->n_rec; i++)
+                if (!strcmp(s->rec[i].dropped, "disabled") || !strcmp(s->rec[i].dropped, "stopped") ||
+                    !strcmp(s->rec[i].dropped, "noevent"))
+                        switches_complete = false;
+        /* The bytes: every record not dropped, in order; half of a `partial` one. */
+        for (size_t i = 0; i < s->n_rec; i++) {
+                const struct rec *r = &s->rec[i];
+                size_t n = (size_t) r->size;
+
+                if (!strcmp(r->dropped, "partial"))
+                        n /= 2;
+                else if (r->dropped[0])
+                        continue;
+                if (pos + n > s->n_got)
+                        fail_msg("cpu %u: record %zu past the %zu bytes received", s->cpu, i, s->n_got);
+                if (memcmp(s->got + pos, s->bin + r->off, n))
+                        fail_msg("cpu %u: record %zu differs at byte %zu of the stream", s->cpu, i, pos);
+                pos += n;
+                if (!strcmp(r->dropped, "partial"))
+                        continue;
+                n_written++;
+                /* Attribution: the last switch-in at or before the record's time. */
+                uint64_t t = perf_time(s->up, r->ts);
+                while (sw < s->n_sw && s->sw[sw].time <= t)
+                        tid = s->sw[sw++].tid;
+                if (tid != r->tid) {
+                        if (switches_complete)
+                                fail_msg("cpu %u: record %zu attributed to tid %u, truth %u", s->cpu, i, tid, r->tid);
+                        misattributed++;
+                }
+        }
+        assert_int_equal(pos, s->n_got);
+
+        for (size_t k = 0; k < n_faults[F_PARTIAL]; k++)
+                if (faults[F_PARTIAL][k].cpu == s->cpu && !strcmp(s->rec[faults[F_PARTIAL][k].a].dropped, "partial"))
+                        exp_partial++;
+        for (size_t k = 0; k < n_faults[F_COLLISION]; k++)
+                exp_collision += faults[F_COLLISION][k].cpu == s->cpu;
+        for (size_t k = 0; k < n_faults[F_LOST]; k++)
+                if (faults[F_LOST][k].cpu == s->cpu) {
+                        exp_lost += faults[F_LOST][k].b;
+                        n_lost_chunks++;
+                }
+        for (size_t k = 0; k < n_faults[F_LOST_SAMPLES]; k++)
+                if (faults[F_LOST_SAMPLES][k].cpu == s->cpu)
+                        exp_lost_samples += faults[F_LOST_SAMPLES][k].b;
+        for (size_t k = 0; k < n_faults[F_THROTTLE]; k++)
+                exp_throttle += faults[F_THROTTLE][k].cpu == s->cpu;
+
+        print_message("cpu %u: %zu records, %" PRIu64 " received, %zu bytes, %" PRIu64 " AUX records, %" PRIu64
+                      " truncated, %" PRIu64 " padding gaps (%" PRIu64 " bytes), %" PRIu64 " lost gaps, %zu switches,"
+                      " %" PRIu64 " kernel-lost, %" PRIu64 " misattributed\n",
+                      s->cpu, s->n_rec, n_written, s->n_got, s->ring.stats.aux_records, s->ring.stats.truncated,
+                      s->pad_gaps, s->pad_bytes, s->lost_gaps, s->n_sw, kernel_lost, misattributed);
+        assert_int_equal(s->ring.stats.partial, exp_partial);
+        assert_int_equal(s->ring.stats.collision, exp_collision);
+        assert_int_equal(s->ring.stats.lost, exp_lost + kernel_lost);
+        if (!kernel_lost)
+                assert_int_equal(s->lost_gaps, n_lost_chunks);
+        assert_int_equal(s->ring.stats.lost_samples, exp_lost_samples);
+        assert_int_equal(s->throttle, exp_throttle);
+        assert_int_equal(s->unthrottle, exp_throttle);
+        assert_int_equal(s->ring.stats.bad_records, 0);
+        assert_int_equal(s->ring.stats.overwrite, 0);
+        /* Each truncation was answered with one ENABLE. */
+        assert_int_equal(s->enables, s->ring.stats.truncated);
+        assert_true(s->itrace);
+        assert_int_equal(s->itrace_tid, s->rec[0].tid);
+        if (!kernel_lost)
+                assert_int_equal(s->switch_out, s->n_sw);
+}
+
+static unsigned arg_data_pages = 8, arg_aux_pages = 16, arg_watermark, arg_sleep_ms;
+
+static void test_drain(void **state) {
+        struct spe_pmu_options o = { .exclude_kernel = false };
+        static struct cpu_state cs[MAX_CPUS];
+        struct epoll_event evs[MAX_CPUS];
+        unsigned n = 0;
+        int ep;
+
+        read_scenario();
+        discover();
+        ep = epoll_create1(EPOLL_CLOEXEC);
+        assert_true(ep >= 0);
+        for (unsigned cpu = 0; cpu < MAX_CPUS; cpu++) {
+                struct cpu_state *s;
+                uint8_t *m;
+
+                if (!cpulist_has(&pmus[0].cpus, cpu))
+                        continue;
+                s = &cs[n];
+                s->cpu = cpu;
+                base_attr(&s->attr, &o);
+                s->attr.attr.context_switch = 1;
+                s->attr.attr.aux_watermark = arg_watermark;
+                s->fd = (int) perf_open(&s->attr.attr, (int) cpu, -1);
+                assert_true(s->fd >= 0);
+                s->data_len = (1 + arg_data_pages) * page_size;
+                m = mmap(NULL, s->data_len, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
+                assert_true(m != MAP_FAILED);
+                s->up = (struct perf_event_mmap_page *) m;
+                assert_int_equal(s->up->data_offset, page_size);
+                assert_int_equal(s->up->data_size, arg_data_pages * page_size);
+                assert_true(s->up->cap_user_time_zero);
+                s->aux_len = arg_aux_pages * page_size;
+                s->up->aux_offset = s->data_len;
+                s->up->aux_size = s->aux_len;
+                s->aux_map = mmap(NULL, s->aux_len, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, (off_t) s->data_len);
+                assert_true(s->aux_map != MAP_FAILED);
+                assert_int_equal(aux_ring_init(&s->ring, s->up, m + page_size, arg_data_pages * page_size, s->aux_map,
+                                               s->aux_len), 0);
+                aux_ring_set_attr(&s->ring, &s->attr.attr);
+                assert_int_equal(epoll_ctl(ep, EPOLL_CTL_ADD, s->fd,
+                                           &(struct epoll_event) { .events = EPOLLIN, .data.u32 = n }), 0);
+                assert_int_equal(ioctl(s->fd, PERF_EVENT_IOC_ENABLE, 0), 0);
+                n++;
+        }
+        assert_true(n > 0);
+
+        /* Drain on wakeups, and on a timer for a quiet CPU, until every core is done. */
+        for (;;) {
+                bool done = all_done(n);
+                int k;
+
+                if (arg_sleep_ms) {
+                        /* A slow reader: wakeups ignored, the rings fill. */
+                        struct timespec ts = { .tv_nsec = (long) arg_sleep_ms * 1000000L };
+
+                        nanosleep(&ts, NULL);
+                        k = epoll_wait(ep, evs, MAX_CPUS, 0);
+                } else
+                        k = epoll_wait(ep, evs, MAX_CPUS, 20);
+                assert_true(k >= 0);
+                for (unsigned i = 0; i < n; i++)
+                        drain_one(&cs[i]);
+                if (done)
+                        break;
+        }
+        /* The partial buffers: DISABLE makes the driver commit them (arm_spe_pmu_stop()). */
+        for (unsigned i = 0; i < n; i++) {
+                assert_int_equal(ioctl(cs[i].fd, PERF_EVENT_IOC_DISABLE, 0), 0);
+                drain_one(&cs[i]);
+        }
+        for (unsigned i = 0; i < n; i++) {
+                verify(&cs[i]);
+                aux_ring_done(&cs[i].ring);
+                assert_int_equal(munmap(cs[i].aux_map, cs[i].aux_len), 0);
+                assert_int_equal(munmap(cs[i].up, cs[i].data_len), 0);
+                assert_int_equal(close(cs[i].fd), 0);
+        }
+        close(ep);
+        (void) state;
+}
+
+/* ---- refusals ---- */
+
+static int open_errno(struct spe_pmu_event_attr *a, int cpu, int pid) {
+        long fd = perf_open(&a->attr, cpu, pid);
+
+        if (fd >= 0) {
+                close((int) fd);
+                return 0;
+        }
+        return errno;
+}
+
+static void test_errors(void **state) {
+        struct spe_pmu_options o = {};
+        struct spe_pmu_event_attr a;
+        uint8_t *m;
+        uint64_t id = 0;
+        long fd, fd2;
+
+        /* The scenario: cpus=0-3 covered, possible 0-5, online 0-2,4 (3 offline), eacces_cpus=1,
+         * ebusy=2:2, noperfmon=1, mmap_limit=65536 mmap_errno=ENOMEM. */
+        base_attr(&a, &o);
+        assert_int_equal(open_errno(&a, 0, -1), 0);
+        assert_int_equal(open_errno(&a, 1, -1), EACCES);
+        assert_int_equal(open_errno(&a, 2, -1), EBUSY);
+        assert_int_equal(open_errno(&a, 2, -1), EBUSY);
+        assert_int_equal(open_errno(&a, 2, -1), 0);
+        assert_int_equal(open_errno(&a, 3, -1), ENODEV);
+        assert_int_equal(open_errno(&a, 4, -1), ENOENT);
+        assert_int_equal(open_errno(&a, 6, -1), EINVAL);
+        assert_int_equal(open_errno(&a, -1, -1), EINVAL);
+        assert_int_equal(open_errno(&a, 0, 1), EINVAL);
+
+        base_attr(&a, &o);
+        a.attr.freq = 1;
+        a.attr.sample_freq = 1000;
+        assert_int_equal(open_errno(&a, 0, -1), EINVAL);
+        base_attr(&a, &o);
+        a.attr.exclude_idle = 1;
+        assert_int_equal(open_errno(&a, 0, -1), EOPNOTSUPP);
+        o.physical_addresses = true;
+        base_attr(&a, &o);
+        assert_int_equal(open_errno(&a, 0, -1), EACCES);
+        o.physical_addresses = false;
+        o.physical_timestamps = true;
+        base_attr(&a, &o);
+        assert_int_equal(open_errno(&a, 0, -1), EACCES);
+        o.physical_timestamps = false;
+        /* event_filter bit 0 is RES0 in PMSEVFR_EL1 */
+        base_attr(&a, &o);
+        a.attr.config1 = 1;
+        assert_int_equal(open_errno(&a, 0, -1), EOPNOTSUPP);
+        base_attr(&a, &o);
+        a.attr.config1 = 1U << 1;
+        assert_int_equal(open_errno(&a, 0, -1), 0);
+
+        /* attr.size: bytes past the kernel's attr must be zero (E2BIG, size written back). */
+        {
+                uint8_t raw[160] = {};
+
+                base_attr(&a, &o);
+                memcpy(raw, &a, sizeof(a));
+                ((struct perf_event_attr *) raw)->size = 144;
+                raw[140] = 1;
+                errno = 0;
+                assert_true(perf_open((struct perf_event_attr *) raw, 0, -1) < 0);
+                assert_int_equal(errno, E2BIG);
+                assert_int_equal(((struct perf_event_attr *) raw)->size, SPE_PMU_ATTR_SIZE_VER8);
+                raw[140] = 0;
+                ((struct perf_event_attr *) raw)->size = 144;
+                fd = perf_open((struct perf_event_attr *) raw, 0, -1);
+                assert_true(fd >= 0);
+                close((int) fd);
+                ((struct perf_event_attr *) raw)->size = 32;
+                assert_true(perf_open((struct perf_event_attr *) raw, 0, -1) < 0);
+                assert_int_equal(errno, E2BIG);
+        }
+
+        /* One SPE event per CPU (PERF_PMU_CAP_EXCLUSIVE). */
+        base_attr(&a, &o);
+        fd = perf_open(&a.attr, 0, -1);
+        assert_true(fd >= 0);
+        fd2 = perf_open(&a.attr, 0, -1);
+        assert_true(fd2 < 0);
+        assert_int_equal(errno, EBUSY);
+
+        assert_int_equal(ioctl((int) fd, PERF_EVENT_IOC_ID, &id), 0);
+        assert_true(id > 0);
+        assert_true(ioctl((int) fd, _IO('$', 99), 0) < 0);
+        assert_int_equal(errno, ENOTTY);
+        assert_true(ioctl((int) fd, PERF_EVENT_IOC_SET_FILTER, "filter") < 0);
+        assert_int_equal(errno, EINVAL);
+        /* ENABLE twice is harmless; DISABLE before any buffer commits nothing. */
+        assert_int_equal(ioctl((int) fd, PERF_EVENT_IOC_ENABLE, 0), 0);
+        assert_int_equal(ioctl((int) fd, PERF_EVENT_IOC_ENABLE, 0), 0);
+        assert_int_equal(ioctl((int) fd, PERF_EVENT_IOC_DISABLE, 0), 0);
+
+        /* perf_mmap(): 1 + 2^n pages, MAP_SHARED. */
+        assert_true(mmap(NULL, 4 * page_size, PROT_READ | PROT_WRITE, MAP_SHARED, (int) fd, 0) == MAP_FAILED);
+        assert_int_equal(errno, EINVAL);
+        assert_true(mmap(NULL, 3 * page_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, (int) fd, 0) == MAP_FAILED);
+        assert_int_equal(errno, EINVAL);
+        /* The AUX area before the data ring. */
+        assert_true(mmap(NULL, 4 * page_size, PROT_READ | PROT_WRITE, MAP_SHARED, (int) fd,
+                         (off_t) (5 * page_size)) == MAP_FAILED);
+        assert_int_equal(errno, EINVAL);
+        m = mmap(NULL, 5 * page_size, PROT_READ | PROT_WRITE, MAP_SHARED, (int) fd, 0);
+        assert_true(m != MAP_FAILED);
+        {
+                struct perf_event_mmap_page *up = (void *) m;
+
+                /* aux_offset inside the data ring */
+                up->aux_offset = 2 * page_size;
+                up->aux_size = 4 * page_size;
+                assert_true(mmap(NULL, 4 * page_size, PROT_READ | PROT_WRITE, MAP_SHARED, (int) fd,
+                                 (off_t) (2 * page_size)) == MAP_FAILED);
+                assert_int_equal(errno, EINVAL);
+                up->aux_offset = 5 * page_size;
+                /* the mapping's size must be aux_size */
+                assert_true(mmap(NULL, 8 * page_size, PROT_READ | PROT_WRITE, MAP_SHARED, (int) fd,
+                                 (off_t) (5 * page_size)) == MAP_FAILED);
+                assert_int_equal(errno, EINVAL);
+                /* not a power of two */
+                up->aux_size = 3 * page_size;
+                assert_true(mmap(NULL, 3 * page_size, PROT_READ | PROT_WRITE, MAP_SHARED, (int) fd,
+                                 (off_t) (5 * page_size)) == MAP_FAILED);
+                assert_int_equal(errno, EINVAL);
+                /* SPE needs two pages (arm_spe_pmu_setup_aux()) */
+                up->aux_size = page_size;
+                assert_true(mmap(NULL, page_size, PROT_READ | PROT_WRITE, MAP_SHARED, (int) fd,
+                                 (off_t) (5 * page_size)) == MAP_FAILED);
+                assert_int_equal(errno, ENOMEM);
+                /* read-only AUX (snapshot mode) is not modelled */
+                up->aux_size = 4 * page_size;
+                assert_true(mmap(NULL, 4 * page_size, PROT_READ, MAP_SHARED, (int) fd, (off_t) (5 * page_size)) ==
+                            MAP_FAILED);
+                assert_int_equal(errno, EINVAL);
+                /* over the memlock limit of the scenario, then a smaller one */
+                up->aux_size = 131072;
+                assert_true(mmap(NULL, 131072, PROT_READ | PROT_WRITE, MAP_SHARED, (int) fd,
+                                 (off_t) (5 * page_size)) == MAP_FAILED);
+                assert_int_equal(errno, ENOMEM);
+                up->aux_size = 65536;
+                void *aux = mmap(NULL, 65536, PROT_READ | PROT_WRITE, MAP_SHARED, (int) fd, (off_t) (5 * page_size));
+                assert_true(aux != MAP_FAILED);
+                assert_int_equal(munmap(aux, 65536), 0);
+        }
+        assert_int_equal(munmap(m, 5 * page_size), 0);
+        assert_int_equal(close((int) fd), 0);
+        /* Free again after close. */
+        assert_int_equal(open_errno(&a, 0, -1), 0);
+        (void) state;
+}
+
+int main(int argc, char **argv) {
+        const struct CMUnitTest drain[] = { cmocka_unit_test(test_drain) };
+        const struct CMUnitTest errors[] = { cmocka_unit_test(test_errors) };
+
+        scen_dir = getenv("ARMPROFD_SIMPMU_DIR");
+        sysfs_root = getenv("ARMPROFD_SYSFS_ROOT");
+        page_size = (size_t) sysconf(_SC_PAGESIZE);
+        if (!scen_dir || !sysfs_root || argc < 2) {
+                fprintf(stderr, "usage: ARMPROFD_SIMPMU_DIR=... ARMPROFD_SYSFS_ROOT=... LD_PRELOAD=libarmprofd-simpmu.so "
+                                "%s drain DATA_PAGES AUX_PAGES WATERMARK | errors\n", argv[0]);
+                return 2;
+        }
+        if (!strcmp(argv[1], "drain")) {
+                if (argc >= 5) {
+                        arg_data_pages = (unsigned) atoi(argv[2]);
+                        arg_aux_pages = (unsigned) atoi(argv[3]);
+                        arg_watermark = (unsigned) atoi(argv[4]);
+                }
+                if (argc >= 6)
+                        arg_sleep_ms = (unsigned) atoi(argv[5]);
+                return cmocka_run_group_tests(drain, NULL, NULL);
+        }
+        return cmocka_run_group_tests(errors, NULL, NULL);
+}
