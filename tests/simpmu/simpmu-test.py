@@ -50,6 +50,10 @@ CASES = [
     # kernel's side, lost AUX records are gaps.
     ('datalost', ['--seed', '11', '--records', '4000', '--no-context'], {'cpus': '0'}, ['rate=0'],
      ['drain', '1', '16', '0']),
+    # CPU 1 goes offline under its event and comes back: ENODEV meanwhile, a
+    # new event afterwards; rate 0, so no record is lost.
+    ('offline', ['--seed', '13', '--records', '12000', '--no-context'], {'cpus': '0-1'}, ['rate=0'],
+     ['drain', '64', '8', '0', 'offline']),
     ('errors', ['--seed', '12', '--records', '200'],
      {'cpus': '0-3', 'possible': '0-5', 'online': '0-2,4'},
      ['noperfmon=1', 'eacces_cpus=1', 'ebusy=2:2', 'mmap_limit=65536', 'mmap_errno=ENOMEM'],

@@ -1203,7 +1203,8 @@ static long sim_open(struct perf_event_attr *uattr, pid_t pid, int cpu, int grou
                 return fail(EACCES);
         }
         /* exclusive_event_installable(): PERF_PMU_CAP_EXCLUSIVE. */
-        if (c->ev) {
+        /* An event whose CPU went offline left the CPU's context (perf_event_exit_cpu_context()). */
+        if (c->ev && !c->ev->dead) {
                 sim_log("cpu=%d open errno=EBUSY (open already)", cpu);
                 return fail(EBUSY);
         }

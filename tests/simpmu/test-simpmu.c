@@ -99,6 +99,8 @@ struct cpu_state {
         uint64_t pad_gaps, pad_bytes, lost_gaps, lost_seen_before_gap;
         uint64_t next, chunk_bytes;     /* where the last chunk ended; bytes of this one so far */
         uint64_t enables, truncations;
+        struct aux_ring_stats prev;     /* the closed events' counts (close_cpu()) */
+        struct perf_event_mmap_page time; /* the user page's time fields, kept after unmapping */
         /* attribution: SWITCH in records, (time, pid, tid) */
         struct { uint64_t time; uint32_t pid, tid; } sw[65536];
         size_t n_sw;
@@ -254,10 +256,18 @@ static int on_record(void *userdata, const uint8_t *rec, size_t len) {
                 assert_int_equal(perf_record_parse_trailer(&s->attr.attr, &pr,
                                                            perf_record_fixed_size(h.type) - sizeof(h), &tlen), 0);
                 assert_int_equal(perf_record_parse_itrace_start(&pr, tlen, &it), 0);
-                assert_false(s->itrace);
-                s->itrace = true;
-                s->itrace_pid = it.pid;
-                s->itrace_tid = it.tid;
+                if (!s->itrace) {
+                        s->itrace = true;
+                        s->itrace_pid = it.pid;
+                        s->itrace_tid = it.tid;
+                } else {
+                        /* A re-opened event: the task running when it started. */
+                        s->sw[s->n_sw].time = pr.sid.time;
+                        s->sw[s->n_sw].pid = it.pid;
+                        s->sw[s->n_sw].tid = it.tid;
+                        s->n_sw++;
+                        s->switch_out++;
+                }
                 break;
         }
         case PERF_RECORD_THROTTLE:
@@ -386,7 +396,7 @@ static void verify(struct cpu_state *s) {
                         continue;
                 n_written++;
                 /* Attribution: the last switch-in at or before the record's time. */
-                uint64_t t = perf_time(s->up, r->ts);
+                uint64_t t = perf_time(&s->time, r->ts);
                 while (sw < s->n_sw && s->sw[sw].time <= t)
                         tid = s->sw[sw++].tid;
                 if (tid != r->tid) {
@@ -416,70 +426,130 @@ static void verify(struct cpu_state *s) {
         print_message("cpu %u: %zu records, %" PRIu64 " received, %zu bytes, %" PRIu64 " AUX records, %" PRIu64
                       " truncated, %" PRIu64 " padding gaps (%" PRIu64 " bytes), %" PRIu64 " lost gaps, %zu switches,"
                       " %" PRIu64 " kernel-lost, %" PRIu64 " misattributed\n",
-                      s->cpu, s->n_rec, n_written, s->n_got, s->ring.stats.aux_records, s->ring.stats.truncated,
+                      s->cpu, s->n_rec, n_written, s->n_got, s->prev.aux_records, s->prev.truncated,
                       s->pad_gaps, s->pad_bytes, s->lost_gaps, s->n_sw, kernel_lost, misattributed);
-        assert_int_equal(s->ring.stats.partial, exp_partial);
-        assert_int_equal(s->ring.stats.collision, exp_collision);
-        assert_int_equal(s->ring.stats.lost, exp_lost + kernel_lost);
+        assert_int_equal(s->prev.partial, exp_partial);
+        assert_int_equal(s->prev.collision, exp_collision);
+        assert_int_equal(s->prev.lost, exp_lost + kernel_lost);
         if (!kernel_lost)
                 assert_int_equal(s->lost_gaps, n_lost_chunks);
-        assert_int_equal(s->ring.stats.lost_samples, exp_lost_samples);
+        assert_int_equal(s->prev.lost_samples, exp_lost_samples);
         assert_int_equal(s->throttle, exp_throttle);
         assert_int_equal(s->unthrottle, exp_throttle);
-        assert_int_equal(s->ring.stats.bad_records, 0);
-        assert_int_equal(s->ring.stats.overwrite, 0);
+        assert_int_equal(s->prev.bad_records, 0);
+        assert_int_equal(s->prev.overwrite, 0);
         /* Each truncation was answered with one ENABLE. */
-        assert_int_equal(s->enables, s->ring.stats.truncated);
+        assert_int_equal(s->enables, s->prev.truncated);
         assert_true(s->itrace);
-        assert_int_equal(s->itrace_tid, s->rec[0].tid);
+        if (switches_complete)
+                assert_int_equal(s->itrace_tid, s->rec[0].tid);
         if (!kernel_lost)
                 assert_int_equal(s->switch_out, s->n_sw);
 }
 
 static unsigned arg_data_pages = 8, arg_aux_pages = 16, arg_watermark, arg_sleep_ms;
 
-static void test_drain(void **state) {
+static void open_cpu(struct cpu_state *s, int ep, unsigned slot) {
         struct spe_pmu_options o = { .exclude_kernel = false };
+        uint8_t *m;
+
+        base_attr(&s->attr, &o);
+        s->attr.attr.context_switch = 1;
+        s->attr.attr.aux_watermark = arg_watermark;
+        s->fd = (int) perf_open(&s->attr.attr, (int) s->cpu, -1);
+        assert_true(s->fd >= 0);
+        s->data_len = (1 + arg_data_pages) * page_size;
+        m = mmap(NULL, s->data_len, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
+        assert_true(m != MAP_FAILED);
+        s->up = (struct perf_event_mmap_page *) m;
+        assert_int_equal(s->up->data_offset, page_size);
+        assert_int_equal(s->up->data_size, arg_data_pages * page_size);
+        assert_true(s->up->cap_user_time_zero);
+        s->time = *s->up;
+        s->aux_len = arg_aux_pages * page_size;
+        s->up->aux_offset = s->data_len;
+        s->up->aux_size = s->aux_len;
+        s->aux_map = mmap(NULL, s->aux_len, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, (off_t) s->data_len);
+        assert_true(s->aux_map != MAP_FAILED);
+        assert_int_equal(aux_ring_init(&s->ring, s->up, m + page_size, arg_data_pages * page_size, s->aux_map,
+                                       s->aux_len), 0);
+        aux_ring_set_attr(&s->ring, &s->attr.attr);
+        s->next = s->chunk_bytes = 0;
+        s->lost_seen_before_gap = 0;
+        assert_int_equal(epoll_ctl(ep, EPOLL_CTL_ADD, s->fd, &(struct epoll_event) { .events = EPOLLIN, .data.u32 = slot }),
+                         0);
+        assert_int_equal(ioctl(s->fd, PERF_EVENT_IOC_ENABLE, 0), 0);
+}
+
+static void close_cpu(struct cpu_state *s) {
+        const struct aux_ring_stats *r = &s->ring.stats;
+
+        /* What this event's ring counted, kept across a re-open. */
+        s->prev.aux_records += r->aux_records;
+        s->prev.truncated += r->truncated;
+        s->prev.partial += r->partial;
+        s->prev.collision += r->collision;
+        s->prev.overwrite += r->overwrite;
+        s->prev.lost += r->lost;
+        s->prev.lost_samples += r->lost_samples;
+        s->prev.bad_records += r->bad_records;
+        aux_ring_done(&s->ring);
+        assert_int_equal(munmap(s->aux_map, s->aux_len), 0);
+        assert_int_equal(munmap(s->up, s->data_len), 0);
+        assert_int_equal(close(s->fd), 0);
+        s->fd = -1;
+}
+
+static bool log_has(const char *what) {
+        char path[4096];
+        size_t size;
+        char *log;
+        bool r;
+
+        snprintf(path, sizeof(path), "%s/sim.log", scen_dir);
+        log = read_all(path, &size);
+        r = log && strstr(log, what);
+        free(log);
+        return r;
+}
+
+static void set_online(const char *list) {
+        char path[4096], tmp[4100];
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/devices/system/cpu/online", sysfs_root);
+        snprintf(tmp, sizeof(tmp), "%s.t", path);
+        f = fopen(tmp, "we");
+        assert_non_null(f);
+        fprintf(f, "%s\n", list);
+        assert_int_equal(fclose(f), 0);
+        assert_int_equal(rename(tmp, path), 0);
+}
+
+static void sleep_ms(unsigned ms) {
+        struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long) (ms % 1000) * 1000000L };
+
+        nanosleep(&ts, NULL);
+}
+
+static bool arg_offline;
+
+static void test_drain(void **state) {
         static struct cpu_state cs[MAX_CPUS];
         struct epoll_event evs[MAX_CPUS];
         unsigned n = 0;
         int ep;
+        enum { OFF_NONE, OFF_WAIT, OFF_DONE } off = arg_offline ? OFF_NONE : OFF_DONE;
 
         read_scenario();
         discover();
         ep = epoll_create1(EPOLL_CLOEXEC);
         assert_true(ep >= 0);
         for (unsigned cpu = 0; cpu < MAX_CPUS; cpu++) {
-                struct cpu_state *s;
-                uint8_t *m;
-
                 if (!cpulist_has(&pmus[0].cpus, cpu))
                         continue;
-                s = &cs[n];
-                s->cpu = cpu;
-                base_attr(&s->attr, &o);
-                s->attr.attr.context_switch = 1;
-                s->attr.attr.aux_watermark = arg_watermark;
-                s->fd = (int) perf_open(&s->attr.attr, (int) cpu, -1);
-                assert_true(s->fd >= 0);
-                s->data_len = (1 + arg_data_pages) * page_size;
-                m = mmap(NULL, s->data_len, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
-                assert_true(m != MAP_FAILED);
-                s->up = (struct perf_event_mmap_page *) m;
-                assert_int_equal(s->up->data_offset, page_size);
-                assert_int_equal(s->up->data_size, arg_data_pages * page_size);
-                assert_true(s->up->cap_user_time_zero);
-                s->aux_len = arg_aux_pages * page_size;
-                s->up->aux_offset = s->data_len;
-                s->up->aux_size = s->aux_len;
-                s->aux_map = mmap(NULL, s->aux_len, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, (off_t) s->data_len);
-                assert_true(s->aux_map != MAP_FAILED);
-                assert_int_equal(aux_ring_init(&s->ring, s->up, m + page_size, arg_data_pages * page_size, s->aux_map,
-                                               s->aux_len), 0);
-                aux_ring_set_attr(&s->ring, &s->attr.attr);
-                assert_int_equal(epoll_ctl(ep, EPOLL_CTL_ADD, s->fd,
-                                           &(struct epoll_event) { .events = EPOLLIN, .data.u32 = n }), 0);
-                assert_int_equal(ioctl(s->fd, PERF_EVENT_IOC_ENABLE, 0), 0);
+                cs[n].cpu = cpu;
+                open_cpu(&cs[n], ep, n);
                 n++;
         }
         assert_true(n > 0);
@@ -491,29 +561,47 @@ static void test_drain(void **state) {
 
                 if (arg_sleep_ms) {
                         /* A slow reader: wakeups ignored, the rings fill. */
-                        struct timespec ts = { .tv_nsec = (long) arg_sleep_ms * 1000000L };
-
-                        nanosleep(&ts, NULL);
+                        sleep_ms(arg_sleep_ms);
                         k = epoll_wait(ep, evs, MAX_CPUS, 0);
                 } else
                         k = epoll_wait(ep, evs, MAX_CPUS, 20);
                 assert_true(k >= 0);
                 for (unsigned i = 0; i < n; i++)
                         drain_one(&cs[i]);
+                if (off == OFF_NONE && n > 1 && cs[1].ring.stats.aux_records >= 2) {
+                        /* CPU 1 goes offline under its event (the last CPU of the list stays). */
+                        struct spe_pmu_event_attr a;
+                        struct spe_pmu_options o = {};
+                        long fd;
+
+                        set_online("0");
+                        while (!log_has("cpu=1 offline"))
+                                sleep_ms(5);
+                        drain_one(&cs[1]);
+                        base_attr(&a, &o);
+                        /* The dead event left the CPU's context: ENODEV, not EBUSY. */
+                        fd = perf_open(&a.attr, 1, -1);
+                        assert_true(fd < 0);
+                        assert_int_equal(errno, ENODEV);
+                        /* ENABLE on it does nothing. */
+                        assert_int_equal(ioctl(cs[1].fd, PERF_EVENT_IOC_ENABLE, 0), 0);
+                        close_cpu(&cs[1]);
+                        set_online("0-1");
+                        open_cpu(&cs[1], ep, 1);
+                        off = OFF_DONE;
+                }
                 if (done)
                         break;
         }
+        assert_true(off == OFF_DONE);
         /* The partial buffers: DISABLE makes the driver commit them (arm_spe_pmu_stop()). */
         for (unsigned i = 0; i < n; i++) {
                 assert_int_equal(ioctl(cs[i].fd, PERF_EVENT_IOC_DISABLE, 0), 0);
                 drain_one(&cs[i]);
         }
         for (unsigned i = 0; i < n; i++) {
+                close_cpu(&cs[i]);
                 verify(&cs[i]);
-                aux_ring_done(&cs[i].ring);
-                assert_int_equal(munmap(cs[i].aux_map, cs[i].aux_len), 0);
-                assert_int_equal(munmap(cs[i].up, cs[i].data_len), 0);
-                assert_int_equal(close(cs[i].fd), 0);
         }
         close(ep);
         (void) state;
@@ -691,8 +779,11 @@ int main(int argc, char **argv) {
                         arg_aux_pages = (unsigned) atoi(argv[3]);
                         arg_watermark = (unsigned) atoi(argv[4]);
                 }
-                if (argc >= 6)
-                        arg_sleep_ms = (unsigned) atoi(argv[5]);
+                for (int i = 5; i < argc; i++)
+                        if (!strcmp(argv[i], "offline"))
+                                arg_offline = true;
+                        else
+                                arg_sleep_ms = (unsigned) atoi(argv[i]);
                 return cmocka_run_group_tests(drain, NULL, NULL);
         }
         return cmocka_run_group_tests(errors, NULL, NULL);
