@@ -10,6 +10,9 @@
 #include "strbuf.h"
 
 /* The flag bits the kernel defines; PERF_AUX_FLAG_PMU_FORMAT_TYPE_MASK is the PMU's own. */
+/* The area counts as full past this share of it unannounced: 1/16 short of it. */
+#define AUX_RING_FULL_FRACTION 16
+
 #define AUX_FLAGS_KNOWN (PERF_AUX_FLAG_TRUNCATED | PERF_AUX_FLAG_OVERWRITE | PERF_AUX_FLAG_PARTIAL | \
                          PERF_AUX_FLAG_COLLISION)
 
@@ -82,13 +85,17 @@ static int deliver_aux(struct aux_ring *ring, const struct perf_data_aux *b, con
                 .flags = b->flags & AUX_FLAGS_KNOWN,
                 .sid = b->rec.sid,
         };
-        uint64_t fill = 0, fill_from = ring->aux_next;
+        uint64_t fill = 0, fill_from = ring->aux_next, from = b->aux_offset, end = b->aux_offset + b->aux_size;
         int k;
 
-        if (ring->aux_started && b->aux_offset != ring->aux_next) {
+        if (ring->aux_started && b->aux_offset < ring->aux_next) {
+                /* Its bytes went out already, read up to aux_head after a loss (aux_ring_drain()):
+                 * only the part past them, or just its flags. */
+                c.late = true;
+                from = MIN(MAX(from, ring->aux_next), end);
+        } else if (ring->aux_started && b->aux_offset != ring->aux_next) {
                 ring->stats.aux_gaps++;
-                if (b->aux_offset > ring->aux_next)
-                        ring->stats.aux_gap_bytes += b->aux_offset - ring->aux_next;
+                ring->stats.aux_gap_bytes += b->aux_offset - ring->aux_next;
                 /*
                  * Bytes the kernel moved aux_head over without a PERF_RECORD_AUX:
                  * the driver's padding (arm_spe_pmu_pad_buf() ->
@@ -98,7 +105,7 @@ static int deliver_aux(struct aux_ring *ring, const struct perf_data_aux *b, con
                  * them, as perf reads everything up to aux_head. Otherwise the
                  * bytes are gone, and the chunk says so.
                  */
-                if (b->aux_offset > ring->aux_next && b->aux_offset + b->aux_size - ring->aux_next <= ring->aux_size)
+                if (end - ring->aux_next <= ring->aux_size)
                         fill = b->aux_offset - ring->aux_next;
                 else {
                         c.gap = true;
@@ -106,9 +113,9 @@ static int deliver_aux(struct aux_ring *ring, const struct perf_data_aux *b, con
                 }
         }
         ring->aux_started = true;
-        ring->aux_next = b->aux_offset + b->aux_size;
+        ring->aux_next = MAX(ring->aux_next, end);
         ring->stats.aux_records++;
-        ring->stats.aux_bytes += b->aux_size + fill;
+        ring->stats.aux_bytes += end - from + fill;
         ring->stats.truncated += !!(c.flags & PERF_AUX_FLAG_TRUNCATED);
         ring->stats.partial += !!(c.flags & PERF_AUX_FLAG_PARTIAL);
         ring->stats.collision += !!(c.flags & PERF_AUX_FLAG_COLLISION);
@@ -123,16 +130,50 @@ static int deliver_aux(struct aux_ring *ring, const struct perf_data_aux *b, con
                 if (k < 0)
                         return k;
         }
-        return deliver_bytes(ring, &c, b->aux_offset, (size_t) b->aux_size, ops, userdata);
+        return deliver_bytes(ring, &c, from, (size_t) (end - from), ops, userdata);
+}
+
+/*
+ * After a loss, everything up to aux_head: the PERF_RECORD_AUX of those
+ * bytes may never come (the data ring had no room for it, and a stopped
+ * event writes nothing that would carry the PERF_RECORD_LOST), and the
+ * area would stay full for good. Also when a drain found no PERF_RECORD_AUX
+ * and the area is nearly full of bytes nothing announced: the kernel
+ * stopped there. (Not on every drain, as perf does: a chunk's records
+ * come after the switches that happened during it, and attribution wants
+ * that order.) A record that announces them later is late: its flags
+ * count, its bytes are not read twice.
+ */
+static int deliver_unannounced(struct aux_ring *ring, bool lost, bool announced, const struct aux_ring_ops *ops,
+                               void *userdata) {
+        uint64_t head = __atomic_load_n(&ring->page->aux_head, __ATOMIC_ACQUIRE), from, n;
+
+        from = ring->aux_started ? ring->aux_next : __atomic_load_n(&ring->page->aux_tail, __ATOMIC_RELAXED);
+        n = head - from;
+        if (head <= from || n > ring->aux_size)
+                return 0;
+        if (!lost && (announced || n < ring->aux_size - ring->aux_size / AUX_RING_FULL_FRACTION))
+                return 0;
+        ring->aux_started = true;
+        ring->aux_next = head;
+        ring->stats.aux_unannounced++;
+        ring->stats.aux_unannounced_bytes += n;
+        ring->stats.aux_bytes += n;
+        if (!ops || !ops->aux)
+                return 0;
+        return deliver_bytes(ring, &(struct aux_ring_chunk) { .aux_offset = from, .fill = true }, from, (size_t) n,
+                             ops, userdata);
 }
 
 int aux_ring_drain(struct aux_ring *ring, const struct aux_ring_ops *ops, void *userdata, bool *ret_truncated) {
         bool truncated = false;
-        uint64_t head, tail;
+        uint64_t head, tail, lost_before, aux_before;
         int n = 0, k = 0;
 
         if (!ring)
                 return -EINVAL;
+        lost_before = ring->stats.lost;
+        aux_before = ring->stats.aux_records;
         /* The kernel writes the records, then data_head: acquire pairs with its release. */
         head = __atomic_load_n(&ring->page->data_head, __ATOMIC_ACQUIRE);
         tail = __atomic_load_n(&ring->page->data_tail, __ATOMIC_RELAXED);
@@ -212,6 +253,9 @@ int aux_ring_drain(struct aux_ring *ring, const struct aux_ring_ops *ops, void *
                 }
         }
 
+        if (k >= 0)
+                k = deliver_unannounced(ring, ring->stats.lost != lost_before, ring->stats.aux_records != aux_before,
+                                        ops, userdata);
         /* Release: the consumer is done with the bytes before the kernel may reuse them. */
         if (ring->aux_started)
                 __atomic_store_n(&ring->page->aux_tail, ring->aux_next, __ATOMIC_RELEASE);

@@ -29,7 +29,12 @@
  * still in the ring, unreleased: they are handed on first, as a `fill`
  * chunk, so nothing the hardware wrote is lost (perf reads every byte up to
  * aux_head too). Only a gap that cannot be in the ring any more is data
- * lost (the next chunk's `gap`).
+ * lost (the next chunk's `gap`). After a PERF_RECORD_LOST, or with the area
+ * nearly full of bytes nothing announced, the drain reads on up to
+ * aux_head: the records announcing them may never come (the event stops
+ * when the area is full, and writes nothing more), and the area would stay
+ * full. A record that comes for them later is `late`: its flags count, its
+ * bytes are not read twice.
  *
  * Nothing is lost silently: LOST and LOST_SAMPLES records, AUX flags
  * (truncated, partial, collision, overwrite), gaps and records that make no
@@ -71,6 +76,8 @@ struct aux_ring_stats {
         uint64_t aux_gaps;              /* chunks that did not start where the last one ended */
         uint64_t aux_gap_bytes;         /* bytes between, handed on as fills unless lost */
         uint64_t aux_gaps_lost;         /* gaps whose bytes were not in the ring any more */
+        uint64_t aux_unannounced;       /* reads up to aux_head after a loss or with the area full */
+        uint64_t aux_unannounced_bytes;
         uint64_t lost;                  /* PERF_RECORD_LOST: records the data ring had no room for */
         uint64_t lost_samples;          /* PERF_RECORD_LOST_SAMPLES */
         uint64_t bad_records;           /* impossible sizes or AUX chunks outside the ring: rest skipped */
@@ -83,6 +90,7 @@ struct aux_ring_chunk {
         uint64_t flags;                 /* AUX_RING_FLAG_* of its PERF_RECORD_AUX */
         bool gap;                       /* data was lost before this chunk */
         bool fill;                      /* bytes no PERF_RECORD_AUX announced (padding, a lost record), flags 0 */
+        bool late;                      /* its bytes went out before, as a fill: only the rest, or its flags */
         struct perf_data_sample_id sid; /* the AUX record's sample_id trailer (aux_ring_set_attr()) */
 };
 

@@ -215,6 +215,77 @@ static void setup_ring(struct aux_ring *r, struct kernel *k) {
         assert_int_equal(aux_ring_init(r, &k->page, k->data, k->data_size, k->aux, k->aux_size), 0);
 }
 
+/*
+ * Every PERF_RECORD_AUX lost (a data ring full of other records) and the
+ * area full: the stopped event writes nothing more, not even the
+ * PERF_RECORD_LOST. The drain reads up to aux_head and releases it, or the
+ * area would stay full for good; the record that comes late for those
+ * bytes gives its flags and no byte twice.
+ */
+static void test_unannounced(void **state) {
+        struct got g = { STRBUF_INIT, STRBUF_INIT };
+        uint8_t buf[4096];
+        struct kernel k;
+        struct aux_ring r;
+        bool truncated;
+        struct {
+                uint64_t aux_offset, aux_size, flags;
+        } body = { 0, 1000, PERF_AUX_FLAG_TRUNCATED };
+
+        for (size_t i = 0; i < sizeof(buf); i++)
+                buf[i] = (uint8_t) (i * 7 + 1);
+        kernel_init(&k, 256, 4096);
+        setup_ring(&r, &k);
+
+        /* Half the area, nothing announced: not stuck, nothing read. */
+        ring_put(k.aux, k.aux_size, 0, buf, 2048);
+        k.aux_head = 2048;
+        kernel_publish(&k);
+        assert_int_equal(aux_ring_drain(&r, &got_ops, &g, &truncated), 0);
+        assert_int_equal(g.aux.len, 0);
+        assert_int_equal(k.page.aux_tail, 0);
+
+        /* Full: read whole, released. */
+        ring_put(k.aux, k.aux_size, 2048, buf + 2048, 2047);
+        k.aux_head = 4095;
+        kernel_publish(&k);
+        assert_int_equal(aux_ring_drain(&r, &got_ops, &g, &truncated), 0);
+        assert_false(truncated);
+        assert_int_equal(g.aux.len, 4095);
+        assert_memory_equal(g.aux.buf, buf, 4095);
+        assert_int_equal(g.fills, 1);
+        assert_int_equal(r.stats.aux_unannounced, 1);
+        assert_int_equal(r.stats.aux_unannounced_bytes, 4095);
+        assert_int_equal(k.page.aux_tail, 4095);
+
+        /* A record for bytes already read: its flags, no bytes. */
+        assert_true(kernel_record(&k, PERF_RECORD_AUX, &body, sizeof(body)));
+        kernel_publish(&k);
+        assert_int_equal(aux_ring_drain(&r, &got_ops, &g, &truncated), 1);
+        assert_true(truncated);
+        assert_int_equal(g.aux.len, 4095);
+        assert_int_equal(g.truncated, 1);
+        assert_int_equal(g.empty, 1);
+
+        /* After a PERF_RECORD_LOST, whatever is unannounced is read at once. */
+        ring_put(k.aux, k.aux_size, 4095, buf, 100);
+        k.aux_head = 4195;
+        k.pending_lost = 3;
+        body = (typeof(body)) { 5000, 0, 0 };
+        assert_true(kernel_record(&k, PERF_RECORD_SWITCH, &body, 0)); /* carries the LOST before it */
+        kernel_publish(&k);
+        assert_int_equal(aux_ring_drain(&r, &got_ops, &g, &truncated), 2);
+        assert_int_equal(r.stats.lost, 3);
+        assert_int_equal(g.aux.len, 4195);
+        assert_memory_equal(g.aux.buf + 4095, buf, 100);
+        assert_int_equal(k.page.aux_tail, 4195);
+
+        aux_ring_done(&r);
+        kernel_done(&k);
+        strbuf_done(&g.aux);
+        strbuf_done(&g.recs);
+}
+
 /* Thousands of chunks of 1..1500 bytes through a 4 KiB AUX ring and a 1 KiB data ring,
  * with odd-sized records between them so that records wrap too. */
 static void test_wraps(void **state) {
@@ -874,6 +945,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_wraps),
                 cmocka_unit_test(test_losses),
+                cmocka_unit_test(test_unannounced),
                 cmocka_unit_test(test_truncated_consumer_error),
                 cmocka_unit_test(test_garbage),
                 cmocka_unit_test(test_sample_id),
