@@ -151,6 +151,7 @@ struct spe_stream_stats {
         uint64_t lost_samples;          /* PERF_RECORD_LOST_SAMPLES */
         uint64_t throttles;             /* PERF_RECORD_THROTTLE: the kernel stopped sampling for a while */
         uint64_t unattributed;          /* records handed on with no pid */
+        uint64_t switch_overflows;      /* task switches applied early: more in one AUX chunk than the log holds */
         /* A live event (the replay leaves these zero and `state` "replay"): */
         uint64_t reenables;             /* PERF_EVENT_IOC_ENABLE after a truncated session */
         uint64_t not_sampling_ns;       /* from the last record before each truncation to the first after */

@@ -125,6 +125,9 @@ void spe_metrics_write(const struct spe_metrics_input *in, struct prom_writer *w
         per_cpu(w, in, "armprofd_spe_unattributed_records_total",
                 "SPE records that no process could be named for (kept, with no pid).",
                 offsetof(struct spe_stream_stats, unattributed));
+        per_cpu(w, in, "armprofd_spe_switch_overflows_total",
+                "Task switches applied before their records were read: more in one AUX chunk than the log holds.",
+                offsetof(struct spe_stream_stats, switch_overflows));
         per_cpu(w, in, "armprofd_spe_aux_reenabled_total",
                 "Live events re-enabled after a truncated session.",
                 offsetof(struct spe_stream_stats, reenables));

@@ -31,6 +31,9 @@ int aux_ring_init(struct aux_ring *ring, struct perf_event_mmap_page *page, cons
                 .aux = aux,
                 .aux_size = aux_size,
                 .scratch_size = MIN(data_size, (size_t) AUX_RING_RECORD_MAX),
+                /* Where the reader stands: the first chunk may follow bytes nothing announced. */
+                .aux_next = page->aux_tail,
+                .aux_started = true,
         };
         ring->scratch = xmalloc(ring->scratch_size);
         return 0;

@@ -86,12 +86,16 @@ static int on_record(void *userdata, const uint8_t *raw, size_t len) {
 
                 if (perf_record_parse_switch(&rec, tlen, &sw) < 0 || !(rec.sid.valid & PERF_DATA_ID_TIME))
                         break;
-                /* perf_event_open(2): on a switch out, next_prev_* is the task coming in;
-                 * on a switch in, the sample id is the task that now runs. */
+                /* perf_event_open(2): on a switch out, the sample id is the task going
+                 * out and next_prev_* the one coming in; on a switch in, the other way. */
+                if (!(rec.sid.valid & PERF_DATA_ID_TID))
+                        rec.sid.pid = rec.sid.tid = SOURCE_NO_ID;
                 if (sw.out)
-                        spe_stream_switch_at(r->stream, tasks, rec.sid.time, sw.next_prev_pid, sw.next_prev_tid);
+                        spe_stream_switch_at(r->stream, tasks, rec.sid.time, sw.next_prev_pid, sw.next_prev_tid,
+                                             rec.sid.pid, rec.sid.tid);
                 else if (rec.sid.valid & PERF_DATA_ID_TID)
-                        spe_stream_switch_at(r->stream, tasks, rec.sid.time, rec.sid.pid, rec.sid.tid);
+                        spe_stream_switch_at(r->stream, tasks, rec.sid.time, rec.sid.pid, rec.sid.tid,
+                                             sw.next_prev_pid, sw.next_prev_tid);
                 break;
         }
         case PERF_RECORD_ITRACE_START: {
@@ -100,7 +104,8 @@ static int on_record(void *userdata, const uint8_t *raw, size_t len) {
                 if (perf_record_parse_itrace_start(&rec, tlen, &is) < 0)
                         break;
                 if (rec.sid.valid & PERF_DATA_ID_TIME)
-                        spe_stream_switch_at(r->stream, tasks, rec.sid.time, is.pid, is.tid);
+                        spe_stream_switch_at(r->stream, tasks, rec.sid.time, is.pid, is.tid, SOURCE_NO_ID,
+                                             SOURCE_NO_ID);
                 else
                         spe_stream_switch_in(r->stream, tasks, is.pid, is.tid);
                 break;

@@ -493,14 +493,16 @@ static void sum_up(struct spe_live_source *src) {
                 src->state = SOURCE_IDLE;
         else
                 src->state = SOURCE_RUNNING;
-        if (failed + busy > 0)
-                snprintf(src->reason, sizeof(src->reason), "%zu CPUs sample, %zu failed, %zu busy; %s", active,
-                         failed, busy, first);
-        else if (src->state == SOURCE_IDLE)
-                snprintf(src->reason, sizeof(src->reason), "no SPE records for %" PRIu64 " s",
-                         src->quiet_ticks * src->opts.drain_interval_usec / USEC_PER_SEC);
-        else
-                src->reason[0] = '\0';
+        src->reason[0] = '\0';
+        if (src->state == SOURCE_IDLE)
+                snprintf(src->reason, sizeof(src->reason), "no SPE records for %" PRIu64 " s%s",
+                         src->quiet_ticks * src->opts.drain_interval_usec / USEC_PER_SEC, failed + busy ? "; " : "");
+        if (failed + busy > 0) {
+                size_t n = strlen(src->reason);
+
+                snprintf(src->reason + n, sizeof(src->reason) - n, "%zu CPUs sample, %zu failed, %zu busy; %s",
+                         active, failed, busy, first);
+        }
 }
 
 static int live_start(struct source *s, sd_event *event, const struct cpulist *cpus) {
@@ -584,6 +586,8 @@ static void live_free(struct source *s) {
         for (size_t i = 0; i < src->n_cpus; i++)
                 if (src->cpus[i]) {
                         close_cpu(src->cpus[i], CPU_OFFLINE);
+                        if (src->cpus[i]->has_stream)
+                                spe_stream_done(&src->cpus[i]->stream);
                         free(src->cpus[i]);
                 }
         free(src->cpus);

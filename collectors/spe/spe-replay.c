@@ -489,8 +489,10 @@ int spe_replay_path(const char *path, const struct source_sink *sink, struct spe
 struct spe_replay *spe_replay_free(struct spe_replay *replay) {
         if (!replay)
                 return NULL;
-        for (size_t i = 0; i < replay->n_queues; i++)
+        for (size_t i = 0; i < replay->n_queues; i++) {
+                spe_stream_done(replay->sorted[i]);
                 free(replay->sorted[i]);
+        }
         for (size_t i = 0; i < replay->n_build_ids; i++)
                 free(replay->build_ids[i].filename);
         free(replay->build_ids);

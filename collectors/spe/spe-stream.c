@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "spe-stream.h"
 
+#include <stdlib.h>
 #include <string.h>
 
+#include "macro.h"
+#include "strbuf.h"
 #include "task-map.h"
 
 _Static_assert(TASK_MAP_NO_ID == SOURCE_NO_ID, "one value for an unknown pid");
@@ -13,6 +16,12 @@ void spe_stream_init(struct spe_stream *s, uint32_t cpu, uint64_t midr) {
         s->st.cpu = cpu;
         s->st.midr = midr;
         s->cur_pid = s->cur_tid = SOURCE_NO_ID;
+}
+
+void spe_stream_done(struct spe_stream *s) {
+        free(s->pending);
+        s->pending = NULL;
+        s->n_pending = s->cap_pending = 0;
 }
 
 void spe_stream_set_clock(struct spe_stream *s, const struct source_clock *clock) {
@@ -48,24 +57,38 @@ static void apply_oldest(struct spe_stream *s, struct task_map *tasks) {
         const struct spe_stream_switch *sw = &s->pending[s->pending_first];
 
         spe_stream_switch_in(s, tasks, sw->pid, sw->tid);
-        s->pending_first = (s->pending_first + 1) % SPE_STREAM_SWITCHES;
+        s->pending_first = (s->pending_first + 1) % s->cap_pending;
         s->n_pending--;
 }
 
 void spe_stream_switch_at(struct spe_stream *s, struct task_map *tasks, uint64_t time_ns, uint32_t pid,
-                          uint32_t tid) {
+                          uint32_t tid, uint32_t prev_pid, uint32_t prev_tid) {
         if (!s->clock) {
                 spe_stream_switch_in(s, tasks, pid, tid);
                 return;
         }
-        if (s->n_pending == SPE_STREAM_SWITCHES) {
-                apply_oldest(s, tasks);
-                s->switch_overflows++;
+        if (s->n_pending == s->cap_pending && s->cap_pending < SPE_STREAM_SWITCHES_MAX) {
+                size_t cap = s->cap_pending ? 2 * s->cap_pending : SPE_STREAM_SWITCHES_MIN;
+                struct spe_stream_switch *p = xcalloc(cap, sizeof(*p));
+
+                /* Unwrap into the new ring, oldest first. */
+                for (size_t i = 0; i < s->n_pending; i++)
+                        p[i] = s->pending[(s->pending_first + i) % s->cap_pending];
+                free(s->pending);
+                s->pending = p;
+                s->pending_first = 0;
+                s->cap_pending = cap;
         }
-        s->pending[(s->pending_first + s->n_pending) % SPE_STREAM_SWITCHES] = (struct spe_stream_switch) {
+        if (s->n_pending == s->cap_pending) {
+                apply_oldest(s, tasks);
+                s->st.switch_overflows++;
+        }
+        s->pending[(s->pending_first + s->n_pending) % s->cap_pending] = (struct spe_stream_switch) {
                 .time_ns = time_ns,
                 .pid = pid,
                 .tid = tid,
+                .prev_pid = prev_pid,
+                .prev_tid = prev_tid,
         };
         s->n_pending++;
 }
@@ -79,6 +102,13 @@ static void reach(struct spe_stream *s, struct task_map *tasks, const struct spe
         t = source_clock_perf_ns(s->clock, rec->timestamp);
         while (s->n_pending > 0 && s->pending[s->pending_first].time_ns <= t)
                 apply_oldest(s, tasks);
+        /* Before the next switch, its previous task ran: whatever was missed before. */
+        if (s->n_pending > 0 && s->pending[s->pending_first].prev_tid != SOURCE_NO_ID) {
+                const struct spe_stream_switch *next = &s->pending[s->pending_first];
+
+                if (next->prev_tid != s->cur_tid || next->prev_pid != s->cur_pid)
+                        spe_stream_switch_in(s, tasks, next->prev_pid, next->prev_tid);
+        }
 }
 
 static void emit(struct spe_stream *s, struct spe_stream_out *out, size_t n) {

@@ -39,12 +39,14 @@ struct task_map;
  */
 #define SPE_STREAM_BATCH 64
 /*
- * Timed switches waiting for the records to reach them. A CPU that switches
- * often while its SPE buffer fills slowly applies the oldest early when the
- * log is full (counted in switch_overflows): its records are older than
- * anything the log could still order.
+ * Timed switches waiting for the records to reach them: all the switches
+ * during one AUX chunk (their records come before the chunk's
+ * PERF_RECORD_AUX). The log grows on demand up to this bound (24 bytes an
+ * entry: 192 KiB for a CPU that switches thousands of times per chunk); a
+ * CPU past it applies the oldest early, counted in switch_overflows.
  */
-#define SPE_STREAM_SWITCHES 512
+#define SPE_STREAM_SWITCHES_MIN 64
+#define SPE_STREAM_SWITCHES_MAX 8192
 
 /* What the streams of one source share: where records go, and the batch they go in. */
 struct spe_stream_out {
@@ -63,7 +65,8 @@ struct spe_stream_out {
 
 struct spe_stream_switch {
         uint64_t time_ns;               /* perf time */
-        uint32_t pid, tid;
+        uint32_t pid, tid;              /* the task switched in */
+        uint32_t prev_pid, prev_tid;    /* the task switched out, SOURCE_NO_ID unknown */
 };
 
 struct spe_stream {
@@ -75,13 +78,14 @@ struct spe_stream {
         uint64_t last_timestamp;        /* of the last record that had one (SPE ticks), 0 none yet */
         /* Timed switches (spe_stream_set_clock()): a ring in time order. */
         const struct source_clock *clock;
-        struct spe_stream_switch pending[SPE_STREAM_SWITCHES];
-        size_t pending_first, n_pending;
-        uint64_t switch_overflows;
+        struct spe_stream_switch *pending;
+        size_t pending_first, n_pending, cap_pending;
 };
 
 /* A stream of `cpu`, a core of that MIDR (0: unknown, raw data sources kept). */
 void spe_stream_init(struct spe_stream *s, uint32_t cpu, uint64_t midr);
+/* Frees its switch log. */
+void spe_stream_done(struct spe_stream *s);
 
 /*
  * SPE Timestamp packets become perf time through clock (it must outlive the
@@ -113,9 +117,16 @@ void spe_stream_gap(struct spe_stream *s);
 /* The task now running on the CPU (a switch record, ITRACE_START). */
 void spe_stream_switch_in(struct spe_stream *s, struct task_map *tasks, uint32_t pid, uint32_t tid);
 
-/* The task that runs from perf time time_ns on (needs a clock; without one, at once). */
+/*
+ * The task that runs from perf time time_ns on, and the one that ran until
+ * then (prev_*, SOURCE_NO_ID unknown), from SWITCH_CPU_WIDE, which names
+ * both. Needs a clock; without one, at once. A record before the next
+ * pending switch ran in that switch's previous task: so a switch the
+ * kernel did not report (none is while the event is stopped: a truncation,
+ * a flush) misattributes nothing once a later one names who ran.
+ */
 void spe_stream_switch_at(struct spe_stream *s, struct task_map *tasks, uint64_t time_ns, uint32_t pid,
-                          uint32_t tid);
+                          uint32_t tid, uint32_t prev_pid, uint32_t prev_tid);
 
 /* Its statistics, the decoder's counters included. */
 void spe_stream_stats(const struct spe_stream *s, struct spe_stream_stats *ret);
