@@ -1,0 +1,314 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The real armprofd binary sampling SPE live from a simulated arm_spe PMU.
+
+The shim (libarmprofd-simpmu.so, README.md beside this file) plays the kernel
+and the SPE hardware: perf_event_open, the mmapped data ring and AUX area,
+the ioctls, and per CPU a core writing a generator stream into the real AUX
+memory. The daemon cannot tell it from drivers/perf/arm_spe_pmu.c. What the
+daemon serves over HTTP is compared with the generator's ground truth minus
+exactly the records the simulation says it dropped (cpuN.dropped), and its
+counters with the faults the scenario injected (sim.log):
+
+  truth       4 CPUs, false/true sharing, read-only, padded, remote, DRAM:
+              /hotlines (all lines, every count, class and mean latency),
+              /hotpcs and /latency equal the truth; the AUX area wraps often
+  no-context  records without CONTEXT packets: every record still gets its
+              pid, from the SWITCH_CPU_WIDE records of the data ring
+  faults      a full AUX buffer (cores faster than the daemon, small areas): truncations
+              counted, the event re-enabled each time, the records missing
+              are exactly the dropped ones; PARTIAL, a record split across
+              two chunks, COLLISION, a PERF_RECORD_AUX lost (its bytes still
+              read), LOST_SAMPLES and THROTTLE, each with its exact count
+  errors      EACCES on one CPU, EBUSY twice then free, an AUX area over the
+              memlock limit (then a smaller one), physical addresses without
+              CAP_PERFMON (dropped and said), a CPU offlined and back:
+              /status and /metrics say so and the daemon keeps serving
+"""
+
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+SRC = os.environ["ARMPROFD_SOURCE_DIR"]
+sys.path.insert(0, os.path.join(SRC, "tests", "integration"))
+sys.path.insert(0, os.path.join(SRC, "tests", "daemon"))
+from armprofd_test import Daemon, parse_prom_text  # noqa: E402
+from spegen_truth import CONFIG, LINE, check_lines, decoded, decoded_pc, num, truth_lines  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location("simpmu_setup", os.path.join(SRC, "tests", "simpmu",
+                                                                            "simpmu-setup.py"))
+simpmu = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(simpmu)
+
+spegen, shim = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+os.environ.setdefault("ARMPROFD_BIN", os.path.join(os.environ["ARMPROFD_BUILD_DIR"], "daemon", "armprofd"))
+N1_MIDR = "0x00000000413fd0c1"
+# Reasons a record never reaches the daemon; a 'lost' or 'datalost' chunk lost only its
+# PERF_RECORD_AUX: its bytes stay in the ring and are read (collectors/perf/aux-ring.h).
+READABLE = {"lost", "datalost"}
+LIVE = "epoch = 1s\n[spe]\ndrain_interval = 100ms\n"
+
+
+def metrics(d):
+    status, _, body = d.get("/metrics")
+    assert status == 200, status
+    return parse_prom_text(body.decode() if isinstance(body, bytes) else body)
+
+
+def per_cpu(m, name):
+    return {int(dict(labels)["cpu"]): v for (n, labels), v in m.items() if n == name}
+
+
+def get(d, path):
+    status, _, body = d.get(path)
+    assert status == 200, (path, status, body[:300])
+    return json.loads(body)
+
+
+def dropped(scen, cpu):
+    """{index: reason} of the records the simulation never committed on cpu."""
+    out = {}
+    path = os.path.join(scen, f"cpu{cpu}.dropped")
+    if os.path.exists(path):
+        for line in open(path):
+            i, reason = line.split()
+            out[int(i)] = reason
+    return out
+
+
+def sim_log(scen):
+    path = os.path.join(scen, "sim.log")
+    return open(path).read().splitlines() if os.path.exists(path) else []
+
+
+class Case:
+    def __init__(self, tmp, name, spegen_args, keys=(), config="", online=None):
+        self.name = name
+        gen, self.scen, self.sysfs = (os.path.join(tmp, name, x) for x in ("gen", "scen", "sys"))
+        os.makedirs(gen)
+        subprocess.run([spegen, "--out-dir", gen, "--prefix", "g", "--ts", "--cpus", "4", *spegen_args],
+                       check=True, stdout=subprocess.DEVNULL)
+        self.rows = simpmu.setup(gen, self.scen, self.sysfs, cpus="0-3", prefix="g", keys=keys, online=online)
+        for cpu in range(4):
+            simpmu.write(os.path.join(self.sysfs, "devices", "system", "cpu", f"cpu{cpu}", "regs",
+                                      "identification", "midr_el1"), N1_MIDR + "\n")
+        env = dict(os.environ, LD_PRELOAD=shim, ARMPROFD_SIMPMU_DIR=self.scen, ARMPROFD_SYSFS_ROOT=self.sysfs)
+        # Under ASan the shim comes before the runtime the daemon links (README.md).
+        env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
+        self.d = Daemon(config_text=CONFIG + LIVE + config, env=env)
+        self.d.wait_serving()
+
+    def wait_done(self, timeout=60, never=()):
+        """Until each core went through its stream and the daemon has every record it can have.
+        never: CPUs that no event ever opened on (their cores never start)."""
+        deadline = time.monotonic() + timeout
+        while sum(" done " in l for l in sim_log(self.scen)) < 4 - len(never):
+            assert time.monotonic() < deadline, (self.name, sim_log(self.scen)[-10:], self.d.log())
+            time.sleep(0.1)
+        self.expect = {}
+        for cpu in range(4):
+            gone = {i for i, r in dropped(self.scen, cpu).items() if r not in READABLE}
+            self.expect[cpu] = [] if cpu in never else [r for i, r in enumerate(self.rows[cpu]) if i not in gone]
+        want = {cpu: len(rows) for cpu, rows in self.expect.items()}
+        while True:
+            got = per_cpu(metrics(self.d), "armprofd_spe_records_total")
+            if got == want:
+                break
+            assert time.monotonic() < deadline, (self.name, got, want, self.d.log()[-2000:])
+            time.sleep(0.1)
+        # Queries read closed epochs: wait for the one that holds the last records.
+        while get(self.d, "/hotlines?window=all&limit=1")["records"] != sum(want.values()):
+            assert time.monotonic() < deadline, (self.name, self.d.log()[-2000:])
+            time.sleep(0.1)
+
+    def truth(self):
+        return [r for rows in self.expect.values() for r in rows]
+
+    def close(self):
+        self.d.close()
+
+
+def check_aggregates(c):
+    rows = c.truth()
+    truth = truth_lines(rows, "va")
+    every = get(c.d, "/hotlines?window=all&all=1&limit=500")
+    assert every["evictions"] == 0 and every["offset_evictions"] == 0, every
+    assert every["lines_seen"] == len(truth), (every["lines_seen"], len(truth))
+    check_lines(every["lines"], truth, None)
+    assert all(l["pid"] == 4242 for l in every["lines"]), {l["pid"] for l in every["lines"]}
+    # Who ran each access: the threads /hotlines names per (line, offset, pc) are the truth's.
+    tids = {}
+    for r in rows:
+        if r["op_class"] == "1" and r["va"]:
+            a = decoded(r["va"])
+            tids.setdefault((a & ~(LINE - 1), a & (LINE - 1), decoded_pc(r)), set()).add(int(r["tid"]))
+    checked = 0
+    for l in every["lines"]:
+        for o in l["offsets"]:
+            if not o["tids_truncated"]:
+                key = (int(l["address"], 16), int(o["offset"], 16), int(o["pc"], 16))
+                assert set(o["tids"]) == tids[key], (key, o["tids"], tids[key])
+                checked += 1
+    assert checked > 0
+
+    pcs = {}
+    for r in rows:
+        pcs[decoded_pc(r)] = pcs.get(decoded_pc(r), 0) + 1
+    hot = get(c.d, "/hotpcs?window=all&limit=1000")
+    assert hot["samples"] == len(rows) and hot["error_bound"] == 0, (hot["samples"], len(rows))
+    got = {int(p["pc"], 16): p["samples"] for p in hot["pcs"]}
+    assert got == pcs, (len(got), len(pcs))
+
+    lat = get(c.d, "/latency?window=all")["latency_cycles"]["total"]["by_op"]
+    for op, store in (("load", False), ("store", True)):
+        mine = [num(r["tot_lat"]) for r in rows if r["op_class"] == "1" and r["tot_lat"]
+                and (num(r["op_subclass"]) & 1 == 1) == store]
+        assert lat[op]["count"] == len(mine) and lat[op]["sum_cycles"] == sum(mine), (op, lat[op], len(mine))
+    return len(truth), len(pcs)
+
+
+def case_truth(tmp):
+    c = Case(tmp, "truth", ["--records", "40000", "--seed", "3", "--scenario",
+                            "false-sharing,true-sharing,read-only,padded,remote,dram"],
+             config="aux_buffer = 64KiB\n")
+    try:
+        c.wait_done()
+        lines, pcs = check_aggregates(c)
+        m = metrics(c.d)
+        assert m[("armprofd_collector_up", frozenset({("collector", "spe")}))] == 1
+        assert sum(per_cpu(m, "armprofd_spe_unattributed_records_total").values()) == 0
+        assert sum(per_cpu(m, "armprofd_spe_discontinuities_total").values()) == 0
+        print(f"truth: {len(c.truth())} records on 4 CPUs through 64 KiB AUX areas: {lines} lines, {pcs} PCs "
+              f"and the load/store latency sums equal the generator's truth")
+    finally:
+        c.close()
+
+
+def case_no_context(tmp):
+    # Paced, and a data ring that holds the switches between two drains: none is lost, so the
+    # attribution rests on every one of them.
+    c = Case(tmp, "no-context", ["--records", "20000", "--seed", "5", "--no-context", "--scenario",
+                                 "false-sharing,true-sharing,remote"], keys=["rate=20000"],
+             config="data_buffer = 1MiB\n")
+    try:
+        c.wait_done()
+        lines, _ = check_aggregates(c)
+        m = metrics(c.d)
+        assert sum(per_cpu(m, "armprofd_spe_unattributed_records_total").values()) == 0
+        assert sum(per_cpu(m, "armprofd_spe_lost_records_total").values()) == 0
+        assert sum(per_cpu(m, "armprofd_spe_switch_overflows_total").values()) == 0
+        switches = sum(1 for cpu in range(4) for a, b in zip(c.rows[cpu], c.rows[cpu][1:]) if a["tid"] != b["tid"])
+        assert switches > 0
+        print(f"no-context: {len(c.truth())} records without CONTEXT packets, every one attributed to pid 4242 "
+              f"and to the truth's threads through {switches} task switches; {lines} lines equal the truth")
+    finally:
+        c.close()
+
+
+def case_faults(tmp):
+    # rate=0: each core writes as fast as the ring allows and waits, never drops, while its event
+    # is off: with a 2 KiB margin over the watermark the area fills before the daemon drains it.
+    keys = ["rate=0", "partial=0:500", "split=1:700", "collision=2:3", "lost=3:4:5",
+            "lost_samples=1:900:7", "throttle=2:1000:50"]
+    c = Case(tmp, "faults", ["--records", "24000", "--seed", "9", "--scenario", "false-sharing,read-only"],
+             keys=keys, config="aux_buffer = 8KiB\nwatermark = 6KiB\ndata_buffer = 64KiB\n")
+    try:
+        c.wait_done()
+        m = metrics(c.d)
+        log = sim_log(c.scen)
+        # The flags the daemon can know: those of the PERF_RECORD_AUX the data ring delivered.
+        def flagged(bit):
+            return {cpu: sum(1 for l in log if l.startswith(f"cpu={cpu} aux n=")
+                             and int(re.search(r"flags=(0x[0-9a-f]+)", l).group(1), 16) & bit) for cpu in range(4)}
+        trunc = flagged(0x1)
+        assert sum(trunc.values()) <= sum(l.startswith("cpu=") and " truncate " in l for l in log)
+        data_lost = {cpu: sum(int(x) for l in log if l.startswith(f"cpu={cpu} data_lost")
+                              for x in re.findall(r"n=(\d+)", l)) for cpu in range(4)}
+        assert per_cpu(m, "armprofd_spe_aux_truncated_total") == trunc, (per_cpu(m, "armprofd_spe_aux_truncated_total"), trunc)
+        assert sum(trunc.values()) > 0, trunc
+        assert per_cpu(m, "armprofd_spe_aux_reenabled_total") == trunc
+        assert per_cpu(m, "armprofd_spe_aux_partial_total") == flagged(0x4) == {0: 1, 1: 0, 2: 0, 3: 0}
+        assert per_cpu(m, "armprofd_spe_aux_collisions_total") == flagged(0x8) == {0: 0, 1: 0, 2: 1, 3: 0}
+        assert per_cpu(m, "armprofd_spe_lost_samples_total") == {0: 0, 1: 7, 2: 0, 3: 0}
+        assert per_cpu(m, "armprofd_spe_throttled_total") == {0: 0, 1: 0, 2: 1, 3: 0}
+        lost = per_cpu(m, "armprofd_spe_lost_records_total")
+        assert lost == {cpu: data_lost[cpu] + (5 if cpu == 3 else 0) for cpu in range(4)}, (lost, data_lost)
+        # The generator's times rise on each CPU: a truncation leaves a time without samples.
+        assert all(num(a["timestamp"]) < num(b["timestamp"]) for cpu in range(4)
+                   for a, b in zip(c.rows[cpu], c.rows[cpu][1:]))
+        assert sum(per_cpu(m, "armprofd_spe_not_sampling_seconds_total").values()) > 0
+        gone = {cpu: len([r for r in dropped(c.scen, cpu).values() if r not in READABLE]) for cpu in range(4)}
+        check_aggregates(c)
+        print(f"faults: truncations {trunc} counted and re-enabled; {sum(gone.values())} records the simulation "
+              f"dropped are exactly the ones missing; partial, split, collision, lost (5 + kernel {data_lost}), "
+              f"lost_samples 7, throttle 1 counted where injected")
+    finally:
+        c.close()
+
+
+def status_cpus(d):
+    spe = [x for x in get(d, "/status")["collectors"] if x["name"] == "spe"][0]
+    return spe, {x["cpu"]: x for x in spe.get("cpus", [])}
+
+
+def wait_status(d, pred, what, timeout=20):
+    deadline = time.monotonic() + timeout
+    while True:
+        spe, cpus = status_cpus(d)
+        if pred(spe, cpus):
+            return spe, cpus
+        assert time.monotonic() < deadline, (what, spe)
+        time.sleep(0.1)
+
+
+def case_errors(tmp):
+    keys = ["rate=2000", "eacces_cpus=1", "ebusy=2:2", "mmap_limit=32768", "noperfmon=1"]
+    c = Case(tmp, "errors", ["--records", "24000", "--seed", "11", "--scenario", "false-sharing"], keys=keys,
+             config="aux_buffer = 128KiB\n[privacy]\nphysical_addresses = yes\n")
+    try:
+        spe, cpus = wait_status(c.d, lambda s, cp: cp.get(0, {}).get("records", 0) > 0, "CPU 0 samples")
+        assert cpus[1]["state"] == "failed" and "Permission denied" in cpus[1]["note"], cpus[1]
+        assert "CAP_PERFMON" in cpus[1]["note"] or "paranoid" in cpus[1]["note"], cpus[1]
+        assert "AUX area reduced to 32768 bytes from 131072" in cpus[0]["note"], cpus[0]
+        assert any("physical addresses" in w and "CAP_PERFMON" in w for w in spe["warnings"]), spe
+        assert spe["up"] and "1 failed" in spe["reason"], spe
+        assert metrics(c.d)[("armprofd_collector_up", frozenset({("collector", "spe")}))] == 1
+        # EBUSY twice: retried after 1 s, then 2 s, then it samples.
+        wait_status(c.d, lambda s, cp: cp[2]["state"] == "active", "CPU 2 after EBUSY", timeout=15)
+        opens = [l for l in sim_log(c.scen) if l.startswith("cpu=2 open")]
+        assert sum("EBUSY" in l for l in opens) == 2 and "errno" not in opens[2], opens
+
+        # CPU 3 goes offline and comes back: closed, then opened again.
+        simpmu.set_online(c.sysfs, "0-2")
+        wait_status(c.d, lambda s, cp: cp[3]["state"] == "offline", "CPU 3 offline")
+        assert c.d.get("/healthz")[0] == 200 and c.d.get("/metrics")[0] == 200  # still serving
+        simpmu.set_online(c.sysfs, "0-3")
+        spe, cpus = wait_status(c.d, lambda s, cp: cp[3]["state"] == "active", "CPU 3 back")
+        c.wait_done(never=(1,))
+        # The cores are through their streams: within SPE_LIVE_IDLE_INTERVALS drain intervals
+        # the source is idle, and SPE is down on /metrics until records flow again.
+        spe, _ = wait_status(c.d, lambda s, cp: s["state"] == "idle", "idle once nothing comes")
+        assert not spe["up"] and "no SPE records for" in spe["reason"], spe
+        assert metrics(c.d)[("armprofd_collector_up", frozenset({("collector", "spe")}))] == 0
+        check_lines(get(c.d, "/hotlines?window=all&all=1&limit=500")["lines"], truth_lines(c.truth(), "pa"), None)
+        reasons = {}
+        for cpu in range(4):
+            for r in dropped(c.scen, cpu).values():
+                reasons[r] = reasons.get(r, 0) + 1
+        print(f"errors: CPU 1 EACCES ({cpus[1]['note']!r}); CPU 2 EBUSY x2 then active; CPU 0 {cpus[0]['note']!r}; "
+              f"pa dropped; CPU 3 offline and back; records = truth minus dropped {reasons}")
+    finally:
+        c.close()
+
+
+CASES = {"truth": case_truth, "no-context": case_no_context, "faults": case_faults, "errors": case_errors}
+
+with tempfile.TemporaryDirectory(prefix="armprofd-spe-live-") as tmp:
+    for name in os.environ.get("SPE_LIVE_CASES", ",".join(CASES)).split(","):
+        CASES[name](tmp)
