@@ -21,7 +21,7 @@ counters with the faults the scenario injected (sim.log):
               two chunks, COLLISION, a PERF_RECORD_AUX lost (its bytes still
               read), LOST_SAMPLES and THROTTLE, each with its exact count
   errors      EACCES on one CPU, EBUSY twice then free, an AUX area over the
-              memlock limit (then a smaller one), physical addresses without
+              memlock limit (ENOMEM, then a smaller one), physical addresses without
               CAP_PERFMON (dropped and said), a CPU offlined and back:
               /status and /metrics say so and the daemon keeps serving
 """
@@ -268,7 +268,7 @@ def wait_status(d, pred, what, timeout=20):
 
 
 def case_errors(tmp):
-    keys = ["rate=2000", "eacces_cpus=1", "ebusy=2:2", "mmap_limit=32768", "noperfmon=1"]
+    keys = ["rate=2000", "eacces_cpus=1", "ebusy=2:2", "mmap_limit=32768", "mmap_errno=ENOMEM", "noperfmon=1"]
     c = Case(tmp, "errors", ["--records", "24000", "--seed", "11", "--scenario", "false-sharing"], keys=keys,
              config="aux_buffer = 128KiB\n[privacy]\nphysical_addresses = yes\n")
     try:
