@@ -21,6 +21,7 @@
 
 #include "macro.h"
 #include "pmu-sysfs.h"
+#include "procfs.h"
 #include "spe-live-ring.h"
 #include "strbuf.h"
 #include "task-map.h"
@@ -120,31 +121,16 @@ static void cpu_note(struct live_cpu *c, const char *fmt, ...) {
 
 static uint32_t pid_of(void *userdata, uint32_t tid) {
         struct spe_live_source *src = userdata;
-        char path[PATH_MAX], line[256];
         uint32_t *slot = &src->no_pid[task_map_hash(tid) % LIVE_NO_PID_CACHE];
-        uint32_t pid = SOURCE_NO_ID;
-        FILE *f;
+        uint32_t pid;
 
         if (*slot == tid + 1)
                 return SOURCE_NO_ID;
-        snprintf(path, sizeof(path), "%s/%" PRIu32 "/status", src->procfs_root, tid);
-        f = fopen(path, "re");
-        if (f) {
-                /* proc(5): "Tgid:\t<pid>" is the thread group, the process. */
-                while (fgets(line, sizeof(line), f))
-                        if (strncmp(line, "Tgid:", 5) == 0) {
-                                unsigned long v = strtoul(line + 5, NULL, 10);
-
-                                if (v > 0 && v < UINT32_MAX)
-                                        pid = (uint32_t) v;
-                                break;
-                        }
-                fclose(f);
-        }
-        if (pid == SOURCE_NO_ID)
+        if (procfs_tgid(src->procfs_root, tid, &pid) < 0) {
                 *slot = tid + 1;
-        else
-                task_map_set_pid(src->out.tasks, tid, pid);
+                return SOURCE_NO_ID;
+        }
+        task_map_set_pid(src->out.tasks, tid, pid);
         return pid;
 }
 
