@@ -26,10 +26,12 @@ static void read_clock(struct spe_live_ring *r) {
 static void note_sampling_resumed(struct spe_live_ring *r) {
         struct spe_stream *s = r->stream;
 
-        if (r->cut_timestamp == 0 || s->last_timestamp == r->cut_timestamp)
+        /* The first record decoded since the cut (s->first_timestamp, zeroed there), not the
+         * chunk's last: the time not sampled ends where sampling resumed. */
+        if (r->cut_timestamp == 0 || s->first_timestamp == 0)
                 return;
-        if (r->clock.has_time_conv && s->last_timestamp > r->cut_timestamp)
-                s->st.not_sampling_ns += source_clock_perf_ns(&r->clock, s->last_timestamp) -
+        if (r->clock.has_time_conv && s->first_timestamp > r->cut_timestamp)
+                s->st.not_sampling_ns += source_clock_perf_ns(&r->clock, s->first_timestamp) -
                                          source_clock_perf_ns(&r->clock, r->cut_timestamp);
         r->cut_timestamp = 0;
 }
@@ -38,9 +40,11 @@ static int on_aux(void *userdata, const struct aux_ring_chunk *ch, const uint8_t
         struct spe_live_ring *r = userdata;
         struct spe_stream *s = r->stream;
 
-        /* Data lost before this chunk: the decoder must not join the halves around it. */
-        if (ch->gap)
+        /* Data lost before this chunk: the decoder must not join the halves around it. Once per
+         * chunk: one that wraps the ring comes in two pieces, both with gap. */
+        if (ch->gap && !r->in_chunk)
                 spe_stream_gap(s);
+        r->in_chunk = !last;
         spe_stream_decode(s, r->out, data, len);
         /* A fill (the driver's padding, a chunk whose PERF_RECORD_AUX was lost) has no flags of its own. */
         if (!last || ch->fill)
@@ -54,7 +58,9 @@ static int on_aux(void *userdata, const struct aux_ring_chunk *ch, const uint8_t
                  * record is cut); the next bytes start a new one, never its continuation. */
                 s->st.aux_truncated++;
                 spe_stream_reset(s);
-                r->cut_timestamp = s->last_timestamp ?: 1;
+                /* No record with a time before the cut: no interval to measure. */
+                r->cut_timestamp = s->last_timestamp;
+                s->first_timestamp = 0;
         }
         return 0;
 }

@@ -36,6 +36,7 @@ struct spe_live_ring {
         const struct perf_event_attr *attr;
         struct spe_stream_out *out;     /* shared by the source's CPUs */
         uint64_t cut_timestamp;         /* last record's SPE time before a truncation, 0 none pending */
+        bool in_chunk;                  /* the first piece of a wrapping chunk was decoded, not its last */
 };
 
 /*

@@ -97,6 +97,13 @@ void spe_stream_switch_at(struct spe_stream *s, struct task_map *tasks, uint64_t
 static void reach(struct spe_stream *s, struct task_map *tasks, const struct spe_record *rec) {
         uint64_t t;
 
+        /* No time conversion (any more): the switches cannot be placed among the records, and
+         * new ones apply at once (spe_stream_switch_at()); so do those still waiting. */
+        if (!s->clock) {
+                while (s->n_pending > 0)
+                        apply_oldest(s, tasks);
+                return;
+        }
         if (!(rec->present & SPE_REC_TIMESTAMP))
                 return;
         t = source_clock_perf_ns(s->clock, rec->timestamp);
@@ -147,6 +154,10 @@ static void emit(struct spe_stream *s, struct spe_stream_out *out, size_t n) {
                 out->pids[i] = pid;
         }
         s->st.records += n;
+        /* Zeroed at a truncation (spe-live-ring.c): one test per batch otherwise. */
+        for (size_t i = 0; s->first_timestamp == 0 && i < n; i++)
+                if (out->batch[i].present & SPE_REC_TIMESTAMP)
+                        s->first_timestamp = out->batch[i].timestamp;
         if (out->batch[n - 1].present & SPE_REC_TIMESTAMP)
                 s->last_timestamp = out->batch[n - 1].timestamp;
         if (out->sink && out->sink->records)

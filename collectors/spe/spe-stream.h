@@ -76,6 +76,7 @@ struct spe_stream {
         uint64_t next_offset;           /* stream position where the next chunk should begin */
         uint32_t cur_pid, cur_tid;      /* the task running, as far as the records have reached */
         uint64_t last_timestamp;        /* of the last record that had one (SPE ticks), 0 none yet */
+        uint64_t first_timestamp;       /* of the first record that had one since it was zeroed, 0 none yet */
         /* Timed switches (spe_stream_set_clock()): a ring in time order. */
         const struct source_clock *clock;
         struct spe_stream_switch *pending;
