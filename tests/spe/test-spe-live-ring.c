@@ -1,0 +1,787 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * collectors/spe/spe-live-ring.c and spe-stream.c's timed switches against
+ * a kernel played on ordinary memory, as tests/perf/test-aux-ring.c plays
+ * it: the producer side of struct perf_event_mmap_page (perf_event_open(2)
+ * "MMAP layout"), with the event opened as collectors/pmu/spe-pmu.c opens
+ * it (sample_type TID|TIME|CPU|IDENTIFIER, sample_id_all: every side-band
+ * record ends in a sample_id trailer, kernel/events/core.c
+ * perf_event__output_id_sample()) and a user page with cap_user_time_zero
+ * and a 25 MHz generic timer's time_mult/time_shift/time_zero.
+ *
+ * The SPE records are encoded by tests/spegen's encoder (spe-enc.h), which
+ * shares no code with the decoder; each test knows every record's fields,
+ * its time and the task that ran it, and checks what the sink got against
+ * that. Perf times are computed here with perf's tsc_to_perf_time()
+ * (tools/perf/util/tsc.c), written again rather than taken from source.c.
+ *
+ * Run with --write-seeds DIR to write the fuzz target's seed rings
+ * (tests/spe/fuzz-spe-live-ring.c explains their layout).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "macro.h"
+#include "spe-enc.h"
+#include "spe-live-ring.h"
+#include "spe-stream.h"
+#include "spegen-gen.h"
+#include "strbuf.h"
+#include "task-map.h"
+
+/* ---- the clock: a 25 MHz counter (40 ns a tick), as the kernel describes it in the user page ---- */
+
+#define TIME_SHIFT      24
+/* 40 << 24, plus a little so that the remainder term of the conversion matters. */
+#define TIME_MULT       ((UINT64_C(40) << TIME_SHIFT) + 12345)
+#define TIME_ZERO       UINT64_C(987654321)
+
+/* tools/perf/util/tsc.c tsc_to_perf_time(), without cap_user_time_short. */
+static uint64_t perf_ns(uint64_t cyc) {
+        uint64_t quot = cyc >> TIME_SHIFT, rem = cyc & ((UINT64_C(1) << TIME_SHIFT) - 1);
+
+        return TIME_ZERO + quot * TIME_MULT + ((rem * TIME_MULT) >> TIME_SHIFT);
+}
+
+static const struct perf_event_attr spe_attr = {
+        .sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU,
+        .sample_id_all = 1,
+};
+
+#define CPU 3
+#define EVENT_ID 77
+
+/* ---- the kernel's side ---- */
+
+struct kernel {
+        struct perf_event_mmap_page page;
+        uint8_t *data, *aux;
+        size_t data_size, aux_size;
+        uint64_t data_head, aux_head;
+        /* The sample_id of the next record: the task current when the kernel wrote it, and its time. */
+        uint32_t pid, tid;
+        uint64_t time;
+};
+
+static void kernel_init(struct kernel *k, size_t data_size, size_t aux_size) {
+        *k = (struct kernel) { .data_size = data_size, .aux_size = aux_size };
+        k->data = xmalloc(data_size);
+        k->aux = xmalloc(aux_size);
+        memset(k->data, 0xa5, data_size);
+        memset(k->aux, 0x5a, aux_size);
+        k->page.cap_user_time_zero = 1;
+        k->page.time_shift = TIME_SHIFT;
+        k->page.time_mult = (uint32_t) TIME_MULT;
+        k->page.time_zero = TIME_ZERO;
+}
+
+static void kernel_done(struct kernel *k) {
+        free(k->data);
+        free(k->aux);
+}
+
+static void ring_put(uint8_t *ring, size_t size, uint64_t pos, const void *src, size_t n) {
+        size_t off = (size_t) (pos & (size - 1)), first = MIN(n, size - off);
+
+        memcpy(ring + off, src, first);
+        memcpy(ring, (const uint8_t *) src + first, n - first);
+}
+
+/* A record with its sample_id trailer {pid, tid} time {cpu, res} identifier. */
+static void kernel_record(struct kernel *k, uint32_t type, uint16_t misc, const void *body, size_t len) {
+        struct {
+                uint32_t pid, tid;
+                uint64_t time;
+                uint32_t cpu, res;
+                uint64_t id;
+        } sid = { k->pid, k->tid, k->time, CPU, 0, EVENT_ID };
+        struct perf_event_header h = { type, misc, (uint16_t) (sizeof(h) + len + sizeof(sid)) };
+
+        assert_true(len % 8 == 0);
+        assert_true(k->data_size - (k->data_head - k->page.data_tail) >= h.size);
+        ring_put(k->data, k->data_size, k->data_head, &h, sizeof(h));
+        ring_put(k->data, k->data_size, k->data_head + sizeof(h), body, len);
+        ring_put(k->data, k->data_size, k->data_head + sizeof(h) + len, &sid, sizeof(sid));
+        k->data_head += h.size;
+}
+
+/* AUX bytes at aux_head; announced (PERF_RECORD_AUX) unless the announcement is lost. */
+static void kernel_aux(struct kernel *k, const void *bytes, size_t len, uint64_t flags, bool announce) {
+        struct {
+                uint64_t aux_offset, aux_size, flags;
+        } body = { k->aux_head, len, flags };
+
+        assert_true(k->aux_size - (k->aux_head - k->page.aux_tail) >= len);
+        ring_put(k->aux, k->aux_size, k->aux_head, bytes, len);
+        k->aux_head += len;
+        if (announce)
+                kernel_record(k, PERF_RECORD_AUX, 0, &body, sizeof(body));
+}
+
+static void kernel_publish(struct kernel *k) {
+        __atomic_store_n(&k->page.aux_head, k->aux_head, __ATOMIC_RELEASE);
+        __atomic_store_n(&k->page.data_head, k->data_head, __ATOMIC_RELEASE);
+}
+
+static void kernel_switch(struct kernel *k, uint64_t time, uint32_t out_pid, uint32_t out_tid, uint32_t in_pid,
+                          uint32_t in_tid) {
+        /* perf_event_switch_output(): the out record is the outgoing task's, naming the next
+         * one; the in record is the incoming task's, naming the previous one. */
+        struct { uint32_t pid, tid; } out = { in_pid, in_tid }, in = { out_pid, out_tid };
+
+        k->time = time;
+        k->pid = out_pid, k->tid = out_tid;
+        kernel_record(k, PERF_RECORD_SWITCH_CPU_WIDE, PERF_RECORD_MISC_SWITCH_OUT, &out, sizeof(out));
+        k->pid = in_pid, k->tid = in_tid;
+        kernel_record(k, PERF_RECORD_SWITCH_CPU_WIDE, 0, &in, sizeof(in));
+}
+
+static void kernel_itrace_start(struct kernel *k, uint64_t time, uint32_t pid, uint32_t tid) {
+        struct { uint32_t pid, tid; } b = { pid, tid };
+
+        k->time = time;
+        k->pid = pid, k->tid = tid;
+        kernel_record(k, PERF_RECORD_ITRACE_START, 0, &b, sizeof(b));
+}
+
+static void kernel_comm(struct kernel *k, uint32_t pid, uint32_t tid, const char *comm) {
+        struct {
+                uint32_t pid, tid;
+                char comm[16];
+        } b = { pid, tid };
+
+        snprintf(b.comm, sizeof(b.comm), "%s", comm);
+        kernel_record(k, PERF_RECORD_COMM, 0, &b, sizeof(b));
+}
+
+/* ---- the SPE records: what the tests encode and what they expect ---- */
+
+struct truth {
+        uint64_t pc, va, events, ts;
+        uint16_t lat;
+        uint32_t context;       /* 0: no CONTEXT packet */
+        uint32_t pid, tid;      /* the task that ran it */
+        size_t offset, size;    /* in the test's byte stream */
+};
+
+/* Packet sizes (Arm ARM D10): an Address packet, a header byte and 8 of payload; an Operation Type packet, 1 + 1. */
+#define PKT_PC 9
+#define PKT_OP 2
+
+#define TICKS_APART 50           /* 2 us at 25 MHz between records */
+#define FIRST_TS UINT64_C(40000000000)
+
+/* A load: PC, op type, events, total latency, VA, [CONTEXT], TIMESTAMP terminator. */
+static size_t encode(uint8_t *buf, const struct truth *t) {
+        size_t n = 0;
+
+        n += spe_enc_address(buf + n, SPE_ENC_ADDR_PC, spe_enc_ip_payload(t->pc, 0, true), false);
+        n += spe_enc_op_type(buf + n, SPE_ENC_OP_LDST, SPE_ENC_OP_LDST_GP);
+        n += spe_enc_events(buf + n, t->events, 2);
+        n += spe_enc_counter(buf + n, SPE_ENC_CNT_TOTAL, t->lat, false);
+        n += spe_enc_address(buf + n, SPE_ENC_ADDR_VA, t->va, false);
+        if (t->context)
+                n += spe_enc_context(buf + n, SPE_ENC_CONTEXT_EL1, t->context);
+        n += spe_enc_timestamp(buf + n, t->ts);
+        return n;
+}
+
+struct stream_bytes {
+        uint8_t buf[1 << 16];
+        size_t len;
+        struct truth t[1024];
+        size_t n;
+};
+
+/* Record i of a stream run by (pid, tid), CONTEXT packets when with_context. */
+static void add_record(struct stream_bytes *sb, uint32_t pid, uint32_t tid, bool with_context) {
+        struct truth *t = &sb->t[sb->n];
+
+        assert_true(sb->n < ELEMENTSOF(sb->t));
+        *t = (struct truth) {
+                .pc = UINT64_C(0x400000) + 4 * sb->n,
+                .va = UINT64_C(0xffff0000) + 64 * sb->n,
+                .events = SPE_ENC_EV_RETIRED | (sb->n % 2 ? SPE_ENC_EV_L1D_REFILL : 0),
+                .ts = FIRST_TS + TICKS_APART * sb->n,
+                .lat = (uint16_t) (10 + sb->n),
+                .context = with_context ? tid : 0,
+                .pid = pid,
+                .tid = tid,
+                .offset = sb->len,
+        };
+        assert_true(sb->len + 64 <= sizeof(sb->buf));
+        t->size = encode(sb->buf + sb->len, t);
+        sb->len += t->size;
+        sb->n++;
+}
+
+/* A perf time between records i and i + 1. */
+static uint64_t between(const struct stream_bytes *sb, size_t i) {
+        return (perf_ns(sb->t[i].ts) + perf_ns(sb->t[i + 1].ts)) / 2;
+}
+
+/* ---- the reader's side ---- */
+
+struct got_rec {
+        struct spe_record rec;
+        uint32_t pid, tid;
+};
+
+struct got_task {
+        struct source_task t;
+        char comm[32];
+};
+
+struct sink {
+        struct got_rec r[2048];
+        size_t n;
+        struct got_task tasks[16];
+        size_t n_tasks;
+        struct source_mapping maps[4];
+        char map_names[4][64];
+        uint8_t map_ids[4][20];
+        size_t n_maps;
+};
+
+static void sink_records(void *u, const struct spe_record *recs, const uint32_t *pids, const uint32_t *tids,
+                         size_t n) {
+        struct sink *s = u;
+
+        for (size_t i = 0; i < n && s->n < ELEMENTSOF(s->r); i++)
+                s->r[s->n++] = (struct got_rec) { recs[i], pids[i], tids[i] };
+}
+
+static void sink_task(void *u, const struct source_task *t) {
+        struct sink *s = u;
+        struct got_task *g;
+
+        if (s->n_tasks == ELEMENTSOF(s->tasks))
+                return;
+        g = &s->tasks[s->n_tasks++];
+        g->t = *t;
+        if (t->comm) {
+                snprintf(g->comm, sizeof(g->comm), "%s", t->comm);
+                g->t.comm = g->comm;
+        }
+}
+
+static void sink_mapping(void *u, const struct source_mapping *m) {
+        struct sink *s = u;
+        size_t i = s->n_maps;
+
+        if (i == ELEMENTSOF(s->maps))
+                return;
+        s->maps[i] = *m;
+        snprintf(s->map_names[i], sizeof(s->map_names[i]), "%s", m->filename);
+        s->maps[i].filename = s->map_names[i];
+        if (m->build_id) {
+                memcpy(s->map_ids[i], m->build_id, MIN(m->build_id_len, sizeof(s->map_ids[i])));
+                s->maps[i].build_id = s->map_ids[i];
+        }
+        s->n_maps++;
+}
+
+struct fixture {
+        struct kernel k;
+        struct spe_stream *stream;
+        struct spe_stream_out *out;
+        struct source_sink ss;
+        struct sink *sink;
+        struct task_map *tasks;
+        struct spe_live_ring ring;
+        struct stream_bytes *sb;
+};
+
+static void fixture_init(struct fixture *f, size_t data_size, size_t aux_size) {
+        kernel_init(&f->k, data_size, aux_size);
+        f->stream = xmalloc(sizeof(*f->stream));
+        spe_stream_init(f->stream, CPU, spegen_midr(SPEGEN_MIDR_N1));
+        f->sink = calloc(1, sizeof(*f->sink));
+        f->sb = calloc(1, sizeof(*f->sb));
+        assert_non_null(f->sink);
+        assert_non_null(f->sb);
+        assert_int_equal(task_map_new(&f->tasks), 0);
+        f->ss = (struct source_sink) {
+                .userdata = f->sink,
+                .records = sink_records,
+                .task = sink_task,
+                .mapping = sink_mapping,
+        };
+        f->out = calloc(1, sizeof(*f->out));
+        assert_non_null(f->out);
+        f->out->sink = &f->ss;
+        f->out->tasks = f->tasks;
+        assert_int_equal(spe_live_ring_init(&f->ring, &f->k.page, f->k.data, f->k.data_size, f->k.aux,
+                                            f->k.aux_size, &spe_attr, f->stream, f->out), 0);
+}
+
+static void fixture_done(struct fixture *f) {
+        spe_live_ring_done(&f->ring);
+        task_map_free(f->tasks);
+        kernel_done(&f->k);
+        free(f->stream);
+        free(f->out);
+        free(f->sink);
+        free(f->sb);
+}
+
+static int drain(struct fixture *f, bool *ret_truncated) {
+        bool truncated = false;
+        int n;
+
+        kernel_publish(&f->k);
+        n = spe_live_ring_drain(&f->ring, &truncated);
+        assert_true(n >= 0);
+        /* Everything released. */
+        assert_int_equal(f->k.page.data_tail, f->k.data_head);
+        assert_int_equal(f->k.page.aux_tail, f->k.aux_head);
+        if (ret_truncated)
+                *ret_truncated = truncated;
+        return n;
+}
+
+/* Got record `g` the fields of truth `t`, run by the task that ran it? */
+static void check_record(const struct got_rec *g, const struct truth *t, size_t i) {
+        uint32_t present = SPE_REC_PC | SPE_REC_OP | SPE_REC_EVENTS | SPE_REC_LAT_TOTAL | SPE_REC_VA |
+                           SPE_REC_TIMESTAMP | (t->context ? SPE_REC_CONTEXT : 0);
+
+        if (g->rec.pc.addr != t->pc || g->rec.va != t->va || g->rec.events != t->events ||
+            g->rec.timestamp != t->ts || g->rec.lat_total != t->lat || g->rec.present != present ||
+            (t->context && g->rec.context != t->context) || g->rec.cpu != CPU)
+                fail_msg("record %zu: pc 0x%" PRIx64 " va 0x%" PRIx64 " ts %" PRIu64 " present 0x%x, want pc 0x%" PRIx64
+                         " va 0x%" PRIx64 " ts %" PRIu64 " present 0x%x", i, g->rec.pc.addr, g->rec.va,
+                         g->rec.timestamp, g->rec.present, t->pc, t->va, t->ts, present);
+        if (g->pid != t->pid || g->tid != t->tid)
+                fail_msg("record %zu (ts %" PRIu64 "): pid/tid %u/%u, want %u/%u", i, t->ts, g->pid, g->tid, t->pid,
+                         t->tid);
+}
+
+/* The sink got exactly truth records [from, to) of each range, in order. */
+static void check_records(const struct fixture *f, size_t first_got, size_t from, size_t to) {
+        for (size_t i = from; i < to; i++)
+                check_record(&f->sink->r[first_got + i - from], &f->sb->t[i], i);
+}
+
+/* ---- 1. attribution by timed switches, no CONTEXT packets ---- */
+
+static void test_switch_attribution(void **state) {
+        /* Runs of records per task: A, B, C, A, B; each task switch between two records. */
+        static const struct { uint32_t pid, tid; size_t n; } runs[] = {
+                { 100, 101, 7 }, { 200, 201, 3 }, { 100, 102, 11 }, { 100, 101, 1 }, { 200, 201, 9 },
+        };
+        struct fixture f = {};
+        size_t n = 0;
+
+        fixture_init(&f, 8192, 4096);
+        for (size_t r = 0; r < ELEMENTSOF(runs); r++)
+                for (size_t i = 0; i < runs[r].n; i++)
+                        add_record(f.sb, runs[r].pid, runs[r].tid, false);
+
+        /* The data ring says first who ran when, then the one AUX chunk that spans it all. */
+        kernel_itrace_start(&f.k, perf_ns(FIRST_TS) - 1000, runs[0].pid, runs[0].tid);
+        for (size_t r = 1; r < ELEMENTSOF(runs); r++) {
+                n += runs[r - 1].n;
+                kernel_switch(&f.k, between(f.sb, n - 1), runs[r - 1].pid, runs[r - 1].tid, runs[r].pid,
+                              runs[r].tid);
+        }
+        kernel_aux(&f.k, f.sb->buf, f.sb->len, 0, true);
+        assert_int_equal(drain(&f, NULL), 1 + 2 * (ELEMENTSOF(runs) - 1) + 1);
+
+        assert_int_equal(f.sink->n, f.sb->n);
+        check_records(&f, 0, 0, f.sb->n);
+        assert_int_equal(f.stream->st.records, f.sb->n);
+        assert_int_equal(f.stream->st.unattributed, 0);
+        assert_int_equal(f.stream->n_pending, 0);
+        assert_int_equal(f.stream->switch_overflows, 0);
+        /* The switches named the pids: the task map knows them. */
+        assert_int_equal(task_map_pid(f.tasks, 102), 100);
+        assert_int_equal(task_map_pid(f.tasks, 201), 200);
+        fixture_done(&f);
+}
+
+/* ---- 2. CONTEXT packets override the switches ---- */
+
+static void test_context_overrides(void **state) {
+        struct fixture f = {};
+        size_t n;
+
+        fixture_init(&f, 8192, 4096);
+        /* The event started in task 100/101, but the records name threads 301 and 302 of process 300. */
+        kernel_itrace_start(&f.k, perf_ns(FIRST_TS) - 1000, 100, 101);
+        f.k.pid = 300, f.k.tid = 301;
+        kernel_comm(&f.k, 300, 301, "worker-a");
+        kernel_comm(&f.k, 300, 302, "worker-b");
+        for (int i = 0; i < 5; i++)
+                add_record(f.sb, 300, 301, true);
+        for (int i = 0; i < 5; i++)
+                add_record(f.sb, 300, 302, true);
+        /* A thread nobody named: its tid, no pid (counted). */
+        add_record(f.sb, SOURCE_NO_ID, 999, true);
+        n = f.sb->n;
+        kernel_aux(&f.k, f.sb->buf, f.sb->len, 0, true);
+        drain(&f, NULL);
+
+        assert_int_equal(f.sink->n, n);
+        check_records(&f, 0, 0, n);
+        assert_int_equal(f.stream->st.unattributed, 1);
+        assert_int_equal(task_map_pid(f.tasks, 302), 300);
+        assert_int_equal(f.sink->n_tasks, 2);
+        assert_int_equal(f.sink->tasks[1].t.kind, SOURCE_TASK_COMM);
+        assert_string_equal(f.sink->tasks[1].comm, "worker-b");
+        fixture_done(&f);
+}
+
+/* ---- 3. a record split across two AUX chunks, the second wrapping the AUX ring ---- */
+
+static void test_split_record(void **state) {
+        struct fixture f = {};
+        size_t cut;
+
+        fixture_init(&f, 4096, 1024);
+        /* Start near the AUX ring's end so that the second chunk wraps. */
+        f.k.aux_head = f.k.page.aux_tail = 1024 - 200;
+        kernel_itrace_start(&f.k, perf_ns(FIRST_TS) - 1000, 100, 101);
+        for (int i = 0; i < 10; i++)
+                add_record(f.sb, 100, 101, false);
+        cut = f.sb->t[4].offset + f.sb->t[4].size / 2;
+        kernel_aux(&f.k, f.sb->buf, cut, 0, true);
+        drain(&f, NULL);
+        assert_int_equal(f.sink->n, 4);
+        kernel_aux(&f.k, f.sb->buf + cut, f.sb->len - cut, 0, true);
+        drain(&f, NULL);
+
+        assert_int_equal(f.sink->n, 10);
+        check_records(&f, 0, 0, 10);
+        assert_int_equal(f.stream->dec.stats.flushed_records, 0);
+        assert_int_equal(f.stream->st.discontinuities, 0);
+        assert_int_equal(f.stream->st.aux_records, 2);
+        fixture_done(&f);
+}
+
+/* ---- 4. a truncated chunk with a cut record ---- */
+
+static void test_truncated(void **state) {
+        struct fixture f = {};
+        bool truncated;
+        size_t cut;
+
+        fixture_init(&f, 4096, 4096);
+        kernel_itrace_start(&f.k, perf_ns(FIRST_TS) - 1000, 100, 101);
+        for (int i = 0; i < 12; i++)
+                add_record(f.sb, 100, 101, false);
+        /* Records 0-4 and 5 up to the first byte of its Events packet (after 9 bytes of PC,
+         * 2 of op type): the buffer filled, the session ended (TRUNCATED). */
+        cut = f.sb->t[5].offset + PKT_PC + PKT_OP + 1;
+        kernel_aux(&f.k, f.sb->buf, cut, PERF_AUX_FLAG_TRUNCATED, true);
+        drain(&f, &truncated);
+        assert_true(truncated);
+        assert_int_equal(f.sink->n, 5);
+        /* The record cut after two packets and the partial third packet's byte. */
+        assert_int_equal(f.stream->dec.stats.flushed_records, 1);
+        assert_int_equal(f.stream->dec.stats.flushed_bytes, 1);
+        assert_int_equal(f.stream->st.aux_truncated, 1);
+
+        /* Re-enabled: a new session from record 7 on (record 6 fell while the event was off). */
+        kernel_aux(&f.k, f.sb->buf + f.sb->t[7].offset, f.sb->len - f.sb->t[7].offset, 0, true);
+        drain(&f, &truncated);
+        assert_false(truncated);
+        assert_int_equal(f.sink->n, 5 + 5);
+        check_records(&f, 0, 0, 5);
+        check_records(&f, 5, 7, 12);
+        assert_int_equal(f.stream->dec.stats.flushed_records, 1);
+        assert_int_equal(f.stream->st.aux_truncated, 1);
+        assert_int_equal(f.stream->st.discontinuities, 0);
+        fixture_done(&f);
+}
+
+/* ---- 5. a gap: a chunk whose PERF_RECORD_AUX the data ring had no room for ---- */
+
+static void test_gap(void **state) {
+        struct fixture f = {};
+        struct { uint64_t id, lost; } lost = { EVENT_ID, 3 };
+        size_t a, b;
+
+        fixture_init(&f, 4096, 4096);
+        kernel_itrace_start(&f.k, perf_ns(FIRST_TS) - 1000, 100, 101);
+        for (int i = 0; i < 12; i++)
+                add_record(f.sb, 100, 101, false);
+        /* Chunk 1: records 0-3 and half of 4; chunk 2 (lost): the rest of 4 to 7; chunk 3: 8-11. */
+        a = f.sb->t[4].offset + PKT_PC + 1;
+        b = f.sb->t[8].offset;
+        kernel_aux(&f.k, f.sb->buf, a, 0, true);
+        kernel_aux(&f.k, f.sb->buf + a, b - a, 0, false);
+        kernel_record(&f.k, PERF_RECORD_LOST, 0, &lost, sizeof(lost));
+        kernel_aux(&f.k, f.sb->buf + b, f.sb->len - b, 0, true);
+        drain(&f, NULL);
+
+        assert_int_equal(f.stream->st.discontinuities, 1);
+        assert_int_equal(f.stream->st.lost, 3);
+        assert_int_equal(f.sink->n, 4 + 4);
+        check_records(&f, 0, 0, 4);
+        check_records(&f, 4, 8, 12);
+        /* Half of record 4 was waiting for its other half: dropped, counted. */
+        assert_int_equal(f.stream->dec.stats.flushed_records, 1);
+        assert_int_equal(f.stream->dec.stats.flushed_bytes, 1);
+        fixture_done(&f);
+}
+
+/* ---- 6. side-band records: counts, tasks, mappings ---- */
+
+static void test_side_band(void **state) {
+        static const uint8_t build_id[20] = { 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13 };
+        struct fixture f = {};
+        struct { uint64_t lost; } lost_samples = { 5 };
+        struct { uint64_t time, id, stream_id; } throttle = { 1, EVENT_ID, EVENT_ID };
+        struct { uint32_t pid, ppid, tid, ptid; uint64_t time; } fork = { 400, 300, 401, 301, 5000 },
+                                                                 exit_ = { 400, 400, 401, 401, 6000 };
+        struct {
+                uint32_t pid, tid;
+                uint64_t addr, len, pgoff;
+                uint8_t build_id_size, r1;
+                uint16_t r2;
+                uint8_t build_id[20];
+                uint32_t prot, flags;
+                char filename[24];
+        } mmap2 = { 400, 401, 0x400000, 0x2000, 0x1000, 17, 0, 0, {}, 5, 2, "/usr/bin/target" };
+        const struct task_info *ti;
+        uint8_t chunk[64];
+        size_t len;
+
+        memcpy(mmap2.build_id, build_id, sizeof(build_id));
+        fixture_init(&f, 8192, 4096);
+        f.k.pid = 300, f.k.tid = 301, f.k.time = 4000;
+        kernel_comm(&f.k, 300, 301, "parent");
+        f.k.time = 5000;
+        kernel_record(&f.k, PERF_RECORD_FORK, 0, &fork, sizeof(fork));
+        f.k.pid = 400, f.k.tid = 401;
+        kernel_record(&f.k, PERF_RECORD_MMAP2, PERF_RECORD_MISC_MMAP_BUILD_ID, &mmap2, sizeof(mmap2));
+        kernel_record(&f.k, PERF_RECORD_LOST_SAMPLES, 0, &lost_samples, sizeof(lost_samples));
+        kernel_record(&f.k, PERF_RECORD_LOST_SAMPLES, 0, &lost_samples, sizeof(lost_samples));
+        kernel_record(&f.k, PERF_RECORD_THROTTLE, 0, &throttle, sizeof(throttle));
+        kernel_record(&f.k, PERF_RECORD_THROTTLE, 0, &throttle, sizeof(throttle));
+        kernel_record(&f.k, PERF_RECORD_THROTTLE, 0, &throttle, sizeof(throttle));
+        /* Chunks of whole records with each flag. */
+        add_record(f.sb, SOURCE_NO_ID, SOURCE_NO_ID, false);
+        len = f.sb->t[0].size;
+        memcpy(chunk, f.sb->buf, len);
+        kernel_aux(&f.k, chunk, len, PERF_AUX_FLAG_COLLISION, true);
+        kernel_aux(&f.k, chunk, len, PERF_AUX_FLAG_PARTIAL, true);
+        kernel_aux(&f.k, chunk, len, PERF_AUX_FLAG_PARTIAL | PERF_AUX_FLAG_COLLISION, true);
+        kernel_aux(&f.k, chunk, len, 0, true);
+        f.k.time = 6000;
+        kernel_record(&f.k, PERF_RECORD_EXIT, 0, &exit_, sizeof(exit_));
+        drain(&f, NULL);
+
+        assert_int_equal(f.stream->st.lost_samples, 10);
+        assert_int_equal(f.stream->st.lost, 0);
+        assert_int_equal(f.stream->st.throttles, 3);
+        assert_int_equal(f.stream->st.aux_collision, 2);
+        assert_int_equal(f.stream->st.aux_partial, 2);
+        assert_int_equal(f.stream->st.aux_records, 4);
+        assert_int_equal(f.stream->st.aux_truncated, 0);
+        assert_int_equal(f.stream->st.records, 4);
+        assert_int_equal(f.stream->st.unattributed, 4);
+
+        assert_int_equal(f.sink->n_tasks, 3);
+        assert_int_equal(f.sink->tasks[0].t.kind, SOURCE_TASK_COMM);
+        assert_int_equal(f.sink->tasks[0].t.pid, 300);
+        assert_int_equal(f.sink->tasks[0].t.tid, 301);
+        assert_int_equal(f.sink->tasks[0].t.time_ns, 4000);
+        assert_string_equal(f.sink->tasks[0].comm, "parent");
+        assert_int_equal(f.sink->tasks[1].t.kind, SOURCE_TASK_FORK);
+        assert_int_equal(f.sink->tasks[1].t.pid, 400);
+        assert_int_equal(f.sink->tasks[1].t.tid, 401);
+        assert_int_equal(f.sink->tasks[1].t.ppid, 300);
+        assert_int_equal(f.sink->tasks[1].t.ptid, 301);
+        assert_int_equal(f.sink->tasks[1].t.time_ns, 5000);
+        assert_int_equal(f.sink->tasks[2].t.kind, SOURCE_TASK_EXIT);
+        assert_int_equal(f.sink->tasks[2].t.tid, 401);
+        assert_int_equal(f.sink->tasks[2].t.time_ns, 6000);
+        /* The task map took the COMM and the FORK. */
+        ti = task_map_get(f.tasks, 301);
+        assert_non_null(ti);
+        assert_int_equal(ti->pid, 300);
+        assert_int_equal(task_map_pid(f.tasks, 401), 400);
+
+        assert_int_equal(f.sink->n_maps, 1);
+        assert_int_equal(f.sink->maps[0].pid, 400);
+        assert_int_equal(f.sink->maps[0].start, 0x400000);
+        assert_int_equal(f.sink->maps[0].len, 0x2000);
+        assert_int_equal(f.sink->maps[0].pgoff, 0x1000);
+        assert_string_equal(f.sink->maps[0].filename, "/usr/bin/target");
+        assert_non_null(f.sink->maps[0].build_id);
+        assert_int_equal(f.sink->maps[0].build_id_len, 17);
+        assert_memory_equal(f.sink->maps[0].build_id, build_id, 17);
+        fixture_done(&f);
+}
+
+/* ---- 7. the counters survive a reopened event ---- */
+
+static void test_reinit(void **state) {
+        struct fixture f = {};
+        struct kernel k2;
+        size_t half;
+
+        fixture_init(&f, 4096, 4096);
+        kernel_itrace_start(&f.k, perf_ns(FIRST_TS) - 1000, 100, 101);
+        for (int i = 0; i < 8; i++)
+                add_record(f.sb, 100, 101, false);
+        half = f.sb->t[4].offset;
+        /* Records 0-3 and the PC packet and a byte of record 4, truncated. */
+        kernel_aux(&f.k, f.sb->buf, half + PKT_PC + 1, PERF_AUX_FLAG_TRUNCATED, true);
+        drain(&f, NULL);
+        assert_int_equal(f.stream->st.records, 4);
+        assert_int_equal(f.stream->st.aux_truncated, 1);
+
+        /* The event is closed and opened again on the same CPU: new rings, the same stream. */
+        spe_live_ring_done(&f.ring);
+        kernel_init(&k2, 4096, 4096);
+        assert_int_equal(spe_live_ring_init(&f.ring, &k2.page, k2.data, k2.data_size, k2.aux, k2.aux_size,
+                                            &spe_attr, f.stream, f.out), 0);
+        kernel_itrace_start(&k2, perf_ns(FIRST_TS) - 1000, 100, 101);
+        kernel_aux(&k2, f.sb->buf + half, f.sb->len - half, PERF_AUX_FLAG_TRUNCATED, true);
+        kernel_publish(&k2);
+        assert_true(spe_live_ring_drain(&f.ring, NULL) >= 0);
+        assert_int_equal(k2.page.data_tail, k2.data_head);
+
+        assert_int_equal(f.stream->st.records, 8);
+        assert_int_equal(f.stream->st.aux_records, 2);
+        assert_int_equal(f.stream->st.aux_truncated, 2);
+        assert_int_equal(f.stream->st.discontinuities, 0);
+        assert_int_equal(f.stream->dec.stats.flushed_records, 1);
+        assert_int_equal(f.sink->n, 8);
+        check_records(&f, 0, 0, 8);
+        spe_live_ring_done(&f.ring);
+        /* fixture_done() finishes the ring again: done twice is harmless (freed scratch is NULL). */
+        kernel_done(&k2);
+        fixture_done(&f);
+}
+
+/* ---- 8. more switches pending than the log holds ---- */
+
+#define MANY_SWITCHES (SPE_STREAM_SWITCHES + 88)
+
+static void test_switch_overflow(void **state) {
+        struct fixture f = {};
+        uint64_t t0;
+
+        fixture_init(&f, 65536, 4096);
+        for (int i = 0; i < 4; i++)
+                add_record(f.sb, 500, 500 + MANY_SWITCHES - 1, false);
+        /* Every switch happens before the first record: the last one runs them all. */
+        t0 = perf_ns(FIRST_TS) - 10 * MANY_SWITCHES;
+        kernel_itrace_start(&f.k, t0, 500, 500);
+        for (uint32_t i = 1; i < MANY_SWITCHES; i++) {
+                struct { uint32_t pid, tid; } prev = { 500, 500 + i - 1 };
+
+                f.k.time = t0 + 10 * i;
+                f.k.pid = 500, f.k.tid = 500 + i;
+                kernel_record(&f.k, PERF_RECORD_SWITCH_CPU_WIDE, 0, &prev, sizeof(prev));
+        }
+        kernel_aux(&f.k, f.sb->buf, f.sb->len, 0, true);
+        drain(&f, NULL);
+        /* MANY_SWITCHES timed switches (ITRACE_START included) through a log of SPE_STREAM_SWITCHES. */
+        assert_int_equal(f.stream->switch_overflows, MANY_SWITCHES - SPE_STREAM_SWITCHES);
+        assert_int_equal(f.sink->n, 4);
+        check_records(&f, 0, 0, 4);
+        assert_int_equal(f.stream->n_pending, 0);
+        fixture_done(&f);
+}
+
+/* ---- the fuzz target's seeds ---- */
+
+/* tests/spe/fuzz-spe-live-ring.c's input: an 8-byte header, the data ring, the AUX ring. */
+static int write_seed(const char *dir, const char *name, const struct kernel *k, uint8_t flags, uint64_t split) {
+        char path[4096];
+        uint8_t hdr[8] = {};
+        FILE *fp;
+
+        /* data_size = 128 << hdr[0], aux_size = 128 << hdr[1]. */
+        hdr[0] = (uint8_t) (__builtin_ctzll(k->data_size) - 7);
+        hdr[1] = (uint8_t) (__builtin_ctzll(k->aux_size) - 7);
+        hdr[2] = flags;
+        hdr[3] = 0;                                     /* data_tail starts at 0 */
+        hdr[4] = (uint8_t) k->data_head, hdr[5] = (uint8_t) (k->data_head >> 8);
+        hdr[6] = (uint8_t) (split / 8);                 /* a first drain up to there, 0: none */
+        hdr[7] = TIME_SHIFT;                            /* the fuzzer's clock is then this test's */
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        fp = fopen(path, "we");
+        if (!fp)
+                return -errno;
+        fwrite(hdr, 1, sizeof(hdr), fp);
+        fwrite(k->data, 1, k->data_size, fp);
+        fwrite(k->aux, 1, k->aux_size, fp);
+        return fclose(fp) == 0 ? 0 : -errno;
+}
+
+static int write_seeds(const char *dir) {
+        struct stream_bytes *sb = calloc(1, sizeof(*sb));
+        struct kernel k;
+        uint64_t split;
+        int r = 0;
+
+        if (!sb)
+                return -ENOMEM;
+        /* Switches before a chunk of records, no CONTEXT. */
+        kernel_init(&k, 1024, 1024);
+        kernel_itrace_start(&k, perf_ns(FIRST_TS) - 1000, 100, 101);
+        for (int i = 0; i < 6; i++)
+                add_record(sb, i < 3 ? 100 : 200, i < 3 ? 101 : 201, false);
+        kernel_switch(&k, between(sb, 2), 100, 101, 200, 201);
+        kernel_comm(&k, 200, 201, "seed");
+        split = k.data_head;
+        kernel_aux(&k, sb->buf, sb->len, 0, true);
+        r = r ?: write_seed(dir, "switches", &k, 0x3, 0);
+        /* The same, drained twice, the event reopened between. */
+        r = r ?: write_seed(dir, "switches-reopened", &k, 0x3 | 0x8, split);
+        kernel_done(&k);
+
+        /* A record split over two chunks, a truncation, a lost AUX record, CONTEXT packets. */
+        memset(sb, 0, sizeof(*sb));
+        kernel_init(&k, 1024, 2048);
+        kernel_itrace_start(&k, perf_ns(FIRST_TS) - 1000, 100, 101);
+        for (int i = 0; i < 12; i++)
+                add_record(sb, 300, 301, true);
+        kernel_aux(&k, sb->buf, sb->t[2].offset + 5, 0, true);
+        split = k.data_head;
+        kernel_aux(&k, sb->buf + sb->t[2].offset + 5, sb->t[5].offset + 3 - (sb->t[2].offset + 5),
+                   PERF_AUX_FLAG_TRUNCATED | PERF_AUX_FLAG_PARTIAL, true);
+        kernel_aux(&k, sb->buf + sb->t[6].offset, sb->t[8].offset - sb->t[6].offset, 0, false);
+        kernel_record(&k, PERF_RECORD_LOST, 0, &(uint64_t[2]) { EVENT_ID, 1 }, 16);
+        kernel_aux(&k, sb->buf + sb->t[8].offset, sb->len - sb->t[8].offset, PERF_AUX_FLAG_COLLISION, true);
+        r = r ?: write_seed(dir, "split-truncated-gap", &k, 0x3, split);
+        kernel_done(&k);
+        free(sb);
+        return r;
+}
+
+int main(int argc, char *argv[]) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_switch_attribution),
+                cmocka_unit_test(test_context_overrides),
+                cmocka_unit_test(test_split_record),
+                cmocka_unit_test(test_truncated),
+                cmocka_unit_test(test_gap),
+                cmocka_unit_test(test_side_band),
+                cmocka_unit_test(test_reinit),
+                cmocka_unit_test(test_switch_overflow),
+        };
+
+        if (argc == 3 && strcmp(argv[1], "--write-seeds") == 0) {
+                int r = write_seeds(argv[2]);
+
+                if (r < 0)
+                        fprintf(stderr, "writing seeds to %s: %s\n", argv[2], strerror(-r));
+                return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+        }
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
