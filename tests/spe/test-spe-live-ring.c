@@ -31,6 +31,7 @@
 #include <cmocka.h>
 
 #include "macro.h"
+#include "ring-kernel.h"
 #include "spe-enc.h"
 #include "spe-live-ring.h"
 #include "spe-stream.h"
@@ -62,76 +63,25 @@ static const struct perf_event_attr spe_attr = {
 #define CPU 3
 #define EVENT_ID 77
 
-/* ---- the kernel's side ---- */
+/* ---- the kernel's side: tests/perf/ring-kernel.h, with the event's sample_id trailers and clock ---- */
 
-struct kernel {
-        struct perf_event_mmap_page page;
-        uint8_t *data, *aux;
-        size_t data_size, aux_size;
-        uint64_t data_head, aux_head;
-        /* The sample_id of the next record: the task current when the kernel wrote it, and its time. */
-        uint32_t pid, tid;
-        uint64_t time;
-};
-
-static void kernel_init(struct kernel *k, size_t data_size, size_t aux_size) {
-        *k = (struct kernel) { .data_size = data_size, .aux_size = aux_size };
-        k->data = xmalloc(data_size);
-        k->aux = xmalloc(aux_size);
-        memset(k->data, 0xa5, data_size);
-        memset(k->aux, 0x5a, aux_size);
+static void live_kernel_init(struct kernel *k, size_t data_size, size_t aux_size) {
+        kernel_init(k, data_size, aux_size);
+        k->sample_id_all = true;
+        k->cpu = CPU;
+        k->id = EVENT_ID;
         k->page.cap_user_time_zero = 1;
         k->page.time_shift = TIME_SHIFT;
         k->page.time_mult = (uint32_t) TIME_MULT;
         k->page.time_zero = TIME_ZERO;
 }
 
+/* Every record the test wrote went out (none dropped for want of room). */
 static void kernel_done(struct kernel *k) {
-        free(k->data);
-        free(k->aux);
-}
-
-static void ring_put(uint8_t *ring, size_t size, uint64_t pos, const void *src, size_t n) {
-        size_t off = (size_t) (pos & (size - 1)), first = MIN(n, size - off);
-
-        memcpy(ring + off, src, first);
-        memcpy(ring, (const uint8_t *) src + first, n - first);
-}
-
-/* A record with its sample_id trailer {pid, tid} time {cpu, res} identifier. */
-static void kernel_record(struct kernel *k, uint32_t type, uint16_t misc, const void *body, size_t len) {
-        struct {
-                uint32_t pid, tid;
-                uint64_t time;
-                uint32_t cpu, res;
-                uint64_t id;
-        } sid = { k->pid, k->tid, k->time, CPU, 0, EVENT_ID };
-        struct perf_event_header h = { type, misc, (uint16_t) (sizeof(h) + len + sizeof(sid)) };
-
-        assert_true(len % 8 == 0);
-        assert_true(k->data_size - (k->data_head - k->page.data_tail) >= h.size);
-        ring_put(k->data, k->data_size, k->data_head, &h, sizeof(h));
-        ring_put(k->data, k->data_size, k->data_head + sizeof(h), body, len);
-        ring_put(k->data, k->data_size, k->data_head + sizeof(h) + len, &sid, sizeof(sid));
-        k->data_head += h.size;
-}
-
-/* AUX bytes at aux_head; announced (PERF_RECORD_AUX) unless the announcement is lost. */
-static void kernel_aux(struct kernel *k, const void *bytes, size_t len, uint64_t flags, bool announce) {
-        struct {
-                uint64_t aux_offset, aux_size, flags;
-        } body = { k->aux_head, len, flags };
-
-        assert_true(k->aux_size - (k->aux_head - k->page.aux_tail) >= len);
-        ring_put(k->aux, k->aux_size, k->aux_head, bytes, len);
-        k->aux_head += len;
-        if (announce)
-                kernel_record(k, PERF_RECORD_AUX, 0, &body, sizeof(body));
-}
-
-static void kernel_publish(struct kernel *k) {
-        __atomic_store_n(&k->page.aux_head, k->aux_head, __ATOMIC_RELEASE);
-        __atomic_store_n(&k->page.data_head, k->data_head, __ATOMIC_RELEASE);
+        assert_null(k->bug);
+        assert_int_equal(k->pending_lost, 0);
+        assert_int_equal(k->dropped_aux_records, 0);
+        kernel_free(k);
 }
 
 static void kernel_switch(struct kernel *k, uint64_t time, uint32_t out_pid, uint32_t out_tid, uint32_t in_pid,
@@ -142,9 +92,9 @@ static void kernel_switch(struct kernel *k, uint64_t time, uint32_t out_pid, uin
 
         k->time = time;
         k->pid = out_pid, k->tid = out_tid;
-        kernel_record(k, PERF_RECORD_SWITCH_CPU_WIDE, PERF_RECORD_MISC_SWITCH_OUT, &out, sizeof(out));
+        kernel_record_misc(k, PERF_RECORD_SWITCH_CPU_WIDE, PERF_RECORD_MISC_SWITCH_OUT, &out, sizeof(out));
         k->pid = in_pid, k->tid = in_tid;
-        kernel_record(k, PERF_RECORD_SWITCH_CPU_WIDE, 0, &in, sizeof(in));
+        kernel_record_misc(k, PERF_RECORD_SWITCH_CPU_WIDE, 0, &in, sizeof(in));
 }
 
 static void kernel_itrace_start(struct kernel *k, uint64_t time, uint32_t pid, uint32_t tid) {
@@ -152,7 +102,7 @@ static void kernel_itrace_start(struct kernel *k, uint64_t time, uint32_t pid, u
 
         k->time = time;
         k->pid = pid, k->tid = tid;
-        kernel_record(k, PERF_RECORD_ITRACE_START, 0, &b, sizeof(b));
+        kernel_record_misc(k, PERF_RECORD_ITRACE_START, 0, &b, sizeof(b));
 }
 
 static void kernel_comm(struct kernel *k, uint32_t pid, uint32_t tid, const char *comm) {
@@ -162,7 +112,7 @@ static void kernel_comm(struct kernel *k, uint32_t pid, uint32_t tid, const char
         } b = { pid, tid };
 
         snprintf(b.comm, sizeof(b.comm), "%s", comm);
-        kernel_record(k, PERF_RECORD_COMM, 0, &b, sizeof(b));
+        kernel_record_misc(k, PERF_RECORD_COMM, 0, &b, sizeof(b));
 }
 
 /* ---- the SPE records: what the tests encode and what they expect ---- */
@@ -322,7 +272,7 @@ struct fixture {
 };
 
 static void fixture_init(struct fixture *f, size_t data_size, size_t aux_size) {
-        kernel_init(&f->k, data_size, aux_size);
+        live_kernel_init(&f->k, data_size, aux_size);
         f->stream = xmalloc(sizeof(*f->stream));
         spe_stream_init(f->stream, CPU, spegen_midr(SPEGEN_MIDR_N1));
         f->sink = calloc(1, sizeof(*f->sink));
@@ -413,7 +363,7 @@ static void test_switch_attribution(void **state) {
                 kernel_switch(&f.k, between(f.sb, n - 1), runs[r - 1].pid, runs[r - 1].tid, runs[r].pid,
                               runs[r].tid);
         }
-        kernel_aux(&f.k, f.sb->buf, f.sb->len, 0, true);
+        kernel_aux_chunk(&f.k, f.sb->buf, f.sb->len, 0, true);
         assert_int_equal(drain(&f, NULL), 1 + 2 * (ELEMENTSOF(runs) - 1) + 1);
 
         assert_int_equal(f.sink->n, f.sb->n);
@@ -447,7 +397,7 @@ static void test_context_overrides(void **state) {
         /* A thread nobody named: its tid, no pid (counted). */
         add_record(f.sb, SOURCE_NO_ID, 999, true);
         n = f.sb->n;
-        kernel_aux(&f.k, f.sb->buf, f.sb->len, 0, true);
+        kernel_aux_chunk(&f.k, f.sb->buf, f.sb->len, 0, true);
         drain(&f, NULL);
 
         assert_int_equal(f.sink->n, n);
@@ -523,7 +473,7 @@ static void test_generator_records(void **state) {
                 if (f.k.aux_size - (f.k.aux_head - f.k.page.aux_tail) < len ||
                     f.k.data_size - (f.k.data_head - f.k.page.data_tail) < 128)
                         drain(&f, NULL);
-                kernel_aux(&f.k, (const uint8_t *) g.bytes.buf + pos, len, 0, true);
+                kernel_aux_chunk(&f.k, (const uint8_t *) g.bytes.buf + pos, len, 0, true);
                 pos += len;
         }
         drain(&f, NULL);
@@ -554,10 +504,10 @@ static void test_split_record(void **state) {
         for (int i = 0; i < 10; i++)
                 add_record(f.sb, 100, 101, false);
         cut = f.sb->t[4].offset + f.sb->t[4].size / 2;
-        kernel_aux(&f.k, f.sb->buf, cut, 0, true);
+        kernel_aux_chunk(&f.k, f.sb->buf, cut, 0, true);
         drain(&f, NULL);
         assert_int_equal(f.sink->n, 4);
-        kernel_aux(&f.k, f.sb->buf + cut, f.sb->len - cut, 0, true);
+        kernel_aux_chunk(&f.k, f.sb->buf + cut, f.sb->len - cut, 0, true);
         drain(&f, NULL);
 
         assert_int_equal(f.sink->n, 10);
@@ -582,7 +532,7 @@ static void test_truncated(void **state) {
         /* Records 0-4 and 5 up to the first byte of its Events packet (after 9 bytes of PC,
          * 2 of op type): the buffer filled, the session ended (TRUNCATED). */
         cut = f.sb->t[5].offset + PKT_PC + PKT_OP + 1;
-        kernel_aux(&f.k, f.sb->buf, cut, PERF_AUX_FLAG_TRUNCATED, true);
+        kernel_aux_chunk(&f.k, f.sb->buf, cut, PERF_AUX_FLAG_TRUNCATED, true);
         drain(&f, &truncated);
         assert_true(truncated);
         assert_int_equal(f.sink->n, 5);
@@ -592,7 +542,7 @@ static void test_truncated(void **state) {
         assert_int_equal(f.stream->st.aux_truncated, 1);
 
         /* Re-enabled: a new session from record 7 on (record 6 fell while the event was off). */
-        kernel_aux(&f.k, f.sb->buf + f.sb->t[7].offset, f.sb->len - f.sb->t[7].offset, 0, true);
+        kernel_aux_chunk(&f.k, f.sb->buf + f.sb->t[7].offset, f.sb->len - f.sb->t[7].offset, 0, true);
         drain(&f, &truncated);
         assert_false(truncated);
         assert_int_equal(f.sink->n, 5 + 5);
@@ -620,10 +570,10 @@ static void test_not_sampling_ends_at_first_record(void **state) {
         for (int i = 0; i < 12; i++)
                 add_record(f.sb, 100, 101, false);
         cut = f.sb->t[5].offset + PKT_PC + PKT_OP + 1;
-        kernel_aux(&f.k, f.sb->buf, cut, PERF_AUX_FLAG_TRUNCATED, true);
+        kernel_aux_chunk(&f.k, f.sb->buf, cut, PERF_AUX_FLAG_TRUNCATED, true);
         drain(&f, NULL);
         /* Records 7 to 11 in the chunk after the re-enable. */
-        kernel_aux(&f.k, f.sb->buf + f.sb->t[7].offset, f.sb->len - f.sb->t[7].offset, 0, true);
+        kernel_aux_chunk(&f.k, f.sb->buf + f.sb->t[7].offset, f.sb->len - f.sb->t[7].offset, 0, true);
         drain(&f, NULL);
         assert_int_equal(f.sink->n, 10);
         /* Not sampling from the last record before (4) to the first after (7): 3 x 50 ticks of 40 ns. */
@@ -647,11 +597,11 @@ static void test_not_sampling_without_record_before(void **state) {
         for (int i = 0; i < 4; i++)
                 add_record(f.sb, 100, 101, false);
         /* The first session: record 0's PC packet and a byte, truncated. */
-        kernel_aux(&f.k, f.sb->buf, PKT_PC + 1, PERF_AUX_FLAG_TRUNCATED, true);
+        kernel_aux_chunk(&f.k, f.sb->buf, PKT_PC + 1, PERF_AUX_FLAG_TRUNCATED, true);
         drain(&f, NULL);
         assert_int_equal(f.sink->n, 0);
         assert_int_equal(f.stream->dec.stats.flushed_records, 1);
-        kernel_aux(&f.k, f.sb->buf + f.sb->t[1].offset, f.sb->len - f.sb->t[1].offset, 0, true);
+        kernel_aux_chunk(&f.k, f.sb->buf + f.sb->t[1].offset, f.sb->len - f.sb->t[1].offset, 0, true);
         drain(&f, NULL);
         assert_int_equal(f.sink->n, 3);
         check_records(&f, 0, 1, 4);
@@ -674,10 +624,10 @@ static void test_gap(void **state) {
         /* Chunk 1: records 0-3 and half of 4; chunk 2 (lost): the rest of 4 to 7; chunk 3: 8-11. */
         a = f.sb->t[4].offset + PKT_PC + 1;
         b = f.sb->t[8].offset;
-        kernel_aux(&f.k, f.sb->buf, a, 0, true);
-        kernel_aux(&f.k, f.sb->buf + a, b - a, 0, false);
-        kernel_record(&f.k, PERF_RECORD_LOST, 0, &lost, sizeof(lost));
-        kernel_aux(&f.k, f.sb->buf + b, f.sb->len - b, 0, true);
+        kernel_aux_chunk(&f.k, f.sb->buf, a, 0, true);
+        kernel_aux_chunk(&f.k, f.sb->buf + a, b - a, 0, false);
+        kernel_record_misc(&f.k, PERF_RECORD_LOST, 0, &lost, sizeof(lost));
+        kernel_aux_chunk(&f.k, f.sb->buf + b, f.sb->len - b, 0, true);
         drain(&f, NULL);
 
         assert_int_equal(f.stream->st.discontinuities, 1);
@@ -715,12 +665,12 @@ static void test_gap_before_wrapping_chunk(void **state) {
                 ;
         assert_true(f.sb->t[straddle].offset < 1024);
         b = f.sb->t[straddle - 2].offset;
-        kernel_aux(&f.k, f.sb->buf, f.sb->t[4].offset, 0, true);
+        kernel_aux_chunk(&f.k, f.sb->buf, f.sb->t[4].offset, 0, true);
         drain(&f, NULL);
-        kernel_aux(&f.k, f.sb->buf + f.sb->t[4].offset, b - f.sb->t[4].offset, 0, false);
-        kernel_record(&f.k, PERF_RECORD_LOST, 0, &lost, sizeof(lost));
+        kernel_aux_chunk(&f.k, f.sb->buf + f.sb->t[4].offset, b - f.sb->t[4].offset, 0, false);
+        kernel_record_misc(&f.k, PERF_RECORD_LOST, 0, &lost, sizeof(lost));
         /* This chunk wraps: its first piece ends inside record `straddle`. */
-        kernel_aux(&f.k, f.sb->buf + b, f.sb->len - b, 0, true);
+        kernel_aux_chunk(&f.k, f.sb->buf + b, f.sb->len - b, 0, true);
         drain(&f, NULL);
 
         assert_int_equal(f.stream->st.lost, 1);
@@ -759,24 +709,24 @@ static void test_side_band(void **state) {
         f.k.pid = 300, f.k.tid = 301, f.k.time = 4000;
         kernel_comm(&f.k, 300, 301, "parent");
         f.k.time = 5000;
-        kernel_record(&f.k, PERF_RECORD_FORK, 0, &fork, sizeof(fork));
+        kernel_record_misc(&f.k, PERF_RECORD_FORK, 0, &fork, sizeof(fork));
         f.k.pid = 400, f.k.tid = 401;
-        kernel_record(&f.k, PERF_RECORD_MMAP2, PERF_RECORD_MISC_MMAP_BUILD_ID, &mmap2, sizeof(mmap2));
-        kernel_record(&f.k, PERF_RECORD_LOST_SAMPLES, 0, &lost_samples, sizeof(lost_samples));
-        kernel_record(&f.k, PERF_RECORD_LOST_SAMPLES, 0, &lost_samples, sizeof(lost_samples));
-        kernel_record(&f.k, PERF_RECORD_THROTTLE, 0, &throttle, sizeof(throttle));
-        kernel_record(&f.k, PERF_RECORD_THROTTLE, 0, &throttle, sizeof(throttle));
-        kernel_record(&f.k, PERF_RECORD_THROTTLE, 0, &throttle, sizeof(throttle));
+        kernel_record_misc(&f.k, PERF_RECORD_MMAP2, PERF_RECORD_MISC_MMAP_BUILD_ID, &mmap2, sizeof(mmap2));
+        kernel_record_misc(&f.k, PERF_RECORD_LOST_SAMPLES, 0, &lost_samples, sizeof(lost_samples));
+        kernel_record_misc(&f.k, PERF_RECORD_LOST_SAMPLES, 0, &lost_samples, sizeof(lost_samples));
+        kernel_record_misc(&f.k, PERF_RECORD_THROTTLE, 0, &throttle, sizeof(throttle));
+        kernel_record_misc(&f.k, PERF_RECORD_THROTTLE, 0, &throttle, sizeof(throttle));
+        kernel_record_misc(&f.k, PERF_RECORD_THROTTLE, 0, &throttle, sizeof(throttle));
         /* Chunks of whole records with each flag. */
         add_record(f.sb, SOURCE_NO_ID, SOURCE_NO_ID, false);
         len = f.sb->t[0].size;
         memcpy(chunk, f.sb->buf, len);
-        kernel_aux(&f.k, chunk, len, PERF_AUX_FLAG_COLLISION, true);
-        kernel_aux(&f.k, chunk, len, PERF_AUX_FLAG_PARTIAL, true);
-        kernel_aux(&f.k, chunk, len, PERF_AUX_FLAG_PARTIAL | PERF_AUX_FLAG_COLLISION, true);
-        kernel_aux(&f.k, chunk, len, 0, true);
+        kernel_aux_chunk(&f.k, chunk, len, PERF_AUX_FLAG_COLLISION, true);
+        kernel_aux_chunk(&f.k, chunk, len, PERF_AUX_FLAG_PARTIAL, true);
+        kernel_aux_chunk(&f.k, chunk, len, PERF_AUX_FLAG_PARTIAL | PERF_AUX_FLAG_COLLISION, true);
+        kernel_aux_chunk(&f.k, chunk, len, 0, true);
         f.k.time = 6000;
-        kernel_record(&f.k, PERF_RECORD_EXIT, 0, &exit_, sizeof(exit_));
+        kernel_record_misc(&f.k, PERF_RECORD_EXIT, 0, &exit_, sizeof(exit_));
         drain(&f, NULL);
 
         assert_int_equal(f.stream->st.lost_samples, 10);
@@ -835,18 +785,18 @@ static void test_reinit(void **state) {
                 add_record(f.sb, 100, 101, false);
         half = f.sb->t[4].offset;
         /* Records 0-3 and the PC packet and a byte of record 4, truncated. */
-        kernel_aux(&f.k, f.sb->buf, half + PKT_PC + 1, PERF_AUX_FLAG_TRUNCATED, true);
+        kernel_aux_chunk(&f.k, f.sb->buf, half + PKT_PC + 1, PERF_AUX_FLAG_TRUNCATED, true);
         drain(&f, NULL);
         assert_int_equal(f.stream->st.records, 4);
         assert_int_equal(f.stream->st.aux_truncated, 1);
 
         /* The event is closed and opened again on the same CPU: new rings, the same stream. */
         spe_live_ring_done(&f.ring);
-        kernel_init(&k2, 4096, 4096);
+        live_kernel_init(&k2, 4096, 4096);
         assert_int_equal(spe_live_ring_init(&f.ring, &k2.page, k2.data, k2.data_size, k2.aux, k2.aux_size,
                                             &spe_attr, f.stream, f.out), 0);
         kernel_itrace_start(&k2, perf_ns(FIRST_TS) - 1000, 100, 101);
-        kernel_aux(&k2, f.sb->buf + half, f.sb->len - half, PERF_AUX_FLAG_TRUNCATED, true);
+        kernel_aux_chunk(&k2, f.sb->buf + half, f.sb->len - half, PERF_AUX_FLAG_TRUNCATED, true);
         kernel_publish(&k2);
         assert_true(spe_live_ring_drain(&f.ring, NULL) >= 0);
         assert_int_equal(k2.page.data_tail, k2.data_head);
@@ -883,9 +833,9 @@ static void test_switch_overflow(void **state) {
 
                 f.k.time = t0 + 10 * i;
                 f.k.pid = 500, f.k.tid = 500 + i;
-                kernel_record(&f.k, PERF_RECORD_SWITCH_CPU_WIDE, 0, &prev, sizeof(prev));
+                kernel_record_misc(&f.k, PERF_RECORD_SWITCH_CPU_WIDE, 0, &prev, sizeof(prev));
         }
-        kernel_aux(&f.k, f.sb->buf, f.sb->len, 0, true);
+        kernel_aux_chunk(&f.k, f.sb->buf, f.sb->len, 0, true);
         drain(&f, NULL);
         /* MANY_SWITCHES timed switches (ITRACE_START included) through a log of SPE_STREAM_SWITCHES. */
         assert_int_equal(f.stream->switch_overflows, MANY_SWITCHES - SPE_STREAM_SWITCHES);
@@ -916,7 +866,7 @@ static void test_clock_gone_with_switches_pending(void **state) {
         assert_int_equal(f.stream->n_pending, 3);
         /* The next drain finds no time conversion in the user page. */
         f.k.page.cap_user_time_zero = 0;
-        kernel_aux(&f.k, f.sb->buf, f.sb->len, 0, true);
+        kernel_aux_chunk(&f.k, f.sb->buf, f.sb->len, 0, true);
         drain(&f, NULL);
         assert_int_equal(f.sink->n, 6);
         assert_int_equal(f.stream->n_pending, 0);
@@ -960,37 +910,37 @@ static int write_seeds(const char *dir) {
         if (!sb)
                 return -ENOMEM;
         /* Switches before a chunk of records, no CONTEXT. */
-        kernel_init(&k, 1024, 1024);
+        live_kernel_init(&k, 1024, 1024);
         kernel_itrace_start(&k, perf_ns(FIRST_TS) - 1000, 100, 101);
         for (int i = 0; i < 6; i++)
                 add_record(sb, i < 3 ? 100 : 200, i < 3 ? 101 : 201, false);
         kernel_switch(&k, between(sb, 2), 100, 101, 200, 201);
         kernel_comm(&k, 200, 201, "seed");
         split = k.data_head;
-        kernel_aux(&k, sb->buf, sb->len, 0, true);
+        kernel_aux_chunk(&k, sb->buf, sb->len, 0, true);
         r = r ?: write_seed(dir, "switches", &k, 0x3, 0);
         /* The same, drained twice, the event reopened between. */
         r = r ?: write_seed(dir, "switches-reopened", &k, 0x3 | 0x8, split);
         /* The same, drained twice, the user page's time conversion gone between (a crash until
          * spe-stream.c applies pending switches without a clock). */
         r = r ?: write_seed(dir, "switches-clock-gone", &k, 0x3 | 0x4, split);
-        kernel_done(&k);
+        kernel_free(&k);
 
         /* A record split over two chunks, a truncation, a lost AUX record, CONTEXT packets. */
         memset(sb, 0, sizeof(*sb));
-        kernel_init(&k, 1024, 2048);
+        live_kernel_init(&k, 1024, 2048);
         kernel_itrace_start(&k, perf_ns(FIRST_TS) - 1000, 100, 101);
         for (int i = 0; i < 12; i++)
                 add_record(sb, 300, 301, true);
-        kernel_aux(&k, sb->buf, sb->t[2].offset + 5, 0, true);
+        kernel_aux_chunk(&k, sb->buf, sb->t[2].offset + 5, 0, true);
         split = k.data_head;
-        kernel_aux(&k, sb->buf + sb->t[2].offset + 5, sb->t[5].offset + 3 - (sb->t[2].offset + 5),
+        kernel_aux_chunk(&k, sb->buf + sb->t[2].offset + 5, sb->t[5].offset + 3 - (sb->t[2].offset + 5),
                    PERF_AUX_FLAG_TRUNCATED | PERF_AUX_FLAG_PARTIAL, true);
-        kernel_aux(&k, sb->buf + sb->t[6].offset, sb->t[8].offset - sb->t[6].offset, 0, false);
-        kernel_record(&k, PERF_RECORD_LOST, 0, &(uint64_t[2]) { EVENT_ID, 1 }, 16);
-        kernel_aux(&k, sb->buf + sb->t[8].offset, sb->len - sb->t[8].offset, PERF_AUX_FLAG_COLLISION, true);
+        kernel_aux_chunk(&k, sb->buf + sb->t[6].offset, sb->t[8].offset - sb->t[6].offset, 0, false);
+        kernel_record_misc(&k, PERF_RECORD_LOST, 0, &(uint64_t[2]) { EVENT_ID, 1 }, 16);
+        kernel_aux_chunk(&k, sb->buf + sb->t[8].offset, sb->len - sb->t[8].offset, PERF_AUX_FLAG_COLLISION, true);
         r = r ?: write_seed(dir, "split-truncated-gap", &k, 0x3, split);
-        kernel_done(&k);
+        kernel_free(&k);
         free(sb);
         return r;
 }
