@@ -1,18 +1,18 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * collectors/spe/spe-live-ring.c and spe-stream.c's timed switches against
- * a kernel played on ordinary memory, as tests/perf/test-aux-ring.c plays
- * it: the producer side of struct perf_event_mmap_page (perf_event_open(2)
- * "MMAP layout"), with the event opened as collectors/pmu/spe-pmu.c opens
+ * a kernel played on ordinary memory (tests/perf/ring-kernel.h, the
+ * producer side of struct perf_event_mmap_page, perf_event_open(2) "MMAP
+ * layout"), with the event opened as collectors/pmu/spe-pmu.c opens
  * it (sample_type TID|TIME|CPU|IDENTIFIER, sample_id_all: every side-band
  * record ends in a sample_id trailer, kernel/events/core.c
  * perf_event__output_id_sample()) and a user page with cap_user_time_zero
  * and a 25 MHz generic timer's time_mult/time_shift/time_zero.
  *
  * The SPE records are encoded by tests/spegen's encoder (spe-enc.h), which
- * shares no code with the decoder; each test knows every record's fields,
- * its time and the task that ran it, and checks what the sink got against
- * that. Perf times are computed here with perf's tsc_to_perf_time()
+ * shares no code with the decoder, or come whole from its generator; each
+ * test knows every record's fields, its time and the task that ran it, and
+ * checks what the sink got against that. Perf times are computed here with perf's tsc_to_perf_time()
  * (tools/perf/util/tsc.c), written again rather than taken from source.c.
  *
  * Run with --write-seeds DIR to write the fuzz target's seed rings
