@@ -112,7 +112,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
         dring = calloc(1, data_size);
         aring = calloc(1, aux_size);
-        stream = malloc(sizeof(*stream));
+        stream = calloc(1, sizeof(*stream));  /* spe_stream_done() on it is safe before init */
         out = calloc(1, sizeof(*out));
         if (!dring || !aring || !stream || !out || task_map_new(&tasks) < 0)
                 goto finish;
@@ -150,6 +150,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         drain_to(&r, &page, start + len);
         spe_live_ring_done(&r);
 finish:
+        if (stream)
+                spe_stream_done(stream);
         task_map_free(tasks);
         free(out);
         free(stream);
