@@ -100,6 +100,38 @@ def setup(spegen_dir, scen_dir, sysfs_root, cpus='0-3', type_=42, possible=None,
     return rows
 
 
+def dropped(scen_dir, cpu):
+    """{record index: reason} of cpuN.dropped (records never committed)."""
+    out = {}
+    path = os.path.join(scen_dir, 'cpu%d.dropped' % cpu)
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                idx, _, why = line.strip().partition(' ')
+                out[int(idx)] = why
+    return out
+
+
+def done(scen_dir):
+    """{cpu: (written, dropped)} of the `cpu=N done written=W dropped=D` lines of sim.log."""
+    out = {}
+    path = os.path.join(scen_dir, 'sim.log')
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                w = line.split()
+                if len(w) == 4 and w[1] == 'done':
+                    out[int(w[0][4:])] = (int(w[2][8:]), int(w[3][8:]))
+    return out
+
+
+def committed(scen_dir, rows):
+    """The truth rows (setup()'s return) a reader ends with once every core is
+    done and flushed: all but the dropped ones (`partial` ones included in
+    neither: only half of their bytes arrive, the decoder drops them)."""
+    return {c: [r for i, r in enumerate(rs) if i not in dropped(scen_dir, c)] for c, rs in rows.items()}
+
+
 def main(argv):
     p = argparse.ArgumentParser()
     p.add_argument('--spegen-dir', required=True)

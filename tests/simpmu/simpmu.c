@@ -1128,6 +1128,10 @@ static void *producer(void *arg) {
         return NULL;
 }
 
+static void wake_core(struct sim_event *e) {
+        pthread_cond_broadcast(&CPU[e->cpu].cond);
+}
+
 /* ---- perf_event_open ----------------------------------------------------------- */
 
 static long fail(int e) {
@@ -1388,6 +1392,15 @@ static void *sim_mmap(struct sim_event *e, void *addr, size_t len, int prot, int
                         e->aux_watermark = e->attr.aux_watermark ? e->attr.aux_watermark : len / 2;
                         e->aux_watermark = SIM_MIN(e->aux_watermark, (uint64_t) len);
                         sim_log("cpu=%u mmap aux_size=%zu watermark=%" PRIu64, e->cpu, len, e->aux_watermark);
+                        /*
+                         * An event enabled before its AUX area existed failed pmu->add()
+                         * (arm_spe_pmu_add(): -EINVAL when start left it stopped) and stayed
+                         * INACTIVE; the multiplexing timer schedules it in once it can start.
+                         */
+                        if (e->on && !e->dead && !e->hw_active) {
+                                hw_start(e);
+                                wake_core(e);
+                        }
                 }
         }
         p = real_mmap(addr, len, prot, flags, e->memfd, off);
@@ -1439,10 +1452,6 @@ SIM_EXPORT int munmap(void *addr, size_t len) {
 }
 
 /* ---- ioctl, read, close ---------------------------------------------------------- */
-
-static void wake_core(struct sim_event *e) {
-        pthread_cond_broadcast(&CPU[e->cpu].cond);
-}
 
 /* _perf_ioctl(); the caller holds G. */
 static int sim_ioctl(struct sim_event *e, unsigned long req, void *arg) {

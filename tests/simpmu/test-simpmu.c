@@ -759,9 +759,18 @@ static void test_errors(void **state) {
                                  (off_t) (5 * page_size)) == MAP_FAILED);
                 assert_int_equal(errno, ENOMEM);
                 up->aux_size = 65536;
+                /* Enabled before the AUX area exists: it starts once the area is mapped. */
+                assert_int_equal(ioctl((int) fd, PERF_EVENT_IOC_ENABLE, 0), 0);
                 void *aux = mmap(NULL, 65536, PROT_READ | PROT_WRITE, MAP_SHARED, (int) fd, (off_t) (5 * page_size));
                 assert_true(aux != MAP_FAILED);
+                assert_true(log_has("cpu=0 mmap aux_size=65536"));
+                /* Unmapping the last AUX mapping frees it: a smaller one can follow. */
                 assert_int_equal(munmap(aux, 65536), 0);
+                assert_true(log_has("cpu=0 munmap aux"));
+                up->aux_size = 4 * page_size;
+                aux = mmap(NULL, 4 * page_size, PROT_READ | PROT_WRITE, MAP_SHARED, (int) fd, (off_t) (5 * page_size));
+                assert_true(aux != MAP_FAILED);
+                assert_int_equal(munmap(aux, 4 * page_size), 0);
         }
         assert_int_equal(munmap(m, 5 * page_size), 0);
         assert_int_equal(close((int) fd), 0);
