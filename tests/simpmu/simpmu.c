@@ -1186,12 +1186,11 @@ static long sim_open(struct perf_event_attr *uattr, pid_t pid, int cpu, int grou
                 return fail(EINVAL);
         c = &CPU[cpu];
         c->cpu = (unsigned) cpu;
-        /* perf_allow_cpu(): perf_event_paranoid without CAP_PERFMON. */
-        if (S.eacces[cpu]) {
-                sim_log("cpu=%d open errno=EACCES (eacces_cpus)", cpu);
-                return fail(EACCES);
-        }
-        /* arm_spe_pmu_event_init(), in its order. */
+        /*
+         * perf_event_alloc() -> arm_spe_pmu_event_init(), in its order. Config bits
+         * outside the format fields are not checked by the driver (only
+         * event_filter's RES0 bits are): ignored here too.
+         */
         if (!S.cpus[cpu]) {
                 sim_log("cpu=%d open errno=ENOENT (not in cpumask)", cpu);
                 return fail(ENOENT);
@@ -1207,6 +1206,11 @@ static long sim_open(struct perf_event_attr *uattr, pid_t pid, int cpu, int grou
                 return fail(EACCES);
         }
         /* exclusive_event_installable(): PERF_PMU_CAP_EXCLUSIVE. */
+        /* find_get_context() -> perf_allow_cpu(): perf_event_paranoid without CAP_PERFMON. */
+        if (S.eacces[cpu]) {
+                sim_log("cpu=%d open errno=EACCES (eacces_cpus)", cpu);
+                return fail(EACCES);
+        }
         /* An event whose CPU went offline left the CPU's context (perf_event_exit_cpu_context()). */
         if (c->ev && !c->ev->dead) {
                 sim_log("cpu=%d open errno=EBUSY (open already)", cpu);
