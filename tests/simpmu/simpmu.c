@@ -219,7 +219,11 @@ struct sim_event {
         size_t n_pending, cap_pending;
 };
 
-static pthread_mutex_t G = PTHREAD_MUTEX_INITIALIZER;
+/*
+ * All simulated state. Recursive: a libc call made while it is held (stdio
+ * in the producer) may come back through an interposed entry point.
+ */
+static pthread_mutex_t G = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 static struct sim_cpu CPU[SIM_MAX_CPUS];
 static struct sim_event *FD[SIM_MAX_FD];
 static struct sim_event *EVS[SIM_MAX_CPUS];     /* the open ones: at most one per CPU */
