@@ -288,6 +288,38 @@ def main():
         if digests(split)["g.cpu0.bin"] == first["g.cpu0.bin"]:
             fail("--pad-layout=split wrote the same bytes as slots")
 
+        # --no-context: the same records (same seed) without CONTEXT packets;
+        # pid/tid stay in the truth. In the N1 slots a record is the same 64
+        # bytes with its CONTEXT slot left as zeros.
+        noctx = os.path.join(tmp, "noctx")
+        p = subprocess.run([exe, "--out-dir", noctx, "--prefix", "g", "--seed", "5", "--no-context"] + args,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+        if p.returncode != 0:
+            fail("--no-context: exit %d: %s" % (p.returncode, p.stderr))
+        crows = csv_rows(os.path.join(out, "g.truth.csv"))
+        nrows = csv_rows(os.path.join(noctx, "g.truth.csv"))
+        if any(r["context"] or r["context_el"] for r in nrows):
+            fail("--no-context wrote a CONTEXT packet")
+        if not all(r["tid"] for r in nrows if r["kind"] == "record"):
+            fail("--no-context lost the truth's tid")
+        ctx_free = lambda r: {k: v for k, v in r.items() if k not in ("context", "context_el")}
+        if [ctx_free(r) for r in nrows] != [ctx_free(r) for r in crows]:
+            fail("--no-context changed more than the CONTEXT packets")
+        nstreams = {c: open(os.path.join(noctx, "g.cpu%d.bin" % c), "rb").read() for c in range(3)}
+        n_cmp = 0
+        for r in crows:
+            if r["kind"] != "record" or r["layout"] != "slots":
+                continue
+            off, c = int(r["offset"]), int(r["cpu"])
+            want = bytearray(streams[c][off:off + 64])
+            want[SLOT_CTX:SLOT_OP] = bytes(SLOT_OP - SLOT_CTX)
+            if nstreams[c][off:off + 64] != want:
+                fail("--no-context slot record cpu %s index %s differs beyond its CONTEXT slot" % (c, r["index"]))
+                break
+            n_cmp += 1
+        if n_cmp < 1000:
+            fail("--no-context: only %d slot records compared" % n_cmp)
+
         # Unpadded: packed records, no pad layout.
         packed = os.path.join(tmp, "packed")
         subprocess.run([exe, "--out-dir", packed, "--prefix", "g", "--records", "500"], check=True)
