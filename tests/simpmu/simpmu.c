@@ -59,7 +59,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SIM_EXPORT __attribute__((visibility("default")))
+/*
+ * The interposed entry points: libc calls made while a sanitizer runtime
+ * initialises come here first (ThreadSanitizer's symbolizer mmaps before its
+ * shadow exists), so they and their fast path are not instrumented for it.
+ */
+#define SIM_EXPORT __attribute__((visibility("default"), no_sanitize("thread")))
+#define SIM_FAST __attribute__((no_sanitize("thread")))
 #define SIM_MAX_CPUS 256
 #define SIM_MAX_FD 65536
 #define SIM_MAX_FAULTS 64
@@ -101,7 +107,7 @@ static int (*real_ppoll)(struct pollfd *, nfds_t, const struct timespec *, const
                         *(void **) &real_##name = dlsym(RTLD_NEXT, #name);              \
         } while (0)
 
-__attribute__((constructor)) static void sim_resolve(void) {
+__attribute__((constructor)) SIM_FAST static void sim_resolve(void) {
         REAL(syscall);
         REAL(mmap);
         REAL(munmap);
@@ -192,8 +198,13 @@ struct sim_event {
         struct perf_event_attr attr;
         int memfd;
         size_t page;
-        /* rings: the producer's own mappings */
-        struct perf_event_mmap_page *up;
+        /*
+         * The rings as the producer writes them: through the reader's first
+         * mapping while it exists (so that ThreadSanitizer sees both sides of
+         * each release/acquire pair at one address), else through its own.
+         */
+        struct perf_event_mmap_page *up, *up_own;
+        uint8_t *aux_own;
         uint8_t *data;
         size_t data_size;               /* 0 until mapped */
         size_t data_len;                /* bytes of the first mapping (user page + ring) */
@@ -212,7 +223,6 @@ struct sim_event {
         /* event state */
         bool on;                        /* enabled (not OFF) */
         bool dead;                      /* its CPU went offline: never scheduled again */
-        bool aux_gone;                  /* the AUX area was unmapped: rb_free_aux() */
         bool itrace_done;
         uint64_t n_aux_records;
         size_t *pending;                /* records written since the last commit */
@@ -239,7 +249,7 @@ static struct {
 } EP[256];
 static size_t n_ep;
 
-static struct sim_event *ev_of(int fd) {
+SIM_FAST static struct sim_event *ev_of(int fd) {
         if (fd < 0 || fd >= SIM_MAX_FD)
                 return NULL;
         return __atomic_load_n(&FD[fd], __ATOMIC_ACQUIRE);
@@ -914,7 +924,7 @@ static void aux_output_begin(struct sim_event *e) {
         uint64_t tail, limit;
 
         e->hw_active = false;
-        if (!e->aux_size || !e->data_size || e->aux_gone)
+        if (!e->aux_size || !e->data_size)
                 return;         /* no AUX buffer: PERF_HES_STOPPED, no record */
         e->h_head = e->rb_aux_head;
         e->h_size = 0;
@@ -1265,6 +1275,8 @@ static long sim_open(struct perf_event_attr *uattr, pid_t pid, int cpu, int grou
                 c->started = true;
                 if (pthread_create(&c->thread, NULL, producer, c) != 0)
                         abort();
+                /* The "hardware" lives as long as the process; nobody joins it. */
+                pthread_detach(c->thread);
         }
         return fd;
 e2big:
@@ -1331,9 +1343,9 @@ static void *sim_mmap(struct sim_event *e, void *addr, size_t len, int prot, int
                 if (!e->data_len) {
                         if (ftruncate(e->memfd, (off_t) len) < 0)
                                 return MAP_FAILED;
-                        e->up = real_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, e->memfd, 0);
+                        e->up = e->up_own = real_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, e->memfd, 0);
                         if (e->up == MAP_FAILED) {
-                                e->up = NULL;
+                                e->up = e->up_own = NULL;
                                 return MAP_FAILED;
                         }
                         e->data_len = len;
@@ -1393,7 +1405,7 @@ static void *sim_mmap(struct sim_event *e, void *addr, size_t len, int prot, int
                         p = real_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, e->memfd, off);
                         if (p == MAP_FAILED)
                                 return MAP_FAILED;
-                        e->aux = p;
+                        e->aux = e->aux_own = p;
                         e->aux_size = len;
                         e->aux_pgoff = (uint64_t) off / e->page;
                         /* rb_alloc_aux(): aux_watermark, 0 = half the buffer. */
@@ -1412,8 +1424,15 @@ static void *sim_mmap(struct sim_event *e, void *addr, size_t len, int prot, int
                 }
         }
         p = real_mmap(addr, len, prot, flags, e->memfd, off);
-        if (p != MAP_FAILED && e->n_maps < sizeof(e->maps) / sizeof(e->maps[0]))
+        if (p == MAP_FAILED)
+                return p;
+        if (e->n_maps < sizeof(e->maps) / sizeof(e->maps[0]))
                 e->maps[e->n_maps++] = (struct user_map) { p, len, off != 0 };
+        if (off == 0 && e->up == e->up_own) {
+                e->up = p;
+                e->data = (uint8_t *) p + e->page;
+        } else if (off != 0 && e->aux == e->aux_own)
+                e->aux = p;
         return p;
 }
 
@@ -1445,13 +1464,31 @@ SIM_EXPORT int munmap(void *addr, size_t len) {
                 for (size_t i = 0; i < e->n_maps; i++) {
                         if (e->maps[i].addr != addr)
                                 continue;
-                        if (e->maps[i].aux) {
-                                /* perf_mmap_close() of the AUX area: perf_pmu_output_stop(), rb_free_aux(). */
+                        /* The producer goes back to its own view before the pages go. */
+                        if ((void *) e->up == addr) {
+                                e->up = e->up_own;
+                                e->data = (uint8_t *) e->up_own + e->page;
+                        }
+                        if ((void *) e->aux == addr)
+                                e->aux = e->aux_own;
+                        bool was_aux = e->maps[i].aux, more = false;
+
+                        e->maps[i] = e->maps[--e->n_maps];
+                        for (size_t j = 0; j < e->n_maps; j++)
+                                more = more || e->maps[j].aux;
+                        if (was_aux && !more) {
+                                /*
+                                 * perf_mmap_close() of the last AUX mapping: perf_pmu_output_stop()
+                                 * commits and stops the hardware, rb_free_aux() frees the area; a
+                                 * new one may be mapped (aux_head goes on), the hardware starts
+                                 * again at the next PERF_EVENT_IOC_ENABLE of an event that is off.
+                                 */
                                 hw_stop(e);
-                                e->aux_gone = true;
+                                real_munmap(e->aux_own, e->aux_size);
+                                e->aux = e->aux_own = NULL;
+                                e->aux_size = 0;
                                 sim_log("cpu=%u munmap aux", e->cpu);
                         }
-                        e->maps[i] = e->maps[--e->n_maps];
                         break;
                 }
         }
@@ -1611,10 +1648,10 @@ SIM_EXPORT int close(int fd) {
                 if (c->ev == e)
                         c->ev = NULL;
                 sim_log("cpu=%u close fd=%d", e->cpu, fd);
-                if (e->up)
-                        real_munmap(e->up, e->data_len);
-                if (e->aux)
-                        real_munmap(e->aux, e->aux_size);
+                if (e->up_own)
+                        real_munmap(e->up_own, e->data_len);
+                if (e->aux_own)
+                        real_munmap(e->aux_own, e->aux_size);
                 real_close(e->memfd);
                 free(e->pending);
                 free(e);
