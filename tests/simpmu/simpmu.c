@@ -696,14 +696,14 @@ static bool emit_aux(struct sim_event *e, uint64_t off, uint64_t size, uint64_t 
         return data_output(e, r, sizeof(r), CPU[e->cpu].now);
 }
 
-static void emit_lost(struct sim_event *e, uint64_t n) {
+static bool emit_lost(struct sim_event *e, uint64_t n) {
         uint8_t r[8 + 16];
         struct perf_event_header h = { .type = PERF_RECORD_LOST };
 
         memcpy(r, &h, sizeof(h));
         memcpy(r + 8, &e->id, 8);
         memcpy(r + 16, &n, 8);
-        data_output(e, r, sizeof(r), CPU[e->cpu].now);
+        return data_output(e, r, sizeof(r), CPU[e->cpu].now);
 }
 
 static void emit_lost_samples(struct sim_event *e, uint64_t n) {
@@ -819,12 +819,16 @@ static void aux_output_end(struct sim_event *e, uint64_t size) {
                 f = find_fault(&S.lost, e->cpu, e->n_aux_records);
                 if (f) {
                         /* The record has no room in the data ring: the reader sees a gap. */
-                        emit_lost(e, f->b);
+                        bool written = emit_lost(e, f->b);
+
+                        /* No room for it either: its count joins the next kernel LOST. */
+                        if (!written)
+                                e->data_lost += f->b - 1;
                         for (size_t i = 0; i < e->n_pending; i++)
                                 drop(c, e->pending[i], "lost");
                         c->written -= e->n_pending;
-                        sim_log("cpu=%u lost aux=%" PRIu64 " offset=%" PRIu64 " size=%" PRIu64 " records=%zu", e->cpu,
-                                e->n_aux_records, aux_head, size, e->n_pending);
+                        sim_log("cpu=%u lost aux=%" PRIu64 " offset=%" PRIu64 " size=%" PRIu64 " records=%zu n=%" PRIu64
+                                " written=%d", e->cpu, e->n_aux_records, aux_head, size, e->n_pending, f->b, (int) written);
                 } else if (!emit_aux(e, aux_head, size, flags)) {
                         /* No room in the data ring: a PERF_RECORD_LOST later, the chunk is a gap. */
                         for (size_t i = 0; i < e->n_pending; i++)

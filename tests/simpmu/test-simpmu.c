@@ -103,8 +103,8 @@ struct cpu_state {
         struct aux_ring_stats prev;     /* the closed events' counts (close_cpu()) */
         struct perf_event_mmap_page time; /* the user page's time fields, kept after unmapping */
         /* attribution: SWITCH in records, (time, pid, tid) */
-        struct { uint64_t time; uint32_t pid, tid; } sw[65536];
-        size_t n_sw;
+        struct { uint64_t time; uint32_t pid, tid; } *sw;
+        size_t n_sw, cap_sw;
         bool itrace;
         uint32_t itrace_pid, itrace_tid;
         uint64_t switch_out, throttle, unthrottle;
@@ -231,6 +231,14 @@ static int on_aux(void *userdata, const struct aux_ring_chunk *c, const uint8_t 
         return 0;
 }
 
+static void sw_grow(struct cpu_state *s) {
+        if (s->n_sw < s->cap_sw)
+                return;
+        s->cap_sw = s->cap_sw ? s->cap_sw * 2 : 4096;
+        s->sw = realloc(s->sw, s->cap_sw * sizeof(*s->sw));
+        assert_non_null(s->sw);
+}
+
 static int on_record(void *userdata, const uint8_t *rec, size_t len) {
         struct cpu_state *s = userdata;
         struct perf_event_header h;
@@ -251,7 +259,7 @@ static int on_record(void *userdata, const uint8_t *rec, size_t len) {
                         s->switch_out++;
                         break;
                 }
-                assert_true(s->n_sw < sizeof(s->sw) / sizeof(s->sw[0]));
+                sw_grow(s);
                 /* Switch-in: the sample_id is the task now running. */
                 s->sw[s->n_sw].time = pr.sid.time;
                 s->sw[s->n_sw].pid = pr.sid.pid;
@@ -271,6 +279,7 @@ static int on_record(void *userdata, const uint8_t *rec, size_t len) {
                         s->itrace_tid = it.tid;
                 } else {
                         /* A re-opened event: the task running when it started. */
+                        sw_grow(s);
                         s->sw[s->n_sw].time = pr.sid.time;
                         s->sw[s->n_sw].pid = it.pid;
                         s->sw[s->n_sw].tid = it.tid;
@@ -357,10 +366,14 @@ static uint64_t perf_time(const struct perf_event_mmap_page *up, uint64_t cyc) {
         return up->time_zero + quot * up->time_mult + ((rem * up->time_mult) >> up->time_shift);
 }
 
-/* The kernel's own PERF_RECORD_LOST counts for cpu (a full data ring), from sim.log. */
-static uint64_t data_lost(unsigned cpu) {
-        char path[4096], pat[64];
-        uint64_t sum = 0;
+/*
+ * From sim.log: the counts of the kernel's own PERF_RECORD_LOST for cpu (a
+ * full data ring), and of the `lost` faults' records that made it into the
+ * ring (one the ring had no room for joins the kernel's count).
+ */
+static uint64_t data_lost(unsigned cpu, uint64_t *ret_faults_written) {
+        char path[4096], pat[64], pat2[64];
+        uint64_t sum = 0, n_faults_written = 0;
         size_t size;
         char *log;
 
@@ -370,13 +383,22 @@ static uint64_t data_lost(unsigned cpu) {
         snprintf(pat, sizeof(pat), "cpu=%u data_lost n=", cpu);
         for (char *p = log; (p = strstr(p, pat)); p++)
                 sum += strtoull(p + strlen(pat), NULL, 10);
+        snprintf(pat2, sizeof(pat2), "cpu=%u lost aux=", cpu);
+        for (char *p = log; (p = strstr(p, pat2)); p++) {
+                char *eol = strchr(p, '\n'), *n = strstr(p, " n=");
+
+                if (n && (!eol || n < eol) && strstr(n, " written=1") && (!eol || strstr(n, " written=1") < eol))
+                        n_faults_written += strtoull(n + 3, NULL, 10);
+        }
         free(log);
+        *ret_faults_written = n_faults_written;
         return sum;
 }
 
 static void verify(struct cpu_state *s) {
         uint64_t exp_partial = 0, exp_collision = 0, exp_lost = 0, exp_lost_samples = 0, exp_throttle = 0;
-        uint64_t n_written = 0, n_lost_chunks = 0, misattributed = 0, kernel_lost = data_lost(s->cpu);
+        uint64_t n_written = 0, n_lost_chunks = 0, misattributed = 0, faults_written = 0;
+        uint64_t kernel_lost = data_lost(s->cpu, &faults_written);
         size_t pos = 0, sw = 0;
         uint32_t tid = s->itrace_tid;
         bool switches_complete = kernel_lost == 0;
@@ -439,7 +461,9 @@ static void verify(struct cpu_state *s) {
                       s->pad_gaps, s->pad_bytes, s->lost_gaps, s->n_sw, kernel_lost, misattributed);
         assert_int_equal(s->prev.partial, exp_partial);
         assert_int_equal(s->prev.collision, exp_collision);
-        assert_int_equal(s->prev.lost, exp_lost + kernel_lost);
+        if (!kernel_lost)
+                assert_int_equal(faults_written, exp_lost);
+        assert_int_equal(s->prev.lost, faults_written + kernel_lost);
         if (!kernel_lost)
                 assert_int_equal(s->lost_gaps, n_lost_chunks);
         assert_int_equal(s->prev.lost_samples, exp_lost_samples);
@@ -575,8 +599,16 @@ static void test_drain(void **state) {
                 } else
                         k = epoll_wait(ep, evs, MAX_CPUS, 20);
                 assert_true(k >= 0);
-                for (unsigned i = 0; i < n; i++)
+                for (unsigned i = 0; i < n; i++) {
                         drain_one(&cs[i]);
+                        /*
+                         * A TRUNCATED record the full data ring could not take leaves the
+                         * event off with nothing to say so (its PERF_RECORD_LOST only comes
+                         * with the next record): when quiet, ENABLE anyway; harmless when on.
+                         */
+                        if (k == 0 && !arg_sleep_ms)
+                                assert_int_equal(ioctl(cs[i].fd, PERF_EVENT_IOC_ENABLE, 0), 0);
+                }
                 if (off == OFF_NONE && n > 1 && cs[1].ring.stats.aux_records >= 2) {
                         /* CPU 1 goes offline under its event (the last CPU of the list stays). */
                         struct spe_pmu_event_attr a;
