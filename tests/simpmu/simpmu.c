@@ -255,7 +255,7 @@ SIM_FAST static struct sim_event *ev_of(int fd) {
         return __atomic_load_n(&FD[fd], __ATOMIC_ACQUIRE);
 }
 
-static void sim_log(const char *fmt, ...) {
+__attribute__((format(printf, 1, 2))) static void sim_log(const char *fmt, ...) {
         char buf[512];
         va_list ap;
         int n;
