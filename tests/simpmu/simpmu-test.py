@@ -36,9 +36,10 @@ CASES = [
     ('faults', ['--seed', '7', '--records', '24000', '--no-context'], {}, ['rate=0'] + FAULTS,
      ['drain', '256', '16', '0']),
     # The smallest AUX area SPE takes (2 pages), a 1 KiB watermark, CONTEXT
-    # packets present: many truncations, padding at every page.
+    # packets present: many truncations, padding at every page; every
+    # sample_id field (ID and STREAM_ID too).
     ('tight', ['--seed', '8', '--records', '8000'], {}, ['rate=0'],
-     ['drain', '256', '2', '1024']),
+     ['drain', '256', '2', '1024', 'all-ids']),
     # N1 fixed 64-byte records, 8-byte alignment of the buffer pointer.
     ('padded', ['--seed', '9', '--records', '8000', '--padded', '--no-context'], {}, ['rate=0', 'align=8'],
      ['drain', '256', '4', '0']),

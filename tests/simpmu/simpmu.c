@@ -634,7 +634,7 @@ static uint64_t circ_space(uint64_t head, uint64_t tail, uint64_t size) {
  * PERF_RECORD_LOST goes before the next record that fits.
  */
 static bool data_output(struct sim_event *e, uint8_t *rec, size_t len, uint64_t time) {
-        uint8_t lost[64], buf[128];
+        uint8_t lost[8 + 16 + 6 * 8], buf[128];       /* the largest sample_id: six u64 */
         size_t n_id = id_size(e), lost_len = 0, total;
         uint64_t tail;
         struct perf_event_header h;

@@ -42,6 +42,7 @@
 #define MAX_CPUS 16
 
 static const char *scen_dir, *sysfs_root;
+static bool arg_all_ids;   /* sample_type with ID and STREAM_ID too: every sample_id field */
 static size_t page_size;
 
 /* ---- the scenario's faults, read back from its file ---- */
@@ -101,6 +102,7 @@ struct cpu_state {
         uint64_t next, chunk_bytes;     /* where the last chunk ended; bytes of this one so far */
         uint64_t enables, truncations;
         struct aux_ring_stats prev;     /* the closed events' counts (close_cpu()) */
+        uint64_t id;                    /* PERF_EVENT_IOC_ID */
         struct perf_event_mmap_page time; /* the user page's time fields, kept after unmapping */
         /* attribution: SWITCH in records, (time, pid, tid) */
         struct { uint64_t time; uint32_t pid, tid; } *sw;
@@ -255,6 +257,9 @@ static int on_record(void *userdata, const uint8_t *rec, size_t len) {
                                                            perf_record_fixed_size(h.type) - sizeof(h), &tlen), 0);
                 assert_int_equal(perf_record_parse_switch(&pr, tlen, &sw), 0);
                 assert_int_equal(pr.sid.cpu, s->cpu);
+                assert_int_equal(pr.sid.id, s->id);
+                if (arg_all_ids)
+                        assert_int_equal(pr.sid.stream_id, s->id);
                 if (sw.out) {
                         s->switch_out++;
                         break;
@@ -489,8 +494,11 @@ static void open_cpu(struct cpu_state *s, int ep, unsigned slot) {
         base_attr(&s->attr, &o);
         s->attr.attr.context_switch = 1;
         s->attr.attr.aux_watermark = arg_watermark;
+        if (arg_all_ids)
+                s->attr.attr.sample_type |= PERF_SAMPLE_ID | PERF_SAMPLE_STREAM_ID;
         s->fd = (int) perf_open(&s->attr.attr, (int) s->cpu, -1);
         assert_true(s->fd >= 0);
+        assert_int_equal(ioctl(s->fd, PERF_EVENT_IOC_ID, &s->id), 0);
         s->data_len = (1 + arg_data_pages) * page_size;
         m = mmap(NULL, s->data_len, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
         assert_true(m != MAP_FAILED);
@@ -832,6 +840,8 @@ int main(int argc, char **argv) {
                 for (int i = 5; i < argc; i++)
                         if (!strcmp(argv[i], "offline"))
                                 arg_offline = true;
+                        else if (!strcmp(argv[i], "all-ids"))
+                                arg_all_ids = true;
                         else
                                 arg_sleep_ms = (unsigned) atoi(argv[i]);
                 return cmocka_run_group_tests(drain, NULL, NULL);
