@@ -128,6 +128,10 @@ struct fault {
         uint64_t a, b;
 };
 
+#define SIM_MAX_TASKS 16
+/* The largest record written: an MMAP2 with a path of PATH_MAX, and the largest sample_id (six u64). */
+#define SIM_RECORD_MAX (72 + PATH_MAX + 8 + 6 * 8)
+
 struct fault_list {
         struct fault f[SIM_MAX_FAULTS];
         size_t n;
@@ -153,6 +157,13 @@ static struct {
         uint32_t time_mult;
         uint16_t time_shift;
         struct fault_list collision, partial, split, lost, lost_samples, throttle;
+        /* Tasks and mappings the kernel reports at an event's first start (attr.comm, attr.mmap2). */
+        struct sim_task {
+                uint32_t pid, tid;
+                uint64_t start, len, pgoff;     /* mmap2 */
+                char name[PATH_MAX];            /* comm, or the mapped file */
+        } comms[SIM_MAX_TASKS], mmaps[SIM_MAX_TASKS];
+        size_t n_comms, n_mmaps;
 } S;
 
 /* ---- per CPU, per event ---------------------------------------------------- */
@@ -433,6 +444,30 @@ static void load_scenario(void) {
                         add_fault(&S.lost_samples, v);
                 else if (!strcmp(k, "throttle"))
                         add_fault(&S.throttle, v);
+                else if (!strcmp(k, "comm") && S.n_comms < SIM_MAX_TASKS) {
+                        struct sim_task *t = &S.comms[S.n_comms];
+                        int at = 0;
+
+                        /* PID:TID:NAME */
+                        if (sscanf(v, "%" SCNu32 ":%" SCNu32 ":%n", &t->pid, &t->tid, &at) == 2 && at > 0) {
+                                snprintf(t->name, sizeof(t->name), "%s", v + at);
+                                S.n_comms++;
+                        }
+                } else if (!strcmp(k, "mmap2") && S.n_mmaps < SIM_MAX_TASKS) {
+                        struct sim_task *t = &S.mmaps[S.n_mmaps];
+                        unsigned long long start, len, pgoff;
+                        int at = 0;
+
+                        /* PID:TID:START:LEN:PGOFF:PATH, numbers in C notation (0x...) */
+                        if (sscanf(v, "%" SCNu32 ":%" SCNu32 ":%lli:%lli:%lli:%n", &t->pid, &t->tid,
+                                   (long long *) &start, (long long *) &len, (long long *) &pgoff, &at) == 5 && at > 0) {
+                                t->start = start;
+                                t->len = len;
+                                t->pgoff = pgoff;
+                                snprintf(t->name, sizeof(t->name), "%s", v + at);
+                                S.n_mmaps++;
+                        }
+                }
                 else
                         sim_log("scenario: unknown key %s", k);
         }
@@ -634,7 +669,7 @@ static uint64_t circ_space(uint64_t head, uint64_t tail, uint64_t size) {
  * PERF_RECORD_LOST goes before the next record that fits.
  */
 static bool data_output(struct sim_event *e, uint8_t *rec, size_t len, uint64_t time) {
-        uint8_t lost[8 + 16 + 6 * 8], buf[128];       /* the largest sample_id: six u64 */
+        uint8_t lost[8 + 16 + 6 * 8], buf[SIM_RECORD_MAX];
         size_t n_id = id_size(e), lost_len = 0, total;
         uint64_t tail;
         struct perf_event_header h;
@@ -987,10 +1022,49 @@ static void hw_stop(struct sim_event *e) {
                 aux_output_end(e, e->hw_pos - e->h_head);
 }
 
+/* perf_event_comm_output(): {pid, tid, comm[] padded with NULs to 8 bytes}. */
+static void emit_comm(struct sim_event *e, const struct sim_task *t) {
+        uint8_t r[8 + 8 + 24] = { 0 };
+        struct perf_event_header h = { .type = PERF_RECORD_COMM };
+        size_t n = strnlen(t->name, 15);
+
+        memcpy(r, &h, sizeof(h));
+        memcpy(r + 8, &t->pid, 4);
+        memcpy(r + 12, &t->tid, 4);
+        memcpy(r + 16, t->name, n);
+        data_output(e, r, 16 + ((n + 1 + 7) & ~(size_t) 7), CPU[e->cpu].now);
+}
+
+/* perf_event_mmap_output() of an MMAP2 without a build id: {pid, tid, addr, len, pgoff, maj, min, ino,
+ * ino_generation, prot, flags, filename[] padded with NULs to 8 bytes}. */
+static void emit_mmap2(struct sim_event *e, const struct sim_task *t) {
+        uint8_t r[72 + PATH_MAX + 8];
+        struct perf_event_header h = { .type = PERF_RECORD_MMAP2, .misc = PERF_RECORD_MISC_USER };
+        uint32_t prot = PROT_READ | PROT_EXEC, flags = MAP_PRIVATE;
+        size_t n = strlen(t->name);
+
+        memset(r, 0, sizeof(r));
+        memcpy(r, &h, sizeof(h));
+        memcpy(r + 8, &t->pid, 4);
+        memcpy(r + 12, &t->tid, 4);
+        memcpy(r + 16, &t->start, 8);
+        memcpy(r + 24, &t->len, 8);
+        memcpy(r + 32, &t->pgoff, 8);
+        memcpy(r + 64, &prot, 4);
+        memcpy(r + 68, &flags, 4);
+        memcpy(r + 72, t->name, n);
+        data_output(e, r, 72 + ((n + 1 + 7) & ~(size_t) 7), CPU[e->cpu].now);
+}
+
 static void hw_start(struct sim_event *e) {
         if (!e->itrace_done && e->data_size) {
                 e->itrace_done = true;
                 emit_itrace_start(e);
+                /* As if the process was started (COMM) and mapped its text (MMAP2) after the event. */
+                for (size_t i = 0; e->attr.comm && i < S.n_comms; i++)
+                        emit_comm(e, &S.comms[i]);
+                for (size_t i = 0; e->attr.mmap2 && i < S.n_mmaps; i++)
+                        emit_mmap2(e, &S.mmaps[i]);
         }
         aux_output_begin(e);
 }

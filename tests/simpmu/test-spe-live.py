@@ -11,8 +11,9 @@ exactly the records the simulation says it dropped (cpuN.dropped), and its
 counters with the faults the scenario injected (sim.log):
 
   truth       4 CPUs, false/true sharing, read-only, padded, remote, DRAM:
-              /hotlines (all lines, every count, class and mean latency),
-              /hotpcs and /latency equal the truth; the AUX area wraps often
+              /hotlines (all lines, every count, class, mean latency, thread
+              and object), /hotpcs (with the symbols of the ELF a live MMAP2
+              maps) and /latency equal the truth; the AUX area wraps often
   no-context  records without CONTEXT packets: every record still gets its
               pid, from the SWITCH_CPU_WIDE records of the data ring
   faults      a full AUX buffer (cores faster than the daemon, small areas): truncations
@@ -39,7 +40,7 @@ SRC = os.environ["ARMPROFD_SOURCE_DIR"]
 sys.path.insert(0, os.path.join(SRC, "tests", "integration"))
 sys.path.insert(0, os.path.join(SRC, "tests", "daemon"))
 from armprofd_test import Daemon, parse_prom_text  # noqa: E402
-from spegen_truth import CONFIG, LINE, check_lines, decoded, decoded_pc, num, truth_lines  # noqa: E402
+from spegen_truth import CONFIG, LINE, check_lines, decoded, decoded_pc, num, read_facts, truth_lines  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("simpmu_setup", os.path.join(SRC, "tests", "simpmu",
                                                                             "simpmu-setup.py"))
@@ -94,7 +95,13 @@ class Case:
         os.makedirs(gen)
         subprocess.run([spegen, "--out-dir", gen, "--prefix", "g", "--ts", "--cpus", "4", *spegen_args],
                        check=True, stdout=subprocess.DEVNULL)
-        self.rows = simpmu.setup(gen, self.scen, self.sysfs, cpus="0-3", prefix="g", keys=keys, online=online)
+        # The process and its text, as the kernel reports them once the process maps it (attr.comm, mmap2).
+        self.elf = os.path.join(gen, "g.elf")
+        self.facts = read_facts(os.path.join(gen, "g.truth.txt"))
+        task = [f"comm=4242:4242:{self.facts['thread.4242'].split(',')[0]}",
+                f"mmap2=4242:4242:{self.facts['elf.text_base']}:{self.facts['elf.text_map_len']}:0:{self.elf}"]
+        self.rows = simpmu.setup(gen, self.scen, self.sysfs, cpus="0-3", prefix="g", keys=task + list(keys),
+                                 online=online)
         for cpu in range(4):
             simpmu.write(os.path.join(self.sysfs, "devices", "system", "cpu", f"cpu{cpu}", "regs",
                                       "identification", "midr_el1"), N1_MIDR + "\n")
@@ -140,7 +147,7 @@ def check_aggregates(c):
     every = get(c.d, "/hotlines?window=all&all=1&limit=500")
     assert every["evictions"] == 0 and every["offset_evictions"] == 0, every
     assert every["lines_seen"] == len(truth), (every["lines_seen"], len(truth))
-    check_lines(every["lines"], truth, None)
+    check_lines(every["lines"], truth, c.elf)
     assert all(l["pid"] == 4242 for l in every["lines"]), {l["pid"] for l in every["lines"]}
     # Who ran each access: the threads /hotlines names per (line, offset, pc) are the truth's.
     tids = {}
@@ -164,6 +171,22 @@ def check_aggregates(c):
     assert hot["samples"] == len(rows) and hot["error_bound"] == 0, (hot["samples"], len(rows))
     got = {int(p["pc"], 16): p["samples"] for p in hot["pcs"]}
     assert got == pcs, (len(got), len(pcs))
+    # User PCs named from the ELF the MMAP2 record mapped, as the truth's symbols place them.
+    symbols = []
+    for k, v in c.facts.items():
+        if k.startswith("symbol."):
+            start, size = (int(x, 16) for x in v.split(","))
+            symbols.append((start, start + size, k[len("symbol."):]))
+    named = 0
+    for p in hot["pcs"]:
+        pc = int(p["pc"], 16)
+        want = [n for a, b, n in symbols if a <= pc < b]
+        if pc >> 56 == 0xFF:
+            assert "symbol" not in p or p["symbol"] == "[kernel]", p
+        else:
+            assert want and p.get("symbol") == want[0], (hex(pc), p.get("symbol"), want)
+            named += 1
+    assert named > 0
 
     lat = get(c.d, "/latency?window=all")["latency_cycles"]["total"]["by_op"]
     for op, store in (("load", False), ("store", True)):
@@ -184,8 +207,8 @@ def case_truth(tmp):
         assert m[("armprofd_collector_up", frozenset({("collector", "spe")}))] == 1
         assert sum(per_cpu(m, "armprofd_spe_unattributed_records_total").values()) == 0
         assert sum(per_cpu(m, "armprofd_spe_discontinuities_total").values()) == 0
-        print(f"truth: {len(c.truth())} records on 4 CPUs through 64 KiB AUX areas: {lines} lines, {pcs} PCs "
-              f"and the load/store latency sums equal the generator's truth")
+        print(f"truth: {len(c.truth())} records on 4 CPUs through 64 KiB AUX areas: {lines} lines (objects from "
+              f"the live MMAP2), {pcs} PCs (symbols) and the load/store latency sums equal the generator's truth")
     finally:
         c.close()
 

@@ -589,7 +589,8 @@ static int write_summary(const struct args *a, const struct out_ctx *o, const ch
                 spegen_funcs[SPEGEN_FN_DRAM_WALK].name);
         fprintf(f, "kernel.text=0x%llx\nkernel.data=0x%llx\n",
                 (unsigned long long) SPEGEN_KTEXT_BASE, (unsigned long long) SPEGEN_KDATA_BASE);
-        fprintf(f, "elf.text_base=0x%llx\n", (unsigned long long) SPEGEN_TEXT_BASE);
+        fprintf(f, "elf.text_base=0x%llx\nelf.text_map_len=0x%llx\n", (unsigned long long) SPEGEN_TEXT_BASE,
+                (unsigned long long) SPEGEN_TEXT_MAP_LEN);
         fprintf(f, "elf.build_id=");
         for (unsigned i = 0; i < FAKE_ELF_BUILD_ID_SIZE; i++)
                 fprintf(f, "%02x", o->build_id[i]);
