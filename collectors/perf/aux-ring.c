@@ -108,7 +108,7 @@ static int deliver_aux(struct aux_ring *ring, const struct perf_data_aux *b, con
                  * them, as perf reads everything up to aux_head. Otherwise the
                  * bytes are gone, and the chunk says so.
                  */
-                if (end - ring->aux_next <= ring->aux_size)
+                if (b->aux_offset - ring->aux_next <= ring->aux_size - b->aux_size)
                         fill = b->aux_offset - ring->aux_next;
                 else {
                         c.gap = true;
@@ -219,7 +219,8 @@ int aux_ring_drain(struct aux_ring *ring, const struct aux_ring_ops *ops, void *
                         perf_record_header(rec, tail - h.size, &pr);
                         if (perf_record_parse_trailer(ring->attr, &pr, perf_record_fixed_size(h.type) - sizeof(h),
                                                       &tlen) < 0 ||
-                            perf_record_parse_aux(&pr, tlen, &b) < 0 || b.aux_size > ring->aux_size) {
+                            perf_record_parse_aux(&pr, tlen, &b) < 0 || b.aux_size > ring->aux_size ||
+                            b.aux_offset + b.aux_size < b.aux_offset) {
                                 ring->stats.bad_records++;
                                 ring->stats.bad_bytes += h.size;
                                 break;
