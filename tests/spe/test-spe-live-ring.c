@@ -556,11 +556,10 @@ static void test_truncated(void **state) {
 }
 
 /*
- * KNOWN TO FAIL until collectors/spe/spe-live-ring.c is fixed: the time not
- * sampled after a truncation ends at the first record after it (spe-live-ring.h,
- * struct spe_stream_stats.not_sampling_ns), but note_sampling_resumed() runs
- * once the whole next chunk is decoded and takes the stream's last_timestamp,
- * the chunk's last record: here 14000 ns instead of 6000.
+ * The time not sampled after a truncation ends at the first record after it
+ * (struct spe_stream_stats.not_sampling_ns), not at the last record of the
+ * chunk that brought it: 6000 ns here, where that chunk's last gave 14000
+ * (a defect this test found).
  */
 static void test_not_sampling_ends_at_first_record(void **state) {
         struct fixture f = {};
@@ -584,11 +583,9 @@ static void test_not_sampling_ends_at_first_record(void **state) {
 }
 
 /*
- * KNOWN TO FAIL until collectors/spe/spe-live-ring.c is fixed: a session
- * truncated before any record had a Timestamp (its only record cut) leaves
- * cut_timestamp at its placeholder 1, and the first record after then counts
- * perf_ns(its time) - perf_ns(1) not sampled: the counter's whole epoch. With
- * no record before there is no interval to measure.
+ * A session truncated before any record had a Timestamp (its only record
+ * cut) has no interval to measure: nothing is counted not sampled (a
+ * placeholder tick once counted the counter's whole epoch).
  */
 static void test_not_sampling_without_record_before(void **state) {
         struct fixture f = {};
@@ -688,12 +685,10 @@ static void test_gap_lost(void **state) {
 }
 
 /*
- * KNOWN TO FAIL until collectors/spe/spe-live-ring.c is fixed: aux-ring.c hands
- * a chunk that wraps the AUX ring in two pieces with the same struct
- * aux_ring_chunk, gap set on both; on_aux() calls spe_stream_gap() for each
- * piece, so the discontinuity is counted twice and the decoder is reset in the
- * middle of the chunk, dropping the record that straddles the ring's end
- * (here record 9, at 999..1034).
+ * aux-ring.c hands a chunk that wraps the AUX ring in two pieces with the
+ * same struct aux_ring_chunk, gap set on both: the gap is one discontinuity,
+ * and the record that straddles the ring's end (record 9, at 999..1034) is
+ * decoded whole (a second reset once dropped it).
  */
 static void test_gap_lost_wrapping_chunk(void **state) {
         gap_lost(1024 - 60, true);
@@ -863,13 +858,12 @@ static void test_switch_overflow(void **state) {
 }
 
 /*
- * KNOWN TO FAIL (SIGSEGV) until collectors/spe/spe-stream.c is fixed: timed
- * switches wait in the stream's log for records to reach their time; when the
- * user page stops offering the time conversion (cap_user_time_zero cleared,
- * or spe_live_ring_done() before a reopened event's first drain) the stream's
- * clock is NULL, and the next record with a Timestamp makes reach() call
- * source_clock_perf_ns(NULL, ...). Without a clock the pending switches can
- * only apply at once, as spe_stream_switch_at() does for new ones.
+ * Timed switches wait in the stream's log for records to reach their time;
+ * when the user page stops offering the time conversion (cap_user_time_zero
+ * cleared, or spe_live_ring_done() before a reopened event's first drain)
+ * the stream has no clock, and the pending switches apply at once, as
+ * spe_stream_switch_at() does for new ones (they once dereferenced the
+ * missing clock).
  */
 static void test_clock_gone_with_switches_pending(void **state) {
         struct fixture f = {};
