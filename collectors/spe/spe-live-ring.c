@@ -7,18 +7,29 @@
 #include "perf-record.h"
 #include "task-map.h"
 
-/* The user page's time conversion, as perf_event_open(2) describes it, read before each drain. */
+/*
+ * The user page's time conversion, read before each drain under the page's
+ * seqcount as perf_event_open(2) says (the kernel rewrites the fields in
+ * perf_event_update_userpage(), on every DISABLE/ENABLE among others).
+ */
 static void read_clock(struct spe_live_ring *r) {
-        const struct perf_event_mmap_page *pg = r->ring.page;
+        const volatile struct perf_event_mmap_page *pg = r->ring.page;
+        struct source_clock c = {};
+        uint32_t seq;
 
-        /* The fields are valid while cap_user_time_zero says so. */
-        r->clock.has_time_conv = pg->cap_user_time_zero;
-        r->clock.time_shift = pg->time_shift;
-        r->clock.time_mult = pg->time_mult;
-        r->clock.time_zero = pg->time_zero;
-        r->clock.cap_user_time_short = pg->cap_user_time_short;
-        r->clock.time_cycles = pg->cap_user_time_short ? pg->time_cycles : 0;
-        r->clock.time_mask = pg->cap_user_time_short ? pg->time_mask : UINT64_MAX;
+        do {
+                seq = __atomic_load_n(&pg->lock, __ATOMIC_ACQUIRE);
+                /* The fields are valid while cap_user_time_zero says so. */
+                c.has_time_conv = pg->cap_user_time_zero;
+                c.time_shift = pg->time_shift;
+                c.time_mult = pg->time_mult;
+                c.time_zero = pg->time_zero;
+                c.cap_user_time_short = pg->cap_user_time_short;
+                c.time_cycles = c.cap_user_time_short ? pg->time_cycles : 0;
+                c.time_mask = c.cap_user_time_short ? pg->time_mask : UINT64_MAX;
+                __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        } while ((seq & 1) || __atomic_load_n(&pg->lock, __ATOMIC_RELAXED) != seq);
+        r->clock = c;
         spe_stream_set_clock(r->stream, r->clock.has_time_conv ? &r->clock : NULL);
 }
 
@@ -53,6 +64,11 @@ static int on_aux(void *userdata, const struct aux_ring_chunk *ch, const uint8_t
         s->st.aux_records++;
         s->st.aux_collision += !!(ch->flags & PERF_AUX_FLAG_COLLISION);
         s->st.aux_partial += !!(ch->flags & PERF_AUX_FLAG_PARTIAL);
+        /* Late: its bytes, and newer ones, were decoded already; its flags count, no more. */
+        if (ch->late) {
+                s->st.aux_truncated += !!(ch->flags & PERF_AUX_FLAG_TRUNCATED);
+                return 0;
+        }
         if (ch->flags & PERF_AUX_FLAG_TRUNCATED) {
                 /* The session ended there (a full buffer, or PMBSR.DL with PARTIAL: the last
                  * record is cut); the next bytes start a new one, never its continuation. */
