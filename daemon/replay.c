@@ -229,13 +229,14 @@ static json_t *cpus_json(const struct spe_replay *replay, struct spe_decoder_sta
                 ret_sum->duplicate_pkts += c->decoder.duplicate_pkts;
                 ret_sum->flushed_records += c->decoder.flushed_records;
                 json_array_append_new(
-                        cpus, json_pack("{s:i, s:o, s:I, s:I, s:{s:I, s:I, s:I, s:I}, s:I, s:I, s:o}", "cpu",
+                        cpus, json_pack("{s:i, s:o, s:I, s:I, s:{s:I, s:I, s:I, s:I}, s:I, s:I, s:I, s:o}", "cpu",
                                         (int) c->cpu, "midr", agg_hex(c->midr), "records", (json_int_t) c->records,
                                         "bytes", (json_int_t) c->bytes, "aux", "records",
                                         (json_int_t) c->aux_records, "truncated", (json_int_t) c->aux_truncated,
                                         "collisions", (json_int_t) c->aux_collision, "partial",
-                                        (json_int_t) c->aux_partial, "lost", (json_int_t) c->lost,
-                                        "discontinuities", (json_int_t) c->discontinuities, "decode_errors",
+                                        (json_int_t) c->aux_partial, "lost", (json_int_t) c->lost, "lost_samples",
+                                        (json_int_t) c->lost_samples, "discontinuities",
+                                        (json_int_t) c->discontinuities, "decode_errors",
                                         decoder_errors_json(&c->decoder)));
         }
         return cpus;

@@ -186,7 +186,11 @@ static int on_lost(void *userdata, const struct perf_data_lost *lost) {
         if (!(lost->rec.sid.valid & PERF_DATA_ID_CPU))
                 return 0;
         q = queue(replay, lost->rec.sid.cpu);
-        if (q)
+        if (!q)
+                return 0;
+        if (lost->rec.type == PERF_RECORD_LOST_SAMPLES)
+                q->st.lost_samples += lost->lost;
+        else
                 q->st.lost += lost->lost;
         return 0;
 }
