@@ -669,8 +669,13 @@ static void collector_add_live(struct collector *c) {
         source_status(s, &st);
         if (k < 0 || st.reason[0])
                 log_full_errno(st.state == SOURCE_OFF ? LOG_INFO : LOG_WARNING, 0, "spe: %s", st.reason);
-        else
-                log_info("spe: sampling on %zu CPUs every %" PRIu64 " operations", st.n_cpus, st.sample_period);
+        else {
+                size_t active = 0;
+
+                for (size_t i = 0; i < st.n_cpus; i++)
+                        active += st.cpus[i].state && streq(st.cpus[i].state, "active");
+                log_info("spe: sampling on %zu CPUs every %" PRIu64 " operations", active, st.sample_period);
+        }
         if (st.sample_period && st.sample_period != c->opts.spe.pmu.interval)
                 log_notice("spe: [spe] period %" PRIu64 " became %" PRIu64 ": the PMU's caps/min_interval is the "
                            "least, and the hardware drops the low 8 bits", c->opts.spe.pmu.interval,

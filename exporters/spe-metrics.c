@@ -129,8 +129,11 @@ void spe_metrics_write(const struct spe_metrics_input *in, struct prom_writer *w
                 "Task switches applied before their records were read: more in one AUX chunk than the log holds.",
                 offsetof(struct spe_stream_stats, switch_overflows));
         per_cpu(w, in, "armprofd_spe_aux_reenabled_total",
-                "Live events re-enabled after a truncated session.",
+                "Live events re-enabled after their session ended (truncated, or stalled).",
                 offsetof(struct spe_stream_stats, reenables));
+        per_cpu(w, in, "armprofd_spe_aux_stalls_total",
+                "Live sessions found ended with no TRUNCATED record read (it was lost): re-enabled too.",
+                offsetof(struct spe_stream_stats, aux_stalls));
         prom_family_unit(w, "armprofd_spe_not_sampling_seconds_total", PROM_COUNTER, "seconds",
                          "Time without samples after full AUX buffers: last record before to first after.");
         for (size_t i = 0; i < in->n_cpus; i++) {

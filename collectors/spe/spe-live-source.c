@@ -65,7 +65,9 @@ struct live_cpu {
 
         bool has_stream;
         struct spe_stream stream;       /* the CPU's since start, across its events */
-        bool woke;                      /* a wakeup came since the last drain timer */
+        uint64_t aux_at_tick;           /* PERF_RECORD_AUX read when the drain timer last looked */
+        unsigned quiet_ticks;           /* drain timer ticks without a PERF_RECORD_AUX */
+        uint64_t aux_hint;              /* the AUX size the memlock limit allowed last time, 0: the configured */
         uint64_t retry_at_usec, retry_usec;
         uint64_t records_at_tick;       /* stream records when the drain timer last looked */
 };
@@ -85,8 +87,8 @@ struct spe_live_source {
         char warning[SOURCE_WARNING_LEN]; /* options given up (physical addresses without CAP_PERFMON) */
         uint64_t interval;              /* the period the hardware uses */
         size_t page_size;
-        uint64_t quiet_ticks;           /* drain timer ticks since records last came */
-        bool ever_records;
+        uint64_t last_record_usec;      /* when records last came (CLOCK_MONOTONIC), 0 never */
+        uint64_t started_usec;
         struct spe_stream_out out;
         uint32_t no_pid[LIVE_NO_PID_CACHE];
 };
@@ -123,11 +125,15 @@ static uint32_t pid_of(void *userdata, uint32_t tid) {
         struct spe_live_source *src = userdata;
         uint32_t *slot = &src->no_pid[task_map_hash(tid) % LIVE_NO_PID_CACHE];
         uint32_t pid;
+        int k;
 
         if (*slot == tid + 1)
                 return SOURCE_NO_ID;
-        if (procfs_tgid(src->procfs_root, tid, &pid) < 0) {
-                *slot = tid + 1;
+        k = procfs_tgid(src->procfs_root, tid, &pid);
+        if (k < 0) {
+                /* Only a thread that is gone is remembered; a transient error (EMFILE) is not. */
+                if (k == -ENOENT)
+                        *slot = tid + 1;
                 return SOURCE_NO_ID;
         }
         task_map_set_pid(src->out.tasks, tid, pid);
@@ -136,23 +142,38 @@ static uint32_t pid_of(void *userdata, uint32_t tid) {
 
 /* ---- the rings ------------------------------------------------------------- */
 
-/* Everything the kernel published on this CPU; a truncated session is restarted. */
+static void close_cpu(struct live_cpu *c, enum cpu_state state);
+static void retry_later(struct live_cpu *c, int error, const char *what);
+
+/*
+ * Everything the kernel published on this CPU. A session that ended is
+ * restarted: truncated (perf_aux_output_end() with TRUNCATED disables the
+ * event), or stalled, when the reader had to read on up to aux_head because
+ * the records announcing the bytes were lost (the TRUNCATED one may have
+ * been among them). PERF_EVENT_IOC_ENABLE on an enabled event (older
+ * kernels did not disable it) is a no-op.
+ */
 static void drain_cpu(struct live_cpu *c) {
         struct spe_stream_stats *st = &c->stream.st;
-        bool truncated = false;
+        uint64_t unannounced;
+        bool truncated = false, stalled;
         int k;
 
         if (c->state != CPU_ACTIVE || !c->ring_ready)
                 return;
+        unannounced = c->ring.ring.stats.aux_unannounced;
         k = spe_live_ring_drain(&c->ring, &truncated);
-        if (k < 0 || !truncated)
+        if (k < 0)
                 return;
-        /* The driver disabled the event when it ended the session (perf_aux_output_end()
-         * with TRUNCATED); an enabled one (older kernels did not disable) takes this as a no-op. */
-        if (ioctl(c->fd, PERF_EVENT_IOC_ENABLE, 0) < 0)
-                cpu_note(c, "re-enabling after a full AUX buffer failed: %s", strerror(errno));
-        else
-                st->reenables++;
+        stalled = c->ring.ring.stats.aux_unannounced != unannounced;
+        if (!truncated && !stalled)
+                return;
+        if (ioctl(c->fd, PERF_EVENT_IOC_ENABLE, 0) < 0) {
+                retry_later(c, -errno, "re-enabling the event after its session ended");
+                return;
+        }
+        st->reenables++;
+        st->aux_stalls += stalled && !truncated;
 }
 
 /* ---- opening and closing one CPU ------------------------------------------ */
@@ -171,16 +192,23 @@ static void close_cpu(struct live_cpu *c, enum cpu_state state) {
         c->state = state;
 }
 
+/* Closed now, reopened by the drain timer after a backoff doubling up to a minute. */
+static void retry_later(struct live_cpu *c, int error, const char *what) {
+        c->retry_usec = c->retry_usec ? MIN(2 * c->retry_usec, SPE_LIVE_RETRY_MAX_USEC) : SPE_LIVE_RETRY_MIN_USEC;
+        c->retry_at_usec = now_usec() + c->retry_usec;
+        cpu_note(c, "%s: %s; retrying in %" PRIu64 " s", what, strerror(-error), c->retry_usec / USEC_PER_SEC);
+        c->error = error;
+        close_cpu(c, CPU_RETRYING);
+}
+
 static int on_io(sd_event_source *es, int fd, uint32_t revents, void *userdata) {
         struct live_cpu *c = userdata;
 
-        c->woke = true;
         drain_cpu(c);
-        /* perf_poll(): EPOLLHUP once the event is in error state (its CPU went offline). */
-        if (revents & (EPOLLHUP | EPOLLERR)) {
-                cpu_note(c, "the kernel ended the event (CPU offline?)");
-                close_cpu(c, CPU_OFFLINE);
-        }
+        /* perf_poll(): EPOLLHUP when the event can never run again (its PMU went away,
+         * perf_remove_from_owner()). Reopened by the drain timer while the CPU is online. */
+        if (c->state == CPU_ACTIVE && (revents & (EPOLLHUP | EPOLLERR)))
+                retry_later(c, -ENODEV, "the kernel ended the event");
         return 0;
 }
 
@@ -204,7 +232,7 @@ static uint64_t read_midr(struct spe_live_source *src, uint32_t cpu) {
 static int map_rings(struct live_cpu *c) {
         struct spe_live_source *src = c->src;
         struct perf_event_mmap_page *pg;
-        uint64_t aux = src->opts.aux_bytes;
+        uint64_t aux = c->aux_hint ?: src->opts.aux_bytes;
         int k;
 
         c->base_len = src->page_size + src->opts.data_bytes;
@@ -236,6 +264,13 @@ static int map_rings(struct live_cpu *c) {
                 aux /= 2;
         }
         c->aux_len = aux;
+        /* The wakeup point was fixed at open for the configured size: past a smaller area's
+         * half, every fill would end the session truncated. Reopen with one that fits. */
+        if (c->attr.attr.aux_watermark && c->attr.attr.aux_watermark > aux / 2 && aux < src->opts.aux_bytes &&
+            c->aux_hint != aux) {
+                c->aux_hint = aux;
+                return -EAGAIN;
+        }
         if (aux != src->opts.aux_bytes)
                 cpu_note(c, "AUX area reduced to %" PRIu64 " bytes from %" PRIu64 " by the memlock limit", aux,
                          src->opts.aux_bytes);
@@ -255,6 +290,7 @@ static int open_cpu(struct live_cpu *c) {
         struct spe_live_source *src = c->src;
         struct spe_pmu_options o = src->opts.pmu;
         char err[MESSAGE_MAX] = "";
+        bool dropped_pa = false, dropped_pct = false;
         uint64_t interval;
         int k;
 
@@ -274,7 +310,9 @@ static int open_cpu(struct live_cpu *c) {
                 c->attr.attr.mmap2 = 1;
                 c->attr.attr.comm = 1;
                 c->attr.attr.task = 1;
-                c->attr.attr.aux_watermark = (uint32_t) (src->opts.watermark ?: src->opts.aux_bytes / 2);
+                /* 0: the kernel's default, half of the area actually mapped (rb_alloc_aux()). */
+                c->attr.attr.aux_watermark = (uint32_t) (c->aux_hint ? MIN(src->opts.watermark, c->aux_hint / 2) :
+                                                                      src->opts.watermark);
                 c->attr.attr.watermark = 1;
                 c->attr.attr.wakeup_watermark = (uint32_t) (src->opts.data_bytes / 2);
 
@@ -283,22 +321,15 @@ static int open_cpu(struct live_cpu *c) {
                         break;
                 if ((k == -EACCES || k == -EPERM) && (o.physical_addresses || o.physical_timestamps)) {
                         /* The driver wants CAP_PERFMON for pa_enable and pct_enable
-                         * (arm_spe_pmu_event_init(), perfmon_capable()). */
-                        snprintf(src->warning, sizeof(src->warning),
-                                 "physical addresses and timestamps dropped: they need CAP_PERFMON (%s)",
-                                 strerror(-k));
+                         * (arm_spe_pmu_event_init(), perfmon_capable()): try without. */
+                        dropped_pa = o.physical_addresses;
+                        dropped_pct = o.physical_timestamps;
                         o.physical_addresses = o.physical_timestamps = false;
-                        src->opts.pmu.physical_addresses = src->opts.pmu.physical_timestamps = false;
                         continue;
                 }
                 c->error = k;
                 if (k == -EBUSY) {
-                        c->retry_usec = c->retry_usec ? MIN(2 * c->retry_usec, SPE_LIVE_RETRY_MAX_USEC) :
-                                                        SPE_LIVE_RETRY_MIN_USEC;
-                        c->retry_at_usec = now_usec() + c->retry_usec;
-                        cpu_note(c, "SPE is busy on this CPU (another session, perf record -e arm_spe//?): "
-                                 "retrying in %" PRIu64 " s", c->retry_usec / USEC_PER_SEC);
-                        close_cpu(c, CPU_RETRYING);
+                        retry_later(c, k, "SPE is busy on this CPU (another session, perf record -e arm_spe//?)");
                         return k;
                 }
                 if (k == -ENODEV) {
@@ -317,7 +348,20 @@ static int open_cpu(struct live_cpu *c) {
         c->fd = k;
         c->retry_usec = 0;
         c->note[0] = '\0';
+        /* It opened without them: they need a permission this daemon lacks, on every CPU. */
+        if (dropped_pa || dropped_pct) {
+                src->opts.pmu.physical_addresses &= !dropped_pa;
+                src->opts.pmu.physical_timestamps &= !dropped_pct;
+                snprintf(src->warning, sizeof(src->warning), "%s%s%s dropped: the driver wants CAP_PERFMON for %s",
+                         dropped_pa ? "physical addresses" : "", dropped_pa && dropped_pct ? " and " : "",
+                         dropped_pct ? "physical timestamps" : "", dropped_pa && dropped_pct ? "them" : "it");
+        }
         k = map_rings(c);
+        if (k == -EAGAIN) {
+                /* A smaller area than the wakeup point was set for: once more, with one that fits. */
+                close_cpu(c, CPU_FAILED);
+                return open_cpu(c);
+        }
         if (k < 0)
                 goto fail;
         /* Edge-triggered: perf_poll() reports a wakeup once, an eventfd would stay readable. */
@@ -420,45 +464,57 @@ static int live_drain(struct source *s, size_t budget) {
 }
 
 /*
- * The drain timer: a CPU that did not wake us since the last tick has its
- * partial buffer committed (DISABLE stops the session, the driver writes
- * the PERF_RECORD_AUX of what it has) and read; busy CPUs are retried.
+ * The drain timer: every CPU is read; one that brought no PERF_RECORD_AUX
+ * for SPE_LIVE_FLUSH_TICKS ticks has its partial buffer committed (DISABLE
+ * stops the session, the driver writes the PERF_RECORD_AUX of what it has)
+ * and read, so a quiet CPU's records reach the store within a few ticks;
+ * CPUs that are busy, were ended by the kernel, or are back online are
+ * reopened.
  */
 static int on_timer(sd_event_source *es, uint64_t usec, void *userdata) {
         struct spe_live_source *src = userdata;
-        uint64_t now = now_usec(), records = 0;
-        bool any = false;
+        uint64_t now = now_usec();
+        struct cpulist online;
+        bool have_online = pmu_sysfs_read_online(src->sysfs_root, &online) == 0;
 
         for (size_t i = 0; i < src->n_cpus; i++) {
                 struct live_cpu *c = src->cpus[i];
+                uint64_t records;
 
                 if (!c)
                         continue;
-                if (c->state == CPU_RETRYING && now >= c->retry_at_usec)
+                if ((c->state == CPU_RETRYING && now >= c->retry_at_usec) ||
+                    (c->state == CPU_OFFLINE && have_online && cpulist_has(&online, c->cpu)))
                         (void) open_cpu(c);
                 if (c->state != CPU_ACTIVE)
                         continue;
-                if (!c->woke && ioctl(c->fd, PERF_EVENT_IOC_DISABLE, 0) == 0) {
-                        drain_cpu(c);
-                        (void) ioctl(c->fd, PERF_EVENT_IOC_ENABLE, 0);
-                } else
-                        drain_cpu(c);
-                c->woke = false;
-                if (c->stream.st.records != c->records_at_tick)
-                        any = true;
-                c->records_at_tick = c->stream.st.records;
-                records += c->stream.st.records;
+                records = c->stream.st.records;
+                drain_cpu(c);
+                c->quiet_ticks = c->ring.ring.stats.aux_records != c->aux_at_tick ? 0 : c->quiet_ticks + 1;
+                if (c->state == CPU_ACTIVE && c->quiet_ticks >= SPE_LIVE_FLUSH_TICKS) {
+                        c->quiet_ticks = 0;
+                        if (ioctl(c->fd, PERF_EVENT_IOC_DISABLE, 0) == 0) {
+                                drain_cpu(c);
+                                if (c->state == CPU_ACTIVE && ioctl(c->fd, PERF_EVENT_IOC_ENABLE, 0) < 0)
+                                        retry_later(c, -errno, "re-enabling the event after a flush");
+                        }
+                }
+                if (c->state == CPU_ACTIVE)
+                        c->aux_at_tick = c->ring.ring.stats.aux_records;
+                if (c->stream.st.records != records)
+                        src->last_record_usec = now;
         }
-        src->quiet_ticks = any ? 0 : src->quiet_ticks + 1;
-        src->ever_records = src->ever_records || records > 0;
-        (void) sd_event_source_set_time(es, usec + src->opts.drain_interval_usec);
+        /* From now: after a stall, one tick, not a burst of them. */
+        (void) sd_event_source_set_time(es, now_usec() + src->opts.drain_interval_usec);
         return 0;
 }
 
 static void sum_up(struct spe_live_source *src) {
         size_t active = count_cpus(src, CPU_ACTIVE), failed = count_cpus(src, CPU_FAILED),
                busy = count_cpus(src, CPU_RETRYING);
+        uint64_t since = src->last_record_usec ?: src->started_usec, quiet = now_usec() - since;
         char first[SOURCE_REASON_MAX / 2] = "";
+        size_t n;
 
         for (size_t i = 0; i < src->n_cpus; i++)
                 if (src->cpus[i] && (src->cpus[i]->state == CPU_FAILED || src->cpus[i]->state == CPU_RETRYING)) {
@@ -466,26 +522,29 @@ static void sum_up(struct spe_live_source *src) {
                                  src->cpus[i]->note);
                         break;
                 }
-        if (active == 0) {
-                src->state = src->n_pmus == 0 && !src->opts.required ? SOURCE_OFF : SOURCE_FAILED;
-                if (src->n_pmus > 0)
-                        snprintf(src->reason, sizeof(src->reason), "no CPU samples: %zu failed, %zu busy; %s",
-                                 failed, busy, first[0] ? first : "all covered CPUs are offline");
+        /* No PMU: live_start() said why, and nothing changes that. */
+        if (src->n_pmus == 0) {
+                src->state = src->opts.required ? SOURCE_FAILED : SOURCE_OFF;
                 return;
         }
-        if (!src->ever_records)
-                src->state = SOURCE_STARTING;
-        else if (src->quiet_ticks >= SPE_LIVE_IDLE_INTERVALS)
-                src->state = SOURCE_IDLE;
-        else
-                src->state = SOURCE_RUNNING;
         src->reason[0] = '\0';
-        if (src->state == SOURCE_IDLE)
+        if (active == 0) {
+                /* Failed only when something is wrong: busy CPUs are retried, offline ones come back. */
+                src->state = failed > 0 ? SOURCE_FAILED : busy > 0 ? SOURCE_IDLE : SOURCE_OFF;
+                snprintf(src->reason, sizeof(src->reason), "no CPU samples: %zu failed, %zu busy; %s", failed, busy,
+                         first[0] ? first : "all covered CPUs are offline");
+                return;
+        }
+        /* Up only while records flow (armprofd_collector_up). */
+        if (quiet < SPE_LIVE_IDLE_INTERVALS * src->opts.drain_interval_usec)
+                src->state = src->last_record_usec ? SOURCE_RUNNING : SOURCE_STARTING;
+        else {
+                src->state = SOURCE_IDLE;
                 snprintf(src->reason, sizeof(src->reason), "no SPE records for %" PRIu64 " s%s",
-                         src->quiet_ticks * src->opts.drain_interval_usec / USEC_PER_SEC, failed + busy ? "; " : "");
+                         quiet / USEC_PER_SEC, failed + busy ? "; " : "");
+        }
         if (failed + busy > 0) {
-                size_t n = strlen(src->reason);
-
+                n = strlen(src->reason);
                 snprintf(src->reason + n, sizeof(src->reason) - n, "%zu CPUs sample, %zu failed, %zu busy; %s",
                          active, failed, busy, first);
         }
@@ -498,6 +557,7 @@ static int live_start(struct source *s, sd_event *event, const struct cpulist *c
         int k;
 
         src->event = event;
+        src->started_usec = now_usec();
         k = spe_pmu_discover(src->sysfs_root, &src->pmus, &src->n_pmus, err, sizeof(err));
         if (k < 0) {
                 src->state = SOURCE_FAILED;

@@ -46,6 +46,13 @@
 #define SPE_LIVE_RETRY_MAX_USEC (60 * USEC_PER_SEC)
 /* A source whose CPUs delivered nothing for this many drain intervals is idle (not up). */
 #define SPE_LIVE_IDLE_INTERVALS 10
+/*
+ * A CPU that brought no PERF_RECORD_AUX for this many drain intervals is
+ * flushed (DISABLE, drain, ENABLE): its records reach the store within
+ * that many intervals (3 s by default, within the 10 s epoch), and an idle
+ * host is not interrupted every interval on every CPU.
+ */
+#define SPE_LIVE_FLUSH_TICKS    3
 
 struct spe_live_options {
         const char *sysfs_root;         /* NULL: "/sys" */
