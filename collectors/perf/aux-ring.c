@@ -10,9 +10,6 @@
 #include "strbuf.h"
 
 /* The flag bits the kernel defines; PERF_AUX_FLAG_PMU_FORMAT_TYPE_MASK is the PMU's own. */
-/* The area counts as full past this share of it unannounced: 1/16 short of it. */
-#define AUX_RING_FULL_FRACTION 16
-
 #define AUX_FLAGS_KNOWN (PERF_AUX_FLAG_TRUNCATED | PERF_AUX_FLAG_OVERWRITE | PERF_AUX_FLAG_PARTIAL | \
                          PERF_AUX_FLAG_COLLISION)
 
@@ -34,6 +31,7 @@ int aux_ring_init(struct aux_ring *ring, struct perf_event_mmap_page *page, cons
                 /* Where the reader stands: the first chunk may follow bytes nothing announced. */
                 .aux_next = page->aux_tail,
                 .aux_started = true,
+                .full_slack = aux_size / 16,
         };
         ring->scratch = xmalloc(ring->scratch_size);
         return 0;
@@ -41,6 +39,10 @@ int aux_ring_init(struct aux_ring *ring, struct perf_event_mmap_page *page, cons
 
 void aux_ring_set_attr(struct aux_ring *ring, const struct perf_event_attr *attr) {
         ring->attr = attr;
+}
+
+void aux_ring_set_full_slack(struct aux_ring *ring, size_t bytes) {
+        ring->full_slack = MIN(bytes, ring->aux_size / 2);
 }
 
 void aux_ring_done(struct aux_ring *ring) {
@@ -155,7 +157,7 @@ static int deliver_unannounced(struct aux_ring *ring, bool lost, bool announced,
         n = head - from;
         if (head <= from || n > ring->aux_size)
                 return 0;
-        if (!lost && (announced || n < ring->aux_size - ring->aux_size / AUX_RING_FULL_FRACTION))
+        if (!lost && (announced || n < ring->aux_size - ring->full_slack))
                 return 0;
         ring->aux_started = true;
         ring->aux_next = head;

@@ -119,6 +119,7 @@ struct aux_ring {
         bool aux_started;
         struct aux_ring_stats stats;
         const struct perf_event_attr *attr; /* the event's attr, for the sample_id trailer; may be NULL */
+        size_t full_slack;              /* the area counts as full this close to it (aux_ring_set_full_slack()) */
         uint8_t *scratch;               /* a record that wrapped, made contiguous */
         size_t scratch_size;            /* the largest record the data ring can hold */
 };
@@ -137,6 +138,14 @@ void aux_ring_done(struct aux_ring *ring);
  * into each chunk's sid. Without it the trailer is ignored.
  */
 void aux_ring_set_attr(struct aux_ring *ring, const struct perf_event_attr *attr);
+
+/*
+ * How close to full the area may be when the kernel can write no more
+ * (default a sixteenth of it, at most half): the SPE driver stops a page
+ * short of the reader's tail and pads what cannot hold a record
+ * (arm_spe_pmu_next_off()), so two pages and a record for it.
+ */
+void aux_ring_set_full_slack(struct aux_ring *ring, size_t bytes);
 
 /*
  * Read everything the kernel has published, then release it. Returns the

@@ -68,6 +68,8 @@ struct live_cpu {
         uint64_t aux_at_tick;           /* PERF_RECORD_AUX read when the drain timer last looked */
         unsigned quiet_ticks;           /* drain timer ticks without a PERF_RECORD_AUX */
         uint64_t aux_hint;              /* the AUX size the memlock limit allowed last time, 0: the configured */
+        uint64_t enabled_ns;            /* the event's time enabled at the last tick (read(2)) */
+        unsigned stopped_ticks;         /* ticks in a row its time enabled did not advance */
         uint64_t retry_at_usec, retry_usec;
         uint64_t records_at_tick;       /* stream records when the drain timer last looked */
 };
@@ -282,6 +284,8 @@ static int map_rings(struct live_cpu *c) {
                                &c->attr.attr, &c->stream, &src->out);
         if (k < 0)
                 return k;
+        /* arm_spe_pmu_next_off(): the hardware stops a page short of the reader's tail. */
+        aux_ring_set_full_slack(&c->ring.ring, 2 * src->page_size + SPE_LIVE_MAX_RECORD);
         c->ring_ready = true;
         return 0;
 }
@@ -314,6 +318,8 @@ static int open_cpu(struct live_cpu *c) {
                 c->attr.attr.aux_watermark = (uint32_t) (c->aux_hint ? MIN(src->opts.watermark, c->aux_hint / 2) :
                                                                       src->opts.watermark);
                 c->attr.attr.watermark = 1;
+                /* Its time enabled, read each tick, tells an event the kernel stopped for good. */
+                c->attr.attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
                 c->attr.attr.wakeup_watermark = (uint32_t) (src->opts.data_bytes / 2);
 
                 k = sys_perf_event_open(&c->attr, (int) c->cpu);
@@ -378,6 +384,8 @@ static int open_cpu(struct live_cpu *c) {
         }
         c->state = CPU_ACTIVE;
         c->error = 0;
+        c->enabled_ns = 0;
+        c->stopped_ticks = 0;
         return 0;
 fail:
         c->error = k;
@@ -464,6 +472,25 @@ static int live_drain(struct source *s, size_t budget) {
 }
 
 /*
+ * An event whose time enabled stopped although it is enabled on an online
+ * CPU: the kernel took it off the CPU (perf_event_exit_cpu() when the CPU
+ * went offline) and never puts it back, even when the CPU returns between
+ * two looks at the online CPUs. Only a tick that brought nothing counts,
+ * no PERF_RECORD_AUX and no SPE record (an event kept off by truncations
+ * or stalls while the reader is slow still brings those), and only past
+ * the flush that would have moved a live one (SPE_LIVE_FLUSH_TICKS).
+ */
+static bool event_stopped(struct live_cpu *c, bool quiet, uint64_t interval_usec) {
+        uint64_t v[3];
+
+        if (read(c->fd, v, sizeof(v)) != (ssize_t) sizeof(v))
+                return false;
+        c->stopped_ticks = quiet && v[1] - c->enabled_ns < interval_usec * 1000 / 4 ? c->stopped_ticks + 1 : 0;
+        c->enabled_ns = v[1];
+        return c->stopped_ticks > SPE_LIVE_FLUSH_TICKS + 1;
+}
+
+/*
  * The drain timer: every CPU is read; one that brought no PERF_RECORD_AUX
  * for SPE_LIVE_FLUSH_TICKS ticks has its partial buffer committed (DISABLE
  * stops the session, the driver writes the PERF_RECORD_AUX of what it has)
@@ -480,6 +507,7 @@ static int on_timer(sd_event_source *es, uint64_t usec, void *userdata) {
         for (size_t i = 0; i < src->n_cpus; i++) {
                 struct live_cpu *c = src->cpus[i];
                 uint64_t records;
+                bool quiet;
 
                 if (!c)
                         continue;
@@ -490,7 +518,8 @@ static int on_timer(sd_event_source *es, uint64_t usec, void *userdata) {
                         continue;
                 records = c->stream.st.records;
                 drain_cpu(c);
-                c->quiet_ticks = c->ring.ring.stats.aux_records != c->aux_at_tick ? 0 : c->quiet_ticks + 1;
+                quiet = c->ring.ring.stats.aux_records == c->aux_at_tick;
+                c->quiet_ticks = quiet ? c->quiet_ticks + 1 : 0;
                 if (c->state == CPU_ACTIVE && c->quiet_ticks >= SPE_LIVE_FLUSH_TICKS) {
                         c->quiet_ticks = 0;
                         if (ioctl(c->fd, PERF_EVENT_IOC_DISABLE, 0) == 0) {
@@ -501,6 +530,9 @@ static int on_timer(sd_event_source *es, uint64_t usec, void *userdata) {
                 }
                 if (c->state == CPU_ACTIVE)
                         c->aux_at_tick = c->ring.ring.stats.aux_records;
+                if (c->state == CPU_ACTIVE &&
+                    event_stopped(c, quiet && c->stream.st.records == records, src->opts.drain_interval_usec))
+                        retry_later(c, -ENODEV, "the event stopped running (its CPU went offline and back?)");
                 if (c->stream.st.records != records)
                         src->last_record_usec = now;
         }

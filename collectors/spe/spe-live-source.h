@@ -53,6 +53,8 @@
  * host is not interrupted every interval on every CPU.
  */
 #define SPE_LIVE_FLUSH_TICKS    3
+/* The largest SPE record a PMU writes (PMSIDR_EL1.MaxSize: 2 KiB at most). */
+#define SPE_LIVE_MAX_RECORD     2048
 
 struct spe_live_options {
         const char *sysfs_root;         /* NULL: "/sys" */

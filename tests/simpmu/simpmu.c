@@ -234,6 +234,7 @@ struct sim_event {
         /* event state */
         bool on;                        /* enabled (not OFF) */
         bool dead;                      /* its CPU went offline: never scheduled again */
+        uint64_t enabled_ns, on_since_ns; /* total_time_enabled: on and not dead (perf_event_update_time()) */
         bool itrace_done;
         uint64_t n_aux_records;
         size_t *pending;                /* records written since the last commit */
@@ -837,6 +838,23 @@ static bool need_aux_wakeup(struct sim_event *e) {
         return false;
 }
 
+static uint64_t mono_ns(void) {
+        struct timespec t;
+
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (uint64_t) t.tv_sec * 1000000000 + (uint64_t) t.tv_nsec;
+}
+
+/* The event's state changes; its enabled time runs while it is on and not dead. */
+static void set_on(struct sim_event *e, bool on) {
+        uint64_t now = mono_ns();
+
+        if (e->on && !e->dead)
+                e->enabled_ns += now - e->on_since_ns;
+        e->on = on;
+        e->on_since_ns = now;
+}
+
 /* perf_aux_output_end(): commit size bytes from handle->head. */
 static void aux_output_end(struct sim_event *e, uint64_t size) {
         struct sim_cpu *c = &CPU[e->cpu];
@@ -884,7 +902,7 @@ static void aux_output_end(struct sim_event *e, uint64_t size) {
         if (wakeup) {
                 if (flags & PERF_AUX_FLAG_TRUNCATED) {
                         /* pending_disable: the event goes OFF until PERF_EVENT_IOC_ENABLE. */
-                        e->on = false;
+                        set_on(e, false);
                         sim_log("cpu=%u truncate flags=0x%" PRIx64 " offset=%" PRIu64 " size=%" PRIu64, e->cpu, flags,
                                 aux_head, size);
                 }
@@ -974,7 +992,7 @@ static void aux_output_begin(struct sim_event *e) {
                 e->h_size = circ_space(e->rb_aux_head, tail, e->aux_size);
         if (!e->h_size) {
                 /* No room at all: pending_disable and a wakeup, no AUX record. */
-                e->on = false;
+                set_on(e, false);
                 sim_log("cpu=%u full head=%" PRIu64 " tail=%" PRIu64, e->cpu, e->rb_aux_head, tail);
                 signal_event(e);
                 return;
@@ -1089,7 +1107,7 @@ static void check_online(struct sim_cpu *c) {
         if (offline && c->ev && !c->ev->dead) {
                 /* perf_event_exit_cpu(): the CPU's events are stopped and never scheduled again. */
                 hw_stop(c->ev);
-                c->ev->on = false;
+                set_on(c->ev, false);
                 c->ev->dead = true;
                 signal_event(c->ev);
         }
@@ -1340,6 +1358,7 @@ static long sim_open(struct perf_event_attr *uattr, pid_t pid, int cpu, int grou
                 .memfd = memfd,
                 .page = (size_t) sysconf(_SC_PAGESIZE),
                 .on = !attr.disabled,
+                .on_since_ns = mono_ns(),
         };
         memcpy(e->attr_raw, raw, sizeof(raw));
         load_cpu(c);
@@ -1585,7 +1604,7 @@ static int sim_ioctl(struct sim_event *e, unsigned long req, void *arg) {
                         sim_log("cpu=%u enable (%s)", e->cpu, e->dead ? "cpu offline, ignored" : "already on");
                         return 0;
                 }
-                e->on = true;
+                set_on(e, true);
                 hw_start(e);
                 sim_log("cpu=%u enable active=%d", e->cpu, (int) e->hw_active);
                 wake_core(e);
@@ -1598,7 +1617,7 @@ static int sim_ioctl(struct sim_event *e, unsigned long req, void *arg) {
                         return 0;
                 }
                 hw_stop(e);
-                e->on = false;
+                set_on(e, false);
                 sim_log("cpu=%u disable committed=%" PRIu64, e->cpu, e->rb_aux_head - before);
                 return 0;
         }
@@ -1676,10 +1695,13 @@ SIM_EXPORT ssize_t read(int fd, void *buf, size_t n) {
                         v[k++] = 0;
                 } else
                         v[k++] = 0;
+                /* SPE runs whenever it is enabled on its CPU: running = enabled. */
+                uint64_t t = e->enabled_ns + (e->on && !e->dead ? mono_ns() - e->on_since_ns : 0);
+
                 if (rf & PERF_FORMAT_TOTAL_TIME_ENABLED)
-                        v[k++] = 0;
+                        v[k++] = t;
                 if (rf & PERF_FORMAT_TOTAL_TIME_RUNNING)
-                        v[k++] = 0;
+                        v[k++] = t;
                 if (rf & PERF_FORMAT_ID)
                         v[k++] = e->id;
                 if (k < 5 && (rf & PERF_FORMAT_LOST))

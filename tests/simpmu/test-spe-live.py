@@ -23,7 +23,8 @@ counters with the faults the scenario injected (sim.log):
               read), LOST_SAMPLES and THROTTLE, each with its exact count
   errors      EACCES on one CPU, EBUSY twice then free, an AUX area over the
               memlock limit (ENOMEM, then a smaller one), physical addresses without
-              CAP_PERFMON (dropped and said), a CPU offlined and back:
+              CAP_PERFMON (dropped and said), a CPU offlined and back, another
+              offlined and back at once (its dead event reopened):
               /status and /metrics say so and the daemon keeps serving
 """
 
@@ -293,7 +294,7 @@ def wait_status(d, pred, what, timeout=20):
 
 
 def case_errors(tmp):
-    keys = ["rate=2000", "eacces_cpus=1", "ebusy=2:2", "mmap_limit=32768", "mmap_errno=ENOMEM", "noperfmon=1"]
+    keys = ["rate=1000", "eacces_cpus=1", "ebusy=2:2", "mmap_limit=32768", "mmap_errno=ENOMEM", "noperfmon=1"]
     c = Case(tmp, "errors", ["--records", "24000", "--seed", "11", "--scenario", "false-sharing"], keys=keys,
              config="aux_buffer = 128KiB\nwatermark = 48KiB\n[privacy]\nphysical_addresses = yes\n")
     try:
@@ -310,6 +311,19 @@ def case_errors(tmp):
         wait_status(c.d, lambda s, cp: cp[2]["state"] == "active", "CPU 2 after EBUSY", timeout=15)
         opens = [l for l in sim_log(c.scen) if l.startswith("cpu=2 open")]
         assert sum("EBUSY" in l for l in opens) == 2 and "errno" not in opens[2], opens
+
+        # While its core still runs, CPU 2 goes and comes back at once, likely between two looks at the online CPUs: the
+        # kernel stopped its event for good, and the daemon, seeing its time enabled stand
+        # still, opens a new one.
+        opens = sum(l.startswith("cpu=2 open fd=") for l in sim_log(c.scen))
+        simpmu.set_online(c.sysfs, "0-1,3")
+        time.sleep(0.05)
+        simpmu.set_online(c.sysfs, "0-3")
+        deadline = time.monotonic() + 20
+        while sum(l.startswith("cpu=2 open fd=") for l in sim_log(c.scen)) == opens:
+            assert time.monotonic() < deadline, (sim_log(c.scen)[-20:], status_cpus(c.d))
+            time.sleep(0.1)
+        wait_status(c.d, lambda s, cp: cp[2]["state"] == "active", "CPU 2 back")
 
         # CPU 3 goes offline and comes back: closed, then opened again.
         simpmu.set_online(c.sysfs, "0-2")
@@ -329,7 +343,8 @@ def case_errors(tmp):
             for r in dropped(c.scen, cpu).values():
                 reasons[r] = reasons.get(r, 0) + 1
         print(f"errors: CPU 1 EACCES ({cpus[1]['note']!r}); CPU 2 EBUSY x2 then active; CPU 0 {cpus[0]['note']!r}; "
-              f"pa dropped; CPU 3 offline and back; records = truth minus dropped {reasons}")
+              f"pa dropped; CPU 3 offline and back; CPU 2 off and on at once, its stopped event reopened; "
+              f"records = truth minus dropped {reasons}")
     finally:
         c.close()
 
