@@ -13,22 +13,29 @@
  * perf_event_update_userpage(), on every DISABLE/ENABLE among others).
  */
 static void read_clock(struct spe_live_ring *r) {
-        const volatile struct perf_event_mmap_page *pg = r->ring.page;
+        const struct perf_event_mmap_page *pg = r->ring.page;
+        struct perf_event_mmap_page caps;       /* for its capability bit-fields */
         struct source_clock c = {};
         uint32_t seq;
 
+        /* Each field loaded with acquire order, so the seqcount's second read cannot come
+         * before them (a fence would do too, but ThreadSanitizer does not model fences). */
         do {
                 seq = __atomic_load_n(&pg->lock, __ATOMIC_ACQUIRE);
-                /* The fields are valid while cap_user_time_zero says so. */
-                c.has_time_conv = pg->cap_user_time_zero;
-                c.time_shift = pg->time_shift;
-                c.time_mult = pg->time_mult;
-                c.time_zero = pg->time_zero;
-                c.cap_user_time_short = pg->cap_user_time_short;
-                c.time_cycles = c.cap_user_time_short ? pg->time_cycles : 0;
-                c.time_mask = c.cap_user_time_short ? pg->time_mask : UINT64_MAX;
-                __atomic_thread_fence(__ATOMIC_ACQUIRE);
+                caps.capabilities = __atomic_load_n(&pg->capabilities, __ATOMIC_ACQUIRE);
+                c.time_shift = __atomic_load_n(&pg->time_shift, __ATOMIC_ACQUIRE);
+                c.time_mult = __atomic_load_n(&pg->time_mult, __ATOMIC_ACQUIRE);
+                c.time_zero = __atomic_load_n(&pg->time_zero, __ATOMIC_ACQUIRE);
+                c.time_cycles = __atomic_load_n(&pg->time_cycles, __ATOMIC_ACQUIRE);
+                c.time_mask = __atomic_load_n(&pg->time_mask, __ATOMIC_ACQUIRE);
         } while ((seq & 1) || __atomic_load_n(&pg->lock, __ATOMIC_RELAXED) != seq);
+        /* The fields are valid while cap_user_time_zero says so. */
+        c.has_time_conv = caps.cap_user_time_zero;
+        c.cap_user_time_short = caps.cap_user_time_short;
+        if (!c.cap_user_time_short) {
+                c.time_cycles = 0;
+                c.time_mask = UINT64_MAX;
+        }
         r->clock = c;
         spe_stream_set_clock(r->stream, r->clock.has_time_conv ? &r->clock : NULL);
 }
