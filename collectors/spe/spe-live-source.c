@@ -516,7 +516,8 @@ static int on_timer(sd_event_source *es, uint64_t usec, void *userdata) {
                         (void) open_cpu(c);
                 if (c->state != CPU_ACTIVE)
                         continue;
-                records = c->stream.st.records;
+                /* Since the last tick: what its wakeups brought, and this drain. */
+                records = c->records_at_tick;
                 drain_cpu(c);
                 quiet = c->ring.ring.stats.aux_records == c->aux_at_tick;
                 c->quiet_ticks = quiet ? c->quiet_ticks + 1 : 0;
@@ -535,6 +536,7 @@ static int on_timer(sd_event_source *es, uint64_t usec, void *userdata) {
                         retry_later(c, -ENODEV, "the event stopped running (its CPU went offline and back?)");
                 if (c->stream.st.records != records)
                         src->last_record_usec = now;
+                c->records_at_tick = c->stream.st.records;
         }
         /* From now: after a stall, one tick, not a burst of them. */
         (void) sd_event_source_set_time(es, now_usec() + src->opts.drain_interval_usec);

@@ -202,10 +202,15 @@ def case_truth(tmp):
                             "false-sharing,true-sharing,read-only,padded,remote,dram"],
              config="aux_buffer = 64KiB\n")
     try:
+        # Up while records flow (idle, down, ten quiet drain intervals after the last).
+        deadline = time.monotonic() + 30
+        while not sum(per_cpu(metrics(c.d), "armprofd_spe_records_total").values()):
+            assert time.monotonic() < deadline, c.d.log()
+            time.sleep(0.05)
+        assert metrics(c.d)[("armprofd_collector_up", frozenset({("collector", "spe")}))] == 1
         c.wait_done()
         lines, pcs = check_aggregates(c)
         m = metrics(c.d)
-        assert m[("armprofd_collector_up", frozenset({("collector", "spe")}))] == 1
         assert sum(per_cpu(m, "armprofd_spe_unattributed_records_total").values()) == 0
         assert sum(per_cpu(m, "armprofd_spe_discontinuities_total").values()) == 0
         print(f"truth: {len(c.truth())} records on 4 CPUs through 64 KiB AUX areas: {lines} lines (objects from "
