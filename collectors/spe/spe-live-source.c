@@ -33,7 +33,7 @@ enum cpu_state {
         CPU_UNCOVERED,          /* no arm_spe PMU covers it: nothing to do, nothing said */
         CPU_OFFLINE,
         CPU_ACTIVE,
-        CPU_RETRYING,           /* EBUSY: another session holds SPE there */
+        CPU_RETRYING,           /* closed for a backoff: EBUSY (another session), or its event ended */
         CPU_FAILED,
 };
 

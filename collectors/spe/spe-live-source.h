@@ -26,7 +26,12 @@
  *    -e arm_spe//) holds it, retried with a backoff; pa_enable/pct_enable
  *    without CAP_PERFMON fail with EACCES, retried without them and said;
  *    an AUX area beyond the memlock limit fails at mmap, retried halved
- *    down to SPE_LIVE_AUX_FLOOR.
+ *    down to SPE_LIVE_AUX_FLOOR (and reopened when aux_watermark was set
+ *    past half of what fits);
+ *  - a CPU that goes offline takes its event off for good, even when it is
+ *    back before the online CPUs are looked at again: an event whose time
+ *    enabled stands still is reopened, and offline CPUs are reopened once
+ *    sysfs lists them again.
  * Nothing is fatal: a CPU that cannot sample says why in its stream's
  * state and note, the source's status sums it up.
  *
