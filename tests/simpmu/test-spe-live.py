@@ -321,8 +321,13 @@ def case_errors(tmp):
         # kernel stopped its event for good, and the daemon, seeing its time enabled stand
         # still, opens a new one.
         opens = sum(l.startswith("cpu=2 open fd=") for l in sim_log(c.scen))
+        offline = sum(l == "cpu=2 offline" for l in sim_log(c.scen))
         simpmu.set_online(c.sysfs, "0-1,3")
-        time.sleep(0.05)
+        # Back as soon as the simulated kernel took the CPU down (its core looks every 10 ms).
+        deadline = time.monotonic() + 20
+        while sum(l == "cpu=2 offline" for l in sim_log(c.scen)) == offline:
+            assert time.monotonic() < deadline, sim_log(c.scen)[-20:]
+            time.sleep(0.005)
         simpmu.set_online(c.sysfs, "0-3")
         deadline = time.monotonic() + 20
         while sum(l.startswith("cpu=2 open fd=") for l in sim_log(c.scen)) == opens:
