@@ -218,9 +218,7 @@ int aux_ring_drain(struct aux_ring *ring, const struct aux_ring_ops *ops, void *
                         struct perf_data_aux b;
                         uint32_t tlen;
 
-                        perf_record_header(rec, tail - h.size, &pr);
-                        if (perf_record_parse_trailer(ring->attr, &pr, perf_record_fixed_size(h.type) - sizeof(h),
-                                                      &tlen) < 0 ||
+                        if (perf_record_parse_ring(ring->attr, rec, tail - h.size, &pr, &tlen) < 0 ||
                             perf_record_parse_aux(&pr, tlen, &b) < 0 || b.aux_size > ring->aux_size ||
                             b.aux_offset + b.aux_size < b.aux_offset) {
                                 ring->stats.bad_records++;
@@ -238,9 +236,7 @@ int aux_ring_drain(struct aux_ring *ring, const struct aux_ring_ops *ops, void *
                         struct perf_data_lost b;
                         uint32_t tlen;
 
-                        perf_record_header(rec, tail - h.size, &pr);
-                        if (perf_record_parse_trailer(ring->attr, &pr, perf_record_fixed_size(h.type) - sizeof(h),
-                                                      &tlen) < 0 ||
+                        if (perf_record_parse_ring(ring->attr, rec, tail - h.size, &pr, &tlen) < 0 ||
                             perf_record_parse_lost(&pr, tlen, &b) < 0) {
                                 ring->stats.bad_records++;
                                 ring->stats.bad_bytes += h.size;

@@ -355,6 +355,17 @@ uint32_t perf_record_fixed_size(uint32_t type) {
         return PERF_RECORD_HEADER_SIZE + (uint32_t) body;
 }
 
+int perf_record_parse_ring(const struct perf_event_attr *attr, const uint8_t *raw, uint64_t offset,
+                           struct perf_data_record *ret, uint32_t *ret_tlen) {
+        uint32_t fixed;
+
+        perf_record_header(raw, offset, ret);
+        fixed = perf_record_fixed_size(ret->type);
+        if (fixed == 0)
+                return -EOPNOTSUPP;
+        return perf_record_parse_trailer(attr, ret, fixed - PERF_RECORD_HEADER_SIZE, ret_tlen);
+}
+
 /* Copy a record's fixed body, checked against header.size less the sample_id trailer. */
 static int get_body(const struct perf_data_record *rec, uint32_t tlen, void *dst, size_t len) {
         if (PERF_RECORD_HEADER_SIZE + len + tlen > rec->size)

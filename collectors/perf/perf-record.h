@@ -293,6 +293,16 @@ int perf_record_parse_sample(const struct perf_event_attr *attr, const struct pe
  */
 uint32_t perf_record_fixed_size(uint32_t type);
 
+/*
+ * A non-sample record a live event's data ring holds (rec[0, header.size)):
+ * its header into *ret, at `offset`, and its sample_id trailer, after the
+ * fixed body its type has (perf_record_fixed_size()); *ret_tlen is the
+ * trailer's length for the typed parsers below. -EOPNOTSUPP for a type not
+ * parsed here, -EBADMSG when the record cannot hold its body and trailer.
+ */
+int perf_record_parse_ring(const struct perf_event_attr *attr, const uint8_t *raw, uint64_t offset,
+                           struct perf_data_record *ret, uint32_t *ret_tlen);
+
 /* Typed bodies: rec from perf_record_header(), tlen from perf_record_parse_trailer(). */
 int perf_record_parse_mmap(const struct perf_data_record *rec, uint32_t tlen, struct perf_data_mmap *ret);
 int perf_record_parse_comm(const struct perf_data_record *rec, uint32_t tlen, struct perf_data_comm *ret);

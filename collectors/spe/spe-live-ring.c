@@ -98,15 +98,13 @@ static int on_record(void *userdata, const uint8_t *raw, size_t len) {
         struct task_map *tasks = r->out->tasks;
         const struct source_sink *sink = r->out->sink;
         struct perf_data_record rec;
-        uint32_t fixed, tlen;
+        uint32_t tlen;
 
-        perf_record_header(raw, 0, &rec);
-        if (rec.type == PERF_RECORD_THROTTLE) {
+        if (perf_rd32(raw) == PERF_RECORD_THROTTLE) { /* header.type */
                 r->stream->st.throttles++;
                 return 0;
         }
-        fixed = perf_record_fixed_size(rec.type);
-        if (fixed == 0 || perf_record_parse_trailer(r->attr, &rec, fixed - PERF_RECORD_HEADER_SIZE, &tlen) < 0)
+        if (perf_record_parse_ring(r->attr, raw, 0, &rec, &tlen) < 0)
                 return 0;
 
         switch (rec.type) {
