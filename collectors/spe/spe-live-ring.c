@@ -88,15 +88,9 @@ static int on_aux(void *userdata, const struct aux_ring_chunk *ch, const uint8_t
         return 0;
 }
 
-static void task_event(struct spe_live_ring *r, const struct source_task *t) {
-        if (r->out->sink && r->out->sink->task)
-                r->out->sink->task(r->out->sink->userdata, t);
-}
-
 static int on_record(void *userdata, const uint8_t *raw, size_t len) {
         struct spe_live_ring *r = userdata;
         struct task_map *tasks = r->out->tasks;
-        const struct source_sink *sink = r->out->sink;
         struct perf_data_record rec;
         uint32_t tlen;
 
@@ -140,41 +134,24 @@ static int on_record(void *userdata, const uint8_t *raw, size_t len) {
         case PERF_RECORD_COMM: {
                 struct perf_data_comm cm;
 
-                if (perf_record_parse_comm(&rec, tlen, &cm) < 0)
-                        break;
-                task_map_comm(tasks, cm.pid, cm.tid, cm.comm);
-                task_event(r, &(struct source_task) {
-                        .kind = SOURCE_TASK_COMM, .pid = cm.pid, .tid = cm.tid, .comm = cm.comm,
-                        .time_ns = (rec.sid.valid & PERF_DATA_ID_TIME) ? rec.sid.time : 0,
-                });
+                if (perf_record_parse_comm(&rec, tlen, &cm) == 0)
+                        spe_stream_out_comm(r->out, &cm);
                 break;
         }
         case PERF_RECORD_FORK:
         case PERF_RECORD_EXIT: {
                 struct perf_data_task t;
 
-                if (perf_record_parse_task(&rec, tlen, &t) < 0)
-                        break;
-                if (rec.type == PERF_RECORD_FORK)
-                        task_map_fork(tasks, t.pid, t.tid, t.ptid, t.time);
-                task_event(r, &(struct source_task) {
-                        .kind = rec.type == PERF_RECORD_FORK ? SOURCE_TASK_FORK : SOURCE_TASK_EXIT,
-                        .pid = t.pid, .tid = t.tid, .ppid = t.ppid, .ptid = t.ptid, .time_ns = t.time,
-                });
+                if (perf_record_parse_task(&rec, tlen, &t) == 0)
+                        spe_stream_out_task(r->out, &t);
                 break;
         }
         case PERF_RECORD_MMAP:
         case PERF_RECORD_MMAP2: {
                 struct perf_data_mmap m;
 
-                if (perf_record_parse_mmap(&rec, tlen, &m) < 0 || !sink || !sink->mapping)
-                        break;
-                sink->mapping(sink->userdata, &(struct source_mapping) {
-                        .pid = m.pid, .start = m.addr, .len = m.len, .pgoff = m.pgoff,
-                        .filename = m.filename,
-                        .build_id = m.has_build_id ? m.build_id : NULL,
-                        .build_id_len = m.has_build_id ? m.build_id_size : 0,
-                });
+                if (perf_record_parse_mmap(&rec, tlen, &m) == 0)
+                        spe_stream_out_mapping(r->out, &m, NULL, 0);
                 break;
         }
         default:

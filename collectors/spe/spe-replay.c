@@ -86,12 +86,6 @@ static struct spe_replay *replay_alloc(const struct source_sink *sink, struct ta
         return replay;
 }
 
-/* A task event to the sink, after the map took it. */
-static void task_event(struct spe_replay *replay, const struct source_task *t) {
-        if (replay->sink && replay->sink->task)
-                replay->sink->task(replay->sink->userdata, t);
-}
-
 static struct spe_stream *queue(struct spe_replay *replay, uint32_t cpu) {
         struct spe_stream *q;
         uint64_t midr = 0;
@@ -198,14 +192,7 @@ static int on_lost(void *userdata, const struct perf_data_lost *lost) {
 static int on_comm(void *userdata, const struct perf_data_comm *c) {
         struct spe_replay *replay = userdata;
 
-        task_map_comm(replay->tasks, c->pid, c->tid, c->comm);
-        task_event(replay, &(struct source_task) {
-                .kind = SOURCE_TASK_COMM,
-                .pid = c->pid,
-                .tid = c->tid,
-                .time_ns = (c->rec.sid.valid & PERF_DATA_ID_TIME) ? c->rec.sid.time : 0,
-                .comm = c->comm,
-        });
+        spe_stream_out_comm(&replay->out, c);
         return 0;
 }
 
@@ -253,50 +240,22 @@ static const struct build_id_entry *build_id_of(struct spe_replay *replay, const
 
 static int on_mmap(void *userdata, const struct perf_data_mmap *m) {
         struct spe_replay *replay = userdata;
-        const struct build_id_entry *e;
-        struct source_mapping sm = {
-                .pid = m->pid,
-                .start = m->addr,
-                .len = m->len,
-                .pgoff = m->pgoff,
-                .filename = m->filename,
-                .build_id = m->has_build_id ? m->build_id : NULL,
-                .build_id_len = m->has_build_id ? m->build_id_size : 0,
-        };
+        const struct build_id_entry *e = NULL;
 
         if (!replay->sink || !replay->sink->mapping)
                 return 0;
         /* perf record by default puts build ids in the file's table, not in MMAP2. */
-        if (!sm.build_id && (e = build_id_of(replay, m->filename))) {
-                sm.build_id = e->id;
-                sm.build_id_len = e->size;
-        }
-        replay->sink->mapping(replay->sink->userdata, &sm);
+        if (!m->has_build_id)
+                e = build_id_of(replay, m->filename);
+        spe_stream_out_mapping(&replay->out, m, e ? e->id : NULL, e ? e->size : 0);
         return 0;
 }
 
-static void task_fork_exit(struct spe_replay *replay, const struct perf_data_task *t, enum source_task_kind kind) {
-        task_event(replay, &(struct source_task) {
-                .kind = kind,
-                .pid = t->pid,
-                .tid = t->tid,
-                .ppid = t->ppid,
-                .ptid = t->ptid,
-                .time_ns = t->time,
-        });
-}
-
-static int on_fork(void *userdata, const struct perf_data_task *t) {
+/* FORK and EXIT (the map keeps an exited thread: its last records may still be on their way). */
+static int on_task(void *userdata, const struct perf_data_task *t) {
         struct spe_replay *replay = userdata;
 
-        task_map_fork(replay->tasks, t->pid, t->tid, t->ptid, t->time);
-        task_fork_exit(replay, t, SOURCE_TASK_FORK);
-        return 0;
-}
-
-/* The map keeps an exited thread: its last records may still be on their way. */
-static int on_exit_task(void *userdata, const struct perf_data_task *t) {
-        task_fork_exit(userdata, t, SOURCE_TASK_EXIT);
+        spe_stream_out_task(&replay->out, t);
         return 0;
 }
 
@@ -387,8 +346,8 @@ static const struct perf_data_ops replay_ops = {
         .on_comm = on_comm,
         .on_mmap = on_mmap,
         .on_build_id = on_build_id,
-        .on_fork = on_fork,
-        .on_exit = on_exit_task,
+        .on_fork = on_task,
+        .on_exit = on_task,
         .on_switch = on_switch,
         .on_itrace_start = on_itrace_start,
         .on_time_conv = on_time_conv,

@@ -184,3 +184,53 @@ void spe_stream_stats(const struct spe_stream *s, struct spe_stream_stats *ret) 
         *ret = s->st;
         ret->decoder = s->dec.stats;
 }
+
+static void task_event(struct spe_stream_out *out, const struct source_task *t) {
+        if (out->sink && out->sink->task)
+                out->sink->task(out->sink->userdata, t);
+}
+
+void spe_stream_out_comm(struct spe_stream_out *out, const struct perf_data_comm *c) {
+        task_map_comm(out->tasks, c->pid, c->tid, c->comm);
+        task_event(out, &(struct source_task) {
+                .kind = SOURCE_TASK_COMM,
+                .pid = c->pid,
+                .tid = c->tid,
+                .time_ns = (c->rec.sid.valid & PERF_DATA_ID_TIME) ? c->rec.sid.time : 0,
+                .comm = c->comm,
+        });
+}
+
+void spe_stream_out_task(struct spe_stream_out *out, const struct perf_data_task *t) {
+        bool fork = t->rec.type == PERF_RECORD_FORK;
+
+        if (fork)
+                task_map_fork(out->tasks, t->pid, t->tid, t->ptid, t->time);
+        task_event(out, &(struct source_task) {
+                .kind = fork ? SOURCE_TASK_FORK : SOURCE_TASK_EXIT,
+                .pid = t->pid,
+                .tid = t->tid,
+                .ppid = t->ppid,
+                .ptid = t->ptid,
+                .time_ns = t->time,
+        });
+}
+
+void spe_stream_out_mapping(struct spe_stream_out *out, const struct perf_data_mmap *m, const uint8_t *build_id,
+                            size_t build_id_len) {
+        if (!out->sink || !out->sink->mapping)
+                return;
+        if (!build_id && m->has_build_id) {
+                build_id = m->build_id;
+                build_id_len = m->build_id_size;
+        }
+        out->sink->mapping(out->sink->userdata, &(struct source_mapping) {
+                .pid = m->pid,
+                .start = m->addr,
+                .len = m->len,
+                .pgoff = m->pgoff,
+                .filename = m->filename,
+                .build_id = build_id,
+                .build_id_len = build_id ? build_id_len : 0,
+        });
+}

@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "perf-record.h"
 #include "source.h"
 #include "spe-rec.h"
 
@@ -128,6 +129,19 @@ void spe_stream_switch_in(struct spe_stream *s, struct task_map *tasks, uint32_t
  */
 void spe_stream_switch_at(struct spe_stream *s, struct task_map *tasks, uint64_t time_ns, uint32_t pid,
                           uint32_t tid, uint32_t prev_pid, uint32_t prev_tid);
+
+/*
+ * The task and mapping records of a recording or a live ring, as every
+ * source hands them on: COMM and FORK into the task map, then each to the
+ * sink's task callback (EXIT too: the map keeps an exited thread, whose
+ * last records may still be on their way); MMAP/MMAP2 to its mapping
+ * callback, with build_id (NULL: the record's own, if any).
+ */
+void spe_stream_out_comm(struct spe_stream_out *out, const struct perf_data_comm *c);
+/* FORK or EXIT, by t->rec.type. */
+void spe_stream_out_task(struct spe_stream_out *out, const struct perf_data_task *t);
+void spe_stream_out_mapping(struct spe_stream_out *out, const struct perf_data_mmap *m, const uint8_t *build_id,
+                            size_t build_id_len);
 
 /* Its statistics, the decoder's counters included. */
 void spe_stream_stats(const struct spe_stream *s, struct spe_stream_stats *ret);
