@@ -94,7 +94,10 @@ void spe_stream_switch_at(struct spe_stream *s, struct task_map *tasks, uint64_t
 }
 
 /* The switches that happened up to the record's time (perf time), applied in order. */
-static void reach(struct spe_stream *s, struct task_map *tasks, const struct spe_record *rec) {
+/* The switches up to the record's time applied; true when one was (the task map may have learned a pid). */
+static bool reach(struct spe_stream *s, struct task_map *tasks, const struct spe_record *rec) {
+        const struct spe_stream_switch *next;
+        bool applied = false;
         uint64_t t;
 
         /* No time conversion (any more): the switches cannot be placed among the records, and
@@ -102,20 +105,22 @@ static void reach(struct spe_stream *s, struct task_map *tasks, const struct spe
         if (!s->clock) {
                 while (s->n_pending > 0)
                         apply_oldest(s, tasks);
-                return;
+                return true;
         }
         if (!(rec->present & SPE_REC_TIMESTAMP))
-                return;
+                return false;
         t = source_clock_perf_ns(s->clock, rec->timestamp);
-        while (s->n_pending > 0 && s->pending[s->pending_first].time_ns <= t)
+        for (; s->n_pending > 0 && s->pending[s->pending_first].time_ns <= t; applied = true)
                 apply_oldest(s, tasks);
+        if (s->n_pending == 0)
+                return applied;
         /* Before the next switch, its previous task ran: whatever was missed before. */
-        if (s->n_pending > 0 && s->pending[s->pending_first].prev_tid != SOURCE_NO_ID) {
-                const struct spe_stream_switch *next = &s->pending[s->pending_first];
-
-                if (next->prev_tid != s->cur_tid || next->prev_pid != s->cur_pid)
-                        spe_stream_switch_in(s, tasks, next->prev_pid, next->prev_tid);
+        next = &s->pending[s->pending_first];
+        if (next->prev_tid != SOURCE_NO_ID && (next->prev_tid != s->cur_tid || next->prev_pid != s->cur_pid)) {
+                spe_stream_switch_in(s, tasks, next->prev_pid, next->prev_tid);
+                applied = true;
         }
+        return applied;
 }
 
 static void emit(struct spe_stream *s, struct spe_stream_out *out, size_t n) {
@@ -127,10 +132,8 @@ static void emit(struct spe_stream *s, struct spe_stream_out *out, size_t n) {
                 const struct spe_record *rec = &out->batch[i];
                 uint32_t tid, pid;
 
-                if (s->n_pending > 0) {
-                        reach(s, out->tasks, rec);
+                if (s->n_pending > 0 && reach(s, out->tasks, rec))
                         map_tid = SOURCE_NO_ID; /* a switch may have named a pid */
-                }
                 /* A context packet names the thread and holds until the next one
                  * (or a switch record), as perf carries it over on that CPU. */
                 if (rec->present & SPE_REC_CONTEXT && rec->context != s->cur_tid) {
