@@ -30,7 +30,7 @@
 #define LIVE_NO_PID_CACHE 1024
 
 enum cpu_state {
-        CPU_UNCOVERED,          /* no arm_spe PMU covers it: nothing to do, nothing said */
+        CPU_NEW,                /* a covered CPU not opened yet */
         CPU_OFFLINE,
         CPU_ACTIVE,
         CPU_RETRYING,           /* closed for a backoff: EBUSY (another session), or its event ended */
@@ -38,7 +38,7 @@ enum cpu_state {
 };
 
 static const char *const cpu_state_names[] = {
-        [CPU_UNCOVERED] = "uncovered",
+        [CPU_NEW] = "new",
         [CPU_OFFLINE] = "offline",
         [CPU_ACTIVE] = "active",
         [CPU_RETRYING] = "retrying",
@@ -50,7 +50,6 @@ struct live_cpu {
         uint32_t cpu;
         const struct spe_pmu *pmu;
         enum cpu_state state;
-        int error;                      /* FAILED, RETRYING: the negative errno */
         char note[SPE_STREAM_NOTE_MAX];
 
         int fd;
@@ -199,7 +198,6 @@ static void retry_later(struct live_cpu *c, int error, const char *what) {
         c->retry_usec = c->retry_usec ? MIN(2 * c->retry_usec, SPE_LIVE_RETRY_MAX_USEC) : SPE_LIVE_RETRY_MIN_USEC;
         c->retry_at_usec = now_usec() + c->retry_usec;
         cpu_note(c, "%s: %s; retrying in %" PRIu64 " s", what, strerror(-error), c->retry_usec / USEC_PER_SEC);
-        c->error = error;
         close_cpu(c, CPU_RETRYING);
 }
 
@@ -302,7 +300,6 @@ static int open_cpu(struct live_cpu *c) {
                 k = spe_pmu_attr(c->pmu, &o, &c->attr, &interval, err, sizeof(err));
                 if (k < 0) {
                         cpu_note(c, "%s", err);
-                        c->error = k;
                         close_cpu(c, CPU_FAILED);
                         return k;
                 }
@@ -333,7 +330,6 @@ static int open_cpu(struct live_cpu *c) {
                         o.physical_addresses = o.physical_timestamps = false;
                         continue;
                 }
-                c->error = k;
                 if (k == -EBUSY) {
                         retry_later(c, k, "SPE is busy on this CPU (another session, perf record -e arm_spe//?)");
                         return k;
@@ -383,12 +379,10 @@ static int open_cpu(struct live_cpu *c) {
                 goto fail;
         }
         c->state = CPU_ACTIVE;
-        c->error = 0;
         c->enabled_ns = 0;
         c->stopped_ticks = 0;
         return 0;
 fail:
-        c->error = k;
         close_cpu(c, CPU_FAILED);
         return k;
 }
@@ -447,7 +441,7 @@ static int live_cpus_changed(struct source *s, const struct cpulist *online) {
                                 drain_cpu(c);
                                 close_cpu(c, CPU_OFFLINE);
                                 cpu_note(c, "offline");
-                        } else if (up && (c->state == CPU_OFFLINE || c->state == CPU_UNCOVERED))
+                        } else if (up && (c->state == CPU_OFFLINE || c->state == CPU_NEW))
                                 (void) open_cpu(c);
                 }
         return 0;
