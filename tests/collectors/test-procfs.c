@@ -19,26 +19,44 @@
 
 #include "procfs.h"
 
+struct thread_arg {
+        pthread_barrier_t ready, checked;
+        pid_t tid;
+};
+
 static void *thread_tid(void *arg) {
-        *(pid_t *) arg = gettid();
+        struct thread_arg *a = arg;
+
+        a->tid = gettid();
+        pthread_barrier_wait(&a->ready);
+        /* Alive until the main thread has looked it up. */
+        pthread_barrier_wait(&a->checked);
         return NULL;
 }
 
 static void test_kernel(void **state) {
+        struct thread_arg a = {};
         pthread_t t;
-        pid_t tid = 0;
         uint32_t pid = 0;
+        int k;
 
         assert_int_equal(procfs_tgid(NULL, (uint32_t) getpid(), &pid), 0);
         assert_int_equal(pid, getpid());
-        /* A thread that is not the leader still names the process. */
-        assert_int_equal(pthread_create(&t, NULL, thread_tid, &tid), 0);
-        assert_int_equal(pthread_join(t, NULL), 0);
-        assert_int_not_equal(tid, getpid());
-        /* The thread ended: its entry is gone, or (recycled) names another process. */
+        /* A thread that is not the leader names its process. */
+        assert_int_equal(pthread_barrier_init(&a.ready, NULL, 2), 0);
+        assert_int_equal(pthread_barrier_init(&a.checked, NULL, 2), 0);
+        assert_int_equal(pthread_create(&t, NULL, thread_tid, &a), 0);
+        pthread_barrier_wait(&a.ready);
         pid = 0;
-        int k = procfs_tgid(NULL, (uint32_t) tid, &pid);
-        assert_true(k == -ENOENT || (k == 0 && pid != 0));
+        k = procfs_tgid(NULL, (uint32_t) a.tid, &pid);
+        /* cmocka's asserts leave the frame: only once the thread is done. */
+        pthread_barrier_wait(&a.checked);
+        assert_int_equal(pthread_join(t, NULL), 0);
+        assert_int_not_equal(a.tid, getpid());
+        assert_int_equal(k, 0);
+        assert_int_equal(pid, getpid());
+        pthread_barrier_destroy(&a.ready);
+        pthread_barrier_destroy(&a.checked);
 }
 
 static void test_running_thread(void **state) {
