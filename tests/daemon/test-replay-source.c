@@ -106,9 +106,9 @@ static void mix_mapping(struct seen *s, uint32_t pid, uint64_t start, uint64_t l
                 mix(s, build_id, build_id_len);
 }
 
-/* ---- the reference: spe_replay_path()'s own sink ---- */
+/* ---- what a sink saw: the same callbacks for the reference (spe_replay_path()) and the source ---- */
 
-static void ref_records(void *userdata, const struct spe_record *recs, const uint32_t *pids, const uint32_t *tids,
+static void seen_records(void *userdata, const struct spe_record *recs, const uint32_t *pids, const uint32_t *tids,
                         size_t n) {
         struct seen *s = userdata;
 
@@ -117,21 +117,21 @@ static void ref_records(void *userdata, const struct spe_record *recs, const uin
         s->records += n;
 }
 
-static void ref_mapping(void *userdata, const struct source_mapping *m) {
+static void seen_mapping(void *userdata, const struct source_mapping *m) {
         struct seen *s = userdata;
 
         mix_mapping(s, m->pid, m->start, m->len, m->pgoff, m->filename, m->build_id, m->build_id_len);
         s->mappings++;
 }
 
-static void ref_clock(void *userdata, const struct source_clock *c) {
+static void seen_clock(void *userdata, const struct source_clock *c) {
         struct seen *s = userdata;
 
         mix_clock(s, c);
         s->clocks++;
 }
 
-static void ref_feature(void *userdata, unsigned feat, const uint8_t *data, size_t len) {
+static void seen_feature(void *userdata, unsigned feat, const uint8_t *data, size_t len) {
         struct seen *s = userdata;
 
         mix_u64(s, feat);
@@ -139,26 +139,7 @@ static void ref_feature(void *userdata, unsigned feat, const uint8_t *data, size
         s->features++;
 }
 
-/* ---- the source's sink ---- */
-
-static void src_records(void *userdata, const struct spe_record *recs, const uint32_t *pids, const uint32_t *tids,
-                        size_t n) {
-        ref_records(userdata, recs, pids, tids, n);
-}
-
-static void src_mapping(void *userdata, const struct source_mapping *m) {
-        struct seen *s = userdata;
-
-        mix_mapping(s, m->pid, m->start, m->len, m->pgoff, m->filename, m->build_id, m->build_id_len);
-        s->mappings++;
-}
-
-static void src_clock(void *userdata, const struct source_clock *c) {
-        struct seen *s = userdata;
-
-        mix_clock(s, c);
-        s->clocks++;
-}
+/* ---- the source's sink: the same, and its end ---- */
 
 static void src_state(void *userdata, struct source *src, enum source_state state) {
         struct seen *s = userdata;
@@ -171,10 +152,10 @@ static void src_state(void *userdata, struct source *src, enum source_state stat
 static struct source_sink sink_of(struct seen *s) {
         return (struct source_sink) {
                 .userdata = s,
-                .records = src_records,
-                .mapping = src_mapping,
-                .clock = src_clock,
-                .feature = ref_feature,
+                .records = seen_records,
+                .mapping = seen_mapping,
+                .clock = seen_clock,
+                .feature = seen_feature,
                 .state = src_state,
         };
 }
@@ -242,9 +223,9 @@ static struct seen reference(const char *path) {
         struct spe_replay *r = NULL;
 
         assert_int_equal(spe_replay_path(path,
-                                         &(struct source_sink) { .userdata = &s, .records = ref_records,
-                                                              .mapping = ref_mapping, .clock = ref_clock,
-                                                              .feature = ref_feature },
+                                         &(struct source_sink) { .userdata = &s, .records = seen_records,
+                                                              .mapping = seen_mapping, .clock = seen_clock,
+                                                              .feature = seen_feature },
                                          &r),
                          0);
         spe_replay_free(r);
