@@ -187,14 +187,24 @@ void spe_live_ring_done(struct spe_live_ring *r) {
         aux_ring_done(&r->ring);
 }
 
-int spe_live_ring_drain(struct spe_live_ring *r, bool *ret_truncated) {
+int spe_live_ring_drain(struct spe_live_ring *r, bool *ret_ended) {
         uint64_t lost = r->ring.stats.lost, lost_samples = r->ring.stats.lost_samples;
+        uint64_t unannounced = r->ring.stats.aux_unannounced;
+        bool truncated = false, stalled;
         int k;
 
         read_clock(r);
-        k = aux_ring_drain(&r->ring, &ring_ops, r, ret_truncated);
+        k = aux_ring_drain(&r->ring, &ring_ops, r, &truncated);
         /* The ring's counts are this event's; the stream's are the CPU's since start. */
         r->stream->st.lost += r->ring.stats.lost - lost;
         r->stream->st.lost_samples += r->ring.stats.lost_samples - lost_samples;
+        if (k < 0)
+                return k;
+        /* Read on up to aux_head: the records announcing those bytes were lost, a TRUNCATED one
+         * may have been among them. */
+        stalled = r->ring.stats.aux_unannounced != unannounced;
+        r->stream->st.aux_stalls += stalled && !truncated;
+        if (ret_ended)
+                *ret_ended = truncated || stalled;
         return k;
 }

@@ -51,8 +51,11 @@ int spe_live_ring_init(struct spe_live_ring *r, struct perf_event_mmap_page *pag
 void spe_live_ring_done(struct spe_live_ring *r);
 
 /*
- * Read and release everything the kernel published. *ret_truncated: a
- * session ended truncated, the event must be re-enabled. Returns the
- * data-ring records read.
+ * Read and release everything the kernel published. *ret_ended: a session
+ * ended, truncated (perf_aux_output_end() then disables the event) or
+ * stalled (read on up to aux_head because the records announcing the bytes
+ * were lost, its TRUNCATED one perhaps among them, counted in aux_stalls):
+ * the event must be re-enabled, which is harmless when it was not
+ * disabled. Returns the data-ring records read.
  */
-int spe_live_ring_drain(struct spe_live_ring *r, bool *ret_truncated);
+int spe_live_ring_drain(struct spe_live_ring *r, bool *ret_ended);

@@ -146,35 +146,19 @@ static uint32_t pid_of(void *userdata, uint32_t tid) {
 static void close_cpu(struct live_cpu *c, enum cpu_state state);
 static void retry_later(struct live_cpu *c, int error, const char *what);
 
-/*
- * Everything the kernel published on this CPU. A session that ended is
- * restarted: truncated (perf_aux_output_end() with TRUNCATED disables the
- * event), or stalled, when the reader had to read on up to aux_head because
- * the records announcing the bytes were lost (the TRUNCATED one may have
- * been among them). PERF_EVENT_IOC_ENABLE on an enabled event (older
- * kernels did not disable it) is a no-op.
- */
+/* Everything the kernel published on this CPU; a session that ended is restarted (spe-live-ring.h). */
 static void drain_cpu(struct live_cpu *c) {
-        struct spe_stream_stats *st = &c->stream.st;
-        uint64_t unannounced;
-        bool truncated = false, stalled;
-        int k;
+        bool ended = false;
 
         if (c->state != CPU_ACTIVE || !c->ring_ready)
                 return;
-        unannounced = c->ring.ring.stats.aux_unannounced;
-        k = spe_live_ring_drain(&c->ring, &truncated);
-        if (k < 0)
-                return;
-        stalled = c->ring.ring.stats.aux_unannounced != unannounced;
-        if (!truncated && !stalled)
+        if (spe_live_ring_drain(&c->ring, &ended) < 0 || !ended)
                 return;
         if (ioctl(c->fd, PERF_EVENT_IOC_ENABLE, 0) < 0) {
                 retry_later(c, -errno, "re-enabling the event after its session ended");
                 return;
         }
-        st->reenables++;
-        st->aux_stalls += stalled && !truncated;
+        c->stream.st.reenables++;
 }
 
 /* ---- opening and closing one CPU ------------------------------------------ */
@@ -513,7 +497,7 @@ static int on_timer(sd_event_source *es, uint64_t usec, void *userdata) {
                 /* Since the last tick: what its wakeups brought, and this drain. */
                 records = c->records_at_tick;
                 drain_cpu(c);
-                quiet = c->ring.ring.stats.aux_records == c->aux_at_tick;
+                quiet = c->stream.st.aux_records == c->aux_at_tick;
                 c->quiet_ticks = quiet ? c->quiet_ticks + 1 : 0;
                 if (c->state == CPU_ACTIVE && c->quiet_ticks >= SPE_LIVE_FLUSH_TICKS) {
                         c->quiet_ticks = 0;
@@ -523,8 +507,7 @@ static int on_timer(sd_event_source *es, uint64_t usec, void *userdata) {
                                         retry_later(c, -errno, "re-enabling the event after a flush");
                         }
                 }
-                if (c->state == CPU_ACTIVE)
-                        c->aux_at_tick = c->ring.ring.stats.aux_records;
+                c->aux_at_tick = c->stream.st.aux_records;
                 if (c->state == CPU_ACTIVE &&
                     event_stopped(c, quiet && c->stream.st.records == records, src->opts.drain_interval_usec))
                         retry_later(c, -ENODEV, "the event stopped running (its CPU went offline and back?)");
