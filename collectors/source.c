@@ -22,6 +22,9 @@ void source_status_done(struct source_status *s) {
         free(s->cpus);
         s->cpus = NULL;
         s->n_cpus = 0;
+        free(s->sampler_cpus);
+        s->sampler_cpus = NULL;
+        s->n_sampler_cpus = 0;
 }
 
 const char *source_state_to_string(enum source_state s) {

@@ -65,15 +65,28 @@ struct source_task {
         const char *cgroup_path;  /* CGROUP; valid during the callback only */
 };
 
-/* A sample of the cpu-clock sampler (PERF_RECORD_SAMPLE of a sampling event). */
+/*
+ * A sample of the cpu-clock sampler (PERF_RECORD_SAMPLE of a sampling event,
+ * perf_event_open(2) "PERF_SAMPLE_*"). The user registers and stack are what
+ * a DWARF unwinder needs (perf record --call-graph dwarf): present only when
+ * the event asked for them and the sample was taken in a user context.
+ */
 struct source_sample {
         uint32_t cpu, pid, tid;
         uint64_t time_ns;         /* perf time */
         uint64_t ip;
-        uint64_t period;
+        uint64_t period;          /* nanoseconds of CPU time for cpu-clock; events for a hardware event */
         uint64_t cgroup_id;       /* 0 when the kernel does not report it */
         const uint64_t *callchain; /* nr_callchain entries, the kernel's context markers included */
         size_t nr_callchain;
+        /* PERF_SAMPLE_REGS_USER: PERF_SAMPLE_REGS_ABI_* (0: none), then one value per bit of regs_mask, in bit order. */
+        uint64_t regs_abi;
+        uint64_t regs_mask;
+        const uint64_t *regs;
+        size_t nr_regs;
+        /* PERF_SAMPLE_STACK_USER: stack_len bytes copied from the user stack pointer up (dyn_size). */
+        const uint8_t *stack;
+        size_t stack_len;
 };
 
 /*
@@ -160,6 +173,20 @@ struct spe_stream_stats {
         char note[SPE_STREAM_NOTE_MAX]; /* what is wrong or was given up on this CPU, "" when nothing */
 };
 
+/* One CPU of the cpu-clock sampler: what its data ring brought and lost. */
+struct sampler_cpu_stats {
+        uint32_t cpu;
+        uint64_t samples;               /* PERF_RECORD_SAMPLE handed on */
+        uint64_t lost;                  /* PERF_RECORD_LOST: records the data ring had no room for */
+        uint64_t lost_samples;          /* PERF_RECORD_LOST_SAMPLES */
+        uint64_t throttles;             /* PERF_RECORD_THROTTLE */
+        uint64_t callchain_truncated;   /* callchains the kernel cut at max_stack */
+        uint64_t stack_truncated;       /* user stack copies that filled the whole stack_user size */
+        uint64_t bad_records;           /* records that did not parse: skipped */
+        const char *state;              /* "active", "retrying", "failed", "offline": a static string */
+        char note[SPE_STREAM_NOTE_MAX]; /* what is wrong on this CPU, "" when nothing */
+};
+
 #define SOURCE_REASON_MAX 512
 #define SOURCE_WARNINGS_MAX 3
 #define SOURCE_WARNING_LEN 256
@@ -176,6 +203,9 @@ struct source_status {
         /* Per-CPU SPE streams, ascending by CPU; owned by the status (source_status_done()). */
         struct spe_stream_stats *cpus;
         size_t n_cpus;
+        /* The sampler's CPUs, ascending; owned by the status (source_status_done()). */
+        struct sampler_cpu_stats *sampler_cpus;
+        size_t n_sampler_cpus;
 };
 
 void source_status_done(struct source_status *s);

@@ -15,7 +15,7 @@ cd "$top"
 build_pkgs=(
         gcc libc6-dev meson ninja-build pkg-config git
         libmicrohttpd-dev libsystemd-dev libjansson-dev libinih-dev
-        libprotobuf-c-dev protobuf-c-compiler zlib1g-dev libelf-dev libcurl4-openssl-dev
+        libprotobuf-c-dev protobuf-c-compiler zlib1g-dev libelf-dev libdw-dev libcurl4-openssl-dev
 )
 test_pkgs=(
         # clang's runtime (ASan, UBSan, libFuzzer) is only a Recommends of clang
