@@ -4,9 +4,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <gelf.h>
@@ -25,6 +27,25 @@
 #define HEX_DIGITS_PER_BYTE     2
 #define NIBBLE_BITS             4
 #define NIBBLE_MASK             0xfU
+/*
+ * The longest perf map line read: a JIT's name with its source location
+ * (V8's "LazyCompile:~f https://host/app.js:12:3") stays far below it;
+ * longer lines are skipped and counted.
+ */
+#define PERF_MAP_LINE_MAX       4096U
+/* Names of one perf map, at most (the names of max_symbols_per_file lines share it). */
+#define PERF_MAP_NAMES_MAX      (UINT32_C(64) << 20)
+/* A mapping whose process has no perf map looks again at most this often (a JIT may write it later). */
+#define PERF_MAP_RETRY_USEC     UINT64_C(1000000)
+/*
+ * A kallsyms line: the address, the type, a name of at most KSYM_NAME_LEN
+ * (512, include/linux/kallsyms.h) and "\t[MODULE]" of at most
+ * MODULE_NAME_LEN (56, include/linux/module.h).
+ */
+#define KALLSYMS_LINE_MAX       1024U
+/* The last symbol of the kernel or of a module ends on the next page boundary
+ * but one (perf's symbols__fixup_end(), tools/perf/util/symbol.c). */
+#define KALLSYMS_TAIL           UINT64_C(4096)
 
 struct sym {
         uint64_t start, size;
@@ -45,6 +66,11 @@ struct elf_file {
         int error;              /* < 0: unreadable, no symbols */
         bool relocatable;       /* ET_DYN/ET_EXEC: offsets need a PT_LOAD's vaddr - offset */
         bool has_symtab;        /* .symtab, not only .dynsym */
+        bool perf_map;          /* a perf-PID.map read as text, not an ELF file */
+        dev_t dev;              /* perf map: the file read, when it was written, the bytes of its whole lines */
+        ino_t ino;
+        struct timespec mtime;
+        uint64_t size;
         char build_id_hex[SYMBOLS_BUILD_ID_HEX_SIZE]; /* NT_GNU_BUILD_ID, "" when none */
         struct load_seg loads[MAX_LOADS];
         size_t n_loads;
@@ -85,6 +111,8 @@ struct map_file {
         struct file_ref file, debug, build; /* the file at its path, a debug file, its build from a cache */
         uint8_t debug_state, build_state;   /* LOOKUP_*: the files found by build id, looked for once */
         bool counted;           /* its mismatch or debug file is in the stats */
+        bool perf_map_checked;  /* anonymous memory: its process's perf map was checked for changes */
+        uint64_t perf_map_retry; /* anonymous memory without a perf map: not looked for before (µs) */
 };
 
 struct mapping {
@@ -134,9 +162,23 @@ struct symbols_maps {
         struct symbols_snapshot *published; /* NULL when the table changed since */
 };
 
+/* Kernel text symbols from kallsyms, sorted, each with its end and object. */
+struct ksym {
+        uint64_t start, end;
+        uint32_t name, object;  /* offsets into kallsyms.names */
+};
+
+struct kallsyms {
+        struct ksym *syms;
+        size_t n;
+        char *names;
+};
+
 struct symbols_cache {
         struct symbols_limits lim;
         char *debug_dirs;       /* colon-separated roots; "" when none */
+        char *perf_map_dir, *procfs_root;
+        struct kallsyms ksyms;
         /*
          * Written by the lookup that holds the cache, read by
          * symbols_cache_stats() from any thread without it (cache_count()),
@@ -174,6 +216,8 @@ static void limits_init(struct symbols_limits *lim, const struct symbols_limits 
                         lim->max_symbols_per_file = limits->max_symbols_per_file;
         }
         lim->debug_dirs = NULL;
+        lim->perf_map_dir = NULL;
+        lim->procfs_root = NULL;
 }
 
 /* ---- reference counting (objects shared between the writer and readers' threads) ---- */
@@ -540,6 +584,10 @@ struct symbols_cache *symbols_cache_new(const struct symbols_limits *limits) {
         limits_init(&c->lim, limits);
         c->debug_dirs = xstrdup(limits && limits->debug_dirs ? limits->debug_dirs : SYMBOLS_DEBUG_DIRS);
         c->lim.debug_dirs = c->debug_dirs;
+        c->perf_map_dir = xstrdup(limits && limits->perf_map_dir ? limits->perf_map_dir : SYMBOLS_PERF_MAP_DIR);
+        c->procfs_root = xstrdup(limits && limits->procfs_root ? limits->procfs_root : SYMBOLS_PROCFS_ROOT);
+        c->lim.perf_map_dir = c->perf_map_dir;
+        c->lim.procfs_root = c->procfs_root;
         c->files = xcalloc(c->lim.max_files, sizeof(*c->files));
         return c;
 }
@@ -558,6 +606,10 @@ struct symbols_cache *symbols_cache_free(struct symbols_cache *c) {
                 file_done(&c->files[i]);
         free(c->files);
         free(c->debug_dirs);
+        free(c->perf_map_dir);
+        free(c->procfs_root);
+        free(c->ksyms.syms);
+        free(c->ksyms.names);
         free(c);
         return NULL;
 }
@@ -584,6 +636,8 @@ void symbols_cache_stats(const struct symbols_cache *c, struct symbols_stats *re
         ret->build_id_mismatches = cache_counter(&c->st.build_id_mismatches);
         ret->debug_files = cache_counter(&c->st.debug_files);
         ret->build_id_cache_files = cache_counter(&c->st.build_id_cache_files);
+        ret->perf_maps_loaded = cache_counter(&c->st.perf_maps_loaded);
+        ret->perf_map_bad_lines = cache_counter(&c->st.perf_map_bad_lines);
 }
 
 static int sym_cmp(const void *a, const void *b) {
@@ -628,6 +682,32 @@ static Elf_Scn *find_symtab(Elf *elf, GElf_Shdr *ret_shdr) {
         if (dyn)
                 *ret_shdr = dynsh;
         return dyn;
+}
+
+/*
+ * Sort syms by cmp, keep the first of each address, and give zero-sized
+ * ones (assembly) the room up to the next symbol, as perf's
+ * symbols__fixup_end() does; f takes syms and names.
+ */
+static void syms_finish(struct elf_file *f, struct sym *syms, size_t n, struct strbuf *names,
+                        int (*cmp)(const void *, const void *)) {
+        if (n > 0)
+                qsort(syms, n, sizeof(*syms), cmp);
+        if (n > 0) {
+                size_t w = 1;
+
+                for (size_t i = 1; i < n; i++)
+                        if (syms[i].start != syms[w - 1].start)
+                                syms[w++] = syms[i];
+                n = w;
+        }
+        for (size_t i = 0; i + 1 < n; i++)
+                if (syms[i].size == 0)
+                        syms[i].size = syms[i + 1].start - syms[i].start;
+
+        f->syms = syms;
+        f->n_syms = n;
+        f->names = strbuf_steal(names, NULL);
 }
 
 static int load_symbols(struct symbols_cache *s, Elf *elf, struct elf_file *f) {
@@ -681,25 +761,7 @@ static int load_symbols(struct symbols_cache *s, Elf *elf, struct elf_file *f) {
                 strbuf_append(&names, name, strlen(name) + 1);
         }
 
-        qsort(syms, n, sizeof(*syms), sym_cmp);
-        /* Keep one symbol per address (the best-ranked alias), and give
-         * zero-sized ones (assembly) the room up to the next symbol, as
-         * perf's symbols__fixup_end() does. */
-        if (n > 0) {
-                size_t w = 1;
-
-                for (size_t i = 1; i < n; i++)
-                        if (syms[i].start != syms[w - 1].start)
-                                syms[w++] = syms[i];
-                n = w;
-        }
-        for (size_t i = 0; i + 1 < n; i++)
-                if (syms[i].size == 0)
-                        syms[i].size = syms[i + 1].start - syms[i].start;
-
-        f->syms = syms;
-        f->n_syms = n;
-        f->names = strbuf_steal(&names, NULL);
+        syms_finish(f, syms, n, &names, sym_cmp);
         return 0;
 }
 
@@ -773,13 +835,173 @@ out:
         return r;
 }
 
+/* ---- JIT perf maps ---- */
+
+/* 1 to 16 hex digits, "0x" allowed (perf reads them with strtoull(, 16)); *p moves past them. */
+static bool parse_hex(const char **p, uint64_t *ret) {
+        const char *q = *p;
+        uint64_t v = 0;
+        size_t n = 0;
+
+        if (q[0] == '0' && (q[1] == 'x' || q[1] == 'X'))
+                q += 2;
+        for (;; q++, n++) {
+                unsigned d;
+
+                if (*q >= '0' && *q <= '9')
+                        d = (unsigned) (*q - '0');
+                else if (*q >= 'a' && *q <= 'f')
+                        d = (unsigned) (*q - 'a' + 10);
+                else if (*q >= 'A' && *q <= 'F')
+                        d = (unsigned) (*q - 'A' + 10);
+                else
+                        break;
+                if (n == 2 * sizeof(v))
+                        return false;
+                v = v << NIBBLE_BITS | d;
+        }
+        if (n == 0)
+                return false;
+        *p = q;
+        *ret = v;
+        return true;
+}
+
+static const char *skip_blanks(const char *p) {
+        return p + strspn(p, " \t");
+}
+
+/*
+ * "START SIZE name" (tools/perf/Documentation/jit-interface.txt; perf's
+ * dso__load_perf_map() in tools/perf/util/symbol.c): hex numbers, then the
+ * name, the rest of the line, spaces included (V8's names have some).
+ */
+static bool parse_perf_map_line(const char *line, uint64_t *ret_start, uint64_t *ret_size, const char **ret_name) {
+        const char *p = line;
+        uint64_t start, size;
+
+        if (!parse_hex(&p, &start) || (*p != ' ' && *p != '\t'))
+                return false;
+        p = skip_blanks(p);
+        if (!parse_hex(&p, &size) || (*p != ' ' && *p != '\t'))
+                return false;
+        p = skip_blanks(p);
+        if (!*p || start == 0 || start + size < start)
+                return false;
+        *ret_start = start;
+        *ret_size = size;
+        *ret_name = p;
+        return true;
+}
+
+/* The later of two lines for one address first, so that it is the one kept. */
+static int perf_sym_cmp(const void *a, const void *b) {
+        const struct sym *x = a, *y = b;
+
+        if (x->start != y->start)
+                return x->start < y->start ? -1 : 1;
+        return x->name > y->name ? -1 : x->name < y->name;
+}
+
+/* Read f->path as a perf map: its whole lines, each a symbol, bounded as an ELF file's. */
+static int load_perf_map(struct symbols_cache *s, struct elf_file *f) {
+        _cleanup_free_ char *line = xmalloc(PERF_MAP_LINE_MAX);
+        struct strbuf names = STRBUF_INIT;
+        struct sym *syms = NULL;
+        size_t n = 0, cap = 0;
+        uint64_t consumed = 0, whole = 0;
+        bool skipping = false;
+        struct stat st;
+        FILE *file;
+        int fd;
+
+        /* Any process can put a FIFO at /tmp/perf-PID.map: never wait on one. */
+        fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                safe_close(fd);
+                return -EBADF;
+        }
+        file = fdopen(fd, "r");
+        if (!file) {
+                safe_close(fd);
+                return -errno;
+        }
+        f->dev = st.st_dev;
+        f->ino = st.st_ino;
+        f->mtime = st.st_mtim;
+        while (fgets(line, PERF_MAP_LINE_MAX, file)) {
+                size_t len = strlen(line);
+                uint64_t start, size;
+                const char *name;
+
+                bool nl = len > 0 && line[len - 1] == '\n';
+
+                consumed += len;
+                if (skipping) {
+                        /* The rest of a line too long, up to its end. */
+                        if (nl) {
+                                skipping = false;
+                                whole = consumed;
+                        }
+                        continue;
+                }
+                if (!nl) {
+                        /* Longer than the buffer, or the last line still being written. */
+                        if (len == PERF_MAP_LINE_MAX - 1) {
+                                cache_count(&s->st.perf_map_bad_lines, 1);
+                                skipping = true;
+                        }
+                        continue;
+                }
+                whole = consumed;
+                line[--len] = '\0';
+                if (len > 0 && line[len - 1] == '\r')
+                        line[--len] = '\0';
+                if (!parse_perf_map_line(line, &start, &size, &name)) {
+                        cache_count(&s->st.perf_map_bad_lines, 1);
+                        continue;
+                }
+                if (n == s->lim.max_symbols_per_file || names.len + strlen(name) + 1 > PERF_MAP_NAMES_MAX) {
+                        cache_count(&s->st.symbols_truncated, 1);
+                        continue;
+                }
+                if (n == cap) {
+                        cap = cap ? cap * 2 : ARRAY_MIN_CAP;
+                        syms = xrealloc(syms, cap * sizeof(*syms));
+                }
+                syms[n++] = (struct sym) { .start = start, .size = size, .name = (uint32_t) names.len };
+                strbuf_append(&names, name, strlen(name) + 1);
+        }
+        fclose(file);
+        f->size = whole;
+        f->has_symtab = true;
+        syms_finish(f, syms, n, &names, perf_sym_cmp);
+        strbuf_done(&names);
+        return 0;
+}
+
 /* Whether ref still names the file it was taken for. */
 static bool ref_valid(const struct symbols_cache *s, const struct file_ref *ref) {
         return ref->slot < s->lim.max_files && s->files[ref->slot].path && s->files[ref->slot].gen == ref->gen;
 }
 
-/* The cache slot holding path, loading it (evicting the LRU slot) if needed. */
-static struct elf_file *file_get(struct symbols_cache *s, const char *path, struct file_ref *ref) {
+static void file_load(struct symbols_cache *s, struct elf_file *f) {
+        f->error = f->perf_map ? load_perf_map(s, f) : load_file(s, f);
+        cache_count(f->perf_map ? &s->st.perf_maps_loaded : &s->st.files_loaded, 1);
+        if (f->error < 0) {
+                free(f->syms);
+                free(f->names);
+                f->syms = NULL;
+                f->names = NULL;
+                f->n_syms = 0;
+                cache_count(&s->st.file_errors, 1);
+        }
+}
+
+/* The cache slot holding path (an ELF file, or a perf map), loading it (evicting the LRU slot) if needed. */
+static struct elf_file *file_get_kind(struct symbols_cache *s, const char *path, bool perf_map, struct file_ref *ref) {
         struct elf_file *f;
         size_t victim = 0;
 
@@ -790,7 +1012,7 @@ static struct elf_file *file_get(struct symbols_cache *s, const char *path, stru
         }
         for (size_t i = 0; i < s->lim.max_files; i++) {
                 f = &s->files[i];
-                if (f->path && streq(f->path, path)) {
+                if (f->path && f->perf_map == perf_map && streq(f->path, path)) {
                         victim = i;
                         goto found;
                 }
@@ -803,22 +1025,18 @@ static struct elf_file *file_get(struct symbols_cache *s, const char *path, stru
                 cache_count(&s->st.file_evictions, 1);
         }
         f->path = xstrdup(path);
+        f->perf_map = perf_map;
         f->gen = ++s->gen;
-        f->error = load_file(s, f);
-        cache_count(&s->st.files_loaded, 1);
-        if (f->error < 0) {
-                free(f->syms);
-                free(f->names);
-                f->syms = NULL;
-                f->names = NULL;
-                f->n_syms = 0;
-                cache_count(&s->st.file_errors, 1);
-        }
+        file_load(s, f);
 found:
         f = &s->files[victim];
         f->last_used = ++s->tick;
         *ref = (struct file_ref) { victim, f->gen };
         return f;
+}
+
+static struct elf_file *file_get(struct symbols_cache *s, const char *path, struct file_ref *ref) {
+        return file_get_kind(s, path, false, ref);
 }
 
 enum {
@@ -958,8 +1176,354 @@ static bool is_file_path(const char *path) {
         return path[0] == '/' && path[1] != '/';
 }
 
+/* ---- JIT code: anonymous memory named by perf maps ---- */
+
+/*
+ * Anonymous memory as perf records name it (perf's is_anon_memory(),
+ * tools/perf/util/map.c: "//anon", "/dev/zero", "/anon_hugepage" for
+ * MAP_HUGETLB), as /proc/PID/maps does (no name, "[anon:NAME]" of
+ * PR_SET_VMA_ANON_NAME, prctl(2)), and memfd code (memfd_create(2): .NET's
+ * double-mapped JIT code is "/memfd:doublemapper (deleted)").
+ */
+static bool is_anon_memory(const char *path) {
+        static const char *const prefixes[] = { "//anon", "/dev/zero", "/anon_hugepage", "[anon:", "/memfd:" };
+
+        if (!path[0])
+                return true;
+        for (size_t i = 0; i < ELEMENTSOF(prefixes); i++)
+                if (strncmp(path, prefixes[i], strlen(prefixes[i])) == 0)
+                        return true;
+        return false;
+}
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / NSEC_PER_USEC;
+}
+
+/*
+ * The pid of pid in its own pid namespace: the last of "NSpid:" in
+ * <procfs>/PID/status (proc(5)); pid itself on kernels before 4.1, which
+ * have no NSpid. False when the process is gone.
+ */
+static bool ns_pid(const char *procfs, uint32_t pid, uint32_t *ret) {
+        _cleanup_free_ char *line = NULL;
+        struct strbuf path = STRBUF_INIT;
+        size_t cap = 0;
+        uint32_t v = pid;
+        FILE *f;
+
+        strbuf_printf(&path, "%s/%" PRIu32 "/status", procfs, pid);
+        f = fopen(path.buf, "re");
+        strbuf_done(&path);
+        if (!f)
+                return false;
+        while (getline(&line, &cap, f) > 0)
+                if (strncmp(line, "NSpid:", strlen("NSpid:")) == 0) {
+                        const char *p = line + strlen("NSpid:");
+                        char *end;
+
+                        for (;;) {
+                                unsigned long long x;
+
+                                p = skip_blanks(p);
+                                if (*p < '0' || *p > '9')
+                                        break;
+                                x = strtoull(p, &end, 10);
+                                if (x > 0 && x <= UINT32_MAX)
+                                        v = (uint32_t) x;
+                                p = end;
+                        }
+                        break;
+                }
+        fclose(f);
+        *ret = v;
+        return true;
+}
+
+/* Where pid's perf map is (symbols.h), into ret; false when there is none to read. */
+static bool perf_map_path(const struct symbols_cache *s, uint32_t pid, struct strbuf *ret) {
+        uint32_t nspid;
+
+        ret->len = 0;
+        if (s->procfs_root[0] && ns_pid(s->procfs_root, pid, &nspid)) {
+                strbuf_printf(ret, "%s/%" PRIu32 "/root/tmp/perf-%" PRIu32 ".map", s->procfs_root, pid, nspid);
+                if (access(ret->buf, R_OK) == 0)
+                        return true;
+                ret->len = 0;
+        }
+        strbuf_printf(ret, "%s/perf-%" PRIu32 ".map", s->perf_map_dir, pid);
+        return access(ret->buf, R_OK) == 0;
+}
+
+/* Whether the perf map at f's path is no longer what f holds: it grew, or is another file. */
+static bool perf_map_changed(const struct elf_file *f) {
+        struct stat st;
+
+        /* Gone (its process's root with it): what was read still names its code. */
+        if (stat(f->path, &st) < 0)
+                return false;
+        /* An inode number can come back for a new file: its time tells them apart too. */
+        return st.st_dev != f->dev || st.st_ino != f->ino || (uint64_t) st.st_size != f->size ||
+               st.st_mtim.tv_sec != f->mtime.tv_sec || st.st_mtim.tv_nsec != f->mtime.tv_nsec;
+}
+
+static void perf_map_reload(struct symbols_cache *s, struct elf_file *f) {
+        free(f->syms);
+        free(f->names);
+        f->syms = NULL;
+        f->names = NULL;
+        f->n_syms = 0;
+        file_load(s, f);
+}
+
+/*
+ * The symbol of pc in the perf map of m's process, or NULL (*ret_file: the
+ * map). The map is checked for changes when this mapping first uses it (a
+ * new process under a reused pid writes a new file at the same path) and
+ * when it does not name pc (a JIT appends as it compiles).
+ */
+static const struct sym *perf_map_find(struct symbols_cache *s, struct map_file *m, uint32_t pid, uint64_t pc,
+                                       const struct elf_file **ret_file) {
+        struct elf_file *f;
+        const struct sym *y;
+
+        if (ref_valid(s, &m->file) && s->files[m->file.slot].perf_map) {
+                f = &s->files[m->file.slot];
+                f->last_used = ++s->tick;
+        } else {
+                struct strbuf path = STRBUF_INIT;
+                uint64_t now = now_usec();
+
+                if (m->perf_map_retry > now)
+                        return NULL;
+                if (!perf_map_path(s, pid, &path)) {
+                        m->perf_map_retry = now + PERF_MAP_RETRY_USEC;
+                        strbuf_done(&path);
+                        return NULL;
+                }
+                f = file_get_kind(s, path.buf, true, &m->file);
+                strbuf_done(&path);
+        }
+        /* Unreadable (a FIFO, no permission): cached as such, as an ELF file is. */
+        if (f->error < 0)
+                return NULL;
+        if (!m->perf_map_checked) {
+                m->perf_map_checked = true;
+                if (perf_map_changed(f))
+                        perf_map_reload(s, f);
+        }
+        if (f->error < 0)
+                return NULL;
+        y = sym_find(f, pc);
+        if (!y && perf_map_changed(f)) {
+                perf_map_reload(s, f);
+                y = f->error < 0 ? NULL : sym_find(f, pc);
+        }
+        *ret_file = f;
+        return y;
+}
+
+/* ---- kernel symbols ---- */
+
+struct kline {
+        uint64_t start;
+        uint32_t name, object;
+        uint8_t rank;           /* global first among aliases */
+        uint32_t seq;           /* then the first line */
+};
+
+static int kline_cmp(const void *a, const void *b) {
+        const struct kline *x = a, *y = b;
+
+        if (x->start != y->start)
+                return x->start < y->start ? -1 : 1;
+        if (x->rank != y->rank)
+                return x->rank < y->rank ? -1 : 1;
+        return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/*
+ * "ADDRESS TYPE NAME" and "\t[MODULE]" for a module's (kernel/kallsyms.c,
+ * s_show()). Text only: t/T, and w/W (weak, which kallsyms gives for weak
+ * functions). *ret_module is "" for the kernel's own. Modifies line.
+ */
+static bool parse_kallsyms_line(char *line, uint64_t *ret_start, char *ret_type, const char **ret_name,
+                                const char **ret_module) {
+        const char *p = line;
+        char *name, *end;
+        uint64_t start;
+        char type;
+
+        if (!parse_hex(&p, &start) || *p != ' ')
+                return false;
+        type = p[1];
+        if (!type || p[2] != ' ')
+                return false;
+        name = (char *) p + 3;
+        end = name + strcspn(name, " \t");
+        if (end == name)
+                return false;
+        *ret_module = "";
+        if (*end) {
+                char *mod = end + strspn(end, " \t"), *close;
+
+                *end = '\0';
+                if (*mod) {
+                        close = strchr(mod, ']');
+                        if (mod[0] != '[' || !close || close == mod + 1 || close[1])
+                                return false;
+                        *close = '\0';
+                        *ret_module = mod + 1;
+                }
+        }
+        *ret_start = start;
+        *ret_type = type;
+        *ret_name = name;
+        return true;
+}
+
+int symbols_cache_load_kallsyms(struct symbols_cache *c, const char *path) {
+        _cleanup_free_ char *line = xmalloc(KALLSYMS_LINE_MAX);
+        struct strbuf names = STRBUF_INIT, module = STRBUF_INIT;
+        struct kline *lines = NULL;
+        size_t n = 0, cap = 0, text = 0;
+        uint32_t core, object = 0;
+        bool skipping = false;
+        struct ksym *syms;
+        struct stat st;
+        FILE *file;
+        int fd;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                safe_close(fd);
+                return -EBADF;
+        }
+        file = fdopen(fd, "r");
+        if (!file) {
+                safe_close(fd);
+                return -errno;
+        }
+        strbuf_append(&names, SYMBOLS_KALLSYMS_OBJECT, sizeof(SYMBOLS_KALLSYMS_OBJECT));
+        core = 0;
+        while (fgets(line, KALLSYMS_LINE_MAX, file)) {
+                size_t len = strlen(line);
+                const char *name, *mod;
+                uint64_t start;
+                char type;
+
+                bool nl = len > 0 && line[len - 1] == '\n';
+
+                if (skipping) {
+                        /* The rest of a line too long, up to its end. */
+                        skipping = !nl && len == KALLSYMS_LINE_MAX - 1;
+                        continue;
+                }
+                if (!nl && len == KALLSYMS_LINE_MAX - 1) {
+                        cache_count(&c->st.perf_map_bad_lines, 1);
+                        skipping = true;
+                        continue;
+                }
+                line[strcspn(line, "\n")] = '\0';
+                if (!parse_kallsyms_line(line, &start, &type, &name, &mod)) {
+                        cache_count(&c->st.perf_map_bad_lines, 1);
+                        continue;
+                }
+                if (type != 't' && type != 'T' && type != 'w' && type != 'W')
+                        continue;
+                text++;
+                if (start == 0)
+                        continue;
+                if (n == c->lim.max_symbols_per_file || names.len + strlen(name) + strlen(mod) + 4 > UINT32_MAX) {
+                        cache_count(&c->st.symbols_truncated, 1);
+                        continue;
+                }
+                if (!mod[0])
+                        object = core;
+                else if (object == core || !streq(module.buf, mod)) {
+                        /* Modules' lines come together: one "[MODULE]" for each run. */
+                        module.len = 0;
+                        strbuf_puts(&module, mod);
+                        object = (uint32_t) names.len;
+                        strbuf_printf(&names, "[%s]", mod);
+                        strbuf_putc(&names, '\0');
+                }
+                if (n == cap) {
+                        cap = cap ? cap * 2 : ARRAY_MIN_CAP;
+                        lines = xrealloc(lines, cap * sizeof(*lines));
+                }
+                lines[n] = (struct kline) {
+                        .start = start,
+                        .name = (uint32_t) names.len,
+                        .object = object,
+                        .rank = type == 'T' ? 0 : type == 't' ? 1 : 2,
+                        .seq = (uint32_t) n,
+                };
+                n++;
+                strbuf_append(&names, name, strlen(name) + 1);
+        }
+        fclose(file);
+        strbuf_done(&module);
+        if (n == 0) {
+                free(lines);
+                strbuf_done(&names);
+                /* kptr_restrict: the lines are there, every address 0. */
+                return text > 0 ? -EPERM : -EBADMSG;
+        }
+
+        qsort(lines, n, sizeof(*lines), kline_cmp);
+        syms = xmalloc(n * sizeof(*syms));
+        {
+                size_t w = 0;
+
+                for (size_t i = 0; i < n; i++)
+                        if (w == 0 || lines[i].start != syms[w - 1].start)
+                                syms[w++] = (struct ksym) {
+                                        .start = lines[i].start,
+                                        .name = lines[i].name,
+                                        .object = lines[i].object,
+                                };
+                n = w;
+        }
+        free(lines);
+        /* Up to the next symbol of the same object; the last of each ends a page after its own. */
+        for (size_t i = 0; i < n; i++) {
+                uint64_t tail = (syms[i].start / KALLSYMS_TAIL + 2) * KALLSYMS_TAIL;
+
+                if (i + 1 < n && syms[i + 1].object == syms[i].object)
+                        syms[i].end = syms[i + 1].start;
+                else
+                        syms[i].end = i + 1 < n ? MIN(tail, syms[i + 1].start) : tail;
+                if (syms[i].end < syms[i].start) /* the top page */
+                        syms[i].end = UINT64_MAX;
+        }
+        free(c->ksyms.syms);
+        free(c->ksyms.names);
+        c->ksyms = (struct kallsyms) { .syms = syms, .n = n, .names = strbuf_steal(&names, NULL) };
+        return (int) MIN(n, (size_t) INT32_MAX);
+}
+
+static const struct ksym *ksym_find(const struct kallsyms *k, uint64_t addr) {
+        size_t lo = 0, hi = k->n;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+
+                if (k->syms[mid].start <= addr)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo > 0 && addr < k->syms[lo - 1].end ? &k->syms[lo - 1] : NULL;
+}
+
 bool symbols_result_object(const struct symbols_result *r, char *buf, size_t len) {
-        const char *o = r->has_mapping ? r->filename : r->function;
+        const char *o = r->has_mapping || r->filename ? r->filename : r->function;
 
         if (!o || !*o || len == 0)
                 return false;
@@ -977,7 +1541,14 @@ int symbols_cache_lookup(struct symbols_cache *c, const struct symbols_snapshot 
         bool found;
 
         if ((pc >> KERNEL_ADDR_SHIFT) == KERNEL_ADDR_TOP_BYTE) {
+                const struct ksym *k = ksym_find(&c->ksyms, pc);
+
                 res.function = SYMBOLS_KERNEL_NAME;
+                if (k) {
+                        res.function = c->ksyms.names + k->name;
+                        res.function_offset = pc - k->start;
+                        res.filename = c->ksyms.names + k->object;
+                }
                 *ret = res;
                 return 0;
         }
@@ -1010,19 +1581,31 @@ int symbols_cache_lookup(struct symbols_cache *c, const struct symbols_snapshot 
         res.map_pgoff = m->pgoff;
         res.filename = m->file->filename;
         memcpy(res.build_id_hex, m->file->build_id_hex, sizeof(res.build_id_hex));
-        if (is_file_path(m->file->filename)) {
+        if (m->file->owner != c) {
+                struct map_file *mf = m->file;
+
+                /* First looked up by this cache: its refs name no slot of ours. */
+                mf->owner = c;
+                mf->file.slot = mf->debug.slot = mf->build.slot = SIZE_MAX;
+                mf->debug_state = mf->build_state = LOOKUP_UNKNOWN;
+                mf->counted = false;
+                mf->perf_map_checked = false;
+                mf->perf_map_retry = 0;
+        }
+        if (is_anon_memory(m->file->filename)) {
+                const struct elf_file *f = NULL;
+                const struct sym *y = perf_map_find(c, m->file, pid, pc, &f);
+
+                if (y) {
+                        res.function = f->names + y->name;
+                        res.function_offset = pc - y->start;
+                }
+        } else if (is_file_path(m->file->filename)) {
                 struct map_file *mf = m->file;
                 const struct elf_file *layout = NULL, *f;
                 uint64_t addr;
                 const struct sym *y;
 
-                if (mf->owner != c) {
-                        /* First looked up by this cache: its refs name no slot of ours. */
-                        mf->owner = c;
-                        mf->file.slot = mf->debug.slot = mf->build.slot = SIZE_MAX;
-                        mf->debug_state = mf->build_state = LOOKUP_UNKNOWN;
-                        mf->counted = false;
-                }
                 f = symbol_file(c, mf, &layout);
                 addr = f ? file_vaddr(layout, pc - m->start + m->pgoff) : 0;
                 y = f ? sym_find(f, addr) : NULL;
@@ -1066,6 +1649,10 @@ void symbols_remove_pid(struct symbols *s, uint32_t pid) {
 
 struct symbols_maps *symbols_get_maps(struct symbols *s) {
         return s->maps;
+}
+
+int symbols_load_kallsyms(struct symbols *s, const char *path) {
+        return symbols_cache_load_kallsyms(s->cache, path);
 }
 
 int symbols_lookup(struct symbols *s, uint32_t pid, uint64_t pc, struct symbols_result *ret) {

@@ -22,6 +22,24 @@
  * layout from the binary itself. Files found by build id are looked for
  * once per mapping; a miss costs no cache slot.
  *
+ * JIT code: a PC in anonymous executable memory ("//anon", "[anon:NAME]",
+ * "/anon_hugepage", "/dev/zero", "/memfd:...": the shapes of perf's
+ * is_anon_memory() in tools/perf/util/map.c, and of /proc/PID/maps) is named
+ * from the process's perf map, /tmp/perf-PID.map, whose lines are
+ * "START SIZE name" in hex (tools/perf/Documentation/jit-interface.txt). A
+ * live process's map is read through its own root, <procfs>/PID/root/tmp,
+ * under the pid its namespace gave it ("NSpid:" of <procfs>/PID/status,
+ * proc(5)), as perf does (map__new(), nsinfo__pid()); a gone process's from
+ * /tmp (SYMBOLS_PERF_MAP_DIR). A perf map takes a slot of the ELF file cache,
+ * its lines bounded as a file's symbols are; JITs append, so a PC it does not
+ * name makes it re-read when the file grew (or is another file: a new process
+ * under a reused pid). The last line for an address wins.
+ *
+ * Kernel addresses are named from a kallsyms file (/proc/kallsyms, proc(5))
+ * once the caller loads one; the caller decides whether it may (kernel
+ * addresses are private: kptr_restrict, Documentation/admin-guide/sysctl/
+ * kernel.rst). Without it they are SYMBOLS_KERNEL_NAME.
+ *
  * Everything is bounded (struct symbols_limits): processes and mappings per
  * process are evicted least recently used / oldest first, ELF files are
  * cached least recently used with their symbols sorted once per load; each
@@ -76,6 +94,11 @@
 #define SYMBOLS_DEBUG_DIRS              "/usr/lib/debug:/root/.debug"
 /* What kernel addresses (top byte 0xff on arm64 and x86-64) resolve to. */
 #define SYMBOLS_KERNEL_NAME             "[kernel]"
+/* The object of a kernel function named from kallsyms, as perf says it; a module's is "[MODULE]". */
+#define SYMBOLS_KALLSYMS_OBJECT         "[kernel.kallsyms]"
+/* Where JITs write perf-PID.map (jit-interface.txt), for a process whose own root is gone. */
+#define SYMBOLS_PERF_MAP_DIR            "/tmp"
+#define SYMBOLS_PROCFS_ROOT             "/proc"
 
 struct symbols_limits {
         size_t max_pids;
@@ -83,6 +106,8 @@ struct symbols_limits {
         size_t max_files;
         size_t max_symbols_per_file;
         const char *debug_dirs;         /* NULL: SYMBOLS_DEBUG_DIRS; "": none */
+        const char *perf_map_dir;       /* NULL: SYMBOLS_PERF_MAP_DIR */
+        const char *procfs_root;        /* NULL: SYMBOLS_PROCFS_ROOT; "": never through a live process's root */
 };
 
 struct symbols_stats {
@@ -95,6 +120,8 @@ struct symbols_stats {
         uint64_t build_id_mismatches;   /* mappings whose file on disk is another build: no names */
         uint64_t debug_files;           /* mappings named through a detached debug file */
         uint64_t build_id_cache_files;  /* mappings named from perf's copy of their build */
+        uint64_t perf_maps_loaded;      /* perf-PID.map files read (a re-read after growth counts again) */
+        uint64_t perf_map_bad_lines;    /* perf map and kallsyms lines that did not parse, or too long */
 };
 
 /*
@@ -104,7 +131,7 @@ struct symbols_stats {
  * or symbols_lookup().
  */
 struct symbols_result {
-        bool has_mapping;               /* false for kernel addresses */
+        bool has_mapping;               /* false for kernel addresses (filename: their kallsyms object, or NULL) */
         uint64_t map_start, map_limit;  /* [start, limit) */
         uint64_t map_pgoff;             /* file offset of map_start */
         const char *filename;
@@ -171,6 +198,18 @@ int symbols_cache_lookup(struct symbols_cache *c, const struct symbols_snapshot 
  * they are read one by one, not as one instant.
  */
 void symbols_cache_stats(const struct symbols_cache *c, struct symbols_stats *ret);
+/*
+ * Name kernel addresses from a kallsyms file ("ADDRESS TYPE NAME [MODULE]"
+ * lines, /proc/kallsyms): its text symbols (types t, T, w, W), each up to
+ * the next one (of its module: perf's symbols__fixup_end() in
+ * tools/perf/util/symbol.c), replacing what an earlier load gave. Returns
+ * the number of symbols kept; -EPERM when every address is 0 (what
+ * kptr_restrict shows a reader not allowed to see them), -EBADMSG when no
+ * line is a text symbol, or -errno of the file; the cache is unchanged on
+ * error. Lookups of kernel addresses then give the function, its offset and
+ * filename SYMBOLS_KALLSYMS_OBJECT or "[MODULE]" (has_mapping false).
+ */
+int symbols_cache_load_kallsyms(struct symbols_cache *c, const char *path);
 
 /* ---- Both, for one thread ---- */
 
@@ -184,11 +223,14 @@ int symbols_add_mapping(struct symbols *s, uint32_t pid, uint64_t start, uint64_
 void symbols_remove_pid(struct symbols *s, uint32_t pid);
 /* Its mapping table, for code that feeds a symbols_maps (the daemon's one mapping callback). */
 struct symbols_maps *symbols_get_maps(struct symbols *s);
+/* symbols_cache_load_kallsyms() */
+int symbols_load_kallsyms(struct symbols *s, const char *path);
 /* symbols_cache_lookup() of every mapping added so far. */
 int symbols_lookup(struct symbols *s, uint32_t pid, uint64_t pc, struct symbols_result *ret);
 
-/* perf's "Object" of a lookup: the mapped file, or SYMBOLS_KERNEL_NAME for a
- * kernel address, copied into buf; false when there is none. */
+/* perf's "Object" of a lookup: the mapped file, or for a kernel address its
+ * kallsyms object ("[kernel.kallsyms]", "[MODULE]") or else SYMBOLS_KERNEL_NAME,
+ * copied into buf; false when there is none. */
 bool symbols_result_object(const struct symbols_result *r, char *buf, size_t len);
 
 /* Both halves' counters; valid until the next call. */

@@ -696,6 +696,205 @@ static void test_build_id(void **state) {
         assert_true(sh("rm -rf debug empty perfcache lib.c liba.so libb.so liba-stripped.so sh.log"));
 }
 
+static void write_text(const char *path, const char *mode, const char *text) {
+        FILE *f = fopen(path, mode);
+
+        assert_non_null(f);
+        assert_true(fputs(text, f) >= 0);
+        assert_int_equal(fclose(f), 0);
+}
+
+#define JIT_BASE        UINT64_C(0x7f0000000000)
+#define JIT_LEN         UINT64_C(0x10000)
+#define JIT_PID         4321
+
+/*
+ * JIT code named from perf-PID.map (jit-interface.txt): hex lines, names
+ * with spaces, bad lines skipped and counted, appended lines found by a
+ * re-read when a PC misses, the last line for an address winning, a half
+ * written line ignored, every anonymous mapping shape, a process without a
+ * map, a new process under the same pid, a FIFO in place of the map.
+ */
+static void test_perf_map(void **state) {
+        _cleanup_free_ char *map = tmp_path("perf-4321.map"), *fifo = tmp_path("perf-99.map");
+        const struct symbols_limits lim = { .perf_map_dir = tmpdir, .procfs_root = "" };
+        static const char *const anon[] = { "//anon", "[anon:v8 code]", "", "/memfd:doublemapper (deleted)",
+                                            "/anon_hugepage (deleted)" };
+        struct symbols_result r;
+        struct symbols *s;
+
+        write_text(map, "we", "7f0000001000 40 LazyCompile:~foo app.js:3\n"
+                              "0x7f0000001040 0x20 bar\n"
+                              "zz 10 not-hex\n"
+                              "7f0000003000 10\n"
+                              "7f0000002000\t100\tInterpreter stub\r\n");
+        s = symbols_new(&lim);
+        assert_int_equal(symbols_add_mapping(s, JIT_PID, JIT_BASE, JIT_LEN, 0, "//anon", NULL, 0), 0);
+        assert_int_equal(symbols_lookup(s, JIT_PID, JIT_BASE + 0x1010, &r), 0);
+        assert_true(r.has_mapping);
+        assert_string_equal(r.filename, "//anon");
+        assert_string_equal(r.function, "LazyCompile:~foo app.js:3");
+        assert_int_equal(r.function_offset, 0x10);
+        assert_function(s, JIT_PID, JIT_BASE + 0x1045, "bar", 5);
+        assert_function(s, JIT_PID, JIT_BASE + 0x20ff, "Interpreter stub", 0xff);
+        assert_int_equal(symbols_get_stats(s)->perf_maps_loaded, 1);
+        assert_int_equal(symbols_get_stats(s)->perf_map_bad_lines, 2);
+        assert_int_equal(symbols_get_stats(s)->files_loaded, 0);
+
+        /* The JIT appends: a PC it did not name makes it re-read; a PC it named does not. */
+        write_text(map, "ae", "7f0000004000 80 baz\n7f0000001000 40 foo_optimized\n");
+        assert_function(s, JIT_PID, JIT_BASE + 0x4010, "baz", 0x10);
+        assert_int_equal(symbols_get_stats(s)->perf_maps_loaded, 2);
+        assert_function(s, JIT_PID, JIT_BASE + 0x1000, "foo_optimized", 0);
+        assert_function(s, JIT_PID, JIT_BASE + 0x1044, "bar", 4);
+        assert_int_equal(symbols_get_stats(s)->perf_maps_loaded, 2);
+        /* A line being written (no newline yet) names nothing. */
+        write_text(map, "ae", "7f0000005000 10 half");
+        assert_function(s, JIT_PID, JIT_BASE + 0x5000, NULL, 0);
+        write_text(map, "ae", "_written\n");
+        assert_function(s, JIT_PID, JIT_BASE + 0x5004, "half_written", 4);
+        assert_function(s, JIT_PID, JIT_BASE + 0x8000, NULL, 0); /* in no line */
+
+        /* Every shape of anonymous memory. */
+        for (size_t i = 0; i < ELEMENTSOF(anon); i++) {
+                assert_int_equal(symbols_add_mapping(s, JIT_PID, JIT_BASE + 0x1000, 0x1000, 0, anon[i], NULL, 0), 0);
+                assert_function(s, JIT_PID, JIT_BASE + 0x1048, "bar", 8);
+        }
+        /* A process without a perf map, and a file mapping: no perf map read for either. */
+        assert_int_equal(symbols_add_mapping(s, JIT_PID + 1, JIT_BASE, JIT_LEN, 0, "//anon", NULL, 0), 0);
+        assert_function(s, JIT_PID + 1, JIT_BASE + 0x1010, NULL, 0);
+        assert_int_equal(symbols_get_stats(s)->file_errors, 0);
+        assert_int_equal(symbols_get_stats(s)->files_loaded, 0);
+
+        /* The process ends; a new one under its pid writes a new map at the same path. */
+        symbols_remove_pid(s, JIT_PID);
+        assert_int_equal(unlink(map), 0);
+        write_text(map, "we", "7f0000001000 40 new_process_fn\n");
+        assert_int_equal(symbols_add_mapping(s, JIT_PID, JIT_BASE, JIT_LEN, 0, "//anon", NULL, 0), 0);
+        assert_function(s, JIT_PID, JIT_BASE + 0x1010, "new_process_fn", 0x10);
+        assert_function(s, JIT_PID, JIT_BASE + 0x4010, NULL, 0);
+
+        /* A FIFO where a perf map should be: no wait, an error counted once. */
+        assert_int_equal(mkfifo(fifo, 0600), 0);
+        assert_int_equal(symbols_add_mapping(s, 99, JIT_BASE, JIT_LEN, 0, "//anon", NULL, 0), 0);
+        for (int i = 0; i < 3; i++)
+                assert_function(s, 99, JIT_BASE + 0x10, NULL, 0);
+        assert_int_equal(symbols_get_stats(s)->file_errors, 1);
+        symbols_free(s);
+        assert_int_equal(unlink(fifo), 0);
+        assert_int_equal(unlink(map), 0);
+}
+
+/*
+ * A containerised JIT: its map is in its own root's /tmp under the pid of
+ * its namespace (NSpid), read through a proc root written here; a process
+ * that is gone is looked for in the perf map directory under its own pid.
+ */
+static void test_perf_map_namespace(void **state) {
+        _cleanup_free_ char *proc = tmp_path("proc"), *outside = tmp_path("perf-777.map");
+        struct strbuf path = STRBUF_INIT;
+        struct symbols *s;
+
+        assert_true(sh("mkdir -p proc/777/root/tmp && printf 'Name:\\tnode\\nNSpid:\\t777\\t5\\n' > proc/777/status && "
+                       "printf '7f0000001000 100 inside_container\\n' > proc/777/root/tmp/perf-5.map"));
+        write_text(outside, "we", "7f0000001000 100 host_file\n");
+        s = symbols_new(&(struct symbols_limits) { .perf_map_dir = tmpdir, .procfs_root = proc });
+        assert_int_equal(symbols_add_mapping(s, 777, JIT_BASE, JIT_LEN, 0, "//anon", NULL, 0), 0);
+        assert_function(s, 777, JIT_BASE + 0x1001, "inside_container", 1);
+        symbols_free(s);
+        /* Gone from the proc root: the perf map directory's file of its pid. */
+        assert_true(sh("rm -rf proc"));
+        s = symbols_new(&(struct symbols_limits) { .perf_map_dir = tmpdir, .procfs_root = proc });
+        assert_int_equal(symbols_add_mapping(s, 777, JIT_BASE, JIT_LEN, 0, "//anon", NULL, 0), 0);
+        assert_function(s, 777, JIT_BASE + 0x1001, "host_file", 1);
+        symbols_free(s);
+        strbuf_done(&path);
+        assert_int_equal(unlink(outside), 0);
+}
+
+/*
+ * Kernel addresses named from a kallsyms file written here: aliases (the
+ * global name wins), data symbols ignored, weak functions kept, each symbol
+ * up to the next of its object, modules' objects, the last symbols' page
+ * ends; a restricted file (every address 0) refused without losing what was
+ * loaded; without kallsyms, SYMBOLS_KERNEL_NAME as before.
+ */
+static void test_kallsyms(void **state) {
+        _cleanup_free_ char *ks = tmp_path("kallsyms"), *zero = tmp_path("kallsyms-restricted"),
+                            *empty = tmp_path("kallsyms-empty"), *missing = tmp_path("kallsyms-missing");
+        static const char text[] = "ffffffff81000000 t _text_local\n"
+                                   "ffffffff81000000 T _stext\n"
+                                   "ffffffff81000100 T do_one\n"
+                                   "ffffffff81000180 D some_data\n"
+                                   "ffffffff81000200 t helper\n"
+                                   "bad line\n"
+                                   "ffffffff81000300 W weak_fn\n"
+                                   "ffffffffc0001000 t mod_fn1\t[nf_tables]\n"
+                                   "ffffffffc0001080 T mod_fn2\t[nf_tables]\n"
+                                   "ffffffffc0010000 t other_fn\t[ext4]\n";
+        static const struct {
+                uint64_t pc;
+                const char *function, *object;
+                uint64_t offset;
+        } expect[] = {
+                { UINT64_C(0xffffffff81000010), "_stext", SYMBOLS_KALLSYMS_OBJECT, 0x10 },
+                { UINT64_C(0xffffffff81000190), "do_one", SYMBOLS_KALLSYMS_OBJECT, 0x90 },
+                { UINT64_C(0xffffffff81000250), "helper", SYMBOLS_KALLSYMS_OBJECT, 0x50 },
+                { UINT64_C(0xffffffff81000310), "weak_fn", SYMBOLS_KALLSYMS_OBJECT, 0x10 },
+                /* The last of the kernel's own: up to the second page boundary after it. */
+                { UINT64_C(0xffffffff81001fff), "weak_fn", SYMBOLS_KALLSYMS_OBJECT, 0x1cff },
+                { UINT64_C(0xffffffff81002000), NULL, NULL, 0 },
+                { UINT64_C(0xffffffffc0001000), "mod_fn1", "[nf_tables]", 0 },
+                { UINT64_C(0xffffffffc0001090), "mod_fn2", "[nf_tables]", 0x10 },
+                { UINT64_C(0xffffffffc0002fff), "mod_fn2", "[nf_tables]", 0x1f7f },
+                { UINT64_C(0xffffffffc0003000), NULL, NULL, 0 },
+                { UINT64_C(0xffffffffc0010004), "other_fn", "[ext4]", 4 },
+                { UINT64_C(0xffffffffc0011fff), "other_fn", "[ext4]", 0x1fff },
+                { UINT64_C(0xffffffffc0012000), NULL, NULL, 0 },
+                { UINT64_C(0xffffffff80000000), NULL, NULL, 0 },
+        };
+        struct symbols *s = symbols_new(NULL);
+        struct symbols_result r;
+        char obj[PATH_MAX];
+
+        /* Not loaded: as before. */
+        assert_int_equal(symbols_lookup(s, 1, expect[0].pc, &r), 0);
+        assert_string_equal(r.function, SYMBOLS_KERNEL_NAME);
+        assert_null(r.filename);
+
+        write_text(ks, "we", text);
+        assert_int_equal(symbols_load_kallsyms(s, ks), 7);
+        assert_int_equal(symbols_get_stats(s)->perf_map_bad_lines, 1);
+        for (size_t i = 0; i < ELEMENTSOF(expect); i++) {
+                assert_int_equal(symbols_lookup(s, 1, expect[i].pc, &r), 0);
+                assert_false(r.has_mapping);
+                assert_true(symbols_result_object(&r, obj, sizeof(obj)));
+                if (!expect[i].function) {
+                        assert_string_equal(r.function, SYMBOLS_KERNEL_NAME);
+                        assert_null(r.filename);
+                        assert_string_equal(obj, SYMBOLS_KERNEL_NAME);
+                        continue;
+                }
+                assert_string_equal(r.function, expect[i].function);
+                assert_int_equal(r.function_offset, expect[i].offset);
+                assert_string_equal(r.filename, expect[i].object);
+                assert_string_equal(obj, expect[i].object);
+        }
+
+        /* kptr_restrict's view: refused, the loaded table kept. */
+        write_text(zero, "we", "0000000000000000 T _stext\n0000000000000000 t helper\n"
+                               "0000000000000000 t mod_fn1\t[nf_tables]\n");
+        assert_int_equal(symbols_load_kallsyms(s, zero), -EPERM);
+        write_text(empty, "we", "");
+        assert_int_equal(symbols_load_kallsyms(s, empty), -EBADMSG);
+        assert_int_equal(symbols_load_kallsyms(s, missing), -ENOENT);
+        assert_function(s, 1, UINT64_C(0xffffffff81000250), "helper", 0x50);
+        symbols_free(s);
+        unlink(ks);
+        unlink(zero);
+        unlink(empty);
+}
+
 int main(int argc, char **argv) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_lookup),
@@ -710,6 +909,9 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_snapshots),
                 cmocka_unit_test(test_spegen),
                 cmocka_unit_test(test_build_id),
+                cmocka_unit_test(test_perf_map),
+                cmocka_unit_test(test_perf_map_namespace),
+                cmocka_unit_test(test_kallsyms),
         };
         int r;
 
