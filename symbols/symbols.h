@@ -126,7 +126,8 @@ struct symbols_stats {
 
 /*
  * The result of a lookup. filename points into the snapshot looked up (valid
- * while it is held); function into the cache (valid until its next lookup).
+ * while it is held), or for a kernel address into the cache; function into
+ * the cache (valid until its next lookup or kallsyms load).
  * With struct symbols, both stay valid until its next symbols_add_mapping()
  * or symbols_lookup().
  */
