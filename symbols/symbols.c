@@ -3,8 +3,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <inttypes.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -637,7 +637,7 @@ void symbols_cache_stats(const struct symbols_cache *c, struct symbols_stats *re
         ret->debug_files = cache_counter(&c->st.debug_files);
         ret->build_id_cache_files = cache_counter(&c->st.build_id_cache_files);
         ret->perf_maps_loaded = cache_counter(&c->st.perf_maps_loaded);
-        ret->perf_map_bad_lines = cache_counter(&c->st.perf_map_bad_lines);
+        ret->bad_symbol_lines = cache_counter(&c->st.bad_symbol_lines);
 }
 
 static int sym_cmp(const void *a, const void *b) {
@@ -950,7 +950,7 @@ static int load_perf_map(struct symbols_cache *s, struct elf_file *f) {
                 if (!nl) {
                         /* Longer than the buffer, or the last line still being written. */
                         if (len == PERF_MAP_LINE_MAX - 1) {
-                                cache_count(&s->st.perf_map_bad_lines, 1);
+                                cache_count(&s->st.bad_symbol_lines, 1);
                                 skipping = true;
                         }
                         continue;
@@ -960,7 +960,7 @@ static int load_perf_map(struct symbols_cache *s, struct elf_file *f) {
                 if (len > 0 && line[len - 1] == '\r')
                         line[--len] = '\0';
                 if (!parse_perf_map_line(line, &start, &size, &name)) {
-                        cache_count(&s->st.perf_map_bad_lines, 1);
+                        cache_count(&s->st.bad_symbol_lines, 1);
                         continue;
                 }
                 if (n == s->lim.max_symbols_per_file || names.len + strlen(name) + 1 > PERF_MAP_NAMES_MAX) {
@@ -1425,13 +1425,13 @@ int symbols_cache_load_kallsyms(struct symbols_cache *c, const char *path) {
                         continue;
                 }
                 if (!nl && len == KALLSYMS_LINE_MAX - 1) {
-                        cache_count(&c->st.perf_map_bad_lines, 1);
+                        cache_count(&c->st.bad_symbol_lines, 1);
                         skipping = true;
                         continue;
                 }
                 line[strcspn(line, "\n")] = '\0';
                 if (!parse_kallsyms_line(line, &start, &type, &name, &mod)) {
-                        cache_count(&c->st.perf_map_bad_lines, 1);
+                        cache_count(&c->st.bad_symbol_lines, 1);
                         continue;
                 }
                 if (type != 't' && type != 'T' && type != 'w' && type != 'W')

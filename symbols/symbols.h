@@ -121,7 +121,7 @@ struct symbols_stats {
         uint64_t debug_files;           /* mappings named through a detached debug file */
         uint64_t build_id_cache_files;  /* mappings named from perf's copy of their build */
         uint64_t perf_maps_loaded;      /* perf-PID.map files read (a re-read after growth counts again) */
-        uint64_t perf_map_bad_lines;    /* perf map and kallsyms lines that did not parse, or too long */
+        uint64_t bad_symbol_lines;      /* perf map and kallsyms lines that did not parse, or too long */
 };
 
 /*

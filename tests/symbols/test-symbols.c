@@ -738,7 +738,7 @@ static void test_perf_map(void **state) {
         assert_function(s, JIT_PID, JIT_BASE + 0x1045, "bar", 5);
         assert_function(s, JIT_PID, JIT_BASE + 0x20ff, "Interpreter stub", 0xff);
         assert_int_equal(symbols_get_stats(s)->perf_maps_loaded, 1);
-        assert_int_equal(symbols_get_stats(s)->perf_map_bad_lines, 2);
+        assert_int_equal(symbols_get_stats(s)->bad_symbol_lines, 2);
         assert_int_equal(symbols_get_stats(s)->files_loaded, 0);
 
         /* The JIT appends: a PC it did not name makes it re-read; a PC it named does not. */
@@ -864,7 +864,7 @@ static void test_kallsyms(void **state) {
 
         write_text(ks, "we", text);
         assert_int_equal(symbols_load_kallsyms(s, ks), 7);
-        assert_int_equal(symbols_get_stats(s)->perf_map_bad_lines, 1);
+        assert_int_equal(symbols_get_stats(s)->bad_symbol_lines, 1);
         for (size_t i = 0; i < ELEMENTSOF(expect); i++) {
                 assert_int_equal(symbols_lookup(s, 1, expect[i].pc, &r), 0);
                 assert_false(r.has_mapping);
