@@ -364,7 +364,10 @@ static int cgroup_id_at(int dirfd, const char *name, uint64_t *ret) {
         return 0;
 }
 
-/* Add the subdirectories of directory fd (taken) below path (its cgroup path, "" for the root), depth levels more at most. */
+/*
+ * Add the subdirectories of directory fd (taken) below path (its cgroup
+ * path, "" for the root), depth levels down at most.
+ */
 static int scan_dir(struct cgroup_map *m, int fd, struct strbuf *path, unsigned depth) {
         DIR *d;
         struct dirent *de;

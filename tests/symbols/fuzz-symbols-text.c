@@ -64,7 +64,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 return 0;
         snprintf(map, sizeof(map), "%s/perf-%d.map", dir, FUZZ_PID);
         mfd = open(map, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        if (fd < 0 || mfd < 0 || spegen_write_full(fd, data, size, 0) < 0 || spegen_write_full(mfd, data, size, 0) < 0) {
+        if (fd < 0 || mfd < 0 || spegen_write_full(fd, data, size, 0) < 0 ||
+            spegen_write_full(mfd, data, size, 0) < 0) {
                 safe_close(mfd);
                 return 0;
         }
@@ -74,7 +75,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         text[size] = '\0';
 
         s = symbols_new(&(struct symbols_limits) { .perf_map_dir = dir, .procfs_root = "" });
-        if (symbols_add_mapping(s, FUZZ_PID, FUZZ_ANON_START, FUZZ_ANON_END - FUZZ_ANON_START, 0, "//anon", NULL, 0) < 0)
+        if (symbols_add_mapping(s, FUZZ_PID, FUZZ_ANON_START, FUZZ_ANON_END - FUZZ_ANON_START, 0, "//anon", NULL,
+                                0) < 0)
                 __builtin_trap();
         (void) symbols_load_kallsyms(s, ks);
         /* Every line's first number, as an address. */
