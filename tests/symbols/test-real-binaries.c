@@ -13,7 +13,14 @@
  * "schedule", read from the file here, resolves back to it (skipped with
  * the reason when the file shows no addresses).
  *
- * Needs cc, nm, objcopy and strip (skipped with the reason without them).
+ * Last, the sampler's test programs (tests/sampler/spin.c, with and without
+ * frame pointers): while each runs, main, outer_work and inner_spin resolve
+ * at their first and last byte, placed by the test from nm -S and readelf -l
+ * and the program's /proc/PID/maps.
+ *
+ * Needs cc, nm, objcopy, strip and readelf (skipped with the reason without them).
+ *
+ * Usage: test-real-binaries [SPIN...]
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -100,7 +107,7 @@ static bool in_path(const char *tool) {
 }
 
 static bool tools_present(void) {
-        static const char *const tools[] = { "cc", "nm", "objcopy", "strip" };
+        static const char *const tools[] = { "cc", "nm", "objcopy", "strip", "readelf" };
 
         for (size_t i = 0; i < ELEMENTSOF(tools); i++)
                 if (!in_path(tools[i])) {
@@ -111,7 +118,7 @@ static bool tools_present(void) {
         return true;
 }
 
-/* nm -S of the unstripped build: value and size of name. */
+/* nm -S of the unstripped build (a path, or a file in tmpdir): value and size of name. */
 static void nm_symbol(const char *file, const char *name, uint64_t *ret_value, uint64_t *ret_size) {
         struct strbuf cmd = STRBUF_INIT;
         char line[PATH_MAX], sym[PATH_MAX];
@@ -119,7 +126,10 @@ static void nm_symbol(const char *file, const char *name, uint64_t *ret_value, u
         bool found = false;
         FILE *f;
 
-        strbuf_printf(&cmd, "nm -S '%s/%s'", tmpdir, file);
+        if (file[0] == '/')
+                strbuf_printf(&cmd, "nm -S '%s'", file);
+        else
+                strbuf_printf(&cmd, "nm -S '%s/%s'", tmpdir, file);
         f = popen(cmd.buf, "r");
         assert_non_null(f);
         while (fgets(line, sizeof(line), f))
@@ -365,14 +375,118 @@ static void test_proc_kallsyms(void **state) {
         symbols_free(s);
 }
 
-int main(void) {
+static char **spin_paths;
+static int n_spin;
+
+/* The file offset of ELF virtual address vaddr in path: readelf -lW's PT_LOAD that holds it. */
+static uint64_t file_offset(const char *path, uint64_t vaddr) {
+        struct strbuf cmd = STRBUF_INIT;
+        uint64_t poff, pvaddr, filesz, off = UINT64_MAX;
+        char line[PATH_MAX];
+        FILE *f;
+
+        strbuf_printf(&cmd, "readelf -lW '%s'", path);
+        f = popen(cmd.buf, "r");
+        assert_non_null(f);
+        while (fgets(line, sizeof(line), f))
+                if (sscanf(line, " LOAD 0x%" SCNx64 " 0x%" SCNx64 " 0x%*x 0x%" SCNx64, &poff, &pvaddr, &filesz) == 3 &&
+                    vaddr >= pvaddr && vaddr - pvaddr < filesz)
+                        off = vaddr - pvaddr + poff;
+        pclose(f);
+        strbuf_done(&cmd);
+        assert_true(off != UINT64_MAX);
+        return off;
+}
+
+/* Where file offset off of path is mapped in pid, by its /proc/PID/maps. */
+static uint64_t runtime_address(pid_t pid, const char *path, uint64_t off) {
+        char maps[PATH_MAX], line[2 * PATH_MAX], file[PATH_MAX], real[PATH_MAX];
+        uint64_t start, end, pgoff, pc = 0;
+        FILE *f;
+
+        assert_non_null(realpath(path, real));
+        snprintf(maps, sizeof(maps), "/proc/%d/maps", (int) pid);
+        f = fopen(maps, "re");
+        assert_non_null(f);
+        while (fgets(line, sizeof(line), f))
+                if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %*4s %" SCNx64 " %*x:%*x %*u %4095s", &start, &end, &pgoff,
+                           file) == 4 &&
+                    streq(file, real) && off >= pgoff && off - pgoff < end - start)
+                        pc = start + off - pgoff;
+        fclose(f);
+        assert_true(pc != 0);
+        return pc;
+}
+
+/* tests/sampler's spin programs while they run: the chain a profile must show, each function named. */
+static void test_spin_programs(void **state) {
+        static const char *const chain[] = { "main", "outer_work", "inner_spin" };
+
+        if (n_spin == 0) {
+                print_message("no spin program given: skipped\n");
+                skip();
+        }
+        if (!tools_present())
+                skip();
+        for (int i = 0; i < n_spin; i++) {
+                struct symbols *s = symbols_new(&(struct symbols_limits) { .debug_dirs = "" });
+                char line[PATH_MAX], *argv[] = { spin_paths[i], (char *) "30", NULL };
+                int out[2], status;
+                pid_t pid;
+                FILE *f;
+
+                assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+                pid = fork();
+                assert_true(pid >= 0);
+                if (pid == 0) {
+                        dup2(out[1], 1);
+                        execv(argv[0], argv);
+                        _exit(127);
+                }
+                close(out[1]);
+                f = fdopen(out[0], "r");
+                assert_non_null(f);
+                /* "ready PID": running, its mappings in place. */
+                assert_non_null(fgets(line, sizeof(line), f));
+                assert_int_equal(strncmp(line, "ready ", strlen("ready ")), 0);
+                add_proc_maps(s, pid);
+                for (size_t k = 0; k < ELEMENTSOF(chain); k++) {
+                        uint64_t value, size, pc;
+
+                        nm_symbol(spin_paths[i], chain[k], &value, &size);
+                        pc = runtime_address(pid, spin_paths[i], file_offset(spin_paths[i], value));
+                        print_message("%s: %s at %#" PRIx64 " (+%#" PRIx64 ")\n", spin_paths[i], chain[k], pc, size);
+                        assert_named(s, pid, pc, chain[k], 0);
+                        assert_named(s, pid, pc + size - 1, chain[k], size - 1);
+                }
+                kill(pid, SIGTERM);
+                fclose(f);
+                assert_int_equal(waitpid(pid, &status, 0), pid);
+                symbols_free(s);
+        }
+}
+
+int main(int argc, char **argv) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_pie_and_exec),
                 cmocka_unit_test(test_stripped_with_debug_file),
                 cmocka_unit_test(test_jit_perf_map),
                 cmocka_unit_test(test_proc_kallsyms),
+                cmocka_unit_test(test_spin_programs),
         };
+        _cleanup_free_ char **paths = xcalloc((size_t) argc, sizeof(char *));
         int r;
+
+        /* Absolute: the programs are read from the test's own directory too. */
+        for (int i = 1; i < argc; i++) {
+                paths[i - 1] = realpath(argv[i], NULL);
+                if (!paths[i - 1]) {
+                        perror(argv[i]);
+                        return 1;
+                }
+        }
+        spin_paths = paths;
+        n_spin = argc - 1;
 
         if (!mkdtemp(tmpdir)) {
                 perror("mkdtemp");
@@ -387,5 +501,7 @@ int main(void) {
                        missing_tool);
         if (r == 0 && kallsyms_skip)
                 printf("SKIP: %s: the kallsyms test did not run\n", kallsyms_skip);
+        for (int i = 0; i < n_spin; i++)
+                free(spin_paths[i]);
         return r;
 }
