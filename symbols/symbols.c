@@ -1243,19 +1243,81 @@ static bool ns_pid(const char *procfs, uint32_t pid, uint32_t *ret) {
         return true;
 }
 
+/*
+ * When pid started, in seconds since the epoch: "starttime" of
+ * <procfs>/PID/stat (field 22, clock ticks after boot) plus "btime" of
+ * <procfs>/stat (proc(5)). False when either cannot be read.
+ */
+static bool process_start(const char *procfs, uint32_t pid, uint64_t *ret_sec) {
+        _cleanup_free_ char *line = NULL;
+        struct strbuf path = STRBUF_INIT;
+        unsigned long long start = 0, btime = 0;
+        bool found = false;
+        long hz = sysconf(_SC_CLK_TCK);
+        size_t cap = 0;
+        const char *p;
+        FILE *f;
+
+        strbuf_printf(&path, "%s/%" PRIu32 "/stat", procfs, pid);
+        f = fopen(path.buf, "re");
+        if (f && getline(&line, &cap, f) > 0 && (p = strrchr(line, ')'))) {
+                /* After "(comm)", which may hold anything: the space before field 3 (state), ..., 22 (starttime). */
+                for (int field = 3; field <= 22 && p; field++)
+                        p = strchr(p + 1, ' ');
+                found = p && sscanf(p, " %llu", &start) == 1;
+        }
+        if (f)
+                fclose(f);
+        path.len = 0;
+        strbuf_printf(&path, "%s/stat", procfs);
+        f = found ? fopen(path.buf, "re") : NULL;
+        found = false;
+        while (f && getline(&line, &cap, f) > 0)
+                if (sscanf(line, "btime %llu", &btime) == 1) {
+                        found = true;
+                        break;
+                }
+        if (f)
+                fclose(f);
+        strbuf_done(&path);
+        if (!found || hz <= 0)
+                return false;
+        *ret_sec = btime + start / (unsigned long long) hz;
+        return true;
+}
+
+/*
+ * Whether path is a perf map the running process (started at start_sec)
+ * may have written: a JIT writes its map after it starts, and JITs leave
+ * their maps behind, so a map last written before the process started is
+ * an earlier process's under the same pid. Slack for btime, which proc(5)
+ * gives in whole seconds and the kernel derives from the clock.
+ */
+#define PROCESS_START_SLACK_SEC 2
+static bool perf_map_usable(const char *path, bool alive, uint64_t start_sec) {
+        struct stat st;
+
+        if (stat(path, &st) < 0 || access(path, R_OK) < 0)
+                return false;
+        return !alive || (uint64_t) st.st_mtim.tv_sec + PROCESS_START_SLACK_SEC >= start_sec;
+}
+
 /* Where pid's perf map is (symbols.h), into ret; false when there is none to read. */
 static bool perf_map_path(const struct symbols_cache *s, uint32_t pid, struct strbuf *ret) {
+        uint64_t start_sec = 0;
+        bool alive = false;
         uint32_t nspid;
 
         ret->len = 0;
         if (s->procfs_root[0] && ns_pid(s->procfs_root, pid, &nspid)) {
+                alive = process_start(s->procfs_root, pid, &start_sec);
                 strbuf_printf(ret, "%s/%" PRIu32 "/root/tmp/perf-%" PRIu32 ".map", s->procfs_root, pid, nspid);
-                if (access(ret->buf, R_OK) == 0)
+                if (perf_map_usable(ret->buf, alive, start_sec))
                         return true;
                 ret->len = 0;
         }
         strbuf_printf(ret, "%s/perf-%" PRIu32 ".map", s->perf_map_dir, pid);
-        return access(ret->buf, R_OK) == 0;
+        return perf_map_usable(ret->buf, alive, start_sec);
 }
 
 /* Whether the perf map at f's path is no longer what f holds: it grew, or is another file. */

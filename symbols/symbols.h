@@ -33,7 +33,9 @@
  * /tmp (SYMBOLS_PERF_MAP_DIR). A perf map takes a slot of the ELF file cache,
  * its lines bounded as a file's symbols are; JITs append, so a PC it does not
  * name makes it re-read when the file grew (or is another file: a new process
- * under a reused pid). The last line for an address wins.
+ * under a reused pid). The last line for an address wins. JITs leave their
+ * maps behind: a live process's map last written before it started (proc(5)
+ * starttime and btime) is an earlier process's and is not read.
  *
  * Kernel addresses are named from a kallsyms file (/proc/kallsyms, proc(5))
  * once the caller loads one; the caller decides whether it may (kernel

@@ -813,6 +813,45 @@ static void test_perf_map_namespace(void **state) {
 }
 
 /*
+ * JITs leave their maps behind: a map last written before its process
+ * started (by the start time of a proc root written here: btime + starttime
+ * ticks) is an earlier process's under the same pid and names nothing; once
+ * the process writes it, it does.
+ */
+static void test_perf_map_stale(void **state) {
+        _cleanup_free_ char *proc = tmp_path("proc"), *map = NULL;
+        struct strbuf path = STRBUF_INIT;
+        struct timespec times[2] = {};
+        struct symbols *s;
+
+        /* Started 1000 s (100000 ticks at USER_HZ 100) after boot at 1700000000; "(comm)" has ") " in it. */
+        assert_int_equal(sysconf(_SC_CLK_TCK), 100);
+        assert_true(sh("mkdir -p proc/777/root/tmp && printf 'NSpid:\t777\n' > proc/777/status && "
+                       "printf '777 (node (x) y) S 1 777 777 0 -1 4194304 100 0 0 0 5 3 0 0 20 0 11 0 100000 1 2\n' "
+                       "> proc/777/stat && printf 'cpu  1 2 3\nbtime 1700000000\nprocesses 9\n' > proc/stat && "
+                       "printf '7f0000001000 100 old_process_fn\n' > proc/777/root/tmp/perf-777.map"));
+        strbuf_printf(&path, "%s/777/root/tmp/perf-777.map", proc);
+        map = strbuf_steal(&path, NULL);
+        times[0].tv_sec = times[1].tv_sec = 1700000500;
+        assert_int_equal(utimensat(AT_FDCWD, map, times, 0), 0);
+        s = symbols_new(&(struct symbols_limits) { .perf_map_dir = tmpdir, .procfs_root = proc });
+        assert_int_equal(symbols_add_mapping(s, 777, JIT_BASE, JIT_LEN, 0, "//anon", NULL, 0), 0);
+        assert_function(s, 777, JIT_BASE + 0x1001, NULL, 0);
+        assert_int_equal(symbols_get_stats(s)->perf_maps_loaded, 0);
+        symbols_free(s);
+
+        /* Written by the process, after its start. */
+        write_text(map, "we", "7f0000001000 100 new_process_fn\n");
+        times[0].tv_sec = times[1].tv_sec = 1700001001;
+        assert_int_equal(utimensat(AT_FDCWD, map, times, 0), 0);
+        s = symbols_new(&(struct symbols_limits) { .perf_map_dir = tmpdir, .procfs_root = proc });
+        assert_int_equal(symbols_add_mapping(s, 777, JIT_BASE, JIT_LEN, 0, "//anon", NULL, 0), 0);
+        assert_function(s, 777, JIT_BASE + 0x1001, "new_process_fn", 1);
+        symbols_free(s);
+        assert_true(sh("rm -rf proc"));
+}
+
+/*
  * Kernel addresses named from a kallsyms file written here: aliases (the
  * global name wins), data symbols ignored, weak functions kept, each symbol
  * up to the next of its object, modules' objects, the last symbols' page
@@ -911,6 +950,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_build_id),
                 cmocka_unit_test(test_perf_map),
                 cmocka_unit_test(test_perf_map_namespace),
+                cmocka_unit_test(test_perf_map_stale),
                 cmocka_unit_test(test_kallsyms),
         };
         int r;
