@@ -34,7 +34,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -299,11 +301,16 @@ static void test_stripped_with_debug_file(void **state) {
         check_program("prog-stripped", "prog-full", &(struct symbols_limits) { .debug_dirs = debug_root }, true, true);
 }
 
-/* A JIT's perf map, where a JIT writes it: /tmp/perf-PID.map, read through /proc/PID/root/tmp. */
+/*
+ * A JIT's perf map, where a JIT writes it: /tmp/perf-PID.map, read through
+ * /proc/PID/root/tmp; but not while its time says an earlier process under
+ * that pid left it (an hour before this one started, by this machine's /proc).
+ */
 static void test_jit_perf_map(void **state) {
         char map[PATH_MAX], text[PATH_MAX];
-        struct symbols *s = symbols_new(NULL);
+        struct symbols *s;
         struct running run;
+        struct timespec old[2] = {};
         FILE *f;
 
         if (!tools_present())
@@ -317,6 +324,18 @@ static void test_jit_perf_map(void **state) {
         assert_non_null(f);
         fputs(text, f);
         assert_int_equal(fclose(f), 0);
+
+        old[0].tv_sec = old[1].tv_sec = time(NULL) - 3600;
+        assert_int_equal(utimensat(AT_FDCWD, map, old, 0), 0);
+        s = symbols_new(NULL);
+        add_proc_maps(s, run.pid);
+        assert_named(s, run.pid, run.jit + JIT_ONE_OFF + 0x10, NULL, 0);
+        assert_int_equal(symbols_get_stats(s)->perf_maps_loaded, 0);
+        symbols_free(s);
+
+        /* Written now, by the process as far as anyone can tell. */
+        assert_int_equal(utimensat(AT_FDCWD, map, NULL, 0), 0);
+        s = symbols_new(NULL);
         add_proc_maps(s, run.pid);
         assert_named(s, run.pid, run.jit + JIT_ONE_OFF + 0x10, "jit_fn_one", 0x10);
         assert_named(s, run.pid, run.jit + JIT_TWO_OFF + 0x3f, "Builtin: jit fn two", 0x3f);
