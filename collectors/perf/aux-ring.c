@@ -19,7 +19,7 @@ static bool is_pow2(size_t n) {
 
 int aux_ring_init(struct aux_ring *ring, struct perf_event_mmap_page *page, const void *data, size_t data_size,
                   const void *aux, size_t aux_size) {
-        if (!ring || !page || !data || !aux || !is_pow2(data_size) || !is_pow2(aux_size))
+        if (!ring || !page || !data || !is_pow2(data_size) || (aux ? !is_pow2(aux_size) : aux_size != 0))
                 return -EINVAL;
         *ring = (struct aux_ring) {
                 .page = page,
@@ -29,8 +29,8 @@ int aux_ring_init(struct aux_ring *ring, struct perf_event_mmap_page *page, cons
                 .aux_size = aux_size,
                 .scratch_size = MIN(data_size, (size_t) AUX_RING_RECORD_MAX),
                 /* Where the reader stands: the first chunk may follow bytes nothing announced. */
-                .aux_next = page->aux_tail,
-                .aux_started = true,
+                .aux_next = aux ? page->aux_tail : 0,
+                .aux_started = aux != NULL,
                 .full_slack = aux_size / 16,
         };
         ring->scratch = xmalloc(ring->scratch_size);
@@ -170,7 +170,17 @@ static int deliver_unannounced(struct aux_ring *ring, bool lost, bool announced,
                              ops, userdata);
 }
 
+bool aux_ring_pending(const struct aux_ring *ring) {
+        return __atomic_load_n(&ring->page->data_head, __ATOMIC_ACQUIRE) !=
+               __atomic_load_n(&ring->page->data_tail, __ATOMIC_RELAXED);
+}
+
 int aux_ring_drain(struct aux_ring *ring, const struct aux_ring_ops *ops, void *userdata, bool *ret_truncated) {
+        return aux_ring_drain_max(ring, ops, userdata, 0, ret_truncated);
+}
+
+int aux_ring_drain_max(struct aux_ring *ring, const struct aux_ring_ops *ops, void *userdata, size_t max,
+                       bool *ret_truncated) {
         bool truncated = false;
         uint64_t head, tail, lost_before, aux_before;
         int n = 0, k = 0;
@@ -189,7 +199,7 @@ int aux_ring_drain(struct aux_ring *ring, const struct aux_ring_ops *ops, void *
                 tail = head;
         }
 
-        while (tail != head && k >= 0) {
+        while (tail != head && k >= 0 && (max == 0 || (size_t) n < max)) {
                 struct perf_event_header h;
                 const uint8_t *rec;
 
@@ -212,7 +222,8 @@ int aux_ring_drain(struct aux_ring *ring, const struct aux_ring_ops *ops, void *
                 n++;
                 ring->stats.records++;
 
-                switch (h.type) {
+                /* A data ring alone hands a PERF_RECORD_AUX on like any other record. */
+                switch (h.type == PERF_RECORD_AUX && !ring->aux ? PERF_RECORD_MAX : h.type) {
                 case PERF_RECORD_AUX: {
                         struct perf_data_record pr;
                         struct perf_data_aux b;
@@ -255,9 +266,15 @@ int aux_ring_drain(struct aux_ring *ring, const struct aux_ring_ops *ops, void *
                 }
         }
 
-        if (k >= 0)
+        if (k >= 0 && ring->aux && tail == head)
                 k = deliver_unannounced(ring, ring->stats.lost != lost_before, ring->stats.aux_records != aux_before,
                                         ops, userdata);
+        if (ops && ops->end) {
+                int e = ops->end(userdata);
+
+                if (k >= 0 && e < 0)
+                        k = e;
+        }
         /* Release: the consumer is done with the bytes before the kernel may reuse them. */
         if (ring->aux_started)
                 __atomic_store_n(&ring->page->aux_tail, ring->aux_next, __ATOMIC_RELEASE);

@@ -41,6 +41,11 @@
  * sense (then the rest of the ring up to data_head is skipped and counted)
  * all end in struct aux_ring_stats.
  *
+ * A data ring alone (aux_ring_init() with no AUX area: a sampling event
+ * such as the cpu-clock sampler's) is read with the same loop: every record
+ * but LOST and LOST_SAMPLES goes to ops->record, PERF_RECORD_AUX included,
+ * and nothing of the AUX protocol runs.
+ *
  * No system calls and no allocation after init: the caller maps the rings
  * (or, in tests, plays the kernel on ordinary memory) and reacts to what
  * the drain reports (a truncated chunk means the kernel disabled the event,
@@ -107,13 +112,23 @@ struct aux_ring_ops {
          * perf_event_header, `len` is header.size.
          */
         int (*record)(void *userdata, const uint8_t *rec, size_t len);
+        /*
+         * May be NULL. Called once per drain after the last record, before
+         * the rings are released (also after a callback's error): a consumer
+         * that kept pointers into this drain's records (a batch of samples)
+         * hands them on here. At most one record per drain wrapped and sits
+         * in the scratch copy: between data_tail and data_head, which are at
+         * most the ring's size apart, the ring's end is crossed once. Its
+         * error is returned when no callback failed before.
+         */
+        int (*end)(void *userdata);
 };
 
 struct aux_ring {
         struct perf_event_mmap_page *page;
         const uint8_t *data;            /* data ring, data_size bytes (a power of two) */
         size_t data_size;
-        const uint8_t *aux;             /* AUX ring, aux_size bytes (a power of two) */
+        const uint8_t *aux;             /* AUX ring, aux_size bytes (a power of two); NULL: a data ring alone */
         size_t aux_size;
         uint64_t aux_next;              /* where the next AUX chunk should start */
         bool aux_started;
@@ -126,8 +141,9 @@ struct aux_ring {
 
 /*
  * page: the user page; data: page + data_offset, data_size bytes; aux: the
- * AUX mapping of aux_size bytes. -EINVAL when a size is not a power of
- * two. Allocates the scratch record (at most 64 KiB): aux_ring_done().
+ * AUX mapping of aux_size bytes, or NULL and 0 for a data ring alone.
+ * -EINVAL when a size is not a power of two. Allocates the scratch record
+ * (at most 64 KiB): aux_ring_done().
  */
 int aux_ring_init(struct aux_ring *ring, struct perf_event_mmap_page *page, const void *data, size_t data_size,
                   const void *aux, size_t aux_size);
@@ -157,3 +173,13 @@ void aux_ring_set_full_slack(struct aux_ring *ring, size_t bytes);
  * counts the truncated chunks either way.
  */
 int aux_ring_drain(struct aux_ring *ring, const struct aux_ring_ops *ops, void *userdata, bool *ret_truncated);
+/*
+ * The same, reading at most max records (0: no limit) and releasing what
+ * was read: a consumer with a budget per dispatch reads the rest on a later
+ * call (aux_ring_pending()). Bytes up to aux_head that nothing announced
+ * are only read by a drain that reached data_head.
+ */
+int aux_ring_drain_max(struct aux_ring *ring, const struct aux_ring_ops *ops, void *userdata, size_t max,
+                       bool *ret_truncated);
+/* Whether the kernel has published records not read yet. */
+bool aux_ring_pending(const struct aux_ring *ring);

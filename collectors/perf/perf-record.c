@@ -188,16 +188,23 @@ static int skip_read_format(uint64_t fmt, const uint8_t **p, size_t *left) {
         return 0;
 }
 
-static int skip_regs(uint64_t mask, const uint8_t **p, size_t *left) {
+/* {u64 abi; u64 regs[weight(mask)]} [perf_event_open(2) PERF_SAMPLE_REGS_USER/INTR]. */
+static int read_regs(uint64_t mask, const uint8_t **p, size_t *left, uint64_t *ret_abi, uint64_t *ret_nr,
+                     const uint8_t **ret_regs) {
         uint64_t abi, n = (uint64_t) __builtin_popcountll(mask);
-        const uint8_t *dummy;
+        const uint8_t *regs = NULL;
 
         if (read_u64(p, left, &abi) < 0)
                 return -EBADMSG;
-        /* abi == PERF_SAMPLE_REGS_ABI_NONE: no registers follow. */
-        if (abi == 0)
-                return 0;
-        return read_bytes(p, left, (size_t) n * 8, &dummy);
+        /* abi == PERF_SAMPLE_REGS_ABI_NONE: no registers follow (perf_output_sample_regs() is skipped). */
+        if (abi == PERF_SAMPLE_REGS_ABI_NONE)
+                n = 0;
+        else if (read_bytes(p, left, (size_t) n * 8, &regs) < 0)
+                return -EBADMSG;
+        *ret_abi = abi;
+        *ret_nr = n;
+        *ret_regs = regs;
+        return 0;
 }
 
 /*
@@ -267,15 +274,24 @@ int perf_record_parse_sample(const struct perf_event_attr *attr, const struct pe
                 p += v * PERF_RECORD_BRANCH_ENTRY_SIZE;
                 left -= v * PERF_RECORD_BRANCH_ENTRY_SIZE;
         }
-        if ((st & PERF_SAMPLE_REGS_USER) && skip_regs(attr->sample_regs_user, &p, &left) < 0)
+        if ((st & PERF_SAMPLE_REGS_USER) &&
+            read_regs(attr->sample_regs_user, &p, &left, &s->regs_user_abi, &s->nr_regs_user, &s->regs_user) < 0)
                 return -EBADMSG;
         if (st & PERF_SAMPLE_STACK_USER) {
-                /* {u64 size; char data[size]; u64 dyn_size} with dyn_size only when size != 0. */
-                U64(v);
-                if (v > 0) {
-                        if (v > left || read_bytes(&p, &left, (size_t) v, &dummy) < 0)
+                /*
+                 * {u64 size; char data[size]; u64 dyn_size} with dyn_size only
+                 * when size != 0 (kernel/events/core.c perf_output_sample_ustack()).
+                 * A dyn_size past size is no copy the kernel made: perf's
+                 * evsel__parse_sample() refuses it too.
+                 */
+                U64(s->stack_user_size);
+                if (s->stack_user_size > 0) {
+                        if (s->stack_user_size > left ||
+                            read_bytes(&p, &left, (size_t) s->stack_user_size, &s->stack_user) < 0)
                                 return -EBADMSG;
-                        U64(v);
+                        U64(s->stack_user_dyn_size);
+                        if (s->stack_user_dyn_size > s->stack_user_size)
+                                return -EBADMSG;
                 }
         }
         if (st & PERF_SAMPLE_WEIGHT_TYPE) {
@@ -292,8 +308,13 @@ int perf_record_parse_sample(const struct perf_event_attr *attr, const struct pe
                 U64(s->data_src);
         if (st & PERF_SAMPLE_TRANSACTION)
                 U64(s->transaction);
-        if ((st & PERF_SAMPLE_REGS_INTR) && skip_regs(attr->sample_regs_intr, &p, &left) < 0)
-                return -EBADMSG;
+        if (st & PERF_SAMPLE_REGS_INTR) {
+                const uint8_t *regs;
+                uint64_t abi, nr;
+
+                if (read_regs(attr->sample_regs_intr, &p, &left, &abi, &nr, &regs) < 0)
+                        return -EBADMSG;
+        }
         if (st & PERF_SAMPLE_PHYS_ADDR)
                 U64(s->phys_addr);
         if (st & PERF_SAMPLE_CGROUP)
@@ -348,6 +369,9 @@ uint32_t perf_record_fixed_size(uint32_t type) {
                 break;
         case PERF_RECORD_SWITCH_CPU_WIDE:
                 body = sizeof(struct perf_data_wire_switch_cpu_wide);
+                break;
+        case PERF_RECORD_CGROUP:
+                body = sizeof(struct perf_data_wire_cgroup);
                 break;
         default:
                 return 0;
@@ -502,6 +526,20 @@ int perf_record_parse_itrace_start(const struct perf_data_record *rec, uint32_t 
         if (get_body(rec, tlen, &w, sizeof(w)) < 0)
                 return -EBADMSG;
         *ret = (struct perf_data_itrace_start) { .rec = *rec, .pid = w.pid, .tid = w.tid };
+        return 0;
+}
+
+int perf_record_parse_cgroup(const struct perf_data_record *rec, uint32_t tlen, struct perf_data_cgroup *ret) {
+        struct perf_data_cgroup c = { .rec = *rec };
+        struct perf_data_wire_cgroup w;
+
+        if (get_body(rec, tlen, &w, sizeof(w)) < 0)
+                return -EBADMSG;
+        c.id = w.id;
+        c.path = rec_string(rec, PERF_RECORD_HEADER_SIZE + sizeof(w), rec->size - tlen);
+        if (!c.path)
+                return -EILSEQ;
+        *ret = c;
         return 0;
 }
 

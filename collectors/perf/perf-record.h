@@ -144,6 +144,10 @@ struct perf_data_wire_switch_cpu_wide {
         uint32_t next_prev_pid, next_prev_tid;
 };
 
+struct perf_data_wire_cgroup {          /* + char path[] */
+        uint64_t id;
+};
+
 
 /* Which sample_id fields a record carried (bits of perf_data_sample_id.valid). */
 enum {
@@ -232,6 +236,13 @@ struct perf_data_itrace_start {
         uint32_t pid, tid;
 };
 
+/* PERF_RECORD_CGROUP (attr.cgroup, Linux 5.7+): a cgroup was created; its id and path in the hierarchy. */
+struct perf_data_cgroup {
+        struct perf_data_record rec;
+        uint64_t id;                    /* the cgroup's kernfs id, as PERF_SAMPLE_CGROUP reports it */
+        const char *path;               /* NUL-terminated inside the record, "/system.slice/x.service" */
+};
+
 
 /* Sample fields decoded (bits of perf_data_sample.fields): PERF_SAMPLE_* bits. */
 struct perf_data_sample {
@@ -250,6 +261,24 @@ struct perf_data_sample {
         uint64_t phys_addr;
         uint64_t cgroup;
         uint64_t data_page_size, code_page_size;
+        /*
+         * REGS_USER {u64 abi; u64 regs[weight(mask)]}: abi is
+         * PERF_SAMPLE_REGS_ABI_* and no registers follow when it is
+         * PERF_SAMPLE_REGS_ABI_NONE (a kernel thread); otherwise one value
+         * per bit of attr.sample_regs_user, in ascending bit order.
+         */
+        uint64_t regs_user_abi;
+        uint64_t nr_regs_user;
+        const uint8_t *regs_user;       /* nr_regs_user u64s; unaligned */
+        /*
+         * STACK_USER {u64 size; char data[size]; u64 dyn_size}: size is what
+         * the kernel reserved (attr.sample_stack_user, less when the record
+         * would pass 64 KiB), dyn_size (<= size) what it copied from the
+         * user stack pointer up; no data and no dyn_size when size is 0.
+         */
+        uint64_t stack_user_size;
+        uint64_t stack_user_dyn_size;
+        const uint8_t *stack_user;      /* stack_user_dyn_size bytes; unaligned */
         /* Bytes not decoded (sample_type bits we do not parse, e.g. AUX), if any. */
         const uint8_t *rest;
         size_t rest_len;
@@ -313,5 +342,6 @@ int perf_record_parse_lost(const struct perf_data_record *rec, uint32_t tlen, st
 int perf_record_parse_aux(const struct perf_data_record *rec, uint32_t tlen, struct perf_data_aux *ret);
 int perf_record_parse_itrace_start(const struct perf_data_record *rec, uint32_t tlen,
                                    struct perf_data_itrace_start *ret);
+int perf_record_parse_cgroup(const struct perf_data_record *rec, uint32_t tlen, struct perf_data_cgroup *ret);
 /* SWITCH or SWITCH_CPU_WIDE. */
 int perf_record_parse_switch(const struct perf_data_record *rec, uint32_t tlen, struct perf_data_switch *ret);
