@@ -1,0 +1,391 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "sampler-procs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+#include "procfs.h"
+#include "strbuf.h"
+#include "task-map.h"
+
+struct proc_entry {
+        uint32_t pid;
+        bool used;
+        bool exited;
+        /* What /proc must still tell at the next sample (the kernel's records told the rest). */
+        bool need_maps, need_comm, need_cgroup;
+        uint32_t ppid;                  /* from FORK, SOURCE_NO_ID unknown */
+        uint32_t gen;                   /* this process's generation: its threads' names are its own */
+        uint64_t start;                 /* /proc/PID/stat starttime, 0 unknown */
+        uint64_t exit_ns, seen_ns;      /* perf time */
+        uint64_t checked_losses;        /* the loss count when start was last compared */
+};
+
+struct thread_entry {
+        uint32_t tid, pid, gen;
+        bool used;
+};
+
+struct sampler_procs {
+        char *procfs_root, *cgroup_root;
+        const struct source_sink *sink;
+        struct task_map *tasks;
+        uint64_t now_ns;                /* the newest perf time seen */
+        uint64_t losses;
+        uint32_t next_gen;
+        struct sampler_procs_stats st;
+        struct proc_entry procs[SAMPLER_PROCS_SETS][SAMPLER_PROCS_WAYS];
+        struct thread_entry threads[SAMPLER_THREADS_SIZE];
+};
+
+int sampler_procs_new(const char *procfs_root, const char *cgroup_root, const struct source_sink *sink,
+                      struct task_map *tasks, struct sampler_procs **ret) {
+        struct sampler_procs *p;
+
+        if (!sink || !tasks || !ret)
+                return -EINVAL;
+        p = xcalloc(1, sizeof(*p));
+        p->procfs_root = xstrdup(procfs_root ?: "/proc");
+        p->cgroup_root = xstrdup(cgroup_root ?: "/sys/fs/cgroup");
+        p->sink = sink;
+        p->tasks = tasks;
+        p->next_gen = 1;
+        *ret = p;
+        return 0;
+}
+
+struct sampler_procs *sampler_procs_free(struct sampler_procs *p) {
+        if (!p)
+                return NULL;
+        free(p->procfs_root);
+        free(p->cgroup_root);
+        free(p);
+        return NULL;
+}
+
+static struct proc_entry *set_of(struct sampler_procs *p, uint32_t pid) {
+        return p->procs[task_map_hash(pid) % SAMPLER_PROCS_SETS];
+}
+
+static struct proc_entry *find(struct sampler_procs *p, uint32_t pid) {
+        struct proc_entry *set = set_of(p, pid);
+
+        for (size_t w = 0; w < SAMPLER_PROCS_WAYS; w++)
+                if (set[w].used && set[w].pid == pid)
+                        return &set[w];
+        return NULL;
+}
+
+static void drop(struct sampler_procs *p, struct proc_entry *e) {
+        e->used = false;
+        p->st.procs--;
+}
+
+/* A new process pid: its old entry (another process with that pid) or a free way, else the oldest. */
+static struct proc_entry *insert(struct sampler_procs *p, uint32_t pid) {
+        struct proc_entry *set = set_of(p, pid), *e = find(p, pid), *exited = NULL, *oldest = NULL;
+
+        if (e)
+                drop(p, e);
+        else
+                for (size_t w = 0; w < SAMPLER_PROCS_WAYS && !e; w++) {
+                        struct proc_entry *x = &set[w];
+
+                        if (!x->used)
+                                e = x;
+                        else if (x->exited && (!exited || x->exit_ns < exited->exit_ns))
+                                exited = x;
+                        else if (!x->exited && (!oldest || x->seen_ns < oldest->seen_ns))
+                                oldest = x;
+                }
+        if (!e && exited) {
+                e = exited;
+                p->st.aged_out++;
+                drop(p, e);
+        } else if (!e) {
+                e = oldest;
+                p->st.evictions++;
+                drop(p, e);
+        }
+        *e = (struct proc_entry) {
+                .pid = pid,
+                .used = true,
+                .need_maps = true,
+                .need_comm = true,
+                .need_cgroup = true,
+                .ppid = SOURCE_NO_ID,
+                .gen = p->next_gen++,
+                .seen_ns = p->now_ns,
+                .checked_losses = p->losses,
+        };
+        p->st.procs++;
+        return e;
+}
+
+static void task_event(struct sampler_procs *p, const struct source_task *t) {
+        if (p->sink->task)
+                p->sink->task(p->sink->userdata, t);
+}
+
+static void name_thread(struct sampler_procs *p, uint32_t pid, uint32_t tid, const char *comm, uint64_t time_ns) {
+        task_map_comm(p->tasks, pid, tid, comm);
+        task_event(p, &(struct source_task) {
+                .kind = SOURCE_TASK_COMM,
+                .pid = pid,
+                .tid = tid,
+                .time_ns = time_ns,
+                .comm = comm,
+        });
+}
+
+static void mark_thread(struct sampler_procs *p, uint32_t pid, uint32_t tid, uint32_t gen) {
+        p->threads[task_map_hash(tid) % SAMPLER_THREADS_SIZE] = (struct thread_entry) {
+                .tid = tid, .pid = pid, .gen = gen, .used = true };
+}
+
+static int on_mapping(void *userdata, const struct source_mapping *m) {
+        struct sampler_procs *p = userdata;
+
+        p->st.mappings_read++;
+        if (p->sink->mapping)
+                p->sink->mapping(p->sink->userdata, m);
+        return 0;
+}
+
+/* The parent's mappings under the child's pid: a child that forked without exec runs its parent's image. */
+static int on_parent_mapping(void *userdata, const struct source_mapping *m) {
+        void **a = userdata;
+        struct source_mapping c = *m;
+
+        c.pid = *(const uint32_t *) a[1];
+        return on_mapping(a[0], &c);
+}
+
+/*
+ * The cgroup's id as PERF_SAMPLE_CGROUP and PERF_RECORD_CGROUP state it:
+ * the kernfs node id, which cgroupfs hands out as its file handle
+ * (tools/perf/util/cgroup.c read_cgroup_id(), kernel/cgroup/cgroup.c
+ * cgroup_id()). 0 when it cannot be read.
+ */
+static uint64_t cgroup_id_of(struct sampler_procs *p, const char *path) {
+        char full[PATH_MAX];
+        struct {
+                struct file_handle fh;
+                uint64_t id;
+        } h = { .fh.handle_bytes = sizeof(uint64_t) };
+        int mount_id;
+
+        if (snprintf(full, sizeof(full), "%s%s", p->cgroup_root, path) >= (int) sizeof(full))
+                return 0;
+        if (name_to_handle_at(AT_FDCWD, full, &h.fh, &mount_id, 0) < 0 || h.fh.handle_bytes != sizeof(uint64_t))
+                return 0;
+        return h.id;
+}
+
+static void read_proc(struct sampler_procs *p, struct proc_entry *e, uint32_t tid, uint64_t cgroup_id) {
+        char comm[PROCFS_COMM_MAX], cg[PROCFS_CGROUP_MAX];
+        uint32_t pid = e->pid;
+        int k;
+
+        p->st.procs_read++;
+        if (e->start == 0)
+                (void) procfs_start_time(p->procfs_root, pid, &e->start);
+        if (e->need_comm) {
+                if (procfs_comm(p->procfs_root, pid, pid, comm, sizeof(comm)) == 0)
+                        name_thread(p, pid, pid, comm, 0);
+                e->need_comm = false;
+        }
+        if (e->need_maps) {
+                k = procfs_exec_mappings(p->procfs_root, pid, on_mapping, p);
+                if (k == -ENOENT && e->ppid != SOURCE_NO_ID && e->ppid != 0)
+                        /* Gone already; it ran its parent's image unless an exec said otherwise. */
+                        k = procfs_exec_mappings(p->procfs_root, e->ppid, on_parent_mapping,
+                                                 (void *[]) { p, &pid });
+                if (k == -ENOENT)
+                        p->st.procs_gone++;
+                e->need_maps = false;
+        }
+        if (e->need_cgroup) {
+                k = procfs_cgroup(p->procfs_root, pid, tid, cg, sizeof(cg));
+                if (k == 0) {
+                        uint64_t id = cgroup_id_of(p, cg) ?: cgroup_id;
+
+                        if (id)
+                                task_map_cgroup(p->tasks, tid, id);
+                        task_event(p, &(struct source_task) {
+                                .kind = SOURCE_TASK_CGROUP,
+                                .pid = pid,
+                                .tid = tid,
+                                .cgroup_id = id,
+                                .cgroup_path = cg,
+                        });
+                }
+                e->need_cgroup = false;
+        }
+}
+
+void sampler_procs_sample(struct sampler_procs *p, uint32_t pid, uint32_t tid, uint64_t time_ns,
+                          uint64_t cgroup_id) {
+        struct thread_entry *t;
+        struct proc_entry *e;
+
+        if (pid == 0 || pid == SOURCE_NO_ID)
+                return;
+        p->now_ns = MAX(p->now_ns, time_ns);
+        e = find(p, pid);
+        /* A sample after the process's exit: another process has its pid (the FORK was lost). */
+        if (e && e->exited && time_ns > e->exit_ns) {
+                p->st.reused++;
+                e = NULL;
+        }
+        /* Records were lost since this process was last looked at: is it still the same one? */
+        if (e && e->checked_losses != p->losses) {
+                uint64_t start;
+
+                e->checked_losses = p->losses;
+                if (procfs_start_time(p->procfs_root, pid, &start) == 0) {
+                        if (e->start != 0 && start != e->start) {
+                                p->st.reused++;
+                                e = NULL;
+                        } else
+                                e->start = start;
+                }
+        }
+        if (!e)
+                e = insert(p, pid);
+        e->seen_ns = MAX(e->seen_ns, time_ns);
+        if (e->need_maps || e->need_comm || e->need_cgroup)
+                read_proc(p, e, tid, cgroup_id);
+
+        if (tid != pid && tid != SOURCE_NO_ID) {
+                t = &p->threads[task_map_hash(tid) % SAMPLER_THREADS_SIZE];
+                if (!t->used || t->tid != tid || t->pid != pid || t->gen != e->gen) {
+                        char comm[PROCFS_COMM_MAX];
+
+                        p->st.threads_read++;
+                        if (procfs_comm(p->procfs_root, pid, tid, comm, sizeof(comm)) == 0)
+                                name_thread(p, pid, tid, comm, 0);
+                        mark_thread(p, pid, tid, e->gen);
+                }
+        }
+        if (tid != SOURCE_NO_ID && task_map_pid(p->tasks, tid) != pid)
+                task_map_set_pid(p->tasks, tid, pid);
+        if (cgroup_id != 0 && tid != SOURCE_NO_ID) {
+                const struct task_info *ti = task_map_get(p->tasks, tid);
+
+                if (ti && ti->cgroup_id != cgroup_id)
+                        task_map_cgroup(p->tasks, tid, cgroup_id);
+        }
+}
+
+void sampler_procs_comm(struct sampler_procs *p, const struct perf_data_comm *c) {
+        uint64_t time = (c->rec.sid.valid & PERF_DATA_ID_TIME) ? c->rec.sid.time : 0;
+        struct proc_entry *e = find(p, c->pid);
+
+        p->now_ns = MAX(p->now_ns, time);
+        if (c->exec) {
+                /*
+                 * A new image: the kernel reports its mappings (MMAP2 of the
+                 * program and its interpreter, then of what they map) and this
+                 * is its name; the old image's threads are gone (de_thread()).
+                 * A process first met here needs only its cgroup from /proc.
+                 */
+                if (!e || e->exited)
+                        e = insert(p, c->pid);
+                else
+                        e->gen = p->next_gen++;
+                e->need_maps = false;
+                e->need_comm = false;
+                e->seen_ns = MAX(e->seen_ns, time);
+        }
+        if (e)
+                mark_thread(p, c->pid, c->tid, e->gen);
+        name_thread(p, c->pid, c->tid, c->comm, time);
+}
+
+void sampler_procs_task(struct sampler_procs *p, const struct perf_data_task *t) {
+        bool fork = t->rec.type == PERF_RECORD_FORK;
+        struct proc_entry *e;
+
+        p->now_ns = MAX(p->now_ns, t->time);
+        if (fork) {
+                task_map_fork(p->tasks, t->pid, t->tid, t->ptid, t->time);
+                if (t->pid != t->ppid) {
+                        /* A new process: the parent's mappings, which the kernel does not report again. */
+                        e = insert(p, t->pid);
+                        e->ppid = t->ppid;
+                        e->seen_ns = t->time;
+                } else
+                        e = find(p, t->pid);
+                /* A new thread has its parent thread's name (task_map_fork()) until a COMM. */
+                if (e)
+                        mark_thread(p, t->pid, t->tid, e->gen);
+        } else if (t->pid == t->tid) {
+                e = find(p, t->pid);
+                if (e) {
+                        e->exited = true;
+                        e->exit_ns = t->time;
+                }
+        }
+        task_event(p, &(struct source_task) {
+                .kind = fork ? SOURCE_TASK_FORK : SOURCE_TASK_EXIT,
+                .pid = t->pid,
+                .tid = t->tid,
+                .ppid = t->ppid,
+                .ptid = t->ptid,
+                .time_ns = t->time,
+        });
+}
+
+void sampler_procs_mapping(struct sampler_procs *p, const struct perf_data_mmap *m) {
+        if (!p->sink->mapping)
+                return;
+        p->sink->mapping(p->sink->userdata, &(struct source_mapping) {
+                .pid = m->pid,
+                .start = m->addr,
+                .len = m->len,
+                .pgoff = m->pgoff,
+                .filename = m->filename,
+                .build_id = m->has_build_id && m->build_id_size > 0 ? m->build_id : NULL,
+                .build_id_len = m->has_build_id ? m->build_id_size : 0,
+        });
+}
+
+void sampler_procs_cgroup(struct sampler_procs *p, const struct perf_data_cgroup *c) {
+        /* A cgroup was created: its id and path, no task (the sample id is the task that made it). */
+        task_event(p, &(struct source_task) {
+                .kind = SOURCE_TASK_CGROUP,
+                .pid = SOURCE_NO_ID,
+                .tid = SOURCE_NO_ID,
+                .time_ns = (c->rec.sid.valid & PERF_DATA_ID_TIME) ? c->rec.sid.time : 0,
+                .cgroup_id = c->id,
+                .cgroup_path = c->path,
+        });
+}
+
+void sampler_procs_lost(struct sampler_procs *p) {
+        p->losses++;
+}
+
+void sampler_procs_age(struct sampler_procs *p) {
+        for (size_t s = 0; s < SAMPLER_PROCS_SETS; s++)
+                for (size_t w = 0; w < SAMPLER_PROCS_WAYS; w++) {
+                        struct proc_entry *e = &p->procs[s][w];
+
+                        if (e->used && e->exited && p->now_ns > e->exit_ns &&
+                            p->now_ns - e->exit_ns > SAMPLER_PROCS_EXITED_NS) {
+                                drop(p, e);
+                                p->st.aged_out++;
+                        }
+                }
+}
+
+void sampler_procs_stats(const struct sampler_procs *p, struct sampler_procs_stats *ret) {
+        *ret = p->st;
+}

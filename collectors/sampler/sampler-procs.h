@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * The processes the cpu-clock sampler has met, and what it tells the sink
+ * and the task map about them.
+ *
+ * The kernel states a process's life on the sampling events themselves
+ * (attr.comm, comm_exec, task, mmap2, cgroup; perf_event_open(2)): FORK,
+ * COMM (with PERF_RECORD_MISC_COMM_EXEC on exec, followed by the MMAP2 of
+ * the new image and its interpreter), EXIT, and MMAP2 for each executable
+ * mapping after that. So a process that starts after the sampler, even one
+ * that lives 200 ms, is named and mapped from records, never from /proc.
+ * What started before the sampler (or forked without exec: fork(2) copies
+ * the parent's mappings and the kernel reports none) is read from /proc
+ * once, at its first sample: its start time, name, executable mappings and
+ * cgroup (procfs.h), the thread's name too when it is not the leader.
+ *
+ * A PID may be reused. A process is the pair (pid, start time): a FORK
+ * starts a new one; a sample after the process's EXIT is another process
+ * whose FORK was not seen (lost); and after the data ring lost records, a
+ * process's start time is read again at its next sample and compared. Then
+ * /proc is read anew, so the old process's names are never given to the
+ * new one.
+ *
+ * Bounded: a set-associative table of SAMPLER_PROCS_SETS x
+ * SAMPLER_PROCS_WAYS processes. An exited process stays for samples of
+ * other CPUs read after its EXIT, at most SAMPLER_PROCS_EXITED_NS of perf
+ * time (aged out), and is the first to give its place; a live one pushed
+ * out of a full set (an eviction, counted) is read from /proc again if it
+ * comes back. Thread names: a direct-mapped table of SAMPLER_THREADS_SIZE.
+ *
+ * Threads: the collector thread's, like the sources.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "perf-record.h"
+#include "source.h"
+
+#define SAMPLER_PROCS_SETS      1024
+#define SAMPLER_PROCS_WAYS      4
+#define SAMPLER_THREADS_SIZE    8192
+/* How long an exited process is still answered (perf time): samples read from other CPUs' rings after its EXIT. */
+#define SAMPLER_PROCS_EXITED_NS (30 * UINT64_C(1000000000))
+
+struct sampler_procs_stats {
+        uint64_t procs;                 /* processes in the table now */
+        uint64_t procs_read;            /* processes whose /proc was read */
+        uint64_t procs_gone;            /* ... that had exited before (names and mappings unknown) */
+        uint64_t mappings_read;         /* executable mappings read from /proc/PID/maps */
+        uint64_t threads_read;          /* thread names read from /proc */
+        uint64_t reused;                /* PIDs found reused without their FORK seen */
+        uint64_t evictions;             /* live processes pushed out of a full set */
+        uint64_t aged_out;              /* exited processes dropped */
+};
+
+struct sampler_procs;
+
+/*
+ * procfs_root NULL: "/proc"; cgroup_root: where cgroup v2 is mounted (NULL:
+ * "/sys/fs/cgroup"), for the ids of the cgroups read from /proc. The sink
+ * and the task map must outlive the table.
+ */
+int sampler_procs_new(const char *procfs_root, const char *cgroup_root, const struct source_sink *sink,
+                      struct task_map *tasks, struct sampler_procs **ret);
+struct sampler_procs *sampler_procs_free(struct sampler_procs *p);
+
+/*
+ * A sample of thread tid of process pid at perf time time_ns (cgroup_id 0:
+ * not reported): the process and thread are read from /proc when unknown,
+ * their mappings and names handed to the sink before the caller hands the
+ * sample on. pid 0 (the idle task) and SOURCE_NO_ID are left alone.
+ */
+void sampler_procs_sample(struct sampler_procs *p, uint32_t pid, uint32_t tid, uint64_t time_ns,
+                          uint64_t cgroup_id);
+
+/* The kernel's records: into the task map, then to the sink. */
+void sampler_procs_comm(struct sampler_procs *p, const struct perf_data_comm *c);
+void sampler_procs_task(struct sampler_procs *p, const struct perf_data_task *t); /* FORK or EXIT */
+void sampler_procs_mapping(struct sampler_procs *p, const struct perf_data_mmap *m);
+void sampler_procs_cgroup(struct sampler_procs *p, const struct perf_data_cgroup *c);
+/* The data ring lost records: FORK or EXIT may be among them, start times are compared again. */
+void sampler_procs_lost(struct sampler_procs *p);
+/* Drop the processes that exited SAMPLER_PROCS_EXITED_NS before the newest time seen. */
+void sampler_procs_age(struct sampler_procs *p);
+
+void sampler_procs_stats(const struct sampler_procs *p, struct sampler_procs_stats *ret);

@@ -1,0 +1,567 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * collectors/sampler/sampler-source.c on this machine's real kernel: the
+ * source runs on an sd_event loop with a sink that records what it gets,
+ * while spin (main -> outer_work -> inner_spin) burns CPU pinned to one CPU.
+ * What the source hands on is checked against what the test finds itself:
+ * the child's CPU time from /proc/PID/stat, the functions' address ranges
+ * from the ELF symbol table (libelf) placed by the executable mapping the
+ * sink got, the child's [stack] mapping and cgroup from /proc, the cgroup's
+ * id from a stat(2) of its directory (kernfs inode numbers are cgroup ids).
+ *
+ *   test-sampler-source SPIN_FP SPIN_NOFP
+ *
+ * Needs root (CPU-wide events); exits 77 without, or when the kernel
+ * refuses a cpu-clock event.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <linux/perf_event.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <libelf.h>
+#include <systemd/sd-event.h>
+
+#include "macro.h"
+#include "sampler-source.h"
+#include "source.h"
+#include "task-map.h"
+
+#define SPIN_SECONDS "2.5"
+#define MAX_CHAIN 256
+#define MAX_SAMPLES 4096
+#define X86_REG_SP 7    /* regs[] index of PERF_REG_X86_SP in the default mask (sampler-source.h) */
+#define X86_REG_IP 8
+
+static const char *spin_fp, *spin_nofp;
+
+struct range {
+        uint64_t lo, hi;        /* file virtual addresses, then run-time ones */
+};
+
+struct got_sample {
+        uint32_t cpu, pid, tid;
+        uint64_t ip, period, cgroup_id;
+        uint64_t chain[MAX_CHAIN];
+        size_t n_chain;
+        uint64_t regs_abi, regs_mask, sp, reg_ip;
+        size_t nr_regs, stack_len;
+        uint8_t *stack;
+};
+
+struct got_mapping {
+        uint64_t start, len, pgoff;
+        char filename[PATH_MAX];
+};
+
+struct recorder {
+        uint32_t child;
+        struct got_sample *samples;
+        size_t n_samples, n_all;
+        struct got_mapping exe;
+        bool has_exe;
+        const char *exe_path;
+        char comm_event[TASK_MAP_COMM_LEN];
+        uint64_t cgroup_event_id;
+        char cgroup_event_path[PATH_MAX];
+};
+
+static void on_samples(void *userdata, const struct source_sample *s, size_t n) {
+        struct recorder *r = userdata;
+
+        for (size_t i = 0; i < n; i++) {
+                struct got_sample *g;
+
+                r->n_all++;
+                if (s[i].pid != r->child || r->n_samples == MAX_SAMPLES)
+                        continue;
+                g = &r->samples[r->n_samples++];
+                *g = (struct got_sample) {
+                        .cpu = s[i].cpu, .pid = s[i].pid, .tid = s[i].tid, .ip = s[i].ip, .period = s[i].period,
+                        .cgroup_id = s[i].cgroup_id, .n_chain = MIN(s[i].nr_callchain, (size_t) MAX_CHAIN),
+                        .regs_abi = s[i].regs_abi, .regs_mask = s[i].regs_mask, .nr_regs = s[i].nr_regs,
+                        .stack_len = s[i].stack_len,
+                };
+                memcpy(g->chain, s[i].callchain, g->n_chain * 8);
+                if (s[i].nr_regs > X86_REG_IP) {
+                        g->sp = s[i].regs[X86_REG_SP];
+                        g->reg_ip = s[i].regs[X86_REG_IP];
+                }
+                if (s[i].stack_len > 0) {
+                        g->stack = malloc(s[i].stack_len);
+                        assert_non_null(g->stack);
+                        memcpy(g->stack, s[i].stack, s[i].stack_len);
+                }
+        }
+}
+
+static void on_mapping(void *userdata, const struct source_mapping *m) {
+        struct recorder *r = userdata;
+        char real[PATH_MAX];
+
+        if (m->pid != r->child || !realpath(r->exe_path, real) || !streq(m->filename, real))
+                return;
+        /* The executable segment: the one whose placement gives inner_spin an address. */
+        r->exe = (struct got_mapping) { .start = m->start, .len = m->len, .pgoff = m->pgoff };
+        snprintf(r->exe.filename, sizeof(r->exe.filename), "%s", m->filename);
+        r->has_exe = true;
+}
+
+static void on_task(void *userdata, const struct source_task *t) {
+        struct recorder *r = userdata;
+
+        if (t->pid != r->child)
+                return;
+        if (t->kind == SOURCE_TASK_COMM && t->comm)
+                snprintf(r->comm_event, sizeof(r->comm_event), "%s", t->comm);
+        if (t->kind == SOURCE_TASK_CGROUP) {
+                r->cgroup_event_id = t->cgroup_id;
+                snprintf(r->cgroup_event_path, sizeof(r->cgroup_event_path), "%s", t->cgroup_path);
+        }
+}
+
+/* The symbol's [st_value, st_value + st_size) and the PT_LOAD that holds it (vaddr - offset). */
+static void elf_symbol(const char *path, const char *name, struct range *ret, uint64_t *ret_vaddr_minus_off) {
+        Elf_Scn *scn = NULL;
+        size_t nph;
+        bool found = false;
+        Elf *elf;
+        int fd;
+
+        assert_int_not_equal(elf_version(EV_CURRENT), EV_NONE);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        elf = elf_begin(fd, ELF_C_READ, NULL);
+        assert_non_null(elf);
+        while ((scn = elf_nextscn(elf, scn)) && !found) {
+                GElf_Shdr sh;
+                Elf_Data *d;
+
+                if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB)
+                        continue;
+                d = elf_getdata(scn, NULL);
+                for (size_t i = 0; d && i < sh.sh_size / sh.sh_entsize; i++) {
+                        GElf_Sym sym;
+                        const char *n;
+
+                        if (!gelf_getsym(d, (int) i, &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC)
+                                continue;
+                        n = elf_strptr(elf, sh.sh_link, sym.st_name);
+                        if (n && streq(n, name)) {
+                                *ret = (struct range) { sym.st_value, sym.st_value + sym.st_size };
+                                found = true;
+                                break;
+                        }
+                }
+        }
+        assert_true(found);
+        assert_int_equal(elf_getphdrnum(elf, &nph), 0);
+        for (size_t i = 0; i < nph; i++) {
+                GElf_Phdr ph;
+
+                if (gelf_getphdr(elf, (int) i, &ph) && ph.p_type == PT_LOAD && ret->lo >= ph.p_vaddr &&
+                    ret->lo < ph.p_vaddr + ph.p_memsz)
+                        *ret_vaddr_minus_off = ph.p_vaddr - ph.p_offset;
+        }
+        elf_end(elf);
+        close(fd);
+}
+
+/* A function's run-time range: file vaddr -> file offset (its PT_LOAD) -> the mapping that holds it. */
+static struct range runtime_range(const struct recorder *r, const char *path, const char *name) {
+        struct range f = {};
+        uint64_t vmo = 0, off;
+
+        elf_symbol(path, name, &f, &vmo);
+        off = f.lo - vmo;
+        assert_true(off >= r->exe.pgoff && off < r->exe.pgoff + r->exe.len);
+        return (struct range) { r->exe.start + (off - r->exe.pgoff), r->exe.start + (off - r->exe.pgoff) + (f.hi - f.lo) };
+}
+
+/* Whether the function starts by linking a frame: x86-64 push %rbp (after an endbr64), arm64 stp x29, x30. */
+static bool leaf_links_frame(const char *path, const char *name) {
+        struct range f = {};
+        uint64_t vmo = 0;
+        uint8_t code[8];
+        size_t at = 0;
+        FILE *fp;
+
+        elf_symbol(path, name, &f, &vmo);
+        fp = fopen(path, "re");
+        assert_non_null(fp);
+        assert_int_equal(fseek(fp, (long) (f.lo - vmo), SEEK_SET), 0);
+        assert_int_equal(fread(code, 1, sizeof(code), fp), sizeof(code));
+        fclose(fp);
+#if defined(__x86_64__)
+        if (memcmp(code, "\xf3\x0f\x1e\xfa", 4) == 0)
+                at = 4;
+        return code[at] == 0x55;
+#elif defined(__aarch64__)
+        /* stp x29, x30, [sp, #-N]!: 0xa9800000 | ... with Rt 29, Rt2 30. */
+        {
+                uint32_t insn;
+
+                memcpy(&insn, code, 4);
+                return (insn & 0xffc07fff) == 0xa9807bfd;
+        }
+#else
+        return true;
+#endif
+}
+
+static bool in(const struct range *x, uint64_t a) {
+        return a >= x->lo && a < x->hi;
+}
+
+/* utime + stime of a child that exited but is not reaped (waitid(WNOWAIT)), in nanoseconds. */
+static uint64_t cpu_ns_of(pid_t pid) {
+        char path[PATH_MAX], buf[2048], *p;
+        unsigned long utime, stime;
+        FILE *f;
+        size_t n;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+        f = fopen(path, "re");
+        assert_non_null(f);
+        n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        /* proc(5): fields 14 and 15 after "pid (comm) " (field 3 on). */
+        p = strrchr(buf, ')');
+        assert_non_null(p);
+        assert_int_equal(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime), 2);
+        return (uint64_t) (utime + stime) * NSEC_PER_SEC / (uint64_t) sysconf(_SC_CLK_TCK);
+}
+
+/* The [stack] mapping of pid, from /proc/PID/maps. */
+static struct range stack_of(pid_t pid) {
+        char path[PATH_MAX], line[PATH_MAX + 128];
+        struct range s = {};
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/%d/maps", (int) pid);
+        f = fopen(path, "re");
+        assert_non_null(f);
+        while (fgets(line, sizeof(line), f))
+                if (strstr(line, "[stack]"))
+                        assert_int_equal(sscanf(line, "%" SCNx64 "-%" SCNx64, &s.lo, &s.hi), 2);
+        fclose(f);
+        assert_true(s.hi > s.lo);
+        return s;
+}
+
+/* The cgroup v2 path of pid ("0::" line), "" when none. */
+static void cgroup_of(pid_t pid, char *buf, size_t len) {
+        char path[PATH_MAX], line[PATH_MAX + 8];
+        FILE *f;
+
+        buf[0] = '\0';
+        snprintf(path, sizeof(path), "/proc/%d/cgroup", (int) pid);
+        f = fopen(path, "re");
+        assert_non_null(f);
+        while (fgets(line, sizeof(line), f))
+                if (strncmp(line, "0::", 3) == 0) {
+                        line[strcspn(line, "\n")] = '\0';
+                        snprintf(buf, len, "%s", line + 3);
+                }
+        fclose(f);
+}
+
+struct run {
+        struct recorder rec;
+        struct task_map *tasks;
+        uint64_t cpu_ns;
+        unsigned cpu;
+        struct range stack;
+        char cgroup[PATH_MAX];
+        struct source_status status;
+};
+
+static void run_spin(const char *exe, enum sampler_unwind unwind, struct run *run) {
+        struct source_sink sink = {
+                .userdata = &run->rec,
+                .samples = on_samples,
+                .mapping = on_mapping,
+                .task = on_task,
+        };
+        struct sampler_options o = { .unwind = unwind };
+        struct source *src = NULL;
+        sd_event *e = NULL;
+        char cpu_arg[DECIMAL_STR_MAX(unsigned)], line[64];
+        int fds[2], k;
+        pid_t pid;
+        FILE *out;
+
+        run->cpu = sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 1 : 0;
+        run->rec.samples = calloc(MAX_SAMPLES, sizeof(struct got_sample));
+        assert_non_null(run->rec.samples);
+        run->rec.exe_path = exe;
+        assert_int_equal(task_map_new(&run->tasks), 0);
+        assert_int_equal(sd_event_new(&e), 0);
+        assert_int_equal(sampler_source_new(&o, &sink, run->tasks, &src), 0);
+        assert_int_equal(source_start(src, e, NULL), 0);
+
+        assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
+        snprintf(cpu_arg, sizeof(cpu_arg), "%u", run->cpu);
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                dup2(fds[1], STDOUT_FILENO);
+                execl(exe, exe, SPIN_SECONDS, cpu_arg, (char *) NULL);
+                _exit(127);
+        }
+        run->rec.child = (uint32_t) pid;
+        close(fds[1]);
+        out = fdopen(fds[0], "r");
+        assert_non_null(out);
+        assert_non_null(fgets(line, sizeof(line), out));
+        assert_true(strncmp(line, "ready ", 6) == 0);
+        run->stack = stack_of(pid);
+        cgroup_of(pid, run->cgroup, sizeof(run->cgroup));
+
+        for (;;) {
+                siginfo_t si = {};
+
+                k = sd_event_run(e, 100 * USEC_PER_MSEC);
+                assert_true(k >= 0);
+                assert_int_equal(waitid(P_PID, (id_t) pid, &si, WEXITED | WNOHANG | WNOWAIT), 0);
+                if (si.si_pid == pid)
+                        break;
+        }
+        run->cpu_ns = cpu_ns_of(pid);
+        assert_int_equal(waitpid(pid, &k, 0), pid);
+        assert_true(WIFEXITED(k) && WEXITSTATUS(k) == 0);
+        fclose(out);
+        /* What the rings still hold. */
+        while (source_drain(src, SIZE_MAX) > 0)
+                ;
+        source_status(src, &run->status);
+        source_free(src);
+        sd_event_unref(e);
+}
+
+static void run_done(struct run *run) {
+        for (size_t i = 0; i < run->rec.n_samples; i++)
+                free(run->rec.samples[i].stack);
+        free(run->rec.samples);
+        task_map_free(run->tasks);
+        source_status_done(&run->status);
+}
+
+/* What both runs must show: the samples of the child, on its CPU, as many as its CPU time says. */
+static void check_common(struct run *run, const char *exe, const char *comm) {
+        const struct task_info *ti;
+        uint64_t period = NSEC_PER_SEC / SAMPLER_DEFAULT_FREQUENCY, sum = 0;
+        double expected = (double) run->cpu_ns / (double) period, bound;
+        char real[PATH_MAX];
+
+        print_message("%s: %zu samples of the child (%zu in all), CPU time %.3f s, %.1f expected\n", exe,
+                      run->rec.n_samples, run->rec.n_all, (double) run->cpu_ns / 1e9, expected);
+        assert_int_equal(run->status.state, SOURCE_RUNNING);
+        assert_string_equal(run->status.kind, "sampler");
+        assert_int_equal(run->status.sample_period, period);
+        assert_true(run->rec.n_samples > 0);
+        for (size_t i = 0; i < run->rec.n_samples; i++) {
+                assert_int_equal(run->rec.samples[i].cpu, run->cpu);
+                /* cpu-clock's period is fixed at NSEC_PER_SEC / freq (kernel/events/core.c
+                 * perf_swevent_init_hrtimer()): computed here, not by the source. */
+                assert_int_equal(run->rec.samples[i].period, period);
+                sum += run->rec.samples[i].period;
+        }
+        /*
+         * The samples land on the child at the timer's ticks on its CPU while
+         * it runs there: as many as its CPU time holds periods. When other
+         * tasks share the CPU (this machine is shared), whether a tick finds
+         * the child is a draw: three standard deviations of a Poisson count,
+         * and two for the ends of the run.
+         */
+        bound = 3.0 * sqrt(expected) + 2.0;
+        assert_true((double) run->rec.n_samples >= expected - bound);
+        assert_true((double) run->rec.n_samples <= expected + bound);
+        assert_true(sum == run->rec.n_samples * period);
+        /* The process's name reached the task map and the sink (COMM with exec). */
+        ti = task_map_get(run->tasks, run->rec.child);
+        assert_non_null(ti);
+        assert_string_equal(ti->comm, comm);
+        assert_string_equal(run->rec.comm_event, comm);
+        /* Its executable's MMAP2. */
+        assert_true(run->rec.has_exe);
+        assert_non_null(realpath(exe, real));
+        assert_string_equal(run->rec.exe.filename, real);
+        /* Its cgroup: the id of the directory /proc names, as the kernel's samples and the source's event say. */
+        if (run->cgroup[0]) {
+                char dir[PATH_MAX];
+                struct stat st;
+
+                snprintf(dir, sizeof(dir), "/sys/fs/cgroup%s", run->cgroup);
+                if (stat(dir, &st) == 0) {
+                        assert_string_equal(run->rec.cgroup_event_path, run->cgroup);
+                        assert_int_equal(run->rec.cgroup_event_id, (uint64_t) st.st_ino);
+                        for (size_t i = 0; i < run->rec.n_samples; i++)
+                                assert_int_equal(run->rec.samples[i].cgroup_id, (uint64_t) st.st_ino);
+                }
+        }
+}
+
+/* The user part of a callchain: the entries after PERF_CONTEXT_USER. */
+static size_t user_chain(const struct got_sample *g, const uint64_t **ret) {
+        for (size_t i = 0; i < g->n_chain; i++)
+                if (g->chain[i] == (uint64_t) PERF_CONTEXT_USER) {
+                        *ret = g->chain + i + 1;
+                        return g->n_chain - i - 1;
+                }
+        return 0;
+}
+
+static void test_frame_pointers(void **state) {
+        struct run run = {};
+        struct range inner, outer, mainr;
+        size_t in_inner = 0, whole = 0;
+        bool leaf_frame;
+
+        run_spin(spin_fp, SAMPLER_UNWIND_FP, &run);
+        check_common(&run, spin_fp, "spin-fp");
+        inner = runtime_range(&run.rec, spin_fp, "inner_spin");
+        outer = runtime_range(&run.rec, spin_fp, "outer_work");
+        mainr = runtime_range(&run.rec, spin_fp, "main");
+        /*
+         * A frame-pointer walk finds outer_work only when inner_spin, a leaf,
+         * links its own frame; GCC 12 does not for a leaf that needs no stack
+         * even with -mno-omit-leaf-frame-pointer, and then outer_work's
+         * return address sits at the stack pointer, off the chain (the
+         * kernel's walk, arch/x86/events/core.c perf_callchain_user(), follows
+         * the frame pointer only). What the walk must give is decided from
+         * the code itself.
+         */
+        leaf_frame = leaf_links_frame(spin_fp, "inner_spin");
+        if (!leaf_frame)
+                print_message("inner_spin links no frame (the compiler omitted it): outer_work is not expected\n");
+        for (size_t i = 0; i < run.rec.n_samples; i++) {
+                const struct got_sample *g = &run.rec.samples[i];
+                const uint64_t *u = NULL;
+                size_t n = user_chain(g, &u), at_outer = SIZE_MAX, at_main = SIZE_MAX;
+
+                /* Frame pointers only: no registers, no stack copy. */
+                assert_int_equal(g->nr_regs, 0);
+                assert_int_equal(g->stack_len, 0);
+                if (!in(&inner, g->ip))
+                        continue;
+                in_inner++;
+                /* The sampled IP first, then return addresses: outer_work's, then main's. */
+                assert_true(n >= 1);
+                assert_int_equal(u[0], g->ip);
+                for (size_t j = 1; j < n; j++) {
+                        if (at_outer == SIZE_MAX && in(&outer, u[j]))
+                                at_outer = j;
+                        if (at_main == SIZE_MAX && in(&mainr, u[j]))
+                                at_main = j;
+                }
+                whole += at_main != SIZE_MAX && (!leaf_frame || (at_outer != SIZE_MAX && at_outer < at_main));
+        }
+        print_message("%zu samples in inner_spin, %zu with %smain\n", in_inner, whole,
+                      leaf_frame ? "outer_work then " : "");
+        /* Most of the burn is inner_spin's; the chain may miss a frame only in a prologue. */
+        assert_true(in_inner * 2 >= run.rec.n_samples);
+        assert_true(whole * 10 >= in_inner * 9);
+        run_done(&run);
+}
+
+static bool stack_holds(const struct got_sample *g, const struct range *r) {
+        for (size_t off = 0; off + 8 <= g->stack_len; off += 8) {
+                uint64_t w;
+
+                memcpy(&w, g->stack + off, 8);
+                if (in(r, w))
+                        return true;
+        }
+        return false;
+}
+
+static void test_dwarf(void **state) {
+        struct run run = {};
+        struct range inner, outer, mainr;
+        size_t in_inner = 0, whole = 0, user = 0;
+
+        run_spin(spin_nofp, SAMPLER_UNWIND_DWARF, &run);
+        check_common(&run, spin_nofp, "spin-nofp");
+        inner = runtime_range(&run.rec, spin_nofp, "inner_spin");
+        outer = runtime_range(&run.rec, spin_nofp, "outer_work");
+        mainr = runtime_range(&run.rec, spin_nofp, "main");
+        for (size_t i = 0; i < run.rec.n_samples; i++) {
+                const struct got_sample *g = &run.rec.samples[i];
+                const uint64_t *u = NULL;
+
+                /* A user process: its registers and a copy of its stack, from the stack pointer up. */
+                assert_int_equal(g->regs_abi, PERF_SAMPLE_REGS_ABI_64);
+                assert_int_equal(g->regs_mask, sampler_default_regs_mask());
+                assert_int_equal(g->nr_regs, __builtin_popcountll(sampler_default_regs_mask()));
+                assert_true(g->stack_len > 0);
+                assert_true(g->stack_len <= SAMPLER_DEFAULT_STACK_BYTES);
+                assert_true(g->sp >= run.stack.lo && g->sp < run.stack.hi);
+                /* Taken in user mode: the registers are the sample's own, IP included. */
+                if (user_chain(g, &u) > 0 && g->chain[0] == (uint64_t) PERF_CONTEXT_USER) {
+                        assert_int_equal(g->reg_ip, g->ip);
+                        user++;
+                }
+                if (!in(&inner, g->ip))
+                        continue;
+                in_inner++;
+                /* What an unwinder needs is in the copy: the return addresses into outer_work and main. */
+                whole += stack_holds(g, &outer) && stack_holds(g, &mainr);
+        }
+        print_message("%zu user-mode samples, %zu in inner_spin, %zu with outer_work's and main's return "
+                      "addresses in the stack copy\n", user, in_inner, whole);
+        assert_true(user * 2 >= run.rec.n_samples);
+        assert_true(in_inner * 2 >= run.rec.n_samples);
+        assert_true(whole * 10 >= in_inner * 9);
+        run_done(&run);
+}
+
+int main(int argc, char **argv) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_frame_pointers),
+                cmocka_unit_test(test_dwarf),
+        };
+        struct perf_event_attr a = {
+                .size = sizeof(a),
+                .type = PERF_TYPE_SOFTWARE,
+                .config = PERF_COUNT_SW_CPU_CLOCK,
+                .sample_freq = 19,
+                .freq = 1,
+                .disabled = 1,
+        };
+        long fd;
+
+        if (argc != 3) {
+                fprintf(stderr, "usage: %s SPIN_FP SPIN_NOFP\n", argv[0]);
+                return 2;
+        }
+        spin_fp = argv[1];
+        spin_nofp = argv[2];
+        if (geteuid() != 0) {
+                printf("skipped: CPU-wide sampling events need root\n");
+                return 77;
+        }
+        fd = syscall(SYS_perf_event_open, &a, -1, 0, -1, PERF_FLAG_FD_CLOEXEC);
+        if (fd < 0) {
+                printf("skipped: the kernel refuses a cpu-clock sampling event: %s\n", strerror(errno));
+                return 77;
+        }
+        close((int) fd);
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
