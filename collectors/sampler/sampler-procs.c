@@ -44,6 +44,44 @@ struct sampler_procs {
         struct thread_entry threads[SAMPLER_THREADS_SIZE];
 };
 
+/*
+ * Where cgroup v2 is mounted, from <procfs_root>/self/mountinfo (proc(5)):
+ * "/sys/fs/cgroup" on a unified host, "/sys/fs/cgroup/unified" on a hybrid
+ * one, nowhere on a host with v1 only (the v2 hierarchy still exists, and
+ * /proc/PID/cgroup still names it "0::/"). NULL when not mounted.
+ */
+static char *find_cgroup2(const char *procfs_root) {
+        char path[PATH_MAX], line[PROCFS_MAPS_LINE_MAX];
+        char *found = NULL;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/self/mountinfo", procfs_root);
+        f = fopen(path, "re");
+        if (!f)
+                return NULL;
+        while (!found && fgets(line, sizeof(line), f)) {
+                /* "36 35 98:0 /root /mnt rw,noatime master:1 - cgroup2 cgroup2 rw": the mount
+                 * point is field 5; after the " - " separator, the file system type. */
+                char *sep = strstr(line, " - "), *mnt = line;
+
+                if (!sep || strncmp(sep + 3, "cgroup2 ", 8) != 0)
+                        continue;
+                for (int field = 1; field < 5 && mnt; field++) {
+                        mnt = strchr(mnt, ' ');
+                        if (mnt)
+                                mnt++;
+                }
+                if (!mnt)
+                        continue;
+                mnt[strcspn(mnt, " ")] = '\0';
+                /* Octal escapes (\040 for a space) are left: such a mount point is not worth it. */
+                if (!strchr(mnt, '\\'))
+                        found = xstrdup(mnt);
+        }
+        fclose(f);
+        return found;
+}
+
 int sampler_procs_new(const char *procfs_root, const char *cgroup_root, const struct source_sink *sink,
                       struct task_map *tasks, struct sampler_procs **ret) {
         struct sampler_procs *p;
@@ -52,7 +90,7 @@ int sampler_procs_new(const char *procfs_root, const char *cgroup_root, const st
                 return -EINVAL;
         p = xcalloc(1, sizeof(*p));
         p->procfs_root = xstrdup(procfs_root ?: "/proc");
-        p->cgroup_root = xstrdup(cgroup_root ?: "/sys/fs/cgroup");
+        p->cgroup_root = cgroup_root ? xstrdup(cgroup_root) : find_cgroup2(p->procfs_root);
         p->sink = sink;
         p->tasks = tasks;
         p->next_gen = 1;
@@ -181,6 +219,8 @@ static uint64_t cgroup_id_of(struct sampler_procs *p, const char *path) {
         } h = { .fh.handle_bytes = sizeof(uint64_t) };
         int mount_id;
 
+        if (!p->cgroup_root)
+                return 0;
         if (snprintf(full, sizeof(full), "%s%s", p->cgroup_root, path) >= (int) sizeof(full))
                 return 0;
         if (name_to_handle_at(AT_FDCWD, full, &h.fh, &mount_id, 0) < 0 || h.fh.handle_bytes != sizeof(uint64_t))

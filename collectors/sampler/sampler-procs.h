@@ -59,9 +59,11 @@ struct sampler_procs_stats {
 struct sampler_procs;
 
 /*
- * procfs_root NULL: "/proc"; cgroup_root: where cgroup v2 is mounted (NULL:
- * "/sys/fs/cgroup"), for the ids of the cgroups read from /proc. The sink
- * and the task map must outlive the table.
+ * procfs_root NULL: "/proc"; cgroup_root: where cgroup v2 is mounted, for
+ * the ids of the cgroups read from /proc (NULL: found in
+ * <procfs_root>/self/mountinfo; without a mount, a cgroup read from /proc
+ * takes the id of the sample that asked). The sink and the task map must
+ * outlive the table.
  */
 int sampler_procs_new(const char *procfs_root, const char *cgroup_root, const struct source_sink *sink,
                       struct task_map *tasks, struct sampler_procs **ret);

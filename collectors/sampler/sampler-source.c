@@ -741,7 +741,6 @@ int sampler_source_new(const struct sampler_options *o, const struct source_sink
                        struct source **ret) {
         struct sampler_source *src;
         struct sampler_options opts;
-        char cgroup_root[PATH_MAX];
         long page = sysconf(_SC_PAGESIZE);
         int k;
 
@@ -779,8 +778,7 @@ int sampler_source_new(const struct sampler_options *o, const struct source_sink
         src->user_regs = opts.unwind != SAMPLER_UNWIND_FP && src->regs_mask != 0;
         if (opts.unwind != SAMPLER_UNWIND_FP && src->regs_mask == 0)
                 warn(src, "no user registers known for this architecture: call stacks by frame pointers only");
-        snprintf(cgroup_root, sizeof(cgroup_root), "%s/fs/cgroup", src->sysfs_root);
-        k = sampler_procs_new(src->procfs_root, cgroup_root, sink, tasks, &src->procs);
+        k = sampler_procs_new(src->procfs_root, NULL, sink, tasks, &src->procs);
         if (k < 0) {
                 sampler_free(&src->base);
                 return k;

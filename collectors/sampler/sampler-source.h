@@ -55,7 +55,7 @@ enum sampler_unwind {
  * PERF_COUNT_HW_CPU_CYCLES are zeros too: name them to use them).
  */
 struct sampler_options {
-        const char *sysfs_root;         /* NULL: "/sys" (online CPUs, the cgroup v2 mount below it) */
+        const char *sysfs_root;         /* NULL: "/sys" (online CPUs) */
         const char *procfs_root;        /* NULL: "/proc" */
         uint32_t type;                  /* perf_event_attr.type, default PERF_TYPE_SOFTWARE */
         uint64_t config;                /* default PERF_COUNT_SW_CPU_CLOCK */

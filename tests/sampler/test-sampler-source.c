@@ -28,7 +28,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -265,21 +268,83 @@ static struct range stack_of(pid_t pid) {
         return s;
 }
 
-/* The cgroup v2 path of pid ("0::" line), "" when none. */
-static void cgroup_of(pid_t pid, char *buf, size_t len) {
-        char path[PATH_MAX], line[PATH_MAX + 8];
+/*
+ * A cgroup v2 directory of our own for the child: under the host's cgroup2
+ * mount, or under one made here when the host has v1 only (the v2
+ * hierarchy exists there too, without controllers). "" with the reason
+ * printed when neither works; then the cgroup is not checked.
+ */
+struct test_cgroup {
+        char mount[PATH_MAX];           /* the cgroup2 mount */
+        bool mounted_here;
+        char rel[PATH_MAX];             /* "/armprofd-test-sampler-PID" */
+        char dir[PATH_MAX];
+        uint64_t id;                    /* the directory's inode number: kernfs ids are cgroup ids */
+};
+
+static void cgroup_make(struct test_cgroup *cg) {
+        char line[PATH_MAX + 256];
+        struct statfs sfs;
+        struct stat st;
         FILE *f;
 
-        buf[0] = '\0';
-        snprintf(path, sizeof(path), "/proc/%d/cgroup", (int) pid);
-        f = fopen(path, "re");
+        *cg = (struct test_cgroup) {};
+        f = fopen("/proc/self/mountinfo", "re");
         assert_non_null(f);
-        while (fgets(line, sizeof(line), f))
-                if (strncmp(line, "0::", 3) == 0) {
-                        line[strcspn(line, "\n")] = '\0';
-                        snprintf(buf, len, "%s", line + 3);
-                }
+        while (!cg->mount[0] && fgets(line, sizeof(line), f)) {
+                char mnt[PATH_MAX];
+                char *sep = strstr(line, " - ");
+
+                if (sep && strncmp(sep + 3, "cgroup2 ", 8) == 0 &&
+                    sscanf(line, "%*s %*s %*s %*s %4095s", mnt) == 1)
+                        snprintf(cg->mount, sizeof(cg->mount), "%s", mnt);
+        }
         fclose(f);
+        if (!cg->mount[0]) {
+                snprintf(cg->mount, sizeof(cg->mount), "/tmp/armprofd-cg2-XXXXXX");
+                assert_non_null(mkdtemp(cg->mount));
+                if (mount("none", cg->mount, "cgroup2", 0, NULL) < 0) {
+                        print_message("cgroup not checked: cannot mount cgroup2: %s\n", strerror(errno));
+                        rmdir(cg->mount);
+                        cg->mount[0] = '\0';
+                        return;
+                }
+                cg->mounted_here = true;
+        }
+        assert_int_equal(statfs(cg->mount, &sfs), 0);
+        assert_true(sfs.f_type == CGROUP2_SUPER_MAGIC);
+        snprintf(cg->rel, sizeof(cg->rel), "/armprofd-test-sampler-%d", (int) getpid());
+        snprintf(cg->dir, sizeof(cg->dir), "%s%s", cg->mount, cg->rel);
+        if (mkdir(cg->dir, 0755) < 0) {
+                print_message("cgroup not checked: cannot create %s: %s\n", cg->dir, strerror(errno));
+                cg->dir[0] = '\0';
+                return;
+        }
+        assert_int_equal(stat(cg->dir, &st), 0);
+        cg->id = (uint64_t) st.st_ino;
+}
+
+static void cgroup_remove(struct test_cgroup *cg) {
+        if (cg->dir[0])
+                assert_int_equal(rmdir(cg->dir), 0);
+        if (cg->mounted_here) {
+                assert_int_equal(umount(cg->mount), 0);
+                assert_int_equal(rmdir(cg->mount), 0);
+        }
+}
+
+/* In the child, before exec: into the cgroup (cgroup-v2.rst "Processes": write 0 to cgroup.procs). */
+static void cgroup_enter(const struct test_cgroup *cg) {
+        char path[PATH_MAX];
+        int fd;
+
+        if (!cg->dir[0])
+                return;
+        snprintf(path, sizeof(path), "%s/cgroup.procs", cg->dir);
+        fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0 || write(fd, "0", 1) != 1)
+                _exit(126);
+        close(fd);
 }
 
 struct run {
@@ -288,7 +353,7 @@ struct run {
         uint64_t cpu_ns;
         unsigned cpu;
         struct range stack;
-        char cgroup[PATH_MAX];
+        struct test_cgroup cg;
         struct source_status status;
 };
 
@@ -308,6 +373,8 @@ static void run_spin(const char *exe, enum sampler_unwind unwind, struct run *ru
         FILE *out;
 
         run->cpu = sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 1 : 0;
+        /* Before the source starts: it looks for the cgroup2 mount once. */
+        cgroup_make(&run->cg);
         run->rec.samples = calloc(MAX_SAMPLES, sizeof(struct got_sample));
         assert_non_null(run->rec.samples);
         run->rec.exe_path = exe;
@@ -321,6 +388,7 @@ static void run_spin(const char *exe, enum sampler_unwind unwind, struct run *ru
         pid = fork();
         assert_true(pid >= 0);
         if (pid == 0) {
+                cgroup_enter(&run->cg);
                 dup2(fds[1], STDOUT_FILENO);
                 execl(exe, exe, SPIN_SECONDS, cpu_arg, (char *) NULL);
                 _exit(127);
@@ -332,7 +400,6 @@ static void run_spin(const char *exe, enum sampler_unwind unwind, struct run *ru
         assert_non_null(fgets(line, sizeof(line), out));
         assert_true(strncmp(line, "ready ", 6) == 0);
         run->stack = stack_of(pid);
-        cgroup_of(pid, run->cgroup, sizeof(run->cgroup));
 
         for (;;) {
                 siginfo_t si = {};
@@ -353,6 +420,7 @@ static void run_spin(const char *exe, enum sampler_unwind unwind, struct run *ru
         source_status(src, &run->status);
         source_free(src);
         sd_event_unref(e);
+        cgroup_remove(&run->cg);
 }
 
 static void run_done(struct run *run) {
@@ -403,18 +471,14 @@ static void check_common(struct run *run, const char *exe, const char *comm) {
         assert_true(run->rec.has_exe);
         assert_non_null(realpath(exe, real));
         assert_string_equal(run->rec.exe.filename, real);
-        /* Its cgroup: the id of the directory /proc names, as the kernel's samples and the source's event say. */
-        if (run->cgroup[0]) {
-                char dir[PATH_MAX];
-                struct stat st;
-
-                snprintf(dir, sizeof(dir), "/sys/fs/cgroup%s", run->cgroup);
-                if (stat(dir, &st) == 0) {
-                        assert_string_equal(run->rec.cgroup_event_path, run->cgroup);
-                        assert_int_equal(run->rec.cgroup_event_id, (uint64_t) st.st_ino);
-                        for (size_t i = 0; i < run->rec.n_samples; i++)
-                                assert_int_equal(run->rec.samples[i].cgroup_id, (uint64_t) st.st_ino);
-                }
+        /* Its cgroup, the one made here: the kernel's samples carry its id, the source's event its path. */
+        if (run->cg.dir[0]) {
+                assert_string_equal(run->rec.cgroup_event_path, run->cg.rel);
+                assert_int_equal(run->rec.cgroup_event_id, run->cg.id);
+                for (size_t i = 0; i < run->rec.n_samples; i++)
+                        assert_int_equal(run->rec.samples[i].cgroup_id, run->cg.id);
+                print_message("cgroup %s (id %" PRIu64 ") on every sample and in the CGROUP event\n", run->cg.rel,
+                              run->cg.id);
         }
 }
 
