@@ -228,7 +228,7 @@ static uint64_t cgroup_id_of(struct sampler_procs *p, const char *path) {
         return h.id;
 }
 
-static void read_proc(struct sampler_procs *p, struct proc_entry *e, uint32_t tid, uint64_t cgroup_id) {
+static void read_proc(struct sampler_procs *p, struct proc_entry *e, uint64_t cgroup_id) {
         char comm[PROCFS_COMM_MAX], cg[PROCFS_CGROUP_MAX];
         uint32_t pid = e->pid;
         int k;
@@ -252,16 +252,17 @@ static void read_proc(struct sampler_procs *p, struct proc_entry *e, uint32_t ti
                 e->need_maps = false;
         }
         if (e->need_cgroup) {
-                k = procfs_cgroup(p->procfs_root, pid, tid, cg, sizeof(cg));
+                /* The process's: its leader's (threads share it unless the cgroup is threaded). */
+                k = procfs_cgroup(p->procfs_root, pid, pid, cg, sizeof(cg));
                 if (k == 0) {
                         uint64_t id = cgroup_id_of(p, cg) ?: cgroup_id;
 
                         if (id)
-                                task_map_cgroup(p->tasks, tid, id);
+                                task_map_cgroup(p->tasks, pid, id);
                         task_event(p, &(struct source_task) {
                                 .kind = SOURCE_TASK_CGROUP,
                                 .pid = pid,
-                                .tid = tid,
+                                .tid = pid,
                                 .cgroup_id = id,
                                 .cgroup_path = cg,
                         });
@@ -301,7 +302,7 @@ void sampler_procs_sample(struct sampler_procs *p, uint32_t pid, uint32_t tid, u
                 e = insert(p, pid);
         e->seen_ns = MAX(e->seen_ns, time_ns);
         if (e->need_maps || e->need_comm || e->need_cgroup)
-                read_proc(p, e, tid, cgroup_id);
+                read_proc(p, e, cgroup_id);
 
         if (tid != pid && tid != SOURCE_NO_ID) {
                 t = &p->threads[task_map_hash(tid) % SAMPLER_THREADS_SIZE];
