@@ -64,6 +64,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
                 if (perf_record_parse_sample(&attr, &rec, &s) == 0) {
                         touch(s.callchain, s.nr_callchain * 8);
+                        touch(s.regs_user, s.nr_regs_user * 8);
+                        touch(s.stack_user, s.stack_user_dyn_size);
                         touch(s.rest, s.rest_len);
                         sink += s.rec.sid.pid + s.rec.sid.cpu + s.weight + s.data_src;
                 }
@@ -119,6 +121,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
                 if (perf_record_parse_itrace_start(&rec, tlen, &is) == 0)
                         sink += is.tid;
+                break;
+        }
+        case PERF_RECORD_CGROUP: {
+                struct perf_data_cgroup c;
+
+                if (perf_record_parse_cgroup(&rec, tlen, &c) == 0)
+                        touch(c.path, strlen(c.path));
                 break;
         }
         case PERF_RECORD_SWITCH:
