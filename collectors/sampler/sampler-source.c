@@ -225,6 +225,7 @@ static void set_more(struct sampler_source *src, bool on) {
 
 /* At most max records of one CPU (0: all); whether more are left. */
 static bool drain_cpu(struct sampler_cpu *c, size_t max, size_t *ret_read) {
+        uint64_t samples;
         int n;
 
         if (c->state != CPU_ACTIVE || !c->ring_ready) {
@@ -232,7 +233,10 @@ static bool drain_cpu(struct sampler_cpu *c, size_t max, size_t *ret_read) {
                         *ret_read = 0;
                 return false;
         }
+        samples = c->st.samples;
         n = sampler_ring_drain(&c->ring, max);
+        if (c->st.samples != samples)
+                c->src->last_sample_usec = now_usec();
         if (ret_read)
                 *ret_read = n > 0 ? (size_t) n : 0;
         return sampler_ring_pending(&c->ring);
@@ -290,27 +294,35 @@ static void fill_attr(struct sampler_source *src, struct perf_event_attr *a) {
         }
 }
 
-/* perf_event_open(), giving up what an older kernel refuses (EINVAL): the build id in MMAP2, then cgroups. */
+/*
+ * perf_event_open(), giving up what an older kernel refuses with EINVAL:
+ * the build id in MMAP2 (5.12), then cgroups (5.7). Learnt once for every
+ * CPU; when even the oldest form is refused, the cause is elsewhere (the
+ * event, the register mask) and nothing is given up.
+ */
 static int open_event(struct sampler_source *src, struct sampler_cpu *c) {
+        bool had_build_id = !src->no_build_id, had_cgroup = !src->no_cgroup;
         int fd;
 
         for (;;) {
                 fill_attr(src, &c->attr);
                 fd = sys_perf_event_open(&c->attr, (int) c->cpu);
                 if (fd != -EINVAL)
-                        return fd;
-                if (!src->no_build_id) {
+                        break;
+                if (!src->no_build_id)
                         src->no_build_id = true;
-                        continue;
-                }
-                if (!src->no_cgroup) {
+                else if (!src->no_cgroup)
                         src->no_cgroup = true;
-                        warn(src, "the kernel does not report cgroups on samples (PERF_SAMPLE_CGROUP, Linux 5.7+): "
-                                  "cgroups come from /proc, once per process");
-                        continue;
+                else {
+                        src->no_build_id = !had_build_id;
+                        src->no_cgroup = !had_cgroup;
+                        return fd;
                 }
-                return fd;
         }
+        if (fd >= 0 && had_cgroup && src->no_cgroup)
+                warn(src, "the kernel does not report cgroups on samples (PERF_SAMPLE_CGROUP, Linux 5.7+): "
+                          "cgroups come from /proc, once per process");
+        return fd;
 }
 
 static const char *paranoid_hint(struct sampler_source *src, char *buf, size_t len) {
@@ -391,6 +403,10 @@ static int open_cpu(struct sampler_cpu *c) {
                 case -EINTR:
                         retry_later(c, k, "cannot open the event");
                         return k;
+                case -EINVAL:
+                        cpu_note(c, "the kernel refuses the %s event as configured: %s (the event, the register "
+                                    "mask or the stack size)", src->event_name, strerror(-k));
+                        break;
                 default:
                         cpu_note(c, "cannot open %s: %s", src->event_name, strerror(-k));
                         break;
@@ -553,11 +569,8 @@ static int on_timer(sd_event_source *es, uint64_t usec, void *userdata) {
                         (void) open_cpu(c);
                 if (c->state != CPU_ACTIVE)
                         continue;
-                while (drain_cpu(c, 0, NULL))
-                        ;
+                (void) drain_cpu(c, 0, NULL);
                 quiet = c->st.samples == c->samples_at_tick;
-                if (!quiet)
-                        src->last_sample_usec = now;
                 c->samples_at_tick = c->st.samples;
                 if (event_stopped(c, quiet, src->opts.drain_interval_usec))
                         retry_later(c, -ENODEV, "the event stopped running (its CPU went offline and back?)");
@@ -631,6 +644,13 @@ static int sampler_start(struct source *s, sd_event *event, const struct cpulist
                 warn(src, "max_stack %" PRIu32 " lowered to kernel.perf_event_max_stack (%" PRIu32 ")",
                      src->max_stack, sysctl_max);
                 src->max_stack = sysctl_max;
+        }
+        /* kernel/events/core.c perf_event_open(): a frequency above the sysctl is EINVAL (perf lowers it too). */
+        if (read_sysctl_u32(src->procfs_root, "perf_event_max_sample_rate", &sysctl_max) == 0 && sysctl_max > 0 &&
+            src->opts.frequency > sysctl_max) {
+                warn(src, "frequency %" PRIu64 " Hz lowered to kernel.perf_event_max_sample_rate (%" PRIu32 ")",
+                     src->opts.frequency, sysctl_max);
+                src->opts.frequency = sysctl_max;
         }
         k = pmu_sysfs_read_online(src->sysfs_root, &online);
         if (k < 0) {

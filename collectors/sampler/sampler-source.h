@@ -22,7 +22,8 @@
  *    EINVAL, and the event is opened again without them (the status's
  *    warnings say what was given up);
  *  - sample_max_stack above kernel.perf_event_max_stack is refused
- *    (EOVERFLOW): the configured depth is clamped to it;
+ *    (EOVERFLOW), a frequency above kernel.perf_event_max_sample_rate
+ *    too (EINVAL): both are lowered to the sysctl, with a warning;
  *  - EACCES/EPERM (perf_event_paranoid, no CAP_PERFMON) fail the CPU and
  *    say so; ENOENT/EOPNOTSUPP (a hardware event on a VM without a PMU)
  *    turn the source off with the reason; EBUSY, EMFILE, ENOMEM are
@@ -107,9 +108,9 @@ int sampler_event_parse(const char *name, uint32_t *ret_type, uint64_t *ret_conf
 
 /*
  * A source not started yet (source_start() opens the events). -EINVAL for
- * options out of range (a ring not a power of two of pages, stack_bytes
- * not a multiple of 8 or above SAMPLER_STACK_BYTES_MAX, frequency above
- * what the kernel allows is refused at open instead).
+ * options out of range: a ring not a power of two of pages, stack_bytes not
+ * a multiple of 8 or above SAMPLER_STACK_BYTES_MAX, max_stack above 65535,
+ * an unknown unwind mode.
  */
 int sampler_source_new(const struct sampler_options *o, const struct source_sink *sink,
                        struct task_map *tasks, struct source **ret);

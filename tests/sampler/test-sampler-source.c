@@ -40,6 +40,7 @@
 #include <libelf.h>
 #include <systemd/sd-event.h>
 
+#include "cpulist.h"
 #include "macro.h"
 #include "sampler-source.h"
 #include "source.h"
@@ -596,10 +597,133 @@ static void test_dwarf(void **state) {
         run_done(&run);
 }
 
+static const struct sampler_cpu_stats *cpu_stats(const struct source_status *st, uint32_t cpu) {
+        for (size_t i = 0; i < st->n_sampler_cpus; i++)
+                if (st->sampler_cpus[i].cpu == cpu)
+                        return &st->sampler_cpus[i];
+        return NULL;
+}
+
+/* Run the loop until every CPU of the status brought a sample more than in `before` (NULL: any). */
+static void run_until_samples(sd_event *e, struct source *src, const struct source_status *before) {
+        for (unsigned i = 0; i < 100; i++) {
+                struct source_status st;
+                bool all = true;
+
+                assert_true(sd_event_run(e, 100 * USEC_PER_MSEC) >= 0);
+                (void) source_drain(src, SIZE_MAX);
+                source_status(src, &st);
+                for (size_t c = 0; c < st.n_sampler_cpus; c++) {
+                        const struct sampler_cpu_stats *b = before ? cpu_stats(before, st.sampler_cpus[c].cpu) : NULL;
+
+                        if (streq(st.sampler_cpus[c].state, "active") &&
+                            st.sampler_cpus[c].samples <= (b ? b->samples : 0))
+                                all = false;
+                }
+                source_status_done(&st);
+                if (all)
+                        return;
+        }
+        fail_msg("no samples on every active CPU after 100 turns of the loop");
+}
+
+/*
+ * CPU hotplug as the collector reports it (cpus_changed): a CPU that goes
+ * is closed and said offline, the others sample on; back, it samples again.
+ * Every CPU samples: cpu-clock fires on idle CPUs too (the idle task, pid 0).
+ */
+static void test_hotplug_status(void **state) {
+        struct source_sink sink = {};
+        struct sampler_options o = { .unwind = SAMPLER_UNWIND_FP };
+        struct source_status st, before;
+        struct task_map *tasks = NULL;
+        struct cpulist online = {}, fewer;
+        struct source *src = NULL;
+        sd_event *e = NULL;
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+        if (n < 2) {
+                print_message("one CPU: hotplug not tried\n");
+                return;
+        }
+        assert_int_equal(task_map_new(&tasks), 0);
+        assert_int_equal(sd_event_new(&e), 0);
+        assert_int_equal(sampler_source_new(&o, &sink, tasks, &src), 0);
+        assert_int_equal(source_start(src, e, NULL), 0);
+        run_until_samples(e, src, NULL);
+        source_status(src, &st);
+        assert_int_equal(st.state, SOURCE_RUNNING);
+        assert_int_equal(st.n_sampler_cpus, (size_t) n);
+        for (size_t c = 0; c < st.n_sampler_cpus; c++) {
+                assert_int_equal(st.sampler_cpus[c].cpu, c);
+                assert_string_equal(st.sampler_cpus[c].state, "active");
+                assert_true(st.sampler_cpus[c].samples > 0);
+                assert_int_equal(st.sampler_cpus[c].bad_records, 0);
+        }
+        source_status_done(&st);
+
+        for (long c = 0; c < n; c++)
+                assert_int_equal(cpulist_add(&online, (unsigned) c), 0);
+        fewer = online;
+        cpulist_del(&fewer, 1);
+        assert_int_equal(source_cpus_changed(src, &fewer), 0);
+        source_status(src, &st);
+        assert_string_equal(cpu_stats(&st, 1)->state, "offline");
+        assert_string_equal(cpu_stats(&st, 1)->note, "offline");
+        assert_string_equal(cpu_stats(&st, 0)->state, "active");
+        source_status_done(&st);
+
+        assert_int_equal(source_cpus_changed(src, &online), 0);
+        source_status(src, &before);
+        assert_string_equal(cpu_stats(&before, 1)->state, "active");
+        assert_string_equal(cpu_stats(&before, 1)->note, "");
+        run_until_samples(e, src, &before);
+        source_status_done(&before);
+        source_free(src);
+        sd_event_unref(e);
+        task_map_free(tasks);
+}
+
+/* A hardware event on a machine without a PMU (this VM): off, saying why, not failed. */
+static void test_no_such_event(void **state) {
+        struct source_sink sink = {};
+        struct sampler_options o = { .type = PERF_TYPE_HARDWARE, .config = PERF_COUNT_HW_CPU_CYCLES,
+                                     .event_name = "cycles" };
+        struct task_map *tasks = NULL;
+        struct source *src = NULL;
+        struct source_status st;
+        sd_event *e = NULL;
+        int k;
+
+        assert_int_equal(task_map_new(&tasks), 0);
+        assert_int_equal(sd_event_new(&e), 0);
+        assert_int_equal(sampler_source_new(&o, &sink, tasks, &src), 0);
+        k = source_start(src, e, NULL);
+        source_status(src, &st);
+        if (k == 0)
+                print_message("this machine has a cycles event: nothing to check\n");
+        else {
+                print_message("cycles: %s: %s\n", source_state_to_string(st.state), st.reason);
+                assert_true(k == -ENOENT || k == -EOPNOTSUPP);
+                assert_int_equal(st.state, SOURCE_OFF);
+                assert_non_null(strstr(st.reason, "no cycles event"));
+                assert_true(st.n_sampler_cpus > 0);
+                assert_string_equal(st.sampler_cpus[0].state, "failed");
+                /* Periods of a hardware event are events, not nanoseconds: unknown. */
+                assert_int_equal(st.sample_period, 0);
+        }
+        source_status_done(&st);
+        source_free(src);
+        sd_event_unref(e);
+        task_map_free(tasks);
+}
+
 int main(int argc, char **argv) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_frame_pointers),
                 cmocka_unit_test(test_dwarf),
+                cmocka_unit_test(test_hotplug_status),
+                cmocka_unit_test(test_no_such_event),
         };
         struct perf_event_attr a = {
                 .size = sizeof(a),
