@@ -71,6 +71,8 @@ struct got_sample {
 struct got_mapping {
         uint64_t start, len, pgoff;
         char filename[PATH_MAX];
+        uint8_t build_id[20];
+        size_t build_id_len;
 };
 
 struct recorder {
@@ -121,7 +123,9 @@ static void on_mapping(void *userdata, const struct source_mapping *m) {
         if (m->pid != r->child || !realpath(r->exe_path, real) || !streq(m->filename, real))
                 return;
         /* The executable segment: the one whose placement gives inner_spin an address. */
-        r->exe = (struct got_mapping) { .start = m->start, .len = m->len, .pgoff = m->pgoff };
+        r->exe = (struct got_mapping) { .start = m->start, .len = m->len, .pgoff = m->pgoff,
+                                        .build_id_len = MIN(m->build_id_len, sizeof(r->exe.build_id)) };
+        memcpy(r->exe.build_id, m->build_id, r->exe.build_id_len);
         snprintf(r->exe.filename, sizeof(r->exe.filename), "%s", m->filename);
         r->has_exe = true;
 }
@@ -184,6 +188,43 @@ static void elf_symbol(const char *path, const char *name, struct range *ret, ui
         }
         elf_end(elf);
         close(fd);
+}
+
+/* The NT_GNU_BUILD_ID note of an ELF file, from its .note.gnu.build-id section; 0 when none. */
+static size_t elf_build_id(const char *path, uint8_t *buf, size_t len) {
+        Elf_Scn *scn = NULL;
+        size_t shstrndx, n = 0;
+        Elf *elf;
+        int fd;
+
+        assert_int_not_equal(elf_version(EV_CURRENT), EV_NONE);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        elf = elf_begin(fd, ELF_C_READ, NULL);
+        assert_non_null(elf);
+        assert_int_equal(elf_getshdrstrndx(elf, &shstrndx), 0);
+        while ((scn = elf_nextscn(elf, scn)) && n == 0) {
+                GElf_Shdr sh;
+                GElf_Nhdr nh;
+                size_t name_off, desc_off;
+                const char *name;
+                Elf_Data *d;
+
+                if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+                        continue;
+                name = elf_strptr(elf, shstrndx, sh.sh_name);
+                if (!name || !streq(name, ".note.gnu.build-id"))
+                        continue;
+                d = elf_getdata(scn, NULL);
+                if (d && gelf_getnote(d, 0, &nh, &name_off, &desc_off) > 0 && nh.n_type == NT_GNU_BUILD_ID &&
+                    nh.n_descsz <= len) {
+                        memcpy(buf, (const uint8_t *) d->d_buf + desc_off, nh.n_descsz);
+                        n = nh.n_descsz;
+                }
+        }
+        elf_end(elf);
+        close(fd);
+        return n;
 }
 
 /* A function's run-time range: file vaddr -> file offset (its PT_LOAD) -> the mapping that holds it. */
@@ -472,6 +513,16 @@ static void check_common(struct run *run, const char *exe, const char *comm) {
         assert_true(run->rec.has_exe);
         assert_non_null(realpath(exe, real));
         assert_string_equal(run->rec.exe.filename, real);
+        /* With attr.build_id (Linux 5.12+) the MMAP2 carries the file's build id: the note's. */
+        if (run->rec.exe.build_id_len > 0) {
+                uint8_t bid[20];
+
+                assert_int_equal(elf_build_id(real, bid, sizeof(bid)), run->rec.exe.build_id_len);
+                assert_memory_equal(bid, run->rec.exe.build_id, run->rec.exe.build_id_len);
+                print_message("the MMAP2 carried the build id of %s\n", real);
+        } else
+                print_message("the MMAP2 carried no build id (a kernel before 5.12, or the page was not in "
+                              "memory)\n");
         /* Its cgroup, the one made here: the kernel's samples carry its id, the source's event its path. */
         if (run->cg.dir[0]) {
                 assert_string_equal(run->rec.cgroup_event_path, run->cg.rel);
