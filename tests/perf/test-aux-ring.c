@@ -819,6 +819,81 @@ static void test_spe_through_ring(void **state) {
         strbuf_done(&s.bytes);
 }
 
+struct data_only {
+        uint32_t types[64];
+        size_t n, ends;
+        size_t records_at_end[8];
+};
+
+static int data_only_record(void *userdata, const uint8_t *rec, size_t len) {
+        struct data_only *d = userdata;
+
+        assert_true(d->n < ELEMENTSOF(d->types));
+        d->types[d->n++] = perf_rd32(rec);
+        return 0;
+}
+
+static int data_only_end(void *userdata) {
+        struct data_only *d = userdata;
+
+        assert_true(d->ends < ELEMENTSOF(d->records_at_end));
+        d->records_at_end[d->ends++] = d->n;
+        return 0;
+}
+
+/*
+ * A data ring alone (a sampling event): PERF_RECORD_AUX is a record like
+ * any other, LOST still counted; a budget of records per drain leaves the
+ * rest published and unreleased; the end hook runs once per drain, after
+ * the last record and before the release.
+ */
+static void test_data_only(void **state) {
+        static const struct aux_ring_ops ops = { .record = data_only_record, .end = data_only_end };
+        struct {
+                uint64_t aux_offset, aux_size, flags;
+        } aux = { 0, 64, 0 };
+        struct {
+                uint64_t id, lost;
+        } lost = { 1, 5 };
+        struct {
+                uint32_t pid, tid;
+                char comm[8];
+        } comm = { 1, 1, "x" };
+        struct data_only d = {};
+        struct kernel k;
+        struct aux_ring r;
+
+        kernel_init(&k, 4096, 4096);
+        assert_int_equal(aux_ring_init(&r, &k.page, k.data, 4096, NULL, 4096), -EINVAL);
+        assert_int_equal(aux_ring_init(&r, &k.page, k.data, 4096, NULL, 0), 0);
+        assert_true(kernel_record(&k, PERF_RECORD_AUX, &aux, sizeof(aux)));
+        assert_true(kernel_record(&k, PERF_RECORD_LOST, &lost, sizeof(lost)));
+        for (unsigned i = 0; i < 5; i++)
+                assert_true(kernel_record(&k, PERF_RECORD_COMM, &comm, sizeof(comm)));
+        kernel_publish(&k);
+        assert_true(aux_ring_pending(&r));
+        /* Three records: AUX, LOST (counted, not handed on), one COMM. */
+        assert_int_equal(aux_ring_drain_max(&r, &ops, &d, 3, NULL), 3);
+        assert_int_equal(d.n, 2);
+        assert_int_equal(d.types[0], PERF_RECORD_AUX);
+        assert_int_equal(d.types[1], PERF_RECORD_COMM);
+        assert_int_equal(r.stats.lost, 5);
+        assert_int_equal(r.stats.aux_records, 0);
+        assert_int_equal(d.ends, 1);
+        assert_int_equal(d.records_at_end[0], 2);
+        assert_true(aux_ring_pending(&r));
+        assert_true(k.page.data_tail < k.data_head);
+        assert_int_equal(aux_ring_drain_max(&r, &ops, &d, 0, NULL), 4);
+        assert_int_equal(d.n, 6);
+        assert_int_equal(d.ends, 2);
+        assert_false(aux_ring_pending(&r));
+        assert_int_equal(k.page.data_tail, k.data_head);
+        /* No AUX area: its tail is never written. */
+        assert_int_equal(k.page.aux_tail, 0);
+        aux_ring_done(&r);
+        kernel_free(&k);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_wraps),
@@ -829,6 +904,7 @@ int main(void) {
                 cmocka_unit_test(test_sample_id),
                 cmocka_unit_test(test_race),
                 cmocka_unit_test(test_spe_through_ring),
+                cmocka_unit_test(test_data_only),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
