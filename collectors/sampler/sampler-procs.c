@@ -23,6 +23,7 @@ struct proc_entry {
         uint32_t ppid;                  /* from FORK, SOURCE_NO_ID unknown */
         uint32_t gen;                   /* this process's generation: its threads' names are its own */
         uint64_t start;                 /* /proc/PID/stat starttime, 0 unknown */
+        uint64_t born_ns;               /* perf time of what made the entry: a sample, FORK or COMM */
         uint64_t exit_ns, seen_ns;      /* perf time */
         uint64_t checked_losses;        /* the loss count when start was last compared */
 };
@@ -159,6 +160,7 @@ static struct proc_entry *insert(struct sampler_procs *p, uint32_t pid) {
                 .need_cgroup = true,
                 .ppid = SOURCE_NO_ID,
                 .gen = p->next_gen++,
+                .born_ns = p->now_ns,
                 .seen_ns = p->now_ns,
                 .checked_losses = p->losses,
         };
@@ -298,8 +300,10 @@ void sampler_procs_sample(struct sampler_procs *p, uint32_t pid, uint32_t tid, u
                                 e->start = start;
                 }
         }
-        if (!e)
+        if (!e) {
                 e = insert(p, pid);
+                e->born_ns = time_ns;
+        }
         e->seen_ns = MAX(e->seen_ns, time_ns);
         if (e->need_maps || e->need_comm || e->need_cgroup)
                 read_proc(p, e, cgroup_id);
@@ -337,9 +341,10 @@ void sampler_procs_comm(struct sampler_procs *p, const struct perf_data_comm *c)
                  * is its name; the old image's threads are gone (de_thread()).
                  * A process first met here needs only its cgroup from /proc.
                  */
-                if (!e || e->exited)
+                if (!e || e->exited) {
                         e = insert(p, c->pid);
-                else
+                        e->born_ns = time;
+                } else
                         e->gen = p->next_gen++;
                 e->need_maps = false;
                 e->need_comm = false;
@@ -357,13 +362,16 @@ void sampler_procs_task(struct sampler_procs *p, const struct perf_data_task *t)
         p->now_ns = MAX(p->now_ns, t->time);
         if (fork) {
                 task_map_fork(p->tasks, t->pid, t->tid, t->ptid, t->time);
-                if (t->pid != t->ppid) {
+                e = find(p, t->pid);
+                if (t->pid != t->ppid && e && !e->exited && e->born_ns >= t->time) {
+                        /* This very process, met by a sample read before its FORK (another CPU's ring). */
+                        e->ppid = t->ppid;
+                } else if (t->pid != t->ppid) {
                         /* A new process: the parent's mappings, which the kernel does not report again. */
                         e = insert(p, t->pid);
                         e->ppid = t->ppid;
-                        e->seen_ns = t->time;
-                } else
-                        e = find(p, t->pid);
+                        e->born_ns = e->seen_ns = t->time;
+                }
                 /* A new thread has its parent thread's name (task_map_fork()) until a COMM. */
                 if (e)
                         mark_thread(p, t->pid, t->tid, e->gen);

@@ -208,6 +208,25 @@ static void test_lifecycle(void **state) {
         /* Named as its parent (task_map_fork()), as the kernel names a child until it execs. */
         assert_string_equal(task_map_get(tasks, 200)->comm, "third");
 
+        /* Its sample read before its FORK (the rings of two CPUs): the same process, not read twice. */
+        sampler_procs_stats(p, &st);
+        {
+                uint64_t reads = st.procs_read;
+
+                sampler_procs_sample(p, 250, 250, 35, 0);
+                t = task_rec(PERF_RECORD_FORK, 250, 100, 250, 34);
+                sampler_procs_task(p, &t);
+                sampler_procs_sample(p, 250, 250, 36, 0);
+                sampler_procs_stats(p, &st);
+                assert_int_equal(st.procs_read, reads + 1);
+                /* A FORK after the sample that made the entry is another process with that pid. */
+                t = task_rec(PERF_RECORD_FORK, 250, 100, 250, 37);
+                sampler_procs_task(p, &t);
+                sampler_procs_sample(p, 250, 250, 38, 0);
+                sampler_procs_stats(p, &st);
+                assert_int_equal(st.procs_read, reads + 2);
+        }
+
         /* A process that exec'd while we watched: the kernel's COMM and MMAP2 say it all. */
         {
                 char raw[16];
@@ -225,16 +244,16 @@ static void test_lifecycle(void **state) {
 
         /* Exited processes go SAMPLER_PROCS_EXITED_NS after their exit. */
         sampler_procs_stats(p, &st);
-        assert_int_equal(st.procs, 3);
+        assert_int_equal(st.procs, 4);
         t = task_rec(PERF_RECORD_EXIT, 300, 1, 300, 50);
         sampler_procs_task(p, &t);
         sampler_procs_age(p);
         sampler_procs_stats(p, &st);
-        assert_int_equal(st.procs, 3);
+        assert_int_equal(st.procs, 4);
         sampler_procs_sample(p, 200, 200, 50 + SAMPLER_PROCS_EXITED_NS + 1, 0);
         sampler_procs_age(p);
         sampler_procs_stats(p, &st);
-        assert_int_equal(st.procs, 2);
+        assert_int_equal(st.procs, 3);
         assert_int_equal(st.aged_out, 1);
 
         sampler_procs_free(p);
