@@ -31,6 +31,7 @@ struct proc_entry {
 struct thread_entry {
         uint32_t tid, pid, gen;
         bool used;
+        uint64_t named_ns;              /* perf time of the name the task map holds (COMM, or /proc at a sample) */
 };
 
 struct sampler_procs {
@@ -184,9 +185,13 @@ static void name_thread(struct sampler_procs *p, uint32_t pid, uint32_t tid, con
         });
 }
 
-static void mark_thread(struct sampler_procs *p, uint32_t pid, uint32_t tid, uint32_t gen) {
-        p->threads[task_map_hash(tid) % SAMPLER_THREADS_SIZE] = (struct thread_entry) {
-                .tid = tid, .pid = pid, .gen = gen, .used = true };
+static struct thread_entry *thread_slot(struct sampler_procs *p, uint32_t tid) {
+        return &p->threads[task_map_hash(tid) % SAMPLER_THREADS_SIZE];
+}
+
+static void mark_thread(struct sampler_procs *p, uint32_t pid, uint32_t tid, uint32_t gen, uint64_t named_ns) {
+        *thread_slot(p, tid) = (struct thread_entry) {
+                .tid = tid, .pid = pid, .gen = gen, .used = true, .named_ns = named_ns };
 }
 
 static int on_mapping(void *userdata, const struct source_mapping *m) {
@@ -239,8 +244,11 @@ static void read_proc(struct sampler_procs *p, struct proc_entry *e, uint64_t cg
         if (e->start == 0)
                 (void) procfs_start_time(p->procfs_root, pid, &e->start);
         if (e->need_comm) {
-                if (procfs_comm(p->procfs_root, pid, pid, comm, sizeof(comm)) == 0)
+                if (procfs_comm(p->procfs_root, pid, pid, comm, sizeof(comm)) == 0) {
                         name_thread(p, pid, pid, comm, 0);
+                        /* The name as of now: at least as new as the sample that asked. */
+                        mark_thread(p, pid, pid, e->gen, e->seen_ns);
+                }
                 e->need_comm = false;
         }
         if (e->need_maps) {
@@ -309,14 +317,14 @@ void sampler_procs_sample(struct sampler_procs *p, uint32_t pid, uint32_t tid, u
                 read_proc(p, e, cgroup_id);
 
         if (tid != pid && tid != SOURCE_NO_ID) {
-                t = &p->threads[task_map_hash(tid) % SAMPLER_THREADS_SIZE];
+                t = thread_slot(p, tid);
                 if (!t->used || t->tid != tid || t->pid != pid || t->gen != e->gen) {
                         char comm[PROCFS_COMM_MAX];
 
                         p->st.threads_read++;
                         if (procfs_comm(p->procfs_root, pid, tid, comm, sizeof(comm)) == 0)
                                 name_thread(p, pid, tid, comm, 0);
-                        mark_thread(p, pid, tid, e->gen);
+                        mark_thread(p, pid, tid, e->gen, time_ns);
                 }
         }
         if (tid != SOURCE_NO_ID && task_map_pid(p->tasks, tid) != pid)
@@ -350,8 +358,7 @@ void sampler_procs_comm(struct sampler_procs *p, const struct perf_data_comm *c)
                 e->need_comm = false;
                 e->seen_ns = MAX(e->seen_ns, time);
         }
-        if (e)
-                mark_thread(p, c->pid, c->tid, e->gen);
+        mark_thread(p, c->pid, c->tid, e ? e->gen : 0, time);
         name_thread(p, c->pid, c->tid, c->comm, time);
 }
 
@@ -361,11 +368,24 @@ void sampler_procs_task(struct sampler_procs *p, const struct perf_data_task *t)
 
         p->now_ns = MAX(p->now_ns, t->time);
         if (fork) {
-                task_map_fork(p->tasks, t->pid, t->tid, t->ptid, t->time);
+                struct thread_entry *th = thread_slot(p, t->tid);
+                /*
+                 * The rings of two CPUs are read one after the other, so a
+                 * FORK may come after what followed it on another CPU: the
+                 * child's COMM at exec, its first sample. What is newer than
+                 * the fork stays: the thread keeps its name, the process its
+                 * entry (born after the fork: this very process).
+                 */
+                bool named_since = th->used && th->tid == t->tid && th->pid == t->pid && th->named_ns >= t->time;
+
+                if (named_since)
+                        task_map_set_pid(p->tasks, t->tid, t->pid);
+                else
+                        task_map_fork(p->tasks, t->pid, t->tid, t->ptid, t->time);
                 e = find(p, t->pid);
-                if (t->pid != t->ppid && e && !e->exited && e->born_ns >= t->time) {
-                        /* This very process, met by a sample read before its FORK (another CPU's ring). */
-                        e->ppid = t->ppid;
+                if (t->pid != t->ppid && e && e->born_ns >= t->time) {
+                        if (e->ppid == SOURCE_NO_ID)
+                                e->ppid = t->ppid;
                 } else if (t->pid != t->ppid) {
                         /* A new process: the parent's mappings, which the kernel does not report again. */
                         e = insert(p, t->pid);
@@ -373,8 +393,8 @@ void sampler_procs_task(struct sampler_procs *p, const struct perf_data_task *t)
                         e->born_ns = e->seen_ns = t->time;
                 }
                 /* A new thread has its parent thread's name (task_map_fork()) until a COMM. */
-                if (e)
-                        mark_thread(p, t->pid, t->tid, e->gen);
+                if (e && !named_since)
+                        mark_thread(p, t->pid, t->tid, e->gen, t->time);
         } else if (t->pid == t->tid) {
                 e = find(p, t->pid);
                 if (e) {

@@ -256,6 +256,30 @@ static void test_lifecycle(void **state) {
         assert_int_equal(st.procs, 3);
         assert_int_equal(st.aged_out, 1);
 
+        /* The child's COMM at exec read before the FORK that made it (another CPU's ring): it keeps its name
+         * and its entry, nothing is read from /proc. */
+        {
+                char raw[16];
+                struct perf_data_comm c = { .rec = { .type = PERF_RECORD_COMM, .raw = (uint8_t *) raw,
+                                                     .sid = { .valid = PERF_DATA_ID_TIME, .time = 70 } },
+                                            .pid = 500, .tid = 500, .comm = "child", .exec = true };
+                uint64_t reads;
+
+                sampler_procs_comm(p, &c);
+                t = task_rec(PERF_RECORD_FORK, 500, 100, 500, 69);
+                sampler_procs_task(p, &t);
+                assert_string_equal(task_map_get(tasks, 500)->comm, "child");
+                sampler_procs_stats(p, &st);
+                reads = st.procs_read;
+                ev.n_maps = 0;
+                sampler_procs_sample(p, 500, 500, 71, 0);
+                sampler_procs_stats(p, &st);
+                assert_int_equal(ev.n_maps, 0);
+                assert_string_equal(task_map_get(tasks, 500)->comm, "child");
+                /* Its cgroup only (the kernel says nothing of cgroups a process was born in). */
+                assert_int_equal(st.procs_read, reads + 1);
+        }
+
         sampler_procs_free(p);
         task_map_free(tasks);
         {

@@ -125,7 +125,8 @@ static void on_mapping(void *userdata, const struct source_mapping *m) {
         /* The executable segment: the one whose placement gives inner_spin an address. */
         r->exe = (struct got_mapping) { .start = m->start, .len = m->len, .pgoff = m->pgoff,
                                         .build_id_len = MIN(m->build_id_len, sizeof(r->exe.build_id)) };
-        memcpy(r->exe.build_id, m->build_id, r->exe.build_id_len);
+        if (r->exe.build_id_len > 0)
+                memcpy(r->exe.build_id, m->build_id, r->exe.build_id_len);
         snprintf(r->exe.filename, sizeof(r->exe.filename), "%s", m->filename);
         r->has_exe = true;
 }
