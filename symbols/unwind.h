@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * User call stacks by DWARF CFI, from what a sample copied: the user
+ * registers (PERF_SAMPLE_REGS_USER) and the bytes of the user stack from the
+ * sampled stack pointer up (PERF_SAMPLE_STACK_USER), as
+ * `perf record --call-graph dwarf` records them (perf_event_open(2)) and
+ * perf unwinds them (tools/perf/util/unwind-libdw.c).
+ *
+ * The frames come from the .eh_frame (else .debug_frame) of the binaries the
+ * process maps, read by elfutils' libdw (libdwfl.h, the dwfl frame API):
+ * one Dwfl per process, its modules reported from the process's mappings
+ * (opened once per file and process, by path, else under /proc/PID/root, and
+ * only when the file's build id is the mapping's), its thread callbacks
+ * answering from the sample being unwound: registers from the sample's, memory
+ * from the stack copy or, inside a module, from the ELF file's bytes. An
+ * address nowhere in those is unreadable: the walk stops there.
+ *
+ * Everything is bounded (struct unwind_limits): processes are evicted least
+ * recently used, with their mappings and Dwfl; a process's mappings, oldest
+ * first; a walk stops at max_frames, and at a frame whose stack pointer does
+ * not move up the stack, so a garbage stack copy always ends.
+ *
+ * Cost: a sample allocates nothing but what libdw allocates for the walk's
+ * frames, and opens no file; files are opened when a process's mappings
+ * changed, at its next sample.
+ *
+ * Library code: one thread at a time per struct unwind, no logging, errors are
+ * negative errno values, allocation failure aborts (strbuf.h).
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define UNWIND_MAX_PIDS                 256
+#define UNWIND_MAX_MAPPINGS_PER_PID     256
+#define UNWIND_MAX_FRAMES               127
+
+struct unwind_limits {
+        size_t max_pids;                /* processes with a cached Dwfl, LRU, default UNWIND_MAX_PIDS */
+        size_t max_mappings_per_pid;    /* default UNWIND_MAX_MAPPINGS_PER_PID */
+        size_t max_frames;              /* default UNWIND_MAX_FRAMES */
+};
+
+struct unwind_stats {
+        uint64_t samples, frames;       /* unwound, frames produced */
+        uint64_t failed;                /* no frame beyond the first */
+        uint64_t no_module;             /* stopped on a pc no mapping covers (JIT, unknown) */
+        uint64_t stack_end;             /* stopped because the copied stack ended */
+        uint64_t truncated;             /* stopped at max_frames */
+        uint64_t pid_evictions, reports;/* Dwfl evicted; module (re)reports */
+        uint64_t mapping_evictions;     /* mappings dropped from a full process */
+        uint64_t module_errors;         /* mapped files not reported: unreadable, not ELF, another build */
+};
+
+struct unwind;
+
+/* l NULL: the UNWIND_MAX_* defaults; zero fields take their default too. */
+struct unwind *unwind_new(const struct unwind_limits *l);
+struct unwind *unwind_free(struct unwind *u);
+
+/*
+ * The process's executable mappings, as the sources report them
+ * (PERF_RECORD_MMAP2, /proc/PID/maps): [start, start + len) maps `filename`
+ * from file offset pgoff, replacing what it overlaps (as mmap(2) does).
+ * Mappings of no file (anonymous, "[vdso]", "//anon") are kept as holes: a pc
+ * there has no module. build_id may be NULL. Returns 0, or -EINVAL for an
+ * empty or wrapping range or a build id longer than 20 bytes.
+ */
+int unwind_add_mapping(struct unwind *u, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
+                       const char *filename, const uint8_t *build_id, size_t build_id_len);
+/* Forget a process: exec or exit. */
+void unwind_remove_pid(struct unwind *u, uint32_t pid);
+
+struct unwind_input {
+        uint32_t pid, tid;
+        uint64_t regs_abi;              /* PERF_SAMPLE_REGS_ABI_64 (32-bit ABIs: refuse, -EOPNOTSUPP) */
+        uint64_t regs_mask;             /* which perf regs `regs` holds, in bit order */
+        const uint64_t *regs;
+        size_t nr_regs;
+        const uint8_t *stack;           /* from the sampled sp up */
+        size_t stack_len;
+};
+
+/*
+ * The register mask a sample must carry for unwind_user() on this
+ * architecture (attr.sample_regs_user), in the bit order of PERF_REG_X86_* or
+ * PERF_REG_ARM64_* (arch/{x86,arm64}/include/uapi/asm/perf_regs.h). 0 where
+ * unwinding is not supported.
+ */
+uint64_t unwind_regs_mask(void);
+
+/*
+ * User frames by CFI, leaf first: ret[0] is the sampled pc, then return
+ * addresses (as perf reports them: the caller's pc, not adjusted), at most
+ * max and max_frames. Returns the number of frames (>= 1 when the regs have a
+ * pc and max >= 1), or a negative errno: -EINVAL without registers, or without
+ * the pc and sp among them (regs_mask lacks what unwind_regs_mask() asks for,
+ * nr_regs is not its number of bits); -EOPNOTSUPP for a 32-bit ABI or an
+ * architecture this does not unwind.
+ */
+int unwind_user(struct unwind *u, const struct unwind_input *in, uint64_t *ret, size_t max);
+
+/*
+ * [sampler] unwind = auto: the CFI frames, and where they stop short for want
+ * of CFI or a module (JIT code, a binary without .eh_frame), the kernel's
+ * frame-pointer chain of the same sample (user part, PERF_CONTEXT_* markers
+ * removed by the caller) from the first return address after the last CFI
+ * frame; the FP chain alone when it is longer than what CFI gave. Returns the
+ * count written to ret (at most max).
+ *
+ * The last CFI frame is found in the FP chain as the same occurrence of its
+ * address (the third time a recursive return address appears in the CFI
+ * frames is its third time in the FP chain). When the FP chain does not have
+ * it, the longer of the two is taken whole, the CFI frames on a tie.
+ */
+size_t unwind_merge_fp(const uint64_t *cfi, size_t n_cfi, const uint64_t *fp, size_t n_fp,
+                       uint64_t *ret, size_t max);
+
+void unwind_get_stats(const struct unwind *u, struct unwind_stats *ret);
