@@ -1,0 +1,597 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * symbols/unwind.c on real samples: spin (tests/sampler/spin.c, main ->
+ * outer_work -> inner_spin) built without frame pointers and with them,
+ * sampled here with a cpu-clock event carrying the user registers and
+ * stack, unwound by CFI and named by the symbols module. Without frame
+ * pointers the kernel's frame-pointer chain of the same samples loses
+ * outer_work (what the unwinder is for); with them both must agree address
+ * for address. Then unwind_merge_fp() on hand-made chains, garbage stacks and
+ * registers (every walk ends, within max_frames), the bounds and the errors.
+ *
+ * Needs root (perf_event_open(2) on another process with REGS_USER and
+ * STACK_USER): exits 77 without.
+ *
+ * Usage: test-unwind SPIN-NOFP SPIN-FP
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/perf_event.h>
+
+#include <cmocka.h>
+
+#include "macro.h"
+#include "strbuf.h"
+#include "symbols.h"
+#include "unwind-capture.h"
+#include "unwind.h"
+
+/* Enough samples in inner_spin for a fraction to mean something; spin spends nearly all its time there. */
+#define WANT_SAMPLES    200U
+#define MIN_INNER       50U
+#define GARBAGE_ROUNDS  20000U
+#define FUNCTION_MAX    128U
+
+static const char *spin_nofp, *spin_fp;
+static char skip_reason[MESSAGE_MAX];
+
+static unsigned last_cpu(void) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+        return n > 1 ? (unsigned) n - 1 : 0;
+}
+
+/* The capture, or false (and the skip reason) when this machine cannot sample. */
+static bool capture_or_skip(const char *program, struct capture *ret) {
+        char err[MESSAGE_MAX] = "";
+        int r;
+
+        if (geteuid() != 0) {
+                snprintf(skip_reason, sizeof(skip_reason), "not root: perf_event_open on another process needs it");
+                return false;
+        }
+        r = capture_run(program, last_cpu(), unwind_regs_mask(), WANT_SAMPLES, ret, err, sizeof(err));
+        if (r == -EACCES || r == -EPERM || r == -ENOENT || r == -ENOSYS || r == -EOPNOTSUPP) {
+                snprintf(skip_reason, sizeof(skip_reason), "%s", err);
+                return false;
+        }
+        if (r < 0)
+                fail_msg("capture of %s: %s", program, err);
+        return true;
+}
+
+static void feed(const struct capture *c, struct unwind *u, struct symbols *s) {
+        for (size_t i = 0; i < c->n_maps; i++) {
+                const struct capture_mapping *m = &c->maps[i];
+
+                /* What a sampler gets from PERF_RECORD_MMAP2 without mmap_data: the executable ones. */
+                if (!m->exec)
+                        continue;
+                assert_int_equal(unwind_add_mapping(u, (uint32_t) c->pid, m->start, m->len, m->pgoff, m->filename,
+                                                    NULL, 0), 0);
+                if (s)
+                        assert_int_equal(symbols_add_mapping(s, (uint32_t) c->pid, m->start, m->len, m->pgoff,
+                                                             m->filename, NULL, 0), 0);
+        }
+}
+
+/* The function of frame i: the pc itself for the leaf, the call (return address - 1) for the others. */
+static void name_of(struct symbols *s, uint32_t pid, const uint64_t *frames, size_t i, char *buf, size_t len) {
+        struct symbols_result res;
+
+        if (symbols_lookup(s, pid, i == 0 ? frames[0] : frames[i] - 1, &res) == 0 && res.function)
+                snprintf(buf, len, "%s", res.function);
+        else
+                snprintf(buf, len, "?");
+}
+
+static bool is_chain(struct symbols *s, uint32_t pid, const uint64_t *frames, size_t n) {
+        static const char *const chain[] = { "inner_spin", "outer_work", "main" };
+        char name[FUNCTION_MAX];
+
+        if (n < ELEMENTSOF(chain))
+                return false;
+        for (size_t i = 0; i < ELEMENTSOF(chain); i++) {
+                name_of(s, pid, frames, i, name, sizeof(name));
+                if (!streq(name, chain[i]))
+                        return false;
+        }
+        return true;
+}
+
+/*
+ * Whether the kernel's frame-pointer chain of a sample is the CFI frames
+ * address for address: the same pc, then the same return addresses, the
+ * CFI's first one aside when the leaf kept no frame (its caller's return
+ * address is then not on the frame-pointer chain). At least two return
+ * addresses must match.
+ */
+static bool fp_agrees(const uint64_t *cfi, size_t n_cfi, const uint64_t *fp, size_t n_fp) {
+        if (n_fp < 3 || n_cfi < 1 || cfi[0] != fp[0])
+                return false;
+        for (size_t skip = 1; skip <= 2; skip++)
+                if (n_cfi >= skip + n_fp - 1 && memcmp(cfi + skip, fp + 1, (n_fp - 1) * sizeof(uint64_t)) == 0)
+                        return true;
+        return false;
+}
+
+struct spin_result {
+        size_t samples, inner, cfi_whole, fp_whole, same_addresses;
+        struct unwind_stats stats;
+};
+
+static bool unwind_spin(const char *program, struct spin_result *ret) {
+        struct capture c;
+        struct unwind *u;
+        struct symbols *s;
+        struct spin_result res = {};
+        uint64_t frames[UNWIND_MAX_FRAMES];
+
+        if (!capture_or_skip(program, &c))
+                return false;
+        u = unwind_new(NULL);
+        s = symbols_new(NULL);
+        feed(&c, u, s);
+
+        for (size_t i = 0; i < c.n_samples; i++) {
+                const struct capture_sample *cs = &c.samples[i];
+                struct unwind_input in = {
+                        .pid = cs->pid, .tid = cs->tid,
+                        .regs_abi = cs->regs_abi, .regs_mask = cs->regs_mask,
+                        .regs = cs->regs, .nr_regs = cs->nr_regs,
+                        .stack = cs->stack, .stack_len = cs->stack_len,
+                };
+                char leaf[FUNCTION_MAX];
+                int n;
+
+                if (cs->pid != (uint32_t) c.pid)
+                        continue;
+                res.samples++;
+                n = unwind_user(u, &in, frames, ELEMENTSOF(frames));
+                assert_true(n >= 1);
+                /* The first frame is the sample's own ip: the registers are the same instant. */
+                assert_int_equal(frames[0], cs->ip);
+                name_of(s, cs->pid, frames, 0, leaf, sizeof(leaf));
+                if (!streq(leaf, "inner_spin"))
+                        continue;
+                res.inner++;
+                if (is_chain(s, cs->pid, frames, (size_t) n))
+                        res.cfi_whole++;
+                if (is_chain(s, cs->pid, cs->fp, cs->n_fp))
+                        res.fp_whole++;
+                if (fp_agrees(frames, (size_t) n, cs->fp, cs->n_fp))
+                        res.same_addresses++;
+        }
+        unwind_get_stats(u, &res.stats);
+        printf("%s: %zu samples, %zu in inner_spin: whole chain by CFI %zu, by the kernel's FP chain %zu, "
+               "same addresses %zu; frames %" PRIu64 ", failed %" PRIu64 ", no_module %" PRIu64
+               ", stack_end %" PRIu64 ", reports %" PRIu64 ", module_errors %" PRIu64 "\n",
+               program, res.samples, res.inner, res.cfi_whole, res.fp_whole, res.same_addresses,
+               res.stats.frames, res.stats.failed, res.stats.no_module, res.stats.stack_end,
+               res.stats.reports, res.stats.module_errors);
+        symbols_free(s);
+        unwind_free(u);
+        capture_done(&c);
+        *ret = res;
+        return true;
+}
+
+static void test_spin_nofp(void **state) {
+        struct spin_result res;
+
+        if (!unwind_spin(spin_nofp, &res))
+                skip();
+        assert_true(res.inner >= MIN_INNER);
+        assert_int_equal(res.stats.samples, res.samples);
+        /* Modules reported once: the mappings did not change between samples. */
+        assert_int_equal(res.stats.reports, 1);
+        assert_int_equal(res.stats.module_errors, 0);
+        /* CFI finds the whole chain in (nearly) every sample... */
+        assert_true(res.cfi_whole * 10 >= res.inner * 9);
+        /* ...where the frame-pointer chain of the same samples does not: inner_spin never set up rbp. */
+        assert_true(res.fp_whole * 2 < res.inner);
+}
+
+static void test_spin_fp(void **state) {
+        struct spin_result res;
+
+        if (!unwind_spin(spin_fp, &res))
+                skip();
+        assert_true(res.inner >= MIN_INNER);
+        assert_true(res.cfi_whole * 10 >= res.inner * 9);
+        /*
+         * With frame pointers both walks are right where they overlap: the
+         * same return addresses, not only the same names. (GCC 12 gives
+         * inner_spin no frame even with -mno-omit-leaf-frame-pointer, so the
+         * kernel's chain lacks outer_work; fp_agrees() allows that.)
+         */
+        assert_true(res.same_addresses * 10 >= res.inner * 9);
+}
+
+static void test_merge_fp(void **state) {
+        uint64_t out[16];
+        size_t n;
+
+        /* CFI stopped in JIT code (0x70): the FP chain goes on after it. */
+        {
+                const uint64_t cfi[] = { 0x10, 0x20, 0x70 };
+                const uint64_t fp[] = { 0x10, 0x70, 0x80, 0x90 };
+                const uint64_t want[] = { 0x10, 0x20, 0x70, 0x80, 0x90 };
+
+                n = unwind_merge_fp(cfi, ELEMENTSOF(cfi), fp, ELEMENTSOF(fp), out, ELEMENTSOF(out));
+                assert_int_equal(n, ELEMENTSOF(want));
+                assert_memory_equal(out, want, sizeof(want));
+        }
+        /* CFI complete, FP chain broken (no frame pointers): CFI alone. */
+        {
+                const uint64_t cfi[] = { 0x10, 0x20, 0x30, 0x40 };
+                const uint64_t fp[] = { 0x10, 0xdead };
+
+                n = unwind_merge_fp(cfi, ELEMENTSOF(cfi), fp, ELEMENTSOF(fp), out, ELEMENTSOF(out));
+                assert_int_equal(n, ELEMENTSOF(cfi));
+                assert_memory_equal(out, cfi, sizeof(cfi));
+        }
+        /* CFI gave the leaf only (no .eh_frame): the FP chain from its first return address. */
+        {
+                const uint64_t cfi[] = { 0x10 };
+                const uint64_t fp[] = { 0x10, 0x20, 0x30 };
+
+                n = unwind_merge_fp(cfi, ELEMENTSOF(cfi), fp, ELEMENTSOF(fp), out, ELEMENTSOF(out));
+                assert_int_equal(n, ELEMENTSOF(fp));
+                assert_memory_equal(out, fp, sizeof(fp));
+        }
+        /* The last CFI frame is not in the FP chain and the FP chain is longer: it alone. */
+        {
+                const uint64_t cfi[] = { 0x10, 0x20 };
+                const uint64_t fp[] = { 0x10, 0x30, 0x40, 0x50 };
+
+                n = unwind_merge_fp(cfi, ELEMENTSOF(cfi), fp, ELEMENTSOF(fp), out, ELEMENTSOF(out));
+                assert_int_equal(n, ELEMENTSOF(fp));
+                assert_memory_equal(out, fp, sizeof(fp));
+        }
+        /* Recursion: the CFI's last frame is the second 0x20, the FP chain goes on after its second. */
+        {
+                const uint64_t cfi[] = { 0x10, 0x20, 0x20 };
+                const uint64_t fp[] = { 0x10, 0x20, 0x20, 0x20, 0x30 };
+                const uint64_t want[] = { 0x10, 0x20, 0x20, 0x20, 0x30 };
+
+                n = unwind_merge_fp(cfi, ELEMENTSOF(cfi), fp, ELEMENTSOF(fp), out, ELEMENTSOF(out));
+                assert_int_equal(n, ELEMENTSOF(want));
+                assert_memory_equal(out, want, sizeof(want));
+        }
+        /* Bounded by max, either way. */
+        {
+                const uint64_t cfi[] = { 0x10, 0x20 };
+                const uint64_t fp[] = { 0x10, 0x20, 0x30, 0x40, 0x50 };
+
+                n = unwind_merge_fp(cfi, ELEMENTSOF(cfi), fp, ELEMENTSOF(fp), out, 3);
+                assert_int_equal(n, 3);
+                assert_int_equal(out[2], 0x30);
+                n = unwind_merge_fp(fp, ELEMENTSOF(fp), cfi, 1, out, 2);
+                assert_int_equal(n, 2);
+                assert_int_equal(out[1], 0x20);
+        }
+        /* Nothing from CFI: the FP chain; nothing at all: nothing. */
+        {
+                const uint64_t fp[] = { 0x10, 0x20 };
+
+                n = unwind_merge_fp(NULL, 0, fp, ELEMENTSOF(fp), out, ELEMENTSOF(out));
+                assert_int_equal(n, 2);
+                assert_memory_equal(out, fp, sizeof(fp));
+                assert_int_equal(unwind_merge_fp(NULL, 0, NULL, 0, out, ELEMENTSOF(out)), 0);
+        }
+}
+
+/* An input for u with the registers all set from regs (by bit order of the mask), over stack. */
+static struct unwind_input input_of(uint32_t pid, const uint64_t *regs, const uint8_t *stack, size_t stack_len) {
+        return (struct unwind_input) {
+                .pid = pid, .tid = pid,
+                .regs_abi = PERF_SAMPLE_REGS_ABI_64,
+                .regs_mask = unwind_regs_mask(),
+                .regs = regs,
+                .nr_regs = (size_t) __builtin_popcountll(unwind_regs_mask()),
+                .stack = stack, .stack_len = stack_len,
+        };
+}
+
+/* Index of perf register reg in a sample's regs array. */
+static size_t reg_index(unsigned reg) {
+        return (size_t) __builtin_popcountll(unwind_regs_mask() & ((UINT64_C(1) << reg) - 1));
+}
+
+#if defined(__x86_64__)
+#define PERF_PC 8U      /* PERF_REG_X86_IP */
+#define PERF_SP 7U      /* PERF_REG_X86_SP */
+#elif defined(__aarch64__)
+#define PERF_PC 32U     /* PERF_REG_ARM64_PC */
+#define PERF_SP 31U     /* PERF_REG_ARM64_SP */
+#endif
+
+#ifdef PERF_PC
+static uint64_t rnd(uint64_t *x) {
+        /* splitmix64: a seeded sequence, so a failing round can be replayed. */
+        uint64_t z = (*x += UINT64_C(0x9e3779b97f4a7c15));
+
+        z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+        z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+        return z ^ (z >> 31);
+}
+#endif
+
+static void test_garbage(void **state) {
+#ifdef PERF_PC
+        struct capture c;
+        struct unwind_limits l = { .max_frames = 64 };
+        struct unwind *u;
+        struct unwind_stats st;
+        size_t nr = (size_t) __builtin_popcountll(unwind_regs_mask());
+        uint64_t regs[64], frames[128], seed = 14, text_lo = 0, text_hi = 0;
+        _cleanup_free_ uint8_t *stack = xmalloc(CAPTURE_STACK_USER);
+
+        if (!capture_or_skip(spin_nofp, &c))
+                skip();
+        u = unwind_new(&l);
+        feed(&c, u, NULL);
+        for (size_t i = 0; i < c.n_maps; i++)
+                if (c.maps[i].exec && strstr(c.maps[i].filename, "libc")) {
+                        text_lo = c.maps[i].start;
+                        text_hi = c.maps[i].start + c.maps[i].len;
+                }
+        assert_true(text_hi > text_lo);
+
+        for (unsigned round = 0; round < GARBAGE_ROUNDS; round++) {
+                struct unwind_input in;
+                int n;
+
+                for (size_t i = 0; i < nr; i++)
+                        regs[i] = rnd(&seed);
+                /* Mostly a pc in libc's code, where CFI will be applied to the garbage; else anywhere. */
+                if (round % 4 != 0)
+                        regs[reg_index(PERF_PC)] = text_lo + rnd(&seed) % (text_hi - text_lo);
+                /* Words of the stack: random, return addresses into libc, or pointers into the copy itself. */
+                for (size_t off = 0; off < CAPTURE_STACK_USER; off += 8) {
+                        uint64_t w, kind = rnd(&seed) % 3;
+
+                        w = kind == 0 ? rnd(&seed)
+                          : kind == 1 ? text_lo + rnd(&seed) % (text_hi - text_lo)
+                          : regs[reg_index(PERF_SP)] + rnd(&seed) % CAPTURE_STACK_USER;
+                        memcpy(stack + off, &w, 8);
+                }
+                in = input_of((uint32_t) c.pid, regs, stack, (size_t) (rnd(&seed) % (CAPTURE_STACK_USER + 1)));
+                n = unwind_user(u, &in, frames, ELEMENTSOF(frames));
+                assert_true(n >= 1);
+                assert_true(n <= 64);
+                assert_int_equal(frames[0], regs[reg_index(PERF_PC)]);
+        }
+        unwind_get_stats(u, &st);
+        printf("garbage: %" PRIu64 " samples, %" PRIu64 " frames, failed %" PRIu64 ", no_module %" PRIu64
+               ", stack_end %" PRIu64 ", truncated %" PRIu64 "\n",
+               st.samples, st.frames, st.failed, st.no_module, st.stack_end, st.truncated);
+        assert_int_equal(st.samples, GARBAGE_ROUNDS);
+        /* A quarter of the pcs are anywhere, nearly never in a module. */
+        assert_true(st.no_module >= GARBAGE_ROUNDS / 8);
+        unwind_free(u);
+        capture_done(&c);
+#else
+        skip();
+#endif
+}
+
+/*
+ * Hand-made stacks over spin-fp's outer_work, whose CFI after its prologue
+ * is CFA = rbp + 16, return address at CFA - 8, caller's rbp at CFA - 16: a
+ * chain of saved rbps 16 bytes apart is an endless recursion (cut at
+ * max_frames, counted truncated), a saved rbp pointing at itself a frame
+ * that does not move (cut at once, not repeated up to max_frames).
+ */
+static void test_guards(void **state) {
+#if defined(__x86_64__)
+        struct capture c;
+        struct unwind_limits l = { .max_frames = 32 };
+        struct unwind *u;
+        struct unwind_stats st;
+        uint64_t frames[UNWIND_MAX_FRAMES], regs[64] = {}, ra = 0, sp = UINT64_C(0x7ffd00000000), w;
+        _cleanup_free_ uint8_t *stack = xmalloc(CAPTURE_STACK_USER);
+        struct unwind_input in;
+        int n;
+
+        if (!capture_or_skip(spin_fp, &c))
+                skip();
+        u = unwind_new(&l);
+        feed(&c, u, NULL);
+        for (size_t i = 0; i < c.n_samples && ra == 0; i++) {
+                const struct capture_sample *cs = &c.samples[i];
+                struct unwind_input real = {
+                        .pid = cs->pid, .tid = cs->tid,
+                        .regs_abi = cs->regs_abi, .regs_mask = cs->regs_mask,
+                        .regs = cs->regs, .nr_regs = cs->nr_regs,
+                        .stack = cs->stack, .stack_len = cs->stack_len,
+                };
+
+                if (cs->pid == (uint32_t) c.pid && unwind_user(u, &real, frames, ELEMENTSOF(frames)) >= 3)
+                        ra = frames[1];         /* inner_spin's return into outer_work */
+        }
+        assert_true(ra != 0);
+
+        regs[reg_index(PERF_PC)] = ra;
+        regs[reg_index(PERF_SP)] = sp;
+        regs[reg_index(6)] = sp;                /* PERF_REG_X86_BP */
+        for (size_t k = 0; k + 1 < CAPTURE_STACK_USER / 8; k += 2) {
+                w = sp + 8 * (k + 2);
+                memcpy(stack + 8 * k, &w, 8);
+                memcpy(stack + 8 * (k + 1), &ra, 8);
+        }
+        in = input_of((uint32_t) c.pid, regs, stack, CAPTURE_STACK_USER);
+        n = unwind_user(u, &in, frames, ELEMENTSOF(frames));
+        assert_int_equal(n, 32);
+        for (int i = 0; i < n; i++)
+                assert_int_equal(frames[i], ra);
+        unwind_get_stats(u, &st);
+        assert_int_equal(st.truncated, 1);
+
+        /* The saved rbp is the frame's own: the next frame has the same sp. */
+        memcpy(stack, &sp, 8);
+        n = unwind_user(u, &in, frames, ELEMENTSOF(frames));
+        assert_true(n >= 1);
+        assert_true(n <= 2);
+        unwind_get_stats(u, &st);
+        assert_int_equal(st.truncated, 1);
+        unwind_free(u);
+        capture_done(&c);
+#else
+        skip();
+#endif
+}
+
+static void test_bad_args(void **state) {
+        struct unwind *u = unwind_new(NULL);
+        uint64_t regs[64] = {}, frames[4];
+        uint8_t stack[64] = {};
+        struct unwind_input in;
+        struct unwind_stats st;
+
+        if (unwind_regs_mask() == 0) {
+                in = input_of(1, regs, stack, sizeof(stack));
+                assert_int_equal(unwind_user(u, &in, frames, 4), -EOPNOTSUPP);
+                unwind_free(u);
+                return;
+        }
+        in = input_of(1, NULL, stack, sizeof(stack));
+        assert_int_equal(unwind_user(u, &in, frames, 4), -EINVAL);
+        in = input_of(1, regs, stack, sizeof(stack));
+        in.regs_abi = PERF_SAMPLE_REGS_ABI_NONE;
+        assert_int_equal(unwind_user(u, &in, frames, 4), -EINVAL);
+        in.regs_abi = PERF_SAMPLE_REGS_ABI_32;
+        assert_int_equal(unwind_user(u, &in, frames, 4), -EOPNOTSUPP);
+        in = input_of(1, regs, stack, sizeof(stack));
+        in.nr_regs--;
+        assert_int_equal(unwind_user(u, &in, frames, 4), -EINVAL);
+        in = input_of(1, regs, stack, sizeof(stack));
+        in.regs_mask = 1;
+        in.nr_regs = 1;
+        assert_int_equal(unwind_user(u, &in, frames, 4), -EINVAL);
+        unwind_get_stats(u, &st);
+        assert_int_equal(st.samples, 0);
+
+        /* A process never mapped: the pc alone, counted as failed for want of a module. */
+        in = input_of(99, regs, stack, sizeof(stack));
+        regs[reg_index(PERF_PC)] = 0x401000;
+        assert_int_equal(unwind_user(u, &in, frames, 4), 1);
+        assert_int_equal(frames[0], 0x401000);
+        assert_int_equal(unwind_user(u, &in, frames, 0), 0);
+        unwind_get_stats(u, &st);
+        assert_int_equal(st.samples, 1);
+        assert_int_equal(st.failed, 1);
+        assert_int_equal(st.no_module, 1);
+
+        assert_int_equal(unwind_add_mapping(u, 1, 0x1000, 0, 0, "/bin/true", NULL, 0), -EINVAL);
+        assert_int_equal(unwind_add_mapping(u, 1, UINT64_MAX - 10, 0x1000, 0, "/bin/true", NULL, 0), -EINVAL);
+        assert_int_equal(unwind_add_mapping(u, 1, 0x1000, 0x1000, 0, "/bin/true", stack, 21), -EINVAL);
+        unwind_free(u);
+}
+
+static void test_bounds(void **state) {
+        struct unwind_limits l = { .max_pids = 2, .max_mappings_per_pid = 2 };
+        struct unwind *u = unwind_new(&l);
+        struct unwind_stats st;
+
+        for (uint32_t pid = 1; pid <= 3; pid++)
+                assert_int_equal(unwind_add_mapping(u, pid, 0x1000, 0x1000, 0, "/bin/true", NULL, 0), 0);
+        unwind_get_stats(u, &st);
+        assert_int_equal(st.pid_evictions, 1);
+
+        /* Three disjoint mappings in a process holding two: the oldest goes. */
+        for (uint64_t i = 0; i < 3; i++)
+                assert_int_equal(unwind_add_mapping(u, 3, 0x10000 * (i + 2), 0x1000, 0, "/bin/true", NULL, 0), 0);
+        unwind_get_stats(u, &st);
+        assert_int_equal(st.mapping_evictions, 2);
+
+        /* A mapping cut in two by one inside it is two mappings: one more eviction, no more. */
+        assert_int_equal(unwind_add_mapping(u, 2, 0x100000, 0x3000, 0, "/bin/true", NULL, 0), 0);
+        assert_int_equal(unwind_add_mapping(u, 2, 0x101000, 0x1000, 0, "//anon", NULL, 0), 0);
+        unwind_get_stats(u, &st);
+        assert_int_equal(st.mapping_evictions, 3);
+        unwind_remove_pid(u, 2);
+        unwind_remove_pid(u, 2);
+        unwind_free(u);
+}
+
+/* New mappings after the first sample: reported again, the files already reported are not reopened. */
+static void test_remap(void **state) {
+        struct capture c;
+        struct unwind *u;
+        struct unwind_stats st;
+        uint64_t frames[UNWIND_MAX_FRAMES];
+        size_t i;
+        int n0, n1;
+
+        if (!capture_or_skip(spin_nofp, &c))
+                skip();
+        assert_true(c.n_samples > 0);
+        u = unwind_new(NULL);
+        feed(&c, u, NULL);
+        for (i = 0; i < c.n_samples && c.samples[i].pid != (uint32_t) c.pid; i++)
+                ;
+        assert_true(i < c.n_samples);
+        {
+                const struct capture_sample *cs = &c.samples[i];
+                struct unwind_input in = {
+                        .pid = cs->pid, .tid = cs->tid,
+                        .regs_abi = cs->regs_abi, .regs_mask = cs->regs_mask,
+                        .regs = cs->regs, .nr_regs = cs->nr_regs,
+                        .stack = cs->stack, .stack_len = cs->stack_len,
+                };
+
+                n0 = unwind_user(u, &in, frames, ELEMENTSOF(frames));
+                /* A file the process does not map, far from everything: a dlopen(). */
+                _cleanup_free_ char *other = realpath(spin_fp, NULL);
+
+                assert_non_null(other);
+                assert_int_equal(unwind_add_mapping(u, cs->pid, UINT64_C(0x100000000), 0x1000, 0,
+                                                    other, NULL, 0), 0);
+                n1 = unwind_user(u, &in, frames, ELEMENTSOF(frames));
+                assert_int_equal(n0, n1);
+                unwind_get_stats(u, &st);
+                assert_int_equal(st.reports, 2);
+                /* The same again, the process removed: it is forgotten, the pc alone. */
+                unwind_remove_pid(u, cs->pid);
+                assert_int_equal(unwind_user(u, &in, frames, ELEMENTSOF(frames)), 1);
+        }
+        unwind_free(u);
+        capture_done(&c);
+}
+
+int main(int argc, char **argv) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_merge_fp),
+                cmocka_unit_test(test_bad_args),
+                cmocka_unit_test(test_bounds),
+                cmocka_unit_test(test_spin_nofp),
+                cmocka_unit_test(test_spin_fp),
+                cmocka_unit_test(test_remap),
+                cmocka_unit_test(test_guards),
+                cmocka_unit_test(test_garbage),
+        };
+        int r;
+
+        if (argc != 3) {
+                fprintf(stderr, "usage: %s SPIN-NOFP SPIN-FP\n", argv[0]);
+                return 2;
+        }
+        spin_nofp = argv[1];
+        spin_fp = argv[2];
+        r = cmocka_run_group_tests(tests, NULL, NULL);
+        if (r == 0 && skip_reason[0]) {
+                printf("SKIP: %s: the sampling tests did not run; the others passed\n", skip_reason);
+                return 77;
+        }
+        return r;
+}

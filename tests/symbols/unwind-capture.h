@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * Real samples for the unwinder's test and benchmark: run a program (the
+ * spin of tests/sampler), read its /proc/PID/maps, and sample it with a
+ * cpu-clock event on its pid carrying what `perf record --call-graph dwarf`
+ * asks for (perf_event_open(2): PERF_SAMPLE_CALLCHAIN, REGS_USER,
+ * STACK_USER), from the event's ring, read here with a few lines rather
+ * than the daemon's reader so that the test depends on the unwinder only.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* What the sampler asks the kernel to copy of the user stack (perf's --call-graph dwarf default). */
+#define CAPTURE_STACK_USER      8192U
+
+struct capture_mapping {
+        uint64_t start, len, pgoff;
+        char *filename;
+        int exec;
+};
+
+struct capture_sample {
+        uint32_t pid, tid;
+        uint64_t ip;
+        uint64_t *fp;                   /* the kernel's user callchain, PERF_CONTEXT_* markers removed */
+        size_t n_fp;
+        uint64_t regs_abi, regs_mask;
+        uint64_t *regs;
+        size_t nr_regs;
+        uint8_t *stack;
+        size_t stack_len;
+};
+
+struct capture {
+        pid_t pid;
+        struct capture_mapping *maps;
+        size_t n_maps;
+        struct capture_sample *samples;
+        size_t n_samples;
+};
+
+/*
+ * Run `program SECONDS CPU`, wait for its "ready PID", read its maps, sample
+ * it (1 kHz of its CPU time, user mode only, regs_mask) until `want` samples
+ * or its end, then kill it. Returns 0, or a negative errno with a reason in
+ * err (-EACCES, -ENOENT, -ENOSYS: the caller skips).
+ */
+int capture_run(const char *program, unsigned cpu, uint64_t regs_mask, size_t want, struct capture *ret,
+                char *err, size_t err_len);
+void capture_done(struct capture *c);
