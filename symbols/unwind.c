@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <linux/perf_event.h>
 #if defined(__x86_64__) || defined(__aarch64__)
@@ -24,6 +26,10 @@
 
 /* MMAP2 carries at most a SHA-1 build id (perf_event_open(2), PERF_RECORD_MISC_MMAP_BUILD_ID). */
 #define UNWIND_BUILD_ID_MAX 20
+/* How proc(5) and PERF_RECORD_MMAP name the vDSO's mapping. */
+#define VDSO_NAME "[vdso]"
+/* The vDSO is a few pages; more is not one (bounds the copy of our own). */
+#define VDSO_SIZE_MAX (UINT64_C(1) << 20)
 
 /*
  * The perf registers a sample carries, by DWARF register number: the frame
@@ -121,13 +127,52 @@ struct unwind {
         /* The architecture for dwfl_attach_state(): an ELF header alone, so no module's Elf is needed. */
         Elf64_Ehdr arch_ehdr;
         Elf *arch_elf;
+        /*
+         * Our own vDSO image, in a memfd: every 64-bit process of this kernel
+         * maps the same one (vdso(7)), so its .eh_frame unwinds theirs.
+         */
+        int vdso_fd;
         struct walk walk;
         struct unwind_stats stats;
 };
 
 static bool filename_is_file(const char *filename) {
         /* perf and proc(5) name anonymous and special mappings "//anon", "[heap]", "[vdso]"... */
-        return filename && filename[0] == '/' && filename[1] != '/';
+        if (!filename)
+                return false;
+        return (filename[0] == '/' && filename[1] != '/') || streq(filename, VDSO_NAME);
+}
+
+/*
+ * A memfd holding our vDSO (getauxval(AT_SYSINFO_EHDR), vdso(7)): its ELF
+ * image from the header to the end of its section headers or segments,
+ * whichever is further (the kernel's vdso images keep them in the mapping).
+ */
+static int vdso_memfd(void) {
+        const uint8_t *image = (const uint8_t *) getauxval(AT_SYSINFO_EHDR);
+        const Elf64_Ehdr *eh = (const Elf64_Ehdr *) image;
+        uint64_t size;
+        int fd;
+
+        if (!image || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64)
+                return -ENOENT;
+        size = eh->e_shoff + (uint64_t) eh->e_shnum * eh->e_shentsize;
+        for (unsigned i = 0; i < eh->e_phnum; i++) {
+                const Elf64_Phdr *ph = (const Elf64_Phdr *) (image + eh->e_phoff + (uint64_t) i * eh->e_phentsize);
+
+                if (ph->p_type == PT_LOAD)
+                        size = MAX(size, ph->p_offset + ph->p_filesz);
+        }
+        if (size < sizeof(*eh) || size > VDSO_SIZE_MAX)
+                return -EFBIG;
+        fd = memfd_create("armprofd-vdso", MFD_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        if (write(fd, image, size) != (ssize_t) size) {
+                safe_close(fd);
+                return -EIO;
+        }
+        return fd;
 }
 
 /* ---- Processes: a sorted array, least recently used evicted ---- */
@@ -223,6 +268,8 @@ struct unwind *unwind_new(const struct unwind_limits *l) {
         u->arch_ehdr.e_ehsize = sizeof(Elf64_Ehdr);
         u->arch_elf = elf_memory((char *) &u->arch_ehdr, sizeof(u->arch_ehdr));
 #endif
+        /* Without it, pcs in the vDSO are in no module: the walk stops there. */
+        u->vdso_fd = vdso_memfd();
         return u;
 }
 
@@ -235,6 +282,7 @@ struct unwind *unwind_free(struct unwind *u) {
         /* After every Dwfl: dwfl_attach_state(3) wants the Elf valid for a Dwfl's lifetime. */
         if (u->arch_elf)
                 elf_end(u->arch_elf);
+        safe_close(u->vdso_fd);
         free(u);
         return NULL;
 }
@@ -412,14 +460,21 @@ static int module_report_new(struct unwind *u, struct proc *p, struct mapping *m
         _cleanup_close_ int fd = -1;
         Elf *elf;
         GElf_Ehdr ehdr;
-        uint64_t bias = 0;
+        uint64_t bias = 0, page;
         Dwfl_Module *mod;
         Dwarf_Addr low, high;
         int r;
 
-        fd = open_mapped_file(p->pid, m->filename, path, sizeof(path));
+        if (streq(m->filename, VDSO_NAME)) {
+                if (u->vdso_fd < 0)
+                        return -ENOENT;
+                /* Consumed by the module, as an opened file is. */
+                fd = fcntl(u->vdso_fd, F_DUPFD_CLOEXEC, 3);
+                snprintf(path, sizeof(path), "%s", VDSO_NAME);
+        } else
+                fd = open_mapped_file(p->pid, m->filename, path, sizeof(path));
         if (fd < 0)
-                return fd;
+                return fd < -1 ? fd : -errno;
 
         elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
         if (!elf)
@@ -463,8 +518,12 @@ finish:
                 .high = high,
                 .kept = true,
         };
-        /* A bias that does not put the mapping inside the file's segments is wrong: do not trust it. */
-        if (m->start < low || m->end > high)
+        /*
+         * A bias that does not put the mapping inside the file's segments (as
+         * mmap(2) rounds them to pages) is wrong: do not trust it.
+         */
+        page = (uint64_t) sysconf(_SC_PAGESIZE);
+        if (m->start < (low & ~(page - 1)) || m->end > ((high + page - 1) & ~(page - 1)))
                 return -EBADMSG;
         return 0;
 }

@@ -12,7 +12,8 @@
  * process maps, read by elfutils' libdw (libdwfl.h, the dwfl frame API):
  * one Dwfl per process, its modules reported from the process's mappings
  * (opened once per file and process, by path, else under /proc/PID/root, and
- * only when the file's build id is the mapping's), its thread callbacks
+ * only when the file's build id is the mapping's; "[vdso]" from our own vDSO,
+ * the same kernel's image (vdso(7))), its thread callbacks
  * answering from the sample being unwound: registers from the sample's, memory
  * from the stack copy or, inside a module, from the ELF file's bytes. An
  * address nowhere in those is unreadable: the walk stops there.
@@ -64,8 +65,8 @@ struct unwind *unwind_free(struct unwind *u);
  * The process's executable mappings, as the sources report them
  * (PERF_RECORD_MMAP2, /proc/PID/maps): [start, start + len) maps `filename`
  * from file offset pgoff, replacing what it overlaps (as mmap(2) does).
- * Mappings of no file (anonymous, "[vdso]", "//anon") are kept as holes: a pc
- * there has no module. build_id may be NULL. Returns 0, or -EINVAL for an
+ * Mappings of no file (anonymous, "[heap]", "//anon") are kept as holes: a pc
+ * there has no module ("[vdso]" has one). build_id may be NULL. Returns 0, or -EINVAL for an
  * empty or wrapping range or a build id longer than 20 bytes.
  */
 int unwind_add_mapping(struct unwind *u, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,

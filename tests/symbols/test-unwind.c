@@ -12,7 +12,7 @@
  * Needs root (perf_event_open(2) on another process with REGS_USER and
  * STACK_USER): exits 77 without.
  *
- * Usage: test-unwind SPIN-NOFP SPIN-FP
+ * Usage: test-unwind SPIN-NOFP SPIN-FP VDSO-SPIN
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -40,7 +40,7 @@
 #define GARBAGE_ROUNDS  20000U
 #define FUNCTION_MAX    128U
 
-static const char *spin_nofp, *spin_fp;
+static const char *spin_nofp, *spin_fp, *vdso_spin;
 static char skip_reason[MESSAGE_MAX];
 
 static unsigned last_cpu(void) {
@@ -524,6 +524,72 @@ static void test_bounds(void **state) {
         unwind_free(u);
 }
 
+/*
+ * Samples in the vDSO: its .eh_frame (from our own, the same kernel's) leads
+ * to libc's clock_gettime and on to vdso_spin, vdso_outer, main.
+ */
+static void test_vdso(void **state) {
+        struct capture c;
+        struct unwind *u;
+        struct symbols *s;
+        uint64_t frames[UNWIND_MAX_FRAMES], vdso_lo = 0, vdso_hi = 0;
+        size_t in_vdso = 0, whole = 0;
+
+        if (!capture_or_skip(vdso_spin, &c))
+                skip();
+        u = unwind_new(NULL);
+        s = symbols_new(NULL);
+        feed(&c, u, s);
+        for (size_t i = 0; i < c.n_maps; i++)
+                if (streq(c.maps[i].filename, "[vdso]")) {
+                        vdso_lo = c.maps[i].start;
+                        vdso_hi = c.maps[i].start + c.maps[i].len;
+                }
+        if (vdso_hi == 0) {
+                snprintf(skip_reason, sizeof(skip_reason), "no [vdso] mapping in %s", vdso_spin);
+                goto finish;
+        }
+
+        for (size_t i = 0; i < c.n_samples; i++) {
+                const struct capture_sample *cs = &c.samples[i];
+                struct unwind_input in = {
+                        .pid = cs->pid, .tid = cs->tid,
+                        .regs_abi = cs->regs_abi, .regs_mask = cs->regs_mask,
+                        .regs = cs->regs, .nr_regs = cs->nr_regs,
+                        .stack = cs->stack, .stack_len = cs->stack_len,
+                };
+                char name[FUNCTION_MAX];
+                size_t j;
+                int n;
+
+                if (cs->pid != (uint32_t) c.pid || cs->ip < vdso_lo || cs->ip >= vdso_hi)
+                        continue;
+                in_vdso++;
+                n = unwind_user(u, &in, frames, ELEMENTSOF(frames));
+                /* Past the vDSO and libc's wrapper (one frame or a few), the program's own chain. */
+                for (j = 1; j < (size_t) n; j++) {
+                        name_of(s, cs->pid, frames, j, name, sizeof(name));
+                        if (streq(name, "vdso_spin"))
+                                break;
+                }
+                if (j + 2 >= (size_t) n)
+                        continue;
+                name_of(s, cs->pid, frames, j + 1, name, sizeof(name));
+                if (!streq(name, "vdso_outer"))
+                        continue;
+                name_of(s, cs->pid, frames, j + 2, name, sizeof(name));
+                if (streq(name, "main"))
+                        whole++;
+        }
+        printf("%s: %zu samples, %zu in the vDSO, whole chain by CFI %zu\n", vdso_spin, c.n_samples, in_vdso, whole);
+        assert_true(in_vdso >= MIN_INNER / 5);
+        assert_true(whole * 10 >= in_vdso * 9);
+finish:
+        symbols_free(s);
+        unwind_free(u);
+        capture_done(&c);
+}
+
 /* New mappings after the first sample: reported again, the files already reported are not reopened. */
 static void test_remap(void **state) {
         struct capture c;
@@ -577,17 +643,19 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_spin_nofp),
                 cmocka_unit_test(test_spin_fp),
                 cmocka_unit_test(test_remap),
+                cmocka_unit_test(test_vdso),
                 cmocka_unit_test(test_guards),
                 cmocka_unit_test(test_garbage),
         };
         int r;
 
-        if (argc != 3) {
-                fprintf(stderr, "usage: %s SPIN-NOFP SPIN-FP\n", argv[0]);
+        if (argc != 4) {
+                fprintf(stderr, "usage: %s SPIN-NOFP SPIN-FP VDSO-SPIN\n", argv[0]);
                 return 2;
         }
         spin_nofp = argv[1];
         spin_fp = argv[2];
+        vdso_spin = argv[3];
         r = cmocka_run_group_tests(tests, NULL, NULL);
         if (r == 0 && skip_reason[0]) {
                 printf("SKIP: %s: the sampling tests did not run; the others passed\n", skip_reason);
