@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 #include <linux/perf_event.h>
 
@@ -191,9 +192,13 @@ static void test_spin_nofp(void **state) {
                 skip();
         assert_true(res.inner >= MIN_INNER);
         assert_int_equal(res.stats.samples, res.samples);
-        /* Modules reported once: the mappings did not change between samples. */
+        /*
+         * Modules reported once: the mappings did not change between samples.
+         * All of them, the vDSO too, unless we have none to copy (valgrind
+         * hides it).
+         */
         assert_int_equal(res.stats.reports, 1);
-        assert_int_equal(res.stats.module_errors, 0);
+        assert_int_equal(res.stats.module_errors, getauxval(AT_SYSINFO_EHDR) ? 0 : 1);
         /* CFI finds the whole chain in (nearly) every sample... */
         assert_true(res.cfi_whole * 10 >= res.inner * 9);
         /* ...where the frame-pointer chain of the same samples does not: inner_spin never set up rbp. */
@@ -535,6 +540,11 @@ static void test_vdso(void **state) {
         uint64_t frames[UNWIND_MAX_FRAMES], vdso_lo = 0, vdso_hi = 0;
         size_t in_vdso = 0, whole = 0;
 
+        if (!getauxval(AT_SYSINFO_EHDR)) {
+                /* cmocka counts a skip as a pass: main() says it. */
+                snprintf(skip_reason, sizeof(skip_reason), "no vDSO in this process (valgrind hides it)");
+                skip();
+        }
         if (!capture_or_skip(vdso_spin, &c))
                 skip();
         u = unwind_new(NULL);
@@ -658,7 +668,7 @@ int main(int argc, char **argv) {
         vdso_spin = argv[3];
         r = cmocka_run_group_tests(tests, NULL, NULL);
         if (r == 0 && skip_reason[0]) {
-                printf("SKIP: %s: the sampling tests did not run; the others passed\n", skip_reason);
+                printf("SKIP: %s: the tests that need it did not run; the others passed\n", skip_reason);
                 return 77;
         }
         return r;
