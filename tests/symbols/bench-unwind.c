@@ -106,7 +106,8 @@ static void bench(const char *program, size_t want) {
         struct unwind *u;
         int r;
 
-        r = capture_run(program, ncpu > 1 ? (unsigned) ncpu - 1 : 0, unwind_regs_mask(), want, &c, err, sizeof(err));
+        r = capture_run(program, ncpu > 1 ? (unsigned) ncpu - 1 : 0, unwind_regs_mask(), want, false, &c, err,
+                        sizeof(err));
         if (r < 0) {
                 printf("SKIP: %s\n", err);
                 exit(77);

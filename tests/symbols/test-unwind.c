@@ -14,8 +14,10 @@
  *
  * Usage: test-unwind SPIN-NOFP SPIN-FP VDSO-SPIN
  */
+#include <elf.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -51,7 +53,7 @@ static unsigned last_cpu(void) {
 }
 
 /* The capture, or false (and the skip reason) when this machine cannot sample. */
-static bool capture_or_skip(const char *program, struct capture *ret) {
+static bool capture_or_skip_running(const char *program, bool keep_running, struct capture *ret) {
         char err[MESSAGE_MAX] = "";
         int r;
 
@@ -59,7 +61,8 @@ static bool capture_or_skip(const char *program, struct capture *ret) {
                 snprintf(skip_reason, sizeof(skip_reason), "not root: perf_event_open on another process needs it");
                 return false;
         }
-        r = capture_run(program, last_cpu(), unwind_regs_mask(), WANT_SAMPLES, ret, err, sizeof(err));
+        r = capture_run(program, last_cpu(), unwind_regs_mask(), WANT_SAMPLES, keep_running, ret, err,
+                        sizeof(err));
         if (r == -EACCES || r == -EPERM || r == -ENOENT || r == -ENOSYS || r == -EOPNOTSUPP) {
                 snprintf(skip_reason, sizeof(skip_reason), "%s", err);
                 return false;
@@ -67,6 +70,10 @@ static bool capture_or_skip(const char *program, struct capture *ret) {
         if (r < 0)
                 fail_msg("capture of %s: %s", program, err);
         return true;
+}
+
+static bool capture_or_skip(const char *program, struct capture *ret) {
+        return capture_or_skip_running(program, false, ret);
 }
 
 static void feed(const struct capture *c, struct unwind *u, struct symbols *s) {
@@ -600,6 +607,150 @@ finish:
         capture_done(&c);
 }
 
+/* The program interpreter (PT_INTERP) of an ELF64 file, into buf. */
+static bool elf_interp(const char *path, char *buf, size_t len) {
+        _cleanup_free_ char *text = NULL;
+        struct strbuf sb = STRBUF_INIT;
+        char chunk[BUFSIZ];
+        size_t n, size;
+        FILE *f = fopen(path, "re");
+        const Elf64_Ehdr *eh;
+
+        if (!f)
+                return false;
+        while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+                strbuf_append(&sb, chunk, n);
+        fclose(f);
+        text = strbuf_steal(&sb, &size);
+        eh = (const Elf64_Ehdr *) text;
+        if (size < sizeof(*eh) || eh->e_phoff > size || (size - eh->e_phoff) / sizeof(Elf64_Phdr) < eh->e_phnum)
+                return false;
+        for (unsigned i = 0; i < eh->e_phnum; i++) {
+                const Elf64_Phdr *ph = (const Elf64_Phdr *) (text + eh->e_phoff) + i;
+
+                if (ph->p_type == PT_INTERP && ph->p_offset < size && ph->p_filesz < len &&
+                    size - ph->p_offset >= ph->p_filesz) {
+                        memcpy(buf, text + ph->p_offset, ph->p_filesz);
+                        buf[ph->p_filesz] = 0;
+                        return true;
+                }
+        }
+        return false;
+}
+
+static bool sh(const char *fmt, ...) {
+        _cleanup_free_ char *cmd = NULL;
+        struct strbuf sb = STRBUF_INIT;
+        va_list ap;
+
+        va_start(ap, fmt);
+        strbuf_vprintf(&sb, fmt, ap);
+        va_end(ap);
+        cmd = strbuf_steal(&sb, NULL);
+        return system(cmd) == 0;
+}
+
+/*
+ * A process in another root, as a container's: its files are not at the
+ * paths its mappings name, here, but under /proc/PID/root while it runs.
+ * spin-nofp chrooted with its loader and libc. /proc/PID/maps names them
+ * from our root (proc(5) paths are the reader's), PERF_RECORD_MMAP2 from the
+ * process's (kernel/events/core.c perf_event_mmap_event(): d_path() from
+ * its root): the mappings are given as MMAP2 would, "/armprofd-test-spin",
+ * a path that is nowhere here.
+ */
+static void test_proc_root(void **state) {
+        char dir[] = "/tmp/test-unwind-root-XXXXXX", interp[PATH_MAX], libc[PATH_MAX] = "", line[PATH_MAX + 256];
+        _cleanup_free_ char *script = NULL;
+        struct strbuf sb = STRBUF_INIT;
+        struct capture c;
+        struct unwind *u;
+        struct symbols *s;
+        struct unwind_stats st;
+        uint64_t frames[UNWIND_MAX_FRAMES];
+        size_t inner = 0, whole = 0;
+        FILE *f;
+
+        if (geteuid() != 0) {
+                snprintf(skip_reason, sizeof(skip_reason), "not root: chroot and perf_event_open need it");
+                skip();
+        }
+        assert_true(elf_interp(spin_nofp, interp, sizeof(interp)));
+        f = fopen("/proc/self/maps", "re");
+        assert_non_null(f);
+        while (fgets(line, sizeof(line), f)) {
+                char *p = strchr(line, '/');
+
+                if (p && strstr(p, "/libc.so")) {
+                        p[strcspn(p, "\n")] = 0;
+                        snprintf(libc, sizeof(libc), "%s", p);
+                }
+        }
+        fclose(f);
+        assert_true(libc[0] == '/');
+        assert_non_null(mkdtemp(dir));
+        strbuf_printf(&sb, "%s/run.sh", dir);
+        script = strbuf_steal(&sb, NULL);
+        assert_true(sh("mkdir -p \"$(dirname %s%s)\" \"$(dirname %s%s)\" && cp -L %s %s%s && cp -L %s %s%s && "
+                       "cp %s %s/armprofd-test-spin && printf '#!/bin/sh\\nexec chroot %s /armprofd-test-spin \"$@\"\\n' > %s "
+                       "&& chmod +x %s",
+                       dir, interp, dir, libc, interp, dir, interp, libc, dir, libc,
+                       spin_nofp, dir, dir, script, script));
+
+        if (!capture_or_skip_running(script, true, &c)) {
+                assert_true(sh("rm -rf %s", dir));
+                skip();
+        }
+        assert_true(c.running > 0);
+        u = unwind_new(NULL);
+        s = symbols_new(NULL);
+        for (size_t i = 0; i < c.n_maps; i++) {
+                const struct capture_mapping *m = &c.maps[i];
+                const char *in_root = m->filename;
+
+                if (!m->exec)
+                        continue;
+                if (strncmp(m->filename, dir, strlen(dir)) == 0)
+                        in_root = m->filename + strlen(dir);
+                assert_int_equal(unwind_add_mapping(u, (uint32_t) c.pid, m->start, m->len, m->pgoff, in_root,
+                                                    NULL, 0), 0);
+                /* Names from the same files, for the check: by our path to them, not the unwinder's way in. */
+                assert_int_equal(symbols_add_mapping(s, (uint32_t) c.pid, m->start, m->len, m->pgoff,
+                                                     m->filename, NULL, 0), 0);
+        }
+        for (size_t i = 0; i < c.n_samples; i++) {
+                const struct capture_sample *cs = &c.samples[i];
+                struct unwind_input in = {
+                        .pid = cs->pid, .tid = cs->tid,
+                        .regs_abi = cs->regs_abi, .regs_mask = cs->regs_mask,
+                        .regs = cs->regs, .nr_regs = cs->nr_regs,
+                        .stack = cs->stack, .stack_len = cs->stack_len,
+                };
+                char leaf[FUNCTION_MAX];
+                int n;
+
+                if (cs->pid != (uint32_t) c.pid)
+                        continue;
+                n = unwind_user(u, &in, frames, ELEMENTSOF(frames));
+                name_of(s, cs->pid, frames, 0, leaf, sizeof(leaf));
+                if (!streq(leaf, "inner_spin"))
+                        continue;
+                inner++;
+                if (is_chain(s, cs->pid, frames, (size_t) n))
+                        whole++;
+        }
+        unwind_get_stats(u, &st);
+        printf("chroot: %zu samples, %zu in inner_spin, whole chain by CFI %zu, module errors %" PRIu64 "\n",
+               c.n_samples, inner, whole, st.module_errors);
+        assert_true(inner >= MIN_INNER);
+        assert_true(whole * 10 >= inner * 9);
+        assert_int_equal(st.module_errors, getauxval(AT_SYSINFO_EHDR) ? 0 : 1);
+        symbols_free(s);
+        unwind_free(u);
+        capture_done(&c);
+        assert_true(sh("rm -rf %s", dir));
+}
+
 /* New mappings after the first sample: reported again, the files already reported are not reopened. */
 static void test_remap(void **state) {
         struct capture c;
@@ -654,6 +805,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_spin_fp),
                 cmocka_unit_test(test_remap),
                 cmocka_unit_test(test_vdso),
+                cmocka_unit_test(test_proc_root),
                 cmocka_unit_test(test_guards),
                 cmocka_unit_test(test_garbage),
         };

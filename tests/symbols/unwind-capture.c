@@ -138,9 +138,9 @@ static void capture_drain(struct capture *c, struct perf_event_mmap_page *meta, 
         free(rec);
 }
 
-int capture_run(const char *program, unsigned cpu, uint64_t regs_mask, size_t want, struct capture *ret,
-                char *err, size_t err_len) {
-        struct capture c = { .pid = -1 };
+int capture_run(const char *program, unsigned cpu, uint64_t regs_mask, size_t want, bool keep_running,
+                struct capture *ret, char *err, size_t err_len) {
+        struct capture c = { .pid = -1, .running = -1 };
         struct perf_event_attr attr = {};
         char cpu_arg[DECIMAL_STR_MAX(unsigned)], line[64];
         size_t page = (size_t) sysconf(_SC_PAGESIZE), mlen = (CAPTURE_RING_PAGES + 1) * page;
@@ -215,7 +215,9 @@ finish:
         if (ring != MAP_FAILED)
                 munmap(ring, mlen);
         safe_close(fd);
-        if (child > 0) {
+        if (child > 0 && keep_running && r == 0)
+                c.running = child;
+        else if (child > 0) {
                 kill(child, SIGKILL);
                 waitpid(child, &status, 0);
         }
@@ -232,6 +234,12 @@ finish:
 }
 
 void capture_done(struct capture *c) {
+        int status;
+
+        if (c->running > 0) {
+                kill(c->running, SIGKILL);
+                waitpid(c->running, &status, 0);
+        }
         for (size_t i = 0; i < c->n_maps; i++)
                 free(c->maps[i].filename);
         for (size_t i = 0; i < c->n_samples; i++) {
@@ -241,5 +249,5 @@ void capture_done(struct capture *c) {
         }
         free(c->maps);
         free(c->samples);
-        *c = (struct capture) { .pid = -1 };
+        *c = (struct capture) { .pid = -1, .running = -1 };
 }

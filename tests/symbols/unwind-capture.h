@@ -10,6 +10,7 @@
  * than the daemon's reader so that the test depends on the unwinder only.
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -37,6 +38,7 @@ struct capture_sample {
 
 struct capture {
         pid_t pid;
+        pid_t running;                  /* pid while it runs (keep_running), else -1 */
         struct capture_mapping *maps;
         size_t n_maps;
         struct capture_sample *samples;
@@ -46,9 +48,11 @@ struct capture {
 /*
  * Run `program SECONDS CPU`, wait for its "ready PID", read its maps, sample
  * it (1 kHz of its CPU time, user mode only, regs_mask) until `want` samples
- * or its end, then kill it. Returns 0, or a negative errno with a reason in
- * err (-EACCES, -ENOENT, -ENOSYS: the caller skips).
+ * or its end, then kill it, or with keep_running leave that to
+ * capture_done(). Returns 0, or a negative errno with a reason in err
+ * (-EACCES, -ENOENT, -ENOSYS: the caller skips).
  */
-int capture_run(const char *program, unsigned cpu, uint64_t regs_mask, size_t want, struct capture *ret,
-                char *err, size_t err_len);
+int capture_run(const char *program, unsigned cpu, uint64_t regs_mask, size_t want, bool keep_running,
+                struct capture *ret, char *err, size_t err_len);
+/* Kills the program if it still runs, frees the rest. */
 void capture_done(struct capture *c);
