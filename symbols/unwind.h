@@ -63,8 +63,12 @@ struct unwind *unwind_free(struct unwind *u);
 
 /*
  * The process's executable mappings, as the sources report them
- * (PERF_RECORD_MMAP2, /proc/PID/maps): [start, start + len) maps `filename`
- * from file offset pgoff, replacing what it overlaps (as mmap(2) does).
+ * (PERF_RECORD_MMAP2 without attr.mmap_data, the "x" lines of
+ * /proc/PID/maps): [start, start + len) maps `filename` from file offset
+ * pgoff, replacing what it overlaps (as mmap(2) does). Executable only: the
+ * file's code segment is found as the PT_LOAD with PF_X among those its
+ * pages hold, and lld puts the read-only segment's tail in the code's first
+ * page, so a read-only mapping of that page would be taken for code.
  * Mappings of no file (anonymous, "[heap]", "//anon") are kept as holes: a pc
  * there has no module ("[vdso]" has one). build_id may be NULL. Returns 0, or -EINVAL for an
  * empty or wrapping range or a build id longer than 20 bytes.

@@ -12,7 +12,7 @@
  * Needs root (perf_event_open(2) on another process with REGS_USER and
  * STACK_USER): exits 77 without.
  *
- * Usage: test-unwind SPIN-NOFP SPIN-FP VDSO-SPIN
+ * Usage: test-unwind SPIN-NOFP SPIN-FP VDSO-SPIN SPIN-NOPIE SPIN-LLD ("" when not built)
  */
 #include <elf.h>
 #include <errno.h>
@@ -43,7 +43,7 @@
 #define GARBAGE_ROUNDS  20000U
 #define FUNCTION_MAX    128U
 
-static const char *spin_nofp, *spin_fp, *vdso_spin;
+static const char *spin_nofp, *spin_fp, *vdso_spin, *spin_nopie, *spin_lld;
 static char skip_reason[MESSAGE_MAX];
 
 static unsigned last_cpu(void) {
@@ -226,6 +226,32 @@ static void test_spin_fp(void **state) {
          * kernel's chain lacks outer_work; fp_agrees() allows that.)
          */
         assert_true(res.same_addresses * 10 >= res.inner * 9);
+}
+
+/* ET_EXEC: no bias. */
+static void test_spin_nopie(void **state) {
+        struct spin_result res;
+
+        if (!unwind_spin(spin_nopie, &res))
+                skip();
+        assert_true(res.inner >= MIN_INNER);
+        assert_int_equal(res.stats.module_errors, getauxval(AT_SYSINFO_EHDR) ? 0 : 1);
+        assert_true(res.cfi_whole * 10 >= res.inner * 9);
+}
+
+/* lld's layout: the code segment's bias is found from the segment the code mapping holds, not the first. */
+static void test_spin_lld(void **state) {
+        struct spin_result res;
+
+        if (!spin_lld[0]) {
+                snprintf(skip_reason, sizeof(skip_reason), "no lld: spin-lld was not built");
+                skip();
+        }
+        if (!unwind_spin(spin_lld, &res))
+                skip();
+        assert_true(res.inner >= MIN_INNER);
+        assert_int_equal(res.stats.module_errors, getauxval(AT_SYSINFO_EHDR) ? 0 : 1);
+        assert_true(res.cfi_whole * 10 >= res.inner * 9);
 }
 
 static void test_merge_fp(void **state) {
@@ -803,6 +829,8 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_bounds),
                 cmocka_unit_test(test_spin_nofp),
                 cmocka_unit_test(test_spin_fp),
+                cmocka_unit_test(test_spin_nopie),
+                cmocka_unit_test(test_spin_lld),
                 cmocka_unit_test(test_remap),
                 cmocka_unit_test(test_vdso),
                 cmocka_unit_test(test_proc_root),
@@ -811,13 +839,15 @@ int main(int argc, char **argv) {
         };
         int r;
 
-        if (argc != 4) {
-                fprintf(stderr, "usage: %s SPIN-NOFP SPIN-FP VDSO-SPIN\n", argv[0]);
+        if (argc != 6) {
+                fprintf(stderr, "usage: %s SPIN-NOFP SPIN-FP VDSO-SPIN SPIN-NOPIE SPIN-LLD\n", argv[0]);
                 return 2;
         }
         spin_nofp = argv[1];
         spin_fp = argv[2];
         vdso_spin = argv[3];
+        spin_nopie = argv[4];
+        spin_lld = argv[5];
         r = cmocka_run_group_tests(tests, NULL, NULL);
         if (r == 0 && skip_reason[0]) {
                 printf("SKIP: %s: the tests that need it did not run; the others passed\n", skip_reason);
