@@ -16,6 +16,7 @@
  */
 #include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <setjmp.h>
@@ -30,6 +31,8 @@
 #include <linux/perf_event.h>
 
 #include <cmocka.h>
+#include <elfutils/libdwelf.h>
+#include <libelf.h>
 
 #include "macro.h"
 #include "strbuf.h"
@@ -226,6 +229,92 @@ static void test_spin_fp(void **state) {
          * kernel's chain lacks outer_work; fp_agrees() allows that.)
          */
         assert_true(res.same_addresses * 10 >= res.inner * 9);
+}
+
+/* The GNU build id of an ELF file (NT_GNU_BUILD_ID), into buf; its length. */
+static size_t file_build_id(const char *path, uint8_t *buf, size_t len) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        const void *bid;
+        ssize_t n = -1;
+        Elf *elf;
+
+        elf_version(EV_CURRENT);
+        elf = fd >= 0 ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
+        if (elf)
+                n = dwelf_elf_gnu_build_id(elf, &bid);
+        if (n > 0 && (size_t) n <= len)
+                memcpy(buf, bid, (size_t) n);
+        else
+                n = 0;
+        if (elf)
+                elf_end(elf);
+        return (size_t) n;
+}
+
+/*
+ * A mapping with a build id is unwound only by that build's file: spin-nofp
+ * given its own build id unwinds; given another (a binary upgraded since it
+ * was mapped) it is no module, rather than another build's CFI.
+ */
+static void test_build_id(void **state) {
+        struct capture c;
+        uint8_t bid[20];
+        size_t bid_len;
+        uint64_t frames[UNWIND_MAX_FRAMES];
+        _cleanup_free_ char *exe = NULL;
+
+        if (!capture_or_skip(spin_nofp, &c))
+                skip();
+        exe = realpath(spin_nofp, NULL);
+        assert_non_null(exe);
+        bid_len = file_build_id(exe, bid, sizeof(bid));
+        assert_true(bid_len > 0);
+
+        for (int wrong = 0; wrong <= 1; wrong++) {
+                struct unwind *u = unwind_new(NULL);
+                struct unwind_stats st;
+                size_t sampled = 0, whole = 0;
+
+                if (wrong)
+                        bid[bid_len - 1] ^= 0xff;
+                for (size_t i = 0; i < c.n_maps; i++) {
+                        const struct capture_mapping *m = &c.maps[i];
+                        bool ours = streq(m->filename, exe);
+
+                        if (m->exec)
+                                assert_int_equal(unwind_add_mapping(u, (uint32_t) c.pid, m->start, m->len, m->pgoff,
+                                                                    m->filename, ours ? bid : NULL,
+                                                                    ours ? bid_len : 0), 0);
+                }
+                for (size_t i = 0; i < c.n_samples; i++) {
+                        const struct capture_sample *cs = &c.samples[i];
+                        struct unwind_input in = {
+                                .pid = cs->pid, .tid = cs->tid,
+                                .regs_abi = cs->regs_abi, .regs_mask = cs->regs_mask,
+                                .regs = cs->regs, .nr_regs = cs->nr_regs,
+                                .stack = cs->stack, .stack_len = cs->stack_len,
+                        };
+
+                        if (cs->pid != (uint32_t) c.pid)
+                                continue;
+                        sampled++;
+                        /* inner_spin, outer_work, main, then libc's start and _start. */
+                        if (unwind_user(u, &in, frames, ELEMENTSOF(frames)) >= 6)
+                                whole++;
+                }
+                unwind_get_stats(u, &st);
+                assert_true(sampled >= MIN_INNER);
+                if (wrong) {
+                        assert_int_equal(whole, 0);
+                        assert_int_equal(st.no_module, sampled);
+                        assert_int_equal(st.module_errors, getauxval(AT_SYSINFO_EHDR) ? 1 : 2);
+                } else {
+                        assert_true(whole * 10 >= sampled * 9);
+                        assert_int_equal(st.module_errors, getauxval(AT_SYSINFO_EHDR) ? 0 : 1);
+                }
+                unwind_free(u);
+        }
+        capture_done(&c);
 }
 
 /* ET_EXEC: no bias. */
@@ -832,6 +921,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_spin_nopie),
                 cmocka_unit_test(test_spin_lld),
                 cmocka_unit_test(test_remap),
+                cmocka_unit_test(test_build_id),
                 cmocka_unit_test(test_vdso),
                 cmocka_unit_test(test_proc_root),
                 cmocka_unit_test(test_guards),
