@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "unwind.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <linux/perf_event.h>
 #if defined(__x86_64__) || defined(__aarch64__)
@@ -88,10 +90,27 @@ struct mapping {
         bool failed;                    /* its file could not be reported: not retried until remapped */
 };
 
-/* A file reported to the process's Dwfl: a module, with the range libdw gave it. */
+/*
+ * An ELF file some process maps, read once for every process that maps it
+ * (by device and inode: the same path may be another file in another mount
+ * namespace): mapped by libelf, its descriptor closed, so that a module costs
+ * no file descriptor. Each module's Elf is a reference to this one
+ * (elf_begin(3) with a reference Elf).
+ */
+struct elf_file {
+        dev_t dev;
+        ino_t ino;
+        Elf *elf;
+        size_t refs;                    /* modules of our processes using it */
+        uint8_t build_id[UNWIND_BUILD_ID_MAX];
+        size_t build_id_len;            /* 0: none, or longer than MMAP2 carries */
+};
+
+/* A file reported to the process's Dwfl: a module. */
 struct module {
         char *name;                     /* the mapping's filename, the Dwfl module's name */
         uint64_t low, high;
+        struct elf_file *file;
         bool kept;                      /* reported again in the report under way */
 };
 
@@ -123,6 +142,8 @@ struct unwind {
         struct unwind_limits limits;
         struct proc **procs;            /* sorted by pid */
         size_t n_procs;
+        struct elf_file **files;
+        size_t n_files, cap_files;
         uint64_t tick, seq;
         /* The architecture for dwfl_attach_state(): an ELF header alone, so no module's Elf is needed. */
         Elf64_Ehdr arch_ehdr;
@@ -177,15 +198,33 @@ static int vdso_memfd(void) {
 
 /* ---- Processes: a sorted array, least recently used evicted ---- */
 
-static void proc_free(struct proc *p) {
+static void elf_file_unref(struct unwind *u, struct elf_file *f) {
+        if (!f || --f->refs > 0)
+                return;
+        for (size_t i = 0; i < u->n_files; i++)
+                if (u->files[i] == f) {
+                        u->files[i] = u->files[--u->n_files];
+                        break;
+                }
+        elf_end(f->elf);
+        free(f);
+}
+
+static void module_done(struct unwind *u, struct module *mod) {
+        free(mod->name);
+        elf_file_unref(u, mod->file);
+}
+
+static void proc_free(struct unwind *u, struct proc *p) {
         if (!p)
                 return;
+        /* The Dwfl first: its modules' references to our Elfs go with it. */
         if (p->dwfl)
                 dwfl_end(p->dwfl);
         for (size_t i = 0; i < p->n_maps; i++)
                 free(p->maps[i].filename);
         for (size_t i = 0; i < p->n_mods; i++)
-                free(p->mods[i].name);
+                module_done(u, &p->mods[i]);
         free(p->maps);
         free(p->mods);
         free(p);
@@ -226,7 +265,7 @@ static struct proc *proc_get(struct unwind *u, uint32_t pid, bool create) {
                 for (size_t j = 1; j < u->n_procs; j++)
                         if (u->procs[j]->last_used < u->procs[lru]->last_used)
                                 lru = j;
-                proc_free(u->procs[lru]);
+                proc_free(u, u->procs[lru]);
                 memmove(u->procs + lru, u->procs + lru + 1, (u->n_procs - lru - 1) * sizeof(u->procs[0]));
                 u->n_procs--;
                 u->stats.pid_evictions++;
@@ -277,8 +316,10 @@ struct unwind *unwind_free(struct unwind *u) {
         if (!u)
                 return NULL;
         for (size_t i = 0; i < u->n_procs; i++)
-                proc_free(u->procs[i]);
+                proc_free(u, u->procs[i]);
         free(u->procs);
+        assert(u->n_files == 0);
+        free(u->files);
         /* After every Dwfl: dwfl_attach_state(3) wants the Elf valid for a Dwfl's lifetime. */
         if (u->arch_elf)
                 elf_end(u->arch_elf);
@@ -293,7 +334,7 @@ void unwind_remove_pid(struct unwind *u, uint32_t pid) {
 
         if (!found)
                 return;
-        proc_free(u->procs[i]);
+        proc_free(u, u->procs[i]);
         memmove(u->procs + i, u->procs + i + 1, (u->n_procs - i - 1) * sizeof(u->procs[0]));
         u->n_procs--;
 }
@@ -454,59 +495,137 @@ static int mapping_bias(Elf *elf, const struct mapping *m, uint64_t *ret) {
         return 0;
 }
 
+/*
+ * The ELF file open as fd, from the cache or read now. Only ELF64 files of
+ * our machine are kept: the frame API unwinds with one architecture.
+ */
+static int elf_file_get(struct unwind *u, int fd, struct elf_file **ret) {
+        struct stat st;
+        struct elf_file *f;
+        GElf_Ehdr ehdr;
+        const void *bid;
+        ssize_t n;
+        Elf *elf;
+
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        for (size_t i = 0; i < u->n_files; i++)
+                if (u->files[i]->dev == st.st_dev && u->files[i]->ino == st.st_ino) {
+                        *ret = u->files[i];
+                        return 0;
+                }
+
+        elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+        if (!elf)
+                return -EBADMSG;
+        if (elf_kind(elf) != ELF_K_ELF || gelf_getclass(elf) != ELFCLASS64 || !gelf_getehdr(elf, &ehdr) ||
+            ehdr.e_machine != u->arch_ehdr.e_machine ||
+            /* All of it in memory (mapped, or read where mmap failed), then the descriptor is let go (as FDDONE). */
+            elf_cntl(elf, ELF_C_FDREAD) < 0) {
+                elf_end(elf);
+                return -EBADMSG;
+        }
+
+        f = xcalloc(1, sizeof(*f));
+        f->dev = st.st_dev;
+        f->ino = st.st_ino;
+        f->elf = elf;
+        n = dwelf_elf_gnu_build_id(elf, &bid);
+        if (n > 0 && n <= UNWIND_BUILD_ID_MAX) {
+                memcpy(f->build_id, bid, (size_t) n);
+                f->build_id_len = (size_t) n;
+        }
+        if (u->n_files == u->cap_files) {
+                u->cap_files = u->cap_files ? 2 * u->cap_files : 16;
+                u->files = xrealloc(u->files, u->cap_files * sizeof(u->files[0]));
+        }
+        u->files[u->n_files++] = f;
+        *ret = f;
+        return 0;
+}
+
+/*
+ * Where the module of a file loaded with bias spans: from its first PT_LOAD's
+ * p_vaddr rounded down to its alignment to the end of the last one. libdwfl
+ * takes the module's bias as low minus that rounded p_vaddr
+ * (dwfl_module_getdwarf.c, __libdwfl_getelf()), so low is chosen to make it
+ * ours.
+ */
+static int elf_file_range(Elf *elf, uint64_t bias, uint64_t *ret_low, uint64_t *ret_high) {
+        uint64_t low = 0, high = 0;
+        bool first = true;
+        size_t phnum;
+
+        if (elf_getphdrnum(elf, &phnum) < 0)
+                return -EBADMSG;
+        for (size_t i = 0; i < phnum; i++) {
+                GElf_Phdr ph;
+
+                if (!gelf_getphdr(elf, (int) i, &ph) || ph.p_type != PT_LOAD)
+                        continue;
+                if (first) {
+                        low = ph.p_vaddr & -(ph.p_align ? ph.p_align : 1);
+                        first = false;
+                }
+                high = MAX(high, ph.p_vaddr + ph.p_memsz);
+        }
+        if (first || high <= low)
+                return -EBADMSG;
+        *ret_low = bias + low;
+        *ret_high = bias + high;
+        return 0;
+}
+
 /* Report the file of m as a new module of p's Dwfl. */
 static int module_report_new(struct unwind *u, struct proc *p, struct mapping *m) {
         char path[PATH_MAX];
         _cleanup_close_ int fd = -1;
-        Elf *elf;
-        GElf_Ehdr ehdr;
-        uint64_t bias = 0, page;
+        struct elf_file *f = NULL;
+        uint64_t bias, low, high, page;
         Dwfl_Module *mod;
-        Dwarf_Addr low, high;
+        void **userdata;
         int r;
 
         if (streq(m->filename, VDSO_NAME)) {
                 if (u->vdso_fd < 0)
                         return -ENOENT;
-                /* Consumed by the module, as an opened file is. */
                 fd = fcntl(u->vdso_fd, F_DUPFD_CLOEXEC, 3);
-                snprintf(path, sizeof(path), "%s", VDSO_NAME);
-        } else
+                if (fd < 0)
+                        return -errno;
+        } else {
                 fd = open_mapped_file(p->pid, m->filename, path, sizeof(path));
-        if (fd < 0)
-                return fd < -1 ? fd : -errno;
-
-        elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-        if (!elf)
-                return -EBADMSG;
-        r = -EBADMSG;
-        if (elf_kind(elf) != ELF_K_ELF || gelf_getclass(elf) != ELFCLASS64 || !gelf_getehdr(elf, &ehdr))
-                goto finish;
-        r = -EXDEV;
-        if (ehdr.e_machine != u->arch_ehdr.e_machine)
-                goto finish;
-        if (m->build_id_len > 0) {
-                const void *bid;
-                ssize_t n = dwelf_elf_gnu_build_id(elf, &bid);
-
-                /* Another build's CFI would unwind the wrong code: no module rather than a wrong stack. */
-                r = -ESTALE;
-                if (n != (ssize_t) m->build_id_len || memcmp(bid, m->build_id, m->build_id_len) != 0)
-                        goto finish;
+                if (fd < 0)
+                        return fd;
         }
-        r = mapping_bias(elf, m, &bias);
-finish:
-        elf_end(elf);
+        r = elf_file_get(u, fd, &f);
         if (r < 0)
                 return r;
+        f->refs++;      /* the module's, or dropped below: an unused file is not kept */
+        /* Another build's CFI would unwind the wrong code: no module rather than a wrong stack. */
+        r = -ESTALE;
+        if (m->build_id_len > 0 &&
+            (f->build_id_len != m->build_id_len || memcmp(f->build_id, m->build_id, m->build_id_len) != 0))
+                goto fail;
+        r = mapping_bias(f->elf, m, &bias);
+        if (r < 0)
+                goto fail;
+        r = elf_file_range(f->elf, bias, &low, &high);
+        if (r < 0)
+                goto fail;
+        /*
+         * A bias that does not put the mapping inside the file's segments (as
+         * mmap(2) rounds them to pages) is wrong: do not trust it.
+         */
+        page = (uint64_t) sysconf(_SC_PAGESIZE);
+        r = -EBADMSG;
+        if (m->start < (low & ~(page - 1)) || m->end > ((high + page - 1) & ~(page - 1)))
+                goto fail;
 
-        /* ET_DYN with add_p_vaddr: base is the bias; ET_EXEC: base ignored (libdwfl.h, dwfl_report_elf). */
-        mod = dwfl_report_elf(p->dwfl, m->filename, path, fd, bias, true);
-        if (!mod)
-                return -EBADMSG;
-        TAKE_FD(fd);    /* the module's now */
-        if (!dwfl_module_info(mod, NULL, &low, &high, NULL, NULL, NULL, NULL))
-                return -EBADMSG;
+        /* Its Elf comes from find_elf_shared() when libdw first needs it. */
+        mod = dwfl_report_module(p->dwfl, m->filename, low, high);
+        if (!mod || !dwfl_module_info(mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL))
+                goto fail;
+        *userdata = f;
 
         if (p->n_mods == p->cap_mods) {
                 p->cap_mods = p->cap_mods ? 2 * p->cap_mods : 8;
@@ -516,16 +635,14 @@ finish:
                 .name = xstrdup(m->filename),
                 .low = low,
                 .high = high,
+                .file = f,
                 .kept = true,
         };
-        /*
-         * A bias that does not put the mapping inside the file's segments (as
-         * mmap(2) rounds them to pages) is wrong: do not trust it.
-         */
-        page = (uint64_t) sysconf(_SC_PAGESIZE);
-        if (m->start < (low & ~(page - 1)) || m->end > ((high + page - 1) & ~(page - 1)))
-                return -EBADMSG;
         return 0;
+
+fail:
+        elf_file_unref(u, f);
+        return r;
 }
 
 static struct module *module_covering(struct proc *p, const struct mapping *m) {
@@ -535,9 +652,17 @@ static struct module *module_covering(struct proc *p, const struct mapping *m) {
         return NULL;
 }
 
-static int find_no_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
-                       char **file_name, Elf **elfp) {
-        /* Every module comes with its file (dwfl_report_elf()): nothing is looked for. */
+static int find_elf_shared(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+                           char **file_name, Elf **elfp) {
+        struct elf_file *f = *userdata;
+
+        /*
+         * A reference to the file's one Elf (elf_begin(3): a reference Elf
+         * that is no archive is counted and returned), no descriptor: the
+         * module ends its reference when it goes.
+         */
+        if (f)
+                *elfp = elf_begin(-1, ELF_C_READ_MMAP, f->elf);
         return -1;
 }
 
@@ -553,7 +678,7 @@ static int find_no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modn
 }
 
 static const Dwfl_Callbacks dwfl_callbacks = {
-        .find_elf = find_no_elf,
+        .find_elf = find_elf_shared,
         .find_debuginfo = find_no_debuginfo,
         .section_address = dwfl_offline_section_address,
 };
@@ -600,7 +725,7 @@ static void proc_report(struct unwind *u, struct proc *p) {
                 if (p->mods[i].kept)
                         p->mods[kept++] = p->mods[i];
                 else
-                        free(p->mods[i].name);
+                        module_done(u, &p->mods[i]);
         }
         p->n_mods = kept;
 }

@@ -9,14 +9,20 @@
  * perf unwinds them (tools/perf/util/unwind-libdw.c).
  *
  * The frames come from the .eh_frame (else .debug_frame) of the binaries the
- * process maps, read by elfutils' libdw (libdwfl.h, the dwfl frame API):
- * one Dwfl per process, its modules reported from the process's mappings
- * (opened once per file and process, by path, else under /proc/PID/root, and
- * only when the file's build id is the mapping's; "[vdso]" from our own vDSO,
- * the same kernel's image (vdso(7))), its thread callbacks
- * answering from the sample being unwound: registers from the sample's, memory
- * from the stack copy or, inside a module, from the ELF file's bytes. An
- * address nowhere in those is unreadable: the walk stops there.
+ * process maps, read by elfutils' libdw (libdwfl.h, the dwfl frame API): one
+ * Dwfl per process, its modules reported from the process's mappings, its
+ * thread callbacks answering from the sample being unwound: registers from
+ * the sample's, memory from the stack copy or, inside a module, from the ELF
+ * file's bytes. An address nowhere in those is unreadable: the walk stops
+ * there.
+ *
+ * Files: a mapping's file is opened by its path, else under /proc/PID/root
+ * (a container's file, while the process lives), "[vdso]" is our own vDSO
+ * (the same kernel's image, vdso(7)); it is used only when its build id is
+ * the mapping's, when the mapping carries one. Each file (device and inode)
+ * is read once for every process that maps it, kept mapped while a module
+ * uses it, with no descriptor held: a thousand processes mapping libc cost
+ * one mapping of libc and no descriptor.
  *
  * Everything is bounded (struct unwind_limits): processes are evicted least
  * recently used, with their mappings and Dwfl; a process's mappings, oldest
@@ -24,8 +30,8 @@
  * not move up the stack, so a garbage stack copy always ends.
  *
  * Cost: a sample allocates nothing but what libdw allocates for the walk's
- * frames, and opens no file; files are opened when a process's mappings
- * changed, at its next sample.
+ * frames, and opens no file; files are opened (and closed) when a process's
+ * mappings changed, at its next sample.
  *
  * Library code: one thread at a time per struct unwind, no logging, errors are
  * negative errno values, allocation failure aborts (strbuf.h).

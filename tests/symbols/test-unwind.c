@@ -15,6 +15,7 @@
  * Usage: test-unwind SPIN-NOFP SPIN-FP VDSO-SPIN SPIN-NOPIE SPIN-LLD ("" when not built)
  */
 #include <elf.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -314,6 +315,65 @@ static void test_build_id(void **state) {
                 }
                 unwind_free(u);
         }
+        capture_done(&c);
+}
+
+static size_t open_fds(void) {
+        DIR *d = opendir("/proc/self/fd");
+        size_t n = 0;
+
+        assert_non_null(d);
+        while (readdir(d))
+                n++;
+        closedir(d);
+        return n;
+}
+
+/*
+ * Many processes mapping the same files (every service maps libc): each
+ * file is read once and holds no descriptor, whatever the number of
+ * processes; evicted processes take their Dwfl with them.
+ */
+static void test_many_processes(void **state) {
+        struct capture c;
+        struct unwind_limits l = { .max_pids = 16 };
+        struct unwind *u;
+        struct unwind_stats st;
+        uint64_t frames[UNWIND_MAX_FRAMES];
+        const struct capture_sample *cs = NULL;
+        size_t fds;
+
+        if (!capture_or_skip(spin_nofp, &c))
+                skip();
+        for (size_t i = 0; i < c.n_samples && !cs; i++)
+                if (c.samples[i].pid == (uint32_t) c.pid)
+                        cs = &c.samples[i];
+        assert_non_null(cs);
+        u = unwind_new(&l);
+        fds = open_fds();
+        for (uint32_t k = 0; k < 50; k++) {
+                /* The same process under another pid: same mappings, same stack. */
+                uint32_t pid = (uint32_t) c.pid + 100000 + k;
+                struct unwind_input in = {
+                        .pid = pid, .tid = pid,
+                        .regs_abi = cs->regs_abi, .regs_mask = cs->regs_mask,
+                        .regs = cs->regs, .nr_regs = cs->nr_regs,
+                        .stack = cs->stack, .stack_len = cs->stack_len,
+                };
+
+                for (size_t i = 0; i < c.n_maps; i++)
+                        if (c.maps[i].exec)
+                                assert_int_equal(unwind_add_mapping(u, pid, c.maps[i].start, c.maps[i].len,
+                                                                    c.maps[i].pgoff, c.maps[i].filename,
+                                                                    NULL, 0), 0);
+                /* inner_spin, outer_work, main, libc's two, _start. */
+                assert_int_equal(unwind_user(u, &in, frames, ELEMENTSOF(frames)), 6);
+                assert_int_equal(open_fds(), fds);
+        }
+        unwind_get_stats(u, &st);
+        assert_int_equal(st.pid_evictions, 50 - 16);
+        assert_int_equal(st.reports, 50);
+        unwind_free(u);
         capture_done(&c);
 }
 
@@ -922,6 +982,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_spin_lld),
                 cmocka_unit_test(test_remap),
                 cmocka_unit_test(test_build_id),
+                cmocka_unit_test(test_many_processes),
                 cmocka_unit_test(test_vdso),
                 cmocka_unit_test(test_proc_root),
                 cmocka_unit_test(test_guards),
