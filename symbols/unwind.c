@@ -969,13 +969,19 @@ int unwind_user(struct unwind *u, const struct unwind_input *in, uint64_t *ret, 
 
 /* ---- Merging with the kernel's frame-pointer chain ---- */
 
+/* memcpy(3) wants valid pointers even for no bytes, and an empty chain may come as NULL. */
+static void copy_frames(uint64_t *ret, const uint64_t *src, size_t n) {
+        if (n > 0)
+                memcpy(ret, src, n * sizeof(ret[0]));
+}
+
 size_t unwind_merge_fp(const uint64_t *cfi, size_t n_cfi, const uint64_t *fp, size_t n_fp,
                        uint64_t *ret, size_t max) {
         size_t occurrence = 0, j, n;
 
         if (n_cfi == 0) {
                 n = MIN(n_fp, max);
-                memcpy(ret, fp, n * sizeof(ret[0]));
+                copy_frames(ret, fp, n);
                 return n;
         }
 
@@ -989,7 +995,7 @@ size_t unwind_merge_fp(const uint64_t *cfi, size_t n_cfi, const uint64_t *fp, si
 
         if (j < n_fp) {
                 n = MIN(n_cfi, max);
-                memcpy(ret, cfi, n * sizeof(ret[0]));
+                copy_frames(ret, cfi, n);
                 for (j++; j < n_fp && n < max; j++)
                         ret[n++] = fp[j];
                 return n;
@@ -997,11 +1003,11 @@ size_t unwind_merge_fp(const uint64_t *cfi, size_t n_cfi, const uint64_t *fp, si
 
         if (n_fp > n_cfi) {
                 n = MIN(n_fp, max);
-                memcpy(ret, fp, n * sizeof(ret[0]));
+                copy_frames(ret, fp, n);
                 return n;
         }
         n = MIN(n_cfi, max);
-        memcpy(ret, cfi, n * sizeof(ret[0]));
+        copy_frames(ret, cfi, n);
         return n;
 }
 
