@@ -35,16 +35,6 @@
 /* The sampler's default frequency per CPU (issue 14, [sampler] frequency). */
 #define SAMPLER_HZ      19.0
 
-#if defined(__x86_64__)
-#define PERF_PC 8U      /* PERF_REG_X86_IP */
-#define PERF_SP 7U      /* PERF_REG_X86_SP */
-#define PERF_FP 6U      /* PERF_REG_X86_BP */
-#elif defined(__aarch64__)
-#define PERF_PC 32U     /* PERF_REG_ARM64_PC */
-#define PERF_SP 31U     /* PERF_REG_ARM64_SP */
-#define PERF_FP 29U     /* PERF_REG_ARM64_X29 */
-#endif
-
 static double now(void) {
         struct timespec ts;
 
@@ -52,26 +42,18 @@ static double now(void) {
         return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
 }
 
-static struct unwind_input input_of(const struct capture_sample *cs) {
-        return (struct unwind_input) {
-                .pid = cs->pid, .tid = cs->tid,
-                .regs_abi = cs->regs_abi, .regs_mask = cs->regs_mask,
-                .regs = cs->regs, .nr_regs = cs->nr_regs,
-                .stack = cs->stack, .stack_len = cs->stack_len,
-        };
-}
-
-#ifdef PERF_PC
+#ifdef CAPTURE_PERF_PC
+/* From the sample's own mask: the baseline does no more work than it must. */
 static uint64_t reg(const struct capture_sample *cs, unsigned r) {
         return cs->regs[__builtin_popcountll(cs->regs_mask & ((UINT64_C(1) << r) - 1))];
 }
 
 /* The frame-pointer walk the kernel does (arch/x86/events/core.c perf_callchain_user()), over the copy. */
 static size_t fp_walk(const struct capture_sample *cs, uint64_t *ret, size_t max) {
-        uint64_t sp = reg(cs, PERF_SP), fp = reg(cs, PERF_FP);
+        uint64_t sp = reg(cs, CAPTURE_PERF_SP), fp = reg(cs, CAPTURE_PERF_FP);
         size_t n = 0;
 
-        ret[n++] = reg(cs, PERF_PC);
+        ret[n++] = reg(cs, CAPTURE_PERF_PC);
         while (n < max && fp >= sp && fp - sp + 16 <= cs->stack_len) {
                 uint64_t next, ra;
 
@@ -96,7 +78,7 @@ static void feed(const struct capture *c, struct unwind *u) {
 }
 
 static void bench(const char *program, size_t want) {
-#ifdef PERF_PC
+#ifdef CAPTURE_PERF_PC
         struct capture c;
         char err[MESSAGE_MAX] = "";
         uint64_t frames[UNWIND_MAX_FRAMES], sum = 0;
@@ -128,7 +110,7 @@ static void bench(const char *program, size_t want) {
         u = unwind_new(NULL);
         feed(&c, u);
         {
-                struct unwind_input in = input_of(&c.samples[0]);
+                struct unwind_input in = capture_input(&c.samples[0]);
 
                 t = now();
                 (void) unwind_user(u, &in, frames, ELEMENTSOF(frames));
@@ -138,7 +120,7 @@ static void bench(const char *program, size_t want) {
                 cfi_frames = 0;
                 t = now();
                 for (size_t i = 0; i < c.n_samples; i++) {
-                        struct unwind_input in = input_of(&c.samples[i]);
+                        struct unwind_input in = capture_input(&c.samples[i]);
 
                         r = unwind_user(u, &in, frames, ELEMENTSOF(frames));
                         if (r > 0) {

@@ -22,6 +22,7 @@
 #include <linux/perf_event.h>
 
 #include "macro.h"
+#include "unwind-capture.h"
 #include "unwind.h"
 
 #define FUZZ_STACK_MAX  8192U
@@ -30,14 +31,6 @@
 #define TAG(w)          ((w) >> 62)
 #define TAG_TEXT        UINT64_C(1)
 #define TAG_STACK       UINT64_C(2)
-
-#if defined(__x86_64__)
-#define PERF_PC 8U      /* PERF_REG_X86_IP */
-#define PERF_SP 7U      /* PERF_REG_X86_SP */
-#elif defined(__aarch64__)
-#define PERF_PC 32U     /* PERF_REG_ARM64_PC */
-#define PERF_SP 31U     /* PERF_REG_ARM64_SP */
-#endif
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -84,7 +77,7 @@ static uint64_t place(uint64_t w, size_t stack_len) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-#ifdef PERF_PC
+#ifdef CAPTURE_PERF_PC
         static uint8_t stack[FUZZ_STACK_MAX];
         uint64_t regs[64] = {}, frames[FUZZ_FRAMES + 8];
         size_t nr = (size_t) __builtin_popcountll(unwind_regs_mask()), regs_len = nr * 8, stack_len;
@@ -106,7 +99,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         for (size_t i = 0; i < nr; i++)
                 regs[i] = place(regs[i], stack_len);
-        regs[__builtin_popcountll(unwind_regs_mask() & ((UINT64_C(1) << PERF_SP) - 1))] = FUZZ_SP;
+        regs[capture_reg_index(CAPTURE_PERF_SP)] = FUZZ_SP;
 
         in = (struct unwind_input) {
                 .pid = (uint32_t) getpid(), .tid = (uint32_t) getpid(),
@@ -117,7 +110,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         };
         n = unwind_user(fuzz_unwind, &in, frames, ELEMENTSOF(frames));
         if (n < 1 || n > (int) FUZZ_FRAMES ||
-            frames[0] != regs[__builtin_popcountll(unwind_regs_mask() & ((UINT64_C(1) << PERF_PC) - 1))])
+            frames[0] != regs[capture_reg_index(CAPTURE_PERF_PC)])
                 __builtin_trap();
 #endif
         return 0;

@@ -155,12 +155,7 @@ static bool unwind_spin(const char *program, struct spin_result *ret) {
 
         for (size_t i = 0; i < c.n_samples; i++) {
                 const struct capture_sample *cs = &c.samples[i];
-                struct unwind_input in = {
-                        .pid = cs->pid, .tid = cs->tid,
-                        .regs_abi = cs->regs_abi, .regs_mask = cs->regs_mask,
-                        .regs = cs->regs, .nr_regs = cs->nr_regs,
-                        .stack = cs->stack, .stack_len = cs->stack_len,
-                };
+                struct unwind_input in = capture_input(cs);
                 char leaf[FUNCTION_MAX];
                 int n;
 
@@ -196,23 +191,27 @@ static bool unwind_spin(const char *program, struct spin_result *ret) {
         return true;
 }
 
+/*
+ * Enough samples in inner_spin, every sample unwound, the modules reported
+ * once (the mappings did not change between samples), all of them, the vDSO
+ * too unless we have none to copy (valgrind hides it), and CFI finds the
+ * whole chain in (nearly) every sample.
+ */
+static void assert_cfi_whole(const struct spin_result *res) {
+        assert_true(res->inner >= MIN_INNER);
+        assert_int_equal(res->stats.samples, res->samples);
+        assert_int_equal(res->stats.reports, 1);
+        assert_int_equal(res->stats.module_errors, getauxval(AT_SYSINFO_EHDR) ? 0 : 1);
+        assert_true(res->cfi_whole * 10 >= res->inner * 9);
+}
+
 static void test_spin_nofp(void **state) {
         struct spin_result res;
 
         if (!unwind_spin(spin_nofp, &res))
                 skip();
-        assert_true(res.inner >= MIN_INNER);
-        assert_int_equal(res.stats.samples, res.samples);
-        /*
-         * Modules reported once: the mappings did not change between samples.
-         * All of them, the vDSO too, unless we have none to copy (valgrind
-         * hides it).
-         */
-        assert_int_equal(res.stats.reports, 1);
-        assert_int_equal(res.stats.module_errors, getauxval(AT_SYSINFO_EHDR) ? 0 : 1);
-        /* CFI finds the whole chain in (nearly) every sample... */
-        assert_true(res.cfi_whole * 10 >= res.inner * 9);
-        /* ...where the frame-pointer chain of the same samples does not: inner_spin never set up rbp. */
+        assert_cfi_whole(&res);
+        /* The kernel's frame-pointer chain of the same samples does not: nothing there keeps rbp. */
         assert_true(res.fp_whole * 2 < res.inner);
 }
 
@@ -221,8 +220,7 @@ static void test_spin_fp(void **state) {
 
         if (!unwind_spin(spin_fp, &res))
                 skip();
-        assert_true(res.inner >= MIN_INNER);
-        assert_true(res.cfi_whole * 10 >= res.inner * 9);
+        assert_cfi_whole(&res);
         /*
          * With frame pointers both walks are right where they overlap: the
          * same return addresses, not only the same names. (GCC 12 gives
@@ -289,12 +287,7 @@ static void test_build_id(void **state) {
                 }
                 for (size_t i = 0; i < c.n_samples; i++) {
                         const struct capture_sample *cs = &c.samples[i];
-                        struct unwind_input in = {
-                                .pid = cs->pid, .tid = cs->tid,
-                                .regs_abi = cs->regs_abi, .regs_mask = cs->regs_mask,
-                                .regs = cs->regs, .nr_regs = cs->nr_regs,
-                                .stack = cs->stack, .stack_len = cs->stack_len,
-                        };
+                        struct unwind_input in = capture_input(cs);
 
                         if (cs->pid != (uint32_t) c.pid)
                                 continue;
@@ -354,13 +347,9 @@ static void test_many_processes(void **state) {
         for (uint32_t k = 0; k < 50; k++) {
                 /* The same process under another pid: same mappings, same stack. */
                 uint32_t pid = (uint32_t) c.pid + 100000 + k;
-                struct unwind_input in = {
-                        .pid = pid, .tid = pid,
-                        .regs_abi = cs->regs_abi, .regs_mask = cs->regs_mask,
-                        .regs = cs->regs, .nr_regs = cs->nr_regs,
-                        .stack = cs->stack, .stack_len = cs->stack_len,
-                };
+                struct unwind_input in = capture_input(cs);
 
+                in.pid = in.tid = pid;
                 for (size_t i = 0; i < c.n_maps; i++)
                         if (c.maps[i].exec)
                                 assert_int_equal(unwind_add_mapping(u, pid, c.maps[i].start, c.maps[i].len,
@@ -383,9 +372,7 @@ static void test_spin_nopie(void **state) {
 
         if (!unwind_spin(spin_nopie, &res))
                 skip();
-        assert_true(res.inner >= MIN_INNER);
-        assert_int_equal(res.stats.module_errors, getauxval(AT_SYSINFO_EHDR) ? 0 : 1);
-        assert_true(res.cfi_whole * 10 >= res.inner * 9);
+        assert_cfi_whole(&res);
 }
 
 /* lld's layout: the code segment's bias is found from the segment the code mapping holds, not the first. */
@@ -398,9 +385,7 @@ static void test_spin_lld(void **state) {
         }
         if (!unwind_spin(spin_lld, &res))
                 skip();
-        assert_true(res.inner >= MIN_INNER);
-        assert_int_equal(res.stats.module_errors, getauxval(AT_SYSINFO_EHDR) ? 0 : 1);
-        assert_true(res.cfi_whole * 10 >= res.inner * 9);
+        assert_cfi_whole(&res);
 }
 
 static void test_merge_fp(void **state) {
@@ -489,20 +474,7 @@ static struct unwind_input input_of(uint32_t pid, const uint64_t *regs, const ui
         };
 }
 
-/* Index of perf register reg in a sample's regs array. */
-static size_t reg_index(unsigned reg) {
-        return (size_t) __builtin_popcountll(unwind_regs_mask() & ((UINT64_C(1) << reg) - 1));
-}
-
-#if defined(__x86_64__)
-#define PERF_PC 8U      /* PERF_REG_X86_IP */
-#define PERF_SP 7U      /* PERF_REG_X86_SP */
-#elif defined(__aarch64__)
-#define PERF_PC 32U     /* PERF_REG_ARM64_PC */
-#define PERF_SP 31U     /* PERF_REG_ARM64_SP */
-#endif
-
-#ifdef PERF_PC
+#ifdef CAPTURE_PERF_PC
 static uint64_t rnd(uint64_t *x) {
         /* splitmix64: a seeded sequence, so a failing round can be replayed. */
         uint64_t z = (*x += UINT64_C(0x9e3779b97f4a7c15));
@@ -514,7 +486,7 @@ static uint64_t rnd(uint64_t *x) {
 #endif
 
 static void test_garbage(void **state) {
-#ifdef PERF_PC
+#ifdef CAPTURE_PERF_PC
         struct capture c;
         struct unwind_limits l = { .max_frames = 64 };
         struct unwind *u;
@@ -542,21 +514,21 @@ static void test_garbage(void **state) {
                         regs[i] = rnd(&seed);
                 /* Mostly a pc in libc's code, where CFI will be applied to the garbage; else anywhere. */
                 if (round % 4 != 0)
-                        regs[reg_index(PERF_PC)] = text_lo + rnd(&seed) % (text_hi - text_lo);
+                        regs[capture_reg_index(CAPTURE_PERF_PC)] = text_lo + rnd(&seed) % (text_hi - text_lo);
                 /* Words of the stack: random, return addresses into libc, or pointers into the copy itself. */
                 for (size_t off = 0; off < CAPTURE_STACK_USER; off += 8) {
                         uint64_t w, kind = rnd(&seed) % 3;
 
                         w = kind == 0 ? rnd(&seed)
                           : kind == 1 ? text_lo + rnd(&seed) % (text_hi - text_lo)
-                          : regs[reg_index(PERF_SP)] + rnd(&seed) % CAPTURE_STACK_USER;
+                          : regs[capture_reg_index(CAPTURE_PERF_SP)] + rnd(&seed) % CAPTURE_STACK_USER;
                         memcpy(stack + off, &w, 8);
                 }
                 in = input_of((uint32_t) c.pid, regs, stack, (size_t) (rnd(&seed) % (CAPTURE_STACK_USER + 1)));
                 n = unwind_user(u, &in, frames, ELEMENTSOF(frames));
                 assert_true(n >= 1);
                 assert_true(n <= 64);
-                assert_int_equal(frames[0], regs[reg_index(PERF_PC)]);
+                assert_int_equal(frames[0], regs[capture_reg_index(CAPTURE_PERF_PC)]);
         }
         unwind_get_stats(u, &st);
         printf("garbage: %" PRIu64 " samples, %" PRIu64 " frames, failed %" PRIu64 ", no_module %" PRIu64
@@ -596,21 +568,16 @@ static void test_guards(void **state) {
         feed(&c, u, NULL);
         for (size_t i = 0; i < c.n_samples && ra == 0; i++) {
                 const struct capture_sample *cs = &c.samples[i];
-                struct unwind_input real = {
-                        .pid = cs->pid, .tid = cs->tid,
-                        .regs_abi = cs->regs_abi, .regs_mask = cs->regs_mask,
-                        .regs = cs->regs, .nr_regs = cs->nr_regs,
-                        .stack = cs->stack, .stack_len = cs->stack_len,
-                };
+                struct unwind_input real = capture_input(cs);
 
                 if (cs->pid == (uint32_t) c.pid && unwind_user(u, &real, frames, ELEMENTSOF(frames)) >= 3)
                         ra = frames[1];         /* inner_spin's return into outer_work */
         }
         assert_true(ra != 0);
 
-        regs[reg_index(PERF_PC)] = ra;
-        regs[reg_index(PERF_SP)] = sp;
-        regs[reg_index(6)] = sp;                /* PERF_REG_X86_BP */
+        regs[capture_reg_index(CAPTURE_PERF_PC)] = ra;
+        regs[capture_reg_index(CAPTURE_PERF_SP)] = sp;
+        regs[capture_reg_index(CAPTURE_PERF_FP)] = sp;
         for (size_t k = 0; k + 1 < CAPTURE_STACK_USER / 8; k += 2) {
                 w = sp + 8 * (k + 2);
                 memcpy(stack + 8 * k, &w, 8);
@@ -670,7 +637,7 @@ static void test_bad_args(void **state) {
 
         /* A process never mapped: the pc alone, counted as failed for want of a module. */
         in = input_of(99, regs, stack, sizeof(stack));
-        regs[reg_index(PERF_PC)] = 0x401000;
+        regs[capture_reg_index(CAPTURE_PERF_PC)] = 0x401000;
         assert_int_equal(unwind_user(u, &in, frames, 4), 1);
         assert_int_equal(frames[0], 0x401000);
         assert_int_equal(unwind_user(u, &in, frames, 0), 0);
@@ -744,12 +711,7 @@ static void test_vdso(void **state) {
 
         for (size_t i = 0; i < c.n_samples; i++) {
                 const struct capture_sample *cs = &c.samples[i];
-                struct unwind_input in = {
-                        .pid = cs->pid, .tid = cs->tid,
-                        .regs_abi = cs->regs_abi, .regs_mask = cs->regs_mask,
-                        .regs = cs->regs, .nr_regs = cs->nr_regs,
-                        .stack = cs->stack, .stack_len = cs->stack_len,
-                };
+                struct unwind_input in = capture_input(cs);
                 char name[FUNCTION_MAX];
                 size_t j;
                 int n;
@@ -895,12 +857,7 @@ static void test_proc_root(void **state) {
         }
         for (size_t i = 0; i < c.n_samples; i++) {
                 const struct capture_sample *cs = &c.samples[i];
-                struct unwind_input in = {
-                        .pid = cs->pid, .tid = cs->tid,
-                        .regs_abi = cs->regs_abi, .regs_mask = cs->regs_mask,
-                        .regs = cs->regs, .nr_regs = cs->nr_regs,
-                        .stack = cs->stack, .stack_len = cs->stack_len,
-                };
+                struct unwind_input in = capture_input(cs);
                 char leaf[FUNCTION_MAX];
                 int n;
 
@@ -945,12 +902,7 @@ static void test_remap(void **state) {
         assert_true(i < c.n_samples);
         {
                 const struct capture_sample *cs = &c.samples[i];
-                struct unwind_input in = {
-                        .pid = cs->pid, .tid = cs->tid,
-                        .regs_abi = cs->regs_abi, .regs_mask = cs->regs_mask,
-                        .regs = cs->regs, .nr_regs = cs->nr_regs,
-                        .stack = cs->stack, .stack_len = cs->stack_len,
-                };
+                struct unwind_input in = capture_input(cs);
 
                 n0 = unwind_user(u, &in, frames, ELEMENTSOF(frames));
                 /* A file the process does not map, far from everything: a dlopen(). */

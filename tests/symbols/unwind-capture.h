@@ -14,6 +14,22 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#if defined(__x86_64__) || defined(__aarch64__)
+#include <asm/perf_regs.h>
+#endif
+
+#include "unwind.h"
+
+/* The perf registers the tests read or set by hand (arch/{x86,arm64}/include/uapi/asm/perf_regs.h). */
+#if defined(__x86_64__)
+#define CAPTURE_PERF_PC PERF_REG_X86_IP
+#define CAPTURE_PERF_SP PERF_REG_X86_SP
+#define CAPTURE_PERF_FP PERF_REG_X86_BP
+#elif defined(__aarch64__)
+#define CAPTURE_PERF_PC PERF_REG_ARM64_PC
+#define CAPTURE_PERF_SP PERF_REG_ARM64_SP
+#define CAPTURE_PERF_FP PERF_REG_ARM64_X29
+#endif
 
 /* What the sampler asks the kernel to copy of the user stack (perf's --call-graph dwarf default). */
 #define CAPTURE_STACK_USER      8192U
@@ -56,3 +72,18 @@ int capture_run(const char *program, unsigned cpu, uint64_t regs_mask, size_t wa
                 struct capture *ret, char *err, size_t err_len);
 /* Kills the program if it still runs, frees the rest. */
 void capture_done(struct capture *c);
+
+/* Where perf register reg is in a sample's regs: one value per bit of unwind_regs_mask(), in bit order. */
+static inline size_t capture_reg_index(unsigned reg) {
+        return (size_t) __builtin_popcountll(unwind_regs_mask() & ((UINT64_C(1) << reg) - 1));
+}
+
+/* The unwinder's input for a captured sample. */
+static inline struct unwind_input capture_input(const struct capture_sample *cs) {
+        return (struct unwind_input) {
+                .pid = cs->pid, .tid = cs->tid,
+                .regs_abi = cs->regs_abi, .regs_mask = cs->regs_mask,
+                .regs = cs->regs, .nr_regs = cs->nr_regs,
+                .stack = cs->stack, .stack_len = cs->stack_len,
+        };
+}
