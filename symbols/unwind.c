@@ -440,18 +440,27 @@ int unwind_add_mapping(struct unwind *u, uint32_t pid, uint64_t start, uint64_t 
 
 /* ---- Reporting a process's files to its Dwfl ---- */
 
-/* Where the file of a mapping of pid is: its path, else the same path in the process's root (a container). */
-static int open_mapped_file(uint32_t pid, const char *filename, char *ret_path, size_t path_size) {
+/*
+ * The file a mapping of pid maps: while the process lives, the mapping's own
+ * file through /proc/PID/map_files/START-END (proc(5): the very file, even
+ * deleted or replaced since by an upgrade, even in another mount namespace);
+ * else the file at its path; else the same path under /proc/PID/root (a
+ * container's file).
+ */
+static int open_mapped_file(uint32_t pid, const struct mapping *m) {
+        char path[PATH_MAX];
         int fd;
 
-        fd = open(filename, O_RDONLY | O_CLOEXEC);
-        if (fd >= 0) {
-                snprintf(ret_path, path_size, "%s", filename);
+        snprintf(path, sizeof(path), "/proc/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64, pid, m->start, m->end);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0)
                 return fd;
-        }
-        if (snprintf(ret_path, path_size, "/proc/%" PRIu32 "/root%s", pid, filename) >= (int) path_size)
+        fd = open(m->filename, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0)
+                return fd;
+        if (snprintf(path, sizeof(path), "/proc/%" PRIu32 "/root%s", pid, m->filename) >= (int) sizeof(path))
                 return -ENAMETOOLONG;
-        fd = open(ret_path, O_RDONLY | O_CLOEXEC);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
         return fd >= 0 ? fd : -errno;
 }
 
@@ -578,7 +587,6 @@ static int elf_file_range(Elf *elf, uint64_t bias, uint64_t *ret_low, uint64_t *
 
 /* Report the file of m as a new module of p's Dwfl. */
 static int module_report_new(struct unwind *u, struct proc *p, struct mapping *m) {
-        char path[PATH_MAX];
         _cleanup_close_ int fd = -1;
         struct elf_file *f = NULL;
         uint64_t bias, low, high, page;
@@ -593,7 +601,7 @@ static int module_report_new(struct unwind *u, struct proc *p, struct mapping *m
                 if (fd < 0)
                         return -errno;
         } else {
-                fd = open_mapped_file(p->pid, m->filename, path, sizeof(path));
+                fd = open_mapped_file(p->pid, m);
                 if (fd < 0)
                         return fd;
         }

@@ -16,10 +16,11 @@
  * file's bytes. An address nowhere in those is unreadable: the walk stops
  * there.
  *
- * Files: a mapping's file is opened by its path, else under /proc/PID/root
- * (a container's file, while the process lives), "[vdso]" is our own vDSO
- * (the same kernel's image, vdso(7)); it is used only when its build id is
- * the mapping's, when the mapping carries one. Each file (device and inode)
+ * Files: a mapping's file is opened through /proc/PID/map_files while the
+ * process lives (the very file mapped, even deleted by an upgrade or in a
+ * container), else by its path, else under /proc/PID/root; "[vdso]" is our
+ * own vDSO (the same kernel's image, vdso(7)). A file is used only when its
+ * build id is the mapping's, when the mapping carries one. Each file (device and inode)
  * is read once for every process that maps it, kept mapped while a module
  * uses it, with no descriptor held: a thousand processes mapping libc cost
  * one mapping of libc and no descriptor.

@@ -789,7 +789,8 @@ static bool sh(const char *fmt, ...) {
 
 /*
  * A process in another root, as a container's: its files are not at the
- * paths its mappings name, here, but under /proc/PID/root while it runs.
+ * paths its mappings name, here, but under /proc/PID/map_files and
+ * /proc/PID/root while it runs.
  * spin-nofp chrooted with its loader and libc. /proc/PID/maps names them
  * from our root (proc(5) paths are the reader's), PERF_RECORD_MMAP2 from the
  * process's (kernel/events/core.c perf_event_mmap_event(): d_path() from
@@ -883,6 +884,49 @@ static void test_proc_root(void **state) {
         assert_true(sh("rm -rf %s", dir));
 }
 
+/*
+ * A binary deleted while it runs (a package upgrade): its path names nothing,
+ * the mapping still holds the file (/proc/PID/map_files).
+ */
+static void test_deleted(void **state) {
+        char dir[] = "/tmp/test-unwind-deleted-XXXXXX", path[PATH_MAX];
+        struct capture c;
+        struct unwind *u;
+        struct unwind_stats st;
+        uint64_t frames[UNWIND_MAX_FRAMES];
+        size_t sampled = 0, whole = 0;
+
+        assert_non_null(mkdtemp(dir));
+        snprintf(path, sizeof(path), "%s/spin", dir);
+        assert_true(sh("cp %s %s", spin_nofp, path));
+        if (!capture_or_skip_running(path, true, &c)) {
+                assert_true(sh("rm -rf %s", dir));
+                skip();
+        }
+        assert_true(sh("rm -rf %s", dir));
+        assert_int_equal(access(path, F_OK), -1);
+
+        u = unwind_new(NULL);
+        feed(&c, u, NULL);
+        for (size_t i = 0; i < c.n_samples; i++) {
+                const struct capture_sample *cs = &c.samples[i];
+                struct unwind_input in = capture_input(cs);
+
+                if (cs->pid != (uint32_t) c.pid)
+                        continue;
+                sampled++;
+                /* inner_spin, outer_work, main, then libc's start and _start. */
+                if (unwind_user(u, &in, frames, ELEMENTSOF(frames)) >= 6)
+                        whole++;
+        }
+        unwind_get_stats(u, &st);
+        assert_true(sampled >= MIN_INNER);
+        assert_true(whole * 10 >= sampled * 9);
+        assert_int_equal(st.module_errors, getauxval(AT_SYSINFO_EHDR) ? 0 : 1);
+        unwind_free(u);
+        capture_done(&c);
+}
+
 /* New mappings after the first sample: reported again, the files already reported are not reopened. */
 static void test_remap(void **state) {
         struct capture c;
@@ -937,6 +981,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_many_processes),
                 cmocka_unit_test(test_vdso),
                 cmocka_unit_test(test_proc_root),
+                cmocka_unit_test(test_deleted),
                 cmocka_unit_test(test_guards),
                 cmocka_unit_test(test_garbage),
         };
