@@ -38,7 +38,7 @@ static struct unwind *fuzz_unwind;
 static uint64_t text_lo, text_len;
 
 static void fuzz_init(void) {
-        char exe[PATH_MAX], line[PATH_MAX + 256];
+        char exe[PATH_MAX], line[CAPTURE_MAPS_LINE_MAX];
         ssize_t n;
         FILE *f;
 
@@ -50,10 +50,10 @@ static void fuzz_init(void) {
                 abort();
         while (fgets(line, sizeof(line), f)) {
                 uint64_t start, end, pgoff;
-                char perms[8], name[PATH_MAX] = "";
+                char perms[sizeof("rwxp")], name[PATH_MAX] = "";
 
                 /* proc(5): address perms offset dev inode pathname */
-                if (sscanf(line, "%lx-%lx %7s %lx %*s %*s %4095s", &start, &end, perms, &pgoff, name) < 4 ||
+                if (sscanf(line, "%lx-%lx %4s %lx %*s %*s %4095s", &start, &end, perms, &pgoff, name) < 4 ||
                     perms[2] != 'x')
                         continue;
                 if (unwind_add_mapping(fuzz_unwind, (uint32_t) getpid(), start, end - start, pgoff, name, NULL, 0) < 0)
@@ -79,7 +79,7 @@ static uint64_t place(uint64_t w, size_t stack_len) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 #ifdef CAPTURE_PERF_PC
         static uint8_t stack[FUZZ_STACK_MAX];
-        uint64_t regs[64] = {}, frames[FUZZ_FRAMES + 8];
+        uint64_t regs[CAPTURE_PERF_REGS_MAX] = {}, frames[FUZZ_FRAMES + 8];
         size_t nr = (size_t) __builtin_popcountll(unwind_regs_mask()), regs_len = nr * 8, stack_len;
         struct unwind_input in;
         int n;

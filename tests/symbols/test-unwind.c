@@ -45,6 +45,8 @@
 #define WANT_SAMPLES    200U
 #define MIN_INNER       50U
 #define GARBAGE_ROUNDS  20000U
+/* Below the default, so that stopping at the limit is seen; frames has room for twice as many. */
+#define GARBAGE_MAX_FRAMES 64U
 #define FUNCTION_MAX    128U
 
 static const char *spin_nofp, *spin_fp, *vdso_spin, *spin_nopie, *spin_lld;
@@ -257,7 +259,7 @@ static size_t file_build_id(const char *path, uint8_t *buf, size_t len) {
  */
 static void test_build_id(void **state) {
         struct capture c;
-        uint8_t bid[20];
+        uint8_t bid[SYMBOLS_BUILD_ID_MAX];
         size_t bid_len;
         uint64_t frames[UNWIND_MAX_FRAMES];
         _cleanup_free_ char *exe = NULL;
@@ -488,11 +490,11 @@ static uint64_t rnd(uint64_t *x) {
 static void test_garbage(void **state) {
 #ifdef CAPTURE_PERF_PC
         struct capture c;
-        struct unwind_limits l = { .max_frames = 64 };
+        struct unwind_limits l = { .max_frames = GARBAGE_MAX_FRAMES };
         struct unwind *u;
         struct unwind_stats st;
         size_t nr = (size_t) __builtin_popcountll(unwind_regs_mask());
-        uint64_t regs[64], frames[128], seed = 14, text_lo = 0, text_hi = 0;
+        uint64_t regs[CAPTURE_PERF_REGS_MAX], frames[2 * GARBAGE_MAX_FRAMES], seed = 14, text_lo = 0, text_hi = 0;
         _cleanup_free_ uint8_t *stack = xmalloc(CAPTURE_STACK_USER);
 
         if (!capture_or_skip(spin_nofp, &c))
@@ -527,7 +529,7 @@ static void test_garbage(void **state) {
                 in = input_of((uint32_t) c.pid, regs, stack, (size_t) (rnd(&seed) % (CAPTURE_STACK_USER + 1)));
                 n = unwind_user(u, &in, frames, ELEMENTSOF(frames));
                 assert_true(n >= 1);
-                assert_true(n <= 64);
+                assert_true(n <= (int) GARBAGE_MAX_FRAMES);
                 assert_int_equal(frames[0], regs[capture_reg_index(CAPTURE_PERF_PC)]);
         }
         unwind_get_stats(u, &st);
@@ -557,7 +559,7 @@ static void test_guards(void **state) {
         struct unwind_limits l = { .max_frames = 32 };
         struct unwind *u;
         struct unwind_stats st;
-        uint64_t frames[UNWIND_MAX_FRAMES], regs[64] = {}, ra = 0, sp = UINT64_C(0x7ffd00000000), w;
+        uint64_t frames[UNWIND_MAX_FRAMES], regs[CAPTURE_PERF_REGS_MAX] = {}, ra = 0, sp = UINT64_C(0x7ffd00000000), w;
         _cleanup_free_ uint8_t *stack = xmalloc(CAPTURE_STACK_USER);
         struct unwind_input in;
         int n;
@@ -607,7 +609,7 @@ static void test_guards(void **state) {
 
 static void test_bad_args(void **state) {
         struct unwind *u = unwind_new(NULL);
-        uint64_t regs[64] = {}, frames[4];
+        uint64_t regs[CAPTURE_PERF_REGS_MAX] = {}, frames[4];
         uint8_t stack[64] = {};
         struct unwind_input in;
         struct unwind_stats st;
@@ -798,7 +800,7 @@ static bool sh(const char *fmt, ...) {
  * a path that is nowhere here.
  */
 static void test_proc_root(void **state) {
-        char dir[] = "/tmp/test-unwind-root-XXXXXX", interp[PATH_MAX], libc[PATH_MAX] = "", line[PATH_MAX + 256];
+        char dir[] = "/tmp/test-unwind-root-XXXXXX", interp[PATH_MAX], libc[PATH_MAX] = "", line[CAPTURE_MAPS_LINE_MAX];
         _cleanup_free_ char *script = NULL;
         struct strbuf sb = STRBUF_INIT;
         struct capture c;

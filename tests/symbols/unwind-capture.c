@@ -27,7 +27,7 @@
 #define CAPTURE_PERIOD_NS       1000000U
 
 static void capture_read_maps(struct capture *c) {
-        char path[PATH_MAX], line[PATH_MAX + 256];
+        char path[PATH_MAX], line[CAPTURE_MAPS_LINE_MAX];
         FILE *f;
 
         snprintf(path, sizeof(path), "/proc/%d/maps", (int) c->pid);
@@ -36,11 +36,11 @@ static void capture_read_maps(struct capture *c) {
                 return;
         while (fgets(line, sizeof(line), f)) {
                 uint64_t start, end, pgoff;
-                char perms[8], name[PATH_MAX] = "";
+                char perms[sizeof("rwxp")], name[PATH_MAX] = "";
                 int n;
 
                 /* proc(5): address perms offset dev inode pathname */
-                n = sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %4095s",
+                n = sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %*s %*s %4095s",
                            &start, &end, perms, &pgoff, name);
                 if (n < 4)
                         continue;
@@ -142,7 +142,7 @@ int capture_run(const char *program, unsigned cpu, uint64_t regs_mask, size_t wa
                 struct capture *ret, char *err, size_t err_len) {
         struct capture c = { .pid = -1, .running = -1 };
         struct perf_event_attr attr = {};
-        char cpu_arg[DECIMAL_STR_MAX(unsigned)], line[64];
+        char cpu_arg[DECIMAL_STR_MAX(unsigned)], line[sizeof("ready ") + DECIMAL_STR_MAX(pid_t)];
         size_t page = (size_t) sysconf(_SC_PAGESIZE), mlen = (CAPTURE_RING_PAGES + 1) * page;
         void *ring = MAP_FAILED;
         int pipefd[2], fd = -1, r = 0, status;

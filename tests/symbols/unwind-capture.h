@@ -10,6 +10,7 @@
  * than the daemon's reader so that the test depends on the unwinder only.
  */
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -18,6 +19,7 @@
 #include <asm/perf_regs.h>
 #endif
 
+#include "macro.h"
 #include "unwind.h"
 
 /* The perf registers the tests read or set by hand (arch/{x86,arm64}/include/uapi/asm/perf_regs.h). */
@@ -33,6 +35,14 @@
 
 /* What the sampler asks the kernel to copy of the user stack (perf's --call-graph dwarf default). */
 #define CAPTURE_STACK_USER      8192U
+/* One value per bit of attr.sample_regs_user, at most. */
+#define CAPTURE_PERF_REGS_MAX   64U
+/*
+ * A /proc/PID/maps line (proc(5)): the address range, permissions, offset,
+ * device and inode, padded to a column, then the path.
+ */
+#define CAPTURE_MAPS_LINE_MAX   (sizeof("ffffffffffffffff-ffffffffffffffff rwxp ffffffffffffffff fff:fffff ") + \
+                                 DECIMAL_STR_MAX(uint64_t) + sizeof("                          ") + PATH_MAX)
 
 struct capture_mapping {
         uint64_t start, len, pgoff;
