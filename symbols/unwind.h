@@ -20,10 +20,10 @@
  * process lives (the very file mapped, even deleted by an upgrade or in a
  * container), else by its path, else under /proc/PID/root; "[vdso]" is our
  * own vDSO (the same kernel's image, vdso(7)). A file is used only when its
- * build id is the mapping's, when the mapping carries one. Each file (device and inode)
- * is read once for every process that maps it, kept mapped while a module
- * uses it, with no descriptor held: a thousand processes mapping libc cost
- * one mapping of libc and no descriptor.
+ * build id is the mapping's, when the mapping carries one. Each file (device
+ * and inode) is read once for every process that maps it, kept mapped while
+ * a module uses it, with no descriptor held: a thousand processes mapping
+ * libc cost one mapping of libc and no descriptor.
  *
  * Everything is bounded (struct unwind_limits): processes are evicted least
  * recently used, with their mappings and Dwfl; a process's mappings, oldest
@@ -51,6 +51,11 @@ struct unwind_limits {
         size_t max_frames;              /* default UNWIND_MAX_FRAMES */
 };
 
+/*
+ * Why walks stopped: truncated, else no_module, else stack_end, one of them
+ * at most per sample (none: the stack's end, or CFI that did not go on);
+ * failed counts the samples with the pc alone, whatever stopped them.
+ */
 struct unwind_stats {
         uint64_t samples, frames;       /* unwound, frames produced */
         uint64_t failed;                /* no frame beyond the first */
@@ -76,9 +81,10 @@ struct unwind *unwind_free(struct unwind *u);
  * file's code segment is found as the PT_LOAD with PF_X among those its
  * pages hold, and lld puts the read-only segment's tail in the code's first
  * page, so a read-only mapping of that page would be taken for code.
- * Mappings of no file (anonymous, "[heap]", "//anon") are kept as holes: a pc
- * there has no module ("[vdso]" has one). build_id may be NULL. Returns 0, or -EINVAL for an
- * empty or wrapping range or a build id longer than 20 bytes.
+ * Mappings of no file (anonymous, "[heap]", "//anon") are kept as holes: a
+ * pc there has no module ("[vdso]" has one). build_id may be NULL. Returns
+ * 0, or -EINVAL for an empty or wrapping range or a build id longer than 20
+ * bytes.
  */
 int unwind_add_mapping(struct unwind *u, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
                        const char *filename, const uint8_t *build_id, size_t build_id_len);
