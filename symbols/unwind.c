@@ -706,7 +706,10 @@ static void proc_report(struct unwind *u, struct proc *p) {
         if (!p->attached && u->arch_elf)
                 p->attached = dwfl_attach_state(p->dwfl, u->arch_elf, (pid_t) p->pid, &thread_callbacks, u);
 
-        /* Modules not reported again before dwfl_report_end() are dropped; those reported again keep their Elf and CFI. */
+        /*
+         * Modules not reported again before dwfl_report_end() are dropped;
+         * those reported again keep their Elf and CFI.
+         */
         dwfl_report_begin(p->dwfl);
         for (size_t i = 0; i < p->n_mods; i++)
                 p->mods[i].kept = false;

@@ -56,7 +56,8 @@ static void fuzz_init(void) {
                 if (sscanf(line, "%lx-%lx %4s %lx %*s %*s %4095s", &start, &end, perms, &pgoff, name) < 4 ||
                     perms[2] != 'x')
                         continue;
-                if (unwind_add_mapping(fuzz_unwind, (uint32_t) getpid(), start, end - start, pgoff, name, NULL, 0) < 0)
+                if (unwind_add_mapping(fuzz_unwind, (uint32_t) getpid(), start, end - start, pgoff, name,
+                                       NULL, 0) < 0)
                         abort();
                 if (streq(name, exe)) {
                         text_lo = start;

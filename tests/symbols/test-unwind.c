@@ -559,7 +559,8 @@ static void test_guards(void **state) {
         struct unwind_limits l = { .max_frames = 32 };
         struct unwind *u;
         struct unwind_stats st;
-        uint64_t frames[UNWIND_MAX_FRAMES], regs[CAPTURE_PERF_REGS_MAX] = {}, ra = 0, sp = UINT64_C(0x7ffd00000000), w;
+        uint64_t frames[UNWIND_MAX_FRAMES], regs[CAPTURE_PERF_REGS_MAX] = {}, ra = 0, w;
+        uint64_t sp = UINT64_C(0x7ffd00000000);
         _cleanup_free_ uint8_t *stack = xmalloc(CAPTURE_STACK_USER);
         struct unwind_input in;
         int n;
@@ -800,7 +801,8 @@ static bool sh(const char *fmt, ...) {
  * a path that is nowhere here.
  */
 static void test_proc_root(void **state) {
-        char dir[] = "/tmp/test-unwind-root-XXXXXX", interp[PATH_MAX], libc[PATH_MAX] = "", line[CAPTURE_MAPS_LINE_MAX];
+        char dir[] = "/tmp/test-unwind-root-XXXXXX", interp[PATH_MAX], libc[PATH_MAX] = "";
+        char line[CAPTURE_MAPS_LINE_MAX];
         _cleanup_free_ char *script = NULL;
         struct strbuf sb = STRBUF_INIT;
         struct capture c;
@@ -832,7 +834,8 @@ static void test_proc_root(void **state) {
         strbuf_printf(&sb, "%s/run.sh", dir);
         script = strbuf_steal(&sb, NULL);
         assert_true(sh("mkdir -p \"$(dirname %s%s)\" \"$(dirname %s%s)\" && cp -L %s %s%s && cp -L %s %s%s && "
-                       "cp %s %s/armprofd-test-spin && printf '#!/bin/sh\\nexec chroot %s /armprofd-test-spin \"$@\"\\n' > %s "
+                       "cp %s %s/armprofd-test-spin && "
+                       "printf '#!/bin/sh\\nexec chroot %s /armprofd-test-spin \"$@\"\\n' > %s "
                        "&& chmod +x %s",
                        dir, interp, dir, libc, interp, dir, interp, libc, dir, libc,
                        spin_nofp, dir, dir, script, script));

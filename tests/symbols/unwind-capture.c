@@ -62,7 +62,13 @@ static void capture_parse_sample(struct capture *c, const uint8_t *rec, size_t s
         size_t off = sizeof(struct perf_event_header);
         uint64_t v, nr;
 
-#define TAKE(dst) do { if (off + sizeof(dst) > size) goto bad; memcpy(&(dst), rec + off, sizeof(dst)); off += sizeof(dst); } while (0)
+#define TAKE(dst)                                                       \
+        do {                                                            \
+                if (off + sizeof(dst) > size)                           \
+                        goto bad;                                       \
+                memcpy(&(dst), rec + off, sizeof(dst));                 \
+                off += sizeof(dst);                                     \
+        } while (0)
         TAKE(s.ip);
         TAKE(s.pid);
         TAKE(s.tid);
