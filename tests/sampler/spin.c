@@ -34,7 +34,15 @@ static double cpu_seconds(void) {
 }
 
 __attribute__((noinline)) unsigned long inner_spin(unsigned long n) {
-        unsigned long x = n;
+        /*
+         * On the stack: GCC 12 gives a leaf function that needs no stack
+         * no frame even with -fno-omit-frame-pointer
+         * -mno-omit-leaf-frame-pointer, and a frame-pointer walk from it
+         * would skip outer_work. With a stack slot spin-fp links a frame
+         * here as a frame-pointer distribution's builds do in functions
+         * that use their stack.
+         */
+        volatile unsigned long x = n;
 
         for (unsigned long i = 0; i < n; i++)
                 x = x * 6364136223846793005UL + 1442695040888963407UL;
