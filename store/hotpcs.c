@@ -55,8 +55,8 @@ size_t hotpcs_summary_bytes(uint32_t capacity) {
         return sizeof(struct hotpcs_summary) + (size_t) capacity * sizeof(struct hotpcs_item);
 }
 
-void hotpcs_add_key(struct hotpcs *h, uint64_t pc, uint64_t b, uint32_t pid, uint8_t el,
-                    enum hotpcs_op op, uint64_t ev_bits, uint32_t lat) {
+/* Count one sample of (pc, b) and return its entry: Space-Saving's update (hotpcs.h). */
+static inline struct hotpcs_item *count_key(struct hotpcs *h, uint64_t pc, uint64_t b, uint32_t pid, uint8_t el) {
         struct keytab_slot *s = keytab_lookup(&h->tab, pc, b);
         struct hotpcs_item *it;
         uint32_t idx;
@@ -92,12 +92,21 @@ void hotpcs_add_key(struct hotpcs *h, uint64_t pc, uint64_t b, uint32_t pid, uin
                 ssum_add(&h->ss, idx, 1);
                 h->evictions++;
         }
+        return &h->item[idx];
+}
 
-        it = &h->item[idx];
+void hotpcs_add_key(struct hotpcs *h, uint64_t pc, uint64_t b, uint32_t pid, uint8_t el,
+                    enum hotpcs_op op, uint64_t ev_bits, uint32_t lat) {
+        struct hotpcs_item *it = count_key(h, pc, b, pid, el);
+
         it->ops[op]++;
         for (unsigned e = 0; e < _HOTPCS_EV_MAX; e++)
                 it->events[e] += (ev_bits >> ev_bit[e]) & 1;
         it->lat_sum += lat;
+}
+
+void hotpcs_add_pc(struct hotpcs *h, uint32_t pid, uint64_t pc, uint8_t el) {
+        (void) count_key(h, pc, pid | (uint64_t) el << HOTPCS_EL_SHIFT, pid, el);
 }
 
 struct hotpcs_summary *hotpcs_freeze(const struct hotpcs *h) {

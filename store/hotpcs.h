@@ -110,6 +110,13 @@ static inline void hotpcs_add(struct hotpcs *h, uint32_t pid, uint64_t pc, uint8
         hotpcs_add_key(h, pc, pid | (uint64_t) el << HOTPCS_EL_SHIFT, pid, el, op, ev_bits, lat);
 }
 
+/*
+ * One sample of (pid, pc, el) with no breakdown: a sampled pc (the
+ * cpu-clock sampler's leaf frame) is no operation, so its op, event and
+ * latency counts stay zero and only the count says how hot it is.
+ */
+void hotpcs_add_pc(struct hotpcs *h, uint32_t pid, uint64_t pc, uint8_t el);
+
 /* Copy of the epoch's table (allocates; epoch boundary only). */
 struct hotpcs_summary *hotpcs_freeze(const struct hotpcs *h);
 
