@@ -8,6 +8,7 @@
 
 #include "parse-util.h"
 #include "spe-pkt.h"
+#include "stacks.h"
 #include "strbuf.h"
 
 _Static_assert(_SPE_DATA_SRC_MAX <= 16 && _HOTPCS_OP_MAX <= 4, "sample keys hold 4 bits of source, 2 of op");
@@ -27,6 +28,7 @@ struct store_epoch {
         struct hotpcs_summary *pcs;
         struct hotpcs_summary *samples;         /* PCs by context, for pprof labels */
         struct hotlines_summary *lines;
+        struct stacks_summary *stacks;          /* NULL without a stack table */
         struct lathist *lat[STORE_LAT_HISTS];   /* NULL when empty */
 };
 
@@ -55,6 +57,7 @@ struct store {
         struct hotpcs *pcs;
         struct hotpcs *samples;
         struct hotlines *lines;
+        struct stacks *stacks;                  /* NULL when opt.stacks is 0 */
         struct lathist *lat;                    /* STORE_LAT_HISTS */
         struct store_totals cur, cumulative;
         struct store_lat_cum *lat_cum;          /* NULL before the first epoch end */
@@ -112,6 +115,10 @@ void store_options_init(struct store_options *o) {
                 .line_offsets = STORE_LINE_OFFSETS_DEFAULT,
                 .line_size = LINE_SIZE_DEFAULT,
                 .lines_by_pa = false,
+                .stacks = STORE_STACKS_DEFAULT,
+                .stack_frames = STORE_STACK_FRAMES_DEFAULT,
+                .stack_contexts = STORE_STACK_CONTEXTS_DEFAULT,
+                .stack_strings = STORE_STACK_STRINGS_DEFAULT,
         };
 }
 
@@ -122,7 +129,12 @@ static bool options_valid(const struct store_options *o) {
                 o->hotlines > 0 && o->hotlines <= STORE_TABLE_MAX &&
                 o->line_offsets > 0 && o->line_offsets <= STORE_LINE_OFFSETS_MAX &&
                 o->line_size >= sizeof(uint32_t) && o->line_size <= HOTLINES_LINE_SIZE_MAX &&
-                (o->line_size & (o->line_size - 1)) == 0;
+                (o->line_size & (o->line_size - 1)) == 0 &&
+                o->stacks <= STORE_TABLE_MAX &&
+                (o->stacks == 0 ||
+                 (o->stack_frames > 0 && o->stack_frames <= STORE_STACK_POOL_MAX &&
+                  o->stack_contexts > 0 && o->stack_contexts <= STORE_TABLE_MAX &&
+                  o->stack_strings > 0 && o->stack_strings <= STORE_STACK_POOL_MAX));
 }
 
 size_t store_bytes(const struct store_options *o) {
@@ -135,6 +147,10 @@ size_t store_bytes(const struct store_options *o) {
                 (size_t) o->epochs * sizeof(struct store_epoch *);
         p = sizeof(struct store_epoch) + 2 * hotpcs_summary_bytes(o->hotpcs) +
                 hotlines_summary_bytes(o->hotlines, o->line_offsets) + lat;
+        if (o->stacks > 0) {
+                w += stacks_bytes(o->stacks, o->stack_frames, o->stack_contexts, o->stack_strings);
+                p += stacks_summary_bytes(o->stacks, o->stack_frames, o->stack_contexts, o->stack_strings);
+        }
         s = sizeof(struct store_snapshot) + (size_t) o->epochs * sizeof(struct store_epoch *);
         /* Cumulative latency: the writer's block (the current snapshot's too), the replaced snapshot's and a reader's. */
         return w + ((size_t) o->epochs + 1) * p + ((size_t) o->epochs + 2) * s +
@@ -165,6 +181,7 @@ static struct store_epoch *epoch_unref(struct store_epoch *e) {
                 free(e->pcs);
                 free(e->samples);
                 free(e->lines);
+                free(e->stacks);
                 for (unsigned i = 0; i < STORE_LAT_HISTS; i++)
                         free(e->lat[i]);
                 free(e);
@@ -236,7 +253,10 @@ int store_new(const struct store_options *o, uint64_t now_ns, struct store **ret
         s->pcs = hotpcs_new(o->hotpcs);
         s->samples = hotpcs_new(o->hotpcs);
         s->lines = hotlines_new(o->hotlines, o->line_offsets, o->line_size);
-        if (!s->pcs || !s->samples || !s->lines) {
+        if (o->stacks > 0)
+                s->stacks = stacks_new(o->stacks, o->stack_frames, o->stack_contexts, o->stack_strings);
+        if (!s->pcs || !s->samples || !s->lines || (o->stacks > 0 && !s->stacks)) {
+                stacks_free(s->stacks);
                 hotpcs_free(s->pcs);
                 hotpcs_free(s->samples);
                 hotlines_free(s->lines);
@@ -265,6 +285,7 @@ struct store *store_free(struct store *s) {
         hotpcs_free(s->pcs);
         hotpcs_free(s->samples);
         hotlines_free(s->lines);
+        stacks_free(s->stacks);
         free(s->lat);
         free(s->ring);
         free(s);
@@ -376,6 +397,31 @@ void store_add(struct store *s, const struct spe_record *rec, uint32_t pid, uint
                 hotlines_add(s->lines, &a);
 }
 
+void store_add_stack(struct store *s, const struct store_stack_sample *ss) {
+        struct store_totals *t = &s->cur;
+
+        t->cpu_samples++;
+        t->cpu_weight_ns += ss->weight;
+        if (ss->n_frames > 0)
+                hotpcs_add_pc(s->pcs, ss->pid, ss->frames[0], ss->kernel ? 1 : 0);
+        if (s->stacks) {
+                const struct stacks_task task = {
+                        .pid = ss->pid,
+                        .tid = ss->tid,
+                        .str = {
+                                [STACKS_STR_COMM] = ss->comm,
+                                [STACKS_STR_THREAD] = ss->thread,
+                                [STACKS_STR_CGROUP] = ss->cgroup,
+                                [STACKS_STR_SERVICE] = ss->service,
+                        },
+                };
+
+                if (!stacks_add(s->stacks, &task, ss->frames, ss->n_frames, ss->weight))
+                        t->evict_stacks++;
+        } else
+                t->evict_stacks++;
+}
+
 /* ---- writer: epoch boundary ---- */
 
 static void totals_add(struct store_totals *d, const struct store_totals *a) {
@@ -392,6 +438,9 @@ static void totals_add(struct store_totals *d, const struct store_totals *a) {
         d->evict_hotpcs += a->evict_hotpcs;
         d->evict_hotlines += a->evict_hotlines;
         d->evict_offsets += a->evict_offsets;
+        d->cpu_samples += a->cpu_samples;
+        d->cpu_weight_ns += a->cpu_weight_ns;
+        d->evict_stacks += a->evict_stacks;
 }
 
 /* The next cumulative latency block: the previous one plus the closing epoch's op histograms. */
@@ -425,6 +474,8 @@ void store_epoch_end(struct store *s, uint64_t now_ns) {
         e->pcs = hotpcs_freeze(s->pcs);
         e->samples = hotpcs_freeze(s->samples);
         e->lines = hotlines_freeze(s->lines);
+        if (s->stacks)
+                e->stacks = stacks_freeze(s->stacks);
         for (unsigned i = 0; i < STORE_LAT_HISTS; i++)
                 if (lathist_total(&s->lat[i]) > 0) {
                         e->lat[i] = xmalloc(sizeof(struct lathist));
@@ -437,6 +488,8 @@ void store_epoch_end(struct store *s, uint64_t now_ns) {
         hotpcs_reset(s->pcs);
         hotpcs_reset(s->samples);
         hotlines_reset(s->lines);
+        if (s->stacks)
+                stacks_reset(s->stacks);
         memset(s->lat, 0, STORE_LAT_HISTS * sizeof(struct lathist));
         s->epoch_start_ns = e->end_ns;
 
@@ -606,24 +659,34 @@ static int query_pc_table(const struct store_snapshot *snap, uint64_t window_ns,
         return 0;
 }
 
-int store_query_samples_span(const struct store_snapshot *snap, uint64_t start_ns, uint64_t end_ns,
-                             size_t limit, struct store_hotpcs_result *ret) {
-        struct store_hotpcs_result res = {};
+/* The epochs that overlap [start_ns, end_ns): n of them from *ret_first (newest first). */
+static size_t span_epochs(const struct store_snapshot *snap, uint64_t start_ns, uint64_t end_ns, size_t *ret_first,
+                          struct store_interval *ret) {
         size_t first = 0, n = 0;
 
-        if (!snap || !ret || end_ns <= start_ns)
-                return -EINVAL;
         /* Newest first: skip those that start at or after the span's end, take those that end after its start. */
         while (first < snap->n && snap->epoch[first]->start_ns >= end_ns)
                 first++;
         while (first + n < snap->n && snap->epoch[first + n]->end_ns > start_ns)
                 n++;
-        res.iv.clock = snap->clock;
+        *ret = (struct store_interval) { .clock = snap->clock };
         if (n > 0) {
-                res.iv.end_ns = snap->epoch[first]->end_ns;
-                res.iv.start_ns = snap->epoch[first + n - 1]->start_ns;
-                res.iv.epochs = (uint32_t) n;
+                ret->end_ns = snap->epoch[first]->end_ns;
+                ret->start_ns = snap->epoch[first + n - 1]->start_ns;
+                ret->epochs = (uint32_t) n;
         }
+        *ret_first = first;
+        return n;
+}
+
+int store_query_samples_span(const struct store_snapshot *snap, uint64_t start_ns, uint64_t end_ns,
+                             size_t limit, struct store_hotpcs_result *ret) {
+        struct store_hotpcs_result res = {};
+        size_t first, n;
+
+        if (!snap || !ret || end_ns <= start_ns)
+                return -EINVAL;
+        n = span_epochs(snap, start_ns, end_ns, &first, &res.iv);
         merge_pc_table(snap, first, n, limit, HOTPCS_PID_ANY, true, &res);
         *ret = res;
         return 0;
@@ -679,6 +742,63 @@ int store_query_latency(const struct store_snapshot *snap, uint64_t window_ns,
         }
         *ret = res;
         return 0;
+}
+
+/* The stacks of epochs [first, first + n), with the interval's totals whatever the filter. */
+static void merge_stacks(const struct store_snapshot *snap, size_t first, size_t n, uint32_t pid,
+                         const char *cgroup_prefix, struct store_stacks_result *res) {
+        const struct stacks_summary **v = xmalloc(MAX(n, (size_t) 1) * sizeof(*v));
+        size_t nv = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                const struct store_epoch *e = snap->epoch[first + i];
+
+                res->samples += e->totals.cpu_samples;
+                res->weight += e->totals.cpu_weight_ns;
+                res->dropped += e->totals.evict_stacks;
+                if (e->stacks)
+                        v[nv++] = e->stacks;
+        }
+        stacks_merge(v, nv, pid, cgroup_prefix, res);
+        free(v);
+}
+
+int store_query_stacks(const struct store_snapshot *snap, uint64_t window_ns, uint32_t pid,
+                       const char *cgroup_prefix, struct store_stacks_result *ret) {
+        struct store_stacks_result res = {};
+        size_t n;
+
+        if (!snap || !ret || window_ns == 0)
+                return -EINVAL;
+        n = window_epochs(snap, window_ns, &res.iv);
+        merge_stacks(snap, 0, n, pid, cgroup_prefix, &res);
+        *ret = res;
+        return 0;
+}
+
+int store_query_stacks_span(const struct store_snapshot *snap, uint64_t start_ns, uint64_t end_ns, uint32_t pid,
+                            const char *cgroup_prefix, struct store_stacks_result *ret) {
+        struct store_stacks_result res = {};
+        size_t first, n;
+
+        if (!snap || !ret || end_ns <= start_ns)
+                return -EINVAL;
+        n = span_epochs(snap, start_ns, end_ns, &first, &res.iv);
+        merge_stacks(snap, first, n, pid, cgroup_prefix, &res);
+        *ret = res;
+        return 0;
+}
+
+void store_stacks_result_done(struct store_stacks_result *ret) {
+        if (!ret)
+                return;
+        free(ret->stacks);
+        free(ret->strings);
+        free(ret->frames);
+        ret->stacks = NULL;
+        ret->strings = NULL;
+        ret->frames = NULL;
+        ret->n = 0;
 }
 
 void store_hotpcs_result_done(struct store_hotpcs_result *res) {

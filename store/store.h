@@ -37,25 +37,33 @@
  * time (struct store_clock).
  *
  * MEMORY. With K = hotpcs, L = hotlines, O = line_offsets, E = epochs,
+ * N = stacks, F = stack_frames, X = stack_contexts, Y = stack_strings,
  * H = STORE_LAT_HISTS = 3 x 14 histograms of sizeof(struct lathist) = 5088
  * bytes (u64 sum + 1269 u32 buckets), slots(n) = the next power of two
- * >= 4n (hash index, 24 bytes a slot), sizes as on x86-64/arm64 with gcc:
+ * >= 4n (hash index, 24 bytes a slot in the PC and line tables, 8 in the
+ * stack tables), sizes as on x86-64/arm64 with gcc:
  *
- *   store_bytes(opt) = W + (E + 1) x P + (E + 2) x S + 3 x C + 24
+ *   store_bytes(opt) = W + T + (E + 1) x (P + U) + (E + 2) x S + 3 x C + 24
  *
  *   W, the writer's tables, allocated once by store_new() (two PC tables
  *   of capacity K: the hot PCs, and the pprof samples keyed by context):
  *       sizeof(struct store) + 2 hotpcs_bytes(K) + hotlines_bytes(L, O)
  *       + H x 5088 + 8 E
- *     = 520 + 2 [96 + 24 slots(K) + 24 (K + 1) + 12 K + 112 K]
+ *     = 592 + 2 [96 + 24 slots(K) + 24 (K + 1) + 12 K + 112 K]
  *       + [136 + 24 slots(L) + 24 (L + 1) + 12 L + 168 L + 132 L O]
  *       + 213696 + 8 E
+ *   T, the writer's stack table (stacks.h), 0 when N = 0:
+ *       stacks_bytes(N, F, X, Y)
+ *     = 168 + 8 F + 40 N + 24 X + Y + 8 [2 slots(N) + slots(X) + slots(4 X)]
  *   P, one frozen epoch at its largest (full tables, every (offset, pc)
  *      entry used, every histogram non-empty):
  *       sizeof(struct store_epoch) + 2 hotpcs_summary_bytes(K)
  *       + hotlines_summary_bytes(L, O) + H x 5088
- *     = 552 + 2 [32 + 112 K] + [72 + 168 L + 120 L O] + 213696
- *   S, one snapshot: sizeof(struct store_snapshot) + 8 E = 232 + 8 E
+ *     = 584 + 2 [32 + 112 K] + [72 + 168 L + 120 L O] + 213696
+ *   U, its stack table at its largest (every count, frame, context and
+ *      string byte used), 0 when N = 0:
+ *       stacks_summary_bytes(N, F, X, Y) = 88 + 8 F + 40 N + 24 X + Y
+ *   S, one snapshot: sizeof(struct store_snapshot) + 8 E = 256 + 8 E
  *   C, one block of cumulative latency histograms (3 kinds x 4 ops of
  *      sizeof(struct lathist_merged) = 10168, and a reference count):
  *      122024; three are alive at most: the writer's (the current
@@ -64,13 +72,16 @@
  * E + 1 epochs: the ring plus the one being frozen; E + 2 snapshots: the
  * current one, the one being replaced and one held by a reader. A reader
  * that keeps a snapshot across epoch ends also keeps the epochs the ring
- * has dropped since (one P per epoch end it spans): requests are short, so
- * this is at most one or two P in practice. Frozen epochs are compact
+ * has dropped since (one P + U per epoch end it spans): requests are short,
+ * so this is at most one or two in practice. Frozen epochs are compact
  * (used entries only, empty histograms not stored), so they are usually
- * far below P. Defaults (K 1024, L 256, O 8, E 60): 46156392 bytes,
- * 44.0 MiB, of which 13.4 MiB are histograms.
+ * far below P + U. Defaults (K 1024, L 256, O 8, E 60, N 4096, F 131072,
+ * X 1024, Y 65536): 127348160 bytes, 121.4 MiB, of which 13.4 MiB are
+ * histograms and 77.4 MiB stack tables (1.2 MiB an epoch at most, 1 MiB
+ * of it frames); with N = 0 (no stack table) 46159904 bytes, 44.0 MiB.
  * Query results are allocated by the reader per request and freed by it:
- * at most E x (K items + L lines, each with up to E x O entries).
+ * at most E x (K items + L lines, each with up to E x O entries); a stack
+ * query up to E x U bytes of copies and 3 x slots(E x N) index slots.
  */
 
 #include <stdbool.h>
@@ -88,11 +99,17 @@
 #define STORE_HOTPCS_DEFAULT            1024U
 #define STORE_HOTLINES_DEFAULT          256U
 #define STORE_LINE_OFFSETS_DEFAULT      8U
+#define STORE_STACKS_DEFAULT            4096U
+#define STORE_STACK_FRAMES_DEFAULT      (4096U * 32U)
+#define STORE_STACK_CONTEXTS_DEFAULT    1024U
+#define STORE_STACK_STRINGS_DEFAULT     (64U * 1024U)
 
 /* Sanity limits for options (each table is allocated up front). */
 #define STORE_EPOCHS_MAX                100000U
 #define STORE_TABLE_MAX                 (1U << 24)
 #define STORE_LINE_OFFSETS_MAX          1024U
+/* Frame and string pools are indexed by 32-bit offsets; 2^28 frames are 2 GiB an epoch. */
+#define STORE_STACK_POOL_MAX            (1U << 28)
 
 struct store_options {
         uint64_t epoch_ns;              /* [store] epoch: nominal epoch length (informational:
@@ -103,6 +120,14 @@ struct store_options {
         uint32_t line_offsets;          /* (offset, pc) entries per line */
         uint32_t line_size;             /* sysfs coherency_line_size, power of two */
         bool lines_by_pa;               /* key lines by physical address when the record has one */
+        /*
+         * Call stacks (store_add_stack()), per epoch; stacks = 0 keeps no
+         * stack table (every stack sample is counted, and dropped).
+         */
+        uint32_t stacks;                /* (task context, stack) counts, so also distinct stacks */
+        uint32_t stack_frames;          /* frame pool: the frames of the distinct stacks */
+        uint32_t stack_contexts;        /* distinct (pid, tid, comm, thread, cgroup, service) */
+        uint32_t stack_strings;         /* string pool, bytes (each distinct string once, NUL-terminated) */
 };
 
 void store_options_init(struct store_options *o);
@@ -116,6 +141,9 @@ struct store_totals {
         uint64_t peer_local, peer_remote;       /* perf c2c lcl_peer / rmt_peer */
         uint64_t no_pc;                         /* records without a PC packet (not in hot PCs) */
         uint64_t evict_hotpcs, evict_hotlines, evict_offsets;
+        uint64_t cpu_samples;                   /* store_add_stack() calls */
+        uint64_t cpu_weight_ns;                 /* their total weight */
+        uint64_t evict_stacks;                  /* of them, those the full stack tables could not hold */
 };
 
 /* ---- latency histograms ---- */
@@ -184,6 +212,31 @@ void store_set_clock(struct store *s, const struct store_clock *c);
 
 /* Per record (writer thread). pid/tid as attributed by the collector. */
 void store_add(struct store *s, const struct spe_record *rec, uint32_t pid, uint32_t tid);
+
+/* The kernel part of a stack when kernel addresses may not leave the host: one frame, "[kernel]". */
+#define STORE_KERNEL_FRAME UINT64_MAX
+
+/* A CPU sample with its call stack (the cpu-clock sampler's), as the daemon attributed it. */
+struct store_stack_sample {
+        uint32_t pid, tid, cpu;
+        const char *comm;               /* process name, "" unknown; at most 15 bytes used */
+        const char *thread;             /* thread name, "" unknown; at most 15 bytes used */
+        const char *cgroup;             /* cgroup v2 path ("/system.slice/nginx.service"), "" unknown */
+        const char *service;            /* what the cgroup stands for ("nginx.service", a container id), "" unknown */
+        const uint64_t *frames;         /* leaf first: kernel frames (or STORE_KERNEL_FRAME), then user */
+        size_t n_frames;
+        bool kernel;                    /* the sampled pc (frames[0]) is in the kernel */
+        uint64_t weight;                /* CPU nanoseconds the sample stands for (its period) */
+};
+
+/*
+ * Per sample (writer thread): the stack into the epoch's stack table
+ * (stacks.h; counted in evict_stacks when a table is full, or when the
+ * sample has no frame), and its leaf pc into the hot PCs with count 1 and
+ * no op, event or latency counts (hotpcs_add_pc()), el 1 when `kernel`.
+ * Strings are copied (NULL is ""); nothing the sample points to is kept.
+ */
+void store_add_stack(struct store *s, const struct store_stack_sample *ss);
 
 /* Close the epoch [previous end, now_ns) and publish a new snapshot (writer thread). */
 void store_epoch_end(struct store *s, uint64_t now_ns);
@@ -307,6 +360,43 @@ int store_query_latency(const struct store_snapshot *snap, uint64_t window_ns,
  */
 int store_query_samples_span(const struct store_snapshot *snap, uint64_t start_ns, uint64_t end_ns,
                              size_t limit, struct store_hotpcs_result *ret);
+
+/* ---- call stacks ---- */
+
+struct store_stack {
+        uint32_t pid, tid;
+        const char *comm, *thread, *cgroup, *service;   /* point into the result; "" unknown */
+        const uint64_t *frames;                         /* leaf first, as added */
+        size_t n_frames;
+        uint64_t count;                                 /* samples */
+        uint64_t weight;                                /* their total weight (ns) */
+};
+
+struct store_stacks_result {
+        struct store_interval iv;
+        struct store_stack *stacks;     /* heaviest first (weight, then count) */
+        size_t n;
+        uint64_t samples, weight;       /* all samples of the interval, stored or not, whatever the filter */
+        uint64_t dropped;               /* samples of it the full tables could not hold */
+        /* private: what the pointers point into */
+        char *strings;
+        uint64_t *frames;
+};
+
+/*
+ * The stacks of a window: one entry per distinct (pid, tid, comm, thread,
+ * cgroup, service, frames) over the epochs merged, with the names each
+ * sample had when it was taken. pid STORE_PID_ANY for all; cgroup_prefix
+ * NULL or "" for all, else a prefix of the sample's cgroup path (plain
+ * string prefix: "/system.slice/nginx.service" keeps that unit and the
+ * cgroups below it). 0 or -EINVAL.
+ */
+int store_query_stacks(const struct store_snapshot *snap, uint64_t window_ns, uint32_t pid,
+                       const char *cgroup_prefix, struct store_stacks_result *ret);
+/* The same of the epochs that overlap [start_ns, end_ns) (as store_query_samples_span()). */
+int store_query_stacks_span(const struct store_snapshot *snap, uint64_t start_ns, uint64_t end_ns, uint32_t pid,
+                            const char *cgroup_prefix, struct store_stacks_result *ret);
+void store_stacks_result_done(struct store_stacks_result *ret);
 
 void store_hotpcs_result_done(struct store_hotpcs_result *res);
 void store_hotlines_result_done(struct store_hotlines_result *res);

@@ -5,6 +5,9 @@
  * more than the documented formula (store_bytes) plus a small constant, and
  * the evictions equal the number the stream forces: each key occurs once
  * per epoch, so every record after a table fills evicts exactly one entry.
+ * Each epoch also fills the stack tables to their last count, frame and
+ * context (and three quarters of the string pool) with distinct stacks of
+ * distinct tasks, so their frozen copies are near the formula's largest.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,9 +24,40 @@
 /* malloc bookkeeping, page rounding and the test's own allocations. */
 #define RSS_SLACK       (8U << 20)
 
+/* Stack samples an epoch: more distinct (task, stack) pairs than any default table holds. */
+#define STACK_SAMPLES   6000
+#define STACK_DEPTH     32
+
 static size_t nrecords = 100000000;
 static size_t ndistinct = 10000000;
 static bool quick;
+
+/* Distinct stacks, four a task; tasks with distinct comm, thread and cgroup of 15 bytes each. */
+static void feed_stacks(struct store *s, size_t epoch) {
+        uint64_t frames[STACK_DEPTH];
+
+        for (size_t i = 0; i < STACK_SAMPLES; i++) {
+                char comm[16], thread[16], cgroup[16], service[16];
+
+                snprintf(comm, sizeof(comm), "c%04zu-%09zu", epoch, i / 4);
+                snprintf(thread, sizeof(thread), "t%04zu-%09zu", epoch, i / 4);
+                snprintf(cgroup, sizeof(cgroup), "/%04zu-%09zu", epoch, i / 4);
+                snprintf(service, sizeof(service), "svc");
+                for (size_t j = 0; j < STACK_DEPTH; j++)
+                        frames[j] = UINT64_C(0x400000) + 0x1000 * i + 4 * j;
+                store_add_stack(s, &(struct store_stack_sample) {
+                        .pid = (uint32_t) (i / 4),
+                        .tid = (uint32_t) (i / 4),
+                        .comm = comm,
+                        .thread = thread,
+                        .cgroup = cgroup,
+                        .service = service,
+                        .frames = frames,
+                        .n_frames = STACK_DEPTH,
+                        .weight = 52631578,
+                });
+        }
+}
 
 static void test_bounds(void **state) {
         _cleanup_(store_freep) struct store *s = NULL;
@@ -54,6 +88,7 @@ static void test_bounds(void **state) {
 
                 store_add(s, &r, 100, (uint32_t) (i & 255));
                 if ((i + 1) % ndistinct == 0) {
+                        feed_stacks(s, (i + 1) / ndistinct);
                         now += STORE_EPOCH_NS_DEFAULT;
                         store_epoch_end(s, now);
                 }
@@ -64,7 +99,8 @@ static void test_bounds(void **state) {
         struct store_totals_result tr;
 
         assert_int_equal(t->records, nrecords);
-        assert_int_equal(t->evict_hotpcs, epochs * (ndistinct - o.hotpcs));
+        /* The stack samples' leaves are distinct PCs too: each one evicts. */
+        assert_int_equal(t->evict_hotpcs, epochs * (ndistinct - o.hotpcs + STACK_SAMPLES));
         assert_int_equal(t->evict_hotlines, epochs * (ndistinct - o.hotlines));
         assert_int_equal(t->evict_offsets, 0);
         assert_int_equal(store_query_totals(snap, STORE_WINDOW_ALL, &tr), 0);
@@ -75,12 +111,28 @@ static void test_bounds(void **state) {
         struct store_hotpcs_result pr;
         assert_int_equal(store_query_hotpcs(snap, STORE_WINDOW_ALL, SIZE_MAX, STORE_PID_ANY, &pr), 0);
         assert_true(pr.pcs.n <= o.hotpcs);
-        assert_int_equal(pr.pcs.total, nrecords);
+        assert_int_equal(pr.pcs.total, nrecords + epochs * STACK_SAMPLES);
         /* All keys equally frequent (10 each): the bound is N/K-sized, every count >= true. */
         for (size_t i = 0; i < pr.pcs.n; i++)
                 assert_true(pr.pcs.item[i].count >= epochs && pr.pcs.item[i].count - pr.pcs.item[i].error <= epochs);
-        assert_true(pr.pcs.error_bound <= nrecords / o.hotpcs);
+        assert_true(pr.pcs.error_bound <= pr.pcs.total / o.hotpcs);
         store_hotpcs_result_done(&pr);
+
+        /* The stack tables held what they could and counted the rest, epoch by epoch. */
+        struct store_stacks_result sr;
+        uint64_t stored = 0;
+        assert_int_equal(store_query_stacks(snap, STORE_WINDOW_ALL, STORE_PID_ANY, NULL, &sr), 0);
+        for (size_t i = 0; i < sr.n; i++)
+                stored += sr.stacks[i].count;
+        assert_int_equal(sr.samples, epochs * STACK_SAMPLES);
+        assert_int_equal(t->cpu_samples, epochs * STACK_SAMPLES);
+        assert_int_equal(stored + sr.dropped, sr.samples);
+        /* Counts, frames and contexts run out together at the 4096th stack. */
+        assert_int_equal(o.stack_frames, o.stacks * STACK_DEPTH);
+        assert_int_equal(o.stacks, 4 * o.stack_contexts);
+        assert_int_equal(stored, epochs * o.stacks);
+        printf("bounds: stacks stored %lu, dropped %lu\n", (unsigned long) stored, (unsigned long) sr.dropped);
+        store_stacks_result_done(&sr);
 
         rss1 = tu_rss_bytes();
         getrusage(RUSAGE_SELF, &ru);

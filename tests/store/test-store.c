@@ -452,6 +452,15 @@ static void test_window_parse(void **state) {
         assert_int_equal(w, 5);         /* untouched on error */
 }
 
+/* slots(n) of store.h's MEMORY: the next power of two >= 4n (at least 4). */
+static size_t slots(size_t n) {
+        size_t s = 4;
+
+        while (s < 4 * n)
+                s <<= 1;
+        return s;
+}
+
 static void test_options(void **state) {
         struct store_options o, bad;
         struct store *s = NULL;
@@ -473,6 +482,16 @@ static void test_options(void **state) {
         assert_int_equal(store_new(&bad, 0, &s), -EINVAL);
         bad = o; bad.epoch_ns = 0;
         assert_int_equal(store_new(&bad, 0, &s), -EINVAL);
+        bad = o; bad.stack_frames = 0;
+        assert_int_equal(store_new(&bad, 0, &s), -EINVAL);
+        bad = o; bad.stack_contexts = 0;
+        assert_int_equal(store_new(&bad, 0, &s), -EINVAL);
+        bad = o; bad.stack_strings = 0;
+        assert_int_equal(store_new(&bad, 0, &s), -EINVAL);
+        bad = o; bad.stack_frames = STORE_STACK_POOL_MAX + 1;
+        assert_int_equal(store_new(&bad, 0, &s), -EINVAL);
+        bad = o; bad.stacks = STORE_TABLE_MAX + 1;
+        assert_int_equal(store_new(&bad, 0, &s), -EINVAL);
         assert_null(s);
         assert_int_equal(store_new(NULL, 0, &s), -EINVAL);
 
@@ -484,26 +503,41 @@ static void test_options(void **state) {
         assert_true(store_bytes(&bad) > base);
         bad = o; bad.epochs *= 2;
         assert_true(store_bytes(&bad) > base);
+        bad = o; bad.stacks *= 2;
+        assert_true(store_bytes(&bad) > base);
+        bad = o; bad.stack_frames *= 2;
+        assert_true(store_bytes(&bad) > base);
+        bad = o; bad.stack_contexts *= 2;
+        assert_true(store_bytes(&bad) > base);
+        bad = o; bad.stack_strings *= 2;
+        assert_true(store_bytes(&bad) > base);
         printf("store_bytes(defaults) = %zu (%.1f MiB)\n", base, base / 1048576.0);
 
         /* The formula as written in store.h, recomputed here: keeps the doc honest. */
         {
                 const size_t K = o.hotpcs, L = o.hotlines, O = o.line_offsets, E = o.epochs;
-                size_t slots_k = 1, slots_l = 1, W, P, S, C;
+                const size_t N = o.stacks, F = o.stack_frames, X = o.stack_contexts, Y = o.stack_strings;
+                size_t W, P, S, C, T, U;
 
-                while (slots_k < 4 * K)
-                        slots_k <<= 1;
-                while (slots_l < 4 * L)
-                        slots_l <<= 1;
                 /* Two K-sized PC tables: hot PCs and the pprof sample table. */
-                W = 520 + 2 * (96 + 24 * slots_k + 24 * (K + 1) + 12 * K + 112 * K) +
-                        (136 + 24 * slots_l + 24 * (L + 1) + 12 * L + 168 * L + 132 * L * O) +
+                W = 592 + 2 * (96 + 24 * slots(K) + 24 * (K + 1) + 12 * K + 112 * K) +
+                        (136 + 24 * slots(L) + 24 * (L + 1) + 12 * L + 168 * L + 132 * L * O) +
                         213696 + 8 * E;
-                P = 552 + 2 * (32 + 112 * K) + (72 + 168 * L + 120 * L * O) + 213696;
-                S = 232 + 8 * E;
+                P = 584 + 2 * (32 + 112 * K) + (72 + 168 * L + 120 * L * O) + 213696;
+                S = 256 + 8 * E;
                 /* 3 kinds x 4 ops of (u64 n, u64 sum, 1269 u64 buckets), and a reference count. */
                 C = 8 + 3 * 4 * (8 + 8 + 1269 * 8);
-                assert_int_equal(base, W + (E + 1) * P + (E + 2) * S + 3 * C + 24);
+                /* The stack table and its frozen copy at its largest. */
+                T = 168 + 8 * F + 40 * N + 24 * X + Y + 8 * (2 * slots(N) + slots(X) + slots(4 * X));
+                U = 88 + 8 * F + 40 * N + 24 * X + Y;
+                assert_int_equal(base, W + T + (E + 1) * (P + U) + (E + 2) * S + 3 * C + 24);
+
+                /* Without a stack table, the store costs what it did before stacks. */
+                bad = o;
+                bad.stacks = 0;
+                assert_int_equal(store_bytes(&bad), W + (E + 1) * P + (E + 2) * S + 3 * C + 24);
+                printf("store_bytes(defaults, stacks = 0) = %zu (%.1f MiB)\n", store_bytes(&bad),
+                       store_bytes(&bad) / 1048576.0);
         }
 
         /* Line size 128 (some Neoverse L2/SLC lines): offsets up to 127. */
