@@ -56,7 +56,7 @@ struct pprof_label_rec {
 };
 
 struct pprof_sample_rec {
-        uint64_t location_id;
+        size_t first_location, n_locations;     /* in sample_locations[], leaf first */
         size_t first_label, n_labels;   /* in labels[] */
         size_t first_value;             /* n_types values in values[] */
 };
@@ -90,6 +90,8 @@ struct pprof_builder {
 
         struct pprof_sample_rec *samples;
         size_t n_samples, cap_samples;
+        uint64_t *sample_locations;     /* the samples' location ids */
+        size_t n_sample_locations, cap_sample_locations;
         struct itab sample_index;
         int64_t *values;
         size_t n_values, cap_values;
@@ -252,6 +254,7 @@ struct pprof_builder *pprof_builder_free(struct pprof_builder *b) {
         free(b->locations);
         free(b->functions);
         free(b->samples);
+        free(b->sample_locations);
         free(b->values);
         free(b->labels);
         itab_done(&b->str_index);
@@ -343,8 +346,17 @@ static uint64_t location_id(struct pprof_builder *b, uint64_t address, uint64_t 
         return slot->idx1;
 }
 
+int pprof_location(struct pprof_builder *b, uint64_t address, uint64_t mapping_id, const char *function,
+                   uint64_t *ret_id) {
+        if (mapping_id > b->n_mappings)
+                return -EINVAL;
+        *ret_id = location_id(b, address, mapping_id, function);
+        return 0;
+}
+
 struct sample_key {
-        uint64_t location_id;
+        const uint64_t *location_ids;
+        size_t n_locations;
         const struct pprof_label_rec *labels;
         size_t n_labels;
 };
@@ -353,24 +365,18 @@ static bool sample_eq(const struct pprof_builder *b, size_t idx, const void *key
         const struct pprof_sample_rec *s = &b->samples[idx];
         const struct sample_key *k = key;
 
-        return s->location_id == k->location_id && s->n_labels == k->n_labels &&
+        return s->n_locations == k->n_locations && s->n_labels == k->n_labels &&
+               (k->n_locations == 0 ||
+                memcmp(&b->sample_locations[s->first_location], k->location_ids,
+                       k->n_locations * sizeof(*k->location_ids)) == 0) &&
                (k->n_labels == 0 ||
                 memcmp(&b->labels[s->first_label], k->labels, k->n_labels * sizeof(*k->labels)) == 0);
 }
 
-int pprof_sample(struct pprof_builder *b, uint64_t address, uint64_t mapping_id, const char *function,
-                 const int64_t *values, const struct pprof_label *labels, size_t n_labels) {
-        struct sample_key k = { .n_labels = n_labels };
-        struct pprof_sample_rec *s;
-        struct itab_slot *slot;
-        size_t first_label;
-        uint64_t h;
+/* Intern the labels at the end of labels[] (not counted yet: a merge drops them again). */
+static size_t intern_labels(struct pprof_builder *b, const struct pprof_label *labels, size_t n_labels) {
+        size_t first_label = b->n_labels;
 
-        if (mapping_id > b->n_mappings)
-                return -EINVAL;
-
-        /* Intern the labels at the end of labels[]; dropped again on a merge. */
-        first_label = b->n_labels;
         GROW(b->labels, b->cap_labels, first_label + n_labels);
         for (size_t i = 0; i < n_labels; i++) {
                 struct pprof_label_rec *l = &b->labels[first_label + i];
@@ -383,10 +389,23 @@ int pprof_sample(struct pprof_builder *b, uint64_t address, uint64_t mapping_id,
                         l->num_unit = intern(b, labels[i].num_unit);
                 }
         }
-        k.location_id = location_id(b, address, mapping_id, function);
-        k.labels = &b->labels[first_label];
+        return first_label;
+}
 
-        h = fnv_u64(FNV64_OFFSET, k.location_id);
+/* Add to the sample of these locations and the labels interned at first_label, or make it. */
+static void sample_add(struct pprof_builder *b, const uint64_t *location_ids, size_t n_locations,
+                       const int64_t *values, size_t first_label, size_t n_labels) {
+        struct sample_key k = {
+                .location_ids = location_ids,
+                .n_locations = n_locations,
+                .labels = &b->labels[first_label],
+                .n_labels = n_labels,
+        };
+        struct pprof_sample_rec *s;
+        struct itab_slot *slot;
+        uint64_t h;
+
+        h = fnv_bytes(FNV64_OFFSET, location_ids, n_locations * sizeof(*location_ids));
         h = fnv_bytes(h, k.labels, n_labels * sizeof(*k.labels));
         slot = itab_lookup(b, &b->sample_index, h, sample_eq, &k);
         if (slot->idx1) {
@@ -395,23 +414,50 @@ int pprof_sample(struct pprof_builder *b, uint64_t address, uint64_t mapping_id,
                 for (size_t i = 0; i < b->n_types; i++)
                         b->values[s->first_value + i] =
                                 (int64_t) ((uint64_t) b->values[s->first_value + i] + (uint64_t) values[i]);
-                return 0;
+                return;
         }
 
         GROW(b->samples, b->cap_samples, b->n_samples + 1);
         GROW(b->values, b->cap_values, b->n_values + b->n_types);
+        GROW(b->sample_locations, b->cap_sample_locations, b->n_sample_locations + n_locations);
         s = &b->samples[b->n_samples];
         *s = (struct pprof_sample_rec) {
-                .location_id = k.location_id,
+                .first_location = b->n_sample_locations,
+                .n_locations = n_locations,
                 .first_label = first_label,
                 .n_labels = n_labels,
                 .first_value = b->n_values,
         };
+        if (n_locations)
+                memcpy(&b->sample_locations[b->n_sample_locations], location_ids,
+                       n_locations * sizeof(*location_ids));
+        b->n_sample_locations += n_locations;
         if (b->n_types)
                 memcpy(&b->values[b->n_values], values, b->n_types * sizeof(*values));
         b->n_values += b->n_types;
         b->n_labels += n_labels;
         itab_claim(&b->sample_index, slot, h, &b->n_samples);
+}
+
+int pprof_sample(struct pprof_builder *b, uint64_t address, uint64_t mapping_id, const char *function,
+                 const int64_t *values, const struct pprof_label *labels, size_t n_labels) {
+        size_t first_label;
+        uint64_t loc;
+
+        if (mapping_id > b->n_mappings)
+                return -EINVAL;
+        first_label = intern_labels(b, labels, n_labels);
+        loc = location_id(b, address, mapping_id, function);
+        sample_add(b, &loc, 1, values, first_label, n_labels);
+        return 0;
+}
+
+int pprof_sample_stack(struct pprof_builder *b, const uint64_t *location_ids, size_t n_locations,
+                       const int64_t *values, const struct pprof_label *labels, size_t n_labels) {
+        for (size_t i = 0; i < n_locations; i++)
+                if (location_ids[i] == 0 || location_ids[i] > b->n_locations)
+                        return -EINVAL;
+        sample_add(b, location_ids, n_locations, values, intern_labels(b, labels, n_labels), n_labels);
         return 0;
 }
 
@@ -441,7 +487,6 @@ static void build_profile(const struct pprof_builder *b, struct pb_scratch *a, P
         Perftools__Profiles__Function *fn = scratch_array(a, b->n_functions, sizeof(*fn));
         Perftools__Profiles__Label **lbp = scratch_array(a, b->n_labels, sizeof(*lbp));
         Perftools__Profiles__Line **lnp = scratch_array(a, b->n_locations, sizeof(*lnp));
-        uint64_t *loc_ids = scratch_array(a, b->n_samples, sizeof(*loc_ids));
 
         p->n_sample_type = b->n_types;
         p->sample_type = scratch_array(a, b->n_types, sizeof(*p->sample_type));
@@ -479,10 +524,9 @@ static void build_profile(const struct pprof_builder *b, struct pb_scratch *a, P
                 const struct pprof_sample_rec *s = &b->samples[i];
 
                 perftools__profiles__sample__init(&sm[i]);
-                /* One frame: SPE samples a PC, not a stack; the leaf is location_id[0]. */
-                loc_ids[i] = s->location_id;
-                sm[i].n_location_id = 1;
-                sm[i].location_id = &loc_ids[i];
+                /* Leaf first (profile.proto: "The leaf is at location_id[0]"); one for SPE's samples. */
+                sm[i].n_location_id = s->n_locations;
+                sm[i].location_id = s->n_locations ? &b->sample_locations[s->first_location] : NULL;
                 sm[i].n_value = b->n_types;
                 sm[i].value = &b->values[s->first_value];
                 sm[i].n_label = s->n_labels;

@@ -80,6 +80,26 @@ uint64_t pprof_mapping(struct pprof_builder *b, uint64_t start, uint64_t limit, 
 int pprof_sample(struct pprof_builder *b, uint64_t address, uint64_t mapping_id, const char *function,
                  const int64_t *values, const struct pprof_label *labels, size_t n_labels);
 
+/*
+ * A location for pprof_sample_stack(): address in mapping_id (0: none),
+ * function NULL when unknown; one per (mapping, address), which takes the
+ * function of the first call that named one, as pprof_sample()'s do (the
+ * two share them). Returns 0 and the location's id (>= 1) in ret_id, or
+ * -EINVAL for a mapping id the builder did not hand out.
+ */
+int pprof_location(struct pprof_builder *b, uint64_t address, uint64_t mapping_id, const char *function,
+                   uint64_t *ret_id);
+
+/*
+ * One sample with a call stack: location ids from pprof_location(), leaf
+ * first (profile.proto: "The leaf is at location_id[0]"), copied. Samples
+ * with the same locations in the same order and the same labels are
+ * merged as pprof_sample()'s are. Returns 0, or -EINVAL for a location id
+ * the builder did not hand out.
+ */
+int pprof_sample_stack(struct pprof_builder *b, const uint64_t *location_ids, size_t n_locations,
+                       const int64_t *values, const struct pprof_label *labels, size_t n_labels);
+
 /* Samples so far after merging (for callers' accounting and tests). */
 size_t pprof_n_samples(const struct pprof_builder *b);
 
