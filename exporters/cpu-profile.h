@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * CPU profiles with call stacks: the store's stack table over an interval
+ * (store_query_stacks*()), symbolized, as a gzip-compressed profile.proto
+ * shaped as Go's /debug/pprof/profile (runtime/pprof): sample types
+ * samples/count and cpu/nanoseconds (cpu the default), period type
+ * cpu/nanoseconds, period the sampling interval, time and duration the
+ * interval's, one sample per stored stack with its locations leaf first.
+ *
+ * Labels are strings, as Parca and Pyroscope show them: pid, tid, comm,
+ * thread, cgroup, service; empty ones are left out (a pid or tid is never
+ * empty: pid 0 is the idle task).
+ *
+ * Locations are one per (mapping, address), so the same address in two
+ * processes' different files stays two locations; addresses are line-less.
+ * Kernel frames (STORE_KERNEL_FRAME, or an address in the upper half, the
+ * kernel's on x86-64 and arm64: Documentation/arch/x86/x86_64/mm.rst,
+ * Documentation/arch/arm64/memory.rst) that the symbolizer does not name
+ * become one "[kernel]" frame per run of them. A caller's frame (not the
+ * sampled pc, nor the first user frame under kernel frames: both are where
+ * the CPU was) is a return address, so it is named by the byte before it,
+ * which lies in the call (profile.proto, Location.address: "A non-leaf
+ * address may be in the middle of a call instruction").
+ *
+ * Symbols come through the same callback as the SPE profile's
+ * (spe-profile.h), once per distinct (pid, address) of a build.
+ */
+
+#include <stdint.h>
+
+#include "spe-profile.h"
+#include "store.h"
+#include "strbuf.h"
+
+/* The function of kernel frames nobody named. */
+#define CPU_PROFILE_KERNEL_FUNCTION "[kernel]"
+
+/*
+ * sym may be NULL (no symbols). period_ns: the CPU time one sample stands
+ * for (1e9 / frequency), > 0. Returns 0, -EINVAL (NULL r or ret_gz, zero
+ * period), or pprof_finish()'s error; ret_gz is appended to on success only.
+ */
+int cpu_profile_build(const struct store_stacks_result *r, const struct profile_symbolizer *sym,
+                      uint64_t period_ns, struct strbuf *ret_gz);
