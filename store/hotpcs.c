@@ -55,8 +55,9 @@ size_t hotpcs_summary_bytes(uint32_t capacity) {
         return sizeof(struct hotpcs_summary) + (size_t) capacity * sizeof(struct hotpcs_item);
 }
 
-/* Count one sample of (pc, b) and return its entry: Space-Saving's update (hotpcs.h). */
-static inline struct hotpcs_item *count_key(struct hotpcs *h, uint64_t pc, uint64_t b, uint32_t pid, uint8_t el) {
+/* Count one sample of (pc, b) and return its entry: Space-Saving's update (hotpcs.h). Inlined into
+ * both callers, so the SPE path, hotpcs_add_key(), runs the code it ran before hotpcs_add_pc() shared it. */
+static inline __attribute__((always_inline)) struct hotpcs_item *count_key(struct hotpcs *h, uint64_t pc, uint64_t b, uint32_t pid, uint8_t el) {
         struct keytab_slot *s = keytab_lookup(&h->tab, pc, b);
         struct hotpcs_item *it;
         uint32_t idx;
