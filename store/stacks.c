@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "stacks.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -463,8 +464,8 @@ static int cmp_stack(const void *x, const void *y) {
         return c;
 }
 
-void stacks_merge(const struct stacks_summary *const *s, size_t n, uint32_t pid, const char *cgroup_prefix,
-                  struct store_stacks_result *ret) {
+int stacks_merge(const struct stacks_summary *const *s, size_t n, uint32_t pid, const char *cgroup_prefix,
+                 struct store_stacks_result *ret) {
         size_t sum_ctx = 0, sum_stacks = 0, sum_frames = 0, sum_counts = 0;
         struct merge m = { .strs = STRBUF_INIT };
         struct store_stack *out;
@@ -475,11 +476,11 @@ void stacks_merge(const struct stacks_summary *const *s, size_t n, uint32_t pid,
                 sum_frames += s[i]->n_frames;
                 sum_counts += s[i]->n_counts;
         }
-        /* The indexes hold 32-bit entry numbers: a query over more than that many is not possible
-         * with the store's limits (STORE_TABLE_MAX x STORE_EPOCHS_MAX would be), so cap defensively. */
-        if (sum_ctx > UINT32_MAX / 8 || sum_stacks > UINT32_MAX / 8 || sum_counts > UINT32_MAX / 8 ||
-            sum_frames > UINT32_MAX)
-                oom();
+        /* The merge's indexes and pools use 32-bit numbers; tables this large only come from a
+         * configuration far beyond any default (STORE_TABLE_MAX x many epochs). */
+        if (sum_ctx > STORE_STACKS_QUERY_MAX || sum_stacks > STORE_STACKS_QUERY_MAX ||
+            sum_counts > STORE_STACKS_QUERY_MAX || sum_frames > UINT32_MAX)
+                return -E2BIG;
         m.ctx = xmalloc(MAX(sum_ctx, (size_t) 1) * sizeof(*m.ctx));
         m.stack = xmalloc(MAX(sum_stacks, (size_t) 1) * sizeof(*m.stack));
         m.frame = xmalloc(MAX(sum_frames, (size_t) 1) * sizeof(*m.frame));
@@ -564,4 +565,5 @@ void stacks_merge(const struct stacks_summary *const *s, size_t n, uint32_t pid,
         free(m.ctx_ix.slot);
         free(m.stack_ix.slot);
         free(m.count_ix.slot);
+        return 0;
 }

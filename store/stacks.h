@@ -133,6 +133,8 @@ struct stacks_summary *stacks_freeze(const struct stacks *t);
  * first), keeping the samples of pid (STORE_PID_ANY: all) whose cgroup
  * path starts with cgroup_prefix (NULL or "": all). Fills ret's stacks,
  * n and private pools only; store_stacks_result_done() frees them.
+ * -E2BIG (ret untouched) when the summaries hold more contexts, stacks or
+ * counts than STORE_STACKS_QUERY_MAX, or more than 2^32 - 1 frames.
  */
-void stacks_merge(const struct stacks_summary *const *s, size_t n, uint32_t pid, const char *cgroup_prefix,
-                  struct store_stacks_result *ret);
+int stacks_merge(const struct stacks_summary *const *s, size_t n, uint32_t pid, const char *cgroup_prefix,
+                 struct store_stacks_result *ret);

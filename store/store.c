@@ -745,10 +745,11 @@ int store_query_latency(const struct store_snapshot *snap, uint64_t window_ns,
 }
 
 /* The stacks of epochs [first, first + n), with the interval's totals whatever the filter. */
-static void merge_stacks(const struct store_snapshot *snap, size_t first, size_t n, uint32_t pid,
-                         const char *cgroup_prefix, struct store_stacks_result *res) {
+static int merge_stacks(const struct store_snapshot *snap, size_t first, size_t n, uint32_t pid,
+                        const char *cgroup_prefix, struct store_stacks_result *res) {
         const struct stacks_summary **v = xmalloc(MAX(n, (size_t) 1) * sizeof(*v));
         size_t nv = 0;
+        int r;
 
         for (size_t i = 0; i < n; i++) {
                 const struct store_epoch *e = snap->epoch[first + i];
@@ -759,19 +760,23 @@ static void merge_stacks(const struct store_snapshot *snap, size_t first, size_t
                 if (e->stacks)
                         v[nv++] = e->stacks;
         }
-        stacks_merge(v, nv, pid, cgroup_prefix, res);
+        r = stacks_merge(v, nv, pid, cgroup_prefix, res);
         free(v);
+        return r;
 }
 
 int store_query_stacks(const struct store_snapshot *snap, uint64_t window_ns, uint32_t pid,
                        const char *cgroup_prefix, struct store_stacks_result *ret) {
         struct store_stacks_result res = {};
         size_t n;
+        int r;
 
         if (!snap || !ret || window_ns == 0)
                 return -EINVAL;
         n = window_epochs(snap, window_ns, &res.iv);
-        merge_stacks(snap, 0, n, pid, cgroup_prefix, &res);
+        r = merge_stacks(snap, 0, n, pid, cgroup_prefix, &res);
+        if (r < 0)
+                return r;
         *ret = res;
         return 0;
 }
@@ -780,11 +785,14 @@ int store_query_stacks_span(const struct store_snapshot *snap, uint64_t start_ns
                             const char *cgroup_prefix, struct store_stacks_result *ret) {
         struct store_stacks_result res = {};
         size_t first, n;
+        int r;
 
         if (!snap || !ret || end_ns <= start_ns)
                 return -EINVAL;
         n = span_epochs(snap, start_ns, end_ns, &first, &res.iv);
-        merge_stacks(snap, first, n, pid, cgroup_prefix, &res);
+        r = merge_stacks(snap, first, n, pid, cgroup_prefix, &res);
+        if (r < 0)
+                return r;
         *ret = res;
         return 0;
 }

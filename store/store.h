@@ -389,8 +389,11 @@ struct store_stacks_result {
  * sample had when it was taken. pid STORE_PID_ANY for all; cgroup_prefix
  * NULL or "" for all, else a prefix of the sample's cgroup path (plain
  * string prefix: "/system.slice/nginx.service" keeps that unit and the
- * cgroups below it). 0 or -EINVAL.
+ * cgroups below it). 0, -EINVAL, or -E2BIG when the epochs hold more than
+ * STORE_STACKS_QUERY_MAX contexts, stacks or counts (only configurations
+ * far beyond the defaults can: 2^24 counts an epoch over 32 epochs).
  */
+#define STORE_STACKS_QUERY_MAX          (UINT32_C(1) << 29)
 int store_query_stacks(const struct store_snapshot *snap, uint64_t window_ns, uint32_t pid,
                        const char *cgroup_prefix, struct store_stacks_result *ret);
 /* The same of the epochs that overlap [start_ns, end_ns) (as store_query_samples_span()). */

@@ -569,6 +569,23 @@ static void test_summary_largest(void **state) {
         assert_null(stacks_new(4, 8, 2, 0));
 }
 
+/* A merge beyond what 32-bit indexes hold is refused before it reads or allocates anything. */
+static void test_merge_too_big(void **state) {
+        struct stacks_summary big = { .n_counts = STORE_STACKS_QUERY_MAX / 2 + 1 };
+        const struct stacks_summary *v[2] = { &big, &big };
+        struct store_stacks_result r = { .n = 7 };
+
+        assert_int_equal(stacks_merge(v, 2, STORE_PID_ANY, NULL, &r), -E2BIG);
+        assert_int_equal(r.n, 7);
+        assert_null(r.stacks);
+        big = (struct stacks_summary) { .n_frames = UINT32_MAX };
+        assert_int_equal(stacks_merge(v, 2, STORE_PID_ANY, NULL, &r), -E2BIG);
+        /* Nothing to merge: an empty result. */
+        assert_int_equal(stacks_merge(v, 0, STORE_PID_ANY, NULL, &r), 0);
+        assert_int_equal(r.n, 0);
+        store_stacks_result_done(&r);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_summary_largest),
@@ -578,6 +595,7 @@ int main(void) {
                 cmocka_unit_test(test_no_table),
                 cmocka_unit_test(test_model_roomy),
                 cmocka_unit_test(test_model_full),
+                cmocka_unit_test(test_merge_too_big),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
