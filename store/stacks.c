@@ -130,10 +130,13 @@ struct stacks *stacks_free(struct stacks *t) {
 }
 
 void stacks_reset(struct stacks *t) {
-        index_clear(&t->stack_ix);
-        index_clear(&t->count_ix);
-        index_clear(&t->ctx_ix);
-        index_clear(&t->str_ix);
+        /* Slots are only taken with an entry: an epoch without stacks (SPE alone) leaves nothing to clear. */
+        if (t->n_stacks || t->n_contexts || t->n_counts) {
+                index_clear(&t->stack_ix);
+                index_clear(&t->count_ix);
+                index_clear(&t->ctx_ix);
+                index_clear(&t->str_ix);
+        }
         t->n_stacks = t->n_frames = t->n_contexts = t->n_counts = 0;
         /* Offset 0 is the empty string, so "" needs neither pool bytes nor a lookup. */
         t->str[0] = '\0';
