@@ -20,6 +20,7 @@
 #include "log.h"
 #include "macro.h"
 #include "pmu-event.h"
+#include "sampler-source.h"
 #include "store.h"
 #include "strbuf.h"
 
@@ -210,6 +211,60 @@ static int parse_item_spe_enable(const struct config_item *it, const char *value
         return 0;
 }
 
+/* A sampling event's name, as the sampler knows them (sampler_event_parse()). */
+static int parse_item_sampler_event(const struct config_item *it, const char *value, void *dest,
+                                    char *err, size_t errlen) {
+        uint32_t type;
+        uint64_t config;
+
+        if (strlen(value) >= CONFIG_SAMPLER_EVENT_MAX || sampler_event_parse(value, &type, &config) < 0) {
+                snprintf(err, errlen, "unknown event '%s' (expected cpu-clock, task-clock, cycles, instructions...)",
+                         value);
+                return -EINVAL;
+        }
+        memcpy(dest, value, strlen(value) + 1);
+        return 0;
+}
+
+static int parse_item_unwind(const struct config_item *it, const char *value, void *dest,
+                             char *err, size_t errlen) {
+        static const char *const names[] = {
+                [CONFIG_UNWIND_AUTO] = "auto",
+                [CONFIG_UNWIND_FP] = "fp",
+                [CONFIG_UNWIND_DWARF] = "dwarf",
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(names); i++)
+                if (strcasecmp(value, names[i]) == 0) {
+                        *(enum config_unwind *) dest = (enum config_unwind) i;
+                        return 0;
+                }
+        snprintf(err, errlen, "invalid value '%s' (expected auto, fp or dwarf)", value);
+        return -EINVAL;
+}
+
+/* Bytes of user stack per sample: a multiple of 8 the kernel takes. */
+static int parse_item_stack_size(const struct config_item *it, const char *value, void *dest,
+                                 char *err, size_t errlen) {
+        uint64_t v;
+        int r;
+
+        r = parse_size(value, &v);
+        if (r < 0) {
+                snprintf(err, errlen, "invalid size '%s'", value);
+                return r;
+        }
+        r = check_range(it, v, value, err, errlen);
+        if (r < 0)
+                return r;
+        if (v % 8 != 0) {
+                snprintf(err, errlen, "value '%s' is not a multiple of 8 bytes", value);
+                return -EINVAL;
+        }
+        *(uint64_t *) dest = v;
+        return 0;
+}
+
 static int parse_item_listen(const struct config_item *it, const char *value, void *dest,
                              char *err, size_t errlen) {
         if (parse_listen_addr(value, dest) < 0) {
@@ -299,15 +354,25 @@ static const struct config_item items[] = {
         ITEM("spe", "watermark", parse_item_size, spe.watermark, 0, CONFIG_SPE_AUX_BUFFER_MAX),
         ITEM("spe", "drain_interval", parse_item_duration, spe.drain_interval_usec, 10 * USEC_PER_MSEC,
              60 * USEC_PER_SEC),
+        ITEM("sampler", "enable", parse_item_spe_enable, sampler.enable, 0, 0),
+        ITEM("sampler", "event", parse_item_sampler_event, sampler.event, 0, 0),
+        ITEM("sampler", "frequency", parse_item_u32, sampler.frequency, 1, CONFIG_SAMPLER_FREQ_MAX),
+        ITEM("sampler", "max_stack", parse_item_u32, sampler.max_stack, 1, CONFIG_SAMPLER_MAX_STACK_MAX),
+        ITEM("sampler", "unwind", parse_item_unwind, sampler.unwind, 0, 0),
+        ITEM("sampler", "stack_size", parse_item_stack_size, sampler.stack_size, 0, CONFIG_SAMPLER_STACK_SIZE_MAX),
+        ITEM_RING("sampler", "data_buffer", sampler.data_buffer, CONFIG_SPE_DATA_BUFFER_PAGES, 0,
+                  CONFIG_SPE_DATA_BUFFER_MAX),
         ITEM("store", "epoch", parse_item_duration, store.epoch_usec, USEC_PER_SEC, 3600 * USEC_PER_SEC),
         ITEM("store", "epochs", parse_item_u32, store.epochs, 1, 8640),
         ITEM("store", "hotpcs", parse_item_u32, store.hotpcs, 16, 1U << 20),
         ITEM("store", "hotlines", parse_item_u32, store.hotlines, 16, 1U << 20),
         ITEM("store", "line_offsets", parse_item_u32, store.line_offsets, 1, 1024),
         ITEM("store", "line_size", parse_item_line_size, store.line_size, 0, 0),
+        ITEM("store", "stacks", parse_item_u32, store.stacks, 16, 1U << 20),
         ITEM("store", "max_memory", parse_item_size, store.max_memory_bytes, UINT64_C(1) << 20,
              UINT64_C(1) << 40),
         ITEM("privacy", "physical_addresses", parse_item_bool, privacy.physical_addresses, 0, 0),
+        ITEM("privacy", "kernel_addresses", parse_item_bool, privacy.kernel_addresses, 0, 0),
 };
 
 size_t config_n_items(void) {
@@ -352,12 +417,28 @@ void config_init(struct config *c) {
                         .data_buffer = 64 * UINT64_C(1024),
                         .drain_interval_usec = USEC_PER_SEC,
                 },
+                .sampler = {
+                        .enable = CONFIG_SPE_AUTO,
+                        .event = "cpu-clock",
+                        .frequency = 19,
+                        .max_stack = 127,
+                        .unwind = CONFIG_UNWIND_AUTO,
+                        /*
+                         * What perf record --call-graph dwarf copies by default: enough for
+                         * the frames of most services' hot paths. 19 Hz x 8 KiB is 152 KiB/s
+                         * per busy CPU through the data ring; 256 KiB wakes the daemon about
+                         * once a second at worst, and is within perf_event_mlock_kb.
+                         */
+                        .stack_size = 8192,
+                        .data_buffer = 256 * UINT64_C(1024),
+                },
                 .store = {
                         .epoch_usec = 10 * USEC_PER_SEC,
                         .epochs = 60,
                         .hotpcs = 1024,
                         .hotlines = 256,
                         .line_offsets = 8,
+                        .stacks = STORE_STACKS_DEFAULT,
                         /*
                          * The defaults need 43 MiB (store.h, MEMORY). 256 MiB leaves room
                          * for an hour of history at the default table sizes (epochs = 360:
@@ -411,6 +492,18 @@ void config_error_log(const struct config_error *err) {
 
 /* ---- checks across keys ---- */
 
+void config_stack_options(const struct config *c, struct store_options *o) {
+        if (c->sampler.enable == CONFIG_SPE_NO) {
+                o->stacks = o->stack_frames = o->stack_contexts = o->stack_strings = 0;
+                return;
+        }
+        o->stacks = c->store.stacks;
+        o->stack_frames = c->store.stacks * 32U;
+        o->stack_contexts = MAX(c->store.stacks / 4U, 64U);
+        /* Names of a context: comm, thread, cgroup path and service, 64 bytes on average once shared. */
+        o->stack_strings = o->stack_contexts * 64U;
+}
+
 uint64_t config_store_bytes(const struct config *c) {
         struct store_options o;
 
@@ -420,6 +513,7 @@ uint64_t config_store_bytes(const struct config *c) {
         o.hotpcs = c->store.hotpcs;
         o.hotlines = c->store.hotlines;
         o.line_offsets = c->store.line_offsets;
+        config_stack_options(c, &o);
         return store_bytes(&o);
 }
 

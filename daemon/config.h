@@ -46,6 +46,22 @@ enum config_spe_enable { CONFIG_SPE_AUTO, CONFIG_SPE_YES, CONFIG_SPE_NO };
 #define CONFIG_SPE_DATA_BUFFER_PAGES   1U
 #define CONFIG_SPE_DATA_BUFFER_MAX     (UINT64_C(64) << 20)
 
+/* [sampler] unwind: how user stacks are walked (README "CPU profiles where there is no SPE"). */
+enum config_unwind { CONFIG_UNWIND_AUTO, CONFIG_UNWIND_FP, CONFIG_UNWIND_DWARF };
+
+/*
+ * [sampler] limits. An always-on profiler samples at tens of Hz (Parca,
+ * Pyroscope: 19-20 Hz); 1000 Hz is where its own cost stops being small.
+ * The user stack copy: the kernel refuses sample_stack_user of USHRT_MAX or
+ * more, or not a multiple of 8 (kernel/events/core.c, perf_copy_attr()).
+ * Callchains: PERF_MAX_STACK_DEPTH (include/uapi/linux/perf_event.h) is the
+ * kernel's default perf_event_max_stack; the source clamps to the sysctl.
+ */
+#define CONFIG_SAMPLER_FREQ_MAX        1000U
+#define CONFIG_SAMPLER_MAX_STACK_MAX   1024U
+#define CONFIG_SAMPLER_STACK_SIZE_MAX  UINT64_C(65528)
+#define CONFIG_SAMPLER_EVENT_MAX       32
+
 struct config {
         struct {
                 struct listen_addr listen;
@@ -83,17 +99,30 @@ struct config {
                 uint64_t drain_interval_usec;   /* default 1s, [10ms, 1min]: the timer that flushes a quiet CPU */
         } spe;
         struct {
+                enum config_spe_enable enable;  /* auto (default): on where SPE is absent or off; yes: also beside
+                                                   SPE; no: never */
+                char event[CONFIG_SAMPLER_EVENT_MAX]; /* "cpu-clock" (default), "task-clock", "cycles"... */
+                uint32_t frequency;             /* Hz per CPU, default 19 (a prime: no beat with the tick) */
+                uint32_t max_stack;             /* frames, default 127; the kernel's perf_event_max_stack caps it */
+                enum config_unwind unwind;      /* auto (default): CFI where the binary has it, else frame pointers */
+                uint64_t stack_size;            /* bytes of user stack copied per sample for CFI unwinding, 8 KiB */
+                uint64_t data_buffer;           /* bytes per CPU of the data ring, default 256 KiB */
+        } sampler;
+        struct {
                 uint64_t epoch_usec;
                 uint32_t epochs;
                 uint32_t hotpcs;
                 uint32_t hotlines;
                 uint32_t line_offsets;
                 uint32_t line_size; /* 0: sysfs coherency_line_size, else 64 */
+                uint32_t stacks;    /* distinct CPU-sample stacks per epoch */
                 uint64_t max_memory_bytes; /* bound on store_bytes() of the above */
         } store;
         struct {
                 /* Key hot lines by physical address (sharing across processes) and serve PAs. */
                 bool physical_addresses;
+                /* Name kernel frames from /proc/kallsyms (kernel addresses reach the profiles); else one [kernel]. */
+                bool kernel_addresses;
         } privacy;
 };
 
@@ -125,6 +154,15 @@ int config_parse_buffer(struct config *c, const void *data, size_t size, const c
 /* The same for a NUL-terminated string. */
 int config_parse_string(struct config *c, const char *text, const char *filename,
                         struct config_error *err);
+
+struct store_options;
+/*
+ * The store's CPU-stack tables (store.h): sized from [store] stacks (32
+ * frames a stack on average, a context for every four stacks), none at all
+ * when [sampler] enable = no, so a host that never samples CPU time does
+ * not pay for them.
+ */
+void config_stack_options(const struct config *c, struct store_options *o);
 
 /* The memory the store described by c's [store] section is bounded by (store_bytes()). */
 uint64_t config_store_bytes(const struct config *c);

@@ -46,6 +46,16 @@ static void test_defaults(void **state) {
         assert_int_equal(c.spe.data_buffer, 64 * 1024);
         assert_int_equal(c.spe.watermark, 0);
         assert_int_equal(c.spe.drain_interval_usec, 1000000);
+
+        assert_int_equal(c.sampler.enable, CONFIG_SPE_AUTO);
+        assert_string_equal(c.sampler.event, "cpu-clock");
+        assert_int_equal(c.sampler.frequency, 19);
+        assert_int_equal(c.sampler.max_stack, 127);
+        assert_int_equal(c.sampler.unwind, CONFIG_UNWIND_AUTO);
+        assert_int_equal(c.sampler.stack_size, 8192);
+        assert_int_equal(c.sampler.data_buffer, 256 * 1024);
+        assert_int_equal(c.store.stacks, STORE_STACKS_DEFAULT);
+        assert_false(c.privacy.kernel_addresses);
 }
 
 #define ALL_EVENTS                                                                                  \
@@ -111,6 +121,32 @@ static void test_errors(void **state) {
                 { "[pmu]\nevents = cycles\n\n[http]\n[pmu]\nevents = instructions\n",
                   { "t.conf:6: [pmu] events: set again (first on line 2); a key may appear once per file, "
                     "a later drop-in overrides it" } },
+                /* [sampler]: each key's refusals. */
+                { "[sampler]\nenable = sometimes\n",
+                  { "t.conf:2: [sampler] enable: invalid value 'sometimes' (expected auto, yes or no)" } },
+                { "[sampler]\nevent = clock\n",
+                  { "t.conf:2: [sampler] event: unknown event 'clock' (expected cpu-clock, task-clock, cycles, "
+                    "instructions...)" } },
+                { "[sampler]\nfrequency = 0\n",
+                  { "t.conf:2: [sampler] frequency: value '0' out of range [1, 1000]" } },
+                { "[sampler]\nfrequency = 1001\n",
+                  { "t.conf:2: [sampler] frequency: value '1001' out of range [1, 1000]" } },
+                { "[sampler]\nmax_stack = 1025\n",
+                  { "t.conf:2: [sampler] max_stack: value '1025' out of range [1, 1024]" } },
+                { "[sampler]\nunwind = lbr\n",
+                  { "t.conf:2: [sampler] unwind: invalid value 'lbr' (expected auto, fp or dwarf)" } },
+                { "[sampler]\nstack_size = 12\n",
+                  { "t.conf:2: [sampler] stack_size: value '12' is not a multiple of 8 bytes" } },
+                { "[sampler]\nstack_size = 64KiB\n",
+                  { "t.conf:2: [sampler] stack_size: value '64KiB' out of range [0, 65528]" } },
+                { "[sampler]\ndata_buffer = 100000\n",
+                  { "t.conf:2: [sampler] data_buffer: value '100000' is not a power of two (e.g. 64KiB, 256KiB, "
+                    "4MiB)" } },
+                { "[store]\nstacks = 15\n",
+                  { "t.conf:2: [store] stacks: value '15' out of range [16, 1048576]" } },
+                { "[privacy]\nkernel_addresses = maybe\n",
+                  { "t.conf:2: [privacy] kernel_addresses: invalid boolean 'maybe' (expected yes/no, true/false, "
+                    "on/off, 1/0)" } },
                 /* [spe]: each key's refusals (the ring sizes, which depend on the page size: test_spe_rings). */
                 { "[spe]\nenable = sometimes\n",
                   { "t.conf:2: [spe] enable: invalid value 'sometimes' (expected auto, yes or no)" } },
@@ -274,6 +310,17 @@ static void test_values(void **state) {
                                              "general_counters = 4\n"
                                              "[privacy]\n"
                                              "physical_addresses = yes\n"
+                                             "kernel_addresses = yes\n"
+                                             "[sampler]\n"
+                                             "enable = yes\n"
+                                             "event = task-clock\n"
+                                             "frequency = 1000\n"
+                                             "max_stack = 1\n"
+                                             "unwind = DWARF\n"
+                                             "stack_size = 65528\n"
+                                             "data_buffer = 1MiB\n"
+                                             "[store]\n"
+                                             "stacks = 16\n"
                                              "[spe]\n",
                                              "t.conf", &err),
                          0);
@@ -288,6 +335,15 @@ static void test_values(void **state) {
                                                     (1U << PMU_EVENT_CONTEXT_SWITCHES));
         assert_int_equal(c.pmu.general_counters, 4);
         assert_true(c.privacy.physical_addresses);
+        assert_true(c.privacy.kernel_addresses);
+        assert_int_equal(c.sampler.enable, CONFIG_SPE_YES);
+        assert_string_equal(c.sampler.event, "task-clock");
+        assert_int_equal(c.sampler.frequency, 1000);
+        assert_int_equal(c.sampler.max_stack, 1);
+        assert_int_equal(c.sampler.unwind, CONFIG_UNWIND_DWARF);
+        assert_int_equal(c.sampler.stack_size, 65528);
+        assert_int_equal(c.sampler.data_buffer, 1024 * 1024);
+        assert_int_equal(c.store.stacks, 16);
 }
 
 /* Every [spe] key at its range edges and in its other spellings. */
@@ -624,10 +680,21 @@ static void test_memory_bound(void **state) {
         store_options_init(&o);
         assert_int_equal(config_store_bytes(&c), store_bytes(&o));
         assert_int_equal(config_check(&c, "t.conf", &err), 0);
-        /* The default bound holds an hour of 10 s epochs at the default table sizes. */
+        /*
+         * The default bound holds an hour of 10 s epochs at the default table
+         * sizes on a host that samples no CPU stacks (an SPE host,
+         * [sampler] enable = no), and the default 10 minutes with them; the
+         * stack tables cost about 1.2 MiB an epoch at most.
+         */
+        assert_true(config_store_bytes(&c) > store_bytes(&(struct store_options) {
+                .epochs = c.store.epochs, .hotpcs = c.store.hotpcs, .hotlines = c.store.hotlines,
+                .line_offsets = c.store.line_offsets, .line_size = 64 }));
+        c.sampler.enable = CONFIG_SPE_NO;
         c.store.epochs = 360;
         assert_true(config_store_bytes(&c) <= c.store.max_memory_bytes);
         assert_int_equal(c.store.max_memory_bytes, 256 << 20);
+        c.sampler.enable = CONFIG_SPE_AUTO;
+        assert_true(config_store_bytes(&c) > c.store.max_memory_bytes);
 
         snprintf(path, sizeof(path), "%s/armprofd.conf", t->path);
         write_file(t->path, "armprofd.conf",
@@ -648,7 +715,7 @@ static void test_memory_bound(void **state) {
         assert_int_equal(c.store.epochs, 7);
 
         /* Raising the bound is the way to ask for more. */
-        write_file(t->path, "armprofd.conf", "[store]\nepochs = 8640\nmax_memory = 8GiB\n");
+        write_file(t->path, "armprofd.conf", "[store]\nepochs = 8640\nmax_memory = 32GiB\n");
         err = (struct config_error) {};
         assert_int_equal(config_load(path, true, &c, &err), 0);
         assert_int_equal(c.store.epochs, 8640);

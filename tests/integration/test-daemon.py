@@ -311,7 +311,7 @@ class StartupTest(unittest.TestCase):
             d._reader.join(2)
             self.assertIn(want, d.log())
         # Raised on purpose, it is accepted.
-        with Daemon(config_text="[store]\nepochs = 8640\nmax_memory = 8GiB\n", args=["--check-config"]) as d:
+        with Daemon(config_text="[store]\nepochs = 8640\nmax_memory = 32GiB\n", args=["--check-config"]) as d:
             self.assertEqual(d.proc.wait(10), 0, d.log())
 
     def test_config_files_must_be_regular(self):
