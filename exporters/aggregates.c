@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "macro.h"
@@ -116,6 +117,24 @@ static void add_object(json_t *o, const struct agg_symbolizer *sym, uint32_t pid
                 json_object_set_new(o, "object", json_string(path));
 }
 
+/* Who ran it: an operator's name for the process's cgroup (never a Prometheus label: unbounded). */
+static void add_cgroup(json_t *o, const struct agg_symbolizer *sym, uint32_t pid) {
+        char path[AGG_CGROUP_MAX], service[AGG_SERVICE_MAX];
+
+        if (!sym || !sym->cgroup || !sym->cgroup(sym->userdata, pid, path, sizeof(path), service, sizeof(service)))
+                return;
+        json_object_set_new(o, "cgroup", json_string(path));
+        if (service[0])
+                json_object_set_new(o, "service", json_string(service));
+}
+
+bool agg_pid_in_cgroup(const struct agg_symbolizer *sym, uint32_t pid, const char *prefix) {
+        char path[AGG_CGROUP_MAX], service[AGG_SERVICE_MAX];
+
+        return sym && sym->cgroup && sym->cgroup(sym->userdata, pid, path, sizeof(path), service, sizeof(service)) &&
+               strncmp(path, prefix, strlen(prefix)) == 0;
+}
+
 /* perf c2c's Node column: only a line keyed by its physical address has one. */
 static void add_node(json_t *o, const struct agg_symbolizer *sym, const struct hotlines_line *l) {
         int node = sym && sym->node && l->by_pa ? sym->node(sym->userdata, l->addr) : -1;
@@ -145,6 +164,7 @@ json_t *agg_hotpcs_json(const struct store_hotpcs_result *res, const struct agg_
                                          "events", e, "latency_sum_cycles", (json_int_t) it->lat_sum);
 
                 add_symbol(item, sym, it->pid, it->pc);
+                add_cgroup(item, sym, it->pid);
                 json_array_append_new(items, item);
         }
         return json_pack("{s:o, s:I, s:i, s:I, s:I, s:o}", "interval", agg_interval_json(&res->iv), "samples",
@@ -190,6 +210,7 @@ json_t *agg_hotlines_json(const struct store_hotlines_result *res, const struct 
 
                         add_symbol(entry, sym, o->pid, o->pc);
                         add_object(entry, sym, o->pid, o->pc);
+                        add_cgroup(entry, sym, o->pid);
                         /* perf c2c's per-offset "cycles": the mean total latency. */
                         json_object_set_new(entry, "latency_samples", json_integer((json_int_t) o->lat_n));
                         if (o->lat_n)

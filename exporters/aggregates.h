@@ -30,7 +30,24 @@ struct agg_symbolizer {
         bool (*name)(void *userdata, uint32_t pid, uint64_t pc, char *buf, size_t len);
         bool (*object)(void *userdata, uint32_t pid, uint64_t pc, char *buf, size_t len);
         int (*node)(void *userdata, uint64_t pa);
+        /*
+         * The cgroup v2 path of a process and what it stands for (its systemd
+         * unit or container id), each copied into its buffer; false when not
+         * known. May be NULL: no "cgroup" or "service" fields.
+         */
+        bool (*cgroup)(void *userdata, uint32_t pid, char *path, size_t path_len, char *service, size_t service_len);
 };
+
+/* A cgroup path (PATH_MAX) and a service name (a unit name is at most 255 bytes, unit_name_is_valid()). */
+#define AGG_CGROUP_MAX 4096
+#define AGG_SERVICE_MAX 256
+
+/*
+ * Whether pid's cgroup path starts with prefix ("/system.slice/" keeps the
+ * system services, "/system.slice/nginx.service" one); false when the
+ * cgroup is not known.
+ */
+bool agg_pid_in_cgroup(const struct agg_symbolizer *sym, uint32_t pid, const char *prefix);
 
 /* `sym` may be NULL: no "symbol", "object" or "node" fields. */
 json_t *agg_hotpcs_json(const struct store_hotpcs_result *res, const struct agg_symbolizer *sym);

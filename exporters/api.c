@@ -265,6 +265,7 @@ struct query {
         size_t limit;
         uint32_t pid;
         bool all;                       /* /hotlines?all=1: lines without peer snoops too */
+        const char *cgroup;             /* cgroup=PREFIX: processes whose cgroup path starts with it; NULL all */
 };
 
 /*
@@ -273,16 +274,17 @@ struct query {
  */
 static bool parse_query(const struct http_request *req, struct http_response *resp, size_t default_limit,
                         size_t max_limit, bool takes_all, struct query *ret) {
-        enum { ARG_WINDOW, ARG_LIMIT, ARG_PID, ARG_ALL, _ARG_MAX };
+        enum { ARG_WINDOW, ARG_LIMIT, ARG_PID, ARG_CGROUP, ARG_ALL, _ARG_MAX };
         static const char *const with_all[] = { [ARG_WINDOW] = "window", [ARG_LIMIT] = "limit",
-                                                [ARG_PID] = "pid", [ARG_ALL] = "all", [_ARG_MAX] = NULL };
+                                                [ARG_PID] = "pid", [ARG_CGROUP] = "cgroup", [ARG_ALL] = "all",
+                                                [_ARG_MAX] = NULL };
         static const char *const with_limit[] = { [ARG_WINDOW] = "window", [ARG_LIMIT] = "limit",
-                                                  [ARG_PID] = "pid", NULL };
+                                                  [ARG_PID] = "pid", [ARG_CGROUP] = "cgroup", NULL };
         static const char *const window_only[] = { [ARG_WINDOW] = "window", NULL };
         /* An endpoint without a limit (max_limit 0) is not per process either: /latency. */
         const char *const *known = takes_all ? with_all : max_limit ? with_limit : window_only;
         const char *args[_ARG_MAX] = {}, *v;
-        struct query q = { DEFAULT_WINDOW_NS, default_limit, STORE_PID_ANY, false };
+        struct query q = { DEFAULT_WINDOW_NS, default_limit, STORE_PID_ANY, false, NULL };
         uint32_t u;
 
         if (!query_args(req, resp, known, args))
@@ -312,6 +314,12 @@ static bool parse_query(const struct http_request *req, struct http_response *re
                 return false;
         }
         q.all = v && streq(v, "1");
+        v = args[ARG_CGROUP];
+        if (v && v[0] != '/') {
+                http_response_error(resp, 400, "parameter 'cgroup': '%s' is not a cgroup path (e.g. /system.slice/)", v);
+                return false;
+        }
+        q.cgroup = v;
         *ret = q;
         return true;
 }
@@ -328,13 +336,53 @@ struct aggregate_endpoint {
 static json_t *query_hotpcs(const struct store_snapshot *snap, const struct query *q,
                             const struct agg_symbolizer *sym) {
         struct store_hotpcs_result res;
+        size_t n = 0;
         json_t *o;
 
-        if (store_query_hotpcs(snap, q->window_ns, q->limit, q->pid, &res) < 0)
+        /* Filtered by cgroup: the limit applies to what the filter keeps. */
+        if (store_query_hotpcs(snap, q->window_ns, q->cgroup ? HOTPCS_MAX_LIMIT : q->limit, q->pid, &res) < 0)
                 return NULL;
+        if (q->cgroup) {
+                for (size_t i = 0; i < res.pcs.n && n < q->limit; i++)
+                        if (agg_pid_in_cgroup(sym, res.pcs.item[i].pid, q->cgroup))
+                                res.pcs.item[n++] = res.pcs.item[i];
+                res.pcs.n = n;
+        }
         o = agg_hotpcs_json(&res, sym);
         store_hotpcs_result_done(&res);
         return o;
+}
+
+/*
+ * Lines an access of a process in the cgroup touched: a line keyed by
+ * virtual address is its process's; one keyed by physical address is kept
+ * when any of its entries is in the cgroup (its other processes' entries
+ * stay: they are who it bounced with).
+ */
+static void filter_lines(struct hotlines_merged *m, const struct agg_symbolizer *sym, const char *prefix,
+                         size_t limit) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < m->n; i++) {
+                struct hotlines_result *l = &m->line[i];
+                bool keep = !l->l.by_pa && agg_pid_in_cgroup(sym, l->l.pid, prefix);
+
+                for (size_t j = 0; !keep && l->l.by_pa && j < l->noffs; j++)
+                        keep = agg_pid_in_cgroup(sym, l->off[j].pid, prefix);
+                if (keep && n < limit) {
+                        struct hotlines_result t = m->line[n];
+
+                        /* Swapped, not copied: every line's entries are still freed by hotlines_merged_done(). */
+                        m->line[n++] = *l;
+                        *l = t;
+                }
+        }
+        for (size_t i = n; i < m->n; i++) {
+                free(m->line[i].off);
+                m->line[i].off = NULL;
+                m->line[i].noffs = 0;
+        }
+        m->n = n;
 }
 
 static json_t *query_hotlines(const struct store_snapshot *snap, const struct query *q,
@@ -342,9 +390,11 @@ static json_t *query_hotlines(const struct store_snapshot *snap, const struct qu
         struct store_hotlines_result res;
         json_t *o;
 
-        if (store_query_hotlines(snap, q->window_ns, q->limit, q->pid,
+        if (store_query_hotlines(snap, q->window_ns, q->cgroup ? HOTLINES_MAX_LIMIT : q->limit, q->pid,
                                  q->all ? HOTLINES_ALL_LINES : HOTLINES_PEER_LINES, &res) < 0)
                 return NULL;
+        if (q->cgroup)
+                filter_lines(&res.lines, sym, q->cgroup, q->limit);
         o = agg_hotlines_json(&res, sym);
         store_hotlines_result_done(&res);
         return o;
@@ -377,7 +427,8 @@ static void handle_aggregate(struct api *a, const struct http_request *req, stru
         }
         o = e->query(snap, &q,
                      a->provider.symbol ? &(struct agg_symbolizer) { a->provider.userdata, a->provider.symbol,
-                                                                     a->provider.object, a->provider.node } : NULL);
+                                                                     a->provider.object, a->provider.node,
+                                                                     a->provider.cgroup } : NULL);
         if (!o) {
                 http_response_error(resp, 500, "query failed");
                 return;

@@ -33,6 +33,8 @@ struct api_provider {
         bool (*object)(void *userdata, uint32_t pid, uint64_t pc, char *buf, size_t len);
         /* The NUMA node of a physical address, for "node" fields; -1 when unknown. */
         int (*node)(void *userdata, uint64_t pa);
+        /* A process's cgroup path and service, for "cgroup"/"service" fields and ?cgroup= (aggregates.h). */
+        bool (*cgroup)(void *userdata, uint32_t pid, char *path, size_t path_len, char *service, size_t service_len);
         /* A gzip-compressed pprof profile of the window (/debug/pprof/...). */
         int (*pprof)(void *userdata, uint64_t window_ns, struct strbuf *out);
         /* The same of the epochs overlapping [start_ns, end_ns) of the store's clock. */

@@ -73,11 +73,11 @@ def test_query_parameters():
             assert status == 200, (path, status, body)
         # Unknown ones are still refused, with the known names; a name without "=" is a value "".
         status, err = get_json("/hotlines?&&bogus")
-        assert (status, err["error"]) == (400, "unknown parameter 'bogus' (known: window, limit, pid, all)"), err
+        assert (status, err["error"]) == (400, "unknown parameter 'bogus' (known: window, limit, pid, cgroup, all)"), err
         status, err = get_json("/hotlines?limit")
         assert status == 400 and "'limit'" in err["error"], err
         status, err = get_json("/hotlines?=5")
-        assert (status, err["error"]) == (400, "unknown parameter '' (known: window, limit, pid, all)"), err
+        assert (status, err["error"]) == (400, "unknown parameter '' (known: window, limit, pid, cgroup, all)"), err
         # A decoded %00 does not cut a name or value short into an accepted one.
         for path, name in (("/hotlines?limit%00x=3", "limit"), ("/counters?cpu=1%00junk", "cpu")):
             status, err = get_json(path)
