@@ -68,8 +68,10 @@ struct source_task {
 /*
  * A sample of the cpu-clock sampler (PERF_RECORD_SAMPLE of a sampling event,
  * perf_event_open(2) "PERF_SAMPLE_*"). The user registers and stack are what
- * a DWARF unwinder needs (perf record --call-graph dwarf): present only when
- * the event asked for them and the sample was taken in a user context.
+ * a DWARF unwinder needs (perf record --call-graph dwarf): present when the
+ * event asked for them and the task has a user context (a sample taken in
+ * the kernel on behalf of a process carries its registers at kernel entry;
+ * a kernel thread's has none: regs_abi 0).
  */
 struct source_sample {
         uint32_t cpu, pid, tid;

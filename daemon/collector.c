@@ -28,6 +28,7 @@
 #include "strbuf.h"
 #include "symbolizer.h"
 #include "task-map.h"
+#include "unwind.h"
 
 #define SYSFS_LINE_SIZE "/sys/devices/system/cpu/cpu0/cache/index0/coherency_line_size"
 #define SYMBOLS_MAX_FILES_DAEMON 16
@@ -69,6 +70,7 @@ struct collector {
         uint64_t next_cycle_usec, next_epoch_usec;
         struct store *store;
         char spe_reason[SOURCE_REASON_MAX]; /* what /status says of SPE while no source runs */
+        char sampler_reason[SOURCE_REASON_MAX]; /* and of the sampler while it does not run */
         /* Sampling interval in operations, 0 unknown; set when a replay ends, read by pprof requests. */
         _Atomic uint64_t spe_period;
 
@@ -81,6 +83,10 @@ struct collector {
         struct replay_clock clock;      /* a replay's epochs, by the file's time */
         /* tid -> pid, comm, start, cgroup: one map every source attributes by and adds to. */
         struct task_map *tasks;
+        /* The sampler's samples to named stacks in the store; NULL when no sampler runs. */
+        struct sample_sink *samples;
+        _Atomic bool sampling;          /* a sampler runs: /debug/pprof/profile is its CPU profile */
+        _Atomic uint64_t sampler_period_ns;
 
         /* --replay: a source like the others; replay_done_fd is signalled when it ended. */
         struct replay_args replay;
@@ -132,6 +138,7 @@ void collector_store_options(const struct config *cfg, struct store_options *ret
         ret->hotlines = cfg->store.hotlines;
         ret->line_offsets = cfg->store.line_offsets;
         ret->line_size = line_size(cfg);
+        config_stack_options(cfg, ret);
         /* Physical addresses find sharing across processes, but they are only used
          * (and then served as line addresses) when the administrator allows it. */
         ret->lines_by_pa = cfg->privacy.physical_addresses;
@@ -146,6 +153,28 @@ void collector_options_from_config(const struct config *cfg, struct collector_op
         };
         collector_store_options(cfg, &ret->store);
         ret->spe_enable = cfg->spe.enable != CONFIG_SPE_NO;
+        ret->sampler_enable = cfg->sampler.enable;
+        ret->sampler = (struct sampler_options) {
+                .sysfs_root = getenv("ARMPROFD_SYSFS_ROOT"),
+                .event_name = cfg->sampler.event,
+                .frequency = cfg->sampler.frequency,
+                .max_stack = cfg->sampler.max_stack,
+                .unwind = cfg->sampler.unwind == CONFIG_UNWIND_FP      ? SAMPLER_UNWIND_FP
+                          : cfg->sampler.unwind == CONFIG_UNWIND_DWARF ? SAMPLER_UNWIND_DWARF
+                                                                       : SAMPLER_UNWIND_AUTO,
+                .stack_bytes = (uint32_t) cfg->sampler.stack_size,
+                /* The registers the unwinder reads, and no more (136 bytes a sample on x86-64). */
+                .regs_mask = unwind_regs_mask(),
+                .data_bytes = cfg->sampler.data_buffer,
+                .drain_interval_usec = cfg->spe.drain_interval_usec,
+        };
+        /* The name was checked when the configuration was read. */
+        (void) sampler_event_parse(cfg->sampler.event, &ret->sampler.type, &ret->sampler.config);
+        ret->sample_sink = (struct sample_sink_options) {
+                .unwind = cfg->sampler.unwind,
+                .kernel_addresses = cfg->privacy.kernel_addresses,
+                .max_stack = cfg->sampler.max_stack,
+        };
         ret->spe = (struct spe_live_options) {
                 /* A test's simulated sysfs; production reads /sys. */
                 .sysfs_root = getenv("ARMPROFD_SYSFS_ROOT"),
@@ -236,7 +265,16 @@ const struct source_status *collector_view_spe(const struct collector_view *v) {
         static const struct source_status none = { .kind = "spe", .state = SOURCE_OFF };
 
         for (size_t i = 0; i < v->n_sources; i++)
-                if (!streq(v->sources[i].kind, "pmu"))
+                if (!streq(v->sources[i].kind, "pmu") && !streq(v->sources[i].kind, "sampler"))
+                        return &v->sources[i];
+        return &none;
+}
+
+const struct source_status *collector_view_sampler(const struct collector_view *v) {
+        static const struct source_status none = { .kind = "sampler", .state = SOURCE_OFF, .reason = "starting" };
+
+        for (size_t i = 0; i < v->n_sources; i++)
+                if (streq(v->sources[i].kind, "sampler"))
                         return &v->sources[i];
         return &none;
 }
@@ -302,19 +340,35 @@ static void pmu_log_state(struct collector *c, const struct pmu_snapshot *s) {
 static void publish_view(struct collector *c, struct pmu_snapshot *pmu) {
         struct view_box *b = xcalloc(1, sizeof(*b));
         struct source_status *st;
+        bool has_spe = false, has_sampler = false;
+        size_t n;
 
         b->view.pmu = pmu;
-        b->view.n_sources = 1 + MAX(c->n_sources, (size_t) 1);
-        b->view.sources = st = xcalloc(b->view.n_sources, sizeof(*st));
+        /* PMU counting, every source, and an SPE and a sampler entry that say why when they do not run. */
+        b->view.sources = st = xcalloc(3 + c->n_sources, sizeof(*st));
         /* Counting runs on its own timer, but says how it is as any source does. */
         st[0] = (struct source_status) { .kind = "pmu", .state = pmu ? SOURCE_RUNNING : SOURCE_OFF };
         snprintf(st[0].reason, sizeof(st[0].reason), "%s", pmu ? "" : c->pmu_reason);
-        for (size_t i = 0; i < c->n_sources; i++)
-                source_status(c->sources[i], &st[1 + i]);
-        if (c->n_sources == 0) {
-                st[1] = (struct source_status) { .kind = "spe", .state = SOURCE_OFF };
-                snprintf(st[1].reason, sizeof(st[1].reason), "%s", c->spe_reason);
+        n = 1;
+        for (size_t i = 0; i < c->n_sources; i++) {
+                source_status(c->sources[i], &st[n]);
+                if (streq(st[n].kind, "sampler"))
+                        has_sampler = true;
+                else
+                        has_spe = true;
+                n++;
         }
+        if (!has_spe) {
+                st[n] = (struct source_status) { .kind = "spe", .state = SOURCE_OFF };
+                snprintf(st[n].reason, sizeof(st[n].reason), "%s", c->spe_reason);
+                n++;
+        }
+        if (!has_sampler) {
+                st[n] = (struct source_status) { .kind = "sampler", .state = SOURCE_OFF };
+                snprintf(st[n].reason, sizeof(st[n].reason), "%s", c->sampler_reason);
+                n++;
+        }
+        b->view.n_sources = n;
         b->view.store_bytes = store_bytes(&c->opts.store);
         b->view.interval_seconds = (double) c->armed_usec / USEC_PER_SEC;
         b->view.cycle = atomic_load(&c->cycles) + 1;
@@ -503,6 +557,22 @@ static void replay_mapping(void *userdata, const struct source_mapping *m) {
         struct collector *c = userdata;
 
         symbolizer_mapping(&c->symbols, m);
+        if (c->samples)
+                sample_sink_mapping(c->samples, m);
+}
+
+static void on_samples(void *userdata, const struct source_sample *samples, size_t n) {
+        struct collector *c = userdata;
+
+        if (c->samples)
+                sample_sink_samples(c->samples, samples, n);
+}
+
+static void on_task(void *userdata, const struct source_task *t) {
+        struct collector *c = userdata;
+
+        if (c->samples)
+                sample_sink_task(c->samples, t);
 }
 
 /* A replayed file's addresses are nodes of the machine that recorded it. */
@@ -546,7 +616,23 @@ bool collector_symbol(struct collector *c, uint32_t pid, uint64_t pc, char *buf,
 int collector_profile_span(struct collector *c, uint64_t start_ns, uint64_t end_ns, struct strbuf *ret_gz) {
         _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = store_snapshot_get(c->store);
 
+        if (atomic_load(&c->sampling))
+                return symbolizer_cpu_profile(&c->symbols, snap, start_ns, end_ns,
+                                              atomic_load(&c->sampler_period_ns), ret_gz);
         return symbolizer_profile(&c->symbols, snap, 0, start_ns, end_ns, atomic_load(&c->spe_period), ret_gz);
+}
+
+bool collector_cgroup(struct collector *c, uint32_t pid, char *path, size_t path_len, char *service,
+                      size_t service_len) {
+        /* Set before the collector thread starts, freed after it stopped: readers never race it. */
+        return c->samples && sample_sink_cgroup(c->samples, pid, path, path_len, service, service_len);
+}
+
+bool collector_sample_stats(struct collector *c, struct sample_sink_stats *ret) {
+        if (!c->samples)
+                return false;
+        sample_sink_get_stats(c->samples, ret);
+        return true;
 }
 
 uint64_t collector_now_ns(struct collector *c) {
@@ -567,6 +653,8 @@ int collector_profile(struct collector *c, uint64_t window_ns, struct strbuf *re
 static void spe_describe(struct collector *c) {
         snprintf(c->spe_reason, sizeof(c->spe_reason), "%s",
                  c->opts.spe_enable ? "no SPE source" : "disabled by configuration ([spe] enable = no)");
+        snprintf(c->sampler_reason, sizeof(c->sampler_reason), "%s",
+                 c->has_replay ? "a replay runs alone (--replay)" : "not started");
 }
 
 /*
@@ -688,6 +776,74 @@ static void collector_add_live(struct collector *c) {
         c->sources[c->n_sources++] = s;
 }
 
+/*
+ * The cpu-clock sampler where live SPE does not run (or beside it with
+ * [sampler] enable = yes). Like live SPE it stays on the list whatever its
+ * start says: /status gives its reason.
+ */
+static void collector_add_sampler(struct collector *c) {
+        struct sample_sink_options so = c->opts.sample_sink;
+        struct source_status st;
+        struct source *s = NULL;
+        bool spe_up = false;
+        int k;
+
+        for (size_t i = 0; i < c->n_sources; i++) {
+                source_status(c->sources[i], &st);
+                spe_up = spe_up || (st.state != SOURCE_OFF && st.state != SOURCE_FAILED);
+                source_status_done(&st);
+        }
+        if (c->opts.sampler_enable == CONFIG_SPE_NO) {
+                snprintf(c->sampler_reason, sizeof(c->sampler_reason), "disabled by configuration ([sampler] enable = no)");
+                return;
+        }
+        if (c->opts.sampler_enable == CONFIG_SPE_AUTO && spe_up) {
+                snprintf(c->sampler_reason, sizeof(c->sampler_reason),
+                         "SPE samples this machine ([sampler] enable = yes runs both)");
+                log_info("sampler: %s", c->sampler_reason);
+                return;
+        }
+
+        /* Kernel frames are named only when the operator allows it and kallsyms shows real addresses. */
+        if (so.kernel_addresses) {
+                k = symbolizer_load_kallsyms(&c->symbols, NULL);
+                if (k < 0) {
+                        log_notice_errno(k, "sampler: [privacy] kernel_addresses = yes, but /proc/kallsyms gives no "
+                                            "addresses (kptr_restrict?): kernel frames stay [kernel]: %m");
+                        so.kernel_addresses = false;
+                }
+        }
+        k = sample_sink_new(&so, c->store, c->tasks, &c->samples);
+        if (k < 0) {
+                snprintf(c->sampler_reason, sizeof(c->sampler_reason), "cannot set up the sampler: %s", strerror(-k));
+                log_error("sampler: %s", c->sampler_reason);
+                return;
+        }
+        k = sampler_source_new(&c->opts.sampler, &c->sink, c->tasks, &s);
+        if (k < 0) {
+                snprintf(c->sampler_reason, sizeof(c->sampler_reason), "invalid [sampler] options: %s", strerror(-k));
+                log_error("sampler: %s", c->sampler_reason);
+                c->samples = sample_sink_free(c->samples);
+                return;
+        }
+        k = source_start(s, c->event, NULL);
+        source_status(s, &st);
+        if (k < 0 || st.reason[0])
+                log_full_errno(st.state == SOURCE_OFF ? LOG_INFO : LOG_WARNING, 0, "sampler: %s", st.reason);
+        else
+                log_info("sampler: %s at %" PRIu32 " Hz on %zu CPUs, stacks by %s", c->opts.sampler.event_name,
+                         (uint32_t) c->opts.sampler.frequency, st.n_sampler_cpus,
+                         so.unwind == CONFIG_UNWIND_FP ? "frame pointers" :
+                         so.unwind == CONFIG_UNWIND_DWARF ? "CFI" : "CFI, else frame pointers");
+        for (size_t i = 0; i < st.n_warnings; i++)
+                log_warning("sampler: %s", st.warnings[i]);
+        atomic_store(&c->sampler_period_ns, st.sample_period);
+        atomic_store(&c->sampling, true);
+        source_status_done(&st);
+        c->sources = xrealloc(c->sources, (c->n_sources + 1) * sizeof(*c->sources));
+        c->sources[c->n_sources++] = s;
+}
+
 int collector_start(const struct collector_options *opts, struct collector **ret) {
         struct collector *c = xcalloc(1, sizeof(*c));
         uint64_t nofile;
@@ -706,7 +862,9 @@ int collector_start(const struct collector_options *opts, struct collector **ret
         c->sink = (struct source_sink) {
                 .userdata = c,
                 .records = opts->replay ? replay_sink : live_sink,
+                .samples = on_samples,
                 .mapping = replay_mapping,
+                .task = on_task,
                 .clock = replay_clock_cb,
                 .feature = replay_feature,
                 .state = source_state_changed,
@@ -795,8 +953,11 @@ int collector_start(const struct collector_options *opts, struct collector **ret
                         log_error_errno(r, "Failed to start the replay: %m");
                         goto fail;
                 }
-        } else if (c->opts.spe_enable)
-                collector_add_live(c);
+        } else {
+                if (c->opts.spe_enable)
+                        collector_add_live(c);
+                collector_add_sampler(c);
+        }
 
         /* The first cycle runs right away, so /metrics has data before the first interval. */
         cycle(c);
@@ -827,6 +988,7 @@ struct collector *collector_stop(struct collector *c) {
                 source_free(c->sources[i]);
         free(c->sources);
         c->tasks = task_map_free(c->tasks);
+        c->samples = sample_sink_free(c->samples);
         c->stop_source = sd_event_source_disable_unref(c->stop_source);
         c->cycle_timer = sd_event_source_disable_unref(c->cycle_timer);
         c->epoch_timer = sd_event_source_disable_unref(c->epoch_timer);

@@ -21,6 +21,8 @@
 #include "pmu-collector.h"
 #include "replay.h"
 #include "source.h"
+#include "sample-sink.h"
+#include "sampler-source.h"
 #include "spe-live-source.h"
 #include "store.h"
 #include "strbuf.h"
@@ -37,6 +39,13 @@ struct collector_options {
         /* Live SPE ([spe]); never with a replay. sysfs_root is $ARMPROFD_SYSFS_ROOT (tests). */
         bool spe_enable;
         struct spe_live_options spe;
+        /*
+         * The cpu-clock sampler ([sampler]): auto runs it where live SPE
+         * does not run (no SPE, or [spe] enable = no); never with a replay.
+         */
+        enum config_spe_enable sampler_enable;
+        struct sampler_options sampler;
+        struct sample_sink_options sample_sink;
         /*
          * --replay: read from replay_fd (replay_open()'s, left open) into the
          * store by a replay source on the collector's loop, between its
@@ -63,8 +72,10 @@ struct collector_view {
         uint64_t store_bytes; /* the store's memory bound */
 };
 
-/* The SPE source of a view (never NULL): the first that is not PMU counting. */
+/* The SPE source of a view (never NULL): live SPE or the replay. */
 const struct source_status *collector_view_spe(const struct collector_view *v);
+/* The sampler of a view (never NULL: one that is OFF and says why when none runs). */
+const struct source_status *collector_view_sampler(const struct collector_view *v);
 /* Whether a source is up: it started, runs, or ran a finite input to its end. */
 bool source_status_up(const struct source_status *s);
 
@@ -104,14 +115,25 @@ struct store_snapshot *collector_snapshot(struct collector *c);
 const struct collector_view *collector_view(const struct store_snapshot *snap);
 
 /*
- * A gzip-compressed pprof profile of the hot PCs over a window, symbolized
- * from the mappings the sources reported. Any thread.
+ * A gzip-compressed pprof profile of the hot PCs over a window (the SPE
+ * profile of /debug/pprof/spe), symbolized from the mappings the sources
+ * reported. Any thread.
  */
 int collector_profile(struct collector *c, uint64_t window_ns, struct strbuf *ret_gz);
-/* The same of the epochs overlapping [start_ns, end_ns) of the store's clock. Any thread. */
+/*
+ * /debug/pprof/profile: the epochs overlapping [start_ns, end_ns) of the
+ * store's clock, as a CPU profile with stacks where the sampler runs, else
+ * as the SPE profile. Any thread.
+ */
 int collector_profile_span(struct collector *c, uint64_t start_ns, uint64_t end_ns, struct strbuf *ret_gz);
 /* Now, in the store's clock (CLOCK_MONOTONIC ns). Any thread. */
 uint64_t collector_now_ns(struct collector *c);
+
+/* A process's cgroup path and service (sample-sink.h); false when unknown. Any thread. */
+bool collector_cgroup(struct collector *c, uint32_t pid, char *path, size_t path_len, char *service,
+                      size_t service_len);
+/* The sampler's own counters (sample-sink.h); false when no sampler runs. Any thread. */
+bool collector_sample_stats(struct collector *c, struct sample_sink_stats *ret);
 
 /* The function a PC of a process lies in, copied into buf; false when unknown. Any thread. */
 bool collector_symbol(struct collector *c, uint32_t pid, uint64_t pc, char *buf, size_t len);

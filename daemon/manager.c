@@ -16,6 +16,7 @@
 #include "api.h"
 #include "collector.h"
 #include "counters.h"
+#include "sampler-metrics.h"
 #include "spe-metrics.h"
 #include "symbolizer.h"
 #include "store.h"
@@ -61,14 +62,16 @@ static void provider_write_metrics(void *userdata, struct prom_writer *w) {
         struct manager *m = userdata;
         _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = collector_snapshot(m->collector);
         const struct collector_view *v = collector_view(snap);
-        const struct source_status *spe = collector_view_spe(v);
-        struct prom_counter_row rows[SYMBOLIZER_METRIC_ROWS];
+        const struct source_status *spe = collector_view_spe(v), *sampler = collector_view_sampler(v);
+        struct prom_counter_row rows[MAX(SYMBOLIZER_METRIC_ROWS, SAMPLE_SINK_METRIC_ROWS)];
+        struct sample_sink_stats ss;
         struct symbols_stats sym;
 
         prom_family(w, "armprofd_collector_up", PROM_GAUGE,
                     "1 when the collector runs and produces data, 0 when it cannot (see /status).");
         prom_sample_u64(w, (const char *const[]) { "collector", "pmu", NULL }, counters_up(v->pmu));
         prom_sample_u64(w, (const char *const[]) { "collector", "spe", NULL }, source_status_up(spe));
+        prom_sample_u64(w, (const char *const[]) { "collector", "sampler", NULL }, source_status_up(sampler));
 
         counters_write_metrics(v->pmu, w);
         spe_metrics_write(&(struct spe_metrics_input) {
@@ -80,6 +83,14 @@ static void provider_write_metrics(void *userdata, struct prom_writer *w) {
                                   .up = source_status_up(spe),
                           },
                           w);
+        sampler_metrics_write(&(struct sampler_metrics_input) {
+                                      .totals = store_snapshot_cumulative(snap),
+                                      .cpus = sampler->sampler_cpus,
+                                      .n_cpus = sampler->n_sampler_cpus,
+                              },
+                              w);
+        if (collector_sample_stats(m->collector, &ss))
+                prom_write_counter_rows(w, rows, sample_sink_metric_rows(&ss, rows));
         collector_symbols_stats(m->collector, &sym);
         prom_write_counter_rows(w, rows, symbolizer_metric_rows(&sym, rows));
 }
@@ -108,6 +119,13 @@ static int provider_node(void *userdata, uint64_t pa) {
         struct manager *m = userdata;
 
         return collector_node(m->collector, pa);
+}
+
+static bool provider_cgroup(void *userdata, uint32_t pid, char *path, size_t path_len, char *service,
+                            size_t service_len) {
+        struct manager *m = userdata;
+
+        return collector_cgroup(m->collector, pid, path, path_len, service, service_len);
 }
 
 static int provider_pprof(void *userdata, uint64_t window_ns, struct strbuf *out) {
@@ -152,17 +170,31 @@ static void restart_settings_json(const struct config *c, json_t *obj) {
                           "max_request_bytes", (json_int_t) c->http.max_request_bytes));
         json_object_set_new(
                 obj, "store",
-                json_pack("{s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+                json_pack("{s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
                           "epoch_seconds", (double) c->store.epoch_usec / USEC_PER_SEC,
                           "epochs", (json_int_t) c->store.epochs,
                           "hotpcs", (json_int_t) c->store.hotpcs,
                           "hotlines", (json_int_t) c->store.hotlines,
                           "line_offsets", (json_int_t) c->store.line_offsets,
                           "line_size", (json_int_t) c->store.line_size,
+                          "stacks", (json_int_t) c->store.stacks,
                           "max_memory_bytes", (json_int_t) c->store.max_memory_bytes,
                           "memory_bytes", (json_int_t) config_store_bytes(c)));
         json_object_set_new(obj, "privacy",
-                            json_pack("{s:b}", "physical_addresses", c->privacy.physical_addresses));
+                            json_pack("{s:b, s:b}", "physical_addresses", c->privacy.physical_addresses,
+                                      "kernel_addresses", c->privacy.kernel_addresses));
+        json_object_set_new(
+                obj, "sampler",
+                json_pack("{s:s, s:s, s:I, s:I, s:s, s:I, s:I}",
+                          "enable", c->sampler.enable == CONFIG_SPE_YES ? "yes"
+                                    : c->sampler.enable == CONFIG_SPE_NO ? "no" : "auto",
+                          "event", c->sampler.event,
+                          "frequency", (json_int_t) c->sampler.frequency,
+                          "max_stack", (json_int_t) c->sampler.max_stack,
+                          "unwind", c->sampler.unwind == CONFIG_UNWIND_FP ? "fp"
+                                    : c->sampler.unwind == CONFIG_UNWIND_DWARF ? "dwarf" : "auto",
+                          "stack_size", (json_int_t) c->sampler.stack_size,
+                          "data_buffer", (json_int_t) c->sampler.data_buffer));
         json_object_set_new(
                 obj, "spe",
                 json_pack("{s:s, s:I, s:b, s:b, s:b, s:b, s:I, s:I, s:I, s:b, s:I, s:I, s:I, s:f}",
@@ -204,6 +236,43 @@ static json_t *pending_restart_json(const json_t *in_effect, const struct config
         }
         json_decref(next);
         return pending;
+}
+
+/* The sampler's entry in /status "collectors": what it samples, how, and per CPU what it got. */
+static json_t *sampler_status_json(const struct config *c, const struct source_status *st) {
+        static const char *const unwind[] = {
+                [CONFIG_UNWIND_AUTO] = "auto", [CONFIG_UNWIND_FP] = "fp", [CONFIG_UNWIND_DWARF] = "dwarf",
+        };
+        json_t *o = json_pack("{s:s, s:b, s:s}", "name", "sampler", "up", source_status_up(st), "state",
+                              source_state_to_string(st->state));
+
+        if (!source_status_up(st) || st->reason[0])
+                json_object_set_new(o, "reason", json_string(st->reason));
+        if (st->state == SOURCE_OFF)
+                return o;
+        json_object_set_new(o, "event", json_string(c->sampler.event));
+        json_object_set_new(o, "frequency_hz", json_integer(c->sampler.frequency));
+        json_object_set_new(o, "unwind", json_string(unwind[c->sampler.unwind]));
+        if (st->sample_period)
+                json_object_set_new(o, "period_ns", json_integer((json_int_t) st->sample_period));
+        json_t *w = json_array(), *cpus = json_array();
+
+        for (size_t i = 0; i < st->n_warnings; i++)
+                json_array_append_new(w, json_string(st->warnings[i]));
+        json_object_set_new(o, "warnings", w);
+        for (size_t i = 0; i < st->n_sampler_cpus; i++) {
+                const struct sampler_cpu_stats *cs = &st->sampler_cpus[i];
+                json_t *e = json_pack("{s:I, s:s, s:I, s:I, s:I}", "cpu", (json_int_t) cs->cpu, "state",
+                                      cs->state ?: "unknown", "samples", (json_int_t) cs->samples, "lost",
+                                      (json_int_t) (cs->lost + cs->lost_samples), "throttled",
+                                      (json_int_t) cs->throttles);
+
+                if (cs->note[0])
+                        json_object_set_new(e, "note", json_string(cs->note));
+                json_array_append_new(cpus, e);
+        }
+        json_object_set_new(o, "cpus", cpus);
+        return o;
 }
 
 static void provider_fill_status(void *userdata, json_t *status) {
@@ -270,7 +339,11 @@ static void provider_fill_status(void *userdata, json_t *status) {
                 json_object_set_new(spe, "cpus", cpus);
         }
         json_object_set_new(status, "collectors",
-                            json_pack("[o, o]", counters_status_json(v->pmu, v->sources[0].reason), spe));
+                            json_pack("[o, o, o]", counters_status_json(v->pmu, v->sources[0].reason), spe,
+                                      sampler_status_json(&c, collector_view_sampler(v))));
+        /* Which source /debug/pprof/profile answers from. */
+        json_object_set_new(status, "profile",
+                            json_string(source_status_up(collector_view_sampler(v)) ? "sampler" : "spe"));
 }
 
 static void watchdog_ping(struct manager *m) {
@@ -407,6 +480,7 @@ static int serve(struct manager *m) {
                 .symbol = provider_symbol,
                 .object = provider_object,
                 .node = provider_node,
+                .cgroup = provider_cgroup,
         });
         routes = api_routes(&n_routes);
         r = http_server_start(

@@ -127,6 +127,33 @@ int symbolizer_profile(struct symbolizer *z, const struct store_snapshot *snap, 
         return k;
 }
 
+int symbolizer_cpu_profile(struct symbolizer *z, const struct store_snapshot *snap, uint64_t start_ns,
+                           uint64_t end_ns, uint64_t period_ns, struct strbuf *ret_gz) {
+        _cleanup_(symbols_snapshot_unrefp) struct symbols_snapshot *maps = symbolizer_snapshot(z);
+        struct symbolizer_locate l = { .cache = z->cache, .snap = maps };
+        const struct profile_symbolizer sym = { symbolizer_locate, &l };
+        struct store_stacks_result res;
+        int k;
+
+        k = store_query_stacks_span(snap, start_ns, end_ns, STORE_PID_ANY, NULL, &res);
+        if (k < 0)
+                return k;
+        pthread_mutex_lock(&z->cache_lock);
+        k = cpu_profile_build(&res, &sym, period_ns, ret_gz);
+        pthread_mutex_unlock(&z->cache_lock);
+        store_stacks_result_done(&res);
+        return k;
+}
+
+int symbolizer_load_kallsyms(struct symbolizer *z, const char *path) {
+        int k;
+
+        pthread_mutex_lock(&z->cache_lock);
+        k = symbols_cache_load_kallsyms(z->cache, path ?: "/proc/kallsyms");
+        pthread_mutex_unlock(&z->cache_lock);
+        return k;
+}
+
 size_t symbolizer_metric_rows(const struct symbols_stats *st, struct prom_counter_row rows[SYMBOLIZER_METRIC_ROWS]) {
         static const char evictions[] = "armprofd_symbols_evictions_total",
                           evictions_help[] = "Entries the bounded symbol cache evicted to stay within its capacity.";

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "prom.h"
+#include "cpu-profile.h"
 #include "spe-profile.h"
 #include "source.h"
 #include "symbols.h"
@@ -74,6 +75,22 @@ void symbolizer_stats(struct symbolizer *z, struct symbols_stats *ret);
  */
 int symbolizer_profile(struct symbolizer *z, const struct store_snapshot *snap, uint64_t window_ns,
                        uint64_t start_ns, uint64_t end_ns, uint64_t period, struct strbuf *ret_gz);
+
+/*
+ * The CPU profile (cpu-profile.h) of the sampler's stacks in the epochs
+ * overlapping [start_ns, end_ns), symbolized likewise; period_ns: the
+ * sampling interval (1e9 / frequency).
+ */
+int symbolizer_cpu_profile(struct symbolizer *z, const struct store_snapshot *snap, uint64_t start_ns,
+                           uint64_t end_ns, uint64_t period_ns, struct strbuf *ret_gz);
+
+/*
+ * Kernel addresses named from kallsyms (path NULL: /proc/kallsyms) from
+ * now on: 0, or -EPERM when it shows no real addresses (kptr_restrict),
+ * another negative errno when it cannot be read. Only when kernel
+ * addresses may leave the host ([privacy] kernel_addresses).
+ */
+int symbolizer_load_kallsyms(struct symbolizer *z, const char *path);
 
 /* A profile_symbolizer over a snapshot and a cache whose lock the caller holds. */
 struct symbolizer_locate {
