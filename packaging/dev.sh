@@ -20,7 +20,7 @@ build_pkgs=(
 test_pkgs=(
         # clang's runtime (ASan, UBSan, libFuzzer) is only a Recommends of clang
         libclang-rt-14-dev
-        libcmocka-dev python3 prometheus systemd curl clang linux-perf protobuf-compiler
+        libcmocka-dev python3 prometheus systemd curl clang linux-perf protobuf-compiler valgrind
         qemu-system-arm gcc-aarch64-linux-gnu libc6-dev-arm64-cross cpio golang-go debootstrap
 )
 
