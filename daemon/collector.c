@@ -85,8 +85,6 @@ struct collector {
         struct task_map *tasks;
         /* The sampler's samples to named stacks in the store; NULL when no sampler runs. */
         struct sample_sink *samples;
-        _Atomic bool sampling;          /* a sampler runs: /debug/pprof/profile is its CPU profile */
-        _Atomic uint64_t sampler_period_ns;
 
         /* --replay: a source like the others; replay_done_fd is signalled when it ended. */
         struct replay_args replay;
@@ -616,9 +614,11 @@ bool collector_symbol(struct collector *c, uint32_t pid, uint64_t pc, char *buf,
 int collector_profile_span(struct collector *c, uint64_t start_ns, uint64_t end_ns, struct strbuf *ret_gz) {
         _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = store_snapshot_get(c->store);
 
-        if (atomic_load(&c->sampling))
-                return symbolizer_cpu_profile(&c->symbols, snap, start_ns, end_ns,
-                                              atomic_load(&c->sampler_period_ns), ret_gz);
+        const struct source_status *sampler = collector_view_sampler(collector_view(snap));
+
+        /* The sampler's CPU profile while it runs (an event this machine lacks leaves it off: SPE's then). */
+        if (source_status_up(sampler))
+                return symbolizer_cpu_profile(&c->symbols, snap, start_ns, end_ns, sampler->sample_period, ret_gz);
         return symbolizer_profile(&c->symbols, snap, 0, start_ns, end_ns, atomic_load(&c->spe_period), ret_gz);
 }
 
@@ -837,8 +837,6 @@ static void collector_add_sampler(struct collector *c) {
                          so.unwind == CONFIG_UNWIND_DWARF ? "CFI" : "CFI, else frame pointers");
         for (size_t i = 0; i < st.n_warnings; i++)
                 log_warning("sampler: %s", st.warnings[i]);
-        atomic_store(&c->sampler_period_ns, st.sample_period);
-        atomic_store(&c->sampling, true);
         source_status_done(&st);
         c->sources = xrealloc(c->sources, (c->n_sources + 1) * sizeof(*c->sources));
         c->sources[c->n_sources++] = s;

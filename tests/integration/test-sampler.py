@@ -285,10 +285,15 @@ def kallsyms_has_addresses():
     return False
 
 
-def kernel_busy(seconds):
-    """A process that spends its time in the kernel: reads of /dev/zero."""
-    return subprocess.Popen(["dd", "if=/dev/zero", "of=/dev/null", "bs=64k", f"count={int(seconds * 40000)}"],
-                            stderr=subprocess.DEVNULL)
+class KernelBusy:
+    """A process that spends its time in the kernel for a while: 1 MiB reads of /dev/zero (clear_user())."""
+
+    def __init__(self, seconds):
+        self.proc = subprocess.Popen(["dd", "if=/dev/zero", "of=/dev/null", "bs=1M"], stderr=subprocess.DEVNULL)
+        self.pid = self.proc.pid
+        time.sleep(seconds)
+        self.proc.terminate()
+        self.proc.wait()
 
 
 def kernel_functions(path):
@@ -301,8 +306,7 @@ def kernel_functions(path):
 
 def case_kernel_default(d):
     done = profile_during(d, 3, "kernel-default")
-    p = kernel_busy(2)
-    p.wait()
+    p = KernelBusy(2)
     path = done()
     addrs, names = kernel_functions(path)
     mine = [f for lab, f in traces(path) if lab.get("pid") == str(p.pid)]
@@ -322,8 +326,7 @@ def case_kernel_named():
         d.wait_serving()
         wait_sampling(d)
         done = profile_during(d, 3, "kernel-named")
-        p = kernel_busy(2)
-        p.wait()
+        p = KernelBusy(2)
         path = done()
         mine = [f for lab, f in traces(path) if lab.get("pid") == str(p.pid)]
         kernel_leaves = [f[0] for f in mine if f and f[0] in known]
