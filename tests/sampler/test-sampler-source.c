@@ -658,9 +658,12 @@ static const struct sampler_cpu_stats *cpu_stats(const struct source_status *st,
 
 /* Run the loop until every CPU of the status brought a sample more than in `before` (NULL: any). */
 static void run_until_samples(sd_event *e, struct source *src, const struct source_status *before) {
+        char last[512] = "";
+
         for (unsigned i = 0; i < 100; i++) {
                 struct source_status st;
                 bool all = true;
+                size_t o = 0;
 
                 assert_true(sd_event_run(e, 100 * USEC_PER_MSEC) >= 0);
                 (void) source_drain(src, SIZE_MAX);
@@ -671,18 +674,48 @@ static void run_until_samples(sd_event *e, struct source *src, const struct sour
                         if (streq(st.sampler_cpus[c].state, "active") &&
                             st.sampler_cpus[c].samples <= (b ? b->samples : 0))
                                 all = false;
+                        if (o < sizeof(last))
+                                o += (size_t) snprintf(last + o, sizeof(last) - o, " cpu%" PRIu32 " %s %" PRIu64 " (%s)",
+                                                       st.sampler_cpus[c].cpu, st.sampler_cpus[c].state,
+                                                       st.sampler_cpus[c].samples, st.sampler_cpus[c].note);
                 }
                 source_status_done(&st);
                 if (all)
                         return;
         }
-        fail_msg("no samples on every active CPU after 100 turns of the loop");
+        fail_msg("no samples on every active CPU after 100 turns of the loop:%s", last);
+}
+
+/* spin pinned to each CPU for `seconds`, so that every CPU has something to sample. */
+static void busy_cpus(long n, pid_t *pids, const char *seconds) {
+        for (long c = 0; c < n; c++) {
+                char cpu[16];
+
+                snprintf(cpu, sizeof(cpu), "%ld", c);
+                pids[c] = fork();
+                assert_true(pids[c] >= 0);
+                if (pids[c] == 0) {
+                        int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+                        dup2(null, STDOUT_FILENO);
+                        execl(spin_fp, spin_fp, seconds, cpu, (char *) NULL);
+                        _exit(127);
+                }
+        }
+}
+
+static void busy_cpus_done(long n, const pid_t *pids) {
+        for (long c = 0; c < n; c++) {
+                (void) kill(pids[c], SIGKILL);
+                (void) waitpid(pids[c], NULL, 0);
+        }
 }
 
 /*
  * CPU hotplug as the collector reports it (cpus_changed): a CPU that goes
  * is closed and said offline, the others sample on; back, it samples again.
- * Every CPU samples: cpu-clock fires on idle CPUs too (the idle task, pid 0).
+ * Each CPU runs spin meanwhile: an idle CPU in a tickless kernel may not take
+ * cpu-clock samples for seconds (seen under ASan, one CPU busy with the test).
  */
 static void test_hotplug_status(void **state) {
         struct source_sink sink = {};
@@ -693,11 +726,15 @@ static void test_hotplug_status(void **state) {
         struct source *src = NULL;
         sd_event *e = NULL;
         long n = sysconf(_SC_NPROCESSORS_ONLN);
+        pid_t *pids;
 
         if (n < 2) {
                 print_message("one CPU: hotplug not tried\n");
                 return;
         }
+        pids = calloc((size_t) n, sizeof(pid_t));
+        assert_non_null(pids);
+        busy_cpus(n, pids, "30");
         assert_int_equal(task_map_new(&tasks), 0);
         assert_int_equal(sd_event_new(&e), 0);
         assert_int_equal(sampler_source_new(&o, &sink, tasks, &src), 0);
@@ -734,6 +771,8 @@ static void test_hotplug_status(void **state) {
         source_free(src);
         sd_event_unref(e);
         task_map_free(tasks);
+        busy_cpus_done(n, pids);
+        free(pids);
 }
 
 /* A hardware event on a machine without a PMU (this VM): off, saying why, not failed. */
