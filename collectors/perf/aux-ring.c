@@ -175,6 +175,38 @@ bool aux_ring_pending(const struct aux_ring *ring) {
                __atomic_load_n(&ring->page->data_tail, __ATOMIC_RELAXED);
 }
 
+int aux_ring_peek(struct aux_ring *ring, uint64_t *pos, int (*fn)(void *userdata, const uint8_t *rec, size_t len),
+                  void *userdata) {
+        uint64_t head, tail, at;
+        int n = 0, k;
+
+        head = __atomic_load_n(&ring->page->data_head, __ATOMIC_ACQUIRE);
+        tail = __atomic_load_n(&ring->page->data_tail, __ATOMIC_RELAXED);
+        if (head - tail > ring->data_size)
+                return 0; /* not the normal-mode protocol: the drain says so */
+        /* Where the last peek stopped, unless the drain has read past it (or it is from before a reset). */
+        at = *pos - tail <= head - tail ? *pos : tail;
+        while (at != head) {
+                struct perf_event_header h;
+
+                if (head - at < sizeof(h))
+                        break;
+                ring_copy(ring, at, &h, sizeof(h));
+                /* What the drain would skip as bad, the peek leaves to it. */
+                if (h.size < sizeof(h) || h.size > head - at || h.size > ring->scratch_size)
+                        break;
+                k = fn(userdata, record_at(ring, at, h.size), h.size);
+                if (k < 0) {
+                        *pos = at;
+                        return k;
+                }
+                at += h.size;
+                n++;
+        }
+        *pos = at;
+        return n;
+}
+
 int aux_ring_drain(struct aux_ring *ring, const struct aux_ring_ops *ops, void *userdata, bool *ret_truncated) {
         return aux_ring_drain_max(ring, ops, userdata, 0, ret_truncated);
 }

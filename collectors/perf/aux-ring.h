@@ -173,6 +173,20 @@ void aux_ring_set_full_slack(struct aux_ring *ring, size_t bytes);
  * counts the truncated chunks either way.
  */
 int aux_ring_drain(struct aux_ring *ring, const struct aux_ring_ops *ops, void *userdata, bool *ret_truncated);
+
+/*
+ * Look at the records published and not released yet, without releasing
+ * them: fn gets each one (contiguous, valid during the call; a wrapped one
+ * in the scratch copy, so not during a drain), from *pos, or from the
+ * released position when the drain has read past *pos, up to data_head.
+ * *pos is left where the walk stopped, for the next peek to go on from.
+ * Stops at what the drain would call bad, or at fn's negative return
+ * (returned). Returns the records looked at. For readers that must see one
+ * kind of record of every ring before the others of any (the sampler hands
+ * on every CPU's task records before its samples).
+ */
+int aux_ring_peek(struct aux_ring *ring, uint64_t *pos, int (*fn)(void *userdata, const uint8_t *rec, size_t len),
+                  void *userdata);
 /*
  * The same, reading at most max records (0: no limit) and releasing what
  * was read: a consumer with a budget per dispatch reads the rest on a later

@@ -73,10 +73,26 @@ static void on_sample(struct sampler_ring *r, const struct perf_data_record *rec
                 (void) flush(r);
 }
 
+static bool is_sideband(uint32_t type) {
+        return type == PERF_RECORD_COMM || type == PERF_RECORD_FORK || type == PERF_RECORD_EXIT ||
+               type == PERF_RECORD_MMAP || type == PERF_RECORD_MMAP2 || type == PERF_RECORD_CGROUP;
+}
+
+/* FNV-1a of a record's bytes: how the drain knows a record the pre-scan handed on. */
+static uint64_t record_hash(const uint8_t *raw, size_t len) {
+        uint64_t h = UINT64_C(0xcbf29ce484222325);
+
+        for (size_t i = 0; i < len; i++)
+                h = (h ^ raw[i]) * UINT64_C(0x100000001b3);
+        return h;
+}
+
+static void sideband(struct sampler_ring *r, const uint8_t *raw, uint32_t type);
+
 static int on_record(void *userdata, const uint8_t *raw, size_t len) {
         struct sampler_ring *r = userdata;
         struct perf_data_record rec;
-        uint32_t tlen, type = perf_rd32(raw); /* header.type */
+        uint32_t type = perf_rd32(raw); /* header.type */
 
         if (type == PERF_RECORD_SAMPLE) {
                 perf_record_header(raw, 0, &rec);
@@ -89,11 +105,25 @@ static int on_record(void *userdata, const uint8_t *raw, size_t len) {
         }
         if (type == PERF_RECORD_UNTHROTTLE)
                 return 0;
+        /* Handed on by the pre-scan already: the drain only releases it. */
+        if (is_sideband(type) && r->n_early > 0 && r->early[r->early_head] == record_hash(raw, len)) {
+                r->early_head = (r->early_head + 1) % SAMPLER_RING_EARLY;
+                r->n_early--;
+                return 0;
+        }
         /* The samples before a task or mapping record go first: a COMM renames what follows only. */
         (void) flush(r);
+        sideband(r, raw, type);
+        return 0;
+}
+
+static void sideband(struct sampler_ring *r, const uint8_t *raw, uint32_t type) {
+        struct perf_data_record rec;
+        uint32_t tlen;
+
         if (perf_record_parse_ring(r->attr, raw, 0, &rec, &tlen) < 0) {
                 r->st->bad_records += perf_record_fixed_size(type) != 0;
-                return 0;
+                return;
         }
 
         switch (rec.type) {
@@ -103,7 +133,7 @@ static int on_record(void *userdata, const uint8_t *raw, size_t len) {
                 if (perf_record_parse_comm(&rec, tlen, &c) < 0)
                         break;
                 sampler_procs_comm(r->procs, &c);
-                return 0;
+                return;
         }
         case PERF_RECORD_FORK:
         case PERF_RECORD_EXIT: {
@@ -112,7 +142,7 @@ static int on_record(void *userdata, const uint8_t *raw, size_t len) {
                 if (perf_record_parse_task(&rec, tlen, &t) < 0)
                         break;
                 sampler_procs_task(r->procs, &t);
-                return 0;
+                return;
         }
         case PERF_RECORD_MMAP:
         case PERF_RECORD_MMAP2: {
@@ -121,7 +151,7 @@ static int on_record(void *userdata, const uint8_t *raw, size_t len) {
                 if (perf_record_parse_mmap(&rec, tlen, &m) < 0)
                         break;
                 sampler_procs_mapping(r->procs, &m);
-                return 0;
+                return;
         }
         case PERF_RECORD_CGROUP: {
                 struct perf_data_cgroup c;
@@ -129,14 +159,13 @@ static int on_record(void *userdata, const uint8_t *raw, size_t len) {
                 if (perf_record_parse_cgroup(&rec, tlen, &c) < 0)
                         break;
                 sampler_procs_cgroup(r->procs, &c);
-                return 0;
+                return;
         }
         default:
                 /* Nothing else was asked for; a kernel that adds records adds them here. */
-                return 0;
+                return;
         }
         r->st->bad_records++;
-        return 0;
 }
 
 static const struct aux_ring_ops ring_ops = {
@@ -180,6 +209,27 @@ int sampler_ring_drain(struct sampler_ring *r, size_t max) {
         if (r->ring.stats.lost != lost)
                 sampler_procs_lost(r->procs);
         return k;
+}
+
+static int prescan_one(void *userdata, const uint8_t *raw, size_t len) {
+        struct sampler_ring *r = userdata;
+        uint32_t type = perf_rd32(raw);
+
+        if (!is_sideband(type))
+                return 0;
+        if (r->n_early == SAMPLER_RING_EARLY)
+                return -ENOBUFS; /* the rest in order, with the drain */
+        sideband(r, raw, type);
+        r->early[(r->early_head + r->n_early) % SAMPLER_RING_EARLY] = record_hash(raw, len);
+        r->n_early++;
+        return 0;
+}
+
+void sampler_ring_prescan(struct sampler_ring *r) {
+        /* Nothing of the pre-scan is left in the ring: what it handed on has all been skipped. */
+        if (!aux_ring_pending(&r->ring))
+                r->n_early = r->early_head = 0;
+        (void) aux_ring_peek(&r->ring, &r->prescan_pos, prescan_one, r);
 }
 
 bool sampler_ring_pending(const struct sampler_ring *r) {

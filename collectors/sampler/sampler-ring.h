@@ -31,6 +31,8 @@
 
 /* Samples handed to the sink per call. */
 #define SAMPLER_RING_BATCH 64
+/* Task and mapping records the pre-scan may hand on ahead of the drain, per ring. */
+#define SAMPLER_RING_EARLY 256
 
 struct sampler_ring {
         struct aux_ring ring;
@@ -41,6 +43,10 @@ struct sampler_ring {
         uint32_t cpu;
         struct source_sample batch[SAMPLER_RING_BATCH];
         size_t n_batch;
+        /* sampler_ring_prescan(): where it stopped, and what it handed on (FIFO of record hashes). */
+        uint64_t prescan_pos;
+        uint64_t early[SAMPLER_RING_EARLY];
+        size_t early_head, n_early;
 };
 
 /*
@@ -57,3 +63,16 @@ void sampler_ring_done(struct sampler_ring *r);
 int sampler_ring_drain(struct sampler_ring *r, size_t max);
 /* Records published and not read yet. */
 bool sampler_ring_pending(const struct sampler_ring *r);
+
+/*
+ * Hand on the task and mapping records (COMM, FORK, EXIT, MMAP/MMAP2,
+ * CGROUP) published so far, ahead of the samples before them, and leave
+ * them to be skipped when the drain comes to them. Rings are read one CPU
+ * after another: a process that exec'd on one CPU and ran on another has
+ * its COMM and MMAP2 in the first ring and its samples in the second; the
+ * source pre-scans every ring before it drains any, so the samples are
+ * named and unwound from what the kernel had said before them (perf merges
+ * its rings by time for the same reason). What the pre-scan can hand on
+ * is bounded (SAMPLER_RING_EARLY); the rest goes in order with the drain.
+ */
+void sampler_ring_prescan(struct sampler_ring *r);

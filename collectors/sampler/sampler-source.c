@@ -223,6 +223,22 @@ static void set_more(struct sampler_source *src, bool on) {
                 (void) sd_event_source_set_enabled(src->more, on ? SD_EVENT_ON : SD_EVENT_OFF);
 }
 
+/*
+ * Every CPU's task and mapping records so far, before any CPU's samples
+ * (sampler_ring_prescan()): a process that exec'd on one CPU and ran on
+ * another is named and unwound by what its exec said, whichever ring is
+ * drained first. Each record is looked at once: a pre-scan goes on from
+ * where the last one stopped.
+ */
+static void prescan_all(struct sampler_source *src) {
+        for (size_t i = 0; i < src->n_cpus; i++) {
+                struct sampler_cpu *c = src->cpus[i];
+
+                if (c && c->state == CPU_ACTIVE && c->ring_ready)
+                        sampler_ring_prescan(&c->ring);
+        }
+}
+
 /* At most max records of one CPU (0: all); whether more are left. */
 static bool drain_cpu(struct sampler_cpu *c, size_t max, size_t *ret_read) {
         uint64_t samples;
@@ -233,6 +249,7 @@ static bool drain_cpu(struct sampler_cpu *c, size_t max, size_t *ret_read) {
                         *ret_read = 0;
                 return false;
         }
+        prescan_all(c->src);
         samples = c->st.samples;
         n = sampler_ring_drain(&c->ring, max);
         if (c->st.samples != samples)

@@ -93,8 +93,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (sampler_procs_new("/nonexistent", "/nonexistent", &s, tasks, &procs) == 0 &&
             sampler_ring_init(&r, &page, dring, data_size, &attr, &s, procs, &st) == 0) {
                 /* Each drain reads at least one record or ends: bounded by the ring's size. */
-                for (size_t i = 0; i <= data_size / 8 && sampler_ring_pending(&r); i++)
+                for (size_t i = 0; i <= data_size / 8 && sampler_ring_pending(&r); i++) {
+                        /* As the source does: every ring's task records first (data[3] says when). */
+                        if (data[3] & (1U << (i % 4))) /* the low bits of data[3]; max is in the high ones */
+                                sampler_ring_prescan(&r);
                         (void) sampler_ring_drain(&r, max);
+                }
                 if (page.data_tail != page.data_head)
                         abort();
                 sampler_ring_done(&r);

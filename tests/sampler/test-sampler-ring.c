@@ -324,12 +324,61 @@ static void test_order_and_budget(void **state) {
         assert_string_equal(task_map_get(f->tasks, 600)->comm, "renamed");
 }
 
+/*
+ * The pre-scan hands a COMM on before the samples published before it (which
+ * another CPU's ring may hold in the source), and the drain then skips it:
+ * each record once, samples still all delivered in order.
+ */
+static void test_prescan(void **state) {
+        struct fixture *f = *state;
+        struct {
+                uint32_t pid, tid;
+                char comm[16];
+        } comm = { 700, 700, "early" };
+        struct want w;
+
+        w = make(0);
+        assert_true(put_sample(&f->k, &w, STACK_SIZE));
+        assert_true(kernel_record_misc(&f->k, PERF_RECORD_COMM, 0, &comm, sizeof(comm)));
+        w = make(1);
+        assert_true(put_sample(&f->k, &w, STACK_SIZE));
+        kernel_publish(&f->k);
+
+        sampler_ring_prescan(&f->r);
+        assert_int_equal(f->got.n_log, 1);
+        assert_string_equal(f->got.log[0], "Cearly");
+        assert_string_equal(task_map_get(f->tasks, 700)->comm, "early");
+        assert_int_equal(f->got.n, 0);
+        /* Again: nothing new, nothing handed on twice. */
+        sampler_ring_prescan(&f->r);
+        assert_int_equal(f->got.n_log, 1);
+
+        assert_int_equal(sampler_ring_drain(&f->r, 0), 3);
+        assert_int_equal(f->got.n, 2);
+        assert_int_equal(f->got.n_log, 3);
+        assert_string_equal(f->got.log[1], "S1000");
+        assert_string_equal(f->got.log[2], "S1001");
+        assert_int_equal(f->st.bad_records, 0);
+
+        /* A COMM published after the pre-scan goes in order with the drain. */
+        comm = (typeof(comm)) { 700, 700, "late" };
+        assert_true(kernel_record_misc(&f->k, PERF_RECORD_COMM, 0, &comm, sizeof(comm)));
+        w = make(2);
+        assert_true(put_sample(&f->k, &w, STACK_SIZE));
+        kernel_publish(&f->k);
+        assert_int_equal(sampler_ring_drain(&f->r, 0), 2);
+        assert_int_equal(f->got.n_log, 5);
+        assert_string_equal(f->got.log[3], "Clate");
+        assert_string_equal(f->got.log[4], "S1002");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_wraps, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_lost_and_bad, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_truncations, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_order_and_budget, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_prescan, setup, teardown),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
