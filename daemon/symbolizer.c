@@ -128,7 +128,7 @@ int symbolizer_profile(struct symbolizer *z, const struct store_snapshot *snap, 
 }
 
 int symbolizer_cpu_profile(struct symbolizer *z, const struct store_snapshot *snap, uint64_t start_ns,
-                           uint64_t end_ns, uint64_t period_ns, struct strbuf *ret_gz) {
+                           uint64_t end_ns, const char *event, uint64_t period, struct strbuf *ret_gz) {
         _cleanup_(symbols_snapshot_unrefp) struct symbols_snapshot *maps = symbolizer_snapshot(z);
         struct symbolizer_locate l = { .cache = z->cache, .snap = maps };
         const struct profile_symbolizer sym = { symbolizer_locate, &l };
@@ -139,7 +139,7 @@ int symbolizer_cpu_profile(struct symbolizer *z, const struct store_snapshot *sn
         if (k < 0)
                 return k;
         pthread_mutex_lock(&z->cache_lock);
-        k = cpu_profile_build(&res, &sym, period_ns, ret_gz);
+        k = cpu_profile_build_event(&res, &sym, event, period, ret_gz);
         pthread_mutex_unlock(&z->cache_lock);
         store_stacks_result_done(&res);
         return k;

@@ -78,11 +78,12 @@ int symbolizer_profile(struct symbolizer *z, const struct store_snapshot *snap, 
 
 /*
  * The CPU profile (cpu-profile.h) of the sampler's stacks in the epochs
- * overlapping [start_ns, end_ns), symbolized likewise; period_ns: the
- * sampling interval (1e9 / frequency).
+ * overlapping [start_ns, end_ns), symbolized likewise. event NULL: a clock
+ * event, period the sampling interval in ns (1e9 / frequency); else the
+ * event's name and period (0: the samples' mean), cpu_profile_build_event().
  */
 int symbolizer_cpu_profile(struct symbolizer *z, const struct store_snapshot *snap, uint64_t start_ns,
-                           uint64_t end_ns, uint64_t period_ns, struct strbuf *ret_gz);
+                           uint64_t end_ns, const char *event, uint64_t period, struct strbuf *ret_gz);
 
 /*
  * Kernel addresses named from kallsyms (path NULL: /proc/kallsyms) from

@@ -2,6 +2,7 @@
 #include "cpu-profile.h"
 
 #include <errno.h>
+#include <string.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -21,7 +22,6 @@ static const struct pprof_value_type sample_types[_VALUE_MAX] = {
         [VALUE_SAMPLES] = { "samples", "count" },
         [VALUE_CPU] = { "cpu", "nanoseconds" },
 };
-static const struct pprof_value_type period_type = { "cpu", "nanoseconds" };
 
 #define LOC_CACHE_MIN_SLOTS 256
 
@@ -124,16 +124,35 @@ static int64_t unix_ns(const struct store_interval *iv, uint64_t t) {
 
 int cpu_profile_build(const struct store_stacks_result *r, const struct profile_symbolizer *sym,
                       uint64_t period_ns, struct strbuf *ret_gz) {
+        return cpu_profile_build_event(r, sym, NULL, period_ns, ret_gz);
+}
+
+int cpu_profile_build_event(const struct store_stacks_result *r, const struct profile_symbolizer *sym,
+                            const char *event, uint64_t period, struct strbuf *ret_gz) {
+        struct pprof_value_type types[_VALUE_MAX];
         struct loc_cache cache = {};
         struct pprof_builder *b;
         uint64_t *locs = NULL;
         size_t cap_locs = 0;
         int k = 0;
 
-        if (!r || !ret_gz || period_ns == 0 || period_ns > INT64_MAX)
+        if (!r || !ret_gz || (!event && period == 0) || period > INT64_MAX)
                 return -EINVAL;
+        memcpy(types, sample_types, sizeof(types));
+        if (event) {
+                uint64_t n = 0, w = 0;
+
+                /* Events a sample stands for: the mean of what the kernel said (freq=1 moves it). */
+                for (size_t i = 0; i < r->n; i++) {
+                        n += r->stacks[i].count;
+                        w += r->stacks[i].weight;
+                }
+                types[VALUE_CPU] = (struct pprof_value_type) { event, "count" };
+                if (period == 0)
+                        period = n ? w / n : 1;
+        }
         /* time_nanos/duration_nanos: the interval, as Unix time by the store's clock (as spe-profile.c). */
-        b = pprof_builder_new(sample_types, _VALUE_MAX, &period_type, (int64_t) period_ns,
+        b = pprof_builder_new(types, _VALUE_MAX, &types[VALUE_CPU], (int64_t) period,
                               (uint64_t) unix_ns(&r->iv, r->iv.start_ns), r->iv.end_ns - r->iv.start_ns);
         /* Go's CPU profiles show cpu/nanoseconds unless told otherwise (pprof's default is the last type). */
         (void) pprof_set_default_sample_type(b, VALUE_CPU);

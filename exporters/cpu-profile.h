@@ -44,3 +44,12 @@
  */
 int cpu_profile_build(const struct store_stacks_result *r, const struct profile_symbolizer *sym,
                       uint64_t period_ns, struct strbuf *ret_gz);
+/*
+ * The same for a sampling event that is not a clock (cycles,
+ * instructions...): its second sample type and the period type are
+ * `event`/count, each stack's value the events its samples stood for, and
+ * the period the given one, or when 0 the mean period of the samples (the
+ * kernel moves it to keep the frequency). event NULL: cpu_profile_build().
+ */
+int cpu_profile_build_event(const struct store_stacks_result *r, const struct profile_symbolizer *sym,
+                            const char *event, uint64_t period, struct strbuf *ret_gz);
