@@ -14,6 +14,7 @@
 
 #include <systemd/sd-event.h>
 
+#include "cgroup.h"
 #include "cpulist.h"
 #include "log.h"
 #include "macro.h"
@@ -71,6 +72,8 @@ struct collector {
         struct store *store;
         char spe_reason[SOURCE_REASON_MAX]; /* what /status says of SPE while no source runs */
         char sampler_reason[SOURCE_REASON_MAX]; /* and of the sampler while it does not run */
+        char sampler_event[CONFIG_SAMPLER_EVENT_MAX]; /* its event's name, ours (the configuration is reloaded) */
+        bool kernel_named;              /* kernel frames are named from kallsyms (set before the thread starts) */
         /* Sampling interval in operations, 0 unknown; set when a replay ends, read by pprof requests. */
         _Atomic uint64_t spe_period;
 
@@ -164,7 +167,7 @@ void collector_options_from_config(const struct config *cfg, struct collector_op
                 /* The registers the unwinder reads, and no more (136 bytes a sample on x86-64). */
                 .regs_mask = unwind_regs_mask(),
                 .data_bytes = cfg->sampler.data_buffer,
-                .drain_interval_usec = cfg->spe.drain_interval_usec,
+                /* drain_interval 0: the sampler's own second (its ring wakes it at half full anyway). */
         };
         /* The name was checked when the configuration was read. */
         (void) sampler_event_parse(cfg->sampler.event, &ret->sampler.type, &ret->sampler.config);
@@ -616,16 +619,32 @@ int collector_profile_span(struct collector *c, uint64_t start_ns, uint64_t end_
 
         const struct source_status *sampler = collector_view_sampler(collector_view(snap));
 
-        /* The sampler's CPU profile while it runs (an event this machine lacks leaves it off: SPE's then). */
+        /*
+         * The sampler's profile while it runs (an event this machine lacks
+         * leaves it off: SPE's then): CPU time for a clock event, whose
+         * period the status gives in ns; the event's counts otherwise.
+         */
         if (source_status_up(sampler))
-                return symbolizer_cpu_profile(&c->symbols, snap, start_ns, end_ns, sampler->sample_period, ret_gz);
+                return symbolizer_cpu_profile(&c->symbols, snap, start_ns, end_ns,
+                                              sampler->sample_period ? NULL : c->sampler_event,
+                                              sampler->sample_period, ret_gz);
         return symbolizer_profile(&c->symbols, snap, 0, start_ns, end_ns, atomic_load(&c->spe_period), ret_gz);
 }
 
 bool collector_cgroup(struct collector *c, uint32_t pid, char *path, size_t path_len, char *service,
                       size_t service_len) {
         /* Set before the collector thread starts, freed after it stopped: readers never race it. */
-        return c->samples && sample_sink_cgroup(c->samples, pid, path, path_len, service, service_len);
+        if (c->samples)
+                return sample_sink_cgroup(c->samples, pid, path, path_len, service, service_len);
+        /* No sampler (SPE samples this host): what /proc says of a process that still runs. */
+        if (pid == 0 || c->has_replay || cgroup_of_pid(NULL, pid, path, path_len) < 0)
+                return false;
+        (void) cgroup_service(path, service, service_len);
+        return true;
+}
+
+bool collector_kernel_frames_named(struct collector *c) {
+        return c->kernel_named;
 }
 
 bool collector_sample_stats(struct collector *c, struct sample_sink_stats *ret) {
@@ -813,6 +832,7 @@ static void collector_add_sampler(struct collector *c) {
                         so.kernel_addresses = false;
                 }
         }
+        c->kernel_named = so.kernel_addresses;
         k = sample_sink_new(&so, c->store, c->tasks, &c->samples);
         if (k < 0) {
                 snprintf(c->sampler_reason, sizeof(c->sampler_reason), "cannot set up the sampler: %s", strerror(-k));
@@ -849,6 +869,8 @@ int collector_start(const struct collector_options *opts, struct collector **ret
 
         c->stop_fd = c->replay_done_fd = -1;
         c->opts = *opts;
+        snprintf(c->sampler_event, sizeof(c->sampler_event), "%s", opts->sampler.event_name ?: "cpu-clock");
+        c->opts.sampler.event_name = c->sampler_event;
         c->opts.replay = NULL;
         c->replay_fd = -1;
         if (opts->replay) {

@@ -132,6 +132,11 @@ uint64_t collector_now_ns(struct collector *c);
 /* A process's cgroup path and service (sample-sink.h); false when unknown. Any thread. */
 bool collector_cgroup(struct collector *c, uint32_t pid, char *path, size_t path_len, char *service,
                       size_t service_len);
+/*
+ * Whether the sampler's kernel frames are named from kallsyms ([privacy]
+ * kernel_addresses, and kallsyms showed addresses), or one [kernel]. Any thread.
+ */
+bool collector_kernel_frames_named(struct collector *c);
 /* The sampler's own counters (sample-sink.h); false when no sampler runs. Any thread. */
 bool collector_sample_stats(struct collector *c, struct sample_sink_stats *ret);
 

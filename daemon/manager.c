@@ -239,7 +239,7 @@ static json_t *pending_restart_json(const json_t *in_effect, const struct config
 }
 
 /* The sampler's entry in /status "collectors": what it samples, how, and per CPU what it got. */
-static json_t *sampler_status_json(const struct config *c, const struct source_status *st) {
+static json_t *sampler_status_json(const struct config *c, const struct source_status *st, bool kernel_named) {
         static const char *const unwind[] = {
                 [CONFIG_UNWIND_AUTO] = "auto", [CONFIG_UNWIND_FP] = "fp", [CONFIG_UNWIND_DWARF] = "dwarf",
         };
@@ -253,6 +253,8 @@ static json_t *sampler_status_json(const struct config *c, const struct source_s
         json_object_set_new(o, "event", json_string(c->sampler.event));
         json_object_set_new(o, "frequency_hz", json_integer(c->sampler.frequency));
         json_object_set_new(o, "unwind", json_string(unwind[c->sampler.unwind]));
+        /* What kernel_addresses asked for may not be in effect: kallsyms without addresses. */
+        json_object_set_new(o, "kernel_frames", json_string(kernel_named ? "kallsyms" : "[kernel]"));
         if (st->sample_period)
                 json_object_set_new(o, "period_ns", json_integer((json_int_t) st->sample_period));
         json_t *w = json_array(), *cpus = json_array();
@@ -262,10 +264,10 @@ static json_t *sampler_status_json(const struct config *c, const struct source_s
         json_object_set_new(o, "warnings", w);
         for (size_t i = 0; i < st->n_sampler_cpus; i++) {
                 const struct sampler_cpu_stats *cs = &st->sampler_cpus[i];
-                json_t *e = json_pack("{s:I, s:s, s:I, s:I, s:I}", "cpu", (json_int_t) cs->cpu, "state",
-                                      cs->state ?: "unknown", "samples", (json_int_t) cs->samples, "lost",
-                                      (json_int_t) (cs->lost + cs->lost_samples), "throttled",
-                                      (json_int_t) cs->throttles);
+                json_t *e = json_pack("{s:I, s:s, s:I, s:I, s:I, s:I}", "cpu", (json_int_t) cs->cpu, "state",
+                                      cs->state ?: "unknown", "samples", (json_int_t) cs->samples,
+                                      "lost_samples", (json_int_t) cs->lost_samples, "lost_records",
+                                      (json_int_t) cs->lost, "throttled", (json_int_t) cs->throttles);
 
                 if (cs->note[0])
                         json_object_set_new(e, "note", json_string(cs->note));
@@ -340,7 +342,8 @@ static void provider_fill_status(void *userdata, json_t *status) {
         }
         json_object_set_new(status, "collectors",
                             json_pack("[o, o, o]", counters_status_json(v->pmu, v->sources[0].reason), spe,
-                                      sampler_status_json(&c, collector_view_sampler(v))));
+                                      sampler_status_json(&c, collector_view_sampler(v),
+                                                          collector_kernel_frames_named(m->collector))));
         /* Which source /debug/pprof/profile answers from. */
         json_object_set_new(status, "profile",
                             json_string(source_status_up(collector_view_sampler(v)) ? "sampler" : "spe"));

@@ -222,8 +222,10 @@ static void add_one(struct sample_sink *s, const struct source_sample *x) {
                         s->frames[n++] = STORE_KERNEL_FRAME;
         }
         n += user_frames(s, x, nu, n);
-        if (n == 0)
+        if (n == 0) {
+                s->counting.empty++;
                 return;
+        }
 
         p = task_map_get(s->tasks, x->pid);
         t = task_map_get(s->tasks, x->tid);
@@ -327,15 +329,27 @@ void sample_sink_get_stats(struct sample_sink *s, struct sample_sink_stats *ret)
 }
 
 size_t sample_sink_metric_rows(const struct sample_sink_stats *st, struct prom_counter_row rows[SAMPLE_SINK_METRIC_ROWS]) {
-        static const char unwind[] = "armprofd_cpu_unwind_total",
-                          unwind_help[] = "User stacks of CPU samples walked by CFI, by how it ended.";
         static const char evictions[] = "armprofd_cpu_sampler_evictions_total",
                           evictions_help[] = "Entries the sampler's bounded tables evicted to stay within their capacity.";
         size_t n = 0;
 
-        rows[n++] = (struct prom_counter_row) { unwind, unwind_help, "result", "unwound", st->unwound };
-        rows[n++] = (struct prom_counter_row) { unwind, unwind_help, "result", "failed", st->cfi_failed };
-        rows[n++] = (struct prom_counter_row) { unwind, unwind_help, "result", "truncated", st->cfi_truncated };
+        rows[n++] = (struct prom_counter_row) {
+                "armprofd_cpu_unwound_total", "User stacks of CPU samples walked by CFI.", .value = st->unwound,
+        };
+        rows[n++] = (struct prom_counter_row) {
+                "armprofd_cpu_unwind_failed_total",
+                "Of those, walks that found no frame beyond the sampled pc (no CFI for it, an unreadable file).",
+                .value = st->cfi_failed,
+        };
+        rows[n++] = (struct prom_counter_row) {
+                "armprofd_cpu_unwind_truncated_total",
+                "Of those, walks stopped by [sampler] max_stack or the end of the copied stack ([sampler] stack_size).",
+                .value = st->cfi_truncated,
+        };
+        rows[n++] = (struct prom_counter_row) {
+                "armprofd_cpu_samples_empty_total", "CPU samples with no frame to store (a guest's, say): counted only.",
+                .value = st->empty,
+        };
         rows[n++] = (struct prom_counter_row) { evictions, evictions_help, "table", "unwind_processes",
                                                 st->unwind_evictions };
         rows[n++] = (struct prom_counter_row) { evictions, evictions_help, "table", "cgroups", st->cgroup_evictions };

@@ -54,6 +54,7 @@ struct sample_sink_options {
 struct sample_sink_stats {
         uint64_t samples;               /* stored */
         uint64_t idle;                  /* of idle CPUs (pid 0): not stored */
+        uint64_t empty;                 /* with no frame to store (a callchain of guest contexts only) */
         uint64_t unwound;               /* of which user stacks walked by CFI */
         uint64_t cfi_failed;            /* CFI gave no frame beyond the first */
         uint64_t cfi_truncated;         /* stopped at max_stack or the end of the stack copy */
@@ -80,5 +81,5 @@ bool sample_sink_cgroup(struct sample_sink *s, uint32_t pid, char *path, size_t 
 void sample_sink_get_stats(struct sample_sink *s, struct sample_sink_stats *ret);
 
 /* Its counters as /metrics families (prom_write_counter_rows()). */
-#define SAMPLE_SINK_METRIC_ROWS 7
+#define SAMPLE_SINK_METRIC_ROWS 8
 size_t sample_sink_metric_rows(const struct sample_sink_stats *st, struct prom_counter_row rows[SAMPLE_SINK_METRIC_ROWS]);

@@ -40,7 +40,8 @@ void sampler_metrics_write(const struct sampler_metrics_input *in, struct prom_w
                 return;
         prom_family(w, "armprofd_cpu_samples_stored_total", PROM_COUNTER,
                     "CPU samples stored with their stack (all epochs since start).");
-        prom_sample_u64(w, NULL, in->totals->cpu_samples);
+        /* The store counts every sample it was given, the ones its full tables dropped too. */
+        prom_sample_u64(w, NULL, in->totals->cpu_samples - MIN(in->totals->evict_stacks, in->totals->cpu_samples));
         prom_family(w, "armprofd_cpu_stacks_dropped_total", PROM_COUNTER,
                     "CPU samples the full per-epoch stack table could not hold ([store] stacks).");
         prom_sample_u64(w, NULL, in->totals->evict_stacks);
