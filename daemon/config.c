@@ -440,10 +440,11 @@ void config_init(struct config *c) {
                         .line_offsets = 8,
                         .stacks = STORE_STACKS_DEFAULT,
                         /*
-                         * The defaults need 43 MiB (store.h, MEMORY). 256 MiB leaves room
-                         * for an hour of history at the default table sizes (epochs = 360:
-                         * 249 MiB) or for hot PC and line tables 4 times larger (133 MiB),
-                         * and refuses the typo that would ask for gigabytes at start.
+                         * The defaults need 121 MiB (store.h, MEMORY), 77 MiB of it CPU stack
+                         * tables, 44 MiB without them ([sampler] enable = no). 256 MiB leaves
+                         * room for 20 minutes of history with stacks (epochs = 120), an hour
+                         * without (epochs = 360: 255 MiB), and refuses the typo that would
+                         * ask for gigabytes at start.
                          */
                         .max_memory_bytes = 256 * (UINT64_C(1) << 20),
                 },
@@ -547,10 +548,11 @@ static int check_store_memory(const struct config *c, const char *filename, stru
         format_bytes(c->store.max_memory_bytes, max_s, sizeof(max_s));
         add_error(err,
                   "%s: [store] epochs = %" PRIu32 ", hotpcs = %" PRIu32 ", hotlines = %" PRIu32
-                  ", line_offsets = %" PRIu32 " need up to %" PRIu64 " bytes (%s), more than "
-                  "[store] max_memory = %s; make the tables smaller or raise max_memory",
+                  ", line_offsets = %" PRIu32 ", stacks = %" PRIu32 " need up to %" PRIu64 " bytes (%s), more than "
+                  "[store] max_memory = %s; make the tables smaller (a host that needs no CPU stacks: "
+                  "[sampler] enable = no) or raise max_memory",
                   filename, c->store.epochs, c->store.hotpcs, c->store.hotlines, c->store.line_offsets,
-                  need, need_s, max_s);
+                  c->sampler.enable == CONFIG_SPE_NO ? 0 : c->store.stacks, need, need_s, max_s);
         return -E2BIG;
 }
 

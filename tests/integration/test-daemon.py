@@ -299,8 +299,8 @@ class StartupTest(unittest.TestCase):
 
     def test_store_memory_bound(self):
         # --check-config and a start refuse it alike, naming the keys and the figure; no abort.
-        want = ("[store] epochs = 8640, hotpcs = 1048576, hotlines = 1048576, line_offsets = 1024 "
-                "need up to ")
+        want = ("[store] epochs = 8640, hotpcs = 1048576, hotlines = 1048576, line_offsets = 1024, "
+                "stacks = 4096 need up to ")
         with Daemon(config_text=STORE_TOO_BIG, args=["--check-config"]) as d:
             self.assertEqual(d.proc.wait(10), 1)
             d._reader.join(2)
