@@ -339,8 +339,12 @@ static json_t *query_hotpcs(const struct store_snapshot *snap, const struct quer
         size_t n = 0;
         json_t *o;
 
-        /* Filtered by cgroup: the limit applies to what the filter keeps. */
-        if (store_query_hotpcs(snap, q->window_ns, q->cgroup ? HOTPCS_MAX_LIMIT : q->limit, q->pid, &res) < 0)
+        /*
+         * Filtered by cgroup: every merged entry is looked at, so a small
+         * service on a busy host is found below the top N, and the limit
+         * applies to what the filter keeps. `samples` stays the window's.
+         */
+        if (store_query_hotpcs(snap, q->window_ns, q->cgroup ? SIZE_MAX : q->limit, q->pid, &res) < 0)
                 return NULL;
         if (q->cgroup) {
                 for (size_t i = 0; i < res.pcs.n && n < q->limit; i++)
@@ -390,7 +394,7 @@ static json_t *query_hotlines(const struct store_snapshot *snap, const struct qu
         struct store_hotlines_result res;
         json_t *o;
 
-        if (store_query_hotlines(snap, q->window_ns, q->cgroup ? HOTLINES_MAX_LIMIT : q->limit, q->pid,
+        if (store_query_hotlines(snap, q->window_ns, q->cgroup ? SIZE_MAX : q->limit, q->pid,
                                  q->all ? HOTLINES_ALL_LINES : HOTLINES_PEER_LINES, &res) < 0)
                 return NULL;
         if (q->cgroup)
