@@ -74,6 +74,7 @@ struct collector {
         char sampler_reason[SOURCE_REASON_MAX]; /* and of the sampler while it does not run */
         char sampler_event[CONFIG_SAMPLER_EVENT_MAX]; /* its event's name, ours (the configuration is reloaded) */
         bool kernel_named;              /* kernel frames are named from kallsyms (set before the thread starts) */
+        bool sampler_waiting;           /* [sampler] enable = auto while SPE runs: started if SPE fails */
         /* Sampling interval in operations, 0 unknown; set when a replay ends, read by pprof requests. */
         _Atomic uint64_t spe_period;
 
@@ -432,6 +433,9 @@ static void sources_follow_hotplug(struct collector *c) {
         c->have_online = true;
 }
 
+static bool spe_up(struct collector *c);
+static void collector_add_sampler(struct collector *c);
+
 static void cycle(struct collector *c) {
         struct pmu_snapshot *snap = NULL;
         bool reconfigured = false;
@@ -460,6 +464,10 @@ static void cycle(struct collector *c) {
                 c->armed_usec = want;
 
         sources_follow_hotplug(c);
+        if (c->sampler_waiting && !spe_up(c)) {
+                log_notice("sampler: SPE no longer samples this machine: starting the cpu-clock sampler");
+                collector_add_sampler(c);
+        }
         if (c->pmu) {
                 int k;
 
@@ -796,34 +804,20 @@ static void collector_add_live(struct collector *c) {
 }
 
 /*
- * The cpu-clock sampler where live SPE does not run (or beside it with
- * [sampler] enable = yes). Like live SPE it stays on the list whatever its
- * start says: /status gives its reason.
+ * The sample sink, before any source runs (when a sampler may run at all):
+ * it answers the HTTP threads' cgroup lookups from then on, whether the
+ * sampler starts now, later or never, so the pointer never changes under
+ * them. Kernel frames are named only when the operator allows it and
+ * kallsyms shows real addresses.
  */
-static void collector_add_sampler(struct collector *c) {
+static int collector_setup_samples(struct collector *c) {
         struct sample_sink_options so = c->opts.sample_sink;
-        struct source_status st;
-        struct source *s = NULL;
-        bool spe_up = false;
         int k;
 
-        for (size_t i = 0; i < c->n_sources; i++) {
-                source_status(c->sources[i], &st);
-                spe_up = spe_up || (st.state != SOURCE_OFF && st.state != SOURCE_FAILED);
-                source_status_done(&st);
-        }
         if (c->opts.sampler_enable == CONFIG_SPE_NO) {
                 snprintf(c->sampler_reason, sizeof(c->sampler_reason), "disabled by configuration ([sampler] enable = no)");
-                return;
+                return 0;
         }
-        if (c->opts.sampler_enable == CONFIG_SPE_AUTO && spe_up) {
-                snprintf(c->sampler_reason, sizeof(c->sampler_reason),
-                         "SPE samples this machine ([sampler] enable = yes runs both)");
-                log_info("sampler: %s", c->sampler_reason);
-                return;
-        }
-
-        /* Kernel frames are named only when the operator allows it and kallsyms shows real addresses. */
         if (so.kernel_addresses) {
                 k = symbolizer_load_kallsyms(&c->symbols, NULL);
                 if (k < 0) {
@@ -837,13 +831,48 @@ static void collector_add_sampler(struct collector *c) {
         if (k < 0) {
                 snprintf(c->sampler_reason, sizeof(c->sampler_reason), "cannot set up the sampler: %s", strerror(-k));
                 log_error("sampler: %s", c->sampler_reason);
+        }
+        return k;
+}
+
+/* Whether a source other than the sampler is up (live SPE that runs, or is still starting). */
+static bool spe_up(struct collector *c) {
+        struct source_status st;
+        bool up = false;
+
+        for (size_t i = 0; i < c->n_sources && !up; i++) {
+                source_status(c->sources[i], &st);
+                up = !streq(st.kind, "sampler") && st.state != SOURCE_OFF && st.state != SOURCE_FAILED;
+                source_status_done(&st);
+        }
+        return up;
+}
+
+/*
+ * The cpu-clock sampler where live SPE does not run (or beside it with
+ * [sampler] enable = yes). With auto and SPE up, it waits: if SPE fails
+ * later, the next cycle starts it. Like live SPE it stays on the list
+ * whatever its start says: /status gives its reason.
+ */
+static void collector_add_sampler(struct collector *c) {
+        struct source_status st;
+        struct source *s = NULL;
+        int k;
+
+        c->sampler_waiting = false;
+        if (!c->samples)
+                return; /* disabled, or its sink could not be set up: sampler_reason says which */
+        if (c->opts.sampler_enable == CONFIG_SPE_AUTO && spe_up(c)) {
+                snprintf(c->sampler_reason, sizeof(c->sampler_reason),
+                         "SPE samples this machine ([sampler] enable = yes runs both)");
+                log_info("sampler: %s", c->sampler_reason);
+                c->sampler_waiting = true;
                 return;
         }
         k = sampler_source_new(&c->opts.sampler, &c->sink, c->tasks, &s);
         if (k < 0) {
                 snprintf(c->sampler_reason, sizeof(c->sampler_reason), "invalid [sampler] options: %s", strerror(-k));
                 log_error("sampler: %s", c->sampler_reason);
-                c->samples = sample_sink_free(c->samples);
                 return;
         }
         k = source_start(s, c->event, NULL);
@@ -853,8 +882,8 @@ static void collector_add_sampler(struct collector *c) {
         else
                 log_info("sampler: %s at %" PRIu32 " Hz on %zu CPUs, stacks by %s", c->opts.sampler.event_name,
                          (uint32_t) c->opts.sampler.frequency, st.n_sampler_cpus,
-                         so.unwind == CONFIG_UNWIND_FP ? "frame pointers" :
-                         so.unwind == CONFIG_UNWIND_DWARF ? "CFI" : "CFI, else frame pointers");
+                         c->opts.sample_sink.unwind == CONFIG_UNWIND_FP ? "frame pointers" :
+                         c->opts.sample_sink.unwind == CONFIG_UNWIND_DWARF ? "CFI" : "CFI, else frame pointers");
         for (size_t i = 0; i < st.n_warnings; i++)
                 log_warning("sampler: %s", st.warnings[i]);
         source_status_done(&st);
@@ -974,6 +1003,7 @@ int collector_start(const struct collector_options *opts, struct collector **ret
                         goto fail;
                 }
         } else {
+                (void) collector_setup_samples(c);
                 if (c->opts.spe_enable)
                         collector_add_live(c);
                 collector_add_sampler(c);
