@@ -75,6 +75,7 @@ struct collector {
         char sampler_event[CONFIG_SAMPLER_EVENT_MAX]; /* its event's name, ours (the configuration is reloaded) */
         bool kernel_named;              /* kernel frames are named from kallsyms (set before the thread starts) */
         bool sampler_waiting;           /* [sampler] enable = auto while SPE runs: started if SPE fails */
+        bool sampler_running;           /* a sampler source was added (collector thread) */
         /* Sampling interval in operations, 0 unknown; set when a replay ends, read by pprof requests. */
         _Atomic uint64_t spe_period;
 
@@ -566,7 +567,8 @@ static void replay_mapping(void *userdata, const struct source_mapping *m) {
         struct collector *c = userdata;
 
         symbolizer_mapping(&c->symbols, m);
-        if (c->samples)
+        /* The unwinder wants the sampler's processes only (not live SPE's while the sampler waits). */
+        if (c->samples && c->sampler_running)
                 sample_sink_mapping(c->samples, m);
 }
 
@@ -889,6 +891,7 @@ static void collector_add_sampler(struct collector *c) {
         source_status_done(&st);
         c->sources = xrealloc(c->sources, (c->n_sources + 1) * sizeof(*c->sources));
         c->sources[c->n_sources++] = s;
+        c->sampler_running = true;
 }
 
 int collector_start(const struct collector_options *opts, struct collector **ret) {
