@@ -109,9 +109,15 @@ static const struct pid_slot *who(struct sample_sink *s, uint32_t pid, uint64_t 
         const char *path = NULL;
         bool evicted;
 
-        if (slot->used && slot->pid == pid && (cgroup_id == 0 || slot->cgroup_id == cgroup_id))
-                return slot;
-        if (cgroup_id)
+        if (slot->used && slot->pid == pid && (cgroup_id == 0 || slot->cgroup_id == cgroup_id)) {
+                /* Unnamed for an id nobody had announced yet: the map again (a gone process's /proc is not read again). */
+                if (slot->path || cgroup_id == 0)
+                        return slot;
+                path = cgroup_map_path(s->cgroups, cgroup_id);
+                if (!path)
+                        return slot;
+        }
+        if (cgroup_id && !path)
                 path = cgroup_map_path(s->cgroups, cgroup_id);
         if (!path && cgroup_of_pid(s->opts.procfs_root, pid, buf, sizeof(buf)) >= 0)
                 path = buf;
@@ -223,8 +229,15 @@ static void add_one(struct sample_sink *s, const struct source_sample *x) {
         }
         n += user_frames(s, x, nu, n);
         if (n == 0) {
-                s->counting.empty++;
-                return;
+                /*
+                 * The markers and no frame: a KVM vCPU thread sampled in its
+                 * guest (x86's perf_callchain_kernel()/_user() store nothing
+                 * under perf_guest_state(), arch/x86/events/core.c). Its CPU
+                 * time is the process's: the ip alone, as with no callchain.
+                 */
+                kernel = x->ip >> 63;
+                s->frames[n++] = kernel && !s->opts.kernel_addresses ? STORE_KERNEL_FRAME : x->ip;
+                s->counting.ip_only++;
         }
 
         p = task_map_get(s->tasks, x->pid);
@@ -347,8 +360,9 @@ size_t sample_sink_metric_rows(const struct sample_sink_stats *st, struct prom_c
                 .value = st->cfi_truncated,
         };
         rows[n++] = (struct prom_counter_row) {
-                "armprofd_cpu_samples_empty_total", "CPU samples with no frame to store (a guest's, say): counted only.",
-                .value = st->empty,
+                "armprofd_cpu_samples_ip_only_total",
+                "CPU samples whose callchain had no frame (a KVM vCPU in its guest): stored as their ip alone.",
+                .value = st->ip_only,
         };
         rows[n++] = (struct prom_counter_row) { evictions, evictions_help, "table", "unwind_processes",
                                                 st->unwind_evictions };

@@ -417,10 +417,11 @@ static void test_random_chains(void **state) {
                         /* One pid per sample, so each sample is its own stack. */
                         fx_sample(&f, 1000 + i, 1000 + i, U(0), chain, n, 0, 1);
                         r = fx_query(&f, 1000 + i, NULL);
+                        /* No kernel or user frame (a guest's or the hypervisor's only): the ip alone (test_markers_only). */
                         if (nw == 0)
-                                /* No kernel or user frame (a guest's or the hypervisor's only): test_markers_only. */
-                                continue;
-                        found++;
+                                want[nw++] = U(0);
+                        else
+                                found++;
                         assert_int_equal(r->n, 1);
                         assert_frames(&r->stacks[0], want, nw);
                         /* And, independently of the model: no kernel address but as the "[kernel]" leaf. */
@@ -435,6 +436,7 @@ static void test_random_chains(void **state) {
                         }
                 }
                 assert_true(found > SAMPLES / 2);
+                assert_int_equal(fx_stats(&f).samples, SAMPLES);
                 fx_close(&f);
         }
 }
@@ -676,6 +678,54 @@ static void test_cgroup_unsampled(void **state) {
         fx_close(&f);
 }
 
+/*
+ * A callchain with its markers but no frame: what the kernel writes for a
+ * sample taken while a KVM vCPU thread ran its guest (x86's
+ * perf_callchain_kernel() and perf_callchain_user() return at once under
+ * perf_guest_state(), arch/x86/events/core.c, after get_perf_callchain()
+ * stored the PERF_CONTEXT_KERNEL and PERF_CONTEXT_USER markers,
+ * kernel/events/callchain.c). The CPU time was the process's: it must reach
+ * the profile's totals (store_add_stack() counts a sample without frames),
+ * the ip as its leaf as when there is no callchain.
+ */
+static void test_markers_only(void **state) {
+        const uint64_t chain[] = { CTX_KERNEL, CTX_USER };
+        const struct store_stacks_result *r;
+        struct sample_sink_stats st;
+        struct fx f;
+
+        fx_open(&f, CONFIG_UNWIND_AUTO, false, 127);
+        fx_sample(&f, 900, 901, U(9), chain, ELEMENTSOF(chain), 0, PERIOD_19HZ);
+        r = fx_query(&f, STORE_PID_ANY, NULL);
+        st = fx_stats(&f);
+        /* Every sample handed on is stored or counted as idle. */
+        assert_int_equal(st.samples + st.idle, 1);
+        assert_int_equal(r->samples, 1);
+        assert_int_equal(r->weight, PERIOD_19HZ);
+        fx_close(&f);
+}
+
+/*
+ * A sample whose cgroup id nobody announced yet, of a process gone from
+ * /proc: no cgroup then. Once PERF_RECORD_CGROUP names the id, the next
+ * sample with it is named: the table must not keep "unknown" for good.
+ */
+static void test_cgroup_id_late(void **state) {
+        const struct store_stacks_result *r;
+        struct fx f;
+
+        fx_open(&f, CONFIG_UNWIND_AUTO, false, 127);
+        fx_sample(&f, 800, 800, U(1), user_chain, 3, CGID(8), 1);
+        assert_cgroup(&f, 800, NULL, NULL);
+        sample_sink_task(f.sink, &(struct source_task) { .kind = SOURCE_TASK_CGROUP, .cgroup_id = CGID(8),
+                                                         .cgroup_path = "/system.slice/late.service" });
+        fx_sample(&f, 800, 800, U(1), user_chain, 3, CGID(8), 1);
+        r = fx_query(&f, 800, "/system.slice/late.service");
+        assert_int_equal(r->n, 1);
+        assert_cgroup(&f, 800, "/system.slice/late.service", "late.service");
+        fx_close(&f);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_kernel_user_default),
@@ -691,6 +741,8 @@ int main(void) {
                 cmocka_unit_test(test_cgroup_proc),
                 cmocka_unit_test(test_cgroup_event),
                 cmocka_unit_test(test_cgroup_unsampled),
+                cmocka_unit_test(test_markers_only),
+                cmocka_unit_test(test_cgroup_id_late),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
