@@ -33,10 +33,11 @@
  *    are zeros here), played into a 256 KiB data ring on ordinary memory
  *    (tests/perf/ring-kernel.h) and drained by the source's ring reader
  *    (collectors/sampler/sampler-ring.h: the shared perf-record parser and
- *    the process table): once into a sink that does nothing (the parse
- *    alone) and PASSES times into each sample sink above (parse + unwind +
- *    intern + store: fastest and mean). Those are not the ring's own bytes (the source keeps its rings
- *    to itself), but the same bytes a kernel writes for these samples.
+ *    the process table): PASSES times into a sink that does nothing (the
+ *    parse alone) and PASSES times into each sample sink above (parse +
+ *    unwind + intern + store: the fastest pass and the mean). Those are not
+ *    the ring's own bytes (the source keeps its rings to itself), but the
+ *    bytes a kernel writes for these samples.
  *
  * Prints samples/s and us/sample for each path and program, the frames per
  * stack, the ratio DWARF / fp (the baseline "fp": spin-fp's samples through
@@ -634,14 +635,14 @@ int main(int argc, char **argv) {
                                 snprintf(ok, sizeof(ok), "%.0f%%",
                                          100.0 * (double) (r->ss.unwound - r->ss.cfi_failed) / (double) r->ss.samples);
                         printf("%-9s %-6s %8.3f | %12.0f %7.2f | %12.0f %7.2f %7.2f | %6.2f %6zu %6s%s\n",
-                               program_name[i], modes[m].name, (r->cold_s - r->sink_best_s) * 1e3, per_s(c.p[i].n, 1, r->sink_best_s),
-                               us_each(c.p[i].n, 1, r->sink_best_s), per_s(c.p[i].n, 1, r->ring_best_s),
+                               program_name[i], modes[m].name, (r->cold_s - r->sink_best_s) * 1e3,
+                               per_s(c.p[i].n, 1, r->sink_best_s), us_each(c.p[i].n, 1, r->sink_best_s), per_s(c.p[i].n, 1, r->ring_best_s),
                                us_each(c.p[i].n, 1, r->ring_best_s), us_each(c.p[i].n, PASSES, r->ring_s), r->frames,
                                r->stacks, ok, i == SPIN_FP && m == 0 ? "  <- baseline \"fp\"" : "");
                 }
         printf("cold: what the first pass took more than the fastest (dwarf, auto: the unwinder opens and "
-               "reports the files); sink: sample_sink_samples() (unwind + stack intern + store), the fastest pass; sink+parse: "
-               "the same from the records' bytes through the ring reader, the fastest pass and the mean; frames: "
+               "reports the files); sink: sample_sink_samples() (unwind + stack intern + store), the fastest "
+               "pass; sink+parse: the same from the records' bytes through the ring reader, the fastest pass and the mean; frames: "
                "per stored sample, read back from the store; stacks: distinct in an epoch; cfi ok: samples whose "
                "CFI walk went past the pc\n");
         for (size_t i = 0; i < _PROGRAM_MAX; i++)
