@@ -636,15 +636,16 @@ int main(int argc, char **argv) {
                                          100.0 * (double) (r->ss.unwound - r->ss.cfi_failed) / (double) r->ss.samples);
                         printf("%-9s %-6s %8.3f | %12.0f %7.2f | %12.0f %7.2f %7.2f | %6.2f %6zu %6s%s\n",
                                program_name[i], modes[m].name, (r->cold_s - r->sink_best_s) * 1e3,
-                               per_s(c.p[i].n, 1, r->sink_best_s), us_each(c.p[i].n, 1, r->sink_best_s), per_s(c.p[i].n, 1, r->ring_best_s),
-                               us_each(c.p[i].n, 1, r->ring_best_s), us_each(c.p[i].n, PASSES, r->ring_s), r->frames,
-                               r->stacks, ok, i == SPIN_FP && m == 0 ? "  <- baseline \"fp\"" : "");
+                               per_s(c.p[i].n, 1, r->sink_best_s), us_each(c.p[i].n, 1, r->sink_best_s),
+                               per_s(c.p[i].n, 1, r->ring_best_s), us_each(c.p[i].n, 1, r->ring_best_s),
+                               us_each(c.p[i].n, PASSES, r->ring_s), r->frames, r->stacks, ok,
+                               i == SPIN_FP && m == 0 ? "  <- baseline \"fp\"" : "");
                 }
         printf("cold: what the first pass took more than the fastest (dwarf, auto: the unwinder opens and "
                "reports the files); sink: sample_sink_samples() (unwind + stack intern + store), the fastest "
-               "pass; sink+parse: the same from the records' bytes through the ring reader, the fastest pass and the mean; frames: "
-               "per stored sample, read back from the store; stacks: distinct in an epoch; cfi ok: samples whose "
-               "CFI walk went past the pc\n");
+               "pass; sink+parse: the same from the records' bytes through the ring reader, the fastest pass "
+               "and the mean; frames: per stored sample, read back from the store; stacks: distinct in an "
+               "epoch; cfi ok: samples whose CFI walk went past the pc\n");
         for (size_t i = 0; i < _PROGRAM_MAX; i++)
                 printf("parse alone (ring reader, perf-record parser, process table), %-9s %10.0f samples/s "
                        "%6.3f us/sample, %zu B/record (fastest pass)\n", program_name[i],
