@@ -344,10 +344,12 @@ static size_t encode_sample(const struct perf_event_attr *a, const struct source
         PUT(s->cpu);                    /* {u32 cpu; u32 res} */
         PUT(s->period);
         PUT(s->nr_callchain);
-        memcpy(buf + n, s->callchain, s->nr_callchain * 8);
+        if (s->nr_callchain > 0)
+                memcpy(buf + n, s->callchain, s->nr_callchain * 8);
         n += s->nr_callchain * 8;
         PUT(s->regs_abi);
-        memcpy(buf + n, s->regs, s->nr_regs * 8);
+        if (s->nr_regs > 0)
+                memcpy(buf + n, s->regs, s->nr_regs * 8);
         n += s->nr_regs * 8;
         /* The kernel copies the stack only with user registers (perf_sample_ustack_size()). */
         if (s->regs_abi == PERF_SAMPLE_REGS_ABI_NONE)
@@ -355,7 +357,9 @@ static size_t encode_sample(const struct perf_event_attr *a, const struct source
         else {
                 PUT(a->sample_stack_user);
                 memset(buf + n, 0, a->sample_stack_user);
-                memcpy(buf + n, s->stack, MIN(s->stack_len, (size_t) a->sample_stack_user));
+                /* dyn_size 0 (nothing of the stack was readable) comes with no bytes: stack is NULL. */
+                if (s->stack_len > 0)
+                        memcpy(buf + n, s->stack, MIN(s->stack_len, (size_t) a->sample_stack_user));
                 n += a->sample_stack_user;
                 PUT(s->stack_len);
         }
