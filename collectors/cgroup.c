@@ -421,6 +421,15 @@ int cgroup_map_scan(struct cgroup_map *m, const char *cgroupfs_root) {
         if (!root)
                 root = is_cgroup2(CGROUP_ROOT_DEFAULT) || !is_cgroup2(CGROUP_ROOT_HYBRID) ? CGROUP_ROOT_DEFAULT
                                                                                         : CGROUP_ROOT_HYBRID;
+        /*
+         * Until a scan succeeds, the root asked for is the one a rescan
+         * walks even when this scan fails (not the machine's own); after
+         * one, a failed scan keeps the root that worked.
+         */
+        if (cgroupfs_root && !m->scanned && (!m->root || !streq(m->root, cgroupfs_root))) {
+                free(m->root);
+                m->root = xstrdup(cgroupfs_root);
+        }
         if (statfs(root, &sfs) < 0)
                 return -errno;
         if (sfs.f_type != CGROUP2_SUPER_MAGIC)
