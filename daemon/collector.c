@@ -48,6 +48,14 @@
  * a backlog beyond this into the next one, as the loop would have it.
  */
 #define COLLECTOR_EPOCH_DRAIN_BUDGET 65536
+/*
+ * Epoch ends requested by /debug/pprof/profile?seconds=N spans, at once:
+ * more wait for the regular epoch timer. A requested end this close to
+ * another epoch end (before or after) is left to that one, so scrapes
+ * timed on the epochs cost no extra epoch.
+ */
+#define COLLECTOR_BOUNDARIES 16
+#define COLLECTOR_BOUNDARY_MERGE_NS (NSEC_PER_SEC / 2)
 
 struct view_box {
         struct collector_view view;
@@ -61,6 +69,10 @@ struct collector {
         sd_event_source *epoch_timer;
         sd_event_source *stop_source;
         int stop_fd;                    /* eventfd: another thread asks the loop to exit */
+        /* Epoch ends a profile request asked for (collector_request_epoch_end()). */
+        sd_event_source *boundary_timer;
+        sd_event_source *boundary_source;
+        int boundary_fd;                /* eventfd: another thread asked for one */
 
         /* Collector thread only. */
         struct collector_options opts;
@@ -103,6 +115,9 @@ struct collector {
         struct symbolizer symbols;
         pthread_mutex_t memnode_lock;
         struct memnode *memnode;        /* PA -> NUMA node; under memnode_lock */
+
+        pthread_mutex_t boundary_lock;  /* guards boundaries */
+        uint64_t boundaries[COLLECTOR_BOUNDARIES]; /* store-clock ns, 0 free */
 
         pthread_mutex_t lock; /* guards pending */
         struct collector_options pending;
@@ -519,6 +534,89 @@ static int on_epoch_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
+/* The earliest requested epoch end, 0 when none (under boundary_lock). */
+static uint64_t next_boundary_locked(struct collector *c) {
+        uint64_t min = 0;
+
+        for (size_t i = 0; i < COLLECTOR_BOUNDARIES; i++)
+                if (c->boundaries[i] && (min == 0 || c->boundaries[i] < min))
+                        min = c->boundaries[i];
+        return min;
+}
+
+static void arm_boundary(struct collector *c) {
+        uint64_t at;
+
+        pthread_mutex_lock(&c->boundary_lock);
+        at = next_boundary_locked(c);
+        pthread_mutex_unlock(&c->boundary_lock);
+        if (at == 0) {
+                (void) sd_event_source_set_enabled(c->boundary_timer, SD_EVENT_OFF);
+                return;
+        }
+        /* Store-clock ns are CLOCK_MONOTONIC: the timer's clock. */
+        if (sd_event_source_set_time(c->boundary_timer, at / NSEC_PER_USEC + 1) < 0 ||
+            sd_event_source_set_enabled(c->boundary_timer, SD_EVENT_ONESHOT) < 0)
+                log_warning("collector: cannot arm a requested epoch end; the regular one will do");
+}
+
+/*
+ * A requested epoch end is due: what the sources hold goes into the epoch,
+ * which closes now, unless an epoch closed within the merge distance or the
+ * regular one is that near.
+ */
+static int on_boundary_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct collector *c = userdata;
+        _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = store_snapshot_get(c->store);
+        uint64_t now = now_ns(), last = store_snapshot_end_ns(snap), next = c->next_epoch_usec * NSEC_PER_USEC;
+        int k;
+
+        pthread_mutex_lock(&c->boundary_lock);
+        for (size_t i = 0; i < COLLECTOR_BOUNDARIES; i++)
+                if (c->boundaries[i] && c->boundaries[i] <= now)
+                        c->boundaries[i] = 0;
+        pthread_mutex_unlock(&c->boundary_lock);
+        if (now - last >= COLLECTOR_BOUNDARY_MERGE_NS && (next <= now || next - now >= COLLECTOR_BOUNDARY_MERGE_NS)) {
+                for (size_t i = 0; i < c->n_sources; i++) {
+                        k = source_drain(c->sources[i], COLLECTOR_EPOCH_DRAIN_BUDGET);
+                        if (k < 0)
+                                log_debug_errno(k, "collector: %s source failed to drain: %m",
+                                                c->sources[i]->ops->kind);
+                }
+                epoch_end(c, now);
+        }
+        arm_boundary(c);
+        return 0;
+}
+
+static int on_boundary_request(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        struct collector *c = userdata;
+        uint64_t v;
+
+        if (read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+                log_debug_errno(-errno, "collector: cannot read the epoch-end requests: %m");
+        arm_boundary(c);
+        return 0;
+}
+
+bool collector_request_epoch_end(struct collector *c, uint64_t at_ns) {
+        uint64_t one = 1;
+        bool taken = false;
+
+        if (c->has_replay || !c->boundary_timer)
+                return false;
+        pthread_mutex_lock(&c->boundary_lock);
+        for (size_t i = 0; i < COLLECTOR_BOUNDARIES && !taken; i++)
+                if (c->boundaries[i] == 0 || c->boundaries[i] == at_ns) {
+                        c->boundaries[i] = at_ns;
+                        taken = true;
+                }
+        pthread_mutex_unlock(&c->boundary_lock);
+        if (taken && write(c->boundary_fd, &one, sizeof(one)) != sizeof(one))
+                log_debug_errno(-errno, "collector: cannot wake the loop for an epoch end: %m");
+        return taken;
+}
+
 static int on_stop(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         return sd_event_exit(sd_event_source_get_event(s), 0);
 }
@@ -899,7 +997,7 @@ int collector_start(const struct collector_options *opts, struct collector **ret
         uint64_t nofile;
         int r;
 
-        c->stop_fd = c->replay_done_fd = -1;
+        c->stop_fd = c->replay_done_fd = c->boundary_fd = -1;
         c->opts = *opts;
         snprintf(c->sampler_event, sizeof(c->sampler_event), "%s", opts->sampler.event_name ?: "cpu-clock");
         c->opts.sampler.event_name = c->sampler_event;
@@ -923,6 +1021,7 @@ int collector_start(const struct collector_options *opts, struct collector **ret
         };
         pthread_mutex_init(&c->lock, NULL);
         pthread_mutex_init(&c->memnode_lock, NULL);
+        pthread_mutex_init(&c->boundary_lock, NULL);
         /*
          * Symbol tables are the daemon's largest variable cost: bound them so
          * the worst case (16 files x 128k symbols) stays within the unit's
@@ -982,6 +1081,21 @@ int collector_start(const struct collector_options *opts, struct collector **ret
                 if (r < 0)
                         goto fail;
                 (void) sd_event_source_set_description(c->epoch_timer, "collector-epoch");
+
+                c->boundary_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+                if (c->boundary_fd < 0) {
+                        r = -errno;
+                        goto fail;
+                }
+                r = sd_event_add_io(c->event, &c->boundary_source, c->boundary_fd, EPOLLIN, on_boundary_request, c);
+                if (r < 0)
+                        goto fail;
+                r = sd_event_add_time(c->event, &c->boundary_timer, CLOCK_MONOTONIC, UINT64_MAX,
+                                      COLLECTOR_TIMER_ACCURACY_USEC, on_boundary_timer, c);
+                if (r < 0)
+                        goto fail;
+                (void) sd_event_source_set_enabled(c->boundary_timer, SD_EVENT_OFF);
+                (void) sd_event_source_set_description(c->boundary_timer, "collector-requested-epoch-end");
         }
         (void) sd_event_source_set_description(c->stop_source, "collector-stop");
         (void) sd_event_source_set_description(c->cycle_timer, "collector-cycle");
@@ -1045,15 +1159,19 @@ struct collector *collector_stop(struct collector *c) {
         c->stop_source = sd_event_source_disable_unref(c->stop_source);
         c->cycle_timer = sd_event_source_disable_unref(c->cycle_timer);
         c->epoch_timer = sd_event_source_disable_unref(c->epoch_timer);
+        c->boundary_timer = sd_event_source_disable_unref(c->boundary_timer);
+        c->boundary_source = sd_event_source_disable_unref(c->boundary_source);
         c->event = sd_event_unref(c->event);
         safe_close(c->stop_fd);
         safe_close(c->replay_done_fd);
+        safe_close(c->boundary_fd);
         c->pmu = pmu_collector_free(c->pmu);
         /* Snapshots still held by readers keep their views alive. */
         c->store = store_free(c->store);
         symbolizer_done(&c->symbols);
         c->memnode = memnode_free(c->memnode);
         pthread_mutex_destroy(&c->memnode_lock);
+        pthread_mutex_destroy(&c->boundary_lock);
         pthread_mutex_destroy(&c->lock);
         free(c);
         return NULL;

@@ -140,6 +140,12 @@ static int provider_pprof_span(void *userdata, uint64_t start_ns, uint64_t end_n
         return collector_profile_span(m->collector, start_ns, end_ns, out);
 }
 
+static bool provider_epoch_end_at(void *userdata, uint64_t at_ns) {
+        struct manager *m = userdata;
+
+        return collector_request_epoch_end(m->collector, at_ns);
+}
+
 static uint64_t provider_now_ns(void *userdata) {
         struct manager *m = userdata;
 
@@ -484,6 +490,7 @@ static int serve(struct manager *m) {
                 .object = provider_object,
                 .node = provider_node,
                 .cgroup = provider_cgroup,
+                .epoch_end_at = provider_epoch_end_at,
         });
         routes = api_routes(&n_routes);
         r = http_server_start(

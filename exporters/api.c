@@ -571,7 +571,11 @@ static void handle_pprof_profile(void *userdata, const struct http_request *req,
         w->end_ns = now + n * NSEC_PER_SEC;
         /* A stalled collector must not hold the request forever: answer with what is there. */
         w->give_up_ns = w->end_ns + 2 * store_snapshot_epoch_ns(snap) + NSEC_PER_SEC;
-        resp->defer_usec = until_closed_usec(snap, w->end_ns, now);
+        /* An epoch that ends with the span: the answer comes N seconds on, as Go's does. */
+        if (a->provider.epoch_end_at && a->provider.epoch_end_at(a->provider.userdata, w->end_ns))
+                resp->defer_usec = (w->end_ns - now + PPROF_CLOSE_SLACK_NS) / NSEC_PER_USEC;
+        else
+                resp->defer_usec = until_closed_usec(snap, w->end_ns, now);
 }
 
 static const struct http_route routes[] = {

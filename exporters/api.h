@@ -39,6 +39,11 @@ struct api_provider {
         int (*pprof)(void *userdata, uint64_t window_ns, struct strbuf *out);
         /* The same of the epochs overlapping [start_ns, end_ns) of the store's clock. */
         int (*pprof_span)(void *userdata, uint64_t start_ns, uint64_t end_ns, struct strbuf *out);
+        /*
+         * Close an epoch at this store-clock time too (a profile span's end),
+         * so the span is answered when it ends; false when it will not.
+         */
+        bool (*epoch_end_at)(void *userdata, uint64_t at_ns);
         /* Now in the store's clock (live data: CLOCK_MONOTONIC ns). */
         uint64_t (*now_ns)(void *userdata);
 };

@@ -24,7 +24,10 @@ with only .eh_frame, and both must give the whole chain:
     with no error and nothing definitely lost (the ASan build runs this
     whole test too).
 
-Cases: SAMPLER_CASES=chain,short,cgroup,kernel,valgrind (default all).
+  - go tool pprof -top URL?seconds=5 succeeds with the default 10 s epochs
+    (the span's end closes an epoch, so the answer comes after 5 s).
+
+Cases: SAMPLER_CASES=chain,short,cgroup,kernel,pprof,valgrind (default all).
 """
 
 import json
@@ -50,7 +53,7 @@ if not go:
 
 BUILD = os.environ["ARMPROFD_BUILD_DIR"]
 SPIN = {b: os.path.join(BUILD, "tests", "sampler", f"spin-{b}") for b in ("fp", "nofp")}
-CASES = set((os.environ.get("SAMPLER_CASES") or "chain,short,cgroup,kernel,valgrind").split(","))
+CASES = set((os.environ.get("SAMPLER_CASES") or "chain,short,cgroup,kernel,pprof,valgrind").split(","))
 CPU = 1 if os.cpu_count() > 1 else 0
 TICK = os.sysconf("SC_CLK_TCK")
 # 97 Hz rather than the default 19: 2.5 s of spin is then ~240 samples, and the 10% bound on its CPU
@@ -337,6 +340,25 @@ def case_kernel_named():
               f"with kernel_addresses = yes dd's kernel frames are named from kallsyms: {kernel_leaves[:5]}")
 
 
+def case_pprof_url():
+    """The issue's own check: go tool pprof -top URL?seconds=5 against the default 10 s epochs (pprof gives
+    up after 1.5 N + 5 s; a span that waited for the regular epoch end could take 15 s)."""
+    with Daemon(config_text="[pmu]\nenable = no\n[spe]\nenable = no\n") as d:
+        d.wait_serving()
+        wait_sampling(d)
+        spin = Spin("nofp", 7)
+        r = subprocess.run([go, "tool", "pprof", "-symbolize=none", "-top",
+                            f"http://{d.host}:{d.port}/debug/pprof/profile?seconds=5"],
+                           capture_output=True, text=True, env=env, timeout=120)
+        spin.cpu_ns()
+        duration = re.search(r"Duration: ([\d.]+)s", r.stdout)
+        check(r.returncode == 0 and "inner_spin" in r.stdout,
+              f"go tool pprof -top ...?seconds=5 with 10 s epochs: exit {r.returncode}, "
+              f"inner_spin {'in' if 'inner_spin' in r.stdout else 'not in'} -top; {r.stderr.strip()[-300:]}")
+        check(duration is not None and float(duration.group(1)) <= 15.5,
+              f"its profile spans the request's epochs only: Duration {duration.group(1) if duration else None} s")
+
+
 def case_valgrind():
     valgrind = shutil.which("valgrind")
     if not valgrind:
@@ -378,12 +400,17 @@ try:
             case_kernel_default(d)
         st, _, body = d.get("/metrics")
         text = body.decode()
-        check(re.search(r'^armprofd_cpu_samples_total\{cpu="%d"\} [1-9]' % CPU, text, re.M) is not None,
-              f"armprofd_cpu_samples_total{{cpu=\"{CPU}\"}} counts samples")
+        # The cases above kept CPU 1 (at least) busy; idle tickless CPUs may take no sample.
+        per_cpu = {int(c): float(v) for c, v in re.findall(r'^armprofd_cpu_samples_total\{cpu="(\d+)"\} (\S+)', text, re.M)}
+        check(sorted(per_cpu) == list(range(os.cpu_count())) and (sum(per_cpu.values()) > 0 or
+                                                                  not CASES & {"chain", "short", "cgroup", "kernel"}),
+              f"armprofd_cpu_samples_total has every CPU and counts samples: {per_cpu}")
         check(not re.search(r'(pid|comm|symbol|cgroup|service)="', text),
               "/metrics has no pid, comm, symbol, cgroup or service label")
     if "kernel" in CASES:
         case_kernel_named()
+    if "pprof" in CASES:
+        case_pprof_url()
     if "valgrind" in CASES:
         case_valgrind()
 finally:
