@@ -295,7 +295,7 @@ static void test_stripped_with_debug_file(void **state) {
                        "objcopy --only-keep-debug prog-full debug/.build-id/%.2s/%s.debug && "
                        "strip --strip-all -o prog-stripped prog-full && "
                        "! nm prog-stripped 2>/dev/null | grep -q hidden_work",
-                       BUILD_ID, BUILD_ID, BUILD_ID, BUILD_ID + 2));
+                       BUILD_ID, BUILD_ID, BUILD_ID, &BUILD_ID[2]));
         /* Without the debug file nothing names its functions; with it, all of them. */
         check_program("prog-stripped", "prog-full", &(struct symbols_limits) { .debug_dirs = "" }, true, false);
         check_program("prog-stripped", "prog-full", &(struct symbols_limits) { .debug_dirs = debug_root }, true, true);

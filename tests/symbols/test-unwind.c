@@ -778,6 +778,7 @@ static bool elf_interp(const char *path, char *buf, size_t len) {
         return false;
 }
 
+static bool sh(const char *fmt, ...) _printf_(1, 2);
 static bool sh(const char *fmt, ...) {
         _cleanup_free_ char *cmd = NULL;
         struct strbuf sb = STRBUF_INIT;
