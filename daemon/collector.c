@@ -50,9 +50,9 @@
 #define COLLECTOR_EPOCH_DRAIN_BUDGET 65536
 /*
  * Epoch ends requested by /debug/pprof/profile?seconds=N spans, at once:
- * more wait for the regular epoch timer. A requested end this close to
- * another epoch end (before or after) is left to that one, so scrapes
- * timed on the epochs cost no extra epoch.
+ * more wait for the regular epoch timer. A requested end this close before
+ * the regular one is left to it, so scrapes timed on the epochs cost no
+ * extra epoch.
  */
 #define COLLECTOR_BOUNDARIES 16
 #define COLLECTOR_BOUNDARY_MERGE_NS (NSEC_PER_SEC / 2)
@@ -562,13 +562,11 @@ static void arm_boundary(struct collector *c) {
 
 /*
  * A requested epoch end is due: what the sources hold goes into the epoch,
- * which closes now, unless an epoch closed within the merge distance or the
- * regular one is that near.
+ * which closes now, unless the regular one is within the merge distance.
  */
 static int on_boundary_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         struct collector *c = userdata;
-        _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = store_snapshot_get(c->store);
-        uint64_t now = now_ns(), last = store_snapshot_end_ns(snap), next = c->next_epoch_usec * NSEC_PER_USEC;
+        uint64_t now = now_ns(), next = c->next_epoch_usec * NSEC_PER_USEC;
         int k;
 
         pthread_mutex_lock(&c->boundary_lock);
@@ -576,7 +574,11 @@ static int on_boundary_timer(sd_event_source *s, uint64_t usec, void *userdata) 
                 if (c->boundaries[i] && c->boundaries[i] <= now)
                         c->boundaries[i] = 0;
         pthread_mutex_unlock(&c->boundary_lock);
-        if (now - last >= COLLECTOR_BOUNDARY_MERGE_NS && (next <= now || next - now >= COLLECTOR_BOUNDARY_MERGE_NS)) {
+        /*
+         * Merged forward only: the regular end this near closes the span for
+         * it. One that just closed does not: the span ends after it.
+         */
+        if (next <= now || next - now >= COLLECTOR_BOUNDARY_MERGE_NS) {
                 for (size_t i = 0; i < c->n_sources; i++) {
                         k = source_drain(c->sources[i], COLLECTOR_EPOCH_DRAIN_BUDGET);
                         if (k < 0)
@@ -1110,6 +1112,8 @@ int collector_start(const struct collector_options *opts, struct collector **ret
                 r = sd_event_source_set_priority(c->cycle_timer, SD_EVENT_PRIORITY_IMPORTANT);
         if (r >= 0 && c->epoch_timer)
                 r = sd_event_source_set_priority(c->epoch_timer, SD_EVENT_PRIORITY_IMPORTANT);
+        if (r >= 0 && c->boundary_timer)
+                r = sd_event_source_set_priority(c->boundary_timer, SD_EVENT_PRIORITY_IMPORTANT);
         if (r < 0)
                 goto fail;
 

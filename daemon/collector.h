@@ -130,7 +130,7 @@ int collector_profile_span(struct collector *c, uint64_t start_ns, uint64_t end_
  * Close an epoch at at_ns (store clock) too, so a /debug/pprof/profile span
  * ending then is answered then, not at the next regular epoch end (10 s on
  * by default; go tool pprof gives up after 1.5 N + 5 s). Left to the
- * regular end within half a second of it. False when not taken (a replay,
+ * regular end when that comes within half a second after it. False when not taken (a replay,
  * too many pending): the request waits for the regular end. Any thread.
  */
 bool collector_request_epoch_end(struct collector *c, uint64_t at_ns);

@@ -233,10 +233,13 @@ static void add_one(struct sample_sink *s, const struct source_sample *x) {
                  * The markers and no frame: a KVM vCPU thread sampled in its
                  * guest (x86's perf_callchain_kernel()/_user() store nothing
                  * under perf_guest_state(), arch/x86/events/core.c). Its CPU
-                 * time is the process's: the ip alone, as with no callchain.
+                 * time is the process's, but its ip is the guest's
+                 * (perf_guest_get_ip()): named from neither this process's
+                 * mappings nor the host's kallsyms. One "[kernel]" frame, for
+                 * time outside the process's own code.
                  */
-                kernel = x->ip >> 63;
-                s->frames[n++] = kernel && !s->opts.kernel_addresses ? STORE_KERNEL_FRAME : x->ip;
+                kernel = true;
+                s->frames[n++] = STORE_KERNEL_FRAME;
                 s->counting.ip_only++;
         }
 
@@ -360,8 +363,8 @@ size_t sample_sink_metric_rows(const struct sample_sink_stats *st, struct prom_c
                 .value = st->cfi_truncated,
         };
         rows[n++] = (struct prom_counter_row) {
-                "armprofd_cpu_samples_ip_only_total",
-                "CPU samples whose callchain had no frame (a KVM vCPU in its guest): stored as their ip alone.",
+                "armprofd_cpu_samples_guest_total",
+                "CPU samples whose callchain had no frame (a KVM vCPU in its guest): stored as one [kernel] frame.",
                 .value = st->ip_only,
         };
         rows[n++] = (struct prom_counter_row) { evictions, evictions_help, "table", "unwind_processes",

@@ -54,7 +54,7 @@ struct sample_sink_options {
 struct sample_sink_stats {
         uint64_t samples;               /* stored */
         uint64_t idle;                  /* of idle CPUs (pid 0): not stored */
-        uint64_t ip_only;               /* callchain with markers only (a KVM vCPU in its guest): the ip stored */
+        uint64_t ip_only;               /* callchain with markers only (a KVM vCPU in its guest): one [kernel] frame */
         uint64_t unwound;               /* of which user stacks walked by CFI */
         uint64_t cfi_failed;            /* CFI gave no frame beyond the first */
         uint64_t cfi_truncated;         /* stopped at max_stack or the end of the stack copy */

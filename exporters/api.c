@@ -489,10 +489,13 @@ static void handle_pprof_spe(void *userdata, const struct http_request *req, str
 
 /* Slack after an epoch boundary for the collector thread to close the epoch. */
 #define PPROF_CLOSE_SLACK_NS (50 * NSEC_PER_USEC * USEC_PER_MSEC)
+/* How often a span whose end was asked to close an epoch looks again for it. */
+#define PPROF_RECHECK_USEC (50 * USEC_PER_MSEC)
 
 struct profile_wait {
         uint32_t seconds;
         bool span;                      /* live: the epochs overlapping [start_ns, end_ns) */
+        bool end_requested;             /* an epoch ends with the span (provider.epoch_end_at) */
         uint64_t start_ns, end_ns;      /* the store's clock */
         uint64_t give_up_ns;
 };
@@ -545,7 +548,12 @@ static void handle_pprof_profile(void *userdata, const struct http_request *req,
                 snap = a->provider.snapshot(a->provider.userdata);
                 now = a->provider.now_ns(a->provider.userdata);
                 if (snap && store_snapshot_end_ns(snap) < w->end_ns && now < w->give_up_ns)
-                        resp->defer_usec = until_closed_usec(snap, w->end_ns, now);
+                        /*
+                         * An epoch end asked for is near (or the regular one it was
+                         * left to): look again shortly, epochs may be off the grid.
+                         */
+                        resp->defer_usec = w->end_requested ? PPROF_RECHECK_USEC
+                                                            : until_closed_usec(snap, w->end_ns, now);
                 else
                         pprof_span_body(a, resp, w);
                 return;
@@ -572,7 +580,8 @@ static void handle_pprof_profile(void *userdata, const struct http_request *req,
         /* A stalled collector must not hold the request forever: answer with what is there. */
         w->give_up_ns = w->end_ns + 2 * store_snapshot_epoch_ns(snap) + NSEC_PER_SEC;
         /* An epoch that ends with the span: the answer comes N seconds on, as Go's does. */
-        if (a->provider.epoch_end_at && a->provider.epoch_end_at(a->provider.userdata, w->end_ns))
+        w->end_requested = a->provider.epoch_end_at && a->provider.epoch_end_at(a->provider.userdata, w->end_ns);
+        if (w->end_requested)
                 resp->defer_usec = (w->end_ns - now + PPROF_CLOSE_SLACK_NS) / NSEC_PER_USEC;
         else
                 resp->defer_usec = until_closed_usec(snap, w->end_ns, now);

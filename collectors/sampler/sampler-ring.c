@@ -206,6 +206,15 @@ int sampler_ring_drain(struct sampler_ring *r, size_t max) {
         r->st->lost += r->ring.stats.lost - lost;
         r->st->lost_samples += r->ring.stats.lost_samples - lost_samples;
         r->st->bad_records += r->ring.stats.bad_records - bad;
+        /*
+         * Bytes the drain skipped may hold records the pre-scan handed on:
+         * their hashes would never be met, and every later one would be
+         * handed on twice. Start the pre-scan over from what is left.
+         */
+        if (r->ring.stats.bad_records != bad) {
+                r->n_early = r->early_head = 0;
+                r->prescan_pos = __atomic_load_n(&r->ring.page->data_tail, __ATOMIC_RELAXED);
+        }
         if (r->ring.stats.lost != lost)
                 sampler_procs_lost(r->procs);
         return k;

@@ -417,9 +417,9 @@ static void test_random_chains(void **state) {
                         /* One pid per sample, so each sample is its own stack. */
                         fx_sample(&f, 1000 + i, 1000 + i, U(0), chain, n, 0, 1);
                         r = fx_query(&f, 1000 + i, NULL);
-                        /* No kernel or user frame (a guest's or the hypervisor's only): the ip alone (test_markers_only). */
+                        /* No kernel or user frame (a guest's or the hypervisor's only): one [kernel] (test_markers_only). */
                         if (nw == 0)
-                                want[nw++] = U(0);
+                                want[nw++] = STORE_KERNEL_FRAME;
                         else
                                 found++;
                         assert_int_equal(r->n, 1);
@@ -702,6 +702,11 @@ static void test_markers_only(void **state) {
         assert_int_equal(st.samples + st.idle, 1);
         assert_int_equal(r->samples, 1);
         assert_int_equal(r->weight, PERIOD_19HZ);
+        /* The ip is the guest's: never stored as this process's (or the host kernel's) code. */
+        assert_int_equal(r->n, 1);
+        assert_int_equal(r->stacks[0].n_frames, 1);
+        assert_true(r->stacks[0].frames[0] == STORE_KERNEL_FRAME);
+        assert_int_equal(st.ip_only, 1);
         fx_close(&f);
 }
 
