@@ -204,14 +204,18 @@ def chain_in(funcs):
 
 def case_chain(d):
     for build in ("fp", "nofp"):
-        done = profile_during(d, 4, f"chain-{build}")
+        # The span holds spin's whole life (2.5 s of CPU, longer by the wall on a busy machine): its CPU
+        # time is compared with the process's total.
+        done = profile_during(d, 8, f"chain-{build}")
         spin = Spin(build, 2.5)
         pcs = hotpcs_first(d, spin.pid)
         check(pcs is not None and pcs[0].get("symbol") == "inner_spin",
               f"{build}: /hotpcs?pid={spin.pid} names inner_spin first within 10 s: "
               f"{[p.get('symbol') for p in pcs or []]}")
         truth_ns = spin.cpu_ns()
+        exited = time.monotonic()
         path = done()
+        check(time.monotonic() - exited > 0.2, f"{build}: spin exited before the profile's span ended")
         mine = [(lab, f) for lab, f in traces(path) if lab.get("pid") == str(spin.pid)]
         whole = [f for lab, f in mine if chain_in(f)]
         check(len(mine) > 0 and all(lab.get("comm") == spin.comm for lab, _ in mine),
