@@ -787,6 +787,41 @@ static void read_build_id(Elf *elf, char out[SYMBOLS_BUILD_ID_HEX_SIZE]) {
         }
 }
 
+/*
+ * A file the input names (a mapped path, a perf map any process may write,
+ * kallsyms), opened read-only: O_NONBLOCK so that a FIFO put there cannot
+ * hold the reader in open(2), and only a regular file is read (-EBADF for
+ * anything else). Returns the fd, *ret its stat, or a negative errno.
+ */
+static int open_regular(const char *path, struct stat *ret) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, ret) < 0 || !S_ISREG(ret->st_mode)) {
+                safe_close(fd);
+                return -EBADF;
+        }
+        return fd;
+}
+
+/* The same as a stdio stream, for the text formats; NULL with *ret_err set. */
+static FILE *fopen_regular(const char *path, struct stat *ret, int *ret_err) {
+        FILE *file;
+        int fd = open_regular(path, ret);
+
+        if (fd < 0) {
+                *ret_err = fd;
+                return NULL;
+        }
+        file = fdopen(fd, "r");
+        if (!file) {
+                *ret_err = -errno;
+                safe_close(fd);
+        }
+        return file;
+}
+
 static int load_file(struct symbols_cache *s, struct elf_file *f) {
         _cleanup_close_ int fd = -1;
         struct stat st;
@@ -797,18 +832,10 @@ static int load_file(struct symbols_cache *s, struct elf_file *f) {
 
         if (elf_version(EV_CURRENT) == EV_NONE)
                 return -ENOTSUP;
-        /*
-         * A mapped path is named by the input (a perf.data, a process that has
-         * since replaced its file): O_NONBLOCK so that a FIFO put there cannot
-         * hold a reader in open(2), and only a regular file is read as ELF.
-         */
-        fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        /* A mapped path is named by the input (a perf.data, a process that has since replaced its file). */
+        fd = open_regular(f->path, &st);
         if (fd < 0)
-                return -errno;
-        if (fstat(fd, &st) < 0)
-                return -errno;
-        if (!S_ISREG(st.st_mode))
-                return -EBADF;
+                return fd;
         elf = elf_begin(fd, ELF_C_READ, NULL);
         if (!elf)
                 return -EBADMSG;
@@ -913,21 +940,12 @@ static int load_perf_map(struct symbols_cache *s, struct elf_file *f) {
         bool skipping = false;
         struct stat st;
         FILE *file;
-        int fd;
+        int r;
 
         /* Any process can put a FIFO at /tmp/perf-PID.map: never wait on one. */
-        fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        if (fd < 0)
-                return -errno;
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-                safe_close(fd);
-                return -EBADF;
-        }
-        file = fdopen(fd, "r");
-        if (!file) {
-                safe_close(fd);
-                return -errno;
-        }
+        file = fopen_regular(f->path, &st, &r);
+        if (!file)
+                return r;
         f->dev = st.st_dev;
         f->ino = st.st_ino;
         f->mtime = st.st_mtim;
@@ -1457,20 +1475,11 @@ int symbols_cache_load_kallsyms(struct symbols_cache *c, const char *path) {
         struct ksym *syms;
         struct stat st;
         FILE *file;
-        int fd;
+        int r;
 
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-        if (fd < 0)
-                return -errno;
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-                safe_close(fd);
-                return -EBADF;
-        }
-        file = fdopen(fd, "r");
-        if (!file) {
-                safe_close(fd);
-                return -errno;
-        }
+        file = fopen_regular(path, &st, &r);
+        if (!file)
+                return r;
         strbuf_append(&names, SYMBOLS_KALLSYMS_OBJECT, sizeof(SYMBOLS_KALLSYMS_OBJECT));
         core = 0;
         while (fgets(line, KALLSYMS_LINE_MAX, file)) {
