@@ -228,7 +228,8 @@ static void set_more(struct sampler_source *src, bool on) {
  * (sampler_ring_prescan()): a process that exec'd on one CPU and ran on
  * another is named and unwound by what its exec said, whichever ring is
  * drained first. Each record is looked at once: a pre-scan goes on from
- * where the last one stopped.
+ * where the last one stopped. Once per round of drains, before it: a round
+ * over every CPU costs one pre-scan, not one per CPU.
  */
 static void prescan_all(struct sampler_source *src) {
         for (size_t i = 0; i < src->n_cpus; i++) {
@@ -239,7 +240,7 @@ static void prescan_all(struct sampler_source *src) {
         }
 }
 
-/* At most max records of one CPU (0: all); whether more are left. */
+/* At most max records of one CPU (0: all), after prescan_all(); whether more are left. */
 static bool drain_cpu(struct sampler_cpu *c, size_t max, size_t *ret_read) {
         uint64_t samples;
         int n;
@@ -249,7 +250,6 @@ static bool drain_cpu(struct sampler_cpu *c, size_t max, size_t *ret_read) {
                         *ret_read = 0;
                 return false;
         }
-        prescan_all(c->src);
         samples = c->st.samples;
         n = sampler_ring_drain(&c->ring, max);
         if (c->st.samples != samples)
@@ -263,6 +263,7 @@ static int on_io(sd_event_source *es, int fd, uint32_t revents, void *userdata) 
         struct sampler_cpu *c = userdata;
 
         /* Edge-triggered: what the budget leaves is read by the defer source, at idle priority. */
+        prescan_all(c->src);
         if (drain_cpu(c, SAMPLER_SOURCE_BUDGET, NULL))
                 set_more(c->src, true);
         /* perf_poll(): EPOLLHUP when the event can never run again. Reopened by the drain timer. */
@@ -487,6 +488,7 @@ static int sampler_cpus_changed(struct source *s, const struct cpulist *online) 
         struct sampler_source *src = of(s);
 
         /* CPUs that went: their samples read, their events closed. */
+        prescan_all(src);
         for (size_t i = 0; i < src->n_cpus; i++) {
                 struct sampler_cpu *c = src->cpus[i];
 
@@ -523,6 +525,7 @@ static int sampler_drain(struct source *s, size_t budget) {
 
         if (src->n_cpus == 0)
                 return 0;
+        prescan_all(src);
         /* Round robin from where the last budget ran out, so no CPU waits behind a busy one. */
         for (size_t i = 0; i < src->n_cpus; i++) {
                 size_t at = (src->next_cpu + i) % src->n_cpus, read = 0;
@@ -576,6 +579,7 @@ static int on_timer(sd_event_source *es, uint64_t usec, void *userdata) {
 
         if (pmu_sysfs_read_online(src->sysfs_root, &online) == 0)
                 (void) sampler_cpus_changed(&src->base, &online);
+        prescan_all(src);
         for (size_t i = 0; i < src->n_cpus; i++) {
                 struct sampler_cpu *c = src->cpus[i];
                 bool quiet;
