@@ -54,6 +54,15 @@ static inline uint64_t perf_rd64(const uint8_t *p) {
 #define PERF_RECORD_HEADER_SIZE ((uint32_t) sizeof(struct perf_event_header))
 
 /*
+ * Whether a PERF_SAMPLE_CALLCHAIN entry is a context marker
+ * (PERF_CONTEXT_KERNEL, _USER, _GUEST...: the top 4095 values of a u64,
+ * enum perf_callchain_context) rather than an address.
+ */
+static inline bool perf_callchain_is_context(uint64_t v) {
+        return v >= (uint64_t) PERF_CONTEXT_MAX;
+}
+
+/*
  * Record types perf itself synthesizes (user records, never from the
  * kernel): tools/lib/perf/include/perf/event.h `enum perf_user_event_type`,
  * listed in perf.data-file-format.txt. The kernel ones (PERF_RECORD_MMAP ...

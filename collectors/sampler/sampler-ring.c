@@ -20,12 +20,12 @@ static bool aligned8(const void *p) {
         return ((uintptr_t) p & 7) == 0;
 }
 
-/* Entries that are no context marker (PERF_CONTEXT_*: the top 4095 values of a u64, include/uapi/linux/perf_event.h). */
+/* Entries that are no context marker. */
 static size_t callchain_frames(const uint64_t *ips, size_t n) {
         size_t frames = 0;
 
         for (size_t i = 0; i < n; i++)
-                frames += ips[i] < (uint64_t) PERF_CONTEXT_MAX;
+                frames += !perf_callchain_is_context(ips[i]);
         return frames;
 }
 
