@@ -91,6 +91,14 @@ int cgroup_of_pid(const char *procfs_root, uint32_t pid, char *buf, size_t len) 
         return r;
 }
 
+bool cgroup_describe_pid(const char *procfs_root, uint32_t pid, char *path, size_t path_len, char *service,
+                         size_t service_len) {
+        if (pid == 0 || cgroup_of_pid(procfs_root, pid, path, path_len) < 0)
+                return false;
+        (void) cgroup_service(path, service, service_len);
+        return true;
+}
+
 /* ---- what a path stands for ---- */
 
 static bool is_hex_id(const char *s, size_t n) {

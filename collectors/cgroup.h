@@ -11,6 +11,7 @@
  * failure aborts (strbuf.h). A cgroup_map is one thread's (the collector's).
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,6 +44,14 @@ enum cgroup_kind {
         CGROUP_KIND_PATH,
 };
 enum cgroup_kind cgroup_service(const char *path, char *buf, size_t len);
+
+/*
+ * What /proc says of a process that still runs: its cgroup v2 path
+ * (cgroup_of_pid()) and what that stands for (cgroup_service()). false
+ * for pid 0 (the idle task has none) or when the process is gone.
+ */
+bool cgroup_describe_pid(const char *procfs_root, uint32_t pid, char *path, size_t path_len, char *service,
+                         size_t service_len);
 /* "root", "unit", "container", "path". */
 const char *cgroup_kind_to_string(enum cgroup_kind k);
 

@@ -746,11 +746,8 @@ bool collector_cgroup(struct collector *c, uint32_t pid, char *path, size_t path
         /* Set before the collector thread starts, freed after it stopped: readers never race it. */
         if (c->samples)
                 return sample_sink_cgroup(c->samples, pid, path, path_len, service, service_len);
-        /* No sampler (SPE samples this host): what /proc says of a process that still runs. */
-        if (pid == 0 || c->has_replay || cgroup_of_pid(NULL, pid, path, path_len) < 0)
-                return false;
-        (void) cgroup_service(path, service, service_len);
-        return true;
+        /* No sampler (SPE samples this host): what /proc says of a process that still runs; a replay's are not ours. */
+        return !c->has_replay && cgroup_describe_pid(NULL, pid, path, path_len, service, service_len);
 }
 
 bool collector_kernel_frames_named(struct collector *c) {

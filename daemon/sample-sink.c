@@ -12,6 +12,7 @@
 #include "cgroup.h"
 #include "log.h"
 #include "macro.h"
+#include "perf-record.h"
 #include "store.h"
 #include "strbuf.h"
 #include "task-map.h"
@@ -135,11 +136,6 @@ static const struct pid_slot *who(struct sample_sink *s, uint32_t pid, uint64_t 
         return slot;
 }
 
-/* PERF_CONTEXT_* markers (perf_event.h): everything from PERF_CONTEXT_MAX up, as a u64. */
-static bool is_context(uint64_t v) {
-        return v >= (uint64_t) PERF_CONTEXT_MAX;
-}
-
 /* The callchain's kernel and user parts, leaf first, each at most s->max. */
 static void split_callchain(struct sample_sink *s, const struct source_sample *x, size_t *ret_nk, size_t *ret_nu,
                             bool *ret_kernel) {
@@ -151,7 +147,7 @@ static void split_callchain(struct sample_sink *s, const struct source_sample *x
         for (size_t i = 0; i < x->nr_callchain; i++) {
                 uint64_t v = x->callchain[i];
 
-                if (is_context(v)) {
+                if (perf_callchain_is_context(v)) {
                         ctx = v;
                         if (first)
                                 *ret_kernel = v == (uint64_t) PERF_CONTEXT_KERNEL;
@@ -329,13 +325,8 @@ bool sample_sink_cgroup(struct sample_sink *s, uint32_t pid, char *path, size_t 
                 snprintf(service, service_len, "%s", slot->service);
         }
         pthread_mutex_unlock(&s->lock);
-        if (found || pid == 0)
-                return found;
         /* Not sampled (an SPE record's process, say): /proc, if it still runs; nothing is cached by a reader. */
-        if (cgroup_of_pid(s->opts.procfs_root, pid, path, path_len) < 0)
-                return false;
-        (void) cgroup_service(path, service, service_len);
-        return true;
+        return found || cgroup_describe_pid(s->opts.procfs_root, pid, path, path_len, service, service_len);
 }
 
 void sample_sink_get_stats(struct sample_sink *s, struct sample_sink_stats *ret) {
