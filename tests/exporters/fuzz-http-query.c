@@ -27,12 +27,15 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* The most parameters an endpoint takes (/hotlines: window, limit, pid, cgroup, all). */
+#define ENDPOINT_NAMES_MAX 5
+
 static const struct {
         const char *path;
-        const char *const names[4]; /* the parameters it takes */
+        const char *const names[ENDPOINT_NAMES_MAX]; /* the parameters it takes */
 } endpoints[] = {
-        { "/hotlines", { "window", "limit", "pid", "all" } },
-        { "/hotpcs", { "window", "limit", "pid" } },
+        { "/hotlines", { "window", "limit", "pid", "cgroup", "all" } },
+        { "/hotpcs", { "window", "limit", "pid", "cgroup" } },
         { "/latency", { "window" } },
         { "/counters", { "cpu" } },
         { "/debug/pprof/spe", { "window" } },
@@ -167,7 +170,7 @@ static unsigned exchange(uint16_t port, const struct strbuf *req) {
  */
 static bool query_must_fail(const uint8_t *data, size_t size) {
         const char *const *names = endpoints[data[0] % ELEMENTSOF(endpoints)].names;
-        bool seen[4] = {};
+        bool seen[ENDPOINT_NAMES_MAX] = {};
 
         for (size_t i = 1; i < size; i++)
                 if (data[i] == '%' || data[i] == '+' || needs_encoding(data[i]))
@@ -183,7 +186,7 @@ static bool query_must_fail(const uint8_t *data, size_t size) {
                         name_end++;
                 /* "" and "=" are empty pairs. */
                 if (end > i && !(name_end == i && end - name_end <= 1)) {
-                        for (size_t k = 0; k < 4 && names[k]; k++)
+                        for (size_t k = 0; k < ENDPOINT_NAMES_MAX && names[k]; k++)
                                 if (strlen(names[k]) == name_end - i && memcmp(names[k], data + i, name_end - i) == 0) {
                                         if (seen[k])
                                                 return true;
