@@ -242,7 +242,9 @@ static int probe_writable(int dir_fd) {
         _cleanup_close_ int fd = -EBADF;
         int r = 0;
 
-        fd = openat(dir_fd, SPOOL_PROBE_NAME, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        /* One left by a kill would make O_EXCL fail. */
+        (void) unlinkat(dir_fd, SPOOL_PROBE_NAME, 0);
+        fd = openat(dir_fd, SPOOL_PROBE_NAME, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
                 return -errno;
         r = write_all(fd, "", 1);
@@ -296,15 +298,18 @@ static int scan_dir(struct push_spool *s) {
                 }
 
                 if (strncmp(de->d_name, SPOOL_TMP_PREFIX, strlen(SPOOL_TMP_PREFIX)) == 0) {
-                        if (unlinkat(s->dir_fd, de->d_name, 0) < 0) {
-                                if (errno != ENOENT)
-                                        return -errno;
-                        } else
+                        /* One that will not go (a directory someone made) is
+                         * not a write of ours: leave it. */
+                        if (unlinkat(s->dir_fd, de->d_name, 0) >= 0)
                                 s->stats.temp_removed++;
                         continue;
                 }
                 if (!spool_name_parse(de->d_name, &seq))
                         continue;
+                /* Above every name of ours found, a bad one's too: a put()
+                 * never renames onto something already there. */
+                if (seq >= s->next_seq)
+                        s->next_seq = seq + 1;
 
                 r = read_entry_file(s->dir_fd, de->d_name, &buf, &len);
                 if (r >= 0)
@@ -314,15 +319,16 @@ static int scan_dir(struct push_spool *s) {
                 if (r < 0) {
                         if (error_is_transient(r) || r == -EIO)
                                 return r;
-                        if (unlinkat(s->dir_fd, de->d_name, 0) < 0 && errno != ENOENT)
+                        if (unlinkat(s->dir_fd, de->d_name, 0) < 0) {
+                                if (errno == ENOENT || errno == EISDIR)
+                                        continue;       /* gone, or a directory: not an entry */
                                 return -errno;
+                        }
                         s->stats.dropped_corrupt++;
                         continue;
                 }
 
                 index_append(s, seq, time_ns, len);
-                if (seq >= s->next_seq)
-                        s->next_seq = seq + 1;
         }
 
         if (s->n_index > 0)
@@ -405,6 +411,8 @@ int push_spool_put(struct push_spool *s, uint64_t time_ns, const void *body, siz
         if (r < 0)
                 return r;
 
+        /* A seq is used once, even by a failed put(): gaps are harmless. */
+        s->next_seq = seq + 1;
         spool_name(name, seq);
         (void) snprintf(tmp, sizeof(tmp), SPOOL_TMP_PREFIX "%s", name);
 
@@ -434,7 +442,6 @@ int push_spool_put(struct push_spool *s, uint64_t time_ns, const void *body, siz
                 return r;
         }
 
-        s->next_seq = seq + 1;
         index_append(s, seq, time_ns, size);
         return 0;
 }
