@@ -412,7 +412,8 @@ static void backoff(struct push *p) {
         unsigned shift = MIN(p->failures, 30U);
 
         p->failures++;
-        delay = MIN(PUSH_BACKOFF_MIN_USEC << shift, MAX(p->interval_usec, PUSH_BACKOFF_MIN_USEC));
+        /* From 1 s (or one interval when shorter: a test's) up to one interval. */
+        delay = MIN(MIN(PUSH_BACKOFF_MIN_USEC, p->interval_usec) << shift, MAX(p->interval_usec, PUSH_BACKOFF_MIN_USEC));
         /* "Equal jitter": half the delay fixed, half random, so a fleet's retries spread. */
         delay = delay / 2 + random_u64() % (delay / 2 + 1);
         if (p->retry_after[0] &&
@@ -763,7 +764,7 @@ int push_start(struct push *p) {
                 return r;
         p->started = true;
         if (!push_spool_empty(p->spool))
-                log_info("push: %" PRIu64 " request%s of an earlier run in %s go out first",
+                log_info("push: sending first the %" PRIu64 " request%s an earlier run left in %s",
                          p->stats.spool.files, p->stats.spool.files == 1 ? "" : "s", p->spool_dir);
         return 0;
 }
