@@ -472,24 +472,75 @@ static void *scratch_array(struct pb_scratch *sc, size_t count, size_t elem) {
         return pb_scratch_alloc(sc, count * elem);
 }
 
-/*
- * The message graph of one pprof_finish(): a handful of arrays on one
- * scratch list (protobuf-c does not own messages it packs, ecosystem.md §c),
- * pointing at the builder's strings and values rather than copying them.
- */
-static void build_profile(const struct pprof_builder *b, struct pb_scratch *a, Perftools__Profiles__Profile *p) {
-        Perftools__Profiles__ValueType *vt = scratch_array(a, b->n_types + 1, sizeof(*vt));
-        Perftools__Profiles__Sample *sm = scratch_array(a, b->n_samples, sizeof(*sm));
-        Perftools__Profiles__Label *lb = scratch_array(a, b->n_labels, sizeof(*lb));
-        Perftools__Profiles__Mapping *mp = scratch_array(a, b->n_mappings, sizeof(*mp));
-        Perftools__Profiles__Location *lc = scratch_array(a, b->n_locations, sizeof(*lc));
-        Perftools__Profiles__Line *ln = scratch_array(a, b->n_locations, sizeof(*ln));
-        Perftools__Profiles__Function *fn = scratch_array(a, b->n_functions, sizeof(*fn));
-        Perftools__Profiles__Label **lbp = scratch_array(a, b->n_labels, sizeof(*lbp));
-        Perftools__Profiles__Line **lnp = scratch_array(a, b->n_locations, sizeof(*lnp));
+/* The per-element messages, shared by build_profile() and the parts' size
+ * accounting (part_size_add()) so that the two cannot disagree. */
+static void fill_sample(const struct pprof_builder *b, size_t i, Perftools__Profiles__Label **lbp,
+                        Perftools__Profiles__Sample *sm) {
+        const struct pprof_sample_rec *s = &b->samples[i];
 
+        perftools__profiles__sample__init(sm);
+        /* Leaf first (profile.proto: "The leaf is at location_id[0]"); one for SPE's samples. */
+        sm->n_location_id = s->n_locations;
+        sm->location_id = s->n_locations ? &b->sample_locations[s->first_location] : NULL;
+        sm->n_value = b->n_types;
+        sm->value = &b->values[s->first_value];
+        sm->n_label = s->n_labels;
+        sm->label = &lbp[s->first_label];
+}
+
+static void fill_label(const struct pprof_builder *b, size_t i, Perftools__Profiles__Label *lb) {
+        perftools__profiles__label__init(lb);
+        lb->key = b->labels[i].key;
+        lb->str = b->labels[i].str;
+        lb->num = b->labels[i].num;
+        lb->num_unit = b->labels[i].num_unit;
+}
+
+static void fill_mapping(const struct pprof_builder *b, size_t i, Perftools__Profiles__Mapping *mp) {
+        const struct pprof_mapping_rec *m = &b->mappings[i];
+
+        perftools__profiles__mapping__init(mp);
+        mp->id = i + 1;
+        mp->memory_start = m->start;
+        mp->memory_limit = m->limit;
+        mp->file_offset = m->offset;
+        mp->filename = m->filename;
+        mp->build_id = m->build_id;
+        /* Symbolized here: pprof then does not try to symbolize it again. */
+        mp->has_functions = m->has_functions;
+}
+
+/* lnp: where the one Line pointer lives (ln is it). */
+static void fill_location(const struct pprof_builder *b, size_t i, Perftools__Profiles__Location *lc,
+                          Perftools__Profiles__Line *ln, Perftools__Profiles__Line **lnp) {
+        const struct pprof_location_rec *l = &b->locations[i];
+
+        perftools__profiles__location__init(lc);
+        lc->id = i + 1;
+        lc->mapping_id = l->mapping_id;
+        lc->address = l->address;
+        if (l->function_id) {
+                perftools__profiles__line__init(ln);
+                ln->function_id = l->function_id;
+                *lnp = ln;
+                lc->n_line = 1;
+                lc->line = lnp;
+        }
+}
+
+static void fill_function(const struct pprof_builder *b, size_t i, Perftools__Profiles__Function *fn) {
+        perftools__profiles__function__init(fn);
+        fn->id = i + 1;
+        fn->name = b->functions[i];
+        fn->system_name = b->functions[i];
+}
+
+/* Everything of the Profile but its repeated samples, mappings, locations,
+ * functions and strings; vt: n_types + 1 entries. */
+static void fill_header(const struct pprof_builder *b, Perftools__Profiles__ValueType *vt,
+                        Perftools__Profiles__ValueType **vtp, Perftools__Profiles__Profile *p) {
         p->n_sample_type = b->n_types;
-        p->sample_type = scratch_array(a, b->n_types, sizeof(*p->sample_type));
+        p->sample_type = vtp;
         for (size_t i = 0; i < b->n_types; i++) {
                 perftools__profiles__value_type__init(&vt[i]);
                 vt[i].type = b->types[i].type;
@@ -509,74 +560,55 @@ static void build_profile(const struct pprof_builder *b, struct pb_scratch *a, P
                 p->default_sample_type = b->types[b->default_type].type;
         p->time_nanos = (int64_t) b->time_nanos;
         p->duration_nanos = (int64_t) b->duration_nanos;
+}
+
+/*
+ * The message graph of one pprof_finish(): a handful of arrays on one
+ * scratch list (protobuf-c does not own messages it packs, ecosystem.md §c),
+ * pointing at the builder's strings and values rather than copying them.
+ */
+static void build_profile(const struct pprof_builder *b, struct pb_scratch *a, Perftools__Profiles__Profile *p) {
+        Perftools__Profiles__ValueType *vt = scratch_array(a, b->n_types + 1, sizeof(*vt));
+        Perftools__Profiles__Sample *sm = scratch_array(a, b->n_samples, sizeof(*sm));
+        Perftools__Profiles__Label *lb = scratch_array(a, b->n_labels, sizeof(*lb));
+        Perftools__Profiles__Mapping *mp = scratch_array(a, b->n_mappings, sizeof(*mp));
+        Perftools__Profiles__Location *lc = scratch_array(a, b->n_locations, sizeof(*lc));
+        Perftools__Profiles__Line *ln = scratch_array(a, b->n_locations, sizeof(*ln));
+        Perftools__Profiles__Function *fn = scratch_array(a, b->n_functions, sizeof(*fn));
+        Perftools__Profiles__Label **lbp = scratch_array(a, b->n_labels, sizeof(*lbp));
+        Perftools__Profiles__Line **lnp = scratch_array(a, b->n_locations, sizeof(*lnp));
+
+        fill_header(b, vt, scratch_array(a, b->n_types, sizeof(*p->sample_type)), p);
 
         for (size_t i = 0; i < b->n_labels; i++) {
-                perftools__profiles__label__init(&lb[i]);
-                lb[i].key = b->labels[i].key;
-                lb[i].str = b->labels[i].str;
-                lb[i].num = b->labels[i].num;
-                lb[i].num_unit = b->labels[i].num_unit;
+                fill_label(b, i, &lb[i]);
                 lbp[i] = &lb[i];
         }
         p->n_sample = b->n_samples;
         p->sample = scratch_array(a, b->n_samples, sizeof(*p->sample));
         for (size_t i = 0; i < b->n_samples; i++) {
-                const struct pprof_sample_rec *s = &b->samples[i];
-
-                perftools__profiles__sample__init(&sm[i]);
-                /* Leaf first (profile.proto: "The leaf is at location_id[0]"); one for SPE's samples. */
-                sm[i].n_location_id = s->n_locations;
-                sm[i].location_id = s->n_locations ? &b->sample_locations[s->first_location] : NULL;
-                sm[i].n_value = b->n_types;
-                sm[i].value = &b->values[s->first_value];
-                sm[i].n_label = s->n_labels;
-                sm[i].label = &lbp[s->first_label];
+                fill_sample(b, i, lbp, &sm[i]);
                 p->sample[i] = &sm[i];
         }
 
         p->n_mapping = b->n_mappings;
         p->mapping = scratch_array(a, b->n_mappings, sizeof(*p->mapping));
         for (size_t i = 0; i < b->n_mappings; i++) {
-                const struct pprof_mapping_rec *m = &b->mappings[i];
-
-                perftools__profiles__mapping__init(&mp[i]);
-                mp[i].id = i + 1;
-                mp[i].memory_start = m->start;
-                mp[i].memory_limit = m->limit;
-                mp[i].file_offset = m->offset;
-                mp[i].filename = m->filename;
-                mp[i].build_id = m->build_id;
-                /* Symbolized here: pprof then does not try to symbolize it again. */
-                mp[i].has_functions = m->has_functions;
+                fill_mapping(b, i, &mp[i]);
                 p->mapping[i] = &mp[i];
         }
 
         p->n_location = b->n_locations;
         p->location = scratch_array(a, b->n_locations, sizeof(*p->location));
         for (size_t i = 0; i < b->n_locations; i++) {
-                const struct pprof_location_rec *l = &b->locations[i];
-
-                perftools__profiles__location__init(&lc[i]);
-                lc[i].id = i + 1;
-                lc[i].mapping_id = l->mapping_id;
-                lc[i].address = l->address;
-                if (l->function_id) {
-                        perftools__profiles__line__init(&ln[i]);
-                        ln[i].function_id = l->function_id;
-                        lnp[i] = &ln[i];
-                        lc[i].n_line = 1;
-                        lc[i].line = &lnp[i];
-                }
+                fill_location(b, i, &lc[i], &ln[i], &lnp[i]);
                 p->location[i] = &lc[i];
         }
 
         p->n_function = b->n_functions;
         p->function = scratch_array(a, b->n_functions, sizeof(*p->function));
         for (size_t i = 0; i < b->n_functions; i++) {
-                perftools__profiles__function__init(&fn[i]);
-                fn[i].id = i + 1;
-                fn[i].name = b->functions[i];
-                fn[i].system_name = b->functions[i];
+                fill_function(b, i, &fn[i]);
                 p->function[i] = &fn[i];
         }
 
