@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <zlib.h>
@@ -474,7 +475,8 @@ static void *scratch_array(struct pb_scratch *sc, size_t count, size_t elem) {
 
 /* The per-element messages, shared by build_profile() and the parts' size
  * accounting (part_size_add()) so that the two cannot disagree. */
-static void fill_sample(const struct pprof_builder *b, size_t i, Perftools__Profiles__Label **lbp,
+/* labels: this sample's n_labels Label pointers. */
+static void fill_sample(const struct pprof_builder *b, size_t i, Perftools__Profiles__Label **labels,
                         Perftools__Profiles__Sample *sm) {
         const struct pprof_sample_rec *s = &b->samples[i];
 
@@ -485,7 +487,7 @@ static void fill_sample(const struct pprof_builder *b, size_t i, Perftools__Prof
         sm->n_value = b->n_types;
         sm->value = &b->values[s->first_value];
         sm->n_label = s->n_labels;
-        sm->label = &lbp[s->first_label];
+        sm->label = labels;
 }
 
 static void fill_label(const struct pprof_builder *b, size_t i, Perftools__Profiles__Label *lb) {
@@ -587,7 +589,7 @@ static void build_profile(const struct pprof_builder *b, struct pb_scratch *a, P
         p->n_sample = b->n_samples;
         p->sample = scratch_array(a, b->n_samples, sizeof(*p->sample));
         for (size_t i = 0; i < b->n_samples; i++) {
-                fill_sample(b, i, lbp, &sm[i]);
+                fill_sample(b, i, &lbp[b->samples[i].first_label], &sm[i]);
                 p->sample[i] = &sm[i];
         }
 
@@ -656,5 +658,282 @@ int pprof_finish(struct pprof_builder *b, struct strbuf *ret_gz) {
         pb_scratch_free(&sc);
         r = gzip_append(buf, len, ret_gz);
         free(buf);
+        return r;
+}
+
+/* Bytes of a varint (protobuf encoding spec, "Base 128 Varints"). */
+static size_t varint_size(uint64_t v) {
+        size_t n = 1;
+
+        while (v >= 0x80) {
+                v >>= 7;
+                n++;
+        }
+        return n;
+}
+
+/* One element of a repeated field numbered under 16 (every one of Profile's
+ * but comment's, profile.proto): a one-byte tag, the length, the bytes. */
+static size_t field_size(size_t len) {
+        return 1 + varint_size(len) + len;
+}
+
+/* The serialized bytes the elements at or after these counts add to b's profile. */
+struct part_mark {
+        size_t n_strs, n_mappings, n_locations, n_functions, n_samples;
+};
+
+static struct part_mark part_mark(const struct pprof_builder *b) {
+        return (struct part_mark) { b->n_strs, b->n_mappings, b->n_locations, b->n_functions, b->n_samples };
+}
+
+static size_t part_size_since(const struct pprof_builder *b, const struct part_mark *m) {
+        size_t size = 0;
+
+        for (size_t i = m->n_strs; i < b->n_strs; i++)
+                size += field_size(strlen(b->strs[i]));
+        for (size_t i = m->n_mappings; i < b->n_mappings; i++) {
+                Perftools__Profiles__Mapping mp;
+
+                fill_mapping(b, i, &mp);
+                size += field_size(perftools__profiles__mapping__get_packed_size(&mp));
+        }
+        for (size_t i = m->n_locations; i < b->n_locations; i++) {
+                Perftools__Profiles__Location lc;
+                Perftools__Profiles__Line ln, *lnp;
+
+                fill_location(b, i, &lc, &ln, &lnp);
+                size += field_size(perftools__profiles__location__get_packed_size(&lc));
+        }
+        for (size_t i = m->n_functions; i < b->n_functions; i++) {
+                Perftools__Profiles__Function fn;
+
+                fill_function(b, i, &fn);
+                size += field_size(perftools__profiles__function__get_packed_size(&fn));
+        }
+        for (size_t i = m->n_samples; i < b->n_samples; i++) {
+                const struct pprof_sample_rec *s = &b->samples[i];
+                Perftools__Profiles__Label *lb = xcalloc(s->n_labels ? s->n_labels : 1, sizeof(*lb));
+                Perftools__Profiles__Label **lbp = xcalloc(s->n_labels ? s->n_labels : 1, sizeof(*lbp));
+                Perftools__Profiles__Sample sm;
+
+                for (size_t j = 0; j < s->n_labels; j++) {
+                        fill_label(b, s->first_label + j, &lb[j]);
+                        lbp[j] = &lb[j];
+                }
+                fill_sample(b, i, lbp, &sm);
+                size += field_size(perftools__profiles__sample__get_packed_size(&sm));
+                free(lbp);
+                free(lb);
+        }
+        return size;
+}
+
+/* The profile of a part without any element: sample types, period, times, default type. */
+static size_t part_header_size(const struct pprof_builder *b) {
+        Perftools__Profiles__Profile p = PERFTOOLS__PROFILES__PROFILE__INIT;
+        Perftools__Profiles__ValueType *vt = xcalloc(b->n_types + 1, sizeof(*vt));
+        Perftools__Profiles__ValueType **vtp = xcalloc(b->n_types + 1, sizeof(*vtp));
+        size_t size;
+
+        fill_header(b, vt, vtp, &p);
+        size = perftools__profiles__profile__get_packed_size(&p);
+        free(vtp);
+        free(vt);
+        return size;
+}
+
+/* An empty builder with b's sample types, period, times and default type. */
+static struct pprof_builder *part_new(const struct pprof_builder *b) {
+        struct pprof_value_type *types = xcalloc(b->n_types ? b->n_types : 1, sizeof(*types));
+        struct pprof_value_type pt = {};
+        struct pprof_builder *p;
+
+        for (size_t i = 0; i < b->n_types; i++)
+                types[i] = (struct pprof_value_type) { b->strs[b->types[i].type], b->strs[b->types[i].unit] };
+        if (b->has_period_type)
+                pt = (struct pprof_value_type) { b->strs[b->period_type.type], b->strs[b->period_type.unit] };
+        p = pprof_builder_new(types, b->n_types, b->has_period_type ? &pt : NULL, b->period, b->time_nanos,
+                              b->duration_nanos);
+        p->default_type = b->default_type;
+        free(types);
+        return p;
+}
+
+/* Copy b's sample si into part p with p's own ids and strings. */
+static void part_add(struct pprof_builder *p, const struct pprof_builder *b, size_t si) {
+        const struct pprof_sample_rec *s = &b->samples[si];
+        _cleanup_free_ uint64_t *ids = xcalloc(s->n_locations ? s->n_locations : 1, sizeof(*ids));
+        size_t first_label;
+
+        for (size_t i = 0; i < s->n_locations; i++) {
+                const struct pprof_location_rec *l = &b->locations[b->sample_locations[s->first_location + i] - 1];
+                uint64_t mapping_id = 0;
+
+                if (l->mapping_id) {
+                        const struct pprof_mapping_rec *m = &b->mappings[l->mapping_id - 1];
+
+                        mapping_id = pprof_mapping(p, m->start, m->limit, m->offset, b->strs[m->filename],
+                                                   b->strs[m->build_id]);
+                }
+                ids[i] = location_id(p, l->address, mapping_id,
+                                     l->function_id ? b->strs[b->functions[l->function_id - 1]] : NULL);
+                /* As in the whole profile, whichever of the mapping's locations the part holds. */
+                if (mapping_id)
+                        p->mappings[mapping_id - 1].has_functions = b->mappings[l->mapping_id - 1].has_functions;
+        }
+
+        first_label = p->n_labels;
+        GROW(p->labels, p->cap_labels, first_label + s->n_labels);
+        for (size_t i = 0; i < s->n_labels; i++) {
+                const struct pprof_label_rec *l = &b->labels[s->first_label + i];
+
+                p->labels[first_label + i] = (struct pprof_label_rec) {
+                        .key = intern(p, b->strs[l->key]),
+                        .str = intern(p, b->strs[l->str]),
+                        .num = l->num,
+                        .num_unit = intern(p, b->strs[l->num_unit]),
+                };
+        }
+        sample_add(p, ids, s->n_locations, &b->values[s->first_value], first_label, s->n_labels);
+}
+
+struct part_order {
+        int64_t value;
+        size_t idx;
+};
+
+/* Heaviest first; equal weights in the order they were added. */
+static int part_order_cmp(const void *x, const void *y) {
+        const struct part_order *a = x, *b = y;
+
+        if (a->value != b->value)
+                return a->value > b->value ? -1 : 1;
+        return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+void pprof_parts_done(struct pprof_parts *p) {
+        if (!p)
+                return;
+        for (size_t i = 0; i < p->n; i++)
+                strbuf_done(&p->parts[i]);
+        free(p->parts);
+        *p = (struct pprof_parts) {};
+}
+
+static int parts_append(struct pprof_parts *ret, struct pprof_builder *p) {
+        struct strbuf sb = {};
+        int r;
+
+        r = pprof_finish(p, &sb);
+        if (r < 0) {
+                strbuf_done(&sb);
+                return r;
+        }
+        ret->parts = xrealloc(ret->parts, (ret->n + 1) * sizeof(*ret->parts));
+        ret->parts[ret->n++] = sb;
+        return 0;
+}
+
+/* A part holding the samples order[from, to) of b. */
+static struct pprof_builder *part_build(const struct pprof_builder *b, const struct part_order *order, size_t from,
+                                        size_t to) {
+        struct pprof_builder *p = part_new(b);
+
+        /* The same additions in the same order: the same ids, strings and size as before the one that did not fit. */
+        for (size_t i = from; i < to; i++)
+                part_add(p, b, order[i].idx);
+        return p;
+}
+
+int pprof_finish_parts(struct pprof_builder *b, const struct pprof_part_limits *lim, struct pprof_parts *ret) {
+        _cleanup_free_ struct part_order *order = NULL;
+        struct pprof_builder *p = NULL;
+        size_t first = 0, size = 0;     /* the open part: order[first, i), size bytes */
+        size_t max_bytes;
+        int r = 0;
+
+        *ret = (struct pprof_parts) {};
+        if (!lim || lim->max_samples < 1 || lim->max_parts < 1)
+                return -EINVAL;
+        max_bytes = lim->max_bytes ? lim->max_bytes : SIZE_MAX;
+
+        /* The common case: the whole profile fits, and is exactly pprof_finish()'s. */
+        if (b->n_samples <= lim->max_samples) {
+                Perftools__Profiles__Profile whole = PERFTOOLS__PROFILES__PROFILE__INIT;
+                struct pb_scratch sc = {};
+                size_t len;
+
+                build_profile(b, &sc, &whole);
+                len = perftools__profiles__profile__get_packed_size(&whole);
+                pb_scratch_free(&sc);
+                if (len <= max_bytes)
+                        return parts_append(ret, b);
+        }
+
+        order = xcalloc(b->n_samples ? b->n_samples : 1, sizeof(*order));
+        for (size_t i = 0; i < b->n_samples; i++)
+                order[i] = (struct part_order) {
+                        .value = b->n_types ? b->values[b->samples[i].first_value + b->default_type] : 0,
+                        .idx = i,
+                };
+        qsort(order, b->n_samples, sizeof(*order), part_order_cmp);
+
+        for (size_t i = 0; i < b->n_samples; i++) {
+                struct part_mark m;
+
+                if (ret->n == lim->max_parts) {
+                        /* Every part is full: the rest, the lightest, are trimmed. */
+                        ret->trimmed_samples++;
+                        ret->trimmed_value = (int64_t) ((uint64_t) ret->trimmed_value + (uint64_t) order[i].value);
+                        continue;
+                }
+                if (p && i - first == lim->max_samples) {
+                        r = parts_append(ret, p);
+                        p = pprof_builder_free(p);
+                        if (r < 0)
+                                goto fail;
+                        i--;
+                        continue;
+                }
+                if (!p) {
+                        p = part_new(b);
+                        first = i;
+                        /* The header and the strings it names ("" and the sample types'). */
+                        m = (struct part_mark) {};
+                        size = part_header_size(p) + part_size_since(p, &m);
+                }
+                m = part_mark(p);
+                part_add(p, b, order[i].idx);
+                if (size + part_size_since(p, &m) <= max_bytes) {
+                        size += part_size_since(p, &m);
+                        continue;
+                }
+                if (i == first) {
+                        /* Over max_bytes alone: no part can hold it. */
+                        p = pprof_builder_free(p);
+                        ret->trimmed_samples++;
+                        ret->trimmed_value = (int64_t) ((uint64_t) ret->trimmed_value + (uint64_t) order[i].value);
+                        continue;
+                }
+                /* The part is full without this sample: close it, and this one starts the next. */
+                pprof_builder_free(p);
+                p = part_build(b, order, first, i);
+                r = parts_append(ret, p);
+                p = pprof_builder_free(p);
+                if (r < 0)
+                        goto fail;
+                i--;
+        }
+        if (p) {
+                r = parts_append(ret, p);
+                p = pprof_builder_free(p);
+                if (r < 0)
+                        goto fail;
+        }
+        return 0;
+
+fail:
+        pprof_parts_done(ret);
         return r;
 }

@@ -110,3 +110,42 @@ size_t pprof_n_samples(const struct pprof_builder *b);
  * are then unchanged.
  */
 int pprof_finish(struct pprof_builder *b, struct strbuf *ret_gz);
+
+/*
+ * Finishing as parts, for a store with per-profile limits. Grafana
+ * Pyroscope refuses a profile with more samples or more serialized
+ * (uncompressed) bytes than its limits allow (pkg/validation/limits.go:
+ * MaxProfileSizeBytes 4 MiB, MaxProfileStacktraceSamples 16,000 by
+ * default), so the push splits a large profile into parts that each
+ * pass, and trims what does not fit in max_parts of them.
+ */
+struct pprof_part_limits {
+        size_t max_samples;     /* samples per part, >= 1 */
+        size_t max_bytes;       /* serialized (uncompressed) bytes per part; 0: no limit */
+        size_t max_parts;       /* >= 1; what does not fit in them is trimmed */
+};
+
+struct pprof_parts {
+        struct strbuf *parts;   /* n gzipped profiles, each a complete profile.proto */
+        size_t n;
+        uint64_t trimmed_samples;       /* samples (after merging) left out */
+        int64_t trimmed_value;          /* the sum of their default sample type's values */
+};
+
+/*
+ * Samples go heaviest first by the default sample type's value (equal
+ * ones in the order they were added), so that the first part holds the
+ * heaviest and a trim leaves out the lightest. Parts are filled in that
+ * order up to max_samples and max_bytes; each carries only the mappings,
+ * locations, functions and strings its samples use (its own string table,
+ * string_table[0] = ""), and the sample types, period, times and default
+ * type of the whole. A sample over max_bytes on its own is trimmed. When
+ * the whole fits, there is one part, byte for byte pprof_finish()'s.
+ *
+ * Returns 0 with ret filled (n may be 0 when everything was trimmed; free
+ * it with pprof_parts_done()), -EINVAL for limits out of range, or
+ * -EFBIG/-EIO as pprof_finish() (ret is then empty). The builder is
+ * unchanged.
+ */
+int pprof_finish_parts(struct pprof_builder *b, const struct pprof_part_limits *lim, struct pprof_parts *ret);
+void pprof_parts_done(struct pprof_parts *p);
