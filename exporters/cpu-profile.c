@@ -129,15 +129,33 @@ int cpu_profile_build(const struct store_stacks_result *r, const struct profile_
 
 int cpu_profile_build_event(const struct store_stacks_result *r, const struct profile_symbolizer *sym,
                             const char *event, uint64_t period, struct strbuf *ret_gz) {
+        struct pprof_builder *b = NULL;
+        int k;
+
+        if (!ret_gz)
+                return -EINVAL;
+        k = cpu_profile_builder(r, sym, event, period, NULL, &b);
+        if (k >= 0)
+                k = pprof_finish(b, ret_gz);
+        pprof_builder_free(b);
+        return k < 0 ? k : 0;
+}
+
+int cpu_profile_builder(const struct store_stacks_result *r, const struct profile_symbolizer *sym,
+                        const char *event, uint64_t period, const struct profile_options *o,
+                        struct pprof_builder **ret) {
         struct pprof_value_type types[_VALUE_MAX];
+        struct profile_service_weight *services = NULL;
+        size_t n_services = 0;
         struct loc_cache cache = {};
         struct pprof_builder *b;
         uint64_t *locs = NULL;
         size_t cap_locs = 0;
         int k = 0;
 
-        if (!r || !ret_gz || (!event && period == 0) || period > INT64_MAX)
+        if (!r || !ret || (!event && period == 0) || period > INT64_MAX)
                 return -EINVAL;
+        *ret = NULL;
         memcpy(types, sample_types, sizeof(types));
         if (event) {
                 uint64_t n = 0, w = 0;
@@ -153,7 +171,15 @@ int cpu_profile_build_event(const struct store_stacks_result *r, const struct pr
         }
         /* time_nanos/duration_nanos: the interval, as Unix time by the store's clock (as spe-profile.c). */
         b = pprof_builder_new(types, _VALUE_MAX, &types[VALUE_CPU], (int64_t) period,
-                              (uint64_t) unix_ns(&r->iv, r->iv.start_ns), r->iv.end_ns - r->iv.start_ns);
+                              o && o->time_nanos ? o->time_nanos : (uint64_t) unix_ns(&r->iv, r->iv.start_ns),
+                              o && o->duration_nanos ? o->duration_nanos : r->iv.end_ns - r->iv.start_ns);
+        if (o && o->labels == PROFILE_LABELS_SERVICE) {
+                /* Services weigh by the default sample type (cpu, or the event's count). */
+                services = xcalloc(r->n ? r->n : 1, sizeof(*services));
+                for (size_t i = 0; i < r->n; i++)
+                        services[i] = (struct profile_service_weight) { r->stacks[i].service, r->stacks[i].weight };
+                n_services = profile_services_pick(o, services, r->n);
+        }
         /* Go's CPU profiles show cpu/nanoseconds unless told otherwise (pprof's default is the last type). */
         (void) pprof_set_default_sample_type(b, VALUE_CPU);
 
@@ -191,6 +217,12 @@ int cpu_profile_build_event(const struct store_stacks_result *r, const struct pr
                 if (k < 0)
                         break;
 
+                if (o && o->labels == PROFILE_LABELS_SERVICE) {
+                        if (st->service[0] && profile_service_kept(services, n_services, st->service))
+                                labels[n_labels++] = (struct pprof_label) { .key = "service", .str = st->service };
+                        k = pprof_sample_stack(b, locs, n, values, labels, n_labels);
+                        continue;
+                }
                 snprintf(pid, sizeof(pid), "%" PRIu32, st->pid);
                 snprintf(tid, sizeof(tid), "%" PRIu32, st->tid);
                 labels[n_labels++] = (struct pprof_label) { .key = "pid", .str = pid };
@@ -205,10 +237,13 @@ int cpu_profile_build_event(const struct store_stacks_result *r, const struct pr
                         labels[n_labels++] = (struct pprof_label) { .key = "service", .str = st->service };
                 k = pprof_sample_stack(b, locs, n, values, labels, n_labels);
         }
-        if (k >= 0)
-                k = pprof_finish(b, ret_gz);
+        free(services);
         free(locs);
         free(cache.slot);
-        pprof_builder_free(b);
-        return k < 0 ? k : 0;
+        if (k < 0) {
+                pprof_builder_free(b);
+                return k;
+        }
+        *ret = b;
+        return 0;
 }

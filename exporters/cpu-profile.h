@@ -53,3 +53,18 @@ int cpu_profile_build(const struct store_stacks_result *r, const struct profile_
  */
 int cpu_profile_build_event(const struct store_stacks_result *r, const struct profile_symbolizer *sym,
                             const char *event, uint64_t period, struct strbuf *ret_gz);
+
+struct pprof_builder;
+
+/*
+ * The builder of cpu_profile_build_event()'s profile (event and period as
+ * there), for pprof_finish_parts() (free it with pprof_builder_free()).
+ * o NULL: PROFILE_LABELS_ALL and the interval's times, as
+ * cpu_profile_build_event(). With PROFILE_LABELS_SERVICE a stack's
+ * service (store_stack.service) weighs by its cpu (or event) value. The
+ * builder owns copies of every string. Returns 0, -EINVAL, or a negative
+ * errno.
+ */
+int cpu_profile_builder(const struct store_stacks_result *r, const struct profile_symbolizer *sym,
+                        const char *event, uint64_t period, const struct profile_options *o,
+                        struct pprof_builder **ret);
