@@ -11,7 +11,9 @@
  *
  * Labels are strings, as Parca and Pyroscope show them: pid, tid, comm,
  * thread, cgroup, service; empty ones are left out (a pid or tid is never
- * empty: pid 0 is the idle task).
+ * empty: pid 0 is the idle task). For a store that makes a series of each
+ * distinct label set, cpu_profile_builder() with PROFILE_LABELS_SERVICE
+ * (spe-profile.h) keeps the service only.
  *
  * Locations are one per (mapping, address), so the same address in two
  * processes' different files stays two locations; addresses are line-less.
