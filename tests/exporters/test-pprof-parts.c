@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -106,6 +107,10 @@ static struct pprof_builder *make(size_t n, const char *fat_name, size_t fat_ind
         return b;
 }
 
+static int cmp_str(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
 /* What a part holds, checked self-contained. */
 struct part_seen {
         int64_t sum[2];
@@ -129,10 +134,37 @@ static void check_part(const struct strbuf *gz, struct part_seen *ret) {
         assert_int_equal(p->period, 1000);
         assert_int_equal(p->time_nanos, 1700000000000000000LL);
         assert_int_equal(p->duration_nanos, 15000000000LL);
-        /* Every string is used once: no string of another part came along. */
-        for (size_t i = 1; i < p->n_string_table; i++)
-                for (size_t j = i + 1; j < p->n_string_table; j++)
-                        assert_string_not_equal(p->string_table[i], p->string_table[j]);
+        /* Every string is there once (sorted, no two neighbours equal). */
+        {
+                char **sorted = calloc(p->n_string_table, sizeof(*sorted));
+
+                assert_non_null(sorted);
+                memcpy(sorted, p->string_table, p->n_string_table * sizeof(*sorted));
+                qsort(sorted, p->n_string_table, sizeof(*sorted), cmp_str);
+                for (size_t i = 1; i < p->n_string_table; i++)
+                        assert_string_not_equal(sorted[i - 1], sorted[i]);
+                free(sorted);
+        }
+        /* And used: a part carries only its own samples' strings (and the sample types'). */
+        {
+                bool *used = calloc(p->n_string_table, sizeof(*used));
+
+                assert_non_null(used);
+                used[0] = true;
+                for (size_t i = 0; i < p->n_sample_type; i++)
+                        used[p->sample_type[i]->type] = used[p->sample_type[i]->unit] = true;
+                used[p->period_type->type] = used[p->period_type->unit] = true;
+                for (size_t i = 0; i < p->n_mapping; i++)
+                        used[p->mapping[i]->filename] = used[p->mapping[i]->build_id] = true;
+                for (size_t i = 0; i < p->n_function; i++)
+                        used[p->function[i]->name] = used[p->function[i]->system_name] = true;
+                for (size_t i = 0; i < p->n_sample; i++)
+                        for (size_t j = 0; j < p->sample[i]->n_label; j++)
+                                used[p->sample[i]->label[j]->key] = used[p->sample[i]->label[j]->str] = true;
+                for (size_t i = 0; i < p->n_string_table; i++)
+                        assert_true(used[i]);
+                free(used);
+        }
         for (size_t i = 0; i < p->n_mapping; i++) {
                 assert_int_equal(p->mapping[i]->id, i + 1);
                 (void) str(p, p->mapping[i]->filename);
@@ -174,6 +206,29 @@ static void check_part(const struct strbuf *gz, struct part_seen *ret) {
                         snprintf(comm, sizeof(comm), "c%lld", (long long) ((s->value[0] - 1) % 3));
                         assert_string_equal(str(p, s->label[0]->str), comm);
                 }
+        }
+        /* Every mapping, location and function is one the part's samples reach. */
+        {
+                bool *loc_used = calloc(p->n_location + 1, sizeof(bool));
+                bool *map_used = calloc(p->n_mapping + 1, sizeof(bool));
+                bool *fn_used = calloc(p->n_function + 1, sizeof(bool));
+
+                assert_true(loc_used && map_used && fn_used);
+                for (size_t i = 0; i < p->n_sample; i++)
+                        for (size_t j = 0; j < p->sample[i]->n_location_id; j++)
+                                loc_used[p->sample[i]->location_id[j]] = true;
+                for (size_t i = 0; i < p->n_location; i++) {
+                        assert_true(loc_used[i + 1]);
+                        map_used[p->location[i]->mapping_id] = true;
+                        fn_used[p->location[i]->line[0]->function_id] = true;
+                }
+                for (size_t i = 0; i < p->n_mapping; i++)
+                        assert_true(map_used[i + 1]);
+                for (size_t i = 0; i < p->n_function; i++)
+                        assert_true(fn_used[i + 1]);
+                free(loc_used);
+                free(map_used);
+                free(fn_used);
         }
         ret->n_samples = p->n_sample;
         perftools__profiles__profile__free_unpacked(p, NULL);
@@ -394,6 +449,30 @@ static void test_ties_stable(void **state) {
         pprof_builder_free(b);
 }
 
+/* Pyroscope's default sample limit on a profile twice and a half that: two parts of 16,000, the lightest 8,000 trimmed. */
+static void test_store_sized(void **state) {
+        const size_t n = 40000;
+        struct pprof_builder *b = make(n, NULL, 0);
+        struct pprof_parts parts;
+        int64_t sum = 0;
+
+        assert_int_equal(pprof_finish_parts(b, &(struct pprof_part_limits) { 16000, 4 << 20, 2 }, &parts), 0);
+        assert_int_equal(parts.n, 2);
+        assert_int_equal(parts.trimmed_samples, 8000);
+        assert_int_equal(parts.trimmed_value, weights(1, 8000));
+        for (size_t i = 0; i < parts.n; i++) {
+                struct part_seen s;
+
+                check_part(&parts.parts[i], &s);
+                assert_int_equal(s.n_samples, 16000);
+                assert_true(s.raw_len <= 4 << 20);
+                sum += s.sum[0];
+        }
+        assert_int_equal(sum, weights(8001, (int64_t) n));
+        pprof_parts_done(&parts);
+        pprof_builder_free(b);
+}
+
 static int write_parts(const char *dir) {
         struct pprof_builder *b = make(N_SAMPLES, NULL, 0);
         struct pprof_parts parts;
@@ -427,6 +506,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_bytes_under_one_sample),
                 cmocka_unit_test(test_fat_sample_trimmed),
                 cmocka_unit_test(test_ties_stable),
+                cmocka_unit_test(test_store_sized),
         };
 
         if (argc == 2)
