@@ -881,6 +881,7 @@ int pprof_finish_parts(struct pprof_builder *b, const struct pprof_part_limits *
 
         for (size_t i = 0; i < b->n_samples; i++) {
                 struct part_mark m;
+                size_t added;
 
                 if (ret->n == lim->max_parts) {
                         /* Every part is full: the rest, the lightest, are trimmed. */
@@ -905,8 +906,9 @@ int pprof_finish_parts(struct pprof_builder *b, const struct pprof_part_limits *
                 }
                 m = part_mark(p);
                 part_add(p, b, order[i].idx);
-                if (size + part_size_since(p, &m) <= max_bytes) {
-                        size += part_size_since(p, &m);
+                added = part_size_since(p, &m);
+                if (size + added <= max_bytes) {
+                        size += added;
                         continue;
                 }
                 if (i == first) {
