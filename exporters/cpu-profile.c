@@ -155,7 +155,6 @@ int cpu_profile_builder(const struct store_stacks_result *r, const struct profil
 
         if (!r || !ret || (!event && period == 0) || period > INT64_MAX)
                 return -EINVAL;
-        *ret = NULL;
         memcpy(types, sample_types, sizeof(types));
         if (event) {
                 uint64_t n = 0, w = 0;

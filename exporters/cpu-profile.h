@@ -65,7 +65,7 @@ struct pprof_builder;
  * cpu_profile_build_event(). With PROFILE_LABELS_SERVICE a stack's
  * service (store_stack.service) weighs by its cpu (or event) value. The
  * builder owns copies of every string. Returns 0, -EINVAL, or a negative
- * errno.
+ * errno (ret is then untouched).
  */
 int cpu_profile_builder(const struct store_stacks_result *r, const struct profile_symbolizer *sym,
                         const char *event, uint64_t period, const struct profile_options *o,

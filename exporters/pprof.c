@@ -821,7 +821,8 @@ void pprof_parts_done(struct pprof_parts *p) {
         *p = (struct pprof_parts) {};
 }
 
-static int parts_append(struct pprof_parts *ret, struct pprof_builder *p) {
+/* Finish p as one more of parts. */
+static int parts_append(struct pprof_parts *parts, struct pprof_builder *p) {
         struct strbuf sb = {};
         int r;
 
@@ -830,8 +831,8 @@ static int parts_append(struct pprof_parts *ret, struct pprof_builder *p) {
                 strbuf_done(&sb);
                 return r;
         }
-        ret->parts = xrealloc(ret->parts, (ret->n + 1) * sizeof(*ret->parts));
-        ret->parts[ret->n++] = sb;
+        parts->parts = xrealloc(parts->parts, (parts->n + 1) * sizeof(*parts->parts));
+        parts->parts[parts->n++] = sb;
         return 0;
 }
 
@@ -848,12 +849,12 @@ static struct pprof_builder *part_build(const struct pprof_builder *b, const str
 
 int pprof_finish_parts(struct pprof_builder *b, const struct pprof_part_limits *lim, struct pprof_parts *ret) {
         _cleanup_free_ struct part_order *order = NULL;
+        struct pprof_parts parts = {};
         struct pprof_builder *p = NULL;
         size_t first = 0, size = 0;     /* the open part: order[first, i), size bytes */
         size_t max_bytes;
         int r = 0;
 
-        *ret = (struct pprof_parts) {};
         if (!lim || lim->max_samples < 1 || lim->max_parts < 1)
                 return -EINVAL;
         max_bytes = lim->max_bytes ? lim->max_bytes : SIZE_MAX;
@@ -867,8 +868,13 @@ int pprof_finish_parts(struct pprof_builder *b, const struct pprof_part_limits *
                 build_profile(b, &sc, &whole);
                 len = perftools__profiles__profile__get_packed_size(&whole);
                 pb_scratch_free(&sc);
-                if (len <= max_bytes)
-                        return parts_append(ret, b);
+                if (len <= max_bytes) {
+                        r = parts_append(&parts, b);
+                        if (r < 0)
+                                return r;
+                        *ret = parts;
+                        return 0;
+                }
         }
 
         order = xcalloc(b->n_samples ? b->n_samples : 1, sizeof(*order));
@@ -883,14 +889,14 @@ int pprof_finish_parts(struct pprof_builder *b, const struct pprof_part_limits *
                 struct part_mark m;
                 size_t added;
 
-                if (ret->n == lim->max_parts) {
+                if (parts.n == lim->max_parts) {
                         /* Every part is full: the rest, the lightest, are trimmed. */
-                        ret->trimmed_samples++;
-                        ret->trimmed_value = (int64_t) ((uint64_t) ret->trimmed_value + (uint64_t) order[i].value);
+                        parts.trimmed_samples++;
+                        parts.trimmed_value = (int64_t) ((uint64_t) parts.trimmed_value + (uint64_t) order[i].value);
                         continue;
                 }
                 if (p && i - first == lim->max_samples) {
-                        r = parts_append(ret, p);
+                        r = parts_append(&parts, p);
                         p = pprof_builder_free(p);
                         if (r < 0)
                                 goto fail;
@@ -914,28 +920,29 @@ int pprof_finish_parts(struct pprof_builder *b, const struct pprof_part_limits *
                 if (i == first) {
                         /* Over max_bytes alone: no part can hold it. */
                         p = pprof_builder_free(p);
-                        ret->trimmed_samples++;
-                        ret->trimmed_value = (int64_t) ((uint64_t) ret->trimmed_value + (uint64_t) order[i].value);
+                        parts.trimmed_samples++;
+                        parts.trimmed_value = (int64_t) ((uint64_t) parts.trimmed_value + (uint64_t) order[i].value);
                         continue;
                 }
                 /* The part is full without this sample: close it, and this one starts the next. */
                 pprof_builder_free(p);
                 p = part_build(b, order, first, i);
-                r = parts_append(ret, p);
+                r = parts_append(&parts, p);
                 p = pprof_builder_free(p);
                 if (r < 0)
                         goto fail;
                 i--;
         }
         if (p) {
-                r = parts_append(ret, p);
+                r = parts_append(&parts, p);
                 p = pprof_builder_free(p);
                 if (r < 0)
                         goto fail;
         }
+        *ret = parts;
         return 0;
 
 fail:
-        pprof_parts_done(ret);
+        pprof_parts_done(&parts);
         return r;
 }

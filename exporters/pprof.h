@@ -144,7 +144,7 @@ struct pprof_parts {
  *
  * Returns 0 with ret filled (n may be 0 when everything was trimmed; free
  * it with pprof_parts_done()), -EINVAL for limits out of range, or
- * -EFBIG/-EIO as pprof_finish() (ret is then empty). The builder is
+ * -EFBIG/-EIO as pprof_finish() (ret is then untouched). The builder is
  * unchanged.
  */
 int pprof_finish_parts(struct pprof_builder *b, const struct pprof_part_limits *lim, struct pprof_parts *ret);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "aggregates.h"
 #include "macro.h"
 #include "pprof.h"
 
@@ -130,7 +131,7 @@ static int build_builder(struct store_hotpcs_result *res, const struct profile_s
                         pids[i].pid = STORE_SAMPLE_PID(res->pcs.item[i].key);
                 qsort(pids, res->pcs.n, sizeof(*pids), pid_service_cmp);
                 for (size_t i = 0; i < res->pcs.n; i++) {
-                        char buf[256] = "";
+                        char buf[AGG_SERVICE_MAX] = "";
 
                         if (n_pids > 0 && pids[n_pids - 1].pid == pids[i].pid)
                                 continue;
@@ -257,7 +258,6 @@ int profile_builder_span(const struct store_snapshot *snap, uint64_t start_ns, u
 
         if (!ret)
                 return -EINVAL;
-        *ret = NULL;
         k = store_query_samples_span(snap, start_ns, end_ns, SIZE_MAX, &res);
         if (k < 0)
                 return k;

@@ -37,7 +37,7 @@ struct profile_symbolizer {
         bool (*locate)(void *userdata, uint32_t pid, uint64_t pc, struct profile_location *ret);
         void *userdata;
         /* Optional (NULL: no service labels in the SPE profile): pid's service, NUL-terminated in
-         * buf, and true; false when it has none. The CPU profile has it per stack
+         * buf (AGG_SERVICE_MAX bytes, aggregates.h), and true; false when it has none. The CPU profile has it per stack
          * (store_stack.service). Last, so that positional initializers of the two above stay valid. */
         bool (*service)(void *userdata, uint32_t pid, char *buf, size_t len);
 };
@@ -101,7 +101,8 @@ struct pprof_builder;
  * (free it with pprof_builder_free()). o NULL: PROFILE_LABELS_ALL and the
  * epochs' times, as profile_build_span(). With PROFILE_LABELS_SERVICE the
  * services come from sym->service and weigh by their samples. The builder
- * owns copies of every string. Returns 0 or a negative errno.
+ * owns copies of every string. Returns 0 or a negative errno (ret is then
+ * untouched).
  */
 int profile_builder_span(const struct store_snapshot *snap, uint64_t start_ns, uint64_t end_ns,
                          const struct profile_symbolizer *sym, uint64_t period,

@@ -12,8 +12,8 @@
  */
 #include <errno.h>
 #include <setjmp.h>
-#include <stdbool.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -266,8 +266,9 @@ static void test_bad_limits(void **state) {
         struct pprof_builder *b = make(3, NULL, 0);
         struct pprof_parts parts;
 
+        parts = (struct pprof_parts) { .n = 77 };
         assert_int_equal(pprof_finish_parts(b, &(struct pprof_part_limits) { 0, 0, 1 }, &parts), -EINVAL);
-        assert_int_equal(parts.n, 0);
+        assert_int_equal(parts.n, 77);  /* untouched on failure (HACKING.md §2) */
         assert_int_equal(pprof_finish_parts(b, &(struct pprof_part_limits) { 1, 0, 0 }, &parts), -EINVAL);
         assert_int_equal(pprof_finish_parts(b, NULL, &parts), -EINVAL);
         pprof_builder_free(b);
