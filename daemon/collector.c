@@ -769,6 +769,39 @@ bool collector_object(struct collector *c, uint32_t pid, uint64_t pc, char *buf,
         return symbolizer_object(&c->symbols, pid, pc, buf, len);
 }
 
+static bool push_service(void *userdata, uint32_t pid, char *buf, size_t len) {
+        char path[PATH_MAX];
+
+        return collector_cgroup(userdata, pid, path, sizeof(path), buf, len) && buf[0];
+}
+
+int collector_push_profiles(struct collector *c, const struct store_snapshot *snap, uint64_t start_ns,
+                            uint64_t end_ns, const struct profile_options *o, struct collector_push_profiles *ret) {
+        const struct collector_view *v = collector_view(snap);
+        const struct source_status *sampler = collector_view_sampler(v), *spe = collector_view_spe(v);
+        int k = 0;
+
+        *ret = (struct collector_push_profiles) {
+                .cpu_event = c->sampler_event,
+                .cpu_is_time = sampler->sample_period != 0,
+        };
+        /* Stacks in the span: the sampler ran then, whatever it does now. */
+        k = symbolizer_cpu_builder(&c->symbols, snap, start_ns, end_ns, ret->cpu_is_time ? NULL : c->sampler_event,
+                                   sampler->sample_period, o, &ret->cpu);
+        /* The hot-PC table has the sampler's leaf PCs too: an SPE profile only where SPE is a source. */
+        if (k >= 0 && spe->state != SOURCE_OFF)
+                k = symbolizer_spe_builder(&c->symbols, snap, start_ns, end_ns, atomic_load(&c->spe_period), o,
+                                           push_service, c, &ret->spe);
+        if (k < 0)
+                collector_push_profiles_done(ret);
+        return k;
+}
+
+void collector_push_profiles_done(struct collector_push_profiles *p) {
+        p->cpu = pprof_builder_free(p->cpu);
+        p->spe = pprof_builder_free(p->spe);
+}
+
 int collector_profile(struct collector *c, uint64_t window_ns, struct strbuf *ret_gz) {
         _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = store_snapshot_get(c->store);
 

@@ -19,8 +19,10 @@
 
 #include "config.h"
 #include "pmu-collector.h"
+#include "pprof.h"
 #include "replay.h"
 #include "source.h"
+#include "spe-profile.h"
 #include "sample-sink.h"
 #include "sampler-source.h"
 #include "spe-live-source.h"
@@ -126,6 +128,22 @@ int collector_profile(struct collector *c, uint64_t window_ns, struct strbuf *re
  * as the SPE profile. Any thread.
  */
 int collector_profile_span(struct collector *c, uint64_t start_ns, uint64_t end_ns, struct strbuf *ret_gz);
+/* What a push sends of a span: its profiles as builders, each NULL when the span has no sample of it. */
+struct collector_push_profiles {
+        struct pprof_builder *cpu;      /* the sampler's stacks */
+        const char *cpu_event;          /* the sampler's event ("cpu-clock"...) */
+        bool cpu_is_time;               /* a clock event: the CPU profile counts CPU time */
+        struct pprof_builder *spe;      /* SPE's samples, when SPE (live or a replay) is a source */
+};
+/*
+ * The push's profiles of the epochs overlapping [start_ns, end_ns) of snap,
+ * with the labels and times `o` asks for: 0 or a negative errno (the
+ * builders are then freed). Free them with collector_push_profiles_done().
+ * Any thread.
+ */
+int collector_push_profiles(struct collector *c, const struct store_snapshot *snap, uint64_t start_ns,
+                            uint64_t end_ns, const struct profile_options *o, struct collector_push_profiles *ret);
+void collector_push_profiles_done(struct collector_push_profiles *p);
 /*
  * Close an epoch at at_ns (store clock) too, so a /debug/pprof/profile span
  * ending then is answered then, not at the next regular epoch end (10 s on

@@ -20,6 +20,8 @@
 #include "log.h"
 #include "macro.h"
 #include "pmu-event.h"
+#include "push.h"
+#include "push-request.h"
 #include "sampler-source.h"
 #include "store.h"
 #include "strbuf.h"
@@ -320,6 +322,54 @@ static int parse_item_line_size(const struct config_item *it, const char *value,
         return 0;
 }
 
+/* A string of at most it->max - 1 bytes, printable (it goes into HTTP headers and labels). */
+static int parse_item_text(const struct config_item *it, const char *value, void *dest, char *err,
+                           size_t errlen) {
+        size_t len = strlen(value);
+
+        if (len >= it->max) {
+                snprintf(err, errlen, "longer than %" PRIu64 " bytes", it->max - 1);
+                return -ERANGE;
+        }
+        for (const unsigned char *c = (const unsigned char *) value; *c; c++)
+                if (*c < 0x20 || *c == 0x7f) {
+                        snprintf(err, errlen, "holds a control character");
+                        return -EINVAL;
+                }
+        memcpy(dest, value, len + 1);
+        return 0;
+}
+
+/* An absolute path, or "" for none. */
+static int parse_item_path(const struct config_item *it, const char *value, void *dest, char *err,
+                           size_t errlen) {
+        if (value[0] && value[0] != '/') {
+                snprintf(err, errlen, "'%s' is not an absolute path", value);
+                return -EINVAL;
+        }
+        return parse_item_text(it, value, dest, err, errlen);
+}
+
+static int parse_item_push_url(const struct config_item *it, const char *value, void *dest, char *err,
+                               size_t errlen) {
+        if (value[0] && push_url_check(value, err, errlen) < 0)
+                return -EINVAL;
+        return parse_item_text(it, value, dest, err, errlen);
+}
+
+static int parse_item_push_labels(const struct config_item *it, const char *value, void *dest, char *err,
+                                  size_t errlen) {
+        struct push_label *labels = NULL;
+        size_t n = 0;
+        int r;
+
+        r = push_labels_parse(value, &labels, &n, err, errlen);
+        push_labels_free(labels, n);
+        if (r < 0)
+                return r;
+        return parse_item_text(it, value, dest, err, errlen);
+}
+
 #define ITEM(sec, k, fn, field, lo, hi) \
         { sec, k, fn, offsetof(struct config, field), lo, hi, 0 }
 #define ITEM_RING(sec, k, field, pages, lo, hi) \
@@ -371,6 +421,23 @@ static const struct config_item items[] = {
         ITEM("store", "stacks", parse_item_u32, store.stacks, 16, 1U << 20),
         ITEM("store", "max_memory", parse_item_size, store.max_memory_bytes, UINT64_C(1) << 20,
              UINT64_C(1) << 40),
+        ITEM("push", "url", parse_item_push_url, push.url, 0, CONFIG_PUSH_URL_MAX),
+        ITEM("push", "interval", parse_item_duration, push.interval_usec, USEC_PER_SEC, 3600 * USEC_PER_SEC),
+        ITEM("push", "service_name", parse_item_text, push.service_name, 0, CONFIG_PUSH_NAME_MAX),
+        ITEM("push", "labels", parse_item_push_labels, push.labels, 0, CONFIG_PUSH_LABELS_MAX),
+        ITEM("push", "tenant", parse_item_text, push.tenant, 0, CONFIG_PUSH_NAME_MAX),
+        ITEM("push", "basic_auth_user", parse_item_text, push.basic_auth_user, 0, CONFIG_PUSH_NAME_MAX),
+        ITEM("push", "basic_auth_password_file", parse_item_path, push.basic_auth_password_file, 0, PATH_MAX),
+        ITEM("push", "bearer_token_file", parse_item_path, push.bearer_token_file, 0, PATH_MAX),
+        ITEM("push", "tls_ca_file", parse_item_path, push.tls_ca_file, 0, PATH_MAX),
+        ITEM("push", "tls_insecure_skip_verify", parse_item_bool, push.tls_insecure_skip_verify, 0, 0),
+        ITEM("push", "timeout", parse_item_duration, push.timeout_usec, USEC_PER_SEC, 300 * USEC_PER_SEC),
+        ITEM("push", "max_profile_bytes", parse_item_size, push.max_profile_bytes, 64 * 1024,
+             256 * (UINT64_C(1) << 20)),
+        ITEM("push", "max_samples", parse_item_u32, push.max_samples, 100, 1U << 24),
+        ITEM("push", "max_age", parse_item_duration, push.max_age_usec, USEC_PER_SEC, CONFIG_PUSH_MAX_AGE_MAX),
+        ITEM("push", "spool_dir", parse_item_path, push.spool_dir, 0, PATH_MAX),
+        ITEM("push", "spool_max_bytes", parse_item_size, push.spool_max_bytes, 64 * 1024, UINT64_C(1) << 40),
         ITEM("privacy", "physical_addresses", parse_item_bool, privacy.physical_addresses, 0, 0),
         ITEM("privacy", "kernel_addresses", parse_item_bool, privacy.kernel_addresses, 0, 0),
 };
@@ -431,6 +498,19 @@ void config_init(struct config *c) {
                          */
                         .stack_size = 8192,
                         .data_buffer = 256 * UINT64_C(1024),
+                },
+                .push = {
+                        /* The eBPF profilers' collect interval (Grafana Alloy's pyroscope.ebpf). */
+                        .interval_usec = 15 * USEC_PER_SEC,
+                        .timeout_usec = 10 * USEC_PER_SEC,
+                        /* Pyroscope's per-tenant defaults (pkg/validation/limits.go). */
+                        .max_profile_bytes = 4 * (UINT64_C(1) << 20),
+                        .max_samples = 16000,
+                        /* Under the store's reject-older-than (1 h): sent late, still taken. */
+                        .max_age_usec = 55 * 60 * USEC_PER_SEC,
+                        .spool_dir = "/var/lib/armprofd/spool",
+                        /* 45 minutes of 15 s requests of 350 KiB: a long outage of a busy host. */
+                        .spool_max_bytes = 64 * (UINT64_C(1) << 20),
                 },
                 .store = {
                         .epoch_usec = 10 * USEC_PER_SEC,
@@ -576,13 +656,49 @@ static int check_spe_watermark(const struct config *c, const char *filename, str
         return -EINVAL;
 }
 
-int config_check(const struct config *c, const char *filename, struct config_error *err) {
-        int r, k;
+/* The push's options (exporters/push.h) pointing into c. */
+void config_push_options(const struct config *c, struct push_options *o) {
+        *o = (struct push_options) {
+                .url = c->push.url,
+                .interval_usec = c->push.interval_usec,
+                .timeout_usec = c->push.timeout_usec,
+                .max_age_usec = c->push.max_age_usec,
+                .tenant = c->push.tenant,
+                .basic_auth_user = c->push.basic_auth_user,
+                .basic_auth_password_file = c->push.basic_auth_password_file,
+                .bearer_token_file = c->push.bearer_token_file,
+                .tls_ca_file = c->push.tls_ca_file,
+                .tls_insecure_skip_verify = c->push.tls_insecure_skip_verify,
+                .spool_dir = c->push.spool_dir,
+                .spool_max_bytes = c->push.spool_max_bytes,
+                .service_name = c->push.service_name,
+                .labels = c->push.labels,
+        };
+}
 
-        /* Both, so that one run names every mistake. */
+/* Credentials come in pairs and one kind at a time. */
+static int check_push_auth(const struct config *c, const char *filename, struct config_error *err) {
+        bool user = c->push.basic_auth_user[0], password = c->push.basic_auth_password_file[0];
+
+        if (user != password) {
+                add_error(err, "%s: [push] basic_auth_user and basic_auth_password_file go together", filename);
+                return -EINVAL;
+        }
+        if (user && c->push.bearer_token_file[0]) {
+                add_error(err, "%s: [push] basic_auth_user and bearer_token_file exclude each other", filename);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+int config_check(const struct config *c, const char *filename, struct config_error *err) {
+        int r, k, a;
+
+        /* All, so that one run names every mistake. */
         r = check_store_memory(c, filename, err);
         k = check_spe_watermark(c, filename, err);
-        return r < 0 ? r : k;
+        a = check_push_auth(c, filename, err);
+        return r < 0 ? r : k < 0 ? k : a;
 }
 
 /* ---- the line reader ---- */

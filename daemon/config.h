@@ -18,10 +18,12 @@
  * in only when the whole new configuration is valid.
  */
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "macro.h"
 #include "parse-util.h"
 
 #define CONFIG_DEFAULT_LISTEN ":9769"
@@ -61,6 +63,11 @@ enum config_unwind { CONFIG_UNWIND_AUTO, CONFIG_UNWIND_FP, CONFIG_UNWIND_DWARF }
 #define CONFIG_SAMPLER_MAX_STACK_MAX   1024U
 #define CONFIG_SAMPLER_STACK_SIZE_MAX  UINT64_C(65528)
 #define CONFIG_SAMPLER_EVENT_MAX       32
+
+#define CONFIG_PUSH_URL_MAX        2048
+#define CONFIG_PUSH_NAME_MAX       256  /* service_name, tenant, basic_auth_user */
+#define CONFIG_PUSH_LABELS_MAX     2048
+#define CONFIG_PUSH_MAX_AGE_MAX    (3600 * USEC_PER_SEC) /* the store's window (Pyroscope: 1 h) */
 
 struct config {
         struct {
@@ -119,6 +126,25 @@ struct config {
                 uint64_t max_memory_bytes; /* bound on store_bytes() of the above */
         } store;
         struct {
+                /* Strings: "" when unset; the paths absolute. README.md "Send profiles to Pyroscope". */
+                char url[CONFIG_PUSH_URL_MAX];  /* base URL; "" (default): no push */
+                uint64_t interval_usec;         /* 1 s..1 h, default 15 s */
+                char service_name[CONFIG_PUSH_NAME_MAX]; /* "": the host name */
+                char labels[CONFIG_PUSH_LABELS_MAX];     /* "k=v, k2=v2" */
+                char tenant[CONFIG_PUSH_NAME_MAX];       /* X-Scope-OrgID */
+                char basic_auth_user[CONFIG_PUSH_NAME_MAX];
+                char basic_auth_password_file[PATH_MAX];
+                char bearer_token_file[PATH_MAX];
+                char tls_ca_file[PATH_MAX];
+                bool tls_insecure_skip_verify;
+                uint64_t timeout_usec;          /* default 10 s */
+                uint64_t max_profile_bytes;     /* serialized, per profile: default 4 MiB (the store's) */
+                uint32_t max_samples;           /* per profile: default 16000 (the store's) */
+                uint64_t max_age_usec;          /* spooled longer: dropped; default 55 min */
+                char spool_dir[PATH_MAX];       /* default /var/lib/armprofd/spool */
+                uint64_t spool_max_bytes;       /* default 64 MiB */
+        } push;
+        struct {
                 /* Key hot lines by physical address (sharing across processes) and serve PAs. */
                 bool physical_addresses;
                 /* Name kernel frames from /proc/kallsyms (kernel addresses reach the profiles); else one [kernel]. */
@@ -154,6 +180,10 @@ int config_parse_buffer(struct config *c, const void *data, size_t size, const c
 /* The same for a NUL-terminated string. */
 int config_parse_string(struct config *c, const char *text, const char *filename,
                         struct config_error *err);
+
+struct push_options;
+/* [push] as push_new() takes it; the strings point into c. */
+void config_push_options(const struct config *c, struct push_options *o);
 
 struct store_options;
 /*

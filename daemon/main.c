@@ -12,6 +12,7 @@
 #include "build-config.h"
 #include "cli.h"
 #include "config.h"
+#include "push.h"
 #include "log.h"
 #include "manager.h"
 #include "replay.h"
@@ -81,6 +82,17 @@ int main(int argc, char **argv) {
         if (r < 0) {
                 config_error_log(&err);
                 return EXIT_FAILURE;
+        }
+        if (args.check_config && cfg.push.url[0]) {
+                /* What only a start would find: a missing password file, a spool it cannot write. */
+                struct push_options po;
+                char why[MESSAGE_MAX];
+
+                config_push_options(&cfg, &po);
+                if (push_check(&po, why, sizeof(why)) < 0) {
+                        log_error("config: %s", why);
+                        return EXIT_FAILURE;
+                }
         }
         if (args.check_config) {
                 printf("%s: configuration is valid\n", args.config_path);

@@ -15,6 +15,8 @@
 
 #include "api.h"
 #include "collector.h"
+#include "push.h"
+#include "push-interval.h"
 #include "counters.h"
 #include "sampler-metrics.h"
 #include "spe-metrics.h"
@@ -32,6 +34,9 @@ struct manager {
         struct config loaded;        /* as last loaded: differs where a restart is pending */
 
         struct collector *collector;
+        struct push_interval *push_interval;    /* what each push request holds; kept across reloads */
+        pthread_mutex_t push_lock;              /* guards push: HTTP threads read its figures */
+        struct push *push;                      /* NULL: [push] url unset */
         struct api *api;
         struct http_server *http;
 
@@ -93,6 +98,10 @@ static void provider_write_metrics(void *userdata, struct prom_writer *w) {
                 prom_write_counter_rows(w, rows, sample_sink_metric_rows(&ss, rows));
         collector_symbols_stats(m->collector, &sym);
         prom_write_counter_rows(w, rows, symbolizer_metric_rows(&sym, rows));
+        pthread_mutex_lock(&m->push_lock);
+        if (m->push)
+                push_write_metrics(m->push, w);
+        pthread_mutex_unlock(&m->push_lock);
 }
 
 static json_t *provider_counters(void *userdata, int64_t cpu) {
@@ -350,6 +359,9 @@ static void provider_fill_status(void *userdata, json_t *status) {
                             json_pack("[o, o, o]", counters_status_json(v->pmu, v->sources[0].reason), spe,
                                       sampler_status_json(&c, collector_view_sampler(v),
                                                           collector_kernel_frames_named(m->collector))));
+        pthread_mutex_lock(&m->push_lock);
+        json_object_set_new(status, "push", m->push ? push_status_json(m->push) : json_pack("{s:s}", "state", "off"));
+        pthread_mutex_unlock(&m->push_lock);
         /* Which source /debug/pprof/profile answers from. */
         json_object_set_new(status, "profile",
                             json_string(source_status_up(collector_view_sampler(v)) ? "sampler" : "spe"));
@@ -427,6 +439,7 @@ int manager_new(const struct manager_options *opts, const struct config *cfg, st
         apply_overrides(m, &m->config);
         m->loaded = m->config;
         pthread_mutex_init(&m->config_lock, NULL);
+        pthread_mutex_init(&m->push_lock, NULL);
 
         r = sd_event_new(&m->event);
         if (r < 0) {
@@ -533,6 +546,48 @@ static int on_replay_done(sd_event_source *s, int fd, uint32_t revents, void *us
 }
 
 /*
+ * The push of configuration c, started, in place of the one running (which
+ * pushes what it collected before it goes). Errors are logged, naming the
+ * key: the caller decides whether they end the daemon.
+ */
+static int push_replace(struct manager *m, const struct config *c) {
+        struct push_options o;
+        struct push *old, *p = NULL;
+        char err[MESSAGE_MAX];
+        int r;
+
+        pthread_mutex_lock(&m->push_lock);
+        old = TAKE_PTR(m->push);
+        pthread_mutex_unlock(&m->push_lock);
+        push_free(old);
+        if (!c->push.url[0])
+                return 0;
+        if (!m->push_interval)
+                r = push_interval_new(m->collector, c, &m->push_interval, err, sizeof(err));
+        else
+                r = push_interval_configure(m->push_interval, c, err, sizeof(err));
+        if (r < 0)
+                return log_error_errno(r, "config: [push] labels: %s", err);
+        struct push_source src = push_interval_source(m->push_interval);
+
+        config_push_options(c, &o);
+        o.service_name = push_interval_service_name(m->push_interval);
+        r = push_new(&o, &src, &p, err, sizeof(err));
+        if (r < 0)
+                return log_error_errno(r, "config: %s", err);
+        r = push_start(p);
+        if (r < 0) {
+                push_free(p);
+                return log_error_errno(r, "Failed to start the push thread: %m");
+        }
+        pthread_mutex_lock(&m->push_lock);
+        m->push = p;
+        pthread_mutex_unlock(&m->push_lock);
+        log_info("push: to %s every %.3g s", o.url, (double) o.interval_usec / USEC_PER_SEC);
+        return 0;
+}
+
+/*
  * The collector starts (a replay runs on its loop, between its timers) and
  * the server serves at once: /status says how far the replay is.
  */
@@ -553,6 +608,9 @@ int manager_start(struct manager *m) {
                         return log_error_errno(r, "Failed to watch the replay: %m");
                 (void) sd_event_source_set_description(m->replay_done, "replay-done");
         }
+        r = push_replace(m, &m->config);
+        if (r < 0)
+                return r;
         return serve(m);
 }
 
@@ -575,6 +633,22 @@ static void reload(struct manager *m) {
                 return;
         }
         apply_overrides(m, &c);
+        if (c.push.url[0]) {
+                struct push_options po;
+                char why[MESSAGE_MAX];
+
+                config_push_options(&c, &po);
+                r = push_check(&po, why, sizeof(why));
+                if (r < 0) {
+                        pthread_mutex_lock(&m->config_lock);
+                        m->failed_reloads++;
+                        pthread_mutex_unlock(&m->config_lock);
+                        log_error("config: %s", why);
+                        log_error("config: reload failed (1 error); keeping the previous configuration");
+                        notify_reload(m, why);
+                        return;
+                }
+        }
 
         listen_addr_to_string(&m->config.http.listen, old_listen, sizeof(old_listen));
         listen_addr_to_string(&c.http.listen, new_listen, sizeof(new_listen));
@@ -594,6 +668,9 @@ static void reload(struct manager *m) {
 
         collector_options_from_config(&c, &co);
         collector_reconfigure(m->collector, &co);
+        /* Anew even when [push] is unchanged: SIGHUP is how rotated credentials are read again. */
+        if (push_replace(m, &c) < 0)
+                log_error("push: off until the configuration is fixed and reloaded");
 
         /* Restart-only settings stay as they are (/status shows the new ones as pending). */
         effective = c;
@@ -630,6 +707,9 @@ struct manager *manager_free(struct manager *m) {
                 return NULL;
         /* Stop serving before the state handlers read goes away. */
         m->http = http_server_stop(m->http);
+        /* Before the collector: its last request is built from the collector's epochs. */
+        m->push = push_free(m->push);
+        m->push_interval = push_interval_free(m->push_interval);
         m->collector = collector_stop(m->collector);
         m->api = api_free(m->api);
         m->replay_done = sd_event_source_disable_unref(m->replay_done);
@@ -638,6 +718,7 @@ struct manager *manager_free(struct manager *m) {
                 m->signals[i] = sd_event_source_disable_unref(m->signals[i]);
         m->event = sd_event_unref(m->event);
         pthread_mutex_destroy(&m->config_lock);
+        pthread_mutex_destroy(&m->push_lock);
         free(m);
         return NULL;
 }

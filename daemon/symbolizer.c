@@ -93,6 +93,12 @@ void symbolizer_stats(struct symbolizer *z, struct symbols_stats *ret) {
         symbols_cache_stats(z->cache, ret);
 }
 
+bool symbolizer_service(void *userdata, uint32_t pid, char *buf, size_t len) {
+        struct symbolizer_locate *l = userdata;
+
+        return l->service && l->service(l->service_userdata, pid, buf, len);
+}
+
 bool symbolizer_locate(void *userdata, uint32_t pid, uint64_t pc, struct profile_location *ret) {
         struct symbolizer_locate *l = userdata;
 
@@ -142,6 +148,51 @@ int symbolizer_cpu_profile(struct symbolizer *z, const struct store_snapshot *sn
         k = cpu_profile_build_event(&res, &sym, event, period, ret_gz);
         pthread_mutex_unlock(&z->cache_lock);
         store_stacks_result_done(&res);
+        return k;
+}
+
+int symbolizer_cpu_builder(struct symbolizer *z, const struct store_snapshot *snap, uint64_t start_ns,
+                           uint64_t end_ns, const char *event, uint64_t period, const struct profile_options *o,
+                           struct pprof_builder **ret) {
+        _cleanup_(symbols_snapshot_unrefp) struct symbols_snapshot *maps = symbolizer_snapshot(z);
+        struct symbolizer_locate l = { .cache = z->cache, .snap = maps };
+        const struct profile_symbolizer sym = { .locate = symbolizer_locate, .userdata = &l };
+        struct store_stacks_result res;
+        int k;
+
+        *ret = NULL;
+        k = store_query_stacks_span(snap, start_ns, end_ns, STORE_PID_ANY, NULL, &res);
+        if (k < 0)
+                return k;
+        if (res.n > 0) {
+                pthread_mutex_lock(&z->cache_lock);
+                k = cpu_profile_builder(&res, &sym, event, period, o, ret);
+                pthread_mutex_unlock(&z->cache_lock);
+        }
+        store_stacks_result_done(&res);
+        return k;
+}
+
+int symbolizer_spe_builder(struct symbolizer *z, const struct store_snapshot *snap, uint64_t start_ns,
+                           uint64_t end_ns, uint64_t period, const struct profile_options *o,
+                           bool (*service)(void *userdata, uint32_t pid, char *buf, size_t len),
+                           void *service_userdata, struct pprof_builder **ret) {
+        _cleanup_(symbols_snapshot_unrefp) struct symbols_snapshot *maps = symbolizer_snapshot(z);
+        struct symbolizer_locate l = { .cache = z->cache, .snap = maps, .service = service,
+                                       .service_userdata = service_userdata };
+        const struct profile_symbolizer sym = {
+                .locate = symbolizer_locate,
+                .service = service ? symbolizer_service : NULL,
+                .userdata = &l,
+        };
+        int k;
+
+        *ret = NULL;
+        pthread_mutex_lock(&z->cache_lock);
+        k = profile_builder_span(snap, start_ns, end_ns, &sym, period, o, ret);
+        pthread_mutex_unlock(&z->cache_lock);
+        if (k >= 0 && *ret && pprof_n_samples(*ret) == 0)
+                *ret = pprof_builder_free(*ret);
         return k;
 }
 

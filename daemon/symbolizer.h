@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pprof.h"
 #include "prom.h"
 #include "cpu-profile.h"
 #include "spe-profile.h"
@@ -86,6 +87,20 @@ int symbolizer_cpu_profile(struct symbolizer *z, const struct store_snapshot *sn
                            uint64_t end_ns, const char *event, uint64_t period, struct strbuf *ret_gz);
 
 /*
+ * The same two profiles as builders (a push splits them into parts the
+ * store takes, pprof_finish_parts()), with the labels and times `o` asks
+ * for. The SPE builder names each sample's service through `service` (NULL:
+ * none). Each returns 0 with *ret NULL when the span holds no sample.
+ */
+int symbolizer_cpu_builder(struct symbolizer *z, const struct store_snapshot *snap, uint64_t start_ns,
+                           uint64_t end_ns, const char *event, uint64_t period, const struct profile_options *o,
+                           struct pprof_builder **ret);
+int symbolizer_spe_builder(struct symbolizer *z, const struct store_snapshot *snap, uint64_t start_ns,
+                           uint64_t end_ns, uint64_t period, const struct profile_options *o,
+                           bool (*service)(void *userdata, uint32_t pid, char *buf, size_t len),
+                           void *service_userdata, struct pprof_builder **ret);
+
+/*
  * Kernel addresses named from kallsyms (path NULL: /proc/kallsyms) from
  * now on: 0, or -EPERM when it shows no real addresses (kptr_restrict),
  * another negative errno when it cannot be read. Only when kernel
@@ -98,8 +113,12 @@ struct symbolizer_locate {
         struct symbols_cache *cache;
         const struct symbols_snapshot *snap;
         struct symbols_result last;     /* what the strings of the last answer point into */
+        /* The service a pid runs in (profile_symbolizer.service), NULL: none. */
+        bool (*service)(void *userdata, uint32_t pid, char *buf, size_t len);
+        void *service_userdata;
 };
 bool symbolizer_locate(void *userdata, uint32_t pid, uint64_t pc, struct profile_location *ret);
+bool symbolizer_service(void *userdata, uint32_t pid, char *buf, size_t len);
 
 /* The symbol cache's counters as /metrics families (prom_write_counter_rows()). */
 #define SYMBOLIZER_METRIC_ROWS 9

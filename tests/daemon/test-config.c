@@ -524,9 +524,9 @@ static void test_table_complete(void **state) {
 
                 config_item_name(i, &section, &key);
                 config_init(&c);
-                snprintf(text, sizeof(text), "[%s]\n%s = !\n", section, key);
+                snprintf(text, sizeof(text), "[%s]\n%s = !\x01\n", section, key);
                 r = config_parse_string(&c, text, "t.conf", &err);
-                /* "!" is invalid for every type: the error must name this key, not "unknown". */
+                /* "!\x01" is invalid for every type (a control character even for text): the error must name this key, not "unknown". */
                 assert_int_equal(r, -EINVAL);
                 assert_int_equal(err.n, 1);
                 assert_non_null(strstr(err.msg[0], key));
@@ -780,6 +780,97 @@ static void test_spe_watermark(void **state) {
                                            "aux_buffer = 65536 bytes (64.0 KiB)"));
 }
 
+/* [push]: every key, and what each refuses, checked at parse (file:line) or across keys. */
+static void test_push_values(void **state) {
+        static const struct {
+                const char *text;
+                const char *want; /* a part of the one error */
+        } bad[] = {
+                { "[push]\nurl = ftp://store:21\n", "t.conf:2: [push] url: 'ftp://store:21' is not an http:// or https:// URL" },
+                { "[push]\nurl = https://user:secret@store\n", "t.conf:2: [push] url: credentials in the URL are refused" },
+                { "[push]\nurl = http:///push\n", "t.conf:2: [push] url: 'http:///push' names no host" },
+                { "[push]\nurl = http://store/?a=1\n", "t.conf:2: [push] url: 'http://store/?a=1' has a query or a fragment" },
+                { "[push]\ninterval = 500ms\n", "t.conf:2: [push] interval: duration '500ms' out of range" },
+                { "[push]\ninterval = 2h\n", "t.conf:2: [push] interval: duration '2h' out of range" },
+                { "[push]\nlabels = env\n", "t.conf:2: [push] labels: " },
+                { "[push]\nlabels = __name__=x\n", "t.conf:2: [push] labels: " },
+                { "[push]\nlabels = a=1, a=2\n", "t.conf:2: [push] labels: " },
+                { "[push]\nspool_dir = spool\n", "t.conf:2: [push] spool_dir: 'spool' is not an absolute path" },
+                { "[push]\nbearer_token_file = token\n", "t.conf:2: [push] bearer_token_file: 'token' is not an absolute path" },
+                { "[push]\nmax_age = 2h\n", "t.conf:2: [push] max_age: duration '2h' out of range" },
+                { "[push]\ntls_insecure_skip_verify = maybe\n", "t.conf:2: [push] tls_insecure_skip_verify: invalid boolean" },
+                { "[push]\nservice_name = a\x01b\n", "t.conf:2: [push] service_name: holds a control character" },
+        };
+        struct config_error err = {};
+        struct config c;
+
+        config_init(&c);
+        assert_string_equal(c.push.url, "");
+        assert_int_equal(c.push.interval_usec, 15 * USEC_PER_SEC);
+        assert_int_equal(c.push.timeout_usec, 10 * USEC_PER_SEC);
+        assert_int_equal(c.push.max_samples, 16000);
+        assert_int_equal(c.push.max_profile_bytes, 4 * 1024 * 1024);
+        assert_int_equal(c.push.max_age_usec, 55 * 60 * USEC_PER_SEC);
+        assert_string_equal(c.push.spool_dir, "/var/lib/armprofd/spool");
+        assert_int_equal(c.push.spool_max_bytes, 64 * 1024 * 1024);
+
+        assert_int_equal(config_parse_string(&c,
+                                             "[push]\n"
+                                             "url = https://profiles-prod-001.grafana.net/\n"
+                                             "interval = 1s\n"
+                                             "service_name = web-frontend\n"
+                                             "labels = env=prod, region=eu-west-1\n"
+                                             "tenant = team-a\n"
+                                             "basic_auth_user = 123456\n"
+                                             "basic_auth_password_file = /etc/armprofd/token\n"
+                                             "tls_ca_file = /etc/ssl/ca.pem\n"
+                                             "tls_insecure_skip_verify = yes\n"
+                                             "timeout = 5m\n"
+                                             "max_profile_bytes = 1MiB\n"
+                                             "max_samples = 100\n"
+                                             "max_age = 1h\n"
+                                             "spool_dir = /var/spool/armprofd\n"
+                                             "spool_max_bytes = 1GiB\n",
+                                             "t.conf", &err),
+                         0);
+        assert_string_equal(c.push.url, "https://profiles-prod-001.grafana.net/");
+        assert_int_equal(c.push.interval_usec, USEC_PER_SEC);
+        assert_string_equal(c.push.service_name, "web-frontend");
+        assert_string_equal(c.push.labels, "env=prod, region=eu-west-1");
+        assert_string_equal(c.push.tenant, "team-a");
+        assert_string_equal(c.push.basic_auth_user, "123456");
+        assert_string_equal(c.push.basic_auth_password_file, "/etc/armprofd/token");
+        assert_string_equal(c.push.tls_ca_file, "/etc/ssl/ca.pem");
+        assert_true(c.push.tls_insecure_skip_verify);
+        assert_int_equal(c.push.timeout_usec, 300 * USEC_PER_SEC);
+        assert_int_equal(c.push.max_profile_bytes, 1024 * 1024);
+        assert_int_equal(c.push.max_samples, 100);
+        assert_int_equal(c.push.max_age_usec, 3600 * USEC_PER_SEC);
+        assert_string_equal(c.push.spool_dir, "/var/spool/armprofd");
+        assert_int_equal(c.push.spool_max_bytes, UINT64_C(1) << 30);
+        assert_int_equal(config_check(&c, "t.conf", &err), 0);
+
+        /* Credentials in pairs, one kind at a time: across keys, so config_check(). */
+        c.push.basic_auth_password_file[0] = '\0';
+        assert_int_equal(config_check(&c, "t.conf", &err), -EINVAL);
+        assert_string_equal(err.msg[err.n - 1],
+                            "t.conf: [push] basic_auth_user and basic_auth_password_file go together");
+        snprintf(c.push.basic_auth_password_file, sizeof(c.push.basic_auth_password_file), "/p");
+        snprintf(c.push.bearer_token_file, sizeof(c.push.bearer_token_file), "/t");
+        assert_int_equal(config_check(&c, "t.conf", &err), -EINVAL);
+        assert_string_equal(err.msg[err.n - 1],
+                            "t.conf: [push] basic_auth_user and bearer_token_file exclude each other");
+
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                err = (struct config_error) {};
+                config_init(&c);
+                assert_int_equal(config_parse_string(&c, bad[i].text, "t.conf", &err), -EINVAL);
+                assert_int_equal(err.n, 1);
+                if (!strstr(err.msg[0], bad[i].want))
+                        fail_msg("case %zu: got '%s', want a part '%s'", i, err.msg[0], bad[i].want);
+        }
+}
+
 /* The shipped file shows every key with its default: uncommented, it changes nothing. */
 static void test_shipped_conffile(void **state) {
         const char *src = getenv("ARMPROFD_SOURCE_DIR");
@@ -840,6 +931,7 @@ static void test_shipped_conffile(void **state) {
         assert_int_equal(got.store.line_size, want.store.line_size);
         assert_int_equal(got.store.max_memory_bytes, want.store.max_memory_bytes);
         assert_int_equal(got.privacy.physical_addresses, want.privacy.physical_addresses);
+        assert_memory_equal(&got.push, &want.push, sizeof(got.push));
         assert_int_equal(got.spe.enable, want.spe.enable);
         assert_int_equal(got.spe.period, want.spe.period);
         assert_int_equal(got.spe.jitter, want.spe.jitter);
@@ -938,6 +1030,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_defaults),
                 cmocka_unit_test(test_errors),
+                cmocka_unit_test(test_push_values),
                 cmocka_unit_test(test_long_lines),
                 cmocka_unit_test(test_nul_byte),
                 cmocka_unit_test(test_error_cap),
