@@ -1,0 +1,631 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""[push]: the daemon pushes its profiles to a loopback Pyroscope push endpoint
+(pushstore.py), which records every request and decodes it with protoc, its
+own wire reader and go tool pprof. A daemon per case; [push] interval = 1s,
+timeout = 2s, the spool in a temp dir.
+
+test-push.py cpu   the cpu-clock sampler (root: perf-sw suite), with
+                   tests/sampler/spin burning a CPU so that every interval
+                   has samples:
+  happy      N intervals give N requests; labels, sample types, UUID IDs,
+             non-overlapping times; with [store] epoch = 1h the pushed
+             samples/count up to the store's interval end equal /hotpcs'
+             count of samples (the store's figure, not the push's).
+  outage     down, 500, 429 with Retry-After, hang past the timeout, reset
+             mid-body, then ok: every interval arrives once, in time order,
+             and the store's count equals the pushed total; no request
+             within Retry-After of a 429; errors counted by kind.
+  kill       store down, requests spooled, SIGKILL, a stray .tmp-x: a
+             restart delivers the spooled IDs and removes .tmp-x.
+  spoolcap   a cap of ~3 requests and a long outage: the spool never
+             exceeds the cap on disk (checked every quarter interval); the
+             oldest were dropped and counted, the newest delivered.
+  maxage     max_age = 3s, 6 s down: nothing older arrives; counted.
+  rejected   400: each ID seen once, the body's text in the log, counted as
+             rejected; once the store accepts, pushing goes on.
+  badconfig  unknown scheme, missing password file, spool_dir under a
+             regular file: exit non-zero naming [push]; the same at SIGHUP
+             is "reload failed" and the old push keeps pushing.
+
+test-push.py spe   a replayed generator file (no perf_event_open):
+  happy      a slow FIFO feed gives several intervals: the pushed samples
+             sum to the generator's record count; SPE sample types.
+  split      max_samples lowered to 100 (the generator's `all` mix has
+             ~360 distinct PCs: far fewer than Pyroscope's 16,000, which
+             no generator file reaches in a test's time): several RawSamples
+             of one series, each <= 100 samples, totals equal, counted.
+  tls        HTTPS with a test CA: tls_ca_file accepted, a wrong CA refused
+             and counted as error="tls", tls_insecure_skip_verify accepted.
+  auth       basic auth + tenant, and a bearer token, reach the store; the
+             secrets are absent from /status, /metrics, the log and
+             /proc/PID/cmdline.
+
+PUSH_CASES=happy,outage,... runs a subset.
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from armprofd_test import Daemon, binary, parse_prom_text, skip  # noqa: E402
+from pushstore import PushStore, make_certs  # noqa: E402
+
+GROUPS = {"cpu": ["happy", "outage", "kill", "spoolcap", "maxage", "rejected", "badconfig"],
+          "spe": ["happy", "split", "tls", "auth"]}
+if len(sys.argv) != 2 or sys.argv[1] not in GROUPS:
+    print(__doc__, file=sys.stderr)
+    sys.exit(2)
+GROUP = sys.argv[1]
+CASES = [c for c in GROUPS[GROUP] if c in (os.environ.get("PUSH_CASES") or ",".join(GROUPS[GROUP])).split(",")]
+
+for tool, pkg in (("protoc", "protobuf-compiler"), ("go", "golang-go"), ("openssl", "openssl")):
+    if not shutil.which(tool):
+        skip(f"{tool} not installed (Debian package {pkg})")
+if GROUP == "cpu":
+    if os.geteuid() != 0:
+        skip("needs root: CPU-wide perf events")
+    if not os.path.exists("/proc/sys/kernel/perf_event_paranoid"):
+        skip("no perf_event_open on this kernel")
+
+BUILD = os.environ["ARMPROFD_BUILD_DIR"]
+SPIN = os.path.join(BUILD, "tests", "sampler", "spin-fp")
+SPEGEN = os.path.join(BUILD, "tests", "spegen", "armprofd-spegen")
+CPU = 1 if os.cpu_count() > 1 else 0
+HOST = socket.gethostname()
+UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+CPU_TYPES = [("samples", "count"), ("cpu", "nanoseconds")]
+SPE_TYPES = [("samples", "count"), ("latency", "cycles"), ("l1d_refills", "count"), ("llc_misses", "count"),
+             ("tlb_walks", "count"), ("mispredicts", "count")]
+# Bounds on how long the test waits for something that must happen; never a measurement.
+WAIT = 15.0
+
+tmp = tempfile.mkdtemp(prefix="armprofd-push-")
+failures = []
+
+
+def check(cond, msg):
+    print(("ok    " if cond else "FAIL  ") + msg, flush=True)
+    if not cond:
+        failures.append(msg)
+    return cond
+
+
+def config(store, spool, extra="", source="cpu", store_epoch="1h"):
+    """[push] toward the store, interval 1 s, timeout 2 s; [store] epoch = 1h makes the store's epochs
+    close only at push ticks, so the store's counts and the pushed profiles cover the same spans."""
+    src = ("[spe]\nenable = no\n[pmu]\nenable = no\n[sampler]\nenable = yes\nfrequency = 97\n" if source == "cpu"
+           else "[sampler]\nenable = no\n")
+    return (f"{src}[store]\nepoch = {store_epoch}\n"
+            f"[push]\nurl = {store.url}\ninterval = 1s\ntimeout = 2s\nspool_dir = {spool}\n"
+            f"service_name = armprofd-test\nlabels = env=ci, team=perf\n{extra}")
+
+
+def spool_dir(name):
+    d = os.path.join(tmp, name)
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def metrics(d):
+    st, _, body = d.get("/metrics")
+    assert st == 200, st
+    return parse_prom_text(body.decode())
+
+
+def metric(m, name, **labels):
+    return m.get((name, frozenset(labels.items())), 0)
+
+
+def push_status(d):
+    st, _, body = d.get("/status")
+    assert st == 200, st
+    return json.loads(body)["push"]
+
+
+def spooled(spool):
+    """{name: size} of the spool's request files."""
+    return {f: os.path.getsize(os.path.join(spool, f)) for f in os.listdir(spool) if f.endswith(".req")}
+
+
+def spooled_ids(spool):
+    """The sample IDs in the spool's files, per file: whatever framing the spool uses, the body holds
+    each ID as a plain string field (push.proto RawSample.ID)."""
+    out = {}
+    for f in spooled(spool):
+        try:
+            data = open(os.path.join(spool, f), "rb").read()
+        except FileNotFoundError:
+            continue
+        out[f] = re.findall(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", data)
+    return {f: [i.decode() for i in ids] for f, ids in out.items()}
+
+
+class Spin:
+    """tests/sampler/spin burning CPU for the whole case, so that every interval has samples."""
+
+    def __init__(self, seconds=120):
+        self.proc = subprocess.Popen([SPIN, str(seconds), str(CPU)], stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        assert line.startswith("ready "), line
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.kill()
+        self.proc.wait()
+
+
+def profiles(store, records=None, go=True, kind=None):
+    """[(record, series, sample ID, Profile)] of the delivered requests, decoded, in arrival order."""
+    out = []
+    for r in (store.delivered() if records is None else records):
+        for s in r.decode(store, go=go):
+            if kind and s.labels.get("__name__") != kind:
+                continue
+            for (i, _), p in zip(s.samples, s.profiles):
+                out.append((r, s, i, p))
+    return out
+
+
+def check_series_labels(s, name, source):
+    want = {"__name__": name, "service_name": "armprofd-test", "host": HOST, "source": source,
+            "__delta__": "false", "env": "ci", "team": "perf"}
+    check(s.labels == want, f"{name} series labels {s.labels}")
+    check(len(s.label_list) == len(s.labels), f"no label name twice: {s.label_list}")
+
+
+def check_headers(store):
+    for r in store.pushes():
+        h = r.headers
+        if not (h.get("content-type") == "application/proto" and h.get("connect-protocol-version") == "1"):
+            return check(False, f"Connect unary headers: {h}")
+    return check(True, f"{len(store.pushes())} requests with Content-Type: application/proto, "
+                       "Connect-Protocol-Version: 1")
+
+
+def check_no_overlap(profs, what):
+    spans = sorted((p.time_nanos, p.time_nanos + p.duration_nanos) for _, _, _, p in profs)
+    ok = all(p.duration_nanos > 0 for _, _, _, p in profs) and \
+        all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+    return check(ok, f"{what}: {len(spans)} profiles, positive durations, none overlapping: {spans[:4]}...")
+
+
+def store_count_vs_pushed(d, store, kind="process_cpu", wait=WAIT):
+    """/hotpcs?window=all counts the samples of the closed epochs, up to its interval's end_unix_ms;
+    the profiles pushed up to that end must sum to it exactly."""
+    st, _, body = d.get("/hotpcs?window=all&limit=1")
+    assert st == 200, body
+    hp = json.loads(body)
+    end_ms = hp["interval"]["end_unix_ms"]
+    # The push of the last closed epoch may still be on its way.
+    store.wait_for(lambda: any((p.time_nanos + p.duration_nanos) // 1_000_000 >= end_ms - 1
+                               for _, _, _, p in profiles(store, go=False, kind=kind)), wait,
+                   f"a profile reaching {end_ms}")
+    pushed = sum(p.total("samples") for _, _, _, p in profiles(store, go=False, kind=kind)
+                 if (p.time_nanos + p.duration_nanos) // 1_000_000 <= end_ms + 1)
+    return check(pushed == hp["samples"] and pushed > 0,
+                 f"the store counted {hp['samples']} samples up to {end_ms}; the pushed profiles sum to {pushed}")
+
+
+def stop(d):
+    rc, _ = d.stop(timeout=5)
+    check(rc == 0, f"SIGTERM: exit {rc}")
+
+
+# ---------------------------------------------------------------- the CPU cases
+
+def cpu_happy():
+    with PushStore() as store, Spin(), Daemon(config_text=config(store, spool_dir("happy"))) as d:
+        d.wait_serving()
+        st = push_status(d)
+        check(st["url"] == store.url and st["interval_seconds"] == 1 and st["service_name"] == "armprofd-test"
+              and st["labels"] == {"env": "ci", "team": "perf"} and st["auth"] == "none" and not st["tenant"],
+              f"/status push: {st}")
+        n = 4
+        store.wait_for(lambda: len(store.delivered()) >= n, n + WAIT, f"{n} requests")
+        store_count_vs_pushed(d, store)
+        stop(d)
+    recs = store.pushes()
+    check(all(r.status == 200 for r in recs), f"every request answered 200: {[r.status for r in recs]}")
+    check_headers(store)
+    profs = profiles(store)
+    check(all(len(r.series) == 1 for r in recs), "one series per request (CPU only)")
+    check_series_labels(profs[0][1], "process_cpu", "cpu-clock")
+    check(all(s.labels == profs[0][1].labels for _, s, _, _ in profs), "the same labels in every request")
+    ids = [i for _, _, i, _ in profs]
+    check(all(UUID_RE.match(i) for i in ids) and len(set(ids)) == len(ids), f"UUID IDs, unique: {ids[:3]}...")
+    check(all(p.sample_types == CPU_TYPES and p.period_type == ("cpu", "nanoseconds") for _, _, _, p in profs),
+          f"sample types {profs[0][3].sample_types}, period type {profs[0][3].period_type}")
+    check(all(p.label_keys() <= {"service"} for _, _, _, p in profs),
+          f"sample labels only 'service': {set().union(*(p.label_keys() for _, _, _, p in profs))}")
+    check(all(p.total("samples") > 0 for _, _, _, p in profs), "no empty profile pushed")
+    check_no_overlap(profs, "CPU")
+    # Each profile's time is Unix time near its arrival (the pushed interval, then the request).
+    check(all(abs(r.t - (p.time_nanos + p.duration_nanos) / 1e9) < WAIT for r, _, _, p in profs),
+          "time_nanos are Unix times")
+
+
+def cpu_outage():
+    with PushStore() as store, Spin(), Daemon(config_text=config(store, spool_dir("outage"))) as d:
+        d.wait_serving()
+        store.wait_for(lambda: len(store.delivered()) >= 1, WAIT, "a first delivery")
+        phases = [("down", 3.0, {}), ("500", 2.5, {}), ("429", 4.0, {"retry_after": 3}), ("hang", 3.5, {}),
+                  ("reset", 2.5, {})]
+        for mode, secs, kw in phases:
+            store.set_mode(mode, **kw)
+            if mode == "down":
+                time.sleep(secs)
+            else:
+                # At least one request met this mode (a backoff may hold the next one back a little).
+                n0 = len(store.pushes())
+                time.sleep(secs)
+                store.wait_for(lambda: len([r for r in store.pushes()[n0:] if r.mode == mode]) >= 1, WAIT,
+                               f"a request answered {mode}")
+            check(len(spooled(spool_dir("outage"))) > 0 or mode != "down",
+                  f"after {secs:.1f} s {mode}: spool holds {len(spooled(spool_dir('outage')))} requests")
+        store.set_mode("ok")
+        store.wait_for(lambda: not spooled(spool_dir("outage")) and push_status(d)["state"] == "ok", 3 * WAIT,
+                       "the spool drained")
+        n = len(store.delivered())
+        store.wait_for(lambda: len(store.delivered()) >= n + 2, WAIT, "two more deliveries")
+        store_count_vs_pushed(d, store)
+        m = metrics(d)
+        st = push_status(d)
+        stop(d)
+    check(store.duplicates() == [], f"no ID delivered twice: {store.duplicates()}")
+    seen = {}
+    for r in store.pushes():
+        for i in (r.ids if r.body is not None else []):
+            seen.setdefault(i, []).append(r.mode)
+    delivered = set(store.ids_in_order())
+    check(set(seen) == delivered, f"every ID sent arrived: {len(set(seen) - delivered)} never delivered")
+    profs = profiles(store, go=False)
+    starts = [p.time_nanos for _, _, _, p in profs]
+    check(starts == sorted(starts), "delivered in time order (oldest spooled first)")
+    check_no_overlap(profs, "after the outage")
+    # Retry-After: 3 honoured: no request sooner than 3 s after a 429.
+    recs = store.pushes()
+    gaps = [(b.t - a.answered_at) for a, b in zip(recs, recs[1:]) if a.status == 429]
+    check(gaps and min(gaps) >= 3 - 0.05, f"after a 429 with Retry-After: 3 the next request came after {gaps}")
+    errs = {k: metric(m, "armprofd_push_errors_total", error=k) for k in ("connect", "timeout", "reset", "http")}
+    check(all(v > 0 for v in errs.values()), f"errors by kind: {errs}")
+    req = {k: metric(m, "armprofd_push_requests_total", result=k) for k in ("ok", "retry", "rejected", "dropped")}
+    check(req["retry"] > 0 and req["ok"] == len(store.delivered()) and req["rejected"] == 0 and req["dropped"] == 0,
+          f"requests by result {req}; the store answered {len(store.delivered())} with 200")
+    check(metric(m, "armprofd_push_bytes_total") == sum(len(r.body) for r in store.delivered()),
+          f"push_bytes_total {metric(m, 'armprofd_push_bytes_total')} = the bodies delivered")
+    check(st["requests"]["ok"] == req["ok"] and st["spool"]["files"] == 0 and st["state"] == "ok",
+          f"/status push after recovery: {st}")
+
+
+def cpu_kill():
+    spool = spool_dir("kill")
+    with PushStore() as store, Spin():
+        store.set_mode("down")
+        with Daemon(config_text=config(store, spool)) as d:
+            d.wait_serving()
+            store.wait_for(lambda: len(spooled(spool)) >= 3, WAIT, "3 spooled requests")
+            d.proc.kill()
+            d.proc.wait()
+        ids = spooled_ids(spool)
+        want = [i for f in sorted(ids) for i in ids[f]]
+        check(len(spooled(spool)) >= 3 and all(ids.values()),
+              f"{len(ids)} requests spooled at SIGKILL, IDs {want[:3]}...")
+        with open(os.path.join(spool, ".tmp-x"), "wb") as f:
+            f.write(b"\x0a\x03half")  # what a kill in the middle of writing leaves
+        store.set_mode("ok")
+        with Daemon(config_text=config(store, spool)) as d:
+            d.wait_serving()
+            store.wait_for(lambda: set(want) <= set(store.ids_in_order()), WAIT, "the spooled IDs")
+            check(not os.path.exists(os.path.join(spool, ".tmp-x")), "the stray .tmp-x is removed")
+            check(store.duplicates() == [], f"each once: {store.duplicates()}")
+            got = [i for i in store.ids_in_order() if i in set(want)]
+            times = {i: p.time_nanos for _, _, i, p in profiles(store, go=False)}
+            check([times[i] for i in got] == sorted(times[i] for i in got), "the spooled ones oldest first")
+            stop(d)
+
+
+def cpu_spoolcap():
+    spool = spool_dir("cap")
+    with PushStore() as store, Spin():
+        # How large one request is here: measured, so that the cap holds about three.
+        with Daemon(config_text=config(store, spool_dir("cap-measure"))) as d:
+            d.wait_serving()
+            store.wait_for(lambda: len(store.delivered()) >= 3, WAIT, "3 requests to measure")
+            stop(d)
+        size = max(len(r.body) for r in store.delivered())
+        cap = 3 * size + size // 2
+        n_before = len(store.delivered())
+        with Daemon(config_text=config(store, spool, f"spool_max_bytes = {cap}\n")) as d:
+            d.wait_serving()
+            store.wait_for(lambda: len(store.delivered()) >= n_before + 1, WAIT, "a delivery")
+            store.set_mode("down")
+            first_seen, biggest, t_end = {}, 0, time.monotonic() + 9
+            while time.monotonic() < t_end:
+                total = sum(spooled(spool).values())
+                biggest = max(biggest, total)
+                if total > cap:
+                    check(False, f"the spool holds {total} bytes, over the cap {cap}")
+                for f, ids in spooled_ids(spool).items():
+                    for i in ids:
+                        first_seen.setdefault(i, time.monotonic())
+                time.sleep(0.25)
+            kept = {i for ids in spooled_ids(spool).values() for i in ids}
+            m = metrics(d)
+            check(metric(m, "armprofd_push_spool_dropped_total", reason="full") > 0,
+                  f"dropped full: {metric(m, 'armprofd_push_spool_dropped_total', reason='full')}")
+            check(metric(m, "armprofd_push_spool_bytes") <= cap, "push_spool_bytes <= cap")
+            dropped = set(first_seen) - kept
+            check(dropped and kept and max(first_seen[i] for i in dropped) <= min(first_seen[i] for i in kept),
+                  f"{len(dropped)} dropped, all older than the {len(kept)} kept")
+            print(f"      one request ~{size} bytes, cap {cap}, the spool at most {biggest} bytes on disk")
+            store.set_mode("ok")
+            store.wait_for(lambda: kept <= set(store.ids_in_order()), WAIT, "the kept ones delivered")
+            check(not (dropped & set(store.ids_in_order())), "no dropped one delivered")
+            stop(d)
+
+
+def cpu_maxage():
+    spool = spool_dir("maxage")
+    with PushStore() as store, Spin(), Daemon(config_text=config(store, spool, "max_age = 3s\n")) as d:
+        d.wait_serving()
+        store.wait_for(lambda: len(store.delivered()) >= 1, WAIT, "a first delivery")
+        n = len(store.pushes())
+        store.set_mode("down")
+        time.sleep(6)
+        store.set_mode("ok")
+        store.wait_for(lambda: not spooled(spool) and len(store.delivered()) >= 3, WAIT, "the spool emptied")
+        m = metrics(d)
+        check(metric(m, "armprofd_push_spool_dropped_total", reason="age") > 0,
+              f"dropped age: {metric(m, 'armprofd_push_spool_dropped_total', reason='age')}")
+        late = [(round(r.t - (p.time_nanos + p.duration_nanos) / 1e9, 2))
+                for r, _, _, p in profiles(store, store.delivered()[n:], go=False)]
+        # Older than 3 s at delivery: the profile's end more than max_age before its arrival.
+        check(all(a <= 3.0 + 0.25 for a in late), f"ages at delivery after the outage: {late}")
+        stop(d)
+
+
+def cpu_rejected():
+    with PushStore() as store, Spin():
+        store.set_mode("400")
+        with Daemon(config_text=config(store, spool_dir("rejected"))) as d:
+            d.wait_serving()
+            store.wait_for(lambda: len(store.pushes()) >= 3, WAIT, "3 requests refused")
+            d.wait_log(re.escape(store.message), timeout=WAIT)
+            check(True, "the store's message is in the daemon's log")
+            refused = [i for r in store.pushes() for i in r.ids]
+            store.set_mode("ok")
+            store.wait_for(lambda: len(store.delivered()) >= 2, WAIT, "deliveries after the 400s")
+            m = metrics(d)
+            stop(d)
+    ids = [i for r in store.pushes() for i in r.ids]
+    check(len(ids) == len(set(ids)), f"no request sent twice: {len(ids)} IDs, {len(set(ids))} distinct")
+    check(not set(refused) & set(store.ids_in_order()), "none of the refused delivered later")
+    n400 = len([r for r in store.pushes() if r.status == 400])
+    check(metric(m, "armprofd_push_requests_total", result="rejected") == n400,
+          f"rejected {metric(m, 'armprofd_push_requests_total', result='rejected')} = {n400} answered 400")
+    check(not spooled(spool_dir("rejected")), "nothing refused kept in the spool")
+
+
+def cpu_badconfig():
+    with PushStore() as store:
+        reg = os.path.join(tmp, "a-file")
+        open(reg, "w").close()
+        bad = {"unknown scheme": f"url = ftp://127.0.0.1:{store.port}\n",
+               "missing password file": "basic_auth_user = u\nbasic_auth_password_file = /nonexistent/pw\n",
+               "spool_dir not writable": f"spool_dir = {reg}/spool\n"}
+
+        def bad_config(extra):
+            c = config(store, spool_dir("bad"))
+            for line in extra.splitlines():
+                key = line.split("=")[0].strip()
+                c = re.sub(rf"^{key} = .*\n", "", c, flags=re.M)
+            return c + extra
+        for what, extra in bad.items():
+            with Daemon(config_text=bad_config(extra)) as d:
+                try:
+                    rc = d.proc.wait(WAIT)
+                except subprocess.TimeoutExpired:
+                    rc = None
+                time.sleep(0.1)
+                check(rc not in (0, None) and "[push]" in d.log(),
+                      f"{what}: exit {rc}, {d.log().splitlines()[-1:] if d.log() else 'nothing logged'}")
+        with Spin(), Daemon(config_text=config(store, spool_dir("bad"))) as d:
+            d.wait_serving()
+            store.wait_for(lambda: len(store.delivered()) >= 1, WAIT, "a delivery")
+            for what, extra in bad.items():
+                with open(d.config, "w") as f:
+                    f.write(bad_config(extra))
+                n_failed = d.log().count("reload failed")
+                d.signal(signal.SIGHUP)
+                deadline = time.monotonic() + WAIT
+                while d.log().count("reload failed") == n_failed and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                check(d.log().count("reload failed") > n_failed, f"reload with {what}: reload failed")
+                n = len(store.delivered())
+                store.wait_for(lambda: len(store.delivered()) >= n + 2, WAIT, "the old push pushing")
+                check(d.proc.poll() is None and push_status(d)["url"] == store.url,
+                      f"after the failed reload ({what}) the old push goes on")
+            stop(d)
+
+
+# ---------------------------------------------------------------- the SPE replay cases
+
+def generate(name, records, seed=7):
+    subprocess.run([SPEGEN, "--out-dir", tmp, "--prefix", name, "--seed", str(seed), "--records", str(records),
+                    "--cpus", "2", "--scenario", "all", "--pipe", "--chunk-size", "65536"], check=True,
+                   stdout=subprocess.DEVNULL)
+    facts = dict(l.rstrip("\n").split("=", 1) for l in open(os.path.join(tmp, f"{name}.truth.txt"))
+                 if "=" in l and l[0] != "#")
+    return os.path.join(tmp, f"{name}.data"), facts
+
+
+def feed_slowly(fifo, data, pieces, pause):
+    """Write data to the FIFO in pieces with pauses: the replay then spans several push intervals."""
+    def run():
+        deadline = time.monotonic() + WAIT
+        while True:
+            try:
+                fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+                os.set_blocking(fd, True)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    return
+                time.sleep(0.02)
+        step = -(-len(data) // pieces)
+        for i in range(0, len(data), step):
+            os.write(fd, data[i:i + step])
+            time.sleep(pause)
+        os.close(fd)
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+def spe_happy():
+    path, facts = generate("happy", 40000)
+    fifo = os.path.join(tmp, "happy.fifo")
+    os.mkfifo(fifo)
+    with PushStore() as store:
+        with Daemon(args=["--replay", fifo], config_text=config(store, spool_dir("spe"), source="spe")) as d:
+            feeder = feed_slowly(fifo, open(path, "rb").read(), 4, 1.2)
+            d.wait_serving(timeout=WAIT)
+            feeder.join()
+            d.wait_replay_done(timeout=WAIT)
+            want = int(facts["records"])
+            total = lambda: sum(p.total("samples") for _, _, _, p in profiles(store, go=False))  # noqa: E731
+            store.wait_for(lambda: total() >= want, WAIT, f"{want} samples pushed")
+            n = len(store.pushes())
+            # Two intervals more with nothing new: no request (an interval without samples sends none).
+            time.sleep(2.5)
+            check(len(store.pushes()) == n, f"no request once the replay is pushed ({len(store.pushes())} vs {n})")
+            stop(d)
+    profs = profiles(store)
+    check(len(store.delivered()) >= 2, f"the slow feed gave {len(store.delivered())} requests")
+    check(total() == want, f"pushed samples {total()} = the generator's records {want}")
+    check_headers(store)
+    check(all(s.labels.get("__name__") == "spe" for _, s, _, _ in profs), "SPE series only")
+    check_series_labels(profs[0][1], "spe", "spe")
+    check(all(p.sample_types == SPE_TYPES for _, _, _, p in profs), f"SPE sample types {profs[0][3].sample_types}")
+    check(all(p.label_keys() <= {"service"} for _, _, _, p in profs), "sample labels only 'service'")
+    # Stamped with the time they are pushed: near the request's arrival (Pyroscope refuses > 1 h old).
+    check(all(abs(r.t - (p.time_nanos + p.duration_nanos) / 1e9) < WAIT for r, _, _, p in profs),
+          "a replay's profiles carry the time they are pushed")
+    check_no_overlap(profs, "SPE")
+
+
+def spe_split():
+    path, facts = generate("split", 30000)
+    with PushStore() as store:
+        cfg = config(store, spool_dir("split"), "max_samples = 100\n", source="spe")
+        with Daemon(args=["--replay", path], config_text=cfg) as d:
+            d.wait_ready(timeout=WAIT)
+            want = int(facts["records"])
+            total = lambda: sum(p.total("samples") for _, _, _, p in profiles(store, go=False))  # noqa: E731
+            store.wait_for(lambda: total() >= want, WAIT, f"{want} samples pushed")
+            m = metrics(d)
+            stop(d)
+    profs = profiles(store)
+    series = [s for r in store.delivered() for s in r.series]
+    check(len(series) == 1 and len(series[0].samples) > 1,
+          f"one series, {len(series[0].samples)} RawSamples (parts)")
+    check(all(len(p.samples) <= 100 for _, _, _, p in profs), f"parts' samples {[len(p.samples) for *_, p in profs]}")
+    check(total() == want, f"parts sum to the generator's {want} records: {total()}")
+    ids = [i for _, _, i, _ in profs]
+    check(len(set(ids)) == len(ids), "each part its own ID")
+    check(metric(m, "armprofd_push_split_profiles_total") >= 1,
+          f"split counted: {metric(m, 'armprofd_push_split_profiles_total')}")
+    check(metric(m, "armprofd_push_trimmed_samples_total") == 0, "nothing trimmed (under 64 parts)")
+
+
+def spe_tls():
+    certs = make_certs(tmp)
+    path, _ = generate("tls", 3000)
+    for what, extra, good in (("tls_ca_file = the test CA", f"tls_ca_file = {certs['ca']}\n", True),
+                              ("tls_ca_file = another CA", f"tls_ca_file = {certs['other_ca']}\n", False),
+                              ("tls_insecure_skip_verify", "tls_insecure_skip_verify = yes\n", True)):
+        with PushStore(tls=(certs["cert"], certs["key"])) as store:
+            with Daemon(args=["--replay", path], config_text=config(store, spool_dir("tls-" + str(good)), extra,
+                                                                    source="spe")) as d:
+                d.wait_ready(timeout=WAIT)
+                if good:
+                    store.wait_for(lambda: store.delivered(), WAIT, "a delivery over TLS")
+                    check(True, f"{what}: delivered over HTTPS")
+                else:
+                    m = store.wait_for(lambda: (lambda m: metric(m, "armprofd_push_errors_total", error="tls") and m)(
+                        metrics(d)), WAIT, "error tls counted")
+                    check(not store.delivered() and store.tls_failures,
+                          f"{what}: refused ({store.tls_failures[:1]}), "
+                          f"tls errors {metric(m, 'armprofd_push_errors_total', error='tls')}")
+                    check(push_status(d)["state"] == "retrying", f"state {push_status(d)['state']}")
+                stop(d)
+
+
+def spe_auth():
+    path, _ = generate("auth", 3000)
+    secret_pw, secret_tok = "pw-" + os.urandom(8).hex(), "tok-" + os.urandom(8).hex()
+    for kind in ("basic", "bearer"):
+        pwfile = os.path.join(tmp, f"{kind}.secret")
+        with open(pwfile, "w") as f:
+            f.write((secret_pw if kind == "basic" else secret_tok) + "\n")
+        store = PushStore(basic=("fleet", secret_pw), tenant="team-a") if kind == "basic" else \
+            PushStore(bearer=secret_tok)
+        extra = (f"basic_auth_user = fleet\nbasic_auth_password_file = {pwfile}\ntenant = team-a\n"
+                 if kind == "basic" else f"bearer_token_file = {pwfile}\n")
+        with store, Daemon(args=["--replay", path],
+                           config_text=config(store, spool_dir("auth-" + kind), extra, source="spe")) as d:
+            d.wait_ready(timeout=WAIT)
+            store.wait_for(lambda: store.delivered(), WAIT, f"a delivery with {kind} auth")
+            r = store.delivered()[0]
+            check(r.status == 200 and (kind != "basic" or r.headers.get("x-scope-orgid") == "team-a"),
+                  f"{kind}: the store accepted the credentials" + (", tenant team-a" if kind == "basic" else ""))
+            st = push_status(d)
+            check(st["auth"] == kind and st["tenant"] == (kind == "basic"), f"/status auth {st['auth']}, "
+                  f"tenant {st['tenant']}")
+            secret = secret_pw if kind == "basic" else secret_tok
+            places = {"/status": d.get("/status")[2].decode(), "/metrics": d.get("/metrics")[2].decode(),
+                      "cmdline": open(f"/proc/{d.proc.pid}/cmdline", "rb").read().decode(errors="replace")}
+            stop(d)
+            places["stderr"] = d.log()
+            check(all(secret not in v for v in places.values()),
+                  f"{kind}: the secret in none of {list(places)}: "
+                  f"{[k for k, v in places.items() if secret in v]}")
+
+
+def main():
+    subprocess.run([binary(), "--version"], capture_output=True)
+    cases = {"cpu": {"happy": cpu_happy, "outage": cpu_outage, "kill": cpu_kill, "spoolcap": cpu_spoolcap,
+                     "maxage": cpu_maxage, "rejected": cpu_rejected, "badconfig": cpu_badconfig},
+             "spe": {"happy": spe_happy, "split": spe_split, "tls": spe_tls, "auth": spe_auth}}[GROUP]
+    try:
+        for name in CASES:
+            t0 = time.monotonic()
+            print(f"== {GROUP} {name}", flush=True)
+            try:
+                cases[name]()
+            except AssertionError as e:
+                check(False, f"{name}: {e}")
+            print(f"   ({time.monotonic() - t0:.1f} s)", flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if failures:
+        print(f"{len(failures)} failed:\n  " + "\n  ".join(f[:300] for f in failures))
+        return 1
+    print("OK")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
