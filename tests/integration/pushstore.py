@@ -35,6 +35,7 @@ prints a line per request. python3 pushstore.py --self-test checks the store
 itself with a python client and curl (needs protoc, go, openssl, curl).
 """
 
+import atexit
 import base64
 import gzip
 import http.server
@@ -318,6 +319,7 @@ class Record:
         self.status = None          # the HTTP status sent, None if none was
         self.answered_at = None
         self.series = None          # [Series] once decoded
+        self.checked = self.go_checked = False
 
     def __repr__(self):
         return f"<Record {self.method} {self.path} t={self.t:.3f} mode={self.mode} status={self.status}>"
@@ -336,12 +338,7 @@ class Record:
             self.series = [Series(v) for n, _, v in fields(self.payload()) if n == 1]
         return self.series
 
-    def decode(self, store, go=True):
-        """Decode everything: protoc and the wire reader agree; each raw_profile is a pprof that
-        go tool pprof (go=True) and protoc read as the wire reader does. Returns [Series]."""
-        series = self.decode_wire()
-        if any(s.profiles for s in series):
-            return series
+    def _check_protoc(self, store, series):
         text = protoc_push_text(store.proto_dir, self.payload())
         names = [unescape_c(x).decode() for x in re.findall(r'^\s+name: "((?:[^"\\]|\\.)*)"$', text, re.M)]
         values = [unescape_c(x).decode() for x in re.findall(r'^\s+value: "((?:[^"\\]|\\.)*)"$', text, re.M)]
@@ -354,13 +351,24 @@ class Record:
             raise DecodeError(f"protoc's IDs {ids} differ from the wire reader's {self.ids}")
         if text.count("series {") != len(series):
             raise DecodeError(f"protoc sees {text.count('series {')} series, the wire reader {len(series)}")
-        for s in series:
-            for _, raw in s.samples:
-                p = Profile(raw)
-                p.check_protoc(store.profile_proto_dir)
-                if go and store.go_env:
+
+    def decode(self, store, go=True):
+        """Decode everything: protoc and the wire reader agree; each raw_profile is a pprof that
+        go tool pprof (go=True) and protoc read as the wire reader does. Returns [Series]."""
+        series = self.decode_wire()
+        if not self.checked:
+            self._check_protoc(store, series)
+            for s in series:
+                for _, raw in s.samples:
+                    p = Profile(raw)
+                    p.check_protoc(store.profile_proto_dir)
+                    s.profiles.append(p)
+            self.checked = True
+        if go and store.go_env and not self.go_checked:
+            for s in series:
+                for p in s.profiles:
                     p.check_go(store.go_env, store.tmp)
-                s.profiles.append(p)
+            self.go_checked = True
         return series
 
 
@@ -551,6 +559,7 @@ class PushStore:
         self.server = self.thread = None
         self.port = 0
         self.tmp = tempfile.mkdtemp(prefix="pushstore-")
+        atexit.register(shutil.rmtree, self.tmp, True)
         self.proto_dir = proto_dir or self._proto_dir()
         self.profile_proto_dir = os.path.join(SOURCE, "proto")
         self.go_env = None
@@ -619,9 +628,9 @@ class PushStore:
             self._listen(self.port)
 
     def close(self):
+        """Stop serving; what was recorded can still be decoded (the temp dir goes at exit)."""
         self.set_mode("ok")
         self.down()
-        shutil.rmtree(self.tmp, ignore_errors=True)
 
     def __enter__(self):
         return self.start()
