@@ -403,10 +403,10 @@ def cpu_maxage():
         m = metrics(d)
         check(metric(m, "armprofd_push_spool_dropped_total", reason="age") > 0,
               f"dropped age: {metric(m, 'armprofd_push_spool_dropped_total', reason='age')}")
-        late = [(round(r.t - (p.time_nanos + p.duration_nanos) / 1e9, 2))
-                for r, _, _, p in profiles(store, store.delivered()[n:], go=False)]
-        # Older than 3 s at delivery: the profile's end more than max_age before its arrival.
-        check(all(a <= 3.0 + 0.25 for a in late), f"ages at delivery after the outage: {late}")
+        late = [(round(r.t - p.time_nanos / 1e9, 2)) for r, _, _, p in profiles(store, store.delivered()[n:], go=False)]
+        # Older than 3 s at delivery: the profile's start more than max_age before its arrival (the
+        # margin is the time between the daemon's check and the request's arrival, on loopback).
+        check(all(a <= 3.0 + 0.25 for a in late), f"ages (from their start) at delivery after the outage: {late}")
         stop(d)
 
 
