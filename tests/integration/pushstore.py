@@ -633,7 +633,7 @@ class PushStore:
         self.down()
 
     def __enter__(self):
-        return self.start()
+        return self if self.server is not None else self.start()
 
     def __exit__(self, *exc):
         self.close()

@@ -102,11 +102,11 @@ def check(cond, msg):
     return cond
 
 
-def config(store, spool, extra="", source="cpu", store_epoch=None):
+def config(store, spool, extra="", source="cpu", store_epoch=None, frequency=97):
     """[push] toward the store, interval 1 s, timeout 2 s; [store] epoch = 1h makes the store's epochs
     close only at push ticks, so the store's counts and the pushed profiles cover the same spans."""
-    src = ("[spe]\nenable = no\n[pmu]\nenable = no\n[sampler]\nenable = yes\nfrequency = 97\n" if source == "cpu"
-           else "[sampler]\nenable = no\n")
+    src = (f"[spe]\nenable = no\n[pmu]\nenable = no\n[sampler]\nenable = yes\nfrequency = {frequency}\n"
+           if source == "cpu" else "[sampler]\nenable = no\n")
     store_epoch = store_epoch or ("1h" if source == "cpu" else "10s")
     return (f"{src}[store]\nepoch = {store_epoch}\n"
             f"[push]\nurl = {store.url}\ninterval = 1s\ntimeout = 2s\nspool_dir = {spool}\n"
@@ -153,13 +153,28 @@ def spooled_ids(spool):
     return {f: [i.decode() for i in ids] for f, ids in out.items()}
 
 
-class Spin:
-    """tests/sampler/spin burning CPU for the whole case, so that every interval has samples."""
+# Python code with many distinct stacks (the interpreter's C functions under json, re, hashlib, sorting):
+# sampled at 1000 Hz its profiles weigh ~15 KB a second, where spin's single stack weighs ~1 KB.
+VARIED = """
+import hashlib, json, random, re, sys
+print("ready", flush=True)
+while True:
+    d = {str(i): [i] * (i % 7) for i in range(200)}
+    s = json.dumps(d)
+    len(re.findall(r"\\d+", s)) + len(hashlib.sha256(s.encode()).hexdigest())
+    sorted(random.random() for _ in range(300))
+"""
 
-    def __init__(self, seconds=120):
-        self.proc = subprocess.Popen([SPIN, str(seconds), str(CPU)], stdout=subprocess.PIPE, text=True)
+
+class Spin:
+    """tests/sampler/spin burning CPU for the whole case, so that every interval has samples; varied=True:
+    a python loop with many stacks instead, for large requests."""
+
+    def __init__(self, seconds=120, varied=False):
+        argv = [sys.executable, "-c", VARIED] if varied else [SPIN, str(seconds), str(CPU)]
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
-        assert line.startswith("ready "), line
+        assert line.startswith("ready"), line
 
     def __enter__(self):
         return self
@@ -204,6 +219,13 @@ def check_no_overlap(profs, what):
     return check(ok, f"{what}: {len(spans)} profiles, positive durations, none overlapping: {spans[:4]}...")
 
 
+def check_contiguous(profs, what):
+    """Each profile starts where the previous one ended: no interval missing (the epochs close at push ticks)."""
+    spans = sorted((p.time_nanos, p.time_nanos + p.duration_nanos) for _, _, _, p in profs)
+    gaps = [(a[1], b[0]) for a, b in zip(spans, spans[1:]) if a[1] != b[0]]
+    return check(not gaps, f"{what}: {len(spans)} profiles end to end, gaps {gaps[:3]}")
+
+
 def store_count_vs_pushed(d, store, kind="process_cpu", wait=WAIT):
     """/hotpcs?window=all counts the samples of the closed epochs, up to its interval's end_unix_ms;
     the profiles pushed up to that end must sum to it exactly."""
@@ -240,6 +262,7 @@ def cpu_happy():
         store_count_vs_pushed(d, store)
         stop(d)
     recs = store.pushes()
+    print(f"      request bodies (bytes, 1 s intervals, spin at 97 Hz): {[len(r.body) for r in recs]}")
     check(all(r.status == 200 for r in recs), f"every request answered 200: {[r.status for r in recs]}")
     check_headers(store)
     profs = profiles(store)
@@ -254,6 +277,7 @@ def cpu_happy():
           f"sample labels only 'service': {set().union(*(p.label_keys() for _, _, _, p in profs))}")
     check(all(p.total("samples") > 0 for _, _, _, p in profs), "no empty profile pushed")
     check_no_overlap(profs, "CPU")
+    check_contiguous(profs, "CPU")
     # Each profile's time is Unix time near its arrival (the pushed interval, then the request).
     check(all(abs(r.t - (p.time_nanos + p.duration_nanos) / 1e9) < WAIT for r, _, _, p in profs),
           "time_nanos are Unix times")
@@ -300,6 +324,7 @@ def cpu_outage():
     starts = [p.time_nanos for _, _, _, p in profs]
     check(starts == sorted(starts), "delivered in time order (oldest spooled first)")
     check_no_overlap(profs, "after the outage")
+    check_contiguous(profs, "after the outage")
     # Retry-After: 3 honoured: no request sooner than 3 s after a 429.
     recs = store.pushes()
     gaps = [(b.t - a.answered_at) for a, b in zip(recs, recs[1:]) if a.status == 429]
@@ -345,9 +370,11 @@ def cpu_kill():
 
 def cpu_spoolcap():
     spool = spool_dir("cap")
-    # The smallest cap [push] takes (64 KiB): about a dozen of this test's requests (~5 KB each).
+    # The smallest cap [push] takes (64 KiB): a few requests of a varied workload sampled at 1000 Hz.
     cap = 64 * 1024
-    with PushStore() as store, Spin(), Daemon(config_text=config(store, spool, f"spool_max_bytes = {cap}\n")) as d:
+    store = PushStore().start()
+    cfg = config(store, spool, f"spool_max_bytes = {cap}\n", frequency=1000)
+    with store, Spin(varied=True), Daemon(config_text=cfg) as d:
         d.wait_serving()
         store.wait_for(lambda: len(store.delivered()) >= 1, WAIT, "a delivery")
         size = max(len(r.body) for r in store.delivered())
@@ -527,6 +554,7 @@ def spe_happy():
             check(len(store.pushes()) == n, f"no request once the replay is pushed ({len(store.pushes())} vs {n})")
             stop(d)
     profs = profiles(store)
+    print(f"      request bodies (bytes) for {want} records: {[len(r.body) for r in store.delivered()]}")
     # The generator's timestamps span under a millisecond of perf time and a replay's epochs follow the
     # file's clock: the whole file is one epoch, pushed once, however slowly the FIFO brings it.
     check(len(store.delivered()) == 1, f"the replay pushed in {len(store.delivered())} request(s)")
