@@ -268,11 +268,20 @@ class Profile:
             elif seen and line.strip():
                 for k, v in re.findall(r"(\S+?):\[([^\]]*)\]", line):
                     seen[-1][1][k] = v.split(" ") if v else [""]
-        mine = sorted((v, sorted((k, sorted(x)) for k, x in lab.items())) for v, lab, _ in self.samples)
-        theirs = sorted((v, sorted((k, sorted(x)) for k, x in lab.items())) for v, lab in seen)
-        if mine != theirs:
-            raise DecodeError(f"pprof -raw and the wire reader disagree on the samples: "
-                              f"{theirs[:3]} vs {mine[:3]} ({len(theirs)} vs {len(mine)})")
+        # go tool pprof merges samples with the same stack and labels as it reads a profile (its driver
+        # passes every source through profile.Merge): compare the values summed per label set.
+        def sums(samples):
+            out = {}
+            for v, lab in samples:
+                key = tuple(sorted((k, tuple(sorted(x))) for k, x in lab.items()))
+                acc = out.setdefault(key, [0] * len(v))
+                for i, x in enumerate(v):
+                    acc[i] += x
+            return out
+        mine, theirs = sums((v, lab) for v, lab, _ in self.samples), sums(seen)
+        if mine != theirs or len(seen) > len(self.samples) or (self.samples and not seen):
+            raise DecodeError(f"pprof -raw and the wire reader disagree on the samples: {len(seen)} samples, "
+                              f"{list(theirs.items())[:3]} vs {len(self.samples)}, {list(mine.items())[:3]}")
 
 
 class Series:

@@ -22,6 +22,10 @@ test-push.py cpu   the cpu-clock sampler (root: perf-sw suite), with
              until two were dropped: the spool never exceeds the cap on
              disk (checked every quarter interval); the oldest were dropped
              and counted, the newest delivered.
+  splitbytes max_profile_bytes = 64 KiB (its smallest), 3 s intervals of a
+             varied workload at 1000 Hz (~90 KB profiles):
+             parts each under it decompressed, totals equal the store's
+             count, splits counted.
   maxage     max_age = 3s, 6 s down: nothing older arrives; counted.
   rejected   400: each ID seen once, the body's text in the log, counted as
              rejected; once the store accepts, pushing goes on.
@@ -62,7 +66,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from armprofd_test import Daemon, binary, parse_prom_text, skip  # noqa: E402
 from pushstore import PushStore, make_certs  # noqa: E402
 
-GROUPS = {"cpu": ["happy", "outage", "kill", "spoolcap", "maxage", "rejected", "badconfig"],
+GROUPS = {"cpu": ["happy", "outage", "kill", "spoolcap", "splitbytes", "maxage", "rejected", "badconfig"],
           "spe": ["happy", "split", "tls", "auth"]}
 if len(sys.argv) != 2 or sys.argv[1] not in GROUPS:
     print(__doc__, file=sys.stderr)
@@ -102,14 +106,14 @@ def check(cond, msg):
     return cond
 
 
-def config(store, spool, extra="", source="cpu", store_epoch=None, frequency=97):
+def config(store, spool, extra="", source="cpu", store_epoch=None, frequency=97, interval="1s"):
     """[push] toward the store, interval 1 s, timeout 2 s; [store] epoch = 1h makes the store's epochs
     close only at push ticks, so the store's counts and the pushed profiles cover the same spans."""
     src = (f"[spe]\nenable = no\n[pmu]\nenable = no\n[sampler]\nenable = yes\nfrequency = {frequency}\n"
            if source == "cpu" else "[sampler]\nenable = no\n")
     store_epoch = store_epoch or ("1h" if source == "cpu" else "10s")
     return (f"{src}[store]\nepoch = {store_epoch}\n"
-            f"[push]\nurl = {store.url}\ninterval = 1s\ntimeout = 2s\nspool_dir = {spool}\n"
+            f"[push]\nurl = {store.url}\ninterval = {interval}\ntimeout = 2s\nspool_dir = {spool}\n"
             f"service_name = armprofd-test\nlabels = env=ci, team=perf\n{extra}")
 
 
@@ -417,6 +421,28 @@ def cpu_spoolcap():
         stop(d)
 
 
+def cpu_splitbytes():
+    # The smallest max_profile_bytes [push] takes (64 KiB); a varied workload sampled at 1000 Hz for 3 s
+    # makes profiles over it (uncompressed: the store's limit is on the decompressed size).
+    limit = 64 * 1024
+    store = PushStore().start()
+    cfg = config(store, spool_dir("splitbytes"), f"max_profile_bytes = {limit}\n", frequency=1000, interval="3s")
+    with store, Spin(varied=True), Daemon(config_text=cfg) as d:
+        d.wait_serving()
+        store.wait_for(lambda: sum(len(s.samples) > 1 for r in store.delivered() for s in r.decode_wire()) >= 2,
+                       3 * WAIT, "two profiles sent in parts")
+        store_count_vs_pushed(d, store)
+        m = metrics(d)
+        stop(d)
+    profs = profiles(store)
+    sizes = [len(p.data) for _, _, _, p in profs]
+    check(max(sizes) <= limit, f"every part under {limit} bytes decompressed: {sizes}")
+    parts = [len(s.samples) for r in store.delivered() for s in r.series]
+    check(metric(m, "armprofd_push_split_profiles_total") >= 2,
+          f"split counted {metric(m, 'armprofd_push_split_profiles_total')}; parts per profile {parts}")
+    check_contiguous([x for x in profs if x[2] == x[1].ids[0]], "the first parts of each interval")
+
+
 def cpu_maxage():
     spool = spool_dir("maxage")
     with PushStore() as store, Spin(), Daemon(config_text=config(store, spool, "max_age = 3s\n")) as d:
@@ -651,6 +677,7 @@ def spe_auth():
 def main():
     subprocess.run([binary(), "--version"], capture_output=True)
     cases = {"cpu": {"happy": cpu_happy, "outage": cpu_outage, "kill": cpu_kill, "spoolcap": cpu_spoolcap,
+                     "splitbytes": cpu_splitbytes,
                      "maxage": cpu_maxage, "rejected": cpu_rejected, "badconfig": cpu_badconfig},
              "spe": {"happy": spe_happy, "split": spe_split, "tls": spe_tls, "auth": spe_auth}}[GROUP]
     try:
