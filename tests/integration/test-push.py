@@ -264,7 +264,15 @@ def cpu_happy():
         n = 4
         store.wait_for(lambda: len(store.delivered()) >= n, n + WAIT, f"{n} requests")
         store_count_vs_pushed(d, store)
+        before = store.delivered()
+        m = metrics(d)
+        after = store.delivered()
         stop(d)
+    last = metric(m, "armprofd_push_last_success_timestamp_seconds")
+    check(before[-1].t - 1 <= last <= after[-1].answered_at + 1,
+          f"last success {last:.3f}, the store's last 200 answered at {before[-1].answered_at:.3f}")
+    n_dur = metric(m, "armprofd_push_duration_seconds_count")
+    check(len(before) <= n_dur <= len(after), f"push_duration_seconds_count {n_dur}: one per request")
     recs = store.pushes()
     print(f"      request bodies (bytes, 1 s intervals, spin at 97 Hz): {[len(r.body) for r in recs]}")
     check(all(r.status == 200 for r in recs), f"every request answered 200: {[r.status for r in recs]}")
