@@ -61,6 +61,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from armprofd_test import Daemon, binary, parse_prom_text, skip  # noqa: E402
@@ -140,8 +141,15 @@ def push_status(d):
 
 
 def spooled(spool):
-    """{name: size} of the spool's request files."""
-    return {f: os.path.getsize(os.path.join(spool, f)) for f in os.listdir(spool) if f.endswith(".req")}
+    """{name: size} of the spool's request files (one sent meanwhile is gone from the answer)."""
+    out = {}
+    for f in os.listdir(spool):
+        if f.endswith(".req"):
+            try:
+                out[f] = os.path.getsize(os.path.join(spool, f))
+            except FileNotFoundError:
+                pass
+    return out
 
 
 def spooled_ids(spool):
@@ -696,6 +704,9 @@ def main():
                 cases[name]()
             except AssertionError as e:
                 check(False, f"{name}: {e}")
+            except Exception:  # noqa: BLE001 -- one case's error is its failure; the others still run
+                traceback.print_exc()
+                check(False, f"{name}: {traceback.format_exc().splitlines()[-1]}")
             print(f"   ({time.monotonic() - t0:.1f} s)", flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
