@@ -7,7 +7,8 @@ timeout = 2s, the spool in a temp dir.
 
 test-push.py cpu   the cpu-clock sampler (root: perf-sw suite), with
                    tests/sampler/spin burning a CPU so that every interval
-                   has samples:
+                   has samples (or a python loop with many stacks where
+                   requests must be large):
   happy      N intervals give N requests; labels, sample types, UUID IDs,
              non-overlapping times; with [store] epoch = 1h the pushed
              samples/count up to the store's interval end equal /hotpcs'
@@ -18,7 +19,8 @@ test-push.py cpu   the cpu-clock sampler (root: perf-sw suite), with
              within Retry-After of a 429; errors counted by kind.
   kill       store down, requests spooled, SIGKILL, a stray .tmp-x: a
              restart delivers the spooled IDs and removes .tmp-x.
-  spoolcap   the smallest cap (64 KiB, a dozen requests) and an outage
+  spoolcap   the smallest cap (64 KiB: a few requests of a varied python
+             workload sampled at 1000 Hz, ~14 KB each) and an outage
              until two were dropped: the spool never exceeds the cap on
              disk (checked every quarter interval); the oldest were dropped
              and counted, the newest delivered.
