@@ -28,6 +28,7 @@ struct push_interval {
         /* The push thread's (one push runs at a time). */
         uint64_t cursor_ns;             /* store clock: the end of the last epoch sent, 0 none */
         uint64_t last_wall_ns;          /* Unix ns of the previous build, or of the start */
+        bool told_spanless;
 };
 
 static uint64_t wall_ns(void) {
@@ -175,6 +176,11 @@ static int build(void *userdata, bool final, struct push_request *ret) {
         if (!snap)
                 return 0;
         end = store_snapshot_end_ns(snap);
+        if (end == 0 && store_snapshot_epochs(snap) > 0 && !pi->told_spanless) {
+                /* replay-clock.h: a file without timestamps is one epoch with no span, which no span query finds. */
+                log_warning("push: the replayed file has no timestamps: its samples are not pushed");
+                pi->told_spanless = true;
+        }
         if (end <= pi->cursor_ns)
                 return 0;
         start = pi->cursor_ns;

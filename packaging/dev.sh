@@ -22,6 +22,8 @@ test_pkgs=(
         libclang-rt-14-dev
         libcmocka-dev python3 prometheus systemd curl clang linux-perf protobuf-compiler valgrind
         qemu-system-arm gcc-aarch64-linux-gnu libc6-dev-arm64-cross cpio golang-go debootstrap
+        # the push tests' HTTPS store: a throwaway CA and server certificate
+        openssl
 )
 
 as_root() {
