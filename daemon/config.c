@@ -691,14 +691,34 @@ static int check_push_auth(const struct config *c, const char *filename, struct 
         return 0;
 }
 
+/*
+ * A push sends the epochs closed since the previous one: all of them must
+ * still be in the ring then, a store that hangs for the whole timeout
+ * included, or an interval is partly lost.
+ */
+static int check_push_ring(const struct config *c, const char *filename, struct config_error *err) {
+        uint64_t ring = c->store.epoch_usec * c->store.epochs, need = c->push.interval_usec + c->push.timeout_usec;
+
+        if (!c->push.url[0] || need < ring)
+                return 0;
+        add_error(err,
+                  "%s: [push] interval (%.0f s) and timeout (%.0f s) outlast the store's ring ([store] epoch x "
+                  "epochs = %.0f s): epochs would leave it before they are pushed; push more often or raise "
+                  "[store] epochs",
+                  filename, (double) c->push.interval_usec / USEC_PER_SEC, (double) c->push.timeout_usec / USEC_PER_SEC,
+                  (double) ring / USEC_PER_SEC);
+        return -EINVAL;
+}
+
 int config_check(const struct config *c, const char *filename, struct config_error *err) {
-        int r, k, a;
+        int r, k, a, g;
 
         /* All, so that one run names every mistake. */
         r = check_store_memory(c, filename, err);
         k = check_spe_watermark(c, filename, err);
         a = check_push_auth(c, filename, err);
-        return r < 0 ? r : k < 0 ? k : a;
+        g = check_push_ring(c, filename, err);
+        return r < 0 ? r : k < 0 ? k : a < 0 ? a : g;
 }
 
 /* ---- the line reader ---- */

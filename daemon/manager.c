@@ -547,10 +547,10 @@ static int on_replay_done(sd_event_source *s, int fd, uint32_t revents, void *us
 
 /*
  * The push of configuration c, started, in place of the one running (which
- * pushes what it collected before it goes). Errors are logged, naming the
- * key: the caller decides whether they end the daemon.
+ * pushes, or spools, what it collected before it goes). Errors are logged,
+ * naming the key: the caller decides whether they end the daemon.
  */
-static int push_replace(struct manager *m, const struct config *c) {
+static int push_replace(struct manager *m, const struct config *c, bool reloading) {
         struct push_options o;
         struct push *old, *p = NULL;
         char err[MESSAGE_MAX];
@@ -559,7 +559,16 @@ static int push_replace(struct manager *m, const struct config *c) {
         pthread_mutex_lock(&m->push_lock);
         old = TAKE_PTR(m->push);
         pthread_mutex_unlock(&m->push_lock);
-        push_free(old);
+        /*
+         * One push owns the spool at a time, so the old one goes first. At a
+         * reload without waiting for the store (the main loop would stall):
+         * what it had in flight is spooled, and the new push sends it, the
+         * same bytes.
+         */
+        if (reloading)
+                push_free_now(old);
+        else
+                push_free(old);
         if (!c->push.url[0])
                 return 0;
         if (!m->push_interval)
@@ -608,10 +617,18 @@ int manager_start(struct manager *m) {
                         return log_error_errno(r, "Failed to watch the replay: %m");
                 (void) sd_event_source_set_description(m->replay_done, "replay-done");
         }
-        r = push_replace(m, &m->config);
+        r = push_replace(m, &m->config, false);
         if (r < 0)
                 return r;
         return serve(m);
+}
+
+static void reload_failed(struct manager *m, const char *why) {
+        pthread_mutex_lock(&m->config_lock);
+        m->failed_reloads++;
+        pthread_mutex_unlock(&m->config_lock);
+        log_error("config: reload failed; keeping the previous configuration");
+        notify_reload(m, why);
 }
 
 static void reload(struct manager *m) {
@@ -637,17 +654,23 @@ static void reload(struct manager *m) {
                 struct push_options po;
                 char why[MESSAGE_MAX];
 
+                /* What would stop the new push, found while the old one still runs. */
                 config_push_options(&c, &po);
                 r = push_check(&po, why, sizeof(why));
                 if (r < 0) {
-                        pthread_mutex_lock(&m->config_lock);
-                        m->failed_reloads++;
-                        pthread_mutex_unlock(&m->config_lock);
                         log_error("config: %s", why);
-                        log_error("config: reload failed (1 error); keeping the previous configuration");
-                        notify_reload(m, why);
+                        reload_failed(m, why);
                         return;
                 }
+        }
+        /* Anew even when [push] is unchanged: SIGHUP is how rotated credentials are read again. */
+        r = push_replace(m, &c, true);
+        if (r < 0) {
+                /* Failed after the check (a file gone meanwhile, the spool unreadable): the old push again. */
+                if (push_replace(m, &m->config, true) < 0)
+                        log_error("push: off until the configuration is fixed and reloaded");
+                reload_failed(m, "[push] could not start (see the log)");
+                return;
         }
 
         listen_addr_to_string(&m->config.http.listen, old_listen, sizeof(old_listen));
@@ -668,9 +691,6 @@ static void reload(struct manager *m) {
 
         collector_options_from_config(&c, &co);
         collector_reconfigure(m->collector, &co);
-        /* Anew even when [push] is unchanged: SIGHUP is how rotated credentials are read again. */
-        if (push_replace(m, &c) < 0)
-                log_error("push: off until the configuration is fixed and reloaded");
 
         /* Restart-only settings stay as they are (/status shows the new ones as pending). */
         effective = c;

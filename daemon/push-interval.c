@@ -12,8 +12,9 @@
 #include "push-request.h"
 #include "store.h"
 
-/* How long a build waits for the epoch it asked for (the collector closes it within milliseconds). */
+/* How long a build waits for the epoch it asked for (the collector closes it within milliseconds); the last, at a stop, less. */
 #define PUSH_INTERVAL_WAIT_NS (2 * NSEC_PER_SEC)
+#define PUSH_INTERVAL_FINAL_WAIT_NS (500 * NSEC_PER_USEC * USEC_PER_MSEC)
 #define PUSH_INTERVAL_POLL_USEC (10 * USEC_PER_MSEC)
 
 struct push_interval {
@@ -84,8 +85,8 @@ struct push_interval *push_interval_free(struct push_interval *pi) {
 }
 
 /* Live: closes an epoch now and waits until it is published, so the request ends now. */
-static void close_epoch_now(struct push_interval *pi) {
-        uint64_t at = collector_now_ns(pi->collector), give_up = at + PUSH_INTERVAL_WAIT_NS;
+static void close_epoch_now(struct push_interval *pi, uint64_t wait_ns) {
+        uint64_t at = collector_now_ns(pi->collector), give_up = at + wait_ns;
 
         if (!collector_request_epoch_end(pi->collector, at))
                 return; /* a replay (its epochs follow the file), or too many pending: the regular ends */
@@ -171,7 +172,7 @@ static int build(void *userdata, bool final, struct push_request *ret) {
         bool live;
         int r;
 
-        close_epoch_now(pi);
+        close_epoch_now(pi, final ? PUSH_INTERVAL_FINAL_WAIT_NS : PUSH_INTERVAL_WAIT_NS);
         snap = collector_snapshot(pi->collector);
         if (!snap)
                 return 0;
@@ -189,7 +190,8 @@ static int build(void *userdata, bool final, struct push_request *ret) {
         if (!live) {
                 /* A replay: pushed now, the store takes no profile from an old recording's time. */
                 o.time_nanos = pi->last_wall_ns;
-                o.duration_nanos = now - pi->last_wall_ns;
+                /* 1 ns when the wall clock stepped back: never an underflow's centuries. */
+                o.duration_nanos = now > pi->last_wall_ns ? now - pi->last_wall_ns : 1;
         }
         ret->time_ns = live && start ? (uint64_t) ((int64_t) start + clock->unix_offset_ns) : pi->last_wall_ns;
         /* Whatever happens below, these epochs are done with: an interval that fails is not retried forever. */

@@ -14,7 +14,8 @@
 #include "strbuf.h"
 
 /* Labels armprofd sets on every series itself; an operator's duplicate would make the store refuse it. */
-static const char *const labels_ours[] = { "service_name", "host", "source" };
+/* Series labels the push sets, and "service", which pushed profiles carry as a sample label (a series to the store). */
+static const char *const labels_ours[] = { "service_name", "host", "source", "service" };
 
 _printf_(3, 4) static int fail(char *err, size_t errlen, const char *fmt, ...) {
         va_list ap;

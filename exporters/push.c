@@ -88,7 +88,7 @@ struct push {
         char retry_after[64];           /* the current answer's Retry-After, "" when none */
         uint64_t next_tick_usec, next_retry_usec;
         unsigned failures;              /* consecutive attempts that failed */
-        uint64_t last_reject_log_usec, rejects_unlogged;
+        uint64_t last_reject_log_usec, rejects_unlogged, last_stuck_log_usec;
 
         pthread_t thread;
         bool started;
@@ -153,7 +153,7 @@ int push_url_check(const char *url, char *err, size_t errlen) {
 /* A secret from its file: the first line, without trailing white space. */
 static int read_secret(const char *key, const char *path, char **ret, char *err, size_t errlen) {
         _cleanup_close_ int fd = -1;
-        char buf[PUSH_SECRET_MAX + 1];
+        char buf[PUSH_SECRET_MAX + 2]; /* one byte more than a secret may be, and a NUL */
         struct stat st;
         ssize_t n;
         size_t len;
@@ -169,23 +169,25 @@ static int read_secret(const char *key, const char *path, char **ret, char *err,
                 snprintf(err, errlen, "%s '%s': not a regular file", key, path);
                 return -EINVAL;
         }
-        n = read(fd, buf, sizeof(buf));
+        n = read(fd, buf, sizeof(buf) - 1);
         if (n < 0) {
                 int e = errno;
 
                 snprintf(err, errlen, "%s '%s': %s", key, path, strerror(e));
                 return -e;
         }
-        if ((size_t) n > PUSH_SECRET_MAX) {
-                snprintf(err, errlen, "%s '%s': longer than %d bytes", key, path, PUSH_SECRET_MAX);
+        buf[n] = '\0';
+        if ((size_t) n > PUSH_SECRET_MAX || memchr(buf, '\0', (size_t) n)) {
+                explicit_bzero(buf, sizeof(buf));
+                snprintf(err, errlen, "%s '%s': longer than %d bytes, or not text", key, path, PUSH_SECRET_MAX);
                 return -EFBIG;
         }
-        len = strcspn(buf, "\r\n") < (size_t) n ? strcspn(buf, "\r\n") : (size_t) n;
+        len = strcspn(buf, "\r\n");
         while (len > 0 && (buf[len - 1] == ' ' || buf[len - 1] == '\t'))
                 len--;
-        if (len == 0 || memchr(buf, '\0', len)) {
+        if (len == 0) {
                 explicit_bzero(buf, sizeof(buf));
-                snprintf(err, errlen, "%s '%s': empty, or not text", key, path);
+                snprintf(err, errlen, "%s '%s': empty", key, path);
                 return -EINVAL;
         }
         *ret = xmalloc(len + 1);
@@ -414,11 +416,14 @@ static void backoff(struct push *p) {
         p->failures++;
         /* From 1 s (or one interval when shorter: a test's) up to one interval. */
         delay = MIN(MIN(PUSH_BACKOFF_MIN_USEC, p->interval_usec) << shift, MAX(p->interval_usec, PUSH_BACKOFF_MIN_USEC));
-        /* "Equal jitter": half the delay fixed, half random, so a fleet's retries spread. */
+        /*
+         * "Equal jitter": half the delay fixed, half random, so a fleet's retries spread.
+         * A Retry-After counts up to half of max_age, so that what waits is not then too old to send.
+         */
         delay = delay / 2 + random_u64() % (delay / 2 + 1);
         if (p->retry_after[0] &&
             push_retry_after_parse(p->retry_after, (int64_t) (now_usec(CLOCK_REALTIME) / USEC_PER_SEC),
-                                   p->max_age_usec, &after) == 0)
+                                   p->max_age_usec / 2, &after) == 0)
                 delay = MAX(delay, after);
         p->next_retry_usec = now + delay;
         pthread_mutex_lock(&p->lock);
@@ -476,29 +481,48 @@ static void tick(struct push *p, bool final) {
         strbuf_done(&req.body);
 }
 
+/* The spool cannot read or remove its oldest file (a read-only or failing disk): wait, say so once a minute. */
+static void spool_stuck(struct push *p, int error, const char *what) {
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+
+        if (p->last_stuck_log_usec == 0 || now - p->last_stuck_log_usec >= PUSH_REJECT_LOG_USEC) {
+                log_error_errno(error, "push: cannot %s the oldest request in %s, trying again later: %m", what,
+                                p->spool_dir);
+                p->last_stuck_log_usec = now;
+        }
+        backoff(p);
+}
+
 /* The oldest spooled request, unless it has aged past what the store takes. */
 static void resend_oldest(struct push *p) {
         struct push_spool_entry e = {};
         uint64_t cutoff, now = now_usec(CLOCK_REALTIME) * NSEC_PER_USEC;
         enum push_result r;
         size_t dropped;
+        int k;
 
         cutoff = now > p->max_age_usec * NSEC_PER_USEC ? now - p->max_age_usec * NSEC_PER_USEC : 0;
         dropped = push_spool_drop_older(p->spool, cutoff);
         if (dropped > 0)
                 log_warning("push: dropped %zu spooled request%s older than max_age", dropped, dropped == 1 ? "" : "s");
-        if (push_spool_oldest(p->spool, &e) < 0) {
+        k = push_spool_oldest(p->spool, &e);
+        if (k < 0) {
                 spool_changed(p);
+                if (k != -ENOENT)
+                        spool_stuck(p, k, "read");
                 return;
         }
         r = send_request(p, &e.body);
-        if (r != PUSH_RETRY)
-                (void) push_spool_remove(p->spool, e.seq);
-        count(p, r, 1);
+        k = r == PUSH_RETRY ? 0 : push_spool_remove(p->spool, e.seq);
+        count(p, r, 1); /* with the spool's figures after the removal */
         if (r == PUSH_RETRY)
                 backoff(p);
-        else
+        else {
                 delivered(p);
+                /* Sent again later, the same bytes: the store knows the IDs. Never at once, in a loop. */
+                if (k < 0)
+                        spool_stuck(p, k, "remove");
+        }
         push_spool_entry_done(&e);
 }
 
@@ -561,6 +585,10 @@ static int setup_curl(struct push *p, char *err, size_t errlen) {
                 snprintf(err, errlen, "libcurl: %s", curl_easy_strerror(curl_init_result));
                 return -EIO;
         }
+        /* A resolver that blocks (no AsynchDNS) would not honour the timeout, the stop's bound included. */
+        if (!(curl_version_info(CURLVERSION_NOW)->features & CURL_VERSION_ASYNCHDNS))
+                log_warning("push: this libcurl resolves names synchronously: a stuck DNS server can hold a "
+                            "request past [push] timeout");
         p->curl = curl_easy_init();
         if (!p->curl) {
                 snprintf(err, errlen, "libcurl: cannot make a handle");
@@ -644,8 +672,9 @@ static int check_options(const struct push_options *o, char **ret_secret, bool *
         char why[MESSAGE_MAX];
         int r;
 
-        if (!o || !set(o->url) || o->interval_usec == 0 || o->timeout_usec == 0 || !set(o->spool_dir)) {
-                snprintf(err, errlen, "[push] url, interval, timeout and spool_dir must be set");
+        if (!o || !set(o->url) || o->interval_usec == 0 || o->timeout_usec == 0 || o->max_age_usec == 0 ||
+            !set(o->spool_dir)) {
+                snprintf(err, errlen, "[push] url, interval, timeout, max_age and spool_dir must be set");
                 return -EINVAL;
         }
         r = push_url_check(o->url, why, sizeof(why));
@@ -729,7 +758,7 @@ int push_new(const struct push_options *o, const struct push_source *src, struct
         p->insecure = o->tls_insecure_skip_verify;
         p->interval_usec = o->interval_usec;
         p->timeout_usec = o->timeout_usec;
-        p->max_age_usec = o->max_age_usec ?: UINT64_MAX / NSEC_PER_USEC;
+        p->max_age_usec = o->max_age_usec;
         p->spool_max_bytes = o->spool_max_bytes;
         p->src = *src;
         pthread_mutex_init(&p->lock, NULL);
@@ -759,21 +788,22 @@ fail:
 int push_start(struct push *p) {
         int r;
 
+        /* Before the thread: from then on the spool is its alone. */
+        if (!push_spool_empty(p->spool))
+                log_info("push: sending first the %" PRIu64 " request%s an earlier run left in %s",
+                         p->stats.spool.files, p->stats.spool.files == 1 ? "" : "s", p->spool_dir);
         r = -pthread_create(&p->thread, NULL, push_thread, p);
         if (r < 0)
                 return r;
         p->started = true;
-        if (!push_spool_empty(p->spool))
-                log_info("push: sending first the %" PRIu64 " request%s an earlier run left in %s",
-                         p->stats.spool.files, p->stats.spool.files == 1 ? "" : "s", p->spool_dir);
         return 0;
 }
 
-struct push *push_free(struct push *p) {
+static struct push *push_free_within(struct push *p, uint64_t within_usec) {
         if (!p)
                 return NULL;
         if (p->started) {
-                atomic_store(&p->stop_deadline_usec, now_usec(CLOCK_MONOTONIC) + p->timeout_usec);
+                atomic_store(&p->stop_deadline_usec, now_usec(CLOCK_MONOTONIC) + within_usec);
                 pthread_mutex_lock(&p->lock);
                 atomic_store(&p->stopping, true);
                 pthread_cond_broadcast(&p->wake);
@@ -798,6 +828,14 @@ struct push *push_free(struct push *p) {
         pthread_mutex_destroy(&p->lock);
         free(p);
         return NULL;
+}
+
+struct push *push_free(struct push *p) {
+        return push_free_within(p, p ? p->timeout_usec : 0);
+}
+
+struct push *push_free_now(struct push *p) {
+        return push_free_within(p, 0);
 }
 
 /* ---- what it reports ---- */

@@ -111,8 +111,13 @@ int push_new(const struct push_options *o, const struct push_source *src, struct
 int push_check(const struct push_options *o, char *err, size_t errlen);
 /* Starts the thread: 0 or a negative errno. */
 int push_start(struct push *p);
-/* Stops the thread (waits at most the options' timeout and the last build) and frees. NULL-safe. */
+/*
+ * Stops the thread and frees: the request in flight and the last one get at
+ * most the options' timeout (push_free()), or none (push_free_now(): they go
+ * to the spool, for the next push on it to send). NULL-safe.
+ */
 struct push *push_free(struct push *p);
+struct push *push_free_now(struct push *p);
 
 /* Any thread. */
 void push_write_metrics(struct push *p, struct prom_writer *w);

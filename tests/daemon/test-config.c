@@ -861,6 +861,21 @@ static void test_push_values(void **state) {
         assert_string_equal(err.msg[err.n - 1],
                             "t.conf: [push] basic_auth_user and bearer_token_file exclude each other");
 
+        /* Every epoch must still be in the ring when its push comes, after a timeout too: 600 s by default. */
+        config_init(&c);
+        err = (struct config_error) {};
+        snprintf(c.push.url, sizeof(c.push.url), "http://store");
+        c.push.interval_usec = 589 * USEC_PER_SEC;
+        assert_int_equal(config_check(&c, "t.conf", &err), 0);
+        c.push.interval_usec = 600 * USEC_PER_SEC - c.push.timeout_usec;
+        assert_int_equal(config_check(&c, "t.conf", &err), -EINVAL);
+        assert_string_equal(err.msg[0], "t.conf: [push] interval (590 s) and timeout (10 s) outlast the store's ring "
+                                        "([store] epoch x epochs = 600 s): epochs would leave it before they are "
+                                        "pushed; push more often or raise [store] epochs");
+        c.store.epochs = 61;
+        err = (struct config_error) {};
+        assert_int_equal(config_check(&c, "t.conf", &err), 0);
+
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 err = (struct config_error) {};
                 config_init(&c);

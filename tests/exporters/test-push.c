@@ -318,6 +318,10 @@ static void test_retries_keep_order(void **state) {
         assert_int_equal(push_start(r.push), 0);
 
         wait_delivered(&f->store, "request-1 request-2 request-3 request-4 request-5 request-6");
+        /* The store answered before the thread read the answer: until the thread has counted it. */
+        for (uint64_t give_up = now_usec(CLOCK_MONOTONIC) + 10 * 1000000;
+             status_int(r.push, "requests", "ok") < 6 && now_usec(CLOCK_MONOTONIC) < give_up;)
+                usleep(10000);
         /* Every failure was request-1's: nothing overtakes a request that waits. */
         for (size_t i = 0; i < ELEMENTSOF(script); i++)
                 assert_string_equal(f->store.requests[i].body, "request-1");
@@ -361,6 +365,9 @@ static void test_rejected_not_resent(void **state) {
         assert_int_equal(push_new(&o, &(struct push_source) { count_build, &c }, &p, err, sizeof(err)), 0);
         assert_int_equal(push_start(p), 0);
         wait_delivered(&f->store, "request-2 request-3");
+        for (uint64_t give_up = now_usec(CLOCK_MONOTONIC) + 10 * 1000000;
+             status_int(p, "requests", "ok") < 2 && now_usec(CLOCK_MONOTONIC) < give_up;)
+                usleep(10000);
         st = push_status_json(p);
         assert_int_equal(json_integer_value(json_object_get(json_object_get(st, "requests"), "rejected")), 1);
         assert_int_equal(json_integer_value(json_object_get(json_object_get(st, "spool"), "files")), 0);
