@@ -27,6 +27,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include "test-gunzip.h"
 #include <zlib.h>
 
 #include "cpu-profile.h"
@@ -34,7 +36,6 @@
 #include "store.h"
 #include "strbuf.h"
 
-#define GUNZIP_WINDOW_BITS (15 + 16)
 #define SEC             UINT64_C(1000000000)
 #define PERIOD          UINT64_C(52631578)      /* 1e9 / 19 */
 #define UNIX_OFFSET     INT64_C(1700000000000000000)
@@ -189,24 +190,6 @@ static void build(struct fake_sym *fs, struct strbuf *gz, struct store_stacks_re
 
 /* ---- reading it back ---- */
 
-static void gunzip(const struct strbuf *in, struct strbuf *out) {
-        z_stream z = {};
-        int r;
-
-        assert_int_equal(inflateInit2(&z, GUNZIP_WINDOW_BITS), Z_OK);
-        z.next_in = (Bytef *) in->buf;
-        z.avail_in = (uInt) in->len;
-        do {
-                strbuf_reserve(out, 4096);
-                z.next_out = (Bytef *) out->buf + out->len;
-                z.avail_out = (uInt) (out->cap - out->len - 1);
-                r = inflate(&z, Z_NO_FLUSH);
-                assert_true(r == Z_OK || r == Z_STREAM_END);
-                out->len = out->cap - 1 - z.avail_out;
-        } while (r != Z_STREAM_END);
-        inflateEnd(&z);
-}
-
 static const char *str(const Profile *p, int64_t i) {
         assert_true(i >= 0 && (size_t) i < p->n_string_table);
         return p->string_table[i];
@@ -264,7 +247,7 @@ static void test_profile(void **state) {
         Profile *p;
 
         build(&fs, &gz, &res);
-        gunzip(&gz, &raw);
+        test_gunzip(&gz, 0, &raw);
         p = perftools__profiles__profile__unpack(NULL, raw.len, (const uint8_t *) raw.buf);
         assert_non_null(p);
 

@@ -21,13 +21,14 @@
 #include <string.h>
 
 #include <cmocka.h>
+
+#include "test-gunzip.h"
 #include <zlib.h>
 
 #include "pprof.h"
 #include "profile.pb-c.h"
 #include "strbuf.h"
 
-#define GUNZIP_WINDOW_BITS (15 + 16)
 #define N_SAMPLES 50
 
 typedef Perftools__Profiles__Profile Profile;
@@ -37,31 +38,12 @@ static const struct pprof_value_type types[] = {
         { "cpu", "nanoseconds" },
 };
 
-static void gunzip(const struct strbuf *in, struct strbuf *out) {
-        z_stream z = {};
-        int r;
-
-        assert_int_equal(inflateInit2(&z, GUNZIP_WINDOW_BITS), Z_OK);
-        z.next_in = (Bytef *) in->buf;
-        z.avail_in = (uInt) in->len;
-        do {
-                strbuf_reserve(out, 4096);
-                z.next_out = (Bytef *) out->buf + out->len;
-                z.avail_out = (uInt) (out->cap - out->len - 1);
-                r = inflate(&z, Z_NO_FLUSH);
-                assert_true(r == Z_OK || r == Z_STREAM_END);
-                out->len = out->cap - 1 - z.avail_out;
-        } while (r != Z_STREAM_END);
-        assert_int_equal(z.avail_in, 0);
-        inflateEnd(&z);
-}
-
 /* Unpack a part; its decompressed size in ret_len. */
 static Profile *unpack(const struct strbuf *gz, size_t *ret_len) {
         struct strbuf raw = STRBUF_INIT;
         Profile *p;
 
-        gunzip(gz, &raw);
+        test_gunzip(gz, 0, &raw);
         p = perftools__profiles__profile__unpack(NULL, raw.len, (const uint8_t *) raw.buf);
         assert_non_null(p);
         *ret_len = raw.len;
@@ -350,7 +332,7 @@ static void test_split_by_bytes(void **state) {
         struct strbuf whole = STRBUF_INIT, raw = STRBUF_INIT;
 
         assert_int_equal(pprof_finish(b, &whole), 0);
-        gunzip(&whole, &raw);
+        test_gunzip(&whole, 0, &raw);
         /* From a third of the whole down to little more than a part with one sample. */
         for (size_t max = raw.len / 3; max >= 250; max -= 37) {
                 struct pprof_parts parts;

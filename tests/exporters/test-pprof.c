@@ -16,36 +16,18 @@
 #include <string.h>
 
 #include <cmocka.h>
+
+#include "test-gunzip.h"
 #include <zlib.h>
 
 #include "pprof.h"
 #include "profile.pb-c.h"
 #include "strbuf.h"
 
-#define GUNZIP_WINDOW_BITS (15 + 16)
 #define GZIP_MAGIC0 0x1f
 #define GZIP_MAGIC1 0x8b
 
 typedef Perftools__Profiles__Profile Profile;
-
-static void gunzip(const struct strbuf *in, size_t skip, struct strbuf *out) {
-        z_stream z = {};
-        int r;
-
-        assert_int_equal(inflateInit2(&z, GUNZIP_WINDOW_BITS), Z_OK);
-        z.next_in = (Bytef *) in->buf + skip;
-        z.avail_in = (uInt) (in->len - skip);
-        do {
-                strbuf_reserve(out, 4096);
-                z.next_out = (Bytef *) out->buf + out->len;
-                z.avail_out = (uInt) (out->cap - out->len - 1);
-                r = inflate(&z, Z_NO_FLUSH);
-                assert_true(r == Z_OK || r == Z_STREAM_END);
-                out->len = out->cap - 1 - z.avail_out;
-        } while (r != Z_STREAM_END);
-        assert_int_equal(z.avail_in, 0);
-        inflateEnd(&z);
-}
 
 static Profile *finish_and_unpack(struct pprof_builder *b) {
         struct strbuf gz = STRBUF_INIT, raw = STRBUF_INIT;
@@ -55,7 +37,7 @@ static Profile *finish_and_unpack(struct pprof_builder *b) {
         assert_true(gz.len > 2);
         assert_int_equal((uint8_t) gz.buf[0], GZIP_MAGIC0);
         assert_int_equal((uint8_t) gz.buf[1], GZIP_MAGIC1);
-        gunzip(&gz, 0, &raw);
+        test_gunzip(&gz, 0, &raw);
         p = perftools__profiles__profile__unpack(NULL, raw.len, (const uint8_t *) raw.buf);
         assert_non_null(p);
         strbuf_done(&gz);
@@ -246,7 +228,7 @@ static void test_finish_appends(void **state) {
         assert_int_equal(pprof_sample(b, 0x10, 0, "f", (int64_t[]) { 3 }, NULL, 0), 0);
         assert_int_equal(pprof_finish(b, &gz), 0);
         assert_memory_equal(gz.buf, "prefix", 6);
-        gunzip(&gz, 6, &raw);
+        test_gunzip(&gz, 6, &raw);
         p = perftools__profiles__profile__unpack(NULL, raw.len, (const uint8_t *) raw.buf);
         assert_non_null(p);
         assert_int_equal(p->n_sample, 1);

@@ -18,6 +18,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+
+#include "test-gunzip.h"
 #include <zlib.h>
 
 #include "cpu-profile.h"
@@ -28,31 +30,11 @@
 #include "store.h"
 #include "strbuf.h"
 
-#define GUNZIP_WINDOW_BITS (15 + 16)
 #define SEC             UINT64_C(1000000000)
 #define PERIOD          UINT64_C(10000000)
 #define UNIX_OFFSET     INT64_C(1700000000000000000)
 
 typedef Perftools__Profiles__Profile Profile;
-
-static void gunzip(const struct strbuf *in, struct strbuf *out) {
-        z_stream z = {};
-        int r;
-
-        assert_int_equal(inflateInit2(&z, GUNZIP_WINDOW_BITS), Z_OK);
-        z.next_in = (Bytef *) in->buf;
-        z.avail_in = (uInt) in->len;
-        do {
-                strbuf_reserve(out, 4096);
-                z.next_out = (Bytef *) out->buf + out->len;
-                z.avail_out = (uInt) (out->cap - out->len - 1);
-                r = inflate(&z, Z_NO_FLUSH);
-                assert_true(r == Z_OK || r == Z_STREAM_END);
-                out->len = out->cap - 1 - z.avail_out;
-        } while (r != Z_STREAM_END);
-        assert_int_equal(z.avail_in, 0);
-        inflateEnd(&z);
-}
 
 /* Finish b (and free it), unpack. */
 static Profile *finish(struct pprof_builder *b, struct strbuf *ret_gz) {
@@ -62,7 +44,7 @@ static Profile *finish(struct pprof_builder *b, struct strbuf *ret_gz) {
         assert_non_null(b);
         assert_int_equal(pprof_finish(b, &gz), 0);
         pprof_builder_free(b);
-        gunzip(&gz, &raw);
+        test_gunzip(&gz, 0, &raw);
         p = perftools__profiles__profile__unpack(NULL, raw.len, (const uint8_t *) raw.buf);
         assert_non_null(p);
         if (ret_gz)
