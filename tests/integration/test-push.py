@@ -381,7 +381,15 @@ def cpu_kill():
         store.set_mode("ok")
         with Daemon(config_text=config(store, spool)) as d:
             d.wait_serving()
-            store.wait_for(lambda: set(want) <= set(store.ids_in_order()), WAIT, "the spooled IDs")
+            try:
+                store.wait_for(lambda: set(want) <= set(store.ids_in_order()), WAIT, "the spooled IDs")
+            except AssertionError:
+                # What the daemon saw of its spool, for whoever reads a failure.
+                missing = sorted(set(want) - set(store.ids_in_order()))
+                print(f"missing {missing}; spool now {spooled_ids(spool)}; log:\n{d.log()}\n"
+                      f"{sorted((k, v) for k, v in metrics(d).items() if k[0].startswith('armprofd_push_'))}",
+                      file=sys.stderr)
+                raise
             check(not os.path.exists(os.path.join(spool, ".tmp-x")), "the stray .tmp-x is removed")
             check(store.duplicates() == [], f"each once: {store.duplicates()}")
             got = [i for i in store.ids_in_order() if i in set(want)]
