@@ -785,8 +785,15 @@ int collector_push_profiles(struct collector *c, const struct store_snapshot *sn
                 .cpu_event = c->sampler_event,
                 .cpu_is_time = sampler->sample_period != 0,
         };
+        char type[CONFIG_SAMPLER_EVENT_MAX];
+
+        /* The event names the second sample type: Pyroscope refuses a '-' in one ("cache-misses"). */
+        snprintf(type, sizeof(type), "%s", c->sampler_event);
+        for (char *t = type; *t; t++)
+                if (*t == '-')
+                        *t = '_';
         /* Stacks in the span: the sampler ran then, whatever it does now. */
-        k = symbolizer_cpu_builder(&c->symbols, snap, start_ns, end_ns, ret->cpu_is_time ? NULL : c->sampler_event,
+        k = symbolizer_cpu_builder(&c->symbols, snap, start_ns, end_ns, ret->cpu_is_time ? NULL : type,
                                    sampler->sample_period, o, &ret->cpu);
         /* The hot-PC table has the sampler's leaf PCs too: an SPE profile only where SPE is a source. */
         if (k >= 0 && spe->state != SOURCE_OFF)
