@@ -128,9 +128,11 @@ int push_url_check(const char *url, char *err, size_t errlen) {
                 snprintf(err, errlen, "'%s' is not an http:// or https:// URL", url);
                 return -EINVAL;
         }
+        /* RFC 3986 §2: a URL is ASCII; anything else is percent-encoded. */
         for (const char *c = url; *c; c++)
-                if ((unsigned char) *c <= ' ' || *c == 0x7f) {
-                        snprintf(err, errlen, "the URL holds a space or a control character");
+                if ((unsigned char) *c <= ' ' || (unsigned char) *c >= 0x7f) {
+                        snprintf(err, errlen, "the URL holds a space, a control character or a byte outside ASCII "
+                                              "(percent-encode it)");
                         return -EINVAL;
                 }
         end = host + strcspn(host, "/?#");

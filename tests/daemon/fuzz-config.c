@@ -40,7 +40,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 abort(); /* accepted values respect the table's bounds */
         /* The cross-key checks run on whatever was accepted, and fail only for their reasons. */
         if (r == 0 && config_check(&c, "fuzz.conf", &err) < 0 && config_store_bytes(&c) <= c.store.max_memory_bytes &&
-            c.spe.watermark < c.spe.aux_buffer)
+            c.spe.watermark < c.spe.aux_buffer &&
+            !c.push.basic_auth_user[0] == !c.push.basic_auth_password_file[0] &&
+            !(c.push.basic_auth_user[0] && c.push.bearer_token_file[0]) &&
+            !(c.push.url[0] && c.push.interval_usec + c.push.timeout_usec >= c.store.epoch_usec * c.store.epochs))
                 abort();
         return 0;
 }

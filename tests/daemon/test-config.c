@@ -789,6 +789,7 @@ static void test_push_values(void **state) {
                 { "[push]\nurl = ftp://store:21\n", "t.conf:2: [push] url: 'ftp://store:21' is not an http:// or https:// URL" },
                 { "[push]\nurl = https://user:secret@store\n", "t.conf:2: [push] url: credentials in the URL are refused" },
                 { "[push]\nurl = http:///push\n", "t.conf:2: [push] url: 'http:///push' names no host" },
+                { "[push]\nurl = http://st\xc3\xb6re/\n", "t.conf:2: [push] url: the URL holds a space, a control character or a byte outside ASCII" },
                 { "[push]\nurl = http://store/?a=1\n", "t.conf:2: [push] url: 'http://store/?a=1' has a query or a fragment" },
                 { "[push]\ninterval = 500ms\n", "t.conf:2: [push] interval: duration '500ms' out of range" },
                 { "[push]\ninterval = 2h\n", "t.conf:2: [push] interval: duration '2h' out of range" },
