@@ -750,6 +750,10 @@ bool collector_cgroup(struct collector *c, uint32_t pid, char *path, size_t path
         return !c->has_replay && cgroup_describe_pid(NULL, pid, path, path_len, service, service_len);
 }
 
+bool collector_replaying(struct collector *c) {
+        return c->has_replay;
+}
+
 bool collector_kernel_frames_named(struct collector *c) {
         return c->kernel_named;
 }

@@ -155,6 +155,9 @@ bool collector_request_epoch_end(struct collector *c, uint64_t at_ns);
 /* Now, in the store's clock (CLOCK_MONOTONIC ns). Any thread. */
 uint64_t collector_now_ns(struct collector *c);
 
+/* Whether the collector replays a file (its epochs follow the file's clock), not live sources. Any thread. */
+bool collector_replaying(struct collector *c);
+
 /* A process's cgroup path and service (sample-sink.h); false when unknown. Any thread. */
 bool collector_cgroup(struct collector *c, uint32_t pid, char *path, size_t path_len, char *service,
                       size_t service_len);

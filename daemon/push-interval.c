@@ -186,7 +186,8 @@ static int build(void *userdata, bool final, struct push_request *ret) {
                 return 0;
         start = pi->cursor_ns;
         clock = store_snapshot_clock(snap);
-        live = clock->kind == STORE_CLOCK_UNIX && !clock->frozen;
+        /* A replay's times are the recording's (its clock data), however recent its epochs. */
+        live = !collector_replaying(pi->collector) && clock->kind == STORE_CLOCK_UNIX && !clock->frozen;
         if (!live) {
                 /* A replay: pushed now, the store takes no profile from an old recording's time. */
                 o.time_nanos = pi->last_wall_ns;
