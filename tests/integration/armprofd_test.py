@@ -158,9 +158,11 @@ class Daemon:
 
 
 def read_varint(buf, pos):
-    """A protobuf base-128 varint at buf[pos]: (value, position after it)."""
+    """A protobuf base-128 varint at buf[pos]: (value, position after it); ValueError when cut short."""
     value = shift = 0
     while True:
+        if pos >= len(buf):
+            raise ValueError("truncated varint")
         c = buf[pos]
         pos += 1
         value |= (c & 0x7F) << shift

@@ -62,6 +62,9 @@ MODES = ("ok", "500", "429", "400", "hang", "reset")
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.environ.get("ARMPROFD_SOURCE_DIR", os.path.join(HERE, "..", ".."))
 
+sys.path.insert(0, HERE)
+from armprofd_test import read_varint  # noqa: E402  (the tests' one protobuf varint reader)
+
 # The request messages as Pyroscope's api/push/v1/push.proto and api/types/v1/types.proto
 # number them: used only when the tree has no proto/push.proto yet (the store's self-test).
 FALLBACK_PUSH_PROTO = """syntax = "proto3";
@@ -78,20 +81,6 @@ message LabelPair { string name = 1; string value = 2; }
 
 
 # ---------------------------------------------------------------- protobuf wire format
-
-def read_varint(buf, pos):
-    """A base-128 varint at buf[pos]: (value, position after it)."""
-    value = shift = 0
-    while True:
-        if pos >= len(buf):
-            raise ValueError("truncated varint")
-        c = buf[pos]
-        pos += 1
-        value |= (c & 0x7F) << shift
-        shift += 7
-        if c < 0x80:
-            return value, pos
-
 
 def fields(buf):
     """(field number, wire type, value) of each field of a message: an int for
