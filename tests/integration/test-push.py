@@ -143,10 +143,12 @@ def push_status(d):
 
 
 def spooled(spool):
-    """{name: size} of the spool's request files (one sent meanwhile is gone from the answer)."""
+    """{name: size} of the spool's request files (one sent meanwhile is gone from the answer); not its
+    temp files (".tmp-*.req"): a SIGKILL between a temp file's write and its rename leaves one whole,
+    yet the request was never spooled and the next start rightly removes it."""
     out = {}
     for f in os.listdir(spool):
-        if f.endswith(".req"):
+        if f.endswith(".req") and not f.startswith(".tmp-"):
             try:
                 out[f] = os.path.getsize(os.path.join(spool, f))
             except FileNotFoundError:
