@@ -803,9 +803,16 @@ int collector_push_profiles(struct collector *c, const struct store_snapshot *sn
         if (k >= 0 && spe->state != SOURCE_OFF)
                 k = symbolizer_spe_builder(&c->symbols, snap, start_ns, end_ns, atomic_load(&c->spe_period), o,
                                            push_service, c, &ret->spe);
-        if (k < 0)
+        if (k < 0) {
                 collector_push_profiles_done(ret);
-        return k;
+                return k;
+        }
+        /* A profile without samples is not sent. */
+        if (ret->cpu && pprof_n_samples(ret->cpu) == 0)
+                ret->cpu = pprof_builder_free(ret->cpu);
+        if (ret->spe && pprof_n_samples(ret->spe) == 0)
+                ret->spe = pprof_builder_free(ret->spe);
+        return 0;
 }
 
 void collector_push_profiles_done(struct collector_push_profiles *p) {

@@ -135,19 +135,13 @@ int symbolizer_profile(struct symbolizer *z, const struct store_snapshot *snap, 
 
 int symbolizer_cpu_profile(struct symbolizer *z, const struct store_snapshot *snap, uint64_t start_ns,
                            uint64_t end_ns, const char *event, uint64_t period, struct strbuf *ret_gz) {
-        _cleanup_(symbols_snapshot_unrefp) struct symbols_snapshot *maps = symbolizer_snapshot(z);
-        struct symbolizer_locate l = { .cache = z->cache, .snap = maps };
-        const struct profile_symbolizer sym = { symbolizer_locate, &l };
-        struct store_stacks_result res;
+        struct pprof_builder *b = NULL;
         int k;
 
-        k = store_query_stacks_span(snap, start_ns, end_ns, STORE_PID_ANY, NULL, &res);
-        if (k < 0)
-                return k;
-        pthread_mutex_lock(&z->cache_lock);
-        k = cpu_profile_build_event(&res, &sym, event, period, ret_gz);
-        pthread_mutex_unlock(&z->cache_lock);
-        store_stacks_result_done(&res);
+        k = symbolizer_cpu_builder(z, snap, start_ns, end_ns, event, period, NULL, &b);
+        if (k >= 0)
+                k = pprof_finish(b, ret_gz);
+        pprof_builder_free(b);
         return k;
 }
 
@@ -164,11 +158,9 @@ int symbolizer_cpu_builder(struct symbolizer *z, const struct store_snapshot *sn
         k = store_query_stacks_span(snap, start_ns, end_ns, STORE_PID_ANY, NULL, &res);
         if (k < 0)
                 return k;
-        if (res.n > 0) {
-                pthread_mutex_lock(&z->cache_lock);
-                k = cpu_profile_builder(&res, &sym, event, period, o, ret);
-                pthread_mutex_unlock(&z->cache_lock);
-        }
+        pthread_mutex_lock(&z->cache_lock);
+        k = cpu_profile_builder(&res, &sym, event, period, o, ret);
+        pthread_mutex_unlock(&z->cache_lock);
         store_stacks_result_done(&res);
         return k;
 }
@@ -191,8 +183,6 @@ int symbolizer_spe_builder(struct symbolizer *z, const struct store_snapshot *sn
         pthread_mutex_lock(&z->cache_lock);
         k = profile_builder_span(snap, start_ns, end_ns, &sym, period, o, ret);
         pthread_mutex_unlock(&z->cache_lock);
-        if (k >= 0 && *ret && pprof_n_samples(*ret) == 0)
-                *ret = pprof_builder_free(*ret);
         return k;
 }
 

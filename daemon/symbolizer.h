@@ -90,7 +90,8 @@ int symbolizer_cpu_profile(struct symbolizer *z, const struct store_snapshot *sn
  * The same two profiles as builders (a push splits them into parts the
  * store takes, pprof_finish_parts()), with the labels and times `o` asks
  * for. The SPE builder names each sample's service through `service` (NULL:
- * none). Each returns 0 with *ret NULL when the span holds no sample.
+ * none). A span without samples gives a builder of an empty profile.
+ * symbolizer_cpu_profile() is the CPU builder, finished.
  */
 int symbolizer_cpu_builder(struct symbolizer *z, const struct store_snapshot *snap, uint64_t start_ns,
                            uint64_t end_ns, const char *event, uint64_t period, const struct profile_options *o,
