@@ -26,7 +26,7 @@
 #define PUSH_SECRET_MAX 4096            /* bytes of a password or token file */
 #define PUSH_ANSWER_MAX 1024            /* bytes of an error answer kept for the log */
 #define PUSH_BACKOFF_MIN_USEC USEC_PER_SEC
-#define PUSH_REJECT_LOG_USEC (60 * USEC_PER_SEC) /* one log line per minute for refused requests */
+#define PUSH_LOG_EVERY_USEC (60 * USEC_PER_SEC) /* rate-limited lines: refusals, a stuck spool */
 
 enum push_result {
         PUSH_OK,
@@ -299,6 +299,21 @@ static void observe_duration(struct push_stats *s, double seconds) {
         s->duration_sum += seconds;
 }
 
+/* An error for /status and /metrics: counted by kind, the newest kept with its time. Under p->lock. */
+static void record_error_locked(struct push *p, enum push_error kind, const char *msg) {
+        p->stats.errors[kind]++;
+        snprintf(p->stats.last_error, sizeof(p->stats.last_error), "%s", msg);
+        p->stats.last_error_unix_ns = now_usec(CLOCK_REALTIME) * NSEC_PER_USEC;
+}
+
+/* Rate-limited log lines: true (and *last moved on) once a minute at most. */
+static bool log_due(uint64_t *last, uint64_t now) {
+        if (*last != 0 && now - *last < PUSH_LOG_EVERY_USEC)
+                return false;
+        *last = now;
+        return true;
+}
+
 static void note_failure(struct push *p, enum push_error kind, const char *fmt, ...) _printf_(3, 4);
 static void note_failure(struct push *p, enum push_error kind, const char *fmt, ...) {
         char msg[MESSAGE_MAX];
@@ -309,11 +324,9 @@ static void note_failure(struct push *p, enum push_error kind, const char *fmt, 
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
         pthread_mutex_lock(&p->lock);
-        p->stats.errors[kind]++;
+        record_error_locked(p, kind, msg);
         first = !p->stats.failing;
         p->stats.failing = true;
-        snprintf(p->stats.last_error, sizeof(p->stats.last_error), "%s", msg);
-        p->stats.last_error_unix_ns = now_usec(CLOCK_REALTIME) * NSEC_PER_USEC;
         pthread_mutex_unlock(&p->lock);
         /* Once per outage: the spool and /status say the rest. */
         if (first)
@@ -378,18 +391,16 @@ static enum push_result send_request(struct push *p, const struct strbuf *body) 
         }
 
         /* The store will not take these bytes as they are: say why, once a minute. */
-        char text[PUSH_ANSWER_MAX * 4 + 1];
+        char text[PUSH_ANSWER_MAX * 4 + 1], msg[MESSAGE_MAX];
 
         answer_text(&p->answer, text, sizeof(text));
+        snprintf(msg, sizeof(msg), "HTTP %ld: %s", status, text);
         pthread_mutex_lock(&p->lock);
-        p->stats.errors[PUSH_ERROR_HTTP]++;
-        snprintf(p->stats.last_error, sizeof(p->stats.last_error), "HTTP %ld: %s", status, text);
-        p->stats.last_error_unix_ns = now_usec(CLOCK_REALTIME) * NSEC_PER_USEC;
+        record_error_locked(p, PUSH_ERROR_HTTP, msg);
         pthread_mutex_unlock(&p->lock);
-        if (p->last_reject_log_usec == 0 || now - p->last_reject_log_usec >= PUSH_REJECT_LOG_USEC) {
+        if (log_due(&p->last_reject_log_usec, now)) {
                 log_error("push: %s refused a request (HTTP %ld), not sending it again: %s%s", p->url, status,
                           text, p->rejects_unlogged ? " (and more refused since the last such line)" : "");
-                p->last_reject_log_usec = now;
                 p->rejects_unlogged = 0;
         } else
                 p->rejects_unlogged++;
@@ -398,16 +409,12 @@ static enum push_result send_request(struct push *p, const struct strbuf *body) 
 
 /* ---- the thread ---- */
 
-/* Counts an attempt's result, and takes the spool's figures for the readers. */
+/* Counts n results (none: the spool changed only), and takes the spool's figures for the readers. */
 static void count(struct push *p, enum push_result r, uint64_t n) {
         pthread_mutex_lock(&p->lock);
         p->stats.results[r] += n;
         push_spool_get_stats(p->spool, &p->stats.spool);
         pthread_mutex_unlock(&p->lock);
-}
-
-static void spool_changed(struct push *p) {
-        count(p, PUSH_DROPPED, 0);
 }
 
 /* After a failed attempt: 1 s doubling up to one interval, with jitter, or the store's Retry-After. */
@@ -485,13 +492,9 @@ static void tick(struct push *p, bool final) {
 
 /* The spool cannot read or remove its oldest file (a read-only or failing disk): wait, say so once a minute. */
 static void spool_stuck(struct push *p, int error, const char *what) {
-        uint64_t now = now_usec(CLOCK_MONOTONIC);
-
-        if (p->last_stuck_log_usec == 0 || now - p->last_stuck_log_usec >= PUSH_REJECT_LOG_USEC) {
+        if (log_due(&p->last_stuck_log_usec, now_usec(CLOCK_MONOTONIC)))
                 log_error_errno(error, "push: cannot %s the oldest request in %s, trying again later: %m", what,
                                 p->spool_dir);
-                p->last_stuck_log_usec = now;
-        }
         backoff(p);
 }
 
@@ -509,7 +512,7 @@ static void resend_oldest(struct push *p) {
                 log_warning("push: dropped %zu spooled request%s older than max_age", dropped, dropped == 1 ? "" : "s");
         k = push_spool_oldest(p->spool, &e);
         if (k < 0) {
-                spool_changed(p);
+                count(p, PUSH_DROPPED, 0);
                 if (k != -ENOENT)
                         spool_stuck(p, k, "read");
                 return;
