@@ -18,13 +18,8 @@ fi
 [ "$(id -u)" -eq 0 ] || { echo "newer-perf.sh: needs root (debootstrap, chroot)" >&2; exit 1; }
 command -v debootstrap >/dev/null || { echo "newer-perf.sh: debootstrap is not installed" >&2; exit 1; }
 
-# The Debian mirror this machine's apt already uses (deb822 or one-line sources).
-mirror=$(sed -n 's/^URIs:[[:space:]]*\([^[:space:]]*\/debian\)\/*$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -1)
-if [ -z "$mirror" ]; then
-        mirror=$(sed -n 's/^deb[[:space:]]\+\(\[[^]]*\][[:space:]]\+\)\?\([^[:space:]]*\/debian\)\/*[[:space:]].*/\2/p' \
-                 /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | head -1)
-fi
-[ -n "$mirror" ] || { echo "newer-perf.sh: no Debian mirror in /etc/apt/sources.list*" >&2; exit 1; }
+# The Debian mirror this machine's apt uses (its bookworm source serves trixie too).
+mirror=$("$(dirname "${BASH_SOURCE[0]}")/debian-mirror") || exit 1
 
 mkdir -p "$(dirname "$root")"
 tmp=$(mktemp -d "$root.new.XXXXXX")
