@@ -18,8 +18,6 @@
 #include "strbuf.h"
 
 #define PROCFS_DEFAULT_ROOT "/proc"
-#define PARANOID_FILE "sys/kernel/perf_event_paranoid"
-#define PARANOID_VALUE_MAX 32U
 #define SOFTWARE_GROUP_NAME "software"
 #define NO_PMU_GROUP_NAME "generic"
 
@@ -337,18 +335,10 @@ static void update_state(struct pmu_collector *c) {
 
         c->message[0] = '\0';
         if (eacces != 0) {
-                char paranoid[PARANOID_VALUE_MAX] = "?";
-                char path[PATH_MAX];
+                char hint[256];
 
-                if (snprintf(path, sizeof(path), "%s/%s", c->procfs_root, PARANOID_FILE) < (int) sizeof(path))
-                        (void) pmu_sysfs_read_string(path, paranoid, sizeof(paranoid));
-                /* perf_event_open(2): cpu-wide events need CAP_PERFMON
-                 * (Linux >= 5.8, else CAP_SYS_ADMIN) or paranoid <= 0. */
-                message_append(c,
-                               "perf_event_open: %s for per-CPU counting (kernel.perf_event_paranoid=%s); "
-                               "system-wide counting needs CAP_PERFMON (CAP_SYS_ADMIN before Linux 5.8) "
-                               "or perf_event_paranoid <= 0. ",
-                               strerror(-eacces), paranoid);
+                message_append(c, "perf_event_open: %s for per-CPU counting: %s. ", strerror(-eacces),
+                               pmu_perf_permission_hint(c->procfs_root, hint, sizeof(hint)));
         }
         if (emfile)
                 message_append(c, "perf_event_open: too many open files (one fd per event per CPU); "

@@ -5,6 +5,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +72,33 @@ int pmu_sysfs_read_string(const char *path, char *buf, size_t len) {
         while (off > 0 && isspace((unsigned char) buf[off - 1]))
                 buf[--off] = '\0';
         return 0;
+}
+
+const char *pmu_perf_permission_hint(const char *procfs_root, char *buf, size_t len) {
+        char path[PATH_MAX], value[DECIMAL_STR_MAX(int32_t) + 2];
+        int32_t paranoid;
+
+        if (snprintf(path, sizeof(path), "%s/sys/kernel/perf_event_paranoid", procfs_root) >= (int) sizeof(path) ||
+            pmu_sysfs_read_string(path, value, sizeof(value)) < 0 || safe_atoi32(value, &paranoid) < 0) {
+                snprintf(buf, len, "CPU-wide events need CAP_PERFMON (Linux >= 5.8; CAP_SYS_ADMIN before)");
+                return buf;
+        }
+        if (paranoid > 2)
+                /* Mainline stops at 2. Debian's and Ubuntu's kernels add 3
+                 * and 4 (CONFIG_SECURITY_PERF_EVENTS_RESTRICT), checked in
+                 * perf_event_open() as capable(CAP_SYS_ADMIN) before anything
+                 * else: CAP_PERFMON does not pass it. */
+                snprintf(buf, len,
+                         "kernel.perf_event_paranoid is %" PRIi32 ", a level Debian and Ubuntu kernels add above "
+                         "mainline's 2, where perf_event_open needs CAP_SYS_ADMIN, CAP_PERFMON not enough; "
+                         "set it to 2 (the armprofd package's /usr/lib/sysctl.d/50-armprofd.conf does)",
+                         paranoid);
+        else
+                snprintf(buf, len,
+                         "kernel.perf_event_paranoid is %" PRIi32 "; CPU-wide events need CAP_PERFMON "
+                         "(Linux >= 5.8; CAP_SYS_ADMIN before) or a value of 0 or less",
+                         paranoid);
+        return buf;
 }
 
 int pmu_sysfs_join(char *buf, size_t len, const char *a, const char *b, const char *c) {

@@ -343,16 +343,6 @@ static int open_event(struct sampler_source *src, struct sampler_cpu *c) {
         return fd;
 }
 
-static const char *paranoid_hint(struct sampler_source *src, char *buf, size_t len) {
-        uint32_t v;
-
-        if (read_sysctl_u32(src->procfs_root, "perf_event_paranoid", &v) < 0)
-                return "needs CAP_PERFMON (or CAP_SYS_ADMIN)";
-        snprintf(buf, len, "kernel.perf_event_paranoid is %" PRIi32 "; CPU-wide events need CAP_PERFMON "
-                           "(or CAP_SYS_ADMIN) or a value of 0 or less", (int32_t) v);
-        return buf;
-}
-
 static int map_ring(struct sampler_cpu *c) {
         struct sampler_source *src = c->src;
         uint64_t data = c->data_hint ?: src->opts.data_bytes;
@@ -402,7 +392,7 @@ static int open_cpu(struct sampler_cpu *c) {
                 case -EACCES:
                 case -EPERM:
                         cpu_note(c, "cannot open %s: %s (%s)", src->event_name, strerror(-k),
-                                 paranoid_hint(src, hint, sizeof(hint)));
+                                 pmu_perf_permission_hint(src->procfs_root, hint, sizeof(hint)));
                         break;
                 case -ENOENT:
                 case -EOPNOTSUPP:

@@ -323,11 +323,15 @@ static int open_cpu(struct live_cpu *c) {
                         close_cpu(c, CPU_OFFLINE);
                         return k;
                 }
-                cpu_note(c, "perf_event_open: %s%s", strerror(-k),
-                         k == -EACCES || k == -EPERM ?
-                                 " (needs CAP_PERFMON, or kernel.perf_event_paranoid <= 0)" :
-                         k == -ENOENT || k == -EOPNOTSUPP ? " (SPE not usable here)" :
-                         k == -EINVAL ? " (the kernel refused the attr)" : "");
+                if (k == -EACCES || k == -EPERM) {
+                        char hint[256];
+
+                        cpu_note(c, "perf_event_open: %s (%s)", strerror(-k),
+                                 pmu_perf_permission_hint(c->src->procfs_root, hint, sizeof(hint)));
+                } else
+                        cpu_note(c, "perf_event_open: %s%s", strerror(-k),
+                                 k == -ENOENT || k == -EOPNOTSUPP ? " (SPE not usable here)" :
+                                 k == -EINVAL ? " (the kernel refused the attr)" : "");
                 close_cpu(c, CPU_FAILED);
                 return k;
         }

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -238,6 +240,51 @@ static void test_encode(void **state) {
         }
 }
 
+/* The hint names the level and what allows it: Debian's and Ubuntu's 3 and 4
+ * need CAP_SYS_ADMIN (their perf_event_open() patch), mainline's levels
+ * CAP_PERFMON. A procfs root of our own, written here. */
+static void test_permission_hint(void **state) {
+        static const struct {
+                const char *value, *expect;
+        } cases[] = {
+                { "3\n", "kernel.perf_event_paranoid is 3, a level Debian and Ubuntu kernels add above mainline's 2" },
+                { "4\n", "is 4, a level Debian" },
+                { "2\n", "kernel.perf_event_paranoid is 2; CPU-wide events need CAP_PERFMON" },
+                { "-1\n", "kernel.perf_event_paranoid is -1;" },
+                { "bogus\n", "CPU-wide events need CAP_PERFMON (Linux >= 5.8; CAP_SYS_ADMIN before)" },
+        };
+        char root[] = "/tmp/armprofd-hint.XXXXXX", dir[128], path[160], buf[256];
+        FILE *f;
+
+        assert_non_null(mkdtemp(root));
+        /* No such file: the capability alone. */
+        assert_string_equal(pmu_perf_permission_hint(root, buf, sizeof(buf)),
+                            "CPU-wide events need CAP_PERFMON (Linux >= 5.8; CAP_SYS_ADMIN before)");
+        snprintf(dir, sizeof(dir), "%s/sys", root);
+        assert_int_equal(mkdir(dir, 0755), 0);
+        snprintf(dir, sizeof(dir), "%s/sys/kernel", root);
+        assert_int_equal(mkdir(dir, 0755), 0);
+        snprintf(path, sizeof(path), "%s/perf_event_paranoid", dir);
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                assert_non_null(f = fopen(path, "w"));
+                fputs(cases[i].value, f);
+                fclose(f);
+                pmu_perf_permission_hint(root, buf, sizeof(buf));
+                if (!strstr(buf, cases[i].expect))
+                        fail_msg("paranoid %s: got \"%s\"", cases[i].value, buf);
+                /* Only the Debian levels send the operator to the sysctl file. */
+                assert_true(!!strstr(buf, "CAP_SYS_ADMIN, CAP_PERFMON not enough") ==
+                            (cases[i].value[0] == '3' || cases[i].value[0] == '4'));
+        }
+        /* A short buffer is cut, never overrun. */
+        assert_int_equal(strlen(pmu_perf_permission_hint(root, buf, 16)), 15);
+        unlink(path);
+        rmdir(dir);
+        snprintf(dir, sizeof(dir), "%s/sys", root);
+        rmdir(dir);
+        rmdir(root);
+}
+
 static void test_kind_names(void **state) {
         assert_string_equal(pmu_kind_to_string(PMU_KIND_ARM_PMUV3), "arm-pmuv3");
         assert_string_equal(pmu_kind_to_string(PMU_KIND_X86), "x86");
@@ -253,6 +300,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_missing_root),
                 cmocka_unit_test(test_broken),
                 cmocka_unit_test(test_encode),
+                cmocka_unit_test(test_permission_hint),
                 cmocka_unit_test(test_kind_names),
         };
 
