@@ -24,6 +24,8 @@ test_pkgs=(
         qemu-system-arm gcc-aarch64-linux-gnu libc6-dev-arm64-cross cpio golang-go debootstrap
         # the push tests' HTTPS store: a throwaway CA and server certificate
         openssl
+        # the package (packaging/build-deb.sh, lintian) booted under systemd in qemu (tests/systemd-vm)
+        debhelper dpkg-dev fakeroot lintian qemu-system-x86 qemu-utils openssh-client e2fsprogs
 )
 
 as_root() {
