@@ -26,6 +26,8 @@ test_pkgs=(
         openssl
         # the package (packaging/build-deb.sh, lintian) booted under systemd in qemu (tests/systemd-vm)
         debhelper dpkg-dev fakeroot lintian qemu-system-x86 qemu-utils openssh-client e2fsprogs
+        # the man pages rendered without a warning (tests/daemon/test-manpages.py)
+        groff-base man-db
 )
 
 as_root() {

@@ -1027,6 +1027,59 @@ static void test_readme_keys(void **state) {
         free(seen);
 }
 
+/* armprofd.conf(5) documents every key of the table in its section's .SS, as
+ * a ".BR key =" entry, and no key the table does not know. */
+static void test_manpage_keys(void **state) {
+        const char *src = getenv("ARMPROFD_SOURCE_DIR");
+        char path[4096], line[4096], section[64] = "";
+        bool *seen = calloc(config_n_items(), sizeof(bool));
+        unsigned entries = 0;
+        FILE *f;
+
+        assert_non_null(src);
+        assert_non_null(seen);
+        snprintf(path, sizeof(path), "%s/man/armprofd.conf.5", src);
+        f = fopen(path, "re");
+        assert_non_null(f);
+        while (fgets(line, sizeof(line), f)) {
+                char key[128];
+                bool known = false;
+
+                line[strcspn(line, "\n")] = '\0';
+                if (strncmp(line, ".SH ", 4) == 0) {
+                        section[0] = '\0'; /* OPTIONS ends at the next .SH */
+                        continue;
+                }
+                if (sscanf(line, ".SS \"[%63[^]]]\"", section) == 1 || section[0] == '\0')
+                        continue;
+                if (sscanf(line, ".BR %127s =", key) != 1 || strlen(line) < 2 || !streq(line + strlen(line) - 2, " ="))
+                        continue;
+                entries++;
+                for (size_t i = 0; i < config_n_items(); i++) {
+                        const char *sec, *k;
+
+                        config_item_name(i, &sec, &k);
+                        if (streq(sec, section) && streq(k, key)) {
+                                if (seen[i])
+                                        fail_msg("armprofd.conf(5) documents [%s] %s twice", sec, k);
+                                seen[i] = known = true;
+                        }
+                }
+                if (!known)
+                        fail_msg("armprofd.conf(5) documents [%s] %s, which the configuration table lacks", section, key);
+        }
+        fclose(f);
+        for (size_t i = 0; i < config_n_items(); i++) {
+                const char *sec, *key;
+
+                config_item_name(i, &sec, &key);
+                if (!seen[i])
+                        fail_msg("armprofd.conf(5) lacks [%s] %s", sec, key);
+        }
+        assert_int_equal(entries, config_n_items());
+        free(seen);
+}
+
 static void test_load_missing(void **state) {
         struct tmpdir *t = *state;
         struct config_error err = {};
@@ -1056,6 +1109,7 @@ int main(void) {
                 cmocka_unit_test(test_spe_rings),
                 cmocka_unit_test(test_table_complete),
                 cmocka_unit_test(test_readme_keys),
+                cmocka_unit_test(test_manpage_keys),
                 cmocka_unit_test_setup_teardown(test_load_dropins, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_load_missing, setup_dir, teardown_dir),
                 cmocka_unit_test_setup_teardown(test_load_not_regular, setup_dir, teardown_dir),
