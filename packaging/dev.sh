@@ -28,6 +28,8 @@ test_pkgs=(
         debhelper dpkg-dev fakeroot lintian qemu-system-x86 qemu-utils openssh-client e2fsprogs
         # the man pages rendered without a warning (tests/daemon/test-manpages.py)
         groff-base man-db
+        # the dashboard and rules test reads the rules file (YAML)
+        python3-yaml
 )
 
 as_root() {

@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The Grafana dashboard and the Prometheus rules against the daemon:
+promtool checks the rules and runs their unit tests; the dashboard parses,
+has its variables and panels; every PromQL expression of the dashboard and
+the rules passes promtool's parser, and every metric name in them is on a
+live /metrics of the daemon (replaying a generator file, so the SPE series
+exist, with a push configured to a closed port, so the push series exist),
+is a histogram's series, or a recording rule of the rules file. The PMU's
+hardware-event families are not on a machine without a hardware PMU (this
+one): those must be in the daemon's event catalogue
+(collectors/pmu/pmu-event.c), and are named when accepted that way."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from armprofd_test import Daemon, parse_prom_text, skip  # noqa: E402
+
+SRC = os.environ["ARMPROFD_SOURCE_DIR"]
+BUILD = os.environ["ARMPROFD_BUILD_DIR"]
+SPEGEN = os.path.join(BUILD, "tests", "spegen", "armprofd-spegen")
+RULES = os.path.join(SRC, "packaging", "prometheus", "armprofd.rules.yml")
+RULES_TEST = os.path.join(SRC, "packaging", "prometheus", "armprofd.rules.test.yml")
+DASHBOARD = os.path.join(SRC, "packaging", "grafana", "armprofd.json")
+
+PANELS = ["IPC per CPU", "IPC per host", "L1D and LLC miss ratios", "TLB walk ratio", "SPE loads by data source",
+          "Peer-snoop rate", "Load latency quantiles (classic histogram)", "Load latency quantiles (native histogram)",
+          "Sampler and SPE", "Truncations and losses", "Push to the profile store", "armprofd's own CPU and memory"]
+
+# PromQL's functions and keywords (prometheus/promql/parser/functions.go, lex.go): words followed by "("
+# or standing as operators are not metric names.
+KEYWORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "bool", "and", "or", "unless",
+            "offset", "atan2", "inf", "nan"}
+
+failures = []
+
+
+def fail(msg):
+    print(f"FAIL: {msg}")
+    failures.append(msg)
+
+
+def metric_names(expr):
+    """The metric names an expression selects: identifiers that are not
+    functions (followed by "("), aggregation modifiers' label lists, label
+    matchers, strings, durations or keywords."""
+    e = re.sub(r'"(?:\\.|[^"\\])*"', '""', expr)                       # strings
+    e = re.sub(r"\{[^}]*\}", "", e)                                        # label matchers
+    e = re.sub(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", " ", e)
+    e = re.sub(r"\[[^\]]*\]", "", e)                                       # ranges
+    names = set()
+    for m in re.finditer(r"[A-Za-z_:][A-Za-z0-9_:]*", e):
+        word, rest = m.group(0), e[m.end():].lstrip()
+        if rest.startswith("(") or word in KEYWORDS or word.startswith("$"):
+            continue
+        if e[max(0, m.start() - 1)] == "$":                                 # $__rate_interval, $instance
+            continue
+        names.add(word)
+    return names
+
+
+def live_names(d):
+    status, _, body = d.get("/metrics")
+    assert status == 200, status
+    names = set()
+    for line in body.decode().splitlines():
+        if line.startswith("# TYPE "):
+            name, typ = line.split()[2:4]
+            names.add(name)
+            if typ == "histogram":
+                names.update(name + s for s in ("_bucket", "_sum", "_count"))
+    return names
+
+
+def catalogue_names():
+    text = open(os.path.join(SRC, "collectors", "pmu", "pmu-event.c")).read()
+    return set(re.findall(r'\.metric\s*=\s*"([a-z0-9_:]+)"', text))
+
+
+def check_promql_syntax(exprs):
+    """Every expression through promtool's parser, as a recording rule, with
+    Grafana's variables replaced by what they stand for."""
+    rules = {"groups": [{"name": "syntax", "rules": []}]}
+    for i, (where, e) in enumerate(exprs):
+        e = e.replace("$__rate_interval", "5m").replace("$instance", ".*").replace("$cpu", ".*")
+        rules["groups"][0]["rules"].append({"record": f"syntax_check_{i}", "expr": e})
+    with tempfile.NamedTemporaryFile("w", suffix=".yml", delete=False) as f:
+        yaml.safe_dump(rules, f)
+    r = subprocess.run(["promtool", "check", "rules", f.name], capture_output=True, text=True)
+    os.unlink(f.name)
+    if r.returncode != 0:
+        fail(f"promtool rejects a dashboard or rule expression: {(r.stdout + r.stderr).strip()[-1500:]}")
+    else:
+        print(f"promtool parses all {len(exprs)} expressions")
+
+
+def main():
+    if not shutil.which("promtool"):
+        skip("promtool not installed (Debian package prometheus)")
+    for args, what in ((["check", "rules", RULES], "check rules"), (["test", "rules", RULES_TEST], "test rules")):
+        r = subprocess.run(["promtool"] + args, capture_output=True, text=True)
+        out = (r.stdout + r.stderr).strip()
+        print(f"promtool {what}: exit {r.returncode}: {out.splitlines()[-1] if out else ''}")
+        if r.returncode != 0:
+            fail(f"promtool {what}: {out[-2000:]}")
+
+    dash = json.load(open(DASHBOARD))
+    variables = {v["name"]: v for v in dash["templating"]["list"]}
+    for v in ("instance", "cpu"):
+        if v not in variables:
+            fail(f"dashboard variable ${v} missing")
+    if not any(i.get("name") == "DS_PROMETHEUS" for i in dash.get("__inputs", [])):
+        fail("dashboard has no DS_PROMETHEUS input (not importable into another Grafana)")
+    titles = [p["title"] for p in dash["panels"] if p["type"] != "row"]
+    for t in PANELS:
+        if t not in titles:
+            fail(f"dashboard panel {t!r} missing")
+    exprs = []
+    for p in dash["panels"]:
+        if p["type"] == "row":
+            continue
+        if not p.get("targets"):
+            fail(f"panel {p['title']!r} has no query")
+        for t in p.get("targets", []):
+            if not t.get("expr"):
+                fail(f"panel {p['title']!r} target {t.get('refId')} has no expr")
+            else:
+                exprs.append((f"panel {p['title']!r}", t["expr"]))
+    label_values = []
+    for v in variables.values():
+        q = v["query"]["query"] if isinstance(v["query"], dict) else v["query"]
+        m = re.fullmatch(r"label_values\((.*),\s*(\w+)\)", q)
+        if not m:
+            fail(f"variable ${v['name']}: not a label_values() query: {q}")
+            continue
+        label_values.append((f"variable ${v['name']}", m.group(1)))
+
+    rules = yaml.safe_load(open(RULES))
+    recorded = set()
+    for g in rules["groups"]:
+        for r in g["rules"]:
+            if "record" in r:
+                recorded.add(r["record"])
+            exprs.append((f"rule {r.get('record') or r.get('alert')}", r["expr"]))
+    check_promql_syntax(exprs + label_values)
+
+    tmp = tempfile.mkdtemp(prefix="armprofd-dash-")
+    subprocess.run([SPEGEN, "--out-dir", tmp, "--prefix", "g", "--records", "20000"], check=True,
+                   stdout=subprocess.DEVNULL)
+    config = "[push]\nurl = http://127.0.0.1:9\ninterval = 1s\ntimeout = 1s\nspool_dir = %s/spool\n" % tmp
+    with Daemon(["--replay", os.path.join(tmp, "g.data")], config_text=config) as d:
+        d.wait_ready(timeout=30)
+        live = live_names(d)
+    shutil.rmtree(tmp, ignore_errors=True)
+    catalogue = catalogue_names()
+    print(f"{len(live)} metric names live, {len(catalogue)} in the PMU event catalogue, {len(recorded)} recorded")
+
+    used, by_catalogue = 0, set()
+    for where, e in exprs + label_values:
+        for name in sorted(metric_names(e)):
+            used += 1
+            if name in live or name in recorded or name == "up":
+                continue
+            if name in catalogue:
+                by_catalogue.add(name)
+                continue
+            fail(f"{where}: {name} is not on the daemon's /metrics, nor a recording rule")
+    if by_catalogue:
+        print(f"not live here (no hardware PMU), in the event catalogue: {' '.join(sorted(by_catalogue))}")
+    if used < 40:
+        fail(f"only {used} metric names read from the expressions: the tokenizer lost some")
+    print(f"{used} metric names checked in {len(exprs) + len(label_values)} expressions")
+    if failures:
+        print(f"{len(failures)} failure(s)")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
