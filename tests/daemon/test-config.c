@@ -887,21 +887,42 @@ static void test_push_values(void **state) {
         }
 }
 
+/* A file of the source tree, which the documentation tests read. */
+static FILE *open_source(const char *relative) {
+        const char *src = getenv("ARMPROFD_SOURCE_DIR");
+        char path[4096];
+        FILE *f;
+
+        assert_non_null(src);
+        snprintf(path, sizeof(path), "%s/%s", src, relative);
+        f = fopen(path, "re");
+        if (!f)
+                fail_msg("cannot open %s: %s", path, strerror(errno));
+        return f;
+}
+
+/* Fails naming every key of the table that `where` lacks. */
+static void assert_every_key_seen(const bool *seen, const char *where) {
+        for (size_t i = 0; i < config_n_items(); i++) {
+                const char *sec, *key;
+
+                config_item_name(i, &sec, &key);
+                if (!seen[i])
+                        fail_msg("%s lacks [%s] %s", where, sec, key);
+        }
+}
+
 /* The shipped file shows every key with its default: uncommented, it changes nothing. */
 static void test_shipped_conffile(void **state) {
-        const char *src = getenv("ARMPROFD_SOURCE_DIR");
-        char path[4096], line[8192], *text = calloc(1, 1 << 20), listen[2][80];
+        char line[8192], *text = calloc(1, 1 << 20), listen[2][80];
         struct config_error err = {};
         struct config want, got;
         unsigned keys = 0;
         size_t n = 0;
         FILE *f;
 
-        assert_non_null(src);
         assert_non_null(text);
-        snprintf(path, sizeof(path), "%s/packaging/armprofd.conf", src);
-        f = fopen(path, "re");
-        assert_non_null(f);
+        f = open_source("packaging/armprofd.conf");
         while (fgets(line, sizeof(line), f)) {
                 char *p = line;
 
@@ -966,16 +987,12 @@ static void test_shipped_conffile(void **state) {
 
 /* The README's key table names every key of the table, each under its section. */
 static void test_readme_keys(void **state) {
-        const char *src = getenv("ARMPROFD_SOURCE_DIR");
-        char path[4096], line[4096], section[64] = "";
+        char line[4096], section[64] = "";
         bool *seen = calloc(config_n_items(), sizeof(bool));
         FILE *f;
 
-        assert_non_null(src);
         assert_non_null(seen);
-        snprintf(path, sizeof(path), "%s/README.md", src);
-        f = fopen(path, "re");
-        assert_non_null(f);
+        f = open_source("README.md");
         while (fgets(line, sizeof(line), f)) {
                 char *c1, *c2, *end;
 
@@ -1017,30 +1034,20 @@ static void test_readme_keys(void **state) {
                 }
         }
         fclose(f);
-        for (size_t i = 0; i < config_n_items(); i++) {
-                const char *sec, *key;
-
-                config_item_name(i, &sec, &key);
-                if (!seen[i])
-                        fail_msg("README.md's configuration table lacks [%s] %s", sec, key);
-        }
+        assert_every_key_seen(seen, "README.md's configuration table");
         free(seen);
 }
 
 /* armprofd.conf(5) documents every key of the table in its section's .SS, as
  * a ".BR key =" entry, and no key the table does not know. */
 static void test_manpage_keys(void **state) {
-        const char *src = getenv("ARMPROFD_SOURCE_DIR");
-        char path[4096], line[4096], section[64] = "";
+        char line[4096], section[64] = "";
         bool *seen = calloc(config_n_items(), sizeof(bool));
         unsigned entries = 0;
         FILE *f;
 
-        assert_non_null(src);
         assert_non_null(seen);
-        snprintf(path, sizeof(path), "%s/man/armprofd.conf.5", src);
-        f = fopen(path, "re");
-        assert_non_null(f);
+        f = open_source("man/armprofd.conf.5");
         while (fgets(line, sizeof(line), f)) {
                 char key[128];
                 bool known = false;
@@ -1069,13 +1076,7 @@ static void test_manpage_keys(void **state) {
                         fail_msg("armprofd.conf(5) documents [%s] %s, which the configuration table lacks", section, key);
         }
         fclose(f);
-        for (size_t i = 0; i < config_n_items(); i++) {
-                const char *sec, *key;
-
-                config_item_name(i, &sec, &key);
-                if (!seen[i])
-                        fail_msg("armprofd.conf(5) lacks [%s] %s", sec, key);
-        }
+        assert_every_key_seen(seen, "armprofd.conf(5)");
         assert_int_equal(entries, config_n_items());
         free(seen);
 }
