@@ -89,14 +89,12 @@ const char *pmu_perf_permission_hint(const char *procfs_root, char *buf, size_t 
                  * perf_event_open() as capable(CAP_SYS_ADMIN) before anything
                  * else: CAP_PERFMON does not pass it. */
                 snprintf(buf, len,
-                         "kernel.perf_event_paranoid is %" PRIi32 ", a level Debian and Ubuntu kernels add above "
-                         "mainline's 2, where perf_event_open needs CAP_SYS_ADMIN, CAP_PERFMON not enough; "
-                         "set it to 2 (the armprofd package's /usr/lib/sysctl.d/50-armprofd.conf does)",
+                         "kernel.perf_event_paranoid is %" PRIi32 " (Debian, Ubuntu): CAP_SYS_ADMIN only, "
+                         "CAP_PERFMON is not enough; set it to 2",
                          paranoid);
         else
-                snprintf(buf, len,
-                         "kernel.perf_event_paranoid is %" PRIi32 "; CPU-wide events need CAP_PERFMON "
-                         "(Linux >= 5.8; CAP_SYS_ADMIN before) or a value of 0 or less",
+                snprintf(buf, len, "kernel.perf_event_paranoid is %" PRIi32 ": CPU-wide events need CAP_PERFMON "
+                                   "(or CAP_SYS_ADMIN) or a value <= 0",
                          paranoid);
         return buf;
 }

@@ -107,7 +107,8 @@ const char *pmu_kind_to_string(enum pmu_kind k);
 int pmu_sysfs_read_string(const char *path, char *buf, size_t len);
 /* Why a CPU-wide perf_event_open was refused with EACCES/EPERM, for a log
  * line or /status: one sentence naming kernel.perf_event_paranoid (read
- * from procfs_root) and what would allow it. Returns buf. */
+ * from procfs_root) and what would allow it, short enough for a per-CPU
+ * note (SPE_STREAM_NOTE_MAX) after "cannot open EVENT: ERROR (". Returns buf. */
 const char *pmu_perf_permission_hint(const char *procfs_root, char *buf, size_t len);
 /* "a/b" or "a/b/c" (c NULL: two parts) into buf; -ENAMETOOLONG when it does not fit. */
 int pmu_sysfs_join(char *buf, size_t len, const char *a, const char *b, const char *c);
