@@ -204,7 +204,9 @@ def runtime_packages(deb):
 def test_lintian(deb):
     r = subprocess.run(['lintian', '--fail-on', 'error,warning', '--display-info', '--tag-display-limit', '0', deb],
                        capture_output=True, text=True)
-    out = (r.stdout + r.stderr).strip()
+    # lintian's own remark on running as root is not about the package.
+    out = '\n'.join(line for line in (r.stdout.strip() + '\n' + r.stderr.strip()).strip().splitlines()
+                    if 'running with root privileges is not recommended' not in line)
     if out:
         print('\n'.join('   ' + line for line in out.splitlines()))
     lines = [line for line in out.splitlines() if re.match(r'^[EW]: ', line)]
@@ -217,7 +219,7 @@ def test_install(g, deb):
     r = g.ssh(f'DEBIAN_FRONTEND=noninteractive apt-get install -y -q /root/{os.path.basename(deb)}',
               check=False, timeout=300)
     check('apt-get install ./armprofd_*.deb (its dependencies are in the image: no download)', r.returncode == 0,
-          r.stderr.strip()[-300:])
+          '' if r.returncode == 0 else r.stderr.strip()[-300:])
     # Debian's kernel ships perf_event_paranoid=3, where CAP_PERFMON is not
     # enough; the package's sysctl.d file sets mainline's 2, applied by the
     # postinst before the service starts.
@@ -355,7 +357,9 @@ def test_reboot(g):
     check('starts at boot (enabled) and serves', ready not in ('', '0') and status == 200,
           f'ActiveEnterTimestampMonotonic {ready}, /healthz {status}')
     if ready not in ('', '0'):
-        say(f'boot to ready: {int(ready) / 1e6:.2f} s from the kernel\'s start ({g.accel}); '
+        started = int(g.out('systemctl show -p ExecMainStartTimestampMonotonic --value armprofd') or 0)
+        say(f'boot to ready: {int(ready) / 1e6:.2f} s from the kernel\'s start ({g.accel}), of which '
+            f'{(int(ready) - started) / 1e6:.2f} s from the daemon\'s exec to READY=1; '
             f'ssh answered {wall:.1f} s after qemu started')
 
 
@@ -369,7 +373,7 @@ def test_purge(g):
     check('purge removes the units, the binary, the conffile and /var/lib/armprofd', left == '', left)
     user = g.ssh('getent passwd armprofd', check=False).stdout.strip()
     check('the armprofd user stays (Debian policy: system users are not removed)', user.startswith('armprofd:'), user)
-    procs = g.ssh('pgrep -x armprofd', check=False).stdout.strip()
+    procs = g.ssh('pgrep -x armprofd', check=False, quiet=True).stdout.strip()
     check('no armprofd process left', procs == '', procs)
 
 
