@@ -213,6 +213,20 @@ static int parse_item_spe_enable(const struct config_item *it, const char *value
         return 0;
 }
 
+/* [http] detail: who is served per-process detail. */
+static int parse_item_http_detail(const struct config_item *it, const char *value, void *dest,
+                                  char *err, size_t errlen) {
+        if (strcasecmp(value, "loopback") == 0)
+                *(bool *) dest = false;
+        else if (strcasecmp(value, "any") == 0)
+                *(bool *) dest = true;
+        else {
+                snprintf(err, errlen, "invalid value '%s' (expected loopback or any)", value);
+                return -EINVAL;
+        }
+        return 0;
+}
+
 /* A sampling event's name, as the sampler knows them (sampler_event_parse()). */
 static int parse_item_sampler_event(const struct config_item *it, const char *value, void *dest,
                                     char *err, size_t errlen) {
@@ -381,6 +395,7 @@ static const struct config_item items[] = {
         ITEM("http", "per_ip_connections", parse_item_u32, http.per_ip_connections, 0, 4096),
         ITEM("http", "timeout", parse_item_duration, http.timeout_usec, USEC_PER_SEC, 3600 * USEC_PER_SEC),
         ITEM("http", "max_request_size", parse_item_size, http.max_request_bytes, 4096, 1024 * 1024),
+        ITEM("http", "detail", parse_item_http_detail, http.detail_any, 0, 0),
         ITEM("pmu", "enable", parse_item_bool, pmu.enable, 0, 0),
         ITEM("pmu", "interval", parse_item_duration, pmu.interval_usec, 100 * USEC_PER_MSEC,
              3600 * USEC_PER_SEC),

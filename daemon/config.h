@@ -76,6 +76,12 @@ struct config {
                 uint32_t per_ip_connections; /* 0 = no per-IP limit */
                 uint64_t timeout_usec;
                 uint64_t max_request_bytes;  /* request line + headers */
+                /*
+                 * Per-process detail (/hotlines, /hotpcs, /latency, /counters,
+                 * /debug/pprof/...) to every client; false (the default,
+                 * "loopback"): to loopback clients only.
+                 */
+                bool detail_any;
         } http;
         struct {
                 bool enable;

@@ -177,12 +177,13 @@ static void restart_settings_json(const struct config *c, json_t *obj) {
 
         json_object_set_new(
                 obj, "http",
-                json_pack("{s:s, s:i, s:i, s:f, s:I}",
+                json_pack("{s:s, s:i, s:i, s:f, s:I, s:s}",
                           "listen", listen_addr_to_string(&c->http.listen, listen, sizeof(listen)),
                           "max_connections", (int) c->http.max_connections,
                           "per_ip_connections", (int) c->http.per_ip_connections,
                           "timeout_seconds", (double) c->http.timeout_usec / USEC_PER_SEC,
-                          "max_request_bytes", (json_int_t) c->http.max_request_bytes));
+                          "max_request_bytes", (json_int_t) c->http.max_request_bytes,
+                          "detail", c->http.detail_any ? "any" : "loopback"));
         json_object_set_new(
                 obj, "store",
                 json_pack("{s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
@@ -514,6 +515,7 @@ static int serve(struct manager *m) {
                         .per_ip_connections = m->config.http.per_ip_connections,
                         .timeout_sec = (unsigned) (m->config.http.timeout_usec / USEC_PER_SEC),
                         .max_request_bytes = m->config.http.max_request_bytes,
+                        .detail_any = m->config.http.detail_any,
                 },
                 routes, n_routes, m->api, &m->http);
         if (r < 0)
@@ -678,7 +680,8 @@ static void reload(struct manager *m) {
         if (!streq(old_listen, new_listen) || c.http.max_connections != m->config.http.max_connections ||
             c.http.per_ip_connections != m->config.http.per_ip_connections ||
             c.http.timeout_usec != m->config.http.timeout_usec ||
-            c.http.max_request_bytes != m->config.http.max_request_bytes)
+            c.http.max_request_bytes != m->config.http.max_request_bytes ||
+            c.http.detail_any != m->config.http.detail_any)
                 log_warning("config: [http] changes take effect at the next restart");
         /* The store is sized once at start (its memory bound is fixed). */
         if (c.store.epoch_usec != m->config.store.epoch_usec || c.store.epochs != m->config.store.epochs ||

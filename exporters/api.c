@@ -592,12 +592,13 @@ static const struct http_route routes[] = {
         { "/healthz", "healthz", handle_healthz },
         { "/metrics", "metrics", handle_metrics },
         { "/status", "status", handle_status },
-        { "/counters", "counters", handle_counters },
-        { "/hotpcs", "hotpcs", handle_hotpcs },
-        { "/hotlines", "hotlines", handle_hotlines },
-        { "/latency", "latency", handle_latency },
-        { "/debug/pprof/profile", "pprof", handle_pprof_profile },
-        { "/debug/pprof/spe", "pprof", handle_pprof_spe },
+        /* Per-process detail: loopback clients only unless [http] detail = any. */
+        { "/counters", "counters", handle_counters, .detail = true },
+        { "/hotpcs", "hotpcs", handle_hotpcs, .detail = true },
+        { "/hotlines", "hotlines", handle_hotlines, .detail = true },
+        { "/latency", "latency", handle_latency, .detail = true },
+        { "/debug/pprof/profile", "pprof", handle_pprof_profile, .detail = true },
+        { "/debug/pprof/spe", "pprof", handle_pprof_spe, .detail = true },
 };
 
 const struct http_route *api_routes(size_t *ret_n) {

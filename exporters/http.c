@@ -117,6 +117,7 @@ struct http_server {
         unsigned max_connections, per_ip_connections, reserve;
         uint64_t idle_usec;
         size_t max_request_bytes;
+        bool detail_any;
 
         pthread_mutex_t lock; /* guards everything below */
         struct http_counter counters[HTTP_MAX_COUNTERS];
@@ -662,6 +663,42 @@ static void set_state(struct http_server *s, struct MHD_Connection *connection, 
         pthread_mutex_unlock(&s->lock);
 }
 
+bool http_client_is_loopback(const struct sockaddr *sa) {
+        if (!sa)
+                return false;
+        switch (sa->sa_family) {
+        case AF_UNIX:
+                return true;
+        case AF_INET:
+                return (ntohl(((const struct sockaddr_in *) sa)->sin_addr.s_addr) >> 24) == 127;
+        case AF_INET6: {
+                const struct in6_addr *a = &((const struct sockaddr_in6 *) sa)->sin6_addr;
+
+                return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+        }
+        default:
+                return false;
+        }
+}
+
+/* A detail route and a client that may not see it: the 403 says what opens it. */
+static bool detail_refused(const struct http_server *s, const struct http_route *route,
+                           struct MHD_Connection *connection, struct http_response *resp) {
+        const union MHD_ConnectionInfo *addr;
+
+        if (!route->detail || s->detail_any)
+                return false;
+        addr = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        if (addr && http_client_is_loopback(addr->client_addr))
+                return false;
+        http_response_error(resp, MHD_HTTP_FORBIDDEN,
+                            "%s serves per-process detail (code and data addresses, per-CPU figures) to "
+                            "clients on this host only; [http] detail = any in /etc/armprofd/armprofd.conf "
+                            "serves it to every client",
+                            route->path);
+        return true;
+}
+
 static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connection, const char *url,
                                       const char *method, const char *version,
                                       const char *upload_data, size_t *upload_data_size,
@@ -723,6 +760,10 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
         }
         if (!route) {
                 http_response_error(&resp, MHD_HTTP_NOT_FOUND, "no such path: %s", url);
+                count_request(s, handler_name, resp.status);
+                return queue(connection, &resp, false);
+        }
+        if (detail_refused(s, route, connection, &resp)) {
                 count_request(s, handler_name, resp.status);
                 return queue(connection, &resp, false);
         }
@@ -812,6 +853,7 @@ int http_server_start(const struct http_server_options *opts, const struct http_
         s->reserve = s->max_connections >= 2 ? MAX(1u, s->max_connections / 8) : 0;
         s->idle_usec = (uint64_t) opts->timeout_sec * USEC_PER_SEC;
         s->max_request_bytes = opts->max_request_bytes;
+        s->detail_any = opts->detail_any;
         s->timer_due = UINT64_MAX;
         s->max_deferrals = MAX(1u, s->max_connections - s->reserve);
         s->deferrals = xcalloc(s->max_deferrals, sizeof(*s->deferrals));

@@ -16,6 +16,7 @@
 
 struct MHD_Connection;
 struct http_server;
+struct sockaddr;
 
 struct http_request {
         const char *path;
@@ -35,6 +36,13 @@ struct http_request {
          */
         void **state;
 };
+
+/*
+ * A client on this host: 127.0.0.0/8, ::1, their IPv4-mapped forms
+ * (::ffff:127.x.x.x, as a dual-stack socket shows IPv4 clients) and AF_UNIX.
+ * NULL (the address is unknown) is not.
+ */
+bool http_client_is_loopback(const struct sockaddr *sa);
 
 /* Header value of the request, or NULL. */
 const char *http_request_header(const struct http_request *req, const char *name);
@@ -75,6 +83,11 @@ struct http_route {
         const char *path;
         const char *name; /* the handler label of armprofd_http_requests_total */
         http_handler_fn handler;
+        /*
+         * Serves per-process detail (addresses, per-CPU figures): answered to
+         * loopback clients only, unless the server's detail_any is set.
+         */
+        bool detail;
 };
 
 struct http_server_options {
@@ -96,6 +109,8 @@ struct http_server_options {
         unsigned timeout_sec;
         /* Request line and headers; beyond it, or beyond 256 fields, a 431. */
         size_t max_request_bytes;
+        /* The detail routes to every client; false: to loopback clients only (a 403 to others). */
+        bool detail_any;
 };
 
 /*

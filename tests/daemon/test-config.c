@@ -27,6 +27,7 @@ static void test_defaults(void **state) {
         assert_string_equal(listen_addr_to_string(&c.http.listen, buf, sizeof(buf)), ":9769");
         assert_int_equal(c.http.max_connections, 32);
         assert_int_equal(c.http.timeout_usec, 15 * USEC_PER_SEC);
+        assert_false(c.http.detail_any); /* per-process detail to loopback clients only */
         assert_true(c.pmu.enable);
         assert_int_equal(c.pmu.interval_usec, USEC_PER_SEC);
         assert_int_equal(c.pmu.events_mask, (1U << _PMU_EVENT_MAX) - 1);
@@ -303,6 +304,7 @@ static void test_values(void **state) {
                                              "per_ip_connections = 0\n"
                                              "timeout = 1m\n"
                                              "max_request_size = 64KiB\n"
+                                             "detail = Any\n"
                                              "[pmu]\n"
                                              "enable = off\n"
                                              "interval = 250ms\n"
@@ -344,6 +346,12 @@ static void test_values(void **state) {
         assert_int_equal(c.sampler.stack_size, 65528);
         assert_int_equal(c.sampler.data_buffer, 1024 * 1024);
         assert_int_equal(c.store.stacks, 16);
+        assert_true(c.http.detail_any);
+        assert_int_equal(config_parse_string(&c, "[http]\ndetail = loopback\n", "t.conf", &err), 0);
+        assert_false(c.http.detail_any);
+        err = (struct config_error) {};
+        assert_int_equal(config_parse_string(&c, "[http]\ndetail = lan\n", "t.conf", &err), -EINVAL);
+        assert_string_equal(err.msg[0], "t.conf:2: [http] detail: invalid value 'lan' (expected loopback or any)");
 }
 
 /* Every [spe] key at its range edges and in its other spellings. */

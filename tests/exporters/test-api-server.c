@@ -15,7 +15,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -26,15 +29,14 @@
 #include "macro.h"
 #include "strbuf.h"
 
-/* GET path over a fresh connection; the whole answer (the server closes it). */
-static void get(uint16_t port, const char *path, struct strbuf *out) {
-        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+/* GET path over a fresh connection to addr; the whole answer (the server closes it). */
+static void get_at(struct in_addr addr, uint16_t port, const char *path, struct strbuf *out) {
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port), .sin_addr = addr };
         _cleanup_close_ int fd = -1;
         struct strbuf req = {};
         char buf[BUFSIZ];
         ssize_t n;
 
-        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         assert_true(fd >= 0);
         assert_int_equal(connect(fd, (const struct sockaddr *) &sa, sizeof(sa)), 0);
@@ -46,19 +48,24 @@ static void get(uint16_t port, const char *path, struct strbuf *out) {
         assert_int_equal(n, 0);
 }
 
-static struct http_server *start(struct api *a, uint16_t *ret_port) {
+static void get(uint16_t port, const char *path, struct strbuf *out) {
+        get_at((struct in_addr) { htonl(INADDR_LOOPBACK) }, port, path, out);
+}
+
+static struct http_server *start_on(struct api *a, const char *listen, bool detail_any, uint16_t *ret_port) {
         struct http_server_options o = {
                 .listen_fd = -1,
                 .max_connections = 8,
                 .timeout_sec = 5,
                 .max_request_bytes = 64 * 1024,
+                .detail_any = detail_any,
         };
         struct http_server *s = NULL;
         const struct http_route *routes;
         const char *colon;
         size_t n;
 
-        assert_int_equal(parse_listen_addr("127.0.0.1:0", &o.listen), 0);
+        assert_int_equal(parse_listen_addr(listen, &o.listen), 0);
         routes = api_routes(&n);
         assert_int_equal(http_server_start(&o, routes, n, a, &s), 0);
         colon = strrchr(http_server_address(s), ':');
@@ -66,6 +73,117 @@ static struct http_server *start(struct api *a, uint16_t *ret_port) {
         *ret_port = (uint16_t) atoi(colon + 1);
         assert_true(*ret_port > 0);
         return s;
+}
+
+static struct http_server *start(struct api *a, uint16_t *ret_port) {
+        return start_on(a, "127.0.0.1:0", false, ret_port);
+}
+
+/* Loopback by the address family's own rules (RFC 1122 3.2.1.3: 127/8;
+ * RFC 4291 2.5.3: ::1; 2.5.5.2: IPv4-mapped), AF_UNIX local. */
+static void test_loopback_addresses(void **state) {
+        static const struct {
+                const char *addr;
+                bool loopback;
+        } cases[] = {
+                { "127.0.0.1", true },   { "127.255.3.9", true },      { "10.0.2.2", false },
+                { "128.0.0.1", false },  { "0.0.0.0", false },         { "::1", true },
+                { "::", false },         { "::ffff:127.0.0.1", true }, { "::ffff:10.1.2.3", false },
+                { "::2", false },        { "fe80::1", false },         { "::127.0.0.1", false },
+        };
+        struct sockaddr_un un = { .sun_family = AF_UNIX };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                struct sockaddr_storage ss = {};
+
+                if (strchr(cases[i].addr, ':')) {
+                        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *) &ss;
+
+                        s6->sin6_family = AF_INET6;
+                        assert_int_equal(inet_pton(AF_INET6, cases[i].addr, &s6->sin6_addr), 1);
+                } else {
+                        struct sockaddr_in *s4 = (struct sockaddr_in *) &ss;
+
+                        s4->sin_family = AF_INET;
+                        assert_int_equal(inet_pton(AF_INET, cases[i].addr, &s4->sin_addr), 1);
+                }
+                if (http_client_is_loopback((const struct sockaddr *) &ss) != cases[i].loopback)
+                        fail_msg("%s: expected %s", cases[i].addr, cases[i].loopback ? "loopback" : "not loopback");
+        }
+        assert_true(http_client_is_loopback((const struct sockaddr *) &un));
+        assert_false(http_client_is_loopback(NULL));
+}
+
+/* One of this host's IPv4 addresses that is not loopback, or false. */
+static bool other_local_address(struct in_addr *ret) {
+        struct ifaddrs *list, *i;
+        bool found = false;
+
+        if (getifaddrs(&list) < 0)
+                return false;
+        for (i = list; i && !found; i = i->ifa_next)
+                if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && (i->ifa_flags & IFF_UP) &&
+                    !(i->ifa_flags & IFF_LOOPBACK)) {
+                        *ret = ((const struct sockaddr_in *) i->ifa_addr)->sin_addr;
+                        found = true;
+                }
+        freeifaddrs(list);
+        return found;
+}
+
+static unsigned status_of(const struct strbuf *resp) {
+        unsigned code = 0;
+
+        assert_int_equal(sscanf(resp->buf, "HTTP/1.1 %u ", &code), 1);
+        return code;
+}
+
+/*
+ * A client connecting to this host's own non-loopback address comes from
+ * it: the kernel picks it as the source. The detail routes refuse it with
+ * a 403 naming the setting, the others answer; loopback clients, and every
+ * client with detail_any, get the detail routes.
+ */
+static void test_detail_for_loopback_only(void **state) {
+        _cleanup_(api_freep) struct api *a = api_new(&(struct api_provider) {});
+        static const char *const detail[] = { "/hotlines", "/hotpcs", "/latency", "/counters", "/debug/pprof/spe" };
+        struct in_addr other;
+        struct http_server *s;
+        uint16_t port;
+
+        if (!other_local_address(&other))
+                skip(); /* no interface but lo */
+        for (int any = 0; any <= 1; any++) {
+                s = start_on(a, "0.0.0.0:0", any, &port);
+                for (size_t i = 0; i < ELEMENTSOF(detail); i++) {
+                        struct strbuf resp = {};
+
+                        get_at(other, port, detail[i], &resp);
+                        strbuf_putc(&resp, '\0');
+                        if (any)
+                                assert_int_not_equal(status_of(&resp), 403);
+                        else {
+                                assert_int_equal(status_of(&resp), 403);
+                                assert_non_null(strstr(resp.buf, "[http] detail = any"));
+                                assert_non_null(strstr(resp.buf, detail[i]));
+                        }
+                        strbuf_done(&resp);
+                        get(port, detail[i], &resp);
+                        strbuf_putc(&resp, '\0');
+                        assert_int_not_equal(status_of(&resp), 403);
+                        strbuf_done(&resp);
+                }
+                for (const char *const *p = (const char *const[]) { "/metrics", "/status", "/healthz", "/", NULL }; *p;
+                     p++) {
+                        struct strbuf resp = {};
+
+                        get_at(other, port, *p, &resp);
+                        strbuf_putc(&resp, '\0');
+                        assert_int_not_equal(status_of(&resp), 403);
+                        strbuf_done(&resp);
+                }
+                http_server_stop(s);
+        }
 }
 
 static void test_status_names_the_server_at_once(void **state) {
@@ -115,6 +233,8 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_status_names_the_server_at_once),
                 cmocka_unit_test(test_metrics_count_the_server_requests_at_once),
+                cmocka_unit_test(test_loopback_addresses),
+                cmocka_unit_test(test_detail_for_loopback_only),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
