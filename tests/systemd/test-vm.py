@@ -248,7 +248,7 @@ def test_install(g, deb):
     return int(pid)
 
 
-def test_serving(g, source_dir):
+def test_serving(g):
     # Software counters count: context switches of every CPU, against the
     # guest kernel's own count (/proc/stat ctxt) over a span that holds the
     # daemon's: its values are read every second, so those a scrape shows
@@ -427,7 +427,7 @@ def main():
             check('systemd-analyze security: exposure at most 2.9', m is not None and float(m.group(1)) <= 2.9,
                   score)
             since = g.out('date -d "-1 hour" +%s')
-            test_serving(g, args.source_dir)
+            test_serving(g)
             test_reload(g, pid)
             test_stop(g)
             # The bad drop-in's lines are the journal's only errors.
