@@ -17,6 +17,7 @@
 
 #include <ini.h>
 
+#include "file-util.h"
 #include "log.h"
 #include "macro.h"
 #include "pmu-event.h"
@@ -957,78 +958,26 @@ int config_parse_string(struct config *c, const char *text, const char *filename
 
 /* ---- files ---- */
 
-static const char *file_kind(mode_t mode) {
-        switch (mode & S_IFMT) {
-        case S_IFDIR:  return "a directory";
-        case S_IFIFO:  return "a FIFO";
-        case S_IFCHR:  return "a character device";
-        case S_IFBLK:  return "a block device";
-        case S_IFSOCK: return "a socket";
-        default:       return "not a regular file";
-        }
-}
-
 /*
- * Read a whole config file into memory. Non-blocking, so that opening a
- * FIFO does not wait for a writer; only regular files of at most
- * CONFIG_FILE_MAX bytes are read (/dev/zero would never end).
+ * Read a whole config file into memory: only regular files of at most
+ * CONFIG_FILE_MAX bytes (a FIFO would block, /dev/zero never end).
  */
 static int read_file(const char *path, char **ret_data, size_t *ret_size, struct config_error *err) {
-        _cleanup_free_ char *buf = NULL;
         struct stat st;
-        size_t n = 0;
-        int fd, r;
+        int r;
 
-        fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0) {
-                r = -errno;
-                add_error(err, "%s: cannot open: %s", path, strerror(-r));
-                return r;
-        }
-        if (fstat(fd, &st) < 0) {
-                r = -errno;
-                add_error(err, "%s: cannot stat: %s", path, strerror(-r));
-                goto out;
-        }
-        if (!S_ISREG(st.st_mode)) {
+        r = read_regular_file(path, CONFIG_FILE_MAX, ret_data, ret_size);
+        if (r == -EBADFD && stat(path, &st) == 0)
                 add_error(err, "%s: refused: %s, config files must be regular files", path,
-                          file_kind(st.st_mode));
-                r = -EBADFD;
-                goto out;
-        }
-        if (st.st_size > CONFIG_FILE_MAX) {
+                          file_mode_kind(st.st_mode));
+        else if (r == -EFBIG && stat(path, &st) == 0 && st.st_size > CONFIG_FILE_MAX)
                 add_error(err, "%s: refused: %jd bytes, config files are at most %d bytes", path,
                           (intmax_t) st.st_size, CONFIG_FILE_MAX);
-                r = -EFBIG;
-                goto out;
-        }
-        /* One byte more than allowed, to see a file that grew since fstat. */
-        buf = xmalloc(CONFIG_FILE_MAX + 1);
-        for (;;) {
-                ssize_t k = read(fd, buf + n, CONFIG_FILE_MAX + 1 - n);
-
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0) {
-                        r = -errno;
-                        add_error(err, "%s: cannot read: %s", path, strerror(-r));
-                        goto out;
-                }
-                if (k == 0)
-                        break;
-                n += (size_t) k;
-                if (n > CONFIG_FILE_MAX) {
-                        add_error(err, "%s: refused: more than %d bytes, config files are at most %d bytes",
-                                  path, CONFIG_FILE_MAX, CONFIG_FILE_MAX);
-                        r = -EFBIG;
-                        goto out;
-                }
-        }
-        *ret_data = TAKE_PTR(buf);
-        *ret_size = n;
-        r = 0;
-out:
-        safe_close(fd);
+        else if (r == -EFBIG) /* grew while read */
+                add_error(err, "%s: refused: more than %d bytes, config files are at most %d bytes", path,
+                          CONFIG_FILE_MAX, CONFIG_FILE_MAX);
+        else if (r < 0)
+                add_error(err, "%s: cannot open: %s", path, strerror(-r));
         return r;
 }
 
