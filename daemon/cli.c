@@ -14,6 +14,7 @@
 
 enum {
         OPT_LISTEN = 0x100,
+        OPT_WEB_CONFIG,
         OPT_REPLAY,
         OPT_REPLAY_RAW,
         OPT_MIDR,
@@ -34,6 +35,9 @@ void cli_usage(FILE *f, const char *prog) {
                 "  -c, --config=FILE      configuration file (default %s)\n"
                 "                         drop-ins are read from FILE.d/*.conf\n"
                 "      --listen=ADDR:PORT override [http] listen (e.g. 127.0.0.1:9769, [::1]:9769, :9769)\n"
+                "      --web.config.file=FILE\n"
+                "                         override [http] web_config: TLS and basic auth, the YAML of\n"
+                "                         node_exporter's --web.config.file\n"
                 "      --replay=FILE      feed a perf.data with SPE records instead of live sources\n"
                 "      --replay-raw=FILE  feed a raw SPE buffer (the bytes the hardware wrote, as Arm's\n"
                 "                         spe-parser reads them) instead of live sources; needs --midr\n"
@@ -54,6 +58,7 @@ int cli_parse(int argc, char **argv, FILE *err, struct cli_args *ret) {
         static const struct option options[] = {
                 { "config", required_argument, NULL, 'c' },
                 { "listen", required_argument, NULL, OPT_LISTEN },
+                { "web.config.file", required_argument, NULL, OPT_WEB_CONFIG },
                 { "replay", required_argument, NULL, OPT_REPLAY },
                 { "replay-raw", required_argument, NULL, OPT_REPLAY_RAW },
                 { "midr", required_argument, NULL, OPT_MIDR },
@@ -91,6 +96,13 @@ int cli_parse(int argc, char **argv, FILE *err, struct cli_args *ret) {
                                 goto usage;
                         }
                         a.listen = optarg;
+                        break;
+                case OPT_WEB_CONFIG:
+                        if (optarg[0] != '/') {
+                                fprintf(err, "%s: --web.config.file '%s' is not an absolute path\n", prog, optarg);
+                                goto usage;
+                        }
+                        a.web_config = optarg;
                         break;
                 case OPT_REPLAY:
                 case OPT_REPLAY_RAW:

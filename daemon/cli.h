@@ -18,6 +18,7 @@ struct cli_args {
         const char *config_path;
         bool config_explicit; /* -c given: the file must exist */
         const char *listen;   /* overrides [http] listen */
+        const char *web_config; /* --web.config.file: overrides [http] web_config */
         const char *replay;  /* --replay or --replay-raw FILE, "-" for stdin */
         bool replay_raw;     /* --replay-raw: a raw SPE buffer of one CPU */
         uint64_t midr;       /* --midr, with --replay-raw */

@@ -397,6 +397,7 @@ static const struct config_item items[] = {
         ITEM("http", "timeout", parse_item_duration, http.timeout_usec, USEC_PER_SEC, 3600 * USEC_PER_SEC),
         ITEM("http", "max_request_size", parse_item_size, http.max_request_bytes, 4096, 1024 * 1024),
         ITEM("http", "detail", parse_item_http_detail, http.detail_any, 0, 0),
+        ITEM("http", "web_config", parse_item_path, http.web_config, 0, PATH_MAX),
         ITEM("pmu", "enable", parse_item_bool, pmu.enable, 0, 0),
         ITEM("pmu", "interval", parse_item_duration, pmu.interval_usec, 100 * USEC_PER_MSEC,
              3600 * USEC_PER_SEC),

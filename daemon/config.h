@@ -82,6 +82,12 @@ struct config {
                  * "loopback"): to loopback clients only.
                  */
                 bool detail_any;
+                /*
+                 * The exporter toolkit's web configuration (TLS, basic auth,
+                 * headers, rate limit): an absolute path, "" for none. Re-read
+                 * at every reload.
+                 */
+                char web_config[PATH_MAX];
         } http;
         struct {
                 bool enable;

@@ -12,8 +12,9 @@
 #include "build-config.h"
 #include "cli.h"
 #include "config.h"
-#include "push.h"
 #include "log.h"
+#include "push.h"
+#include "web-config.h"
 #include "manager.h"
 #include "replay.h"
 
@@ -54,6 +55,34 @@ static int block_signals(void) {
         return 0;
 }
 
+/*
+ * What only a start would find, for --check-config: the web config's
+ * certificates and keys, a missing password file, a spool it cannot write.
+ */
+static int check_config_files(const struct config *cfg) {
+        char why[MESSAGE_MAX];
+
+        if (cfg->http.web_config[0]) {
+                struct web_config *web = NULL;
+
+                if (web_config_load(cfg->http.web_config, &web, why, sizeof(why)) < 0) {
+                        log_error("config: [http] web_config: %s", why);
+                        return -EINVAL;
+                }
+                web_config_unref(web);
+        }
+        if (cfg->push.url[0]) {
+                struct push_options po;
+
+                config_push_options(cfg, &po);
+                if (push_check(&po, why, sizeof(why)) < 0) {
+                        log_error("config: %s", why);
+                        return -EINVAL;
+                }
+        }
+        return 0;
+}
+
 int main(int argc, char **argv) {
         /* Declared first so that it is closed last, after the collector that reads it stopped. */
         _cleanup_close_ int replay_fd = -1;
@@ -83,17 +112,10 @@ int main(int argc, char **argv) {
                 config_error_log(&err);
                 return EXIT_FAILURE;
         }
-        if (args.check_config && cfg.push.url[0]) {
-                /* What only a start would find: a missing password file, a spool it cannot write. */
-                struct push_options po;
-                char why[MESSAGE_MAX];
-
-                config_push_options(&cfg, &po);
-                if (push_check(&po, why, sizeof(why)) < 0) {
-                        log_error("config: %s", why);
-                        return EXIT_FAILURE;
-                }
-        }
+        if (args.web_config)
+                snprintf(cfg.http.web_config, sizeof(cfg.http.web_config), "%s", args.web_config);
+        if (args.check_config && check_config_files(&cfg) < 0)
+                return EXIT_FAILURE;
         if (args.check_config) {
                 printf("%s: configuration is valid\n", args.config_path);
                 return EXIT_SUCCESS;
@@ -125,6 +147,7 @@ int main(int argc, char **argv) {
                                 .config_path = args.config_path,
                                 .config_explicit = args.config_explicit,
                                 .listen_override = args.listen,
+                                .web_config_override = args.web_config,
                                 .listen_fd = listen_fd,
                                 .replay = args.replay ? &replay : NULL,
                                 .replay_fd = replay_fd,

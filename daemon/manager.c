@@ -24,6 +24,7 @@
 #include "store.h"
 #include "http.h"
 #include "log.h"
+#include "web-config.h"
 #include "strbuf.h"
 
 struct manager {
@@ -53,6 +54,23 @@ static void apply_overrides(struct manager *m, struct config *c) {
         /* --listen was validated by the CLI parser. */
         if (m->opts.listen_override)
                 (void) parse_listen_addr(m->opts.listen_override, &c->http.listen);
+        if (m->opts.web_config_override)
+                snprintf(c->http.web_config, sizeof(c->http.web_config), "%s", m->opts.web_config_override);
+}
+
+/* [http] web_config read and checked (NULL when none is set); errors logged. */
+static int load_web_config(const struct config *c, struct web_config **ret) {
+        char err[MESSAGE_MAX];
+        int r;
+
+        if (!c->http.web_config[0]) {
+                *ret = NULL;
+                return 0;
+        }
+        r = web_config_load(c->http.web_config, ret, err, sizeof(err));
+        if (r < 0)
+                log_error("config: [http] web_config: %s", err);
+        return r;
 }
 
 /* api_provider callbacks: read-only views for the HTTP threads. */
@@ -486,6 +504,7 @@ static void notify_reload(struct manager *m, const char *failure) {
 }
 
 static int serve(struct manager *m) {
+        _cleanup_(web_config_unrefp) struct web_config *web = NULL;
         const struct http_route *routes;
         size_t n_routes;
         int r;
@@ -507,6 +526,9 @@ static int serve(struct manager *m) {
                 .epoch_end_at = provider_epoch_end_at,
         });
         routes = api_routes(&n_routes);
+        r = load_web_config(&m->config, &web);
+        if (r < 0)
+                return r;
         r = http_server_start(
                 &(struct http_server_options) {
                         .listen = m->config.http.listen,
@@ -516,13 +538,16 @@ static int serve(struct manager *m) {
                         .timeout_sec = (unsigned) (m->config.http.timeout_usec / USEC_PER_SEC),
                         .max_request_bytes = m->config.http.max_request_bytes,
                         .detail_any = m->config.http.detail_any,
+                        .web = web,
                 },
                 routes, n_routes, m->api, &m->http);
         if (r < 0)
                 return r; /* logged by the server, with the address */
 
-        log_info("Serving on %s%s", http_server_address(m->http),
-                 m->opts.listen_fd >= 0 ? " (socket activation)" : "");
+        log_info("Serving on %s%s%s%s", http_server_address(m->http),
+                 m->opts.listen_fd >= 0 ? " (socket activation)" : "",
+                 web && web->tls.enabled ? " over TLS" : "",
+                 web_config_authenticates(web) ? ", to authenticated clients" : "");
         return 0;
 }
 
@@ -634,6 +659,7 @@ static void reload_failed(struct manager *m, const char *why) {
 }
 
 static void reload(struct manager *m) {
+        _cleanup_(web_config_unrefp) struct web_config *web = NULL;
         struct config_error err = {};
         struct config c, effective;
         char old_listen[LISTEN_ADDR_STR_MAX], new_listen[LISTEN_ADDR_STR_MAX];
@@ -652,6 +678,15 @@ static void reload(struct manager *m) {
                 return;
         }
         apply_overrides(m, &c);
+        /* Read anew even when unchanged: SIGHUP is how renewed certificates are read. */
+        if (load_web_config(&c, &web) < 0) {
+                reload_failed(m, "[http] web_config is not valid (see the log)");
+                return;
+        }
+        if (http_server_set_web_config(m->http, web) < 0) {
+                reload_failed(m, "[http] web_config could not be served (see the log)");
+                return;
+        }
         if (c.push.url[0]) {
                 struct push_options po;
                 char why[MESSAGE_MAX];
@@ -698,6 +733,7 @@ static void reload(struct manager *m) {
         /* Restart-only settings stay as they are (/status shows the new ones as pending). */
         effective = c;
         effective.http = m->config.http;
+        memcpy(effective.http.web_config, c.http.web_config, sizeof(c.http.web_config));
         effective.store = m->config.store;
         effective.privacy = m->config.privacy;
 

@@ -19,6 +19,7 @@ struct manager_options {
         const char *config_path;
         bool config_explicit;
         const char *listen_override; /* --listen, kept across reloads */
+        const char *web_config_override; /* --web.config.file, kept across reloads */
         int listen_fd;               /* socket activation, or -1 */
         /*
          * --replay: read into the store by a source on the collector's

@@ -12,14 +12,18 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
 #include <jansson.h>
 #include <microhttpd.h>
 #include <zlib.h>
 
+#include "basic-auth.h"
 #include "log.h"
 #include "macro.h"
 #include "negotiate.h"
 #include "prom.h"
+#include "web-config.h"
 
 #define JSON_CONTENT_TYPE "application/json"
 #define HTTP_LISTEN_BACKLOG 64
@@ -56,11 +60,38 @@ struct http_counter {
 #define HTTP_RESPONSE_HEADROOM 4096
 /* How long a stop waits for the 503s of the deferred requests it cuts short. */
 #define HTTP_STOP_GRACE_USEC (1 * USEC_PER_SEC)
+/*
+ * Credentials waiting for their bcrypt (tens of milliseconds each, one at a
+ * time on the auth thread, never on the server's): beyond, a 503.
+ */
+#define HTTP_AUTH_QUEUE_MAX 32
+/*
+ * Servers replaced by a reload that changed TLS, still answering what they
+ * had accepted: a reload beyond this many waits for them (it fails).
+ */
+#define HTTP_RETIRING_MAX 4
+#define HTTP_AUTH_REALM "Basic realm=\"armprofd\", charset=\"UTF-8\""
+
+enum auth_state {
+        AUTH_UNKNOWN,
+        AUTH_PENDING, /* its bcrypt is queued or running */
+        AUTH_OK,
+        AUTH_REFUSED,
+};
 
 /* Per-request context (MHD's *con_cls). */
 struct conn_ctx {
         void *state;   /* the handler's, across deferrals */
         bool deferred; /* suspended once: counted in n_deferred_open until completed */
+        enum auth_state auth; /* under the server's lock */
+};
+
+/* Credentials for the auth thread: the connection waits, suspended. */
+struct auth_job {
+        struct MHD_Connection *connection;
+        struct conn_ctx *ctx;
+        struct web_config *web; /* a reference */
+        char *user, *password;
 };
 
 /* A suspended connection and when to resume it. */
@@ -88,6 +119,7 @@ enum close_reason {
         CLOSE_HEADER_DEADLINE, /* no complete request in time */
         CLOSE_EVICTED,         /* the oldest without a request, to make room for a new one */
         CLOSE_REFUSED,         /* a new one from an address at its limit, with nothing to evict */
+        CLOSE_RELOAD,          /* idle on a server a reload replaced: the client reconnects to the new one */
         _CLOSE_REASON_MAX,
 };
 
@@ -95,12 +127,14 @@ static const char *const close_reason_names[_CLOSE_REASON_MAX] = {
         [CLOSE_HEADER_DEADLINE] = "header_deadline",
         [CLOSE_EVICTED] = "evicted",
         [CLOSE_REFUSED] = "refused",
+        [CLOSE_RELOAD] = "reload",
 };
 
 /* One client connection, from MHD's notice of its start to that of its end (its socket context). */
 struct conn {
         struct conn *prev, *next; /* http_server.conns: in the order they entered their state */
         int fd;                   /* MHD's; valid until the close notice, which comes before close() */
+        struct MHD_Daemon *mhd;   /* the server that accepted it (a reload may have replaced it) */
         uint8_t addr[sizeof(struct in6_addr)]; /* the client's address, IPv4 as ::ffff:a.b.c.d */
         enum conn_state state;
         uint64_t deadline_usec; /* CONN_READING, CONN_IDLE: shut down then */
@@ -108,7 +142,7 @@ struct conn {
 };
 
 struct http_server {
-        struct MHD_Daemon *mhd;
+        struct MHD_Daemon *mhd; /* accepting; under lock (a reload replaces it) */
         int listen_fd;
         const struct http_route *routes;
         size_t n_routes;
@@ -118,8 +152,20 @@ struct http_server {
         uint64_t idle_usec;
         size_t max_request_bytes;
         bool detail_any;
+        struct basic_auth *auth;
 
         pthread_mutex_t lock; /* guards everything below */
+        struct web_config *web; /* TLS, users, headers, rate limit (NULL: none); a reload swaps it */
+        /* Servers a reload replaced, stopped by the timer thread once their last connection is gone. */
+        struct {
+                struct MHD_Daemon *mhd;
+                struct web_config *web; /* what it was started with */
+        } retiring[HTTP_RETIRING_MAX];
+        size_t n_retiring;
+        /* rate_limit: a token bucket (the toolkit's rate.Limiter), refilled one token per interval. */
+        uint64_t rate_tokens_usec; /* tokens x interval, capped at burst x interval */
+        uint64_t rate_at_usec;
+
         struct http_counter counters[HTTP_MAX_COUNTERS];
         size_t n_counters;
 
@@ -142,6 +188,13 @@ struct http_server {
         /* Requests ever deferred and not completed yet; a stop waits for them on `drained`. */
         size_t n_deferred_open;
         pthread_cond_t drained;
+
+        /* The auth thread: bcrypt for credentials the cache does not know. */
+        pthread_t auth_thread;
+        bool auth_started;
+        pthread_cond_t auth_wake;
+        struct auth_job auth_jobs[HTTP_AUTH_QUEUE_MAX];
+        size_t n_auth_jobs;
 };
 
 static uint64_t mono_usec(void) {
@@ -198,11 +251,24 @@ static void timer_wake_by(struct http_server *s, uint64_t due_usec) {
         }
 }
 
+/* Whether a reload replaced the server that accepted c. Under s->lock. */
+static bool conn_retiring(const struct http_server *s, const struct conn *c) {
+        for (size_t i = 0; i < s->n_retiring; i++)
+                if (c->mhd == s->retiring[i].mhd)
+                        return true;
+        return false;
+}
+
 /* Under s->lock. */
 static void conn_set_state(struct http_server *s, struct conn *c, enum conn_state state) {
         if (!c || c->state == state)
                 return;
         c->state = state;
+        if (state == CONN_IDLE && !c->closing && conn_retiring(s, c)) {
+                /* Answered on a server a reload replaced: the next request goes to the new one. */
+                conn_shutdown(s, c, CLOSE_RELOAD);
+                return;
+        }
         if (state == CONN_IDLE) {
                 /* MHD's idle timeout closes a silent one; the deadline a trickling one. */
                 c->deadline_usec = mono_usec() + s->idle_usec + HTTP_HEADER_DEADLINE_USEC;
@@ -218,6 +284,29 @@ static struct conn *conn_of(struct MHD_Connection *connection) {
         return i ? i->socket_context : NULL;
 }
 
+/*
+ * Takes the servers a reload replaced that have no connection left out of
+ * s->retiring, into ret (HTTP_RETIRING_MAX of them). Under s->lock.
+ */
+static size_t take_drained(struct http_server *s, struct MHD_Daemon **ret_mhd, struct web_config **ret_web) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < s->n_retiring;) {
+                bool busy = false;
+
+                for (const struct conn *c = s->conns; c && !busy; c = c->next)
+                        busy = c->mhd == s->retiring[i].mhd;
+                if (busy) {
+                        i++;
+                        continue;
+                }
+                ret_mhd[n] = s->retiring[i].mhd;
+                ret_web[n++] = s->retiring[i].web;
+                s->retiring[i] = s->retiring[--s->n_retiring];
+        }
+        return n;
+}
+
 static void *timer_main(void *userdata) {
         struct http_server *s = userdata;
         struct MHD_Connection **due = xcalloc(s->max_deferrals + 1, sizeof(*due));
@@ -225,7 +314,9 @@ static void *timer_main(void *userdata) {
 
         while (!stopping) {
                 uint64_t now = mono_usec(), next = UINT64_MAX;
-                size_t n_due = 0;
+                struct MHD_Daemon *drained_mhd[HTTP_RETIRING_MAX];
+                struct web_config *drained_web[HTTP_RETIRING_MAX];
+                size_t n_due = 0, n_drained;
 
                 pthread_mutex_lock(&s->lock);
                 for (size_t i = 0; i < s->n_deferrals;) {
@@ -246,8 +337,10 @@ static void *timer_main(void *userdata) {
                                 next = MIN(next, c->deadline_usec);
                 }
                 stopping = s->stopping;
+                /* At a stop, http_server_stop() stops them, after the deferred requests are out. */
+                n_drained = stopping ? 0 : take_drained(s, drained_mhd, drained_web);
                 s->timer_due = next;
-                if (n_due == 0 && !stopping) {
+                if (n_due == 0 && n_drained == 0 && !stopping) {
                         if (next == UINT64_MAX)
                                 pthread_cond_wait(&s->wake, &s->lock);
                         else {
@@ -265,6 +358,12 @@ static void *timer_main(void *userdata) {
                 /* Outside our lock: MHD takes its own, and its thread may be in defer(). */
                 for (size_t i = 0; i < n_due; i++)
                         MHD_resume_connection(due[i]);
+                /* No connection left, none suspended: MHD_stop_daemon() would panic on one. */
+                for (size_t i = 0; i < n_drained; i++) {
+                        MHD_stop_daemon(drained_mhd[i]);
+                        web_config_unref(drained_web[i]);
+                        log_debug("http: the server a reload replaced has answered its last request");
+                }
         }
         free(due);
         return NULL;
@@ -350,7 +449,7 @@ static void notify_connection(void *cls, struct MHD_Connection *connection, void
                               enum MHD_ConnectionNotificationCode toe) {
         struct http_server *s = cls;
         struct conn *c = *socket_context;
-        const union MHD_ConnectionInfo *fd, *addr;
+        const union MHD_ConnectionInfo *fd, *addr, *daemon;
 
         if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
                 if (!c)
@@ -359,6 +458,9 @@ static void notify_connection(void *cls, struct MHD_Connection *connection, void
                 if (!c->closing)
                         s->n_live--;
                 conn_unlink(s, c);
+                /* Its server's last, perhaps: the timer thread stops a replaced one. */
+                if (conn_retiring(s, c))
+                        timer_wake_by(s, 0);
                 pthread_mutex_unlock(&s->lock);
                 free(c);
                 *socket_context = NULL;
@@ -369,8 +471,10 @@ static void notify_connection(void *cls, struct MHD_Connection *connection, void
 
         fd = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
         addr = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        daemon = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_DAEMON);
         c = xcalloc(1, sizeof(*c));
         c->fd = fd ? fd->connect_fd : -1;
+        c->mhd = daemon ? daemon->daemon : NULL;
         addr_key(addr ? addr->client_addr : NULL, c->addr);
         c->state = CONN_READING;
         c->deadline_usec = mono_usec() + HTTP_HEADER_DEADLINE_USEC;
@@ -526,10 +630,27 @@ void http_server_write_metrics(struct http_server *s, struct prom_writer *w) {
         }
         prom_family(w, "armprofd_http_connections_closed_total", PROM_COUNTER,
                     "HTTP connections the server closed: header_deadline (no complete request in time), "
-                    "evicted (the oldest without a request, to make room), refused (its address at its limit).");
+                    "evicted (the oldest without a request, to make room), refused (its address at its limit), "
+                    "reload (idle on a server a reload replaced).");
         for (size_t i = 0; i < _CLOSE_REASON_MAX; i++)
                 prom_sample_u64(w, (const char *const[]) { "reason", close_reason_names[i], NULL }, s->closed[i]);
         pthread_mutex_unlock(&s->lock);
+
+        {
+                struct basic_auth_stats st;
+
+                basic_auth_get_stats(s->auth, &st);
+                prom_family(w, "armprofd_http_auth_bcrypts_total", PROM_COUNTER,
+                            "Basic authentication verdicts computed (a bcrypt each), not found in the cache.");
+                prom_sample_u64(w, NULL, st.bcrypts);
+                prom_family(w, "armprofd_http_auth_cache_hits_total", PROM_COUNTER,
+                            "Basic authentication verdicts found in the cache.");
+                prom_sample_u64(w, NULL, st.hits);
+                prom_family(w, "armprofd_http_auth_cache_evictions_total", PROM_COUNTER,
+                            "Basic authentication verdicts dropped from the full cache (its size: "
+                            "BASIC_AUTH_CACHE_SIZE).");
+                prom_sample_u64(w, NULL, st.evictions);
+        }
 }
 
 static const struct http_route *find_route(const struct http_server *s, const char *path) {
@@ -564,7 +685,8 @@ static int gzip_buffer(const struct strbuf *in, struct strbuf *out) {
         return r == Z_STREAM_END ? 0 : -EIO;
 }
 
-static enum MHD_Result queue(struct MHD_Connection *c, struct http_response *resp, bool allow_hdr) {
+static enum MHD_Result queue(struct MHD_Connection *c, struct http_response *resp, bool allow_hdr,
+                              const struct web_config *web) {
         struct MHD_Response *response;
         enum MHD_Result ret;
         bool gzipped = false;
@@ -602,6 +724,12 @@ static enum MHD_Result queue(struct MHD_Connection *c, struct http_response *res
                                         resp->gzip_ok && resp->negotiated ? "Accept, Accept-Encoding"
                                         : resp->gzip_ok                   ? "Accept-Encoding"
                                                                           : "Accept");
+        if (resp->status == MHD_HTTP_UNAUTHORIZED)
+                MHD_add_response_header(response, MHD_HTTP_HEADER_WWW_AUTHENTICATE, HTTP_AUTH_REALM);
+        /* http_server_config.headers; X-Content-Type-Options is always there (its one allowed value). */
+        for (size_t i = 0; web && i < web->n_headers; i++)
+                if (!streq(web->headers[i].name, "X-Content-Type-Options"))
+                        MHD_add_response_header(response, web->headers[i].name, web->headers[i].value);
         ret = MHD_queue_response(c, resp->status, response);
         MHD_destroy_response(response);
         return ret;
@@ -617,7 +745,10 @@ static void answer_raw(struct MHD_Connection *connection, const struct http_resp
         const union MHD_ConnectionInfo *fd = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
         struct strbuf out = STRBUF_INIT;
 
-        if (!fd)
+        const union MHD_ConnectionInfo *tls = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+
+        /* Under TLS the socket carries records, not text: the connection just closes. */
+        if (!fd || (tls && tls->tls_session))
                 return;
         strbuf_printf(&out,
                       "HTTP/1.1 %u %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
@@ -683,10 +814,10 @@ bool http_client_is_loopback(const struct sockaddr *sa) {
 
 /* A detail route and a client that may not see it: the 403 says what opens it. */
 static bool detail_refused(const struct http_server *s, const struct http_route *route,
-                           struct MHD_Connection *connection, struct http_response *resp) {
+                           struct MHD_Connection *connection, bool authenticated, struct http_response *resp) {
         const union MHD_ConnectionInfo *addr;
 
-        if (!route->detail || s->detail_any)
+        if (!route->detail || s->detail_any || authenticated)
                 return false;
         addr = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
         if (addr && http_client_is_loopback(addr->client_addr))
@@ -694,9 +825,258 @@ static bool detail_refused(const struct http_server *s, const struct http_route 
         http_response_error(resp, MHD_HTTP_FORBIDDEN,
                             "%s serves per-process detail (code and data addresses, per-CPU figures) to "
                             "clients on this host only; [http] detail = any in /etc/armprofd/armprofd.conf "
-                            "serves it to every client",
+                            "serves it to every client, and authentication in [http] web_config (basic_auth_users "
+                            "or client_auth_type RequireAndVerifyClientCert) to authenticated clients",
                             route->path);
         return true;
+}
+
+/* rate_limit: whether a request may go on now (a token is taken). Under s->lock. */
+static bool rate_allow(struct http_server *s, const struct web_config *web) {
+        uint64_t now = mono_usec(), cap;
+
+        if (!web || web->rate_interval_usec == 0)
+                return true;
+        cap = (uint64_t) web->rate_burst * web->rate_interval_usec;
+        if (s->rate_at_usec == 0)
+                s->rate_tokens_usec = cap;
+        else
+                s->rate_tokens_usec = MIN(cap, s->rate_tokens_usec + (now - s->rate_at_usec));
+        s->rate_at_usec = now;
+        if (s->rate_tokens_usec < web->rate_interval_usec)
+                return false;
+        s->rate_tokens_usec -= web->rate_interval_usec;
+        return true;
+}
+
+/* Whether the certificate's subject alternative names include one of client_allowed_sans. */
+static bool san_allowed(const struct web_tls *t, const gnutls_datum_t *der) {
+        gnutls_x509_crt_t crt;
+        bool ok = false;
+
+        if (gnutls_x509_crt_init(&crt) < 0)
+                return false;
+        if (gnutls_x509_crt_import(crt, der, GNUTLS_X509_FMT_DER) < 0)
+                goto out;
+        for (unsigned i = 0; !ok; i++) {
+                char san[WEB_CONFIG_VALUE_MAX], ip[INET6_ADDRSTRLEN];
+                size_t size = sizeof(san) - 1;
+                const char *v = san;
+                int type = gnutls_x509_crt_get_subject_alt_name(crt, i, san, &size, NULL);
+
+                if (type == GNUTLS_E_REQUESTED_DATA_NOT_AVAILABLE)
+                        break;
+                if (type < 0)
+                        continue; /* too long for any allowed name, or unreadable */
+                san[size] = '\0';
+                /* Go compares IP addresses in their printed form. */
+                if (type == GNUTLS_SAN_IPADDRESS) {
+                        if (!inet_ntop(size == 4 ? AF_INET : AF_INET6, san, ip, sizeof(ip)))
+                                continue;
+                        v = ip;
+                } else if (strlen(san) != size)
+                        continue;
+                for (size_t j = 0; j < t->n_allowed_sans && !ok; j++)
+                        ok = streq(t->allowed_sans[j], v);
+        }
+out:
+        gnutls_x509_crt_deinit(crt);
+        return ok;
+}
+
+/*
+ * client_auth_type, checked once the handshake is done: MHD asks for a
+ * certificate and leaves the verdict to us. A reason to refuse, or NULL.
+ */
+static const char *client_cert_refused(const struct web_config *web, struct MHD_Connection *connection) {
+        const union MHD_ConnectionInfo *i;
+        const gnutls_datum_t *peers;
+        unsigned n = 0, status = 0;
+
+        if (!web || !web->tls.enabled || web->tls.client_auth == WEB_CLIENT_AUTH_NONE ||
+            web->tls.client_auth == WEB_CLIENT_AUTH_REQUEST)
+                return NULL;
+        i = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+        if (!i || !i->tls_session)
+                return "no TLS session";
+        peers = gnutls_certificate_get_peers(i->tls_session, &n);
+        if (!peers || n == 0)
+                return web->tls.client_auth == WEB_CLIENT_AUTH_VERIFY_IF_GIVEN
+                               ? NULL
+                               : "a client certificate is required (tls_server_config client_auth_type)";
+        if (web->tls.client_auth == WEB_CLIENT_AUTH_REQUIRE_ANY)
+                return NULL;
+        if (gnutls_certificate_verify_peers2(i->tls_session, &status) < 0 || status != 0)
+                return "the client certificate is not valid: not signed by client_ca_file, expired or not "
+                       "for client authentication";
+        if (web->tls.n_allowed_sans > 0 && !san_allowed(&web->tls, &peers[0]))
+                return "the client certificate names none of client_allowed_sans";
+        return NULL;
+}
+
+/*
+ * Hands credentials to the auth thread and suspends the connection until
+ * their verdict is in (ctx->auth). False when the queue is full.
+ */
+static bool auth_enqueue(struct http_server *s, struct MHD_Connection *connection, struct conn_ctx *ctx,
+                         struct web_config *web, const char *user, const char *password) {
+        bool ok = false;
+
+        pthread_mutex_lock(&s->lock);
+        if (!s->stopping && s->n_auth_jobs < HTTP_AUTH_QUEUE_MAX) {
+                MHD_suspend_connection(connection);
+                s->auth_jobs[s->n_auth_jobs++] = (struct auth_job) {
+                        .connection = connection,
+                        .ctx = ctx,
+                        .web = web_config_ref(web),
+                        .user = xstrdup(user),
+                        .password = xstrdup(password),
+                };
+                ctx->auth = AUTH_PENDING;
+                conn_set_state(s, conn_of(connection), CONN_WAITING);
+                if (!ctx->deferred) {
+                        ctx->deferred = true;
+                        s->n_deferred_open++;
+                }
+                pthread_cond_signal(&s->auth_wake);
+                ok = true;
+        }
+        pthread_mutex_unlock(&s->lock);
+        return ok;
+}
+
+static void *auth_main(void *userdata) {
+        struct http_server *s = userdata;
+
+        pthread_mutex_lock(&s->lock);
+        for (;;) {
+                struct auth_job job;
+                bool ok;
+
+                while (s->n_auth_jobs == 0 && !s->stopping)
+                        pthread_cond_wait(&s->auth_wake, &s->lock);
+                if (s->n_auth_jobs == 0)
+                        break;
+                job = s->auth_jobs[0];
+                memmove(s->auth_jobs, s->auth_jobs + 1, --s->n_auth_jobs * sizeof(*s->auth_jobs));
+                /* Stopping: answered (a 503) without a bcrypt. */
+                ok = false;
+                if (!s->stopping) {
+                        pthread_mutex_unlock(&s->lock);
+                        ok = basic_auth_verify(s->auth, job.web, job.user, job.password);
+                        pthread_mutex_lock(&s->lock);
+                }
+                job.ctx->auth = ok ? AUTH_OK : AUTH_REFUSED;
+                pthread_mutex_unlock(&s->lock);
+                MHD_resume_connection(job.connection);
+                explicit_bzero(job.password, strlen(job.password));
+                free(job.password);
+                free(job.user);
+                web_config_unref(job.web);
+                pthread_mutex_lock(&s->lock);
+        }
+        pthread_mutex_unlock(&s->lock);
+        return NULL;
+}
+
+/*
+ * basic_auth_users: AUTH_OK, AUTH_REFUSED, or AUTH_PENDING when the
+ * connection was suspended for the auth thread (MHD calls us again).
+ */
+static enum auth_state check_basic_auth(struct http_server *s, struct MHD_Connection *connection,
+                                        struct conn_ctx *ctx, struct web_config *web, bool *ret_busy) {
+        enum auth_state state;
+        char *user, *password = NULL;
+        int verdict;
+
+        pthread_mutex_lock(&s->lock);
+        state = ctx->auth;
+        pthread_mutex_unlock(&s->lock);
+        /* Resumed with the verdict; the next request on this connection asks again. */
+        if (state == AUTH_OK || state == AUTH_REFUSED) {
+                pthread_mutex_lock(&s->lock);
+                ctx->auth = AUTH_UNKNOWN;
+                pthread_mutex_unlock(&s->lock);
+                return state;
+        }
+        user = MHD_basic_auth_get_username_password(connection, &password);
+        if (!user || !password) {
+                MHD_free(user);
+                MHD_free(password);
+                return AUTH_REFUSED;
+        }
+        verdict = basic_auth_cached(s->auth, web, user, password);
+        if (verdict < 0) {
+                if (auth_enqueue(s, connection, ctx, web, user, password))
+                        state = AUTH_PENDING;
+                else {
+                        *ret_busy = true;
+                        state = AUTH_REFUSED;
+                }
+        } else
+                state = verdict ? AUTH_OK : AUTH_REFUSED;
+        explicit_bzero(password, strlen(password));
+        MHD_free(password);
+        MHD_free(user);
+        return state;
+}
+
+static struct web_config *current_web(struct http_server *s) {
+        struct web_config *web;
+
+        pthread_mutex_lock(&s->lock);
+        web = web_config_ref(s->web);
+        pthread_mutex_unlock(&s->lock);
+        return web;
+}
+
+/*
+ * Who the client is, before any route: the rate limit, its certificate, its
+ * password. MHD_YES/MHD_NO when answered (or suspended), -1 to go on;
+ * *ret_authenticated when the web config authenticates and it passed.
+ */
+static int admit(struct http_server *s, struct MHD_Connection *connection, struct conn_ctx *ctx,
+                 struct web_config *web, const char *handler_name, bool *ret_authenticated) {
+        struct http_response resp = { .status = 200, .body = STRBUF_INIT };
+        enum MHD_Result ret;
+        const char *why;
+        bool limited, busy = false;
+
+        if (!web)
+                return -1;
+        pthread_mutex_lock(&s->lock);
+        /* A resumed request took its token before it waited. */
+        limited = ctx->auth == AUTH_UNKNOWN && !ctx->deferred && !rate_allow(s, web);
+        pthread_mutex_unlock(&s->lock);
+        if (limited)
+                http_response_error(&resp, MHD_HTTP_TOO_MANY_REQUESTS, "too many requests (rate_limit in the "
+                                                                       "web configuration)");
+        else if ((why = client_cert_refused(web, connection)))
+                http_response_error(&resp, MHD_HTTP_FORBIDDEN, "%s", why);
+        else if (web->n_users > 0) {
+                switch (check_basic_auth(s, connection, ctx, web, &busy)) {
+                case AUTH_PENDING:
+                        return MHD_YES;
+                case AUTH_OK:
+                        break;
+                default:
+                        if (busy)
+                                http_response_error(&resp, MHD_HTTP_SERVICE_UNAVAILABLE,
+                                                    "too many logins being checked; ask again shortly");
+                        else
+                                http_response_error(&resp, MHD_HTTP_UNAUTHORIZED,
+                                                    "this server asks for a user and password (HTTP basic "
+                                                    "authentication)");
+                }
+        }
+        if (resp.body.len == 0) {
+                *ret_authenticated = web_config_authenticates(web);
+                return -1;
+        }
+        count_request(s, handler_name, resp.status);
+        ret = queue(connection, &resp, false, web);
+        strbuf_done(&resp.body);
+        return ret;
 }
 
 static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connection, const char *url,
@@ -704,12 +1084,14 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
                                       const char *upload_data, size_t *upload_data_size,
                                       void **con_cls) {
         struct http_server *s = cls;
+        _cleanup_(web_config_unrefp) struct web_config *web = NULL;
         struct conn_ctx *ctx;
         struct http_response resp = { .status = 200, .body = STRBUF_INIT };
         const struct http_route *route;
         const char *handler_name;
-        bool get, head;
+        bool get, head, authenticated = false;
         enum MHD_Result ret;
+        int k;
 
         route = find_route(s, url);
         handler_name = route ? route->name : "other";
@@ -740,6 +1122,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
                 *upload_data_size = 0;
                 return MHD_YES;
         }
+        web = current_web(s);
         if (ctx->deferred) {
                 set_state(s, connection, CONN_ACTIVE);
                 if (server_stopping(s)) {
@@ -747,25 +1130,28 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
                         http_response_error(&resp, MHD_HTTP_SERVICE_UNAVAILABLE,
                                             "armprofd is stopping; ask again once it is back");
                         count_request(s, handler_name, resp.status);
-                        ret = queue(connection, &resp, false);
+                        ret = queue(connection, &resp, false, web);
                         strbuf_done(&resp.body);
                         return ret;
                 }
         }
 
+        k = admit(s, connection, ctx, web, handler_name, &authenticated);
+        if (k >= 0)
+                return (enum MHD_Result) k;
         if (!get && !head) {
                 http_response_error(&resp, MHD_HTTP_METHOD_NOT_ALLOWED, "method %s not allowed", method);
                 count_request(s, handler_name, resp.status);
-                return queue(connection, &resp, true);
+                return queue(connection, &resp, true, web);
         }
         if (!route) {
                 http_response_error(&resp, MHD_HTTP_NOT_FOUND, "no such path: %s", url);
                 count_request(s, handler_name, resp.status);
-                return queue(connection, &resp, false);
+                return queue(connection, &resp, false, web);
         }
-        if (detail_refused(s, route, connection, &resp)) {
+        if (detail_refused(s, route, connection, authenticated, &resp)) {
                 count_request(s, handler_name, resp.status);
-                return queue(connection, &resp, false);
+                return queue(connection, &resp, false, web);
         }
 
         /* HEAD runs the handler too, so Content-Length is right; MHD drops the body. */
@@ -783,7 +1169,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
         count_request(s, handler_name, resp.status);
         log_debug("http: %s %s -> %u %s, %zu bytes", method, url, resp.status,
                   resp.content_type ?: "-", resp.body.len);
-        ret = queue(connection, &resp, false);
+        ret = queue(connection, &resp, false, web);
         strbuf_done(&resp.body);
         return ret;
 }
@@ -827,9 +1213,72 @@ static void describe_socket(int fd, char *buf, size_t len) {
         listen_addr_to_string(&a, buf, len);
 }
 
+/*
+ * An MHD server on s->listen_fd with the TLS of web (NULL or no TLS: plain
+ * HTTP). Several may share the socket: a reload starts the new one before
+ * the old one stops accepting, so no connection finds the port closed.
+ */
+static int start_mhd(struct http_server *s, const struct web_config *web, struct MHD_Daemon **ret) {
+        unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+        struct MHD_OptionItem tls[5];
+        size_t n = 0;
+        struct MHD_Daemon *mhd;
+
+        if (web && web->tls.enabled) {
+                const struct web_tls *t = &web->tls;
+
+                if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+                        log_error("http: this libmicrohttpd was built without TLS; tls_server_config cannot be served");
+                        return -EOPNOTSUPP;
+                }
+                flags |= MHD_USE_TLS;
+                tls[n++] = (struct MHD_OptionItem) { MHD_OPTION_HTTPS_MEM_CERT, 0, t->cert_pem };
+                tls[n++] = (struct MHD_OptionItem) { MHD_OPTION_HTTPS_MEM_KEY, 0, t->key_pem };
+                tls[n++] = (struct MHD_OptionItem) { MHD_OPTION_HTTPS_PRIORITIES, 0, (void *) t->priorities };
+                /*
+                 * MHD asks clients for a certificate when it has a trust list
+                 * (daemon.c, GNUTLS_CERT_REQUEST); the verdict is ours
+                 * (client_cert_refused()). Without a client CA (RequestClientCert,
+                 * RequireAnyClientCert) the server's certificate stands in: it
+                 * verifies nothing, as those types ask.
+                 */
+                if (t->client_auth != WEB_CLIENT_AUTH_NONE)
+                        tls[n++] = (struct MHD_OptionItem) { MHD_OPTION_HTTPS_MEM_TRUST, 0,
+                                                             t->client_ca_pem ?: t->cert_pem };
+        }
+        tls[n++] = (struct MHD_OptionItem) { MHD_OPTION_END, 0, NULL };
+
+        /*
+         * MHD_USE_ITC keeps MHD from shutdown()ing a listening socket we were
+         * handed, which would break socket re-activation (journal-gatewayd),
+         * and lets a reload quiesce the old server.
+         */
+        mhd = MHD_start_daemon(
+                flags, 0, NULL, NULL, access_handler, s,
+                MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, NULL,
+                MHD_OPTION_NOTIFY_COMPLETED, request_completed, s,
+                /* Per-address limits are ours (conn_admit): MHD's refuses where we would evict. */
+                MHD_OPTION_NOTIFY_CONNECTION, notify_connection, s,
+                MHD_OPTION_LISTEN_SOCKET, (MHD_socket) s->listen_fd,
+                MHD_OPTION_CONNECTION_LIMIT, s->max_connections,
+                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) (s->idle_usec / USEC_PER_SEC),
+                MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+                (size_t) (s->max_request_bytes + HTTP_MAX_FIELDS * HTTP_FIELD_POOL_BYTES + HTTP_RESPONSE_HEADROOM),
+                MHD_OPTION_ARRAY, tls,
+                MHD_OPTION_END);
+        if (!mhd) {
+                log_error("Failed to start the HTTP server on %s%s", s->address,
+                          web && web->tls.enabled ? " with TLS (run with --log-level=debug for libmicrohttpd's reason)" : "");
+                return -EIO;
+        }
+        *ret = mhd;
+        return 0;
+}
+
 int http_server_start(const struct http_server_options *opts, const struct http_route *routes,
                       size_t n_routes, void *userdata, struct http_server **ret) {
         struct http_server *s;
+        struct MHD_Daemon *mhd;
         int r;
 
         s = xcalloc(1, sizeof(*s));
@@ -845,6 +1294,7 @@ int http_server_start(const struct http_server_options *opts, const struct http_
                 pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
                 pthread_cond_init(&s->wake, &ca);
                 pthread_cond_init(&s->drained, &ca);
+                pthread_cond_init(&s->auth_wake, &ca);
                 pthread_condattr_destroy(&ca);
         }
         s->max_connections = opts->max_connections;
@@ -857,6 +1307,8 @@ int http_server_start(const struct http_server_options *opts, const struct http_
         s->timer_due = UINT64_MAX;
         s->max_deferrals = MAX(1u, s->max_connections - s->reserve);
         s->deferrals = xcalloc(s->max_deferrals, sizeof(*s->deferrals));
+        s->auth = basic_auth_new();
+        s->web = web_config_ref(opts->web);
 
         if (opts->listen_fd >= 0)
                 s->listen_fd = opts->listen_fd;
@@ -872,49 +1324,88 @@ int http_server_start(const struct http_server_options *opts, const struct http_
         }
         describe_socket(s->listen_fd, s->address, sizeof(s->address));
 
-        /*
-         * MHD_USE_ITC keeps MHD from shutdown()ing a listening socket we were
-         * handed, which would break socket re-activation (journal-gatewayd).
-         */
-        s->mhd = MHD_start_daemon(
-                MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG,
-                0, NULL, NULL, access_handler, s,
-                MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, NULL,
-                MHD_OPTION_NOTIFY_COMPLETED, request_completed, s,
-                /* Per-address limits are ours (conn_admit): MHD's refuses where we would evict. */
-                MHD_OPTION_NOTIFY_CONNECTION, notify_connection, s,
-                MHD_OPTION_LISTEN_SOCKET, (MHD_socket) s->listen_fd,
-                MHD_OPTION_CONNECTION_LIMIT, (unsigned) opts->max_connections,
-                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) opts->timeout_sec,
-                MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-                (size_t) (opts->max_request_bytes + HTTP_MAX_FIELDS * HTTP_FIELD_POOL_BYTES + HTTP_RESPONSE_HEADROOM),
-                MHD_OPTION_END);
-        if (!s->mhd) {
-                log_error("Failed to start the HTTP server on %s", s->address);
-                http_server_stop(s);
-                return -EIO;
-        }
+        /* Before MHD: its thread may suspend a connection for them at once. */
         if (pthread_create(&s->timer, NULL, timer_main, s) != 0) {
                 http_server_stop(s);
                 return -EAGAIN;
         }
         s->timer_started = true;
+        if (pthread_create(&s->auth_thread, NULL, auth_main, s) != 0) {
+                http_server_stop(s);
+                return -EAGAIN;
+        }
+        s->auth_started = true;
+        r = start_mhd(s, s->web, &mhd);
+        if (r < 0) {
+                http_server_stop(s);
+                return r;
+        }
+        pthread_mutex_lock(&s->lock);
+        s->mhd = mhd;
+        pthread_mutex_unlock(&s->lock);
         /* MHD now owns the socket and closes it on stop. */
         *ret = s;
+        return 0;
+}
+
+int http_server_set_web_config(struct http_server *s, struct web_config *web) {
+        struct MHD_Daemon *mhd, *old;
+        struct web_config *old_web;
+        int r;
+
+        pthread_mutex_lock(&s->lock);
+        old_web = s->web;
+        if (web_config_tls_equal(old_web, web)) {
+                /* Users, headers, the rate limit and per-request TLS checks: the next request sees them. */
+                s->web = web_config_ref(web);
+                pthread_mutex_unlock(&s->lock);
+                web_config_unref(old_web);
+                return 0;
+        }
+        if (s->n_retiring == HTTP_RETIRING_MAX) {
+                pthread_mutex_unlock(&s->lock);
+                log_error("http: %d servers replaced by earlier reloads still answer requests; reload again "
+                          "once they are done", HTTP_RETIRING_MAX);
+                return -EBUSY;
+        }
+        pthread_mutex_unlock(&s->lock);
+
+        /* Certificates or TLS settings changed: a new server on the same socket, then the old one stops accepting. */
+        r = start_mhd(s, web, &mhd);
+        if (r < 0)
+                return r;
+        pthread_mutex_lock(&s->lock);
+        old = s->mhd;
+        s->mhd = mhd;
+        s->web = web_config_ref(web);
+        s->retiring[s->n_retiring].mhd = old;
+        s->retiring[s->n_retiring++].web = old_web;
+        (void) MHD_quiesce_daemon(old);
+        /* What waits for a request on the old one is closed now; what is being answered, once answered. */
+        for (struct conn *c = s->conns; c; c = c->next)
+                if (c->mhd == old && conn_evictable(c))
+                        conn_shutdown(s, c, CLOSE_RELOAD);
+        timer_wake_by(s, 0);
+        pthread_mutex_unlock(&s->lock);
+        log_info("http: now serving %s on %s", web && web->tls.enabled ? "HTTPS" : "plain HTTP", s->address);
         return 0;
 }
 
 struct http_server *http_server_stop(struct http_server *s) {
         if (!s)
                 return NULL;
-        if (s->timer_started) {
+        if (s->timer_started || s->auth_started) {
                 pthread_mutex_lock(&s->lock);
                 s->stopping = true;
                 pthread_cond_signal(&s->wake);
+                pthread_cond_signal(&s->auth_wake);
                 pthread_mutex_unlock(&s->lock);
-                /* It resumes every deferred request on its way out. */
-                pthread_join(s->timer, NULL);
         }
+        /* They resume every deferred request on their way out. */
+        if (s->timer_started)
+                pthread_join(s->timer, NULL);
+        if (s->auth_started)
+                pthread_join(s->auth_thread, NULL);
         if (s->mhd) {
                 /* Let the resumed requests' 503s out before MHD closes their connections. */
                 uint64_t until = mono_usec() + HTTP_STOP_GRACE_USEC;
@@ -927,6 +1418,10 @@ struct http_server *http_server_stop(struct http_server *s) {
                 while (s->n_deferred_open > 0 && pthread_cond_timedwait(&s->drained, &s->lock, &ts) == 0)
                         ;
                 pthread_mutex_unlock(&s->lock);
+                for (size_t i = 0; i < s->n_retiring; i++) {
+                        MHD_stop_daemon(s->retiring[i].mhd);
+                        web_config_unref(s->retiring[i].web);
+                }
                 MHD_stop_daemon(s->mhd);
         } else
                 safe_close(s->listen_fd);
@@ -934,6 +1429,9 @@ struct http_server *http_server_stop(struct http_server *s) {
         pthread_mutex_destroy(&s->lock);
         pthread_cond_destroy(&s->wake);
         pthread_cond_destroy(&s->drained);
+        pthread_cond_destroy(&s->auth_wake);
+        web_config_unref(s->web);
+        basic_auth_free(s->auth);
         free(s->deferrals);
         free(s);
         return NULL;

@@ -17,6 +17,7 @@
 struct MHD_Connection;
 struct http_server;
 struct sockaddr;
+struct web_config;
 
 struct http_request {
         const char *path;
@@ -111,6 +112,12 @@ struct http_server_options {
         size_t max_request_bytes;
         /* The detail routes to every client; false: to loopback clients only (a 403 to others). */
         bool detail_any;
+        /*
+         * TLS, basic authentication, extra headers, a rate limit (the exporter
+         * toolkit's web configuration), or NULL. The server takes a reference.
+         * When it authenticates clients, the detail routes are theirs too.
+         */
+        struct web_config *web;
 };
 
 /*
@@ -120,6 +127,16 @@ struct http_server_options {
 int http_server_start(const struct http_server_options *opts, const struct http_route *routes,
                       size_t n_routes, void *userdata, struct http_server **ret);
 struct http_server *http_server_stop(struct http_server *s);
+
+/*
+ * A reloaded web configuration (NULL: none), for the requests from now on.
+ * When its TLS differs (certificates, keys, settings) a new server starts on
+ * the same listening socket and the old one stops accepting: the port never
+ * closes; connections being answered finish on the old one, idle ones are
+ * closed so that their clients reconnect. Returns 0, or a negative errno with
+ * the old configuration still served (logged).
+ */
+int http_server_set_web_config(struct http_server *s, struct web_config *web);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct http_server *, http_server_stop);
 
 /* "ADDR:PORT" actually bound (port resolved when 0 was asked). */
