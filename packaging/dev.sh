@@ -16,6 +16,7 @@ build_pkgs=(
         gcc libc6-dev meson ninja-build pkg-config git
         libmicrohttpd-dev libsystemd-dev libjansson-dev libinih-dev
         libprotobuf-c-dev protobuf-c-compiler zlib1g-dev libelf-dev libdw-dev libcurl4-openssl-dev
+        libyaml-dev libgnutls28-dev libcrypt-dev
 )
 test_pkgs=(
         # clang's runtime (ASan, UBSan, libFuzzer) is only a Recommends of clang
@@ -30,6 +31,8 @@ test_pkgs=(
         groff-base man-db
         # the dashboard and rules test reads the rules file (YAML)
         python3-yaml
+        # the web config test: bcrypt hashes as htpasswd makes them, network namespaces
+        apache2-utils iproute2
 )
 
 as_root() {
