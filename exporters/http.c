@@ -962,8 +962,12 @@ static void *auth_main(void *userdata) {
                 /* Stopping: answered (a 503) without a bcrypt. */
                 ok = false;
                 if (!s->stopping) {
+                        int verdict;
+
                         pthread_mutex_unlock(&s->lock);
-                        ok = basic_auth_verify(s->auth, job.web, job.user, job.password);
+                        /* Clients that came at once with the same credentials: one bcrypt for all. */
+                        verdict = basic_auth_cached(s->auth, job.web, job.user, job.password);
+                        ok = verdict >= 0 ? verdict : basic_auth_verify(s->auth, job.web, job.user, job.password);
                         pthread_mutex_lock(&s->lock);
                 }
                 job.ctx->auth = ok ? AUTH_OK : AUTH_REFUSED;

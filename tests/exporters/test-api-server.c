@@ -16,18 +16,25 @@
 #include <stdlib.h>
 #include <string.h>
 #include <ifaddrs.h>
+#include <limits.h>
 #include <net/if.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
 #include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <time.h>
 
 #include "api.h"
 #include "http.h"
 #include "macro.h"
 #include "strbuf.h"
+#include "web-config.h"
 
 /* GET path over a fresh connection to addr; the whole answer (the server closes it). */
 static void get_at(struct in_addr addr, uint16_t port, const char *path, struct strbuf *out) {
@@ -52,8 +59,10 @@ static void get(uint16_t port, const char *path, struct strbuf *out) {
         get_at((struct in_addr) { htonl(INADDR_LOOPBACK) }, port, path, out);
 }
 
-static struct http_server *start_on(struct api *a, const char *listen, bool detail_any, uint16_t *ret_port) {
+static struct http_server *start_web(struct api *a, const char *listen, bool detail_any, struct web_config *web,
+                                     uint16_t *ret_port) {
         struct http_server_options o = {
+                .web = web,
                 .listen_fd = -1,
                 .max_connections = 8,
                 .timeout_sec = 5,
@@ -73,6 +82,10 @@ static struct http_server *start_on(struct api *a, const char *listen, bool deta
         *ret_port = (uint16_t) atoi(colon + 1);
         assert_true(*ret_port > 0);
         return s;
+}
+
+static struct http_server *start_on(struct api *a, const char *listen, bool detail_any, uint16_t *ret_port) {
+        return start_web(a, listen, detail_any, NULL, ret_port);
 }
 
 static struct http_server *start(struct api *a, uint16_t *ret_port) {
@@ -229,12 +242,194 @@ static void test_metrics_count_the_server_requests_at_once(void **state) {
         http_server_stop(s);
 }
 
+/*
+ * A GET with headers over a fresh connection: its status, or 0 when the
+ * connection gave none; the whole answer in ret_answer when not NULL.
+ */
+static int answer_with(uint16_t port, const char *path, const char *headers, struct strbuf *ret_answer) {
+        struct in_addr lo = { htonl(INADDR_LOOPBACK) };
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port), .sin_addr = lo };
+        _cleanup_close_ int fd = -1;
+        struct strbuf req = {}, out = {};
+        char buf[BUFSIZ];
+        ssize_t n;
+        int status = 0;
+
+        fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        assert_true(fd >= 0);
+        if (connect(fd, (const struct sockaddr *) &sa, sizeof(sa)) < 0)
+                return 0;
+        strbuf_printf(&req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n%s\r\n", path, headers);
+        if (write(fd, req.buf, req.len) == (ssize_t) req.len)
+                while ((n = read(fd, buf, sizeof(buf))) > 0)
+                        strbuf_append(&out, buf, (size_t) n);
+        strbuf_putc(&out, '\0');
+        if (strncmp(out.buf, "HTTP/1.1 ", 9) == 0)
+                status = atoi(out.buf + 9);
+        strbuf_done(&req);
+        if (ret_answer)
+                *ret_answer = out;
+        else
+                strbuf_done(&out);
+        return status;
+}
+
+static int status_with(uint16_t port, const char *path, const char *headers) {
+        return answer_with(port, path, headers, NULL);
+}
+
+/* A self-signed certificate and its key, made by GnuTLS, as PEM files in dir. */
+static void write_self_signed(const char *dir) {
+        gnutls_x509_privkey_t key;
+        gnutls_x509_crt_t crt;
+        gnutls_datum_t pem;
+        unsigned char serial[] = { 1 };
+        char path[PATH_MAX];
+        time_t now = time(NULL);
+        FILE *f;
+
+        assert_int_equal(gnutls_x509_privkey_init(&key), 0);
+        assert_int_equal(gnutls_x509_privkey_generate(key, GNUTLS_PK_ECDSA,
+                                                      GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP256R1), 0), 0);
+        assert_int_equal(gnutls_x509_crt_init(&crt), 0);
+        assert_int_equal(gnutls_x509_crt_set_version(crt, 3), 0);
+        assert_int_equal(gnutls_x509_crt_set_serial(crt, serial, sizeof(serial)), 0);
+        assert_int_equal(gnutls_x509_crt_set_activation_time(crt, now - 60), 0);
+        assert_int_equal(gnutls_x509_crt_set_expiration_time(crt, now + 3600), 0);
+        assert_int_equal(gnutls_x509_crt_set_dn(crt, "CN=localhost", NULL), 0);
+        assert_int_equal(gnutls_x509_crt_set_key(crt, key), 0);
+        assert_int_equal(gnutls_x509_crt_sign2(crt, crt, key, GNUTLS_DIG_SHA256, 0), 0);
+        assert_int_equal(gnutls_x509_crt_export2(crt, GNUTLS_X509_FMT_PEM, &pem), 0);
+        snprintf(path, sizeof(path), "%s/server.crt", dir);
+        assert_non_null(f = fopen(path, "w"));
+        assert_int_equal(fwrite(pem.data, 1, pem.size, f), pem.size);
+        fclose(f);
+        gnutls_free(pem.data);
+        assert_int_equal(gnutls_x509_privkey_export2(key, GNUTLS_X509_FMT_PEM, &pem), 0);
+        snprintf(path, sizeof(path), "%s/server.key", dir);
+        assert_non_null(f = fopen(path, "w"));
+        assert_int_equal(fwrite(pem.data, 1, pem.size, f), pem.size);
+        fclose(f);
+        gnutls_free(pem.data);
+        gnutls_x509_crt_deinit(crt);
+        gnutls_x509_privkey_deinit(key);
+}
+
+static struct web_config *load_web(const char *dir, const char *yaml) {
+        struct web_config *w = NULL;
+        char path[PATH_MAX], err[MESSAGE_MAX];
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/web.yml", dir);
+        assert_non_null(f = fopen(path, "w"));
+        fputs(yaml, f);
+        fclose(f);
+        if (web_config_load(path, &w, err, sizeof(err)) < 0)
+                fail_msg("%s", err);
+        return w;
+}
+
+/* The crypt_blowfish test vector: "U*U" at cost 5. */
+#define UU_HASH "$2a$05$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW"
+#define UU_AUTH "Authorization: Basic dTpVKlU=\r\n"        /* u:U*U */
+#define WRONG_AUTH "Authorization: Basic dTp3cm9uZw==\r\n" /* u:wrong */
+#define CLIENTS 4
+#define REQUESTS 25
+
+struct client {
+        uint16_t port;
+        bool plain_only; /* the server stays plain HTTP: every request gets its answer */
+        unsigned ok, refused, other;
+};
+
+static void *client_main(void *userdata) {
+        struct client *c = userdata;
+
+        for (unsigned i = 0; i < REQUESTS; i++) {
+                int st = status_with(c->port, i % 5 == 4 ? "/" : "/healthz", i % 3 == 2 ? WRONG_AUTH : UU_AUTH);
+
+                if (st == 200)
+                        c->ok++;
+                else if (st == 401)
+                        c->refused++;
+                else
+                        c->other++;
+        }
+        return NULL;
+}
+
+/*
+ * Basic auth from several clients at once while reloads swap the users and
+ * turn TLS on and off (a new server on the same socket each time): the auth
+ * thread, the retiring servers and the timer that stops them, under
+ * ThreadSanitizer in CI. Every plain request gets 200 or 401 as its
+ * credentials say; after TLS and back, plain HTTP is served again.
+ */
+static void test_auth_and_reloads_under_load(void **state) {
+        _cleanup_(api_freep) struct api *a = api_new(&(struct api_provider) {});
+        char dir[] = "/tmp/armprofd-test-web-XXXXXX";
+        struct web_config *users, *users2, *tls;
+        struct client clients[CLIENTS];
+        pthread_t threads[CLIENTS];
+        struct http_server *s;
+        struct strbuf resp = {};
+        uint16_t port;
+
+        assert_non_null(mkdtemp(dir));
+        write_self_signed(dir);
+        users = load_web(dir, "basic_auth_users:\n  u: " UU_HASH "\n");
+        users2 = load_web(dir, "basic_auth_users:\n  u: " UU_HASH "\n  other: " UU_HASH "\n"
+                               "http_server_config:\n  headers:\n    X-Frame-Options: deny\n");
+        tls = load_web(dir, "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+                            "basic_auth_users:\n  u: " UU_HASH "\n");
+        s = start_web(a, "127.0.0.1:0", false, users, &port);
+
+        /* Users swapped while requests run: no new server, every answer as the credentials say. */
+        for (size_t i = 0; i < CLIENTS; i++) {
+                clients[i] = (struct client) { .port = port, .plain_only = true };
+                assert_int_equal(pthread_create(&threads[i], NULL, client_main, &clients[i]), 0);
+        }
+        for (unsigned i = 0; i < 10; i++)
+                assert_int_equal(http_server_set_web_config(s, i % 2 ? users : users2), 0);
+        for (size_t i = 0; i < CLIENTS; i++) {
+                assert_int_equal(pthread_join(threads[i], NULL), 0);
+                /* 25 requests: i % 3 == 2 carry the wrong password (8 of them). */
+                assert_int_equal(clients[i].ok, 17);
+                assert_int_equal(clients[i].refused, 8);
+                assert_int_equal(clients[i].other, 0);
+        }
+
+        /* TLS on and off while requests run: plain requests to the TLS server get no status. */
+        for (size_t i = 0; i < CLIENTS; i++) {
+                clients[i] = (struct client) { .port = port };
+                assert_int_equal(pthread_create(&threads[i], NULL, client_main, &clients[i]), 0);
+        }
+        for (unsigned i = 0; i < 6; i++) {
+                assert_int_equal(http_server_set_web_config(s, i % 2 ? users : tls), 0);
+                usleep(20000);
+        }
+        for (size_t i = 0; i < CLIENTS; i++)
+                assert_int_equal(pthread_join(threads[i], NULL), 0);
+        assert_int_equal(status_with(port, "/healthz", UU_AUTH), 200);
+        assert_int_equal(status_with(port, "/healthz", ""), 401);
+
+        assert_int_equal(answer_with(port, "/metrics", UU_AUTH, &resp), 200);
+        /* Two distinct credentials, a bcrypt each: the rest were cache hits, queued ones too. */
+        assert_non_null(strstr(resp.buf, "armprofd_http_auth_bcrypts_total 2\n"));
+        strbuf_done(&resp);
+        http_server_stop(s);
+        web_config_unref(users);
+        web_config_unref(users2);
+        web_config_unref(tls);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_status_names_the_server_at_once),
                 cmocka_unit_test(test_metrics_count_the_server_requests_at_once),
                 cmocka_unit_test(test_loopback_addresses),
                 cmocka_unit_test(test_detail_for_loopback_only),
+                cmocka_unit_test(test_auth_and_reloads_under_load),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
