@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """What hostile or careless HTTP clients do to the daemon (issue 11, items 11-14): repeated
 or empty query parameters, requests at the size limit, a profile pending at SIGTERM, and a
-slow-loris attack from many loopback addresses. Only 127.0.0.0/8 is used."""
+slow-loris attack from many loopback addresses; and (issue 17) malformed requests, bad
+parameters, pipelining, bodies trickled after the headers, and a barrage of 500 connections
+with /healthz probed and the RSS watched. Only 127.0.0.0/8 is used."""
 
 import json
 import os
@@ -601,9 +603,271 @@ def test_slow_body():
               f"{max(closed_at):.1f} s ({n})")
 
 
+BARRAGE_CLIENTS = 500
+BARRAGE_ADDRESSES = 100  # 5 connections each; per_ip_connections is 8
+BARRAGE_LORIS = 60
+BARRAGE_SECONDS = 12
+# Each client waits this long between its requests: 500 clients ask ~1000 requests a second,
+# what the daemon on a small machine serves with CPU to spare. A barrage that saturates its
+# one HTTP thread would measure the queue, not the daemon: no bound holds for a queue.
+BARRAGE_PAUSE = (0.25, 0.75)
+PROBE_INTERVAL = 0.05
+PROBE_BOUND = 0.1  # the issue's figure for /healthz during the barrage
+# VmRSS a few seconds after the barrage, over its level after warm-up: see test_barrage.
+RSS_TOLERANCE_KIB = 4 * 1024
+# The collectors off: the cpu-clock sampler symbolizes whatever else runs on the machine (a
+# compiler's 2 MiB of mapped ELF, for one), which the RSS figure is not about.
+BARRAGE_CONFIG = "[http]\nmax_connections = 1024\n[sampler]\nenable = no\n[pmu]\nenable = no\n"
+
+
+def vm_rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def schedstat(path="/proc/thread-self/schedstat"):
+    """(seconds run, seconds waited on a run queue) of a thread (the kernel's schedstats)."""
+    with open(path) as f:
+        run, wait, _ = f.read().split()
+    return int(run) / 1e9, int(wait) / 1e9
+
+
+def http_thread(pid):
+    """The schedstat path of the daemon's HTTP thread, MHD's (named "MHD-single")."""
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/comm") as f:
+            if f.read().startswith("MHD"):
+                return f"/proc/{pid}/task/{tid}/schedstat"
+    raise AssertionError("no MHD thread")
+
+
+def probe_process(host, port, stop, out):
+    """In its own process, so that its latencies are the daemon's and not those of the barrage's
+    interpreter: GET /healthz on a fresh connection every PROBE_INTERVAL; (status, connect
+    seconds, total seconds, start) each."""
+    res = []
+    wait0 = schedstat()[1]
+    while not stop.is_set():
+        t0 = time.monotonic()
+        s = socket.socket()
+        s.settimeout(2.0)
+        tc = None
+        try:
+            s.bind(("127.0.0.254", 0))
+            s.connect((host, port))
+            tc = time.monotonic() - t0
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            reply = b""
+            while True:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                reply += chunk
+            r = status_of(reply) if reply.endswith(b"\r\n\r\nok\n") else repr(reply[:60])
+        except OSError as e:
+            r = repr(e)
+        finally:
+            s.close()
+        res.append((r, tc, time.monotonic() - t0, t0))
+        stop.wait(max(0.0, PROBE_INTERVAL - (time.monotonic() - t0)))
+    out.send((res, schedstat()[1] - wait0))
+    out.close()
+
+
+# What the barrage's clients ask, and the status each must get; /metrics one time in 20.
+BARRAGE_PATHS = [(b"/healthz", 200), (b"/status", 200), (b"/no/such", 404), (b"/healthz?x=1", 200),
+                 (b"/hotlines?limit=-1", 400), (b"/hotpcs?limit=5", 200), (b"/healthz", 200),
+                 (b"/metrics", 200), (b"/counters?cpu=x", 400), (b"/healthz", 200),
+                 (b"/healthz", 200), (b"/status", 200), (b"/no/such", 404), (b"/healthz?x=1", 200),
+                 (b"/hotlines?limit=-1", 400), (b"/hotpcs?limit=5", 200), (b"/healthz", 200),
+                 (b"/latency", 200), (b"/counters?cpu=x", 400), (b"/healthz", 200)]
+
+
+def barrage_process(host, port, out):
+    """The barrage's clients, in their own process at a lower priority (nice 10): on the
+    daemon's own machine they stand for clients on other machines, whose CPU time would not be
+    taken from the daemon. (errors, requests, slow-loris connections closed, seconds) to `out`."""
+    import asyncio
+    import random
+
+    os.nice(10)
+    errors, done, loris_closed = [], [0], [0]
+
+    async def client(i, deadline):
+        src = f"127.1.{i % BARRAGE_ADDRESSES}.1"
+        await asyncio.sleep(i * 0.002)  # 500 SYNs at once would overflow the backlog (64)
+        n = i
+        while time.monotonic() < deadline:
+            try:
+                r, w = await asyncio.open_connection(host, port, local_addr=(src, 0))
+            except OSError as e:
+                errors.append(("connect", src, repr(e)))
+                return
+            try:
+                # A kept-alive connection for 1 to 20 requests, then a new one.
+                for _ in range(random.randint(1, 20)):
+                    if time.monotonic() >= deadline:
+                        break
+                    path, want = BARRAGE_PATHS[n % len(BARRAGE_PATHS)]
+                    n += 1
+                    w.write(b"GET " + path + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+                    head = await asyncio.wait_for(r.readuntil(b"\r\n\r\n"), 10)
+                    length = [int(l.split(b":", 1)[1]) for l in head.split(b"\r\n")
+                              if l.lower().startswith(b"content-length:")]
+                    await asyncio.wait_for(r.readexactly(length[0]), 10)
+                    if status_of(head) != want:
+                        errors.append((path, head[:60]))
+                    done[0] += 1
+                    await asyncio.sleep(random.uniform(*BARRAGE_PAUSE))
+            except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError) as e:
+                errors.append(("request", src, repr(e)))
+                return
+            finally:
+                w.close()
+
+    async def loris(i, deadline):
+        src = f"127.2.{i}.1"
+        while time.monotonic() < deadline:
+            w = None
+            try:
+                r, w = await asyncio.open_connection(host, port, local_addr=(src, 0))
+                w.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+                while time.monotonic() < deadline:
+                    w.write(b"X")
+                    await w.drain()
+                    try:
+                        if await asyncio.wait_for(r.read(1), 0.5) == b"":
+                            loris_closed[0] += 1
+                            break
+                    except asyncio.TimeoutError:
+                        pass
+            except OSError:
+                loris_closed[0] += 1
+            finally:
+                if w:
+                    w.close()
+
+    async def barrage():
+        deadline = time.monotonic() + BARRAGE_SECONDS
+        await asyncio.gather(*[client(i, deadline) for i in range(BARRAGE_CLIENTS)],
+                             *[loris(i, deadline) for i in range(BARRAGE_LORIS)])
+
+    t0 = time.monotonic()
+    asyncio.run(barrage())
+    out.send((errors, done[0], loris_closed[0], time.monotonic() - t0))
+    out.close()
+
+
+def run_barrage(d):
+    """The barrage and the probe against a running daemon: a dict of what was seen."""
+    import multiprocessing
+
+    pid = d.proc.pid
+    mp = multiprocessing.get_context("fork")
+    stop = mp.Event()
+    rx, tx = mp.Pipe(duplex=False)
+    brx, btx = mp.Pipe(duplex=False)
+    probe = mp.Process(target=probe_process, args=(d.host, d.port, stop, tx))
+    clients = mp.Process(target=barrage_process, args=(d.host, d.port, btx))
+    peak = [0]
+
+    def watch_rss():
+        while not stop.is_set():
+            peak[0] = max(peak[0], vm_rss_kib(pid))
+            stop.wait(0.25)
+    watcher = threading.Thread(target=watch_rss)
+    mhd = http_thread(pid)
+    run0, wait0 = schedstat(mhd)
+    probe.start()
+    watcher.start()
+    clients.start()
+    errors, requests, loris_closed, took = brx.recv()
+    clients.join(10)
+    stop.set()
+    probes, probe_wait = rx.recv()
+    run1, wait1 = schedstat(mhd)
+    probe.join(10)
+    watcher.join(5)
+    return {"probes": probes, "errors": errors, "requests": requests, "seconds": took,
+            "loris_closed": loris_closed, "peak_kib": peak[0], "http_run": run1 - run0,
+            "http_wait": wait1 - wait0, "probe_wait": probe_wait}
+
+
+def quantile(sorted_values, q):
+    return sorted_values[min(len(sorted_values) - 1, int(len(sorted_values) * q))]
+
+
+def test_barrage():
+    """Issue 17: 500 connections from 100 loopback addresses doing real requests, on kept-alive
+    and on new connections, and 60 slow-loris clients trickling headers, for 12 s. Meanwhile a
+    probe in its own process GETs /healthz on a fresh connection every 50 ms: every probe gets
+    200 in under 100 ms. The daemon's VmRSS 3 s after the barrage is back within
+    RSS_TOLERANCE_KIB of its level after warm-up.
+
+    max_connections is raised to 1024: at the default 32 the other 468 would wait in the
+    kernel's listen backlog (64) and past it behind SYN retransmits (1 s, then 3 s), the probe
+    among them: the kernel's queue, not the daemon, would be measured. 1024 keeps the reserve
+    (128) free with 561 connections open, so the probe never waits for an eviction either."""
+    sanitized = os.environ.get("ARMPROFD_SANITIZED") == "1"
+    with Daemon(config_text=BARRAGE_CONFIG) as d:
+        d.wait_ready()
+        # Warm-up: a few hundred ordinary requests, so that malloc's arenas, the buffers of
+        # /metrics and /status and MHD's pools have all been used before the reference figure.
+        for i in range(300):
+            path, want = BARRAGE_PATHS[i % len(BARRAGE_PATHS)]
+            assert d.get(path.decode())[0] == want, path
+        time.sleep(1)
+        rss_before = vm_rss_kib(d.proc.pid)
+        b = run_barrage(d)
+        time.sleep(3)
+        rss_after = vm_rss_kib(d.proc.pid)
+        open_after = sum(metric(d, "armprofd_http_connections", state=st)
+                         for st in ("reading", "active", "waiting", "idle"))
+
+        probes = b["probes"]
+        failed = [p for p in probes if p[0] != 200]
+        ms = sorted(p[2] * 1000 for p in probes)
+        conn_ms = sorted(p[1] * 1000 for p in probes if p[1] is not None)
+        print(f"barrage: {BARRAGE_CLIENTS} clients, {b['requests']} requests in {b['seconds']:.1f} s "
+              f"({b['requests'] / b['seconds']:.0f}/s), {len(b['errors'])} errors; {BARRAGE_LORIS} slow-loris "
+              f"clients, {b['loris_closed']} of their connections closed by the server")
+        print(f"/healthz probes: {len(probes)}, {len(failed)} failed; latency median {quantile(ms, 0.5):.1f} ms, "
+              f"p99 {quantile(ms, 0.99):.1f} ms, max {ms[-1]:.1f} ms (bound {PROBE_BOUND * 1000:.0f} ms); "
+              f"of which connect() max {conn_ms[-1]:.1f} ms{' [ASan+UBSan build]' if sanitized else ''}")
+        # Where the time went: on a shared machine other work delays the daemon's thread and the
+        # probe on the run queue; the figures say so when the bound fails for that reason.
+        sched = (f"the HTTP thread ran {b['http_run']:.2f} s and waited {b['http_wait']:.2f} s for a CPU, "
+                 f"the probe waited {b['probe_wait']:.2f} s for one; load average {os.getloadavg()[0]:.1f} "
+                 f"on {os.cpu_count()} CPUs")
+        print(sched)
+        print(f"VmRSS: {rss_before} KiB after warm-up, {b['peak_kib']} KiB at the peak, {rss_after} KiB 3 s "
+              f"after the barrage ({rss_after - rss_before:+d} KiB, tolerance +{RSS_TOLERANCE_KIB} KiB); "
+              f"{open_after:.0f} connections open after it (the metrics request's own)")
+        assert not b["errors"], b["errors"][:10]
+        assert d.proc.poll() is None, d.log()
+        assert not failed, failed[:10]
+        assert len(probes) >= BARRAGE_SECONDS / PROBE_INTERVAL / 2, len(probes)
+        slow = [(round(p[3] - probes[0][3], 2), round(p[2] * 1000, 1)) for p in probes if p[2] >= PROBE_BOUND]
+        assert not slow, (f"{len(slow)} probes over {PROBE_BOUND * 1000:.0f} ms (seconds into the barrage, ms)",
+                          slow[:10], sched)
+        assert open_after == 1, open_after
+        # Each connection's MHD memory pool (max_request_size + 256 x 64 + 4 KiB = 53 KiB) is
+        # mmap()ed and unmapped when it closes, and the answers' buffers are freed, so the peak's
+        # growth (~26 MiB for ~560 connections) must go. What may stay is what glibc's malloc
+        # keeps for reuse in the HTTP thread's arena: measured +0.5 MiB after the first barrage
+        # on a warm daemon and nothing more after a second and third (no growth per barrage,
+        # so no leak). 4 MiB is eight times that, and under what a leak of 512 bytes per
+        # request (~11 000 requests: 5.5 MiB) or of one pool per connection closed (~1000: 53
+        # MiB) would add.
+        assert rss_after <= rss_before + RSS_TOLERANCE_KIB, (rss_before, rss_after, b["peak_kib"])
+
 TESTS = [test_query_parameters, test_request_size_limit, test_profile_pending_at_stop,
          test_idle_sockets_one_address, test_header_deadline, test_slow_loris,
-         test_malformed_requests, test_bad_parameters, test_pipelined, test_slow_body]
+         test_malformed_requests, test_bad_parameters, test_pipelined, test_slow_body,
+         test_barrage]
 
 if __name__ == "__main__":
     only = sys.argv[1:]
