@@ -862,7 +862,18 @@ def test_barrage():
         # so no leak). 4 MiB is eight times that, and under what a leak of 512 bytes per
         # request (~11 000 requests: 5.5 MiB) or of one pool per connection closed (~1000: 53
         # MiB) would add.
-        assert rss_after <= rss_before + RSS_TOLERANCE_KIB, (rss_before, rss_after, b["peak_kib"])
+        if sanitized:
+            # ASan's quarantine holds up to 256 MiB of freed memory and its allocator keeps its
+            # size classes' pages: measured +190 MiB here, still +8 MiB and growing per barrage
+            # with quarantine_size_mb=0. The figure is the sanitizer's, not the daemon's; on
+            # this build LeakSanitizer, at the stop below, checks for leaks instead.
+            print("VmRSS not asserted on the ASan build (its quarantine and allocator caches); "
+                  "LeakSanitizer checks at the stop")
+        else:
+            assert rss_after <= rss_before + RSS_TOLERANCE_KIB, (rss_before, rss_after, b["peak_kib"])
+        rc, took = d.stop(timeout=10)
+        assert rc == 0, (rc, d.log()[-3000:])
+        print(f"stopped cleanly in {took:.2f} s after the barrage")
 
 TESTS = [test_query_parameters, test_request_size_limit, test_profile_pending_at_stop,
          test_idle_sockets_one_address, test_header_deadline, test_slow_loris,
