@@ -389,6 +389,10 @@ ACCEPTED = [
     # RFC 9110 5.5 a 400 (or a SP) for a NUL in a field value.
     ("KNOWN DEFECT: HTTP/1.1 without Host", b"GET /healthz HTTP/1.1\r\n\r\n"),
     ("KNOWN DEFECT: NUL in a header value", b"GET /healthz HTTP/1.1\r\n" + H + b"X-A: a\x00b\r\n\r\n"),
+    # RFC 9112 6.3: two different Content-Lengths are an unrecoverable error (400 and close);
+    # MHD takes one of them, which a proxy in front that took the other would read differently.
+    ("KNOWN DEFECT: two Content-Lengths", b"GET /healthz HTTP/1.1\r\n" + H
+     + b"Content-Length: 5\r\nContent-Length: 7\r\n\r\nabcdefg"),
 ]
 
 
