@@ -1110,8 +1110,8 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
         if (*con_cls == NULL) {
                 char why[MESSAGE_MAX];
 
-                set_state(s, connection, CONN_ACTIVE);
                 if (request_too_large(s, connection, why, sizeof(why))) {
+                        set_state(s, connection, CONN_ACTIVE);
                         http_response_error(&resp, MHD_HTTP_REQUEST_HEADER_FIELDS_TOO_LARGE, "%s", why);
                         count_request(s, handler_name, resp.status);
                         answer_raw(connection, &resp, head);
@@ -1127,8 +1127,13 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
                 return MHD_YES;
         }
         web = current_web(s);
+        /*
+         * Only now is the request complete: until its body is in, it stays
+         * "reading", under the header deadline and evictable, so a client
+         * trickling a body it announced cannot hold its slot for ever.
+         */
+        set_state(s, connection, CONN_ACTIVE);
         if (ctx->deferred) {
-                set_state(s, connection, CONN_ACTIVE);
                 if (server_stopping(s)) {
                         /* Resumed by a stop: say so rather than close with no answer. */
                         http_response_error(&resp, MHD_HTTP_SERVICE_UNAVAILABLE,
