@@ -640,16 +640,16 @@ void http_server_write_metrics(struct http_server *s, struct prom_writer *w) {
                 struct basic_auth_stats st;
 
                 basic_auth_get_stats(s->auth, &st);
-                prom_family(w, "armprofd_http_auth_bcrypts_total", PROM_COUNTER,
-                            "Basic authentication verdicts computed (a bcrypt each), not found in the cache.");
-                prom_sample_u64(w, NULL, st.bcrypts);
-                prom_family(w, "armprofd_http_auth_cache_hits_total", PROM_COUNTER,
-                            "Basic authentication verdicts found in the cache.");
-                prom_sample_u64(w, NULL, st.hits);
-                prom_family(w, "armprofd_http_auth_cache_evictions_total", PROM_COUNTER,
-                            "Basic authentication verdicts dropped from the full cache (its size: "
-                            "BASIC_AUTH_CACHE_SIZE).");
-                prom_sample_u64(w, NULL, st.evictions);
+                prom_write_counter_rows(w, (const struct prom_counter_row[]) {
+                        { "armprofd_http_auth_bcrypts_total",
+                          "Basic authentication verdicts computed (a bcrypt each), not found in the cache.",
+                          NULL, NULL, st.bcrypts },
+                        { "armprofd_http_auth_cache_hits_total", "Basic authentication verdicts found in the cache.",
+                          NULL, NULL, st.hits },
+                        { "armprofd_http_auth_cache_evictions_total",
+                          "Basic authentication verdicts dropped from the full cache (BASIC_AUTH_CACHE_SIZE).",
+                          NULL, NULL, st.evictions },
+                }, 3);
         }
 }
 

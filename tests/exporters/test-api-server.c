@@ -279,15 +279,23 @@ static int status_with(uint16_t port, const char *path, const char *headers) {
         return answer_with(port, path, headers, NULL);
 }
 
+static void write_file(const char *dir, const char *name, const char *data, size_t size) {
+        char path[PATH_MAX];
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        assert_non_null(f = fopen(path, "w"));
+        assert_int_equal(fwrite(data, 1, size, f), size);
+        assert_int_equal(fclose(f), 0);
+}
+
 /* A self-signed certificate and its key, made by GnuTLS, as PEM files in dir. */
 static void write_self_signed(const char *dir) {
         gnutls_x509_privkey_t key;
         gnutls_x509_crt_t crt;
         gnutls_datum_t pem;
         unsigned char serial[] = { 1 };
-        char path[PATH_MAX];
         time_t now = time(NULL);
-        FILE *f;
 
         assert_int_equal(gnutls_x509_privkey_init(&key), 0);
         assert_int_equal(gnutls_x509_privkey_generate(key, GNUTLS_PK_ECDSA,
@@ -301,16 +309,10 @@ static void write_self_signed(const char *dir) {
         assert_int_equal(gnutls_x509_crt_set_key(crt, key), 0);
         assert_int_equal(gnutls_x509_crt_sign2(crt, crt, key, GNUTLS_DIG_SHA256, 0), 0);
         assert_int_equal(gnutls_x509_crt_export2(crt, GNUTLS_X509_FMT_PEM, &pem), 0);
-        snprintf(path, sizeof(path), "%s/server.crt", dir);
-        assert_non_null(f = fopen(path, "w"));
-        assert_int_equal(fwrite(pem.data, 1, pem.size, f), pem.size);
-        fclose(f);
+        write_file(dir, "server.crt", (const char *) pem.data, pem.size);
         gnutls_free(pem.data);
         assert_int_equal(gnutls_x509_privkey_export2(key, GNUTLS_X509_FMT_PEM, &pem), 0);
-        snprintf(path, sizeof(path), "%s/server.key", dir);
-        assert_non_null(f = fopen(path, "w"));
-        assert_int_equal(fwrite(pem.data, 1, pem.size, f), pem.size);
-        fclose(f);
+        write_file(dir, "server.key", (const char *) pem.data, pem.size);
         gnutls_free(pem.data);
         gnutls_x509_crt_deinit(crt);
         gnutls_x509_privkey_deinit(key);
@@ -319,12 +321,9 @@ static void write_self_signed(const char *dir) {
 static struct web_config *load_web(const char *dir, const char *yaml) {
         struct web_config *w = NULL;
         char path[PATH_MAX], err[MESSAGE_MAX];
-        FILE *f;
 
+        write_file(dir, "web.yml", yaml, strlen(yaml));
         snprintf(path, sizeof(path), "%s/web.yml", dir);
-        assert_non_null(f = fopen(path, "w"));
-        fputs(yaml, f);
-        fclose(f);
         if (web_config_load(path, &w, err, sizeof(err)) < 0)
                 fail_msg("%s", err);
         return w;

@@ -13,6 +13,8 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
+import urllib.request
 
 SKIP = 77
 
@@ -191,3 +193,26 @@ def parse_prom_text(body):
         labels = frozenset(label_re.findall(m.group(3) or ""))
         samples[(m.group(1), labels)] = float(m.group(4))
     return samples
+
+
+def prom_query(port, expr):
+    """The result of an instant query to the Prometheus on 127.0.0.1:port."""
+    url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+    with urllib.request.urlopen(url, timeout=5) as r:
+        body = json.load(r)
+    assert body["status"] == "success", body
+    return body["data"]["result"]
+
+
+def prom_wait_query(port, expr, timeout=30):
+    """prom_query() until it returns something."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            res = prom_query(port, expr)
+            if res:
+                return res
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise AssertionError(f"Prometheus never returned data for {expr!r}")

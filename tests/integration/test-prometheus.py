@@ -5,7 +5,6 @@ in 2.42), once with native histograms enabled (protobuf). The test then asks
 Prometheus's HTTP API what it stored."""
 
 import csv
-import json
 import os
 import shutil
 import statistics
@@ -13,36 +12,13 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.parse
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from armprofd_test import Daemon, free_port, parse_prom_text, skip  # noqa: E402
+from armprofd_test import Daemon, free_port, parse_prom_text, prom_wait_query as wait_query, skip  # noqa: E402
 
 prometheus = shutil.which("prometheus")
 if not prometheus:
     skip("prometheus not installed (Debian package 'prometheus')")
-
-
-def query(port, expr):
-    url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
-    with urllib.request.urlopen(url, timeout=5) as r:
-        body = json.load(r)
-    assert body["status"] == "success", body
-    return body["data"]["result"]
-
-
-def wait_query(port, expr, timeout=30):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            res = query(port, expr)
-            if res:
-                return res
-        except OSError:
-            pass
-        time.sleep(0.5)
-    raise AssertionError(f"Prometheus never returned data for {expr!r}")
 
 
 spegen = os.path.join(os.environ["ARMPROFD_BUILD_DIR"], "tests", "spegen", "armprofd-spegen")

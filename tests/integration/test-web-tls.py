@@ -15,12 +15,9 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.parse
-import urllib.request
-import json
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from armprofd_test import Daemon, free_port, parse_prom_text, skip  # noqa: E402
+from armprofd_test import Daemon, free_port, parse_prom_text, prom_query, skip  # noqa: E402
 
 for tool, package in (("openssl", "openssl"), ("curl", "curl"), ("htpasswd", "apache2-utils"),
                       ("prometheus", "prometheus"), ("ip", "iproute2")):
@@ -260,14 +257,6 @@ def test_check_config():
     p = subprocess.run([os.environ["ARMPROFD_BIN"], "-c", empty, "--web.config.file", good, "--check-config"],
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
-
-
-def prom_query(port, expr):
-    url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
-    with urllib.request.urlopen(url, timeout=5) as r:
-        body = json.load(r)
-    assert body["status"] == "success", body
-    return body["data"]["result"]
 
 
 def test_prometheus_scrapes_over_tls_with_basic_auth():
