@@ -239,6 +239,39 @@ def http_keepalive(d):
     return c
 
 
+def s_client(d, *args):
+    """What openssl s_client negotiated: (protocol, cipher, server temp key), None when refused."""
+    p = subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{d.port}", "-CAfile", CA, *args],
+                       input="", capture_output=True, text=True, timeout=10)
+    got = dict(line.strip().split(", Cipher is ") for line in p.stdout.splitlines() if ", Cipher is " in line)
+    proto = next(iter(got), "(NONE)").replace("New, ", "")
+    if proto == "(NONE)":
+        return None
+    key = [line.split(":", 1)[1].strip() for line in p.stdout.splitlines() if line.startswith("Server Temp Key")]
+    return proto, got["New, " + proto], key[0] if key else None
+
+
+def test_cipher_suites_and_curves():
+    with start(TLS + """  max_version: TLS12
+  cipher_suites: [TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256]
+  curve_preferences: [CurveP384]
+""") as d:
+        assert s_client(d, "-tls1_2", "-cipher", "ECDHE-ECDSA-AES128-GCM-SHA256") == \
+            ("TLSv1.2", "ECDHE-ECDSA-AES128-GCM-SHA256", "ECDH, secp384r1, 384 bits")
+        assert s_client(d, "-tls1_2", "-cipher", "ECDHE-ECDSA-AES256-GCM-SHA384") is None
+        assert s_client(d, "-tls1_2", "-curves", "prime256v1") is None
+        assert s_client(d, "-tls1_3") is None
+    # A list GnuTLS cannot honour as it stands is refused, naming the suite that would come along.
+    tmp = tempfile.mkdtemp(prefix="web-", dir=PKI)
+    path = web_config(tmp, TLS + "  cipher_suites: [TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, "
+                                 "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384]\n")
+    empty = os.path.join(tmp, "armprofd.conf")
+    open(empty, "w").close()
+    p = subprocess.run([os.environ["ARMPROFD_BIN"], "-c", empty, "--web.config.file", path, "--check-config"],
+                       capture_output=True, text=True)
+    assert p.returncode == 1 and "would enable" in p.stderr and "0xc02c" in p.stderr, p.stderr
+
+
 def test_rate_limit():
     with start("rate_limit:\n  burst: 3\n  interval: 1h\n") as d:
         codes = [curl(d, "/healthz", scheme="http")[1] for _ in range(5)]
