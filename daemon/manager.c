@@ -124,6 +124,13 @@ static bool provider_object(void *userdata, uint32_t pid, uint64_t pc, char *buf
         return collector_object(m->collector, pid, pc, buf, len);
 }
 
+static bool provider_region(void *userdata, uint32_t pid, uint64_t va, char *name, size_t name_len,
+                            uint64_t *ret_offset) {
+        struct manager *m = userdata;
+
+        return collector_region(m->collector, pid, va, name, name_len, ret_offset);
+}
+
 static int provider_node(void *userdata, uint64_t pa) {
         struct manager *m = userdata;
 
@@ -197,8 +204,9 @@ static void restart_settings_json(const struct config *c, json_t *obj) {
                           "max_memory_bytes", (json_int_t) c->store.max_memory_bytes,
                           "memory_bytes", (json_int_t) config_store_bytes(c)));
         json_object_set_new(obj, "privacy",
-                            json_pack("{s:b, s:b}", "physical_addresses", c->privacy.physical_addresses,
-                                      "kernel_addresses", c->privacy.kernel_addresses));
+                            json_pack("{s:b, s:b, s:b}", "physical_addresses", c->privacy.physical_addresses,
+                                      "kernel_addresses", c->privacy.kernel_addresses, "data_addresses",
+                                      c->privacy.data_addresses));
         json_object_set_new(
                 obj, "sampler",
                 json_pack("{s:s, s:s, s:I, s:I, s:s, s:I, s:I}",
@@ -505,6 +513,8 @@ static int serve(struct manager *m) {
                 .node = provider_node,
                 .cgroup = provider_cgroup,
                 .epoch_end_at = provider_epoch_end_at,
+                .region = provider_region,
+                .privacy = collector_privacy(m->collector),
         });
         routes = api_routes(&n_routes);
         r = http_server_start(

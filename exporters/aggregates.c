@@ -143,6 +143,22 @@ static void add_node(json_t *o, const struct agg_symbolizer *sym, const struct h
                 json_object_set_new(o, "node", json_integer(node));
 }
 
+static const struct privacy_policy *policy(const struct agg_symbolizer *sym) {
+        return sym ? sym->privacy : NULL;
+}
+
+/* A PC's "pc", "symbol" and "region" fields, as the privacy policy allows. */
+static void add_pc(json_t *o, const struct agg_symbolizer *sym, uint32_t pid, unsigned el, uint64_t pc) {
+        if (!privacy_pc_shown(policy(sym), el, pc)) {
+                json_object_set_new(o, "symbol", json_string(PRIVACY_KERNEL));
+                json_object_set_new(o, "region", json_string(PRIVACY_KERNEL));
+                return;
+        }
+        json_object_set_new(o, "pc", agg_hex(pc));
+        add_symbol(o, sym, pid, pc);
+        add_object(o, sym, pid, pc);
+}
+
 json_t *agg_hotpcs_json(const struct store_hotpcs_result *res, const struct agg_symbolizer *sym) {
         static const char *const ops[_HOTPCS_OP_MAX] = { "load", "store", "branch", "other" };
         static const char *const evs[_HOTPCS_EV_MAX] = { "l1d_refill", "llc_miss", "tlb_walk", "mispredict" };
@@ -158,12 +174,18 @@ json_t *agg_hotpcs_json(const struct store_hotpcs_result *res, const struct agg_
                 for (int k = 0; k < _HOTPCS_EV_MAX; k++)
                         if (it->events[k])
                                 json_object_set_new(e, evs[k], json_integer((json_int_t) it->events[k]));
-                json_t *item = json_pack("{s:o, s:I, s:i, s:I, s:I, s:o, s:o, s:I}", "pc", agg_hex(it->pc), "pid",
+                json_t *item = json_pack("{s:I, s:i, s:I, s:I, s:o, s:o, s:I}", "pid",
                                          (json_int_t) it->pid, "el", (int) it->el, "samples",
                                          (json_int_t) it->count, "error", (json_int_t) it->error, "ops", o,
                                          "events", e, "latency_sum_cycles", (json_int_t) it->lat_sum);
 
-                add_symbol(item, sym, it->pid, it->pc);
+                if (privacy_pc_shown(policy(sym), it->el, it->pc)) {
+                        json_object_set_new(item, "pc", agg_hex(it->pc));
+                        add_symbol(item, sym, it->pid, it->pc);
+                } else {
+                        json_object_set_new(item, "symbol", json_string(PRIVACY_KERNEL));
+                        json_object_set_new(item, "region", json_string(PRIVACY_KERNEL));
+                }
                 add_cgroup(item, sym, it->pid);
                 json_array_append_new(items, item);
         }
@@ -189,6 +211,29 @@ static json_t *u32_list(const uint32_t *v, size_t n) {
         return a;
 }
 
+/*
+ * A line's "address" and "va", as the privacy policy allows: a withheld VA
+ * is left out with the "region" it lies in. A line keyed by physical
+ * address keeps its PA ([privacy] physical_addresses allowed it) unless its
+ * VA is the kernel's: a kernel line says nothing but [kernel].
+ */
+static void add_line_address(json_t *o, const struct agg_symbolizer *sym, const struct hotlines_line *l,
+                             uint32_t line_size) {
+        char region[PRIVACY_REGION_MAX];
+        /* The region of the line's start (HACKING.md §5), the PA-keyed line's by the VA seen on it. */
+        uint64_t va = l->by_pa ? l->va & ~(uint64_t) (line_size - 1) : l->addr;
+
+        if (privacy_data_shown(policy(sym), sym ? sym->region : NULL, sym ? sym->userdata : NULL, l->pid, va,
+                               region, sizeof(region))) {
+                json_object_set_new(o, "address", agg_hex(l->addr));
+                json_object_set_new(o, "va", agg_hex(l->va));
+                return;
+        }
+        if (l->by_pa && !privacy_kernel_addr(l->va))
+                json_object_set_new(o, "address", agg_hex(l->addr));
+        json_object_set_new(o, "region", json_string(region));
+}
+
 json_t *agg_hotlines_json(const struct store_hotlines_result *res, const struct agg_symbolizer *sym) {
         json_t *lines = json_array();
 
@@ -198,8 +243,8 @@ json_t *agg_hotlines_json(const struct store_hotlines_result *res, const struct 
 
                 for (size_t k = 0; k < l->noffs; k++) {
                         const struct hotlines_off *o = &l->off[k];
-                        json_t *entry = json_pack("{s:o, s:o, s:I, s:i, s:I, s:I, s:{s:I, s:I}, s:I, s:o, s:b, s:o, s:b}",
-                                                "offset", agg_hex(o->offset), "pc", agg_hex(o->pc), "pid",
+                        json_t *entry = json_pack("{s:o, s:I, s:i, s:I, s:I, s:{s:I, s:I}, s:I, s:o, s:b, s:o, s:b}",
+                                                "offset", agg_hex(o->offset), "pid",
                                                 (json_int_t) o->pid, "el", (int) o->el, "loads",
                                                 (json_int_t) o->loads, "stores", (json_int_t) o->stores,
                                                 "peer_snoops", "local", (json_int_t) o->peer_local, "remote",
@@ -208,8 +253,7 @@ json_t *agg_hotlines_json(const struct store_hotlines_result *res, const struct 
                                                 "cpus_truncated", (int) o->cpus_more, "tids",
                                                 u32_list(o->tids, o->ntids), "tids_truncated", (int) o->tids_more);
 
-                        add_symbol(entry, sym, o->pid, o->pc);
-                        add_object(entry, sym, o->pid, o->pc);
+                        add_pc(entry, sym, o->pid, o->el, o->pc);
                         add_cgroup(entry, sym, o->pid);
                         /* perf c2c's per-offset "cycles": the mean total latency. */
                         json_object_set_new(entry, "latency_samples", json_integer((json_int_t) o->lat_n));
@@ -218,9 +262,8 @@ json_t *agg_hotlines_json(const struct store_hotlines_result *res, const struct 
                                                     json_real((double) o->lat_sum / (double) o->lat_n));
                         json_array_append_new(offs, entry);
                 }
-                line = json_pack("{s:o, s:o, s:s, s:I, s:b, s:s, s:I, s:I, s:I, s:{s:I, s:I}, s:o, s:I, s:i, s:o}",
-                                 "address", agg_hex(l->l.addr), "va", agg_hex(l->l.va), "key",
-                                 l->l.by_pa ? "pa" : "va", "pid", (json_int_t) l->l.pid, "shared",
+                line = json_pack("{s:s, s:I, s:b, s:s, s:I, s:I, s:I, s:{s:I, s:I}, s:o, s:I, s:i, s:o}",
+                                 "key", l->l.by_pa ? "pa" : "va", "pid", (json_int_t) l->l.pid, "shared",
                                  (int) !!(l->l.flags & HOTLINES_F_SHARED), "class", hotlines_class_name(l->cls),
                                  "records", (json_int_t) (l->l.loads + l->l.stores), "loads",
                                  (json_int_t) l->l.loads, "stores", (json_int_t) l->l.stores, "peer_snoops",
@@ -228,6 +271,7 @@ json_t *agg_hotlines_json(const struct store_hotlines_result *res, const struct 
                                  "loads_by_source", sources_json(l->l.src), "latency_sum_cycles",
                                  (json_int_t) l->l.lat_sum, "latency_max_cycles", (int) l->l.lat_max,
                                  "offsets", offs);
+                add_line_address(line, sym, &l->l, res->lines.line_size);
                 add_node(line, sym, &l->l);
                 json_array_append_new(lines, line);
         }

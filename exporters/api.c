@@ -432,7 +432,8 @@ static void handle_aggregate(struct api *a, const struct http_request *req, stru
         o = e->query(snap, &q,
                      a->provider.symbol ? &(struct agg_symbolizer) { a->provider.userdata, a->provider.symbol,
                                                                      a->provider.object, a->provider.node,
-                                                                     a->provider.cgroup } : NULL);
+                                                                     a->provider.cgroup, a->provider.region,
+                                                                     a->provider.privacy } : NULL);
         if (!o) {
                 http_response_error(resp, 500, "query failed");
                 return;

@@ -576,6 +576,47 @@ void symbols_snapshot_stats(const struct symbols_snapshot *snap, struct symbols_
         ret->mapping_evictions = snap->mapping_evictions;
 }
 
+static bool is_file_path(const char *path);
+static bool is_anon_memory(const char *path);
+
+int symbols_snapshot_region(const struct symbols_snapshot *snap, uint32_t pid, uint64_t addr, char *name,
+                            size_t name_len, uint64_t *ret_offset) {
+        const struct proc_maps *pm;
+        const struct mapping *m;
+        size_t lo = 0, hi, i;
+        bool found, file;
+
+        if (!snap)
+                return -ENOENT;
+        i = proc_search(snap->procs, snap->n_procs, pid, &found);
+        if (!found)
+                return -ENOENT;
+        /* Not proc_touch(): a reader's look at data keeps no process from eviction. */
+        pm = snap->procs[i].pm;
+        hi = pm->n;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+
+                if (pm->maps[mid].start <= addr)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        if (lo == 0 || addr >= pm->maps[lo - 1].end)
+                return -ENOENT;
+        m = &pm->maps[lo - 1];
+        /*
+         * The offset column of /proc/PID/maps is the file offset of a file's
+         * mapping and 0 for anonymous memory (fs/proc/task_mmu.c,
+         * show_map_vma()), whatever pgoff perf recorded for it; a memfd is a file.
+         */
+        file = is_file_path(m->file->filename) &&
+               (!is_anon_memory(m->file->filename) || strncmp(m->file->filename, "/memfd:", 7) == 0);
+        snprintf(name, name_len, "%s", m->file->filename);
+        *ret_offset = (file ? m->pgoff : 0) + (addr - m->start);
+        return 0;
+}
+
 /* ---- the ELF file cache (readers) ---- */
 
 struct symbols_cache *symbols_cache_new(const struct symbols_limits *limits) {
@@ -1733,6 +1774,15 @@ int symbols_lookup(struct symbols *s, uint32_t pid, uint64_t pc, struct symbols_
         symbols_snapshot_unref(s->snap);
         s->snap = snap;
         return symbols_cache_lookup(s->cache, s->snap, pid, pc, ret);
+}
+
+int symbols_region(struct symbols *s, uint32_t pid, uint64_t addr, char *name, size_t name_len,
+                   uint64_t *ret_offset) {
+        struct symbols_snapshot *snap = symbols_maps_publish(s->maps);
+
+        symbols_snapshot_unref(s->snap);
+        s->snap = snap;
+        return symbols_snapshot_region(s->snap, pid, addr, name, name_len, ret_offset);
 }
 
 const struct symbols_stats *symbols_get_stats(struct symbols *s) {

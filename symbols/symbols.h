@@ -178,6 +178,17 @@ size_t symbols_snapshot_mappings(const struct symbols_snapshot *snap);
 /* The table's counters (pid_evictions, mapping_evictions) when it was published, into ret; snap may be NULL. */
 void symbols_snapshot_stats(const struct symbols_snapshot *snap, struct symbols_stats *ret);
 
+/*
+ * The mapping of pid that holds addr, for a data address (no ELF file is
+ * read: any thread, no cache): its filename ("[heap]", "//anon", a path)
+ * copied into name, and in *ret_offset the offset /proc/PID/maps would
+ * give: its offset column (the file offset of a file's mapping, 0 for
+ * anonymous memory) plus addr - start. Returns 0, or -ENOENT when no
+ * mapping of pid holds addr (snap may be NULL).
+ */
+int symbols_snapshot_region(const struct symbols_snapshot *snap, uint32_t pid, uint64_t addr, char *name,
+                            size_t name_len, uint64_t *ret_offset);
+
 /* ---- The ELF file cache (readers, under their lock) ---- */
 
 struct symbols_cache;
@@ -230,6 +241,9 @@ struct symbols_maps *symbols_get_maps(struct symbols *s);
 int symbols_load_kallsyms(struct symbols *s, const char *path);
 /* symbols_cache_lookup() of every mapping added so far. */
 int symbols_lookup(struct symbols *s, uint32_t pid, uint64_t pc, struct symbols_result *ret);
+/* symbols_snapshot_region() of every mapping added so far. */
+int symbols_region(struct symbols *s, uint32_t pid, uint64_t addr, char *name, size_t name_len,
+                   uint64_t *ret_offset);
 
 /* perf's "Object" of a lookup: the mapped file, or for a kernel address its
  * kallsyms object ("[kernel.kallsyms]", "[MODULE]") or else SYMBOLS_KERNEL_NAME,
