@@ -300,7 +300,9 @@ int replay_once(const struct replay_args *a, const char *records_path, const str
 
         snap = store_snapshot_get(s);
         store_query_totals(snap, STORE_WINDOW_ALL, &totals);
-        store_query_hotpcs(snap, STORE_WINDOW_ALL, REPORT_HOTPCS, STORE_PID_ANY, &pcs);
+        /* Every PC, so that a process's withheld kernel PCs are summed into one (agg_hotpcs_withhold()). */
+        store_query_hotpcs(snap, STORE_WINDOW_ALL, SIZE_MAX, STORE_PID_ANY, &pcs);
+        agg_hotpcs_withhold(&pcs.pcs, &privacy, REPORT_HOTPCS);
         store_query_hotlines(snap, STORE_WINDOW_ALL, REPORT_HOTLINES, STORE_PID_ANY, HOTLINES_ALL_LINES, &lines);
         store_query_latency(snap, STORE_WINDOW_ALL, &lat);
 

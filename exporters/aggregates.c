@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -157,6 +158,73 @@ static void add_pc(json_t *o, const struct agg_symbolizer *sym, uint32_t pid, un
         json_object_set_new(o, "pc", agg_hex(pc));
         add_symbol(o, sym, pid, pc);
         add_object(o, sym, pid, pc);
+}
+
+/* Withheld entries first, by process and EL, so that each one's kernel entries are adjacent. */
+static int withheld_cmp(const void *x, const void *y) {
+        const struct hotpcs_item *a = x, *b = y;
+
+        if (a->pid != b->pid)
+                return a->pid < b->pid ? -1 : 1;
+        if (a->el != b->el)
+                return a->el < b->el ? -1 : 1;
+        /* The hottest first: it keeps its place (and its pc, withheld like the others). */
+        if (a->count != b->count)
+                return a->count > b->count ? -1 : 1;
+        return a->pc < b->pc ? -1 : a->pc > b->pc;
+}
+
+/* By count, descending; ties by pid then pc, so that the order does not depend on the merge's. */
+static int count_cmp(const void *x, const void *y) {
+        const struct hotpcs_item *a = x, *b = y;
+
+        if (a->count != b->count)
+                return a->count > b->count ? -1 : 1;
+        if (a->pid != b->pid)
+                return a->pid < b->pid ? -1 : 1;
+        return a->pc < b->pc ? -1 : a->pc > b->pc;
+}
+
+void agg_hotpcs_withhold(struct hotpcs_merged *m, const struct privacy_policy *p, size_t limit) {
+        size_t n_shown = 0, n_withheld = 0;
+        struct hotpcs_item *tmp;
+
+        for (size_t i = 0; i < m->n; i++)
+                n_shown += privacy_pc_shown(p, m->item[i].el, m->item[i].pc);
+        if (n_shown < m->n) {
+                /* Partition: the entries served as they are first, in their order, the withheld after them. */
+                tmp = xmalloc(m->n * sizeof(*tmp));
+                for (size_t i = 0, j = 0; i < m->n; i++)
+                        if (privacy_pc_shown(p, m->item[i].el, m->item[i].pc))
+                                tmp[j++] = m->item[i];
+                        else
+                                tmp[n_shown + n_withheld++] = m->item[i];
+                memcpy(m->item, tmp, m->n * sizeof(*tmp));
+                free(tmp);
+        }
+        if (n_shown < m->n) {
+                struct hotpcs_item *w = m->item + n_shown;
+                size_t n_w = m->n - n_shown, k = 0;
+
+                qsort(w, n_w, sizeof(*w), withheld_cmp);
+                for (size_t i = 1; i < n_w; i++) {
+                        if (w[i].pid != w[k].pid || w[i].el != w[k].el) {
+                                w[++k] = w[i];
+                                continue;
+                        }
+                        w[k].count += w[i].count;
+                        w[k].error += w[i].error;
+                        for (int j = 0; j < _HOTPCS_OP_MAX; j++)
+                                w[k].ops[j] += w[i].ops[j];
+                        for (int j = 0; j < _HOTPCS_EV_MAX; j++)
+                                w[k].events[j] += w[i].events[j];
+                        w[k].lat_sum += w[i].lat_sum;
+                }
+                m->n = n_shown + k + 1;
+                qsort(m->item, m->n, sizeof(*m->item), count_cmp);
+        }
+        if (m->n > limit)
+                m->n = limit;
 }
 
 json_t *agg_hotpcs_json(const struct store_hotpcs_result *res, const struct agg_symbolizer *sym) {

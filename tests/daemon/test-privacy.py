@@ -7,8 +7,8 @@ tables):
 
 - default: no kernel address, in hex or decimal, in any answer: /hotpcs, /hotlines, /latency
   (JSON, and protobuf decoded by protoc), /debug/pprof/spe and /debug/pprof/profile (decoded by
-  our wire reader and by protoc). Kernel PCs are rows with region "[kernel]" whose samples sum
-  to the truth's kernel records; kernel lines are rows with region "[kernel]" whose counts are
+  our wire reader and by protoc). Kernel PCs are one row per process and EL with region
+  "[kernel]" whose samples sum to the truth's kernel records; kernel lines are rows with region "[kernel]" whose counts are
   the truth's kernel lines'; the profile has one [kernel] location at address 0;
 - kernel_addresses = yes: the truth's kernel PCs and lines are there by address, and the
   profile's locations carry them;
@@ -140,6 +140,9 @@ with tempfile.TemporaryDirectory(prefix="armprofd-privacy-") as tmp:
         kpcs = [p for p in pcs if p.get("region") == "[kernel]"]
         assert all("pc" not in p and p["symbol"] == "[kernel]" for p in kpcs), kpcs[:3]
         assert sum(p["samples"] for p in kpcs) == kernel_samples, (sum(p["samples"] for p in kpcs), kernel_samples)
+        # One [kernel] entry per process and EL, as the CPU profile's one [kernel] frame.
+        kernel_ctx = {(int(r["pid"]), int(r["el"])) for r in pc_rows if decoded_pc(r) in kernel_pcs}
+        assert sorted((p["pid"], p["el"]) for p in kpcs) == sorted(kernel_ctx), (kpcs, kernel_ctx)
         assert all(int(p["pc"], 16) >> 56 != KERNEL_TOP for p in pcs if "pc" in p)
         lines = json.loads(answers["/hotlines?window=all&all=1&limit=500"])["lines"]
         klines = [l for l in lines if l.get("region") == "[kernel]"]
