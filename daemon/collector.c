@@ -217,6 +217,8 @@ void collector_options_from_config(const struct config *cfg, struct collector_op
                 .data_bytes = cfg->spe.data_buffer,
                 .watermark = cfg->spe.watermark,
                 .drain_interval_usec = cfg->spe.drain_interval_usec,
+                /* [privacy] data_addresses = no serves data addresses by mapping: learn the data ones. */
+                .data_mappings = !cfg->privacy.data_addresses,
         };
 }
 
