@@ -578,6 +578,8 @@ void symbols_snapshot_stats(const struct symbols_snapshot *snap, struct symbols_
 
 static bool is_file_path(const char *path);
 static bool is_anon_memory(const char *path);
+/* A memfd's name in MMAP2 and /proc/PID/maps (memfd_create(2)): a file, whose offsets count. */
+#define MEMFD_PREFIX "/memfd:"
 
 int symbols_snapshot_region(const struct symbols_snapshot *snap, uint32_t pid, uint64_t addr, char *name,
                             size_t name_len, uint64_t *ret_offset) {
@@ -611,7 +613,8 @@ int symbols_snapshot_region(const struct symbols_snapshot *snap, uint32_t pid, u
          * show_map_vma()), whatever pgoff perf recorded for it; a memfd is a file.
          */
         file = is_file_path(m->file->filename) &&
-               (!is_anon_memory(m->file->filename) || strncmp(m->file->filename, "/memfd:", 7) == 0);
+               (!is_anon_memory(m->file->filename) ||
+                strncmp(m->file->filename, MEMFD_PREFIX, strlen(MEMFD_PREFIX)) == 0);
         snprintf(name, name_len, "%s", m->file->filename);
         *ret_offset = (file ? m->pgoff : 0) + (addr - m->start);
         return 0;

@@ -21,7 +21,8 @@ LOCAL_PEER, REMOTE_PEER = {0x9, 0xA, 0xC}, {0xD}  # Neoverse data sources (TRMs,
 # bound (every epoch full) is far above the default max_memory; one file fills a few epochs.
 # kernel_addresses = yes: these tests compare every line, the kernel scenario's too, by its
 # address (test-privacy.py checks what the default withholds).
-CONFIG = "[store]\nhotlines = 65536\nline_offsets = 64\nmax_memory = 64GiB\n[privacy]\nkernel_addresses = yes\n"
+# [store] last: tests append their own [store] keys.
+CONFIG = "[privacy]\nkernel_addresses = yes\n[store]\nhotlines = 65536\nline_offsets = 64\nmax_memory = 64GiB\n"
 
 
 def num(s):

@@ -70,14 +70,19 @@ def get_json(d, path):
 
 def serve(data, config, want_records):
     d = Daemon(args=["--replay", data], config_text=config)
-    d.wait_ready()
-    deadline = time.monotonic() + 60
-    while True:
-        h = get_json(d, "/hotlines?window=all&all=1&limit=1")
-        if h["records"] == want_records:
-            return d
-        assert time.monotonic() < deadline, (h["records"], want_records, d.log())
-        time.sleep(0.1)
+    try:
+        # Generous: the whole suite runs beside it on two CPUs.
+        d.wait_ready(timeout=30)
+        deadline = time.monotonic() + 60
+        while True:
+            h = get_json(d, "/hotlines?window=all&all=1&limit=1")
+            if h["records"] == want_records:
+                return d
+            assert time.monotonic() < deadline, (h["records"], want_records, d.log())
+            time.sleep(0.1)
+    except BaseException:
+        d.close()  # no daemon left behind by a failure
+        raise
 
 
 JSON_PATHS = {"/hotpcs?window=all&limit=1000": "HotPcs", "/hotlines?window=all&all=1&limit=500": "HotLines",
