@@ -29,7 +29,7 @@ bool privacy_pc_shown(const struct privacy_policy *p, unsigned el, uint64_t pc) 
 bool privacy_data_shown(const struct privacy_policy *p, privacy_region_fn region, void *userdata, uint32_t pid,
                         uint64_t va, char *buf, size_t len) {
         const struct privacy_policy d = PRIVACY_POLICY_DEFAULT;
-        char name[PRIVACY_REGION_MAX];
+        char name[PATH_MAX];
         uint64_t off;
 
         if (!p)

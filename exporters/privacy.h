@@ -24,6 +24,7 @@
  * never reveals.
  */
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -43,8 +44,8 @@ struct privacy_policy {
 /* The name of an anonymous mapping (perf's "//anon", an empty /proc/PID/maps path). */
 #define PRIVACY_ANON    "[anon]"
 
-/* A region: a mapping's path or name (PATH_MAX), "+0x", a u64 in hex, the NUL. */
-#define PRIVACY_REGION_MAX (4096U + 3U + 16U + 1U)
+/* A region: a mapping's path or name (PATH_MAX, its NUL included), "+0x", a u64 in hex. */
+#define PRIVACY_REGION_MAX (PATH_MAX + 3U + 16U)
 
 /*
  * The mapping of process pid that holds the data address va: its name

@@ -179,6 +179,11 @@ size_t symbols_snapshot_mappings(const struct symbols_snapshot *snap);
 void symbols_snapshot_stats(const struct symbols_snapshot *snap, struct symbols_stats *ret);
 
 /*
+ * Data mappings (PERF_RECORD_MMAP2 with PERF_RECORD_MISC_MMAP_DATA, what perf
+ * record -d and attr.mmap_data bring) are kept like any other, within the
+ * same per-process bound (SYMBOLS_MAX_MAPPINGS_PER_PID, oldest evicted and
+ * counted): many of them can push a process's code mappings out.
+ *
  * The mapping of pid that holds addr, for a data address (no ELF file is
  * read: any thread, no cache): its filename ("[heap]", "//anon", a path)
  * copied into name, and in *ret_offset the offset /proc/PID/maps would
