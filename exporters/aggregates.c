@@ -148,16 +148,31 @@ static const struct privacy_policy *policy(const struct agg_symbolizer *sym) {
         return sym ? sym->privacy : NULL;
 }
 
-/* A PC's "pc", "symbol" and "region" fields, as the privacy policy allows. */
-static void add_pc(json_t *o, const struct agg_symbolizer *sym, uint32_t pid, unsigned el, uint64_t pc) {
+/* A PC's "pc", or the "region" said in its place when the privacy policy withholds it. */
+static void add_pc(json_t *o, const struct agg_symbolizer *sym, unsigned el, uint64_t pc) {
+        if (privacy_pc_shown(policy(sym), el, pc))
+                json_object_set_new(o, "pc", agg_hex(pc));
+        else
+                json_object_set_new(o, "region", json_string(PRIVACY_KERNEL));
+}
+
+/* Its "symbol" (and with_object its "object"): a withheld kernel PC is not looked up, it is [kernel]. */
+static void add_pc_names(json_t *o, const struct agg_symbolizer *sym, uint32_t pid, unsigned el, uint64_t pc,
+                         bool with_object) {
         if (!privacy_pc_shown(policy(sym), el, pc)) {
                 json_object_set_new(o, "symbol", json_string(PRIVACY_KERNEL));
-                json_object_set_new(o, "region", json_string(PRIVACY_KERNEL));
                 return;
         }
-        json_object_set_new(o, "pc", agg_hex(pc));
         add_symbol(o, sym, pid, pc);
-        add_object(o, sym, pid, pc);
+        if (with_object)
+                add_object(o, sym, pid, pc);
+}
+
+/* first's members, then rest's (consumed): the field order of the answers stays as it was. */
+static json_t *object_then(json_t *first, json_t *rest) {
+        json_object_update(first, rest);
+        json_decref(rest);
+        return first;
 }
 
 /* Withheld entries first, by process and EL, so that each one's kernel entries are adjacent. */
@@ -242,18 +257,15 @@ json_t *agg_hotpcs_json(const struct store_hotpcs_result *res, const struct agg_
                 for (int k = 0; k < _HOTPCS_EV_MAX; k++)
                         if (it->events[k])
                                 json_object_set_new(e, evs[k], json_integer((json_int_t) it->events[k]));
-                json_t *item = json_pack("{s:I, s:i, s:I, s:I, s:o, s:o, s:I}", "pid",
-                                         (json_int_t) it->pid, "el", (int) it->el, "samples",
-                                         (json_int_t) it->count, "error", (json_int_t) it->error, "ops", o,
-                                         "events", e, "latency_sum_cycles", (json_int_t) it->lat_sum);
+                json_t *item = json_object();
 
-                if (privacy_pc_shown(policy(sym), it->el, it->pc)) {
-                        json_object_set_new(item, "pc", agg_hex(it->pc));
-                        add_symbol(item, sym, it->pid, it->pc);
-                } else {
-                        json_object_set_new(item, "symbol", json_string(PRIVACY_KERNEL));
-                        json_object_set_new(item, "region", json_string(PRIVACY_KERNEL));
-                }
+                add_pc(item, sym, it->el, it->pc);
+                item = object_then(item, json_pack("{s:I, s:i, s:I, s:I, s:o, s:o, s:I}", "pid",
+                                                   (json_int_t) it->pid, "el", (int) it->el, "samples",
+                                                   (json_int_t) it->count, "error", (json_int_t) it->error,
+                                                   "ops", o, "events", e, "latency_sum_cycles",
+                                                   (json_int_t) it->lat_sum));
+                add_pc_names(item, sym, it->pid, it->el, it->pc, false);
                 add_cgroup(item, sym, it->pid);
                 json_array_append_new(items, item);
         }
@@ -311,17 +323,20 @@ json_t *agg_hotlines_json(const struct store_hotlines_result *res, const struct 
 
                 for (size_t k = 0; k < l->noffs; k++) {
                         const struct hotlines_off *o = &l->off[k];
-                        json_t *entry = json_pack("{s:o, s:I, s:i, s:I, s:I, s:{s:I, s:I}, s:I, s:o, s:b, s:o, s:b}",
-                                                "offset", agg_hex(o->offset), "pid",
-                                                (json_int_t) o->pid, "el", (int) o->el, "loads",
-                                                (json_int_t) o->loads, "stores", (json_int_t) o->stores,
-                                                "peer_snoops", "local", (json_int_t) o->peer_local, "remote",
-                                                (json_int_t) o->peer_remote, "latency_sum_cycles",
-                                                (json_int_t) o->lat_sum, "cpus", u16_list(o->cpus, o->ncpus),
-                                                "cpus_truncated", (int) o->cpus_more, "tids",
-                                                u32_list(o->tids, o->ntids), "tids_truncated", (int) o->tids_more);
+                        json_t *entry = json_pack("{s:o}", "offset", agg_hex(o->offset));
 
-                        add_pc(entry, sym, o->pid, o->el, o->pc);
+                        add_pc(entry, sym, o->el, o->pc);
+                        entry = object_then(
+                                entry,
+                                json_pack("{s:I, s:i, s:I, s:I, s:{s:I, s:I}, s:I, s:o, s:b, s:o, s:b}", "pid",
+                                          (json_int_t) o->pid, "el", (int) o->el, "loads", (json_int_t) o->loads,
+                                          "stores", (json_int_t) o->stores, "peer_snoops", "local",
+                                          (json_int_t) o->peer_local, "remote", (json_int_t) o->peer_remote,
+                                          "latency_sum_cycles", (json_int_t) o->lat_sum, "cpus",
+                                          u16_list(o->cpus, o->ncpus), "cpus_truncated", (int) o->cpus_more,
+                                          "tids", u32_list(o->tids, o->ntids), "tids_truncated",
+                                          (int) o->tids_more));
+                        add_pc_names(entry, sym, o->pid, o->el, o->pc, true);
                         add_cgroup(entry, sym, o->pid);
                         /* perf c2c's per-offset "cycles": the mean total latency. */
                         json_object_set_new(entry, "latency_samples", json_integer((json_int_t) o->lat_n));
@@ -330,16 +345,19 @@ json_t *agg_hotlines_json(const struct store_hotlines_result *res, const struct 
                                                     json_real((double) o->lat_sum / (double) o->lat_n));
                         json_array_append_new(offs, entry);
                 }
-                line = json_pack("{s:s, s:I, s:b, s:s, s:I, s:I, s:I, s:{s:I, s:I}, s:o, s:I, s:i, s:o}",
-                                 "key", l->l.by_pa ? "pa" : "va", "pid", (json_int_t) l->l.pid, "shared",
-                                 (int) !!(l->l.flags & HOTLINES_F_SHARED), "class", hotlines_class_name(l->cls),
-                                 "records", (json_int_t) (l->l.loads + l->l.stores), "loads",
-                                 (json_int_t) l->l.loads, "stores", (json_int_t) l->l.stores, "peer_snoops",
-                                 "local", (json_int_t) l->l.peer_local, "remote", (json_int_t) l->l.peer_remote,
-                                 "loads_by_source", sources_json(l->l.src), "latency_sum_cycles",
-                                 (json_int_t) l->l.lat_sum, "latency_max_cycles", (int) l->l.lat_max,
-                                 "offsets", offs);
+                line = json_object();
                 add_line_address(line, sym, &l->l, res->lines.line_size);
+                line = object_then(
+                        line,
+                        json_pack("{s:s, s:I, s:b, s:s, s:I, s:I, s:I, s:{s:I, s:I}, s:o, s:I, s:i, s:o}", "key",
+                                  l->l.by_pa ? "pa" : "va", "pid", (json_int_t) l->l.pid, "shared",
+                                  (int) !!(l->l.flags & HOTLINES_F_SHARED), "class", hotlines_class_name(l->cls),
+                                  "records", (json_int_t) (l->l.loads + l->l.stores), "loads",
+                                  (json_int_t) l->l.loads, "stores", (json_int_t) l->l.stores, "peer_snoops",
+                                  "local", (json_int_t) l->l.peer_local, "remote", (json_int_t) l->l.peer_remote,
+                                  "loads_by_source", sources_json(l->l.src), "latency_sum_cycles",
+                                  (json_int_t) l->l.lat_sum, "latency_max_cycles", (int) l->l.lat_max, "offsets",
+                                  offs));
                 add_node(line, sym, &l->l);
                 json_array_append_new(lines, line);
         }
