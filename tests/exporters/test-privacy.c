@@ -202,12 +202,39 @@ static void test_lines_json(void **state) {
         }
 }
 
+/* A line keyed by physical address keeps its PA ([privacy] physical_addresses) but not its VA. */
+static void test_pa_line(void **state) {
+        struct hotlines_off off = { .offset = 8, .pc = 0xaaaac0001010, .pid = PID, .loads = 1 };
+        struct hotlines_result lines[2] = {
+                { .l = { .addr = 0x40001c40, .va = HEAP + 0x1c48, .pid = PID, .by_pa = 1, .loads = 1 },
+                  .noffs = 1, .off = &off },
+                { .l = { .addr = 0x80000040, .va = KDATA, .pid = PID, .by_pa = 1, .loads = 1 }, .noffs = 1,
+                  .off = &off },
+        };
+        struct store_hotlines_result res = { .lines = { .line_size = 64, .n = 2, .line = lines } };
+        struct agg_symbolizer sym = { .userdata = (void *) "[heap]", .name = name_none, .region = region,
+                                      .privacy = &data_no };
+        json_t *o = agg_hotlines_json(&res, &sym), *ls = json_object_get(o, "lines");
+        json_t *l0 = json_array_get(ls, 0), *l1 = json_array_get(ls, 1);
+
+        assert_string_equal(json_string_value(json_object_get(l0, "address")), "0x40001c40");
+        assert_null(json_object_get(l0, "va"));
+        /* The region of the line the VA seen on it lies in. */
+        assert_string_equal(json_string_value(json_object_get(l0, "region")), "[heap]+0x1c40");
+        /* A kernel line says nothing but [kernel], its PA included. */
+        assert_null(json_object_get(l1, "address"));
+        assert_null(json_object_get(l1, "va"));
+        assert_string_equal(json_string_value(json_object_get(l1, "region")), "[kernel]");
+        json_decref(o);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_kernel),
                 cmocka_unit_test(test_data),
                 cmocka_unit_test(test_withhold),
                 cmocka_unit_test(test_lines_json),
+                cmocka_unit_test(test_pa_line),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
