@@ -26,6 +26,8 @@ void symbolizer_done(struct symbolizer *z) {
 }
 
 int symbolizer_add_mapping(struct symbols_maps *maps, const struct source_mapping *m) {
+        if (m->data)
+                return symbols_maps_add_data(maps, m->pid, m->start, m->len, m->pgoff, m->filename);
         return symbols_maps_add(maps, m->pid, m->start, m->len, m->pgoff, m->filename, m->build_id,
                                 m->build_id_len);
 }

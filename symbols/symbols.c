@@ -119,6 +119,7 @@ struct mapping {
         uint64_t start, end, pgoff;
         uint64_t seq;           /* insertion order, for eviction */
         struct map_file *file;
+        bool data;              /* a data mapping: never displaces a code one (symbols_maps_add_data()) */
 };
 
 /*
@@ -424,14 +425,26 @@ static void map_insert(struct proc_maps *pm, const struct mapping *m) {
         pm->n++;
 }
 
-static void map_evict_oldest(struct symbols_maps *m, struct proc_maps *pm) {
-        size_t oldest = 0;
+/*
+ * Make room in a full process for a mapping: the oldest data mapping goes
+ * first, so data addresses never cost a PC its name; with none, the oldest
+ * code mapping, unless the newcomer is data itself (false: it is the one
+ * dropped). Either way one eviction is counted.
+ */
+static bool map_evict_oldest(struct symbols_maps *m, struct proc_maps *pm, bool for_data) {
+        size_t oldest = SIZE_MAX, oldest_data = SIZE_MAX;
 
-        for (size_t i = 1; i < pm->n; i++)
-                if (pm->maps[i].seq < pm->maps[oldest].seq)
+        for (size_t i = 0; i < pm->n; i++) {
+                if (oldest == SIZE_MAX || pm->maps[i].seq < pm->maps[oldest].seq)
                         oldest = i;
-        map_remove_at(pm, oldest);
+                if (pm->maps[i].data && (oldest_data == SIZE_MAX || pm->maps[i].seq < pm->maps[oldest_data].seq))
+                        oldest_data = i;
+        }
         m->mapping_evictions++;
+        if (oldest_data == SIZE_MAX && for_data)
+                return false;
+        map_remove_at(pm, oldest_data != SIZE_MAX ? oldest_data : oldest);
+        return true;
 }
 
 /*
@@ -488,8 +501,8 @@ static void build_id_to_hex(const uint8_t *id, size_t len, char out[SYMBOLS_BUIL
         out[HEX_DIGITS_PER_BYTE * len] = 0;
 }
 
-int symbols_maps_add(struct symbols_maps *sm, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
-                     const char *filename, const uint8_t *build_id, size_t build_id_len) {
+static int maps_add(struct symbols_maps *sm, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
+                    const char *filename, const uint8_t *build_id, size_t build_id_len, bool data) {
         struct map_file *f;
         struct proc_maps *pm;
         struct mapping m;
@@ -513,14 +526,27 @@ int symbols_maps_add(struct symbols_maps *sm, uint32_t pid, uint64_t start, uint
                 .pgoff = pgoff,
                 .seq = ++sm->seq,
                 .file = f,
+                .data = data,
         };
 
         pm = proc_writable(sm, proc_get_or_add(sm, pid));
         map_punch(sm, pm, m.start, m.end);
-        if (pm->n == sm->lim.max_mappings_per_pid)
-                map_evict_oldest(sm, pm);
+        if (pm->n == sm->lim.max_mappings_per_pid && !map_evict_oldest(sm, pm, data)) {
+                map_file_unref(f);
+                return 0;
+        }
         map_insert(pm, &m);
         return 0;
+}
+
+int symbols_maps_add(struct symbols_maps *sm, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
+                     const char *filename, const uint8_t *build_id, size_t build_id_len) {
+        return maps_add(sm, pid, start, len, pgoff, filename, build_id, build_id_len, false);
+}
+
+int symbols_maps_add_data(struct symbols_maps *sm, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
+                          const char *filename) {
+        return maps_add(sm, pid, start, len, pgoff, filename, NULL, 0, true);
 }
 
 struct symbols_snapshot *symbols_maps_publish(struct symbols_maps *m) {

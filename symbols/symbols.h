@@ -161,6 +161,14 @@ struct symbols_maps *symbols_maps_free(struct symbols_maps *m);
  */
 int symbols_maps_add(struct symbols_maps *m, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
                      const char *filename, const uint8_t *build_id, size_t build_id_len);
+/*
+ * The same for a data mapping (PERF_RECORD_MISC_MMAP_DATA: heap, stack,
+ * anonymous memory, a file's data), which names data addresses
+ * (symbols_snapshot_region()). In a full process it displaces the oldest
+ * data mapping, never a code one (it is dropped instead, and counted).
+ */
+int symbols_maps_add_data(struct symbols_maps *m, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
+                          const char *filename);
 /* Forget a process (PERF_RECORD_EXIT). */
 void symbols_maps_remove_pid(struct symbols_maps *m, uint32_t pid);
 
@@ -179,10 +187,10 @@ size_t symbols_snapshot_mappings(const struct symbols_snapshot *snap);
 void symbols_snapshot_stats(const struct symbols_snapshot *snap, struct symbols_stats *ret);
 
 /*
- * Data mappings (PERF_RECORD_MMAP2 with PERF_RECORD_MISC_MMAP_DATA, what perf
- * record -d and attr.mmap_data bring) are kept like any other, within the
- * same per-process bound (SYMBOLS_MAX_MAPPINGS_PER_PID, oldest evicted and
- * counted): many of them can push a process's code mappings out.
+ * Data mappings (symbols_maps_add_data(): PERF_RECORD_MISC_MMAP_DATA, what
+ * perf record -d and attr.mmap_data bring) share the per-process bound
+ * (SYMBOLS_MAX_MAPPINGS_PER_PID, evictions counted) but never push a code
+ * mapping out.
  *
  * The mapping of pid that holds addr, for a data address (no ELF file is
  * read: any thread, no cache): its filename ("[heap]", "//anon", a path)
