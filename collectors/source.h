@@ -45,6 +45,7 @@ struct source_mapping {
         const char *filename;      /* valid during the callback only */
         const uint8_t *build_id;   /* NULL when the record had none */
         size_t build_id_len;
+        bool data;                 /* not executable (PERF_RECORD_MISC_MMAP_DATA): names data addresses only */
 };
 
 /* What a task did (PERF_RECORD_COMM/FORK/EXIT/CGROUP, perf_event_open(2)). */

@@ -188,6 +188,10 @@ void collector_options_from_config(const struct config *cfg, struct collector_op
         };
         /* The name was checked when the configuration was read. */
         (void) sampler_event_parse(cfg->sampler.event, &ret->sampler.type, &ret->sampler.config);
+        ret->privacy = (struct privacy_policy) {
+                .kernel_addresses = cfg->privacy.kernel_addresses,
+                .data_addresses = cfg->privacy.data_addresses,
+        };
         ret->sample_sink = (struct sample_sink_options) {
                 .unwind = cfg->sampler.unwind,
                 .kernel_addresses = cfg->privacy.kernel_addresses,
@@ -213,6 +217,8 @@ void collector_options_from_config(const struct config *cfg, struct collector_op
                 .data_bytes = cfg->spe.data_buffer,
                 .watermark = cfg->spe.watermark,
                 .drain_interval_usec = cfg->spe.drain_interval_usec,
+                /* [privacy] data_addresses = no serves data addresses by mapping: learn the data ones. */
+                .data_mappings = !cfg->privacy.data_addresses,
         };
 }
 
@@ -773,6 +779,15 @@ bool collector_object(struct collector *c, uint32_t pid, uint64_t pc, char *buf,
         return symbolizer_object(&c->symbols, pid, pc, buf, len);
 }
 
+bool collector_region(struct collector *c, uint32_t pid, uint64_t va, char *name, size_t name_len,
+                      uint64_t *ret_offset) {
+        return symbolizer_region(&c->symbols, pid, va, name, name_len, ret_offset);
+}
+
+const struct privacy_policy *collector_privacy(struct collector *c) {
+        return &c->symbols.privacy;
+}
+
 static bool push_service(void *userdata, uint32_t pid, char *buf, size_t len) {
         char path[PATH_MAX];
 
@@ -1081,6 +1096,7 @@ int collector_start(const struct collector_options *opts, struct collector **ret
                 .max_files = SYMBOLS_MAX_FILES_DAEMON,
                 .max_symbols_per_file = SYMBOLS_MAX_PER_FILE_DAEMON,
         });
+        c->symbols.privacy = opts->privacy;
         atomic_store(&c->interval_usec, opts->interval_usec);
         atomic_store(&c->last_cycle_usec, now_monotonic_usec());
         spe_describe(c);

@@ -48,6 +48,7 @@ struct collector_options {
         enum config_spe_enable sampler_enable;
         struct sampler_options sampler;
         struct sample_sink_options sample_sink;
+        struct privacy_policy privacy;  /* what answers and profiles say of addresses ([privacy]) */
         /*
          * --replay: read from replay_fd (replay_open()'s, left open) into the
          * store by a replay source on the collector's loop, between its
@@ -175,6 +176,11 @@ bool collector_symbol(struct collector *c, uint32_t pid, uint64_t pc, char *buf,
 int collector_node(struct collector *c, uint64_t pa);
 /* The file mapped at pc in pid (SYMBOLS_KERNEL_NAME for kernel addresses); false when unknown. */
 bool collector_object(struct collector *c, uint32_t pid, uint64_t pc, char *buf, size_t len);
+/* The mapping of a data address of pid as [privacy] data_addresses = no serves it (privacy_region_fn). */
+bool collector_region(struct collector *c, uint32_t pid, uint64_t va, char *name, size_t name_len,
+                      uint64_t *ret_offset);
+/* What answers may say of addresses ([privacy], fixed at start). */
+const struct privacy_policy *collector_privacy(struct collector *c);
 
 /* Completed cycles, and whether the last one is recent (3 intervals, at least 5 s). */
 uint64_t collector_cycles(struct collector *c);

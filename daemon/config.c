@@ -457,6 +457,7 @@ static const struct config_item items[] = {
         ITEM("push", "spool_max_bytes", parse_item_size, push.spool_max_bytes, 64 * 1024, UINT64_C(1) << 40),
         ITEM("privacy", "physical_addresses", parse_item_bool, privacy.physical_addresses, 0, 0),
         ITEM("privacy", "kernel_addresses", parse_item_bool, privacy.kernel_addresses, 0, 0),
+        ITEM("privacy", "data_addresses", parse_item_bool, privacy.data_addresses, 0, 0),
 };
 
 size_t config_n_items(void) {
@@ -528,6 +529,10 @@ void config_init(struct config *c) {
                         .spool_dir = "/var/lib/armprofd/spool",
                         /* 45 minutes of 15 s requests of 350 KiB: a long outage of a busy host. */
                         .spool_max_bytes = 64 * (UINT64_C(1) << 20),
+                },
+                /* Data addresses are served as they are unless the administrator asks for offsets. */
+                .privacy = {
+                        .data_addresses = true,
                 },
                 .store = {
                         .epoch_usec = 10 * USEC_PER_SEC,

@@ -161,6 +161,8 @@ struct config {
                 bool physical_addresses;
                 /* Name kernel frames from /proc/kallsyms (kernel addresses reach the profiles); else one [kernel]. */
                 bool kernel_addresses;
+                /* Serve data addresses as they are; else as offsets in their mappings ("[heap]+0x1c40"). */
+                bool data_addresses;
         } privacy;
 };
 

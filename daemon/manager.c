@@ -142,6 +142,13 @@ static bool provider_object(void *userdata, uint32_t pid, uint64_t pc, char *buf
         return collector_object(m->collector, pid, pc, buf, len);
 }
 
+static bool provider_region(void *userdata, uint32_t pid, uint64_t va, char *name, size_t name_len,
+                            uint64_t *ret_offset) {
+        struct manager *m = userdata;
+
+        return collector_region(m->collector, pid, va, name, name_len, ret_offset);
+}
+
 static int provider_node(void *userdata, uint64_t pa) {
         struct manager *m = userdata;
 
@@ -215,8 +222,9 @@ static void restart_settings_json(const struct config *c, json_t *obj) {
                           "max_memory_bytes", (json_int_t) c->store.max_memory_bytes,
                           "memory_bytes", (json_int_t) config_store_bytes(c)));
         json_object_set_new(obj, "privacy",
-                            json_pack("{s:b, s:b}", "physical_addresses", c->privacy.physical_addresses,
-                                      "kernel_addresses", c->privacy.kernel_addresses));
+                            json_pack("{s:b, s:b, s:b}", "physical_addresses", c->privacy.physical_addresses,
+                                      "kernel_addresses", c->privacy.kernel_addresses, "data_addresses",
+                                      c->privacy.data_addresses));
         json_object_set_new(
                 obj, "sampler",
                 json_pack("{s:s, s:s, s:I, s:I, s:s, s:I, s:I}",
@@ -524,6 +532,8 @@ static int serve(struct manager *m) {
                 .node = provider_node,
                 .cgroup = provider_cgroup,
                 .epoch_end_at = provider_epoch_end_at,
+                .region = provider_region,
+                .privacy = collector_privacy(m->collector),
         });
         routes = api_routes(&n_routes);
         r = load_web_config(&m->config, &web);
@@ -722,7 +732,9 @@ static void reload(struct manager *m) {
         if (c.store.epoch_usec != m->config.store.epoch_usec || c.store.epochs != m->config.store.epochs ||
             c.store.hotpcs != m->config.store.hotpcs || c.store.hotlines != m->config.store.hotlines ||
             c.store.line_offsets != m->config.store.line_offsets || c.store.line_size != m->config.store.line_size ||
-            c.privacy.physical_addresses != m->config.privacy.physical_addresses)
+            c.privacy.physical_addresses != m->config.privacy.physical_addresses ||
+            c.privacy.kernel_addresses != m->config.privacy.kernel_addresses ||
+            c.privacy.data_addresses != m->config.privacy.data_addresses)
                 log_warning("config: [store] and [privacy] changes take effect at the next restart");
 
         struct collector_options co;

@@ -203,6 +203,12 @@ static bool object(void *userdata, uint32_t pid, uint64_t pc, char *buf, size_t 
         return symbols_lookup(o->symbols, pid, pc, &res) == 0 && symbols_result_object(&res, buf, len);
 }
 
+static bool region(void *userdata, uint32_t pid, uint64_t va, char *name, size_t name_len, uint64_t *ret_offset) {
+        const struct once *o = userdata;
+
+        return symbols_region(o->symbols, pid, va, name, name_len, ret_offset) == 0;
+}
+
 static json_t *decoder_errors_json(const struct spe_decoder_stats *d) {
         return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "bad_header", (json_int_t) d->bad_header,
                          "bad_extended_header", (json_int_t) d->bad_ext_header, "dropped_records",
@@ -269,7 +275,12 @@ int replay_once(const struct replay_args *a, const char *records_path, const str
         struct once once = { .store = s, .symbols = symbols_new(NULL), .clock = { .store = s } };
         struct source_sink sink = { .userdata = &once, .records = sink_records, .mapping = sink_mapping,
                                     .clock = sink_clock, .feature = sink_feature };
-        struct agg_symbolizer sym = { &once, symbol, object, node };
+        /* [privacy] as the daemon's answers apply it (privacy.h). */
+        const struct privacy_policy privacy = {
+                .kernel_addresses = cfg->privacy.kernel_addresses,
+                .data_addresses = cfg->privacy.data_addresses,
+        };
+        struct agg_symbolizer sym = { &once, symbol, object, node, .region = region, .privacy = &privacy };
 
         if (records_path) {
                 once.records = fopen(records_path, "we");
@@ -289,7 +300,9 @@ int replay_once(const struct replay_args *a, const char *records_path, const str
 
         snap = store_snapshot_get(s);
         store_query_totals(snap, STORE_WINDOW_ALL, &totals);
-        store_query_hotpcs(snap, STORE_WINDOW_ALL, REPORT_HOTPCS, STORE_PID_ANY, &pcs);
+        /* Every PC, so that a process's withheld kernel PCs are summed into one (agg_hotpcs_withhold()). */
+        store_query_hotpcs(snap, STORE_WINDOW_ALL, SIZE_MAX, STORE_PID_ANY, &pcs);
+        agg_hotpcs_withhold(&pcs.pcs, &privacy, REPORT_HOTPCS);
         store_query_hotlines(snap, STORE_WINDOW_ALL, REPORT_HOTLINES, STORE_PID_ANY, HOTLINES_ALL_LINES, &lines);
         store_query_latency(snap, STORE_WINDOW_ALL, &lat);
 

@@ -11,6 +11,7 @@ void symbolizer_init(struct symbolizer *z, const struct symbols_limits *limits) 
         *z = (struct symbolizer) {
                 .maps = symbols_maps_new(limits),
                 .cache = symbols_cache_new(limits),
+                .privacy = PRIVACY_POLICY_DEFAULT,
         };
         pthread_mutex_init(&z->published_lock, NULL);
         pthread_mutex_init(&z->cache_lock, NULL);
@@ -25,6 +26,8 @@ void symbolizer_done(struct symbolizer *z) {
 }
 
 int symbolizer_add_mapping(struct symbols_maps *maps, const struct source_mapping *m) {
+        if (m->data)
+                return symbols_maps_add_data(maps, m->pid, m->start, m->len, m->pgoff, m->filename);
         return symbols_maps_add(maps, m->pid, m->start, m->len, m->pgoff, m->filename, m->build_id,
                                 m->build_id_len);
 }
@@ -84,6 +87,14 @@ bool symbolizer_object(struct symbolizer *z, uint32_t pid, uint64_t pc, char *bu
         return lookup(z, pid, pc, symbols_result_object, buf, len);
 }
 
+bool symbolizer_region(struct symbolizer *z, uint32_t pid, uint64_t va, char *name, size_t name_len,
+                       uint64_t *ret_offset) {
+        _cleanup_(symbols_snapshot_unrefp) struct symbols_snapshot *snap = symbolizer_snapshot(z);
+
+        /* The snapshot is immutable and no ELF file is read: cache_lock is not needed. */
+        return symbols_snapshot_region(snap, pid, va, name, name_len, ret_offset) == 0;
+}
+
 void symbolizer_stats(struct symbolizer *z, struct symbols_stats *ret) {
         _cleanup_(symbols_snapshot_unrefp) struct symbols_snapshot *snap = symbolizer_snapshot(z);
 
@@ -120,7 +131,7 @@ int symbolizer_profile(struct symbolizer *z, const struct store_snapshot *snap, 
                        uint64_t start_ns, uint64_t end_ns, uint64_t period, struct strbuf *ret_gz) {
         _cleanup_(symbols_snapshot_unrefp) struct symbols_snapshot *maps = symbolizer_snapshot(z);
         struct symbolizer_locate l = { .cache = z->cache, .snap = maps };
-        const struct profile_symbolizer sym = { symbolizer_locate, &l };
+        const struct profile_symbolizer sym = { symbolizer_locate, &l, .privacy = &z->privacy };
         int k;
 
         /* Names point into the cache until its next lookup: hold it for the whole profile. */
@@ -176,6 +187,7 @@ int symbolizer_spe_builder(struct symbolizer *z, const struct store_snapshot *sn
                 .locate = symbolizer_locate,
                 .service = service ? symbolizer_service : NULL,
                 .userdata = &l,
+                .privacy = &z->privacy,
         };
         int k;
 

@@ -39,6 +39,10 @@ struct symbolizer {
 
         pthread_mutex_t cache_lock;             /* guards cache */
         struct symbols_cache *cache;
+
+        /* What the profiles may say of addresses (privacy.h); PRIVACY_POLICY_DEFAULT from symbolizer_init(),
+         * set before any reader runs and never changed after ([privacy] takes effect at a restart). */
+        struct privacy_policy privacy;
 };
 
 void symbolizer_init(struct symbolizer *z, const struct symbols_limits *limits);
@@ -62,6 +66,9 @@ struct symbols_snapshot *symbolizer_snapshot(struct symbolizer *z);
  */
 bool symbolizer_function(struct symbolizer *z, uint32_t pid, uint64_t pc, char *buf, size_t len);
 bool symbolizer_object(struct symbolizer *z, uint32_t pid, uint64_t pc, char *buf, size_t len);
+/* The mapping that holds data address va of pid, in the newest snapshot (privacy_region_fn; no ELF file read). */
+bool symbolizer_region(struct symbolizer *z, uint32_t pid, uint64_t va, char *name, size_t name_len,
+                       uint64_t *ret_offset);
 /*
  * Both halves' counters: the published table's and the cache's. Any thread;
  * takes published_lock for a reference only, never cache_lock, so /metrics

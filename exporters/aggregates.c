@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -143,6 +144,104 @@ static void add_node(json_t *o, const struct agg_symbolizer *sym, const struct h
                 json_object_set_new(o, "node", json_integer(node));
 }
 
+static const struct privacy_policy *policy(const struct agg_symbolizer *sym) {
+        return sym ? sym->privacy : NULL;
+}
+
+/* A PC's "pc", or the "region" said in its place when the privacy policy withholds it. */
+static void add_pc(json_t *o, const struct agg_symbolizer *sym, unsigned el, uint64_t pc) {
+        if (privacy_pc_shown(policy(sym), el, pc))
+                json_object_set_new(o, "pc", agg_hex(pc));
+        else
+                json_object_set_new(o, "region", json_string(PRIVACY_KERNEL));
+}
+
+/* Its "symbol" (and with_object its "object"): a withheld kernel PC is not looked up, it is [kernel]. */
+static void add_pc_names(json_t *o, const struct agg_symbolizer *sym, uint32_t pid, unsigned el, uint64_t pc,
+                         bool with_object) {
+        if (!privacy_pc_shown(policy(sym), el, pc)) {
+                json_object_set_new(o, "symbol", json_string(PRIVACY_KERNEL));
+                return;
+        }
+        add_symbol(o, sym, pid, pc);
+        if (with_object)
+                add_object(o, sym, pid, pc);
+}
+
+/* first's members, then rest's (consumed): the field order of the answers stays as it was. */
+static json_t *object_then(json_t *first, json_t *rest) {
+        json_object_update(first, rest);
+        json_decref(rest);
+        return first;
+}
+
+/* Withheld entries first, by process and EL, so that each one's kernel entries are adjacent. */
+static int withheld_cmp(const void *x, const void *y) {
+        const struct hotpcs_item *a = x, *b = y;
+
+        if (a->pid != b->pid)
+                return a->pid < b->pid ? -1 : 1;
+        if (a->el != b->el)
+                return a->el < b->el ? -1 : 1;
+        /* The hottest first: it keeps its place (and its pc, withheld like the others). */
+        if (a->count != b->count)
+                return a->count > b->count ? -1 : 1;
+        return a->pc < b->pc ? -1 : a->pc > b->pc;
+}
+
+/* By count, descending; ties by pid then pc, so that the order does not depend on the merge's. */
+static int count_cmp(const void *x, const void *y) {
+        const struct hotpcs_item *a = x, *b = y;
+
+        if (a->count != b->count)
+                return a->count > b->count ? -1 : 1;
+        if (a->pid != b->pid)
+                return a->pid < b->pid ? -1 : 1;
+        return a->pc < b->pc ? -1 : a->pc > b->pc;
+}
+
+void agg_hotpcs_withhold(struct hotpcs_merged *m, const struct privacy_policy *p, size_t limit) {
+        size_t n_shown = 0, n_withheld = 0;
+        struct hotpcs_item *tmp;
+
+        for (size_t i = 0; i < m->n; i++)
+                n_shown += privacy_pc_shown(p, m->item[i].el, m->item[i].pc);
+        if (n_shown < m->n) {
+                /* Partition: the entries served as they are first, in their order, the withheld after them. */
+                tmp = xmalloc(m->n * sizeof(*tmp));
+                for (size_t i = 0, j = 0; i < m->n; i++)
+                        if (privacy_pc_shown(p, m->item[i].el, m->item[i].pc))
+                                tmp[j++] = m->item[i];
+                        else
+                                tmp[n_shown + n_withheld++] = m->item[i];
+                memcpy(m->item, tmp, m->n * sizeof(*tmp));
+                free(tmp);
+        }
+        if (n_shown < m->n) {
+                struct hotpcs_item *w = m->item + n_shown;
+                size_t n_w = m->n - n_shown, k = 0;
+
+                qsort(w, n_w, sizeof(*w), withheld_cmp);
+                for (size_t i = 1; i < n_w; i++) {
+                        if (w[i].pid != w[k].pid || w[i].el != w[k].el) {
+                                w[++k] = w[i];
+                                continue;
+                        }
+                        w[k].count += w[i].count;
+                        w[k].error += w[i].error;
+                        for (int j = 0; j < _HOTPCS_OP_MAX; j++)
+                                w[k].ops[j] += w[i].ops[j];
+                        for (int j = 0; j < _HOTPCS_EV_MAX; j++)
+                                w[k].events[j] += w[i].events[j];
+                        w[k].lat_sum += w[i].lat_sum;
+                }
+                m->n = n_shown + k + 1;
+                qsort(m->item, m->n, sizeof(*m->item), count_cmp);
+        }
+        if (m->n > limit)
+                m->n = limit;
+}
+
 json_t *agg_hotpcs_json(const struct store_hotpcs_result *res, const struct agg_symbolizer *sym) {
         static const char *const ops[_HOTPCS_OP_MAX] = { "load", "store", "branch", "other" };
         static const char *const evs[_HOTPCS_EV_MAX] = { "l1d_refill", "llc_miss", "tlb_walk", "mispredict" };
@@ -158,12 +257,15 @@ json_t *agg_hotpcs_json(const struct store_hotpcs_result *res, const struct agg_
                 for (int k = 0; k < _HOTPCS_EV_MAX; k++)
                         if (it->events[k])
                                 json_object_set_new(e, evs[k], json_integer((json_int_t) it->events[k]));
-                json_t *item = json_pack("{s:o, s:I, s:i, s:I, s:I, s:o, s:o, s:I}", "pc", agg_hex(it->pc), "pid",
-                                         (json_int_t) it->pid, "el", (int) it->el, "samples",
-                                         (json_int_t) it->count, "error", (json_int_t) it->error, "ops", o,
-                                         "events", e, "latency_sum_cycles", (json_int_t) it->lat_sum);
+                json_t *item = json_object();
 
-                add_symbol(item, sym, it->pid, it->pc);
+                add_pc(item, sym, it->el, it->pc);
+                item = object_then(item, json_pack("{s:I, s:i, s:I, s:I, s:o, s:o, s:I}", "pid",
+                                                   (json_int_t) it->pid, "el", (int) it->el, "samples",
+                                                   (json_int_t) it->count, "error", (json_int_t) it->error,
+                                                   "ops", o, "events", e, "latency_sum_cycles",
+                                                   (json_int_t) it->lat_sum));
+                add_pc_names(item, sym, it->pid, it->el, it->pc, false);
                 add_cgroup(item, sym, it->pid);
                 json_array_append_new(items, item);
         }
@@ -189,6 +291,29 @@ static json_t *u32_list(const uint32_t *v, size_t n) {
         return a;
 }
 
+/*
+ * A line's "address" and "va", as the privacy policy allows: a withheld VA
+ * is left out with the "region" it lies in. A line keyed by physical
+ * address keeps its PA ([privacy] physical_addresses allowed it) unless its
+ * VA is the kernel's: a kernel line says nothing but [kernel].
+ */
+static void add_line_address(json_t *o, const struct agg_symbolizer *sym, const struct hotlines_line *l,
+                             uint32_t line_size) {
+        char region[PRIVACY_REGION_MAX];
+        /* The region of the line's start (HACKING.md §5), the PA-keyed line's by the VA seen on it. */
+        uint64_t va = l->by_pa ? l->va & ~(uint64_t) (line_size - 1) : l->addr;
+
+        if (privacy_data_shown(policy(sym), sym ? sym->region : NULL, sym ? sym->userdata : NULL, l->pid, va,
+                               region, sizeof(region))) {
+                json_object_set_new(o, "address", agg_hex(l->addr));
+                json_object_set_new(o, "va", agg_hex(l->va));
+                return;
+        }
+        if (l->by_pa && !privacy_kernel_addr(l->va))
+                json_object_set_new(o, "address", agg_hex(l->addr));
+        json_object_set_new(o, "region", json_string(region));
+}
+
 json_t *agg_hotlines_json(const struct store_hotlines_result *res, const struct agg_symbolizer *sym) {
         json_t *lines = json_array();
 
@@ -198,18 +323,20 @@ json_t *agg_hotlines_json(const struct store_hotlines_result *res, const struct 
 
                 for (size_t k = 0; k < l->noffs; k++) {
                         const struct hotlines_off *o = &l->off[k];
-                        json_t *entry = json_pack("{s:o, s:o, s:I, s:i, s:I, s:I, s:{s:I, s:I}, s:I, s:o, s:b, s:o, s:b}",
-                                                "offset", agg_hex(o->offset), "pc", agg_hex(o->pc), "pid",
-                                                (json_int_t) o->pid, "el", (int) o->el, "loads",
-                                                (json_int_t) o->loads, "stores", (json_int_t) o->stores,
-                                                "peer_snoops", "local", (json_int_t) o->peer_local, "remote",
-                                                (json_int_t) o->peer_remote, "latency_sum_cycles",
-                                                (json_int_t) o->lat_sum, "cpus", u16_list(o->cpus, o->ncpus),
-                                                "cpus_truncated", (int) o->cpus_more, "tids",
-                                                u32_list(o->tids, o->ntids), "tids_truncated", (int) o->tids_more);
+                        json_t *entry = json_pack("{s:o}", "offset", agg_hex(o->offset));
 
-                        add_symbol(entry, sym, o->pid, o->pc);
-                        add_object(entry, sym, o->pid, o->pc);
+                        add_pc(entry, sym, o->el, o->pc);
+                        entry = object_then(
+                                entry,
+                                json_pack("{s:I, s:i, s:I, s:I, s:{s:I, s:I}, s:I, s:o, s:b, s:o, s:b}", "pid",
+                                          (json_int_t) o->pid, "el", (int) o->el, "loads", (json_int_t) o->loads,
+                                          "stores", (json_int_t) o->stores, "peer_snoops", "local",
+                                          (json_int_t) o->peer_local, "remote", (json_int_t) o->peer_remote,
+                                          "latency_sum_cycles", (json_int_t) o->lat_sum, "cpus",
+                                          u16_list(o->cpus, o->ncpus), "cpus_truncated", (int) o->cpus_more,
+                                          "tids", u32_list(o->tids, o->ntids), "tids_truncated",
+                                          (int) o->tids_more));
+                        add_pc_names(entry, sym, o->pid, o->el, o->pc, true);
                         add_cgroup(entry, sym, o->pid);
                         /* perf c2c's per-offset "cycles": the mean total latency. */
                         json_object_set_new(entry, "latency_samples", json_integer((json_int_t) o->lat_n));
@@ -218,16 +345,19 @@ json_t *agg_hotlines_json(const struct store_hotlines_result *res, const struct 
                                                     json_real((double) o->lat_sum / (double) o->lat_n));
                         json_array_append_new(offs, entry);
                 }
-                line = json_pack("{s:o, s:o, s:s, s:I, s:b, s:s, s:I, s:I, s:I, s:{s:I, s:I}, s:o, s:I, s:i, s:o}",
-                                 "address", agg_hex(l->l.addr), "va", agg_hex(l->l.va), "key",
-                                 l->l.by_pa ? "pa" : "va", "pid", (json_int_t) l->l.pid, "shared",
-                                 (int) !!(l->l.flags & HOTLINES_F_SHARED), "class", hotlines_class_name(l->cls),
-                                 "records", (json_int_t) (l->l.loads + l->l.stores), "loads",
-                                 (json_int_t) l->l.loads, "stores", (json_int_t) l->l.stores, "peer_snoops",
-                                 "local", (json_int_t) l->l.peer_local, "remote", (json_int_t) l->l.peer_remote,
-                                 "loads_by_source", sources_json(l->l.src), "latency_sum_cycles",
-                                 (json_int_t) l->l.lat_sum, "latency_max_cycles", (int) l->l.lat_max,
-                                 "offsets", offs);
+                line = json_object();
+                add_line_address(line, sym, &l->l, res->lines.line_size);
+                line = object_then(
+                        line,
+                        json_pack("{s:s, s:I, s:b, s:s, s:I, s:I, s:I, s:{s:I, s:I}, s:o, s:I, s:i, s:o}", "key",
+                                  l->l.by_pa ? "pa" : "va", "pid", (json_int_t) l->l.pid, "shared",
+                                  (int) !!(l->l.flags & HOTLINES_F_SHARED), "class", hotlines_class_name(l->cls),
+                                  "records", (json_int_t) (l->l.loads + l->l.stores), "loads",
+                                  (json_int_t) l->l.loads, "stores", (json_int_t) l->l.stores, "peer_snoops",
+                                  "local", (json_int_t) l->l.peer_local, "remote", (json_int_t) l->l.peer_remote,
+                                  "loads_by_source", sources_json(l->l.src), "latency_sum_cycles",
+                                  (json_int_t) l->l.lat_sum, "latency_max_cycles", (int) l->l.lat_max, "offsets",
+                                  offs));
                 add_node(line, sym, &l->l);
                 json_array_append_new(lines, line);
         }

@@ -9,6 +9,7 @@
 
 #include <jansson.h>
 
+#include "privacy.h"
 #include "store.h"
 
 json_t *agg_interval_json(const struct store_interval *iv);
@@ -36,6 +37,10 @@ struct agg_symbolizer {
          * known. May be NULL: no "cgroup" or "service" fields.
          */
         bool (*cgroup)(void *userdata, uint32_t pid, char *path, size_t path_len, char *service, size_t service_len);
+        /* The mapping of a data address, for "region" with data_addresses = no (privacy.h); may be NULL. */
+        privacy_region_fn region;
+        /* What may be served of addresses (privacy.h); NULL: PRIVACY_POLICY_DEFAULT. */
+        const struct privacy_policy *privacy;
 };
 
 /* A cgroup path (PATH_MAX) and a service name (a unit name is at most 255 bytes, unit_name_is_valid()). */
@@ -49,7 +54,23 @@ struct agg_symbolizer {
  */
 bool agg_pid_in_cgroup(const struct agg_symbolizer *sym, uint32_t pid, const char *prefix);
 
-/* `sym` may be NULL: no "symbol", "object" or "node" fields. */
+/*
+ * `sym` may be NULL: no "symbol", "object" or "node" fields, and
+ * PRIVACY_POLICY_DEFAULT. An address the policy withholds is left out
+ * ("pc" of a kernel PC; "address" and "va" of a line whose data address is
+ * withheld; 0 in protobuf) and a "region" string says what it was:
+ * "[kernel]", "[unknown]" or "MAPPING+0xOFFSET" (privacy.h); a kernel PC's
+ * "symbol" is "[kernel]".
+ */
+/*
+ * The hot PCs as the privacy policy (NULL: PRIVACY_POLICY_DEFAULT) lets
+ * them be served: the withheld kernel PCs of a process at one EL become one
+ * [kernel] entry (counts, errors, ops, events and latency summed: the sum of
+ * upper bounds bounds the sum), as the CPU profile's kernel frames are one
+ * [kernel] frame; then at most `limit` entries, by count. Query the store
+ * without a limit before, so a process's kernel entries are all summed.
+ */
+void agg_hotpcs_withhold(struct hotpcs_merged *m, const struct privacy_policy *p, size_t limit);
 json_t *agg_hotpcs_json(const struct store_hotpcs_result *res, const struct agg_symbolizer *sym);
 json_t *agg_hotlines_json(const struct store_hotlines_result *res, const struct agg_symbolizer *sym);
 json_t *agg_latency_json(const struct store_latency_result *res);

@@ -344,8 +344,13 @@ static json_t *query_hotpcs(const struct store_snapshot *snap, const struct quer
          * service on a busy host is found below the top N, and the limit
          * applies to what the filter keeps. `samples` stays the window's.
          */
-        if (store_query_hotpcs(snap, q->window_ns, q->cgroup ? SIZE_MAX : q->limit, q->pid, &res) < 0)
+        const struct privacy_policy *privacy = sym ? sym->privacy : NULL;
+        /* A process's withheld kernel PCs are summed into one entry (privacy.h): all of them, so no limit first. */
+        bool whole = q->cgroup || !privacy || !privacy->kernel_addresses;
+
+        if (store_query_hotpcs(snap, q->window_ns, whole ? SIZE_MAX : q->limit, q->pid, &res) < 0)
                 return NULL;
+        agg_hotpcs_withhold(&res.pcs, privacy, q->cgroup ? SIZE_MAX : q->limit);
         if (q->cgroup) {
                 for (size_t i = 0; i < res.pcs.n && n < q->limit; i++)
                         if (agg_pid_in_cgroup(sym, res.pcs.item[i].pid, q->cgroup))
@@ -432,7 +437,8 @@ static void handle_aggregate(struct api *a, const struct http_request *req, stru
         o = e->query(snap, &q,
                      a->provider.symbol ? &(struct agg_symbolizer) { a->provider.userdata, a->provider.symbol,
                                                                      a->provider.object, a->provider.node,
-                                                                     a->provider.cgroup } : NULL);
+                                                                     a->provider.cgroup, a->provider.region,
+                                                                     a->provider.privacy } : NULL);
         if (!o) {
                 http_response_error(resp, 500, "query failed");
                 return;

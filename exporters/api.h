@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "http.h"
+#include "privacy.h"
 #include "prom.h"
 #include "store.h"
 
@@ -46,6 +47,10 @@ struct api_provider {
         bool (*epoch_end_at)(void *userdata, uint64_t at_ns);
         /* Now in the store's clock (live data: CLOCK_MONOTONIC ns). */
         uint64_t (*now_ns)(void *userdata);
+        /* The mapping of a data address, for "region" fields with [privacy] data_addresses = no (privacy.h). */
+        privacy_region_fn region;
+        /* What /hotpcs and /hotlines may say of addresses; NULL: PRIVACY_POLICY_DEFAULT. Must outlive the api. */
+        const struct privacy_policy *privacy;
 };
 
 struct api;

@@ -195,6 +195,11 @@ static int build_builder(struct store_hotpcs_result *res, const struct profile_s
                                 };
                 }
 
+                /* privacy.h: every withheld kernel PC is the one [kernel] location. */
+                if (!privacy_pc_shown(sym ? sym->privacy : NULL, STORE_SAMPLE_EL(it->key), it->pc)) {
+                        k = pprof_sample(b, 0, 0, PRIVACY_KERNEL, values, labels, n);
+                        continue;
+                }
                 if (sym && sym->locate(sym->userdata, pid, it->pc, &s) && s.has_mapping)
                         mapping = pprof_mapping(b, s.map_start, s.map_limit, s.map_pgoff, s.filename,
                                                 s.build_id_hex && s.build_id_hex[0] ? s.build_id_hex : NULL);

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "privacy.h"
 #include "store.h"
 #include "strbuf.h"
 
@@ -40,6 +41,9 @@ struct profile_symbolizer {
          * buf (AGG_SERVICE_MAX bytes, aggregates.h), and true; false when it has none. The CPU profile has it per stack
          * (store_stack.service). Last, so that positional initializers of the two above stay valid. */
         bool (*service)(void *userdata, uint32_t pid, char *buf, size_t len);
+        /* What may be served of PCs (privacy.h); NULL: PRIVACY_POLICY_DEFAULT. A kernel PC it withholds is
+         * one location of address 0, no mapping, function PRIVACY_KERNEL, and is not looked up. */
+        const struct privacy_policy *privacy;
 };
 
 /*
@@ -84,7 +88,7 @@ size_t profile_services_pick(const struct profile_options *o, struct profile_ser
 bool profile_service_kept(const struct profile_service_weight *w, size_t n, const char *name);
 
 /*
- * `sym` may be NULL (no symbols). `period`: the SPE sampling interval (one
+ * `sym` may be NULL (no symbols, PRIVACY_POLICY_DEFAULT). `period`: the SPE sampling interval (one
  * sample every N operations), 0 when unknown. Returns 0 or a negative errno.
  */
 int profile_build(const struct store_snapshot *snap, uint64_t window_ns, const struct profile_symbolizer *sym,

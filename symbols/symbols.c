@@ -119,6 +119,7 @@ struct mapping {
         uint64_t start, end, pgoff;
         uint64_t seq;           /* insertion order, for eviction */
         struct map_file *file;
+        bool data;              /* a data mapping: never displaces a code one (symbols_maps_add_data()) */
 };
 
 /*
@@ -424,14 +425,26 @@ static void map_insert(struct proc_maps *pm, const struct mapping *m) {
         pm->n++;
 }
 
-static void map_evict_oldest(struct symbols_maps *m, struct proc_maps *pm) {
-        size_t oldest = 0;
+/*
+ * Make room in a full process for a mapping: the oldest data mapping goes
+ * first, so data addresses never cost a PC its name; with none, the oldest
+ * code mapping, unless the newcomer is data itself (false: it is the one
+ * dropped). Either way one eviction is counted.
+ */
+static bool map_evict_oldest(struct symbols_maps *m, struct proc_maps *pm, bool for_data) {
+        size_t oldest = SIZE_MAX, oldest_data = SIZE_MAX;
 
-        for (size_t i = 1; i < pm->n; i++)
-                if (pm->maps[i].seq < pm->maps[oldest].seq)
+        for (size_t i = 0; i < pm->n; i++) {
+                if (oldest == SIZE_MAX || pm->maps[i].seq < pm->maps[oldest].seq)
                         oldest = i;
-        map_remove_at(pm, oldest);
+                if (pm->maps[i].data && (oldest_data == SIZE_MAX || pm->maps[i].seq < pm->maps[oldest_data].seq))
+                        oldest_data = i;
+        }
         m->mapping_evictions++;
+        if (oldest_data == SIZE_MAX && for_data)
+                return false;
+        map_remove_at(pm, oldest_data != SIZE_MAX ? oldest_data : oldest);
+        return true;
 }
 
 /*
@@ -488,8 +501,8 @@ static void build_id_to_hex(const uint8_t *id, size_t len, char out[SYMBOLS_BUIL
         out[HEX_DIGITS_PER_BYTE * len] = 0;
 }
 
-int symbols_maps_add(struct symbols_maps *sm, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
-                     const char *filename, const uint8_t *build_id, size_t build_id_len) {
+static int maps_add(struct symbols_maps *sm, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
+                    const char *filename, const uint8_t *build_id, size_t build_id_len, bool data) {
         struct map_file *f;
         struct proc_maps *pm;
         struct mapping m;
@@ -513,14 +526,27 @@ int symbols_maps_add(struct symbols_maps *sm, uint32_t pid, uint64_t start, uint
                 .pgoff = pgoff,
                 .seq = ++sm->seq,
                 .file = f,
+                .data = data,
         };
 
         pm = proc_writable(sm, proc_get_or_add(sm, pid));
         map_punch(sm, pm, m.start, m.end);
-        if (pm->n == sm->lim.max_mappings_per_pid)
-                map_evict_oldest(sm, pm);
+        if (pm->n == sm->lim.max_mappings_per_pid && !map_evict_oldest(sm, pm, data)) {
+                map_file_unref(f);
+                return 0;
+        }
         map_insert(pm, &m);
         return 0;
+}
+
+int symbols_maps_add(struct symbols_maps *sm, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
+                     const char *filename, const uint8_t *build_id, size_t build_id_len) {
+        return maps_add(sm, pid, start, len, pgoff, filename, build_id, build_id_len, false);
+}
+
+int symbols_maps_add_data(struct symbols_maps *sm, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
+                          const char *filename) {
+        return maps_add(sm, pid, start, len, pgoff, filename, NULL, 0, true);
 }
 
 struct symbols_snapshot *symbols_maps_publish(struct symbols_maps *m) {
@@ -574,6 +600,50 @@ void symbols_snapshot_stats(const struct symbols_snapshot *snap, struct symbols_
                 return;
         ret->pid_evictions = snap->pid_evictions;
         ret->mapping_evictions = snap->mapping_evictions;
+}
+
+static bool is_file_path(const char *path);
+static bool is_anon_memory(const char *path);
+/* A memfd's name in MMAP2 and /proc/PID/maps (memfd_create(2)): a file, whose offsets count. */
+#define MEMFD_PREFIX "/memfd:"
+
+int symbols_snapshot_region(const struct symbols_snapshot *snap, uint32_t pid, uint64_t addr, char *name,
+                            size_t name_len, uint64_t *ret_offset) {
+        const struct proc_maps *pm;
+        const struct mapping *m;
+        size_t lo = 0, hi, i;
+        bool found, file;
+
+        if (!snap)
+                return -ENOENT;
+        i = proc_search(snap->procs, snap->n_procs, pid, &found);
+        if (!found)
+                return -ENOENT;
+        /* Not proc_touch(): a reader's look at data keeps no process from eviction. */
+        pm = snap->procs[i].pm;
+        hi = pm->n;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+
+                if (pm->maps[mid].start <= addr)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        if (lo == 0 || addr >= pm->maps[lo - 1].end)
+                return -ENOENT;
+        m = &pm->maps[lo - 1];
+        /*
+         * The offset column of /proc/PID/maps is the file offset of a file's
+         * mapping and 0 for anonymous memory (fs/proc/task_mmu.c,
+         * show_map_vma()), whatever pgoff perf recorded for it; a memfd is a file.
+         */
+        file = is_file_path(m->file->filename) &&
+               (!is_anon_memory(m->file->filename) ||
+                strncmp(m->file->filename, MEMFD_PREFIX, strlen(MEMFD_PREFIX)) == 0);
+        snprintf(name, name_len, "%s", m->file->filename);
+        *ret_offset = (file ? m->pgoff : 0) + (addr - m->start);
+        return 0;
 }
 
 /* ---- the ELF file cache (readers) ---- */
@@ -1733,6 +1803,15 @@ int symbols_lookup(struct symbols *s, uint32_t pid, uint64_t pc, struct symbols_
         symbols_snapshot_unref(s->snap);
         s->snap = snap;
         return symbols_cache_lookup(s->cache, s->snap, pid, pc, ret);
+}
+
+int symbols_region(struct symbols *s, uint32_t pid, uint64_t addr, char *name, size_t name_len,
+                   uint64_t *ret_offset) {
+        struct symbols_snapshot *snap = symbols_maps_publish(s->maps);
+
+        symbols_snapshot_unref(s->snap);
+        s->snap = snap;
+        return symbols_snapshot_region(s->snap, pid, addr, name, name_len, ret_offset);
 }
 
 const struct symbols_stats *symbols_get_stats(struct symbols *s) {

@@ -161,6 +161,14 @@ struct symbols_maps *symbols_maps_free(struct symbols_maps *m);
  */
 int symbols_maps_add(struct symbols_maps *m, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
                      const char *filename, const uint8_t *build_id, size_t build_id_len);
+/*
+ * The same for a data mapping (PERF_RECORD_MISC_MMAP_DATA: heap, stack,
+ * anonymous memory, a file's data), which names data addresses
+ * (symbols_snapshot_region()). In a full process it displaces the oldest
+ * data mapping, never a code one (it is dropped instead, and counted).
+ */
+int symbols_maps_add_data(struct symbols_maps *m, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
+                          const char *filename);
 /* Forget a process (PERF_RECORD_EXIT). */
 void symbols_maps_remove_pid(struct symbols_maps *m, uint32_t pid);
 
@@ -177,6 +185,22 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct symbols_snapshot *, symbols_snapshot_unref);
 size_t symbols_snapshot_mappings(const struct symbols_snapshot *snap);
 /* The table's counters (pid_evictions, mapping_evictions) when it was published, into ret; snap may be NULL. */
 void symbols_snapshot_stats(const struct symbols_snapshot *snap, struct symbols_stats *ret);
+
+/*
+ * Data mappings (symbols_maps_add_data(): PERF_RECORD_MISC_MMAP_DATA, what
+ * perf record -d and attr.mmap_data bring) share the per-process bound
+ * (SYMBOLS_MAX_MAPPINGS_PER_PID, evictions counted) but never push a code
+ * mapping out.
+ *
+ * The mapping of pid that holds addr, for a data address (no ELF file is
+ * read: any thread, no cache): its filename ("[heap]", "//anon", a path)
+ * copied into name, and in *ret_offset the offset /proc/PID/maps would
+ * give: its offset column (the file offset of a file's mapping, 0 for
+ * anonymous memory) plus addr - start. Returns 0, or -ENOENT when no
+ * mapping of pid holds addr (snap may be NULL).
+ */
+int symbols_snapshot_region(const struct symbols_snapshot *snap, uint32_t pid, uint64_t addr, char *name,
+                            size_t name_len, uint64_t *ret_offset);
 
 /* ---- The ELF file cache (readers, under their lock) ---- */
 
@@ -230,6 +254,9 @@ struct symbols_maps *symbols_get_maps(struct symbols *s);
 int symbols_load_kallsyms(struct symbols *s, const char *path);
 /* symbols_cache_lookup() of every mapping added so far. */
 int symbols_lookup(struct symbols *s, uint32_t pid, uint64_t pc, struct symbols_result *ret);
+/* symbols_snapshot_region() of every mapping added so far. */
+int symbols_region(struct symbols *s, uint32_t pid, uint64_t addr, char *name, size_t name_len,
+                   uint64_t *ret_offset);
 
 /* perf's "Object" of a lookup: the mapped file, or for a kernel address its
  * kallsyms object ("[kernel.kallsyms]", "[MODULE]") or else SYMBOLS_KERNEL_NAME,

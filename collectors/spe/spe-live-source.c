@@ -293,6 +293,8 @@ static int open_cpu(struct live_cpu *c) {
                 c->attr.attr.context_switch = 1;
                 c->attr.attr.mmap = 1;
                 c->attr.attr.mmap2 = 1;
+                /* Non-executable mappings too (perf_event_open(2), mmap_data), as perf record -d. */
+                c->attr.attr.mmap_data = src->opts.data_mappings;
                 c->attr.attr.comm = 1;
                 c->attr.attr.task = 1;
                 /* 0: the kernel's default, half of the area actually mapped (rb_alloc_aux()). */

@@ -70,6 +70,9 @@ struct spe_live_options {
         uint64_t data_bytes;            /* per CPU, a power of two of pages */
         uint64_t watermark;             /* AUX bytes per wakeup; 0: half the AUX area */
         uint64_t drain_interval_usec;   /* the timer that flushes quiet CPUs and retries busy ones */
+        /* MMAP2 records of data mappings too (attr.mmap_data): data addresses named by their
+         * mappings ([privacy] data_addresses = no). They share the mapping table's bounds. */
+        bool data_mappings;
 };
 
 /* A source not started yet (source_start() opens the events). */

@@ -235,5 +235,7 @@ void spe_stream_out_mapping(struct spe_stream_out *out, const struct perf_data_m
                 .filename = m->filename,
                 .build_id = build_id,
                 .build_id_len = build_id ? build_id_len : 0,
+                /* perf_event_open(2): MMAP2 of a mapping without PROT_EXEC, sent with attr.mmap_data. */
+                .data = (m->rec.misc & PERF_RECORD_MISC_MMAP_DATA) != 0,
         });
 }

@@ -19,7 +19,10 @@ LINE = 64
 LOCAL_PEER, REMOTE_PEER = {0x9, 0xA, 0xC}, {0xD}  # Neoverse data sources (TRMs, "Data source packet")
 # Tables large enough that nothing is evicted: the counts are then exact. Their worst-case
 # bound (every epoch full) is far above the default max_memory; one file fills a few epochs.
-CONFIG = "[store]\nhotlines = 65536\nline_offsets = 64\nmax_memory = 64GiB\n"
+# kernel_addresses = yes: these tests compare every line, the kernel scenario's too, by its
+# address (test-privacy.py checks what the default withholds).
+# [store] last: tests append their own [store] keys.
+CONFIG = "[privacy]\nkernel_addresses = yes\n[store]\nhotlines = 65536\nline_offsets = 64\nmax_memory = 64GiB\n"
 
 
 def num(s):

@@ -57,6 +57,7 @@ static void test_defaults(void **state) {
         assert_int_equal(c.sampler.data_buffer, 256 * 1024);
         assert_int_equal(c.store.stacks, STORE_STACKS_DEFAULT);
         assert_false(c.privacy.kernel_addresses);
+        assert_true(c.privacy.data_addresses);
 }
 
 #define ALL_EVENTS                                                                                  \
@@ -313,6 +314,7 @@ static void test_values(void **state) {
                                              "[privacy]\n"
                                              "physical_addresses = yes\n"
                                              "kernel_addresses = yes\n"
+                                             "data_addresses = no\n"
                                              "[sampler]\n"
                                              "enable = yes\n"
                                              "event = task-clock\n"
@@ -338,6 +340,7 @@ static void test_values(void **state) {
         assert_int_equal(c.pmu.general_counters, 4);
         assert_true(c.privacy.physical_addresses);
         assert_true(c.privacy.kernel_addresses);
+        assert_false(c.privacy.data_addresses);
         assert_int_equal(c.sampler.enable, CONFIG_SPE_YES);
         assert_string_equal(c.sampler.event, "task-clock");
         assert_int_equal(c.sampler.frequency, 1000);

@@ -148,7 +148,11 @@ with tempfile.TemporaryDirectory(prefix="armprofd-once-") as tmp:
     facts, rows = generate(tmp, "--seed", "21", "--records", "40000", "--cpus", "4", "--scenario", "all",
                            "--garbage", "0.01")
     data = os.path.join(tmp, "o.data")
-    rc, rep, err = once(data)
+    # Every line and PC by its address, the kernel scenario's too (test-privacy.py checks the default).
+    kconf = os.path.join(tmp, "kernel.conf")
+    with open(kconf, "w") as f:
+        f.write("[privacy]\nkernel_addresses = yes\n")
+    rc, rep, err = once(data, config=kconf)
     assert rc == 0, err
     n = check_report(rep, facts, rows)
     print(f"file mode: {n} records; counts, hot PC, hot lines and quantiles equal the truth")
@@ -202,8 +206,11 @@ with tempfile.TemporaryDirectory(prefix="armprofd-once-") as tmp:
 with tempfile.TemporaryDirectory(prefix="armprofd-once-") as tmp:
     facts, rows = generate(tmp, "--seed", "22", "--records", "20000", "--cpus", "8", "--scenario", "all",
                            "--ts", "--padded", "--pipe")
+    kconf = os.path.join(tmp, "kernel.conf")
+    with open(kconf, "w") as f:
+        f.write("[privacy]\nkernel_addresses = yes\n")
     with open(os.path.join(tmp, "o.data"), "rb") as f:
-        rc, rep, err = once("-", stdin=f)
+        rc, rep, err = once("-", stdin=f, config=kconf)
     assert rc == 0, err
     assert rep["mode"] == "pipe"
     n = check_report(rep, facts, rows)

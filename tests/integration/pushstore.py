@@ -158,7 +158,7 @@ class Profile:
         self.raw = raw
         self.gzipped = raw[:2] == b"\x1f\x8b"
         self.data = gzip.decompress(raw) if self.gzipped else raw
-        strings, st, samples = [], [], []
+        strings, st, samples, locations, functions = [], [], [], [], []
         self.time_nanos = self.duration_nanos = self.period = 0
         pt = None
         for num, wt, v in fields(self.data):
@@ -170,6 +170,10 @@ class Profile:
                 pt = self._vt(v)
             elif num == 2:
                 samples.append(v)
+            elif num == 4:
+                locations.append(v)
+            elif num == 5:
+                functions.append(v)
             elif num == 9:
                 self.time_nanos = signed64(v)
             elif num == 10:
@@ -180,6 +184,20 @@ class Profile:
         self.strings = strings
         self.sample_types = [(s(t), s(u)) for t, u in st]
         self.period_type = (s(pt[0]), s(pt[1])) if pt else None
+        # Function id -> name; location id -> (address, mapping id, [function names]) (profile.proto).
+        self.functions = {}
+        for b in functions:
+            f = {n: v for n, _, v in fields(b)}
+            self.functions[f.get(1, 0)] = s(f.get(2, 0))
+        self.locations = {}
+        for b in locations:
+            loc, names = {}, []
+            for n, wt, v in fields(b):
+                if n == 4:
+                    names.append(self.functions.get({m: x for m, _, x in fields(v)}.get(1, 0), ""))
+                else:
+                    loc[n] = v
+            self.locations[loc.get(1, 0)] = (loc.get(3, 0), loc.get(2, 0), names)
         self.samples = []  # (values, {label: [values]}, location ids)
         for b in samples:
             values, labels, locs = [], {}, []

@@ -622,6 +622,13 @@ def spe_happy():
     check(all(abs(r.t - (p.time_nanos + p.duration_nanos) / 1e9) < WAIT for r, _, _, p in profs),
           "a replay's profiles carry the time they are pushed")
     check_no_overlap(profs, "SPE")
+    # [privacy] kernel_addresses = no (the default): the kernel scenario's PCs reach the store as the one
+    # [kernel] location, address 0 and no mapping, never as a kernel address (the generator's are 0xffff...).
+    locs = [loc for _, _, _, p in profs for loc in p.locations.values()]
+    kernel = [loc for loc in locs if "[kernel]" in loc[2]]
+    check(all(a >> 56 != 0xFF for a, _, _ in locs), "no kernel address in the pushed profiles")
+    check(len(kernel) >= 1 and all(a == 0 and m == 0 for a, m, _ in kernel),
+          f"kernel PCs pushed as [kernel] at address 0 ({kernel[:3]})")
 
 
 def spe_split():

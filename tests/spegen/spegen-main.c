@@ -591,6 +591,9 @@ static int write_summary(const struct args *a, const struct out_ctx *o, const ch
                 (unsigned long long) SPEGEN_KTEXT_BASE, (unsigned long long) SPEGEN_KDATA_BASE);
         fprintf(f, "elf.text_base=0x%llx\nelf.text_map_len=0x%llx\n", (unsigned long long) SPEGEN_TEXT_BASE,
                 (unsigned long long) SPEGEN_TEXT_MAP_LEN);
+        /* The data mapping (its MMAP2, PERF_RECORD_MISC_MMAP_DATA): where every user data address lies. */
+        fprintf(f, "data.base=0x%llx\ndata.map_len=0x%llx\ndata.map_pgoff=0x0\ndata.map_name=//anon\n",
+                (unsigned long long) SPEGEN_DATA_BASE, (unsigned long long) SPEGEN_DATA_LEN);
         fprintf(f, "elf.build_id=");
         for (unsigned i = 0; i < FAKE_ELF_BUILD_ID_SIZE; i++)
                 fprintf(f, "%02x", o->build_id[i]);

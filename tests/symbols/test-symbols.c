@@ -173,6 +173,72 @@ static void test_pgoff(void **state) {
         unlink(path);
 }
 
+/*
+ * Data addresses ([privacy] data_addresses = no): the region is the mapping's name and the offset
+ * /proc/PID/maps gives, its offset column (file mappings' pgoff, 0 for anonymous memory) plus the
+ * distance from the start. No ELF file is read: the paths need not exist.
+ */
+static void test_region(void **state) {
+        struct symbols *s = symbols_new(NULL);
+        char name[PATH_MAX];
+        uint64_t off = 0;
+
+        /* libfoo.so's .data: mapped at 0x7f0000003000 from file offset 0x2000. */
+        assert_int_equal(symbols_add_mapping(s, PID, 0x7f0000003000, 0x1000, 0x2000, "/usr/lib/libfoo.so", NULL, 0), 0);
+        /* perf records anonymous memory with pgoff = its address: /proc/PID/maps says 0. */
+        assert_int_equal(symbols_add_mapping(s, PID, 0x5555000000, 0x21000, 0x5555000000, "[heap]", NULL, 0), 0);
+        assert_int_equal(symbols_add_mapping(s, PID, 0xffff8a000000, 0x4000000, 0xffff8a000, "//anon", NULL, 0), 0);
+        assert_int_equal(symbols_add_mapping(s, PID, 0x7f1000000000, 0x1000, 0x3000, "/memfd:jit (deleted)", NULL, 0), 0);
+
+        assert_int_equal(symbols_region(s, PID, 0x7f0000003040, name, sizeof(name), &off), 0);
+        assert_string_equal(name, "/usr/lib/libfoo.so");
+        assert_int_equal(off, 0x2040);
+        assert_int_equal(symbols_region(s, PID, 0x5555001c40, name, sizeof(name), &off), 0);
+        assert_string_equal(name, "[heap]");
+        assert_int_equal(off, 0x1c40);
+        assert_int_equal(symbols_region(s, PID, 0xffff8a001000, name, sizeof(name), &off), 0);
+        assert_string_equal(name, "//anon");
+        assert_int_equal(off, 0x1000);
+        assert_int_equal(symbols_region(s, PID, 0x7f1000000010, name, sizeof(name), &off), 0);
+        assert_int_equal(off, 0x3010);
+        /* The first byte past a mapping, another process, nothing mapped: no region, outputs untouched. */
+        off = 7;
+        assert_int_equal(symbols_region(s, PID, 0x7f0000004000, name, sizeof(name), &off), -ENOENT);
+        assert_int_equal(symbols_region(s, PID + 1, 0x7f0000003040, name, sizeof(name), &off), -ENOENT);
+        assert_int_equal(symbols_region(s, PID, 0x1000, name, sizeof(name), &off), -ENOENT);
+        assert_int_equal(off, 7);
+        symbols_free(s);
+}
+
+/* Data mappings share a process's bound but never push a code mapping out; every drop is counted. */
+static void test_region_bound(void **state) {
+        struct symbols *s = symbols_new(&(struct symbols_limits) { .max_mappings_per_pid = 2, .debug_dirs = "" });
+        struct symbols_maps *m = symbols_get_maps(s);
+        char name[PATH_MAX];
+        uint64_t off;
+
+        assert_int_equal(symbols_maps_add(m, PID, 0x1000, 0x1000, 0, "/bin/a", NULL, 0), 0);
+        assert_int_equal(symbols_maps_add_data(m, PID, 0x10000, 0x1000, 0, "[heap]"), 0);
+        /* Full: a second data mapping displaces the first, not /bin/a. */
+        assert_int_equal(symbols_maps_add_data(m, PID, 0x20000, 0x1000, 0, "//anon"), 0);
+        assert_int_equal(symbols_region(s, PID, 0x10010, name, sizeof(name), &off), -ENOENT);
+        assert_int_equal(symbols_region(s, PID, 0x20010, name, sizeof(name), &off), 0);
+        assert_string_equal(name, "//anon");
+        assert_int_equal(symbols_region(s, PID, 0x1010, name, sizeof(name), &off), 0);
+        assert_string_equal(name, "/bin/a");
+        /* A code mapping displaces the data one. */
+        assert_int_equal(symbols_maps_add(m, PID, 0x3000, 0x1000, 0, "/bin/b", NULL, 0), 0);
+        assert_int_equal(symbols_region(s, PID, 0x20010, name, sizeof(name), &off), -ENOENT);
+        /* Full of code: a data mapping is dropped, both code mappings stay. */
+        assert_int_equal(symbols_maps_add_data(m, PID, 0x30000, 0x1000, 0, "[stack]"), 0);
+        assert_int_equal(symbols_region(s, PID, 0x30010, name, sizeof(name), &off), -ENOENT);
+        assert_int_equal(symbols_region(s, PID, 0x1010, name, sizeof(name), &off), 0);
+        assert_int_equal(symbols_region(s, PID, 0x3010, name, sizeof(name), &off), 0);
+        assert_string_equal(name, "/bin/b");
+        assert_int_equal(symbols_get_stats(s)->mapping_evictions, 3);
+        symbols_free(s);
+}
+
 /* + p_vaddr - p_offset of the PT_LOAD for ET_DYN and ET_EXEC (perf does the same). */
 static void test_load_bias(void **state) {
         _cleanup_free_ char *dyn = write_elf("dyn-bias.elf", ELF_DYN_BIAS);
@@ -938,6 +1004,8 @@ int main(int argc, char **argv) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_lookup),
                 cmocka_unit_test(test_pgoff),
+                cmocka_unit_test(test_region),
+                cmocka_unit_test(test_region_bound),
                 cmocka_unit_test(test_load_bias),
                 cmocka_unit_test(test_dynsym),
                 cmocka_unit_test(test_kernel_and_non_files),
