@@ -507,6 +507,10 @@ static int top_key(struct parser *p, size_t i, const char *key, const yaml_node_
 static int check_tls(struct parser *p, const yaml_node_t *root) {
         struct web_tls *t = &p->c->tls;
 
+        /* Checked without certificates too: max_version TLS10 alone is a mistake, whatever it meant. */
+        if (t->min_version > t->max_version)
+                return fail(p, root, "tls_server_config: min_version %s is above max_version %s",
+                            tls_version_names[t->min_version], tls_version_names[t->max_version]);
         t->enabled = t->cert_file || t->cert || t->key_file || t->key || t->client_ca_file || t->client_ca ||
                      t->client_auth != WEB_CLIENT_AUTH_NONE;
         if (!t->enabled)
@@ -526,9 +530,6 @@ static int check_tls(struct parser *p, const yaml_node_t *root) {
             !t->client_ca_file && !t->client_ca)
                 return fail(p, root, "tls_server_config: client_auth_type %s needs client_ca_file (the CA "
                                      "that signs the clients' certificates)", client_auth_names[t->client_auth]);
-        if (t->min_version > t->max_version)
-                return fail(p, root, "tls_server_config: min_version %s is above max_version %s",
-                            tls_version_names[t->min_version], tls_version_names[t->max_version]);
         return 0;
 }
 

@@ -125,6 +125,8 @@ static void test_errors_name_the_line(void **state) {
                     "line 4: min_version: unknown TLS version 'TLS111'");
         parse_fails("tls_server_config:\n  cert_file: a\n  key_file: b\n  min_version: TLS13\n  max_version: TLS12\n",
                     "min_version TLS13 is above max_version TLS12");
+        /* Found by fuzz-web-config: a version range without certificates is checked too. */
+        parse_fails("tls_server_config:\n\n  max_version: TLS10\n", "min_version TLS12 is above max_version TLS10");
         parse_fails("tls_server_config:\n  cert_file: a\n  key_file: b\n  cipher_suites:\n    - TLS_INVENTED_CIPHER\n",
                     "line 5: cipher_suites: unknown cipher suite 'TLS_INVENTED_CIPHER'");
         parse_fails("tls_server_config:\n  cert_file: a\n  key_file: b\n  curve_preferences: [CurveP257]\n",
