@@ -74,8 +74,10 @@ class Daemon:
             time.sleep(0.02)
         raise AssertionError(f"log never matched {pattern!r}; log:\n{self.log()}")
 
-    def wait_serving(self, timeout=5.0):
-        """Until the daemon is READY: it logged its address and /healthz answers 200."""
+    def wait_serving(self, timeout=30.0):
+        """Until the daemon is READY: it logged its address and /healthz answers 200. A store sized
+        for 64 GiB filled by MALLOC_PERTURB_ (meson sets it) takes seconds on a loaded machine:
+        the wait is long, and ends early when the daemon exits."""
         m = self.wait_log(r"Serving on (\S+)", timeout)
         self.address = m.group(1)
         host, port = self.address.rsplit(":", 1)
@@ -109,7 +111,7 @@ class Daemon:
         raise AssertionError(f"the replay is still {self.spe_status()['state']!r} after {timeout}s; "
                              f"log:\n{self.log()}")
 
-    def wait_ready(self, timeout=5.0):
+    def wait_ready(self, timeout=30.0):
         """READY, and with --replay/--replay-raw the replay done: what READY meant before it came at once."""
         self.wait_serving(timeout)
         if self.replay:
