@@ -109,8 +109,12 @@ class Guest:
             while time.monotonic() < deadline:
                 if self.proc.poll() is not None:
                     raise RuntimeError(f'qemu exited ({self.proc.returncode}); console: {self.tail()}')
-                if self.ssh('true', check=False, timeout=5, quiet=True).returncode == 0:
-                    return time.monotonic() - t0
+                try:
+                    if self.ssh('true', check=False, timeout=5, quiet=True).returncode == 0:
+                        return time.monotonic() - t0
+                except subprocess.TimeoutExpired:
+                    # qemu's port forward accepts at once; a guest still booting may not answer in time.
+                    pass
                 time.sleep(0.5)
             raise RuntimeError(f'no ssh after {deadline - t0:.0f} s; console: {self.tail()}')
         raise RuntimeError('qemu did not start')
