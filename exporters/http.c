@@ -369,6 +369,20 @@ static void *timer_main(void *userdata) {
         return NULL;
 }
 
+/*
+ * Suspends the request: MHD calls the handler again once someone resumes
+ * it (the timer thread, the auth thread, a stop). Counted in
+ * n_deferred_open until it completes. Under s->lock.
+ */
+static void suspend(struct http_server *s, struct MHD_Connection *c, struct conn_ctx *ctx) {
+        MHD_suspend_connection(c);
+        conn_set_state(s, conn_of(c), CONN_WAITING);
+        if (!ctx->deferred) {
+                ctx->deferred = true;
+                s->n_deferred_open++;
+        }
+}
+
 static bool defer(struct http_server *s, struct MHD_Connection *c, struct conn_ctx *ctx, uint64_t usec) {
         bool ok = false;
 
@@ -376,13 +390,8 @@ static bool defer(struct http_server *s, struct MHD_Connection *c, struct conn_c
         if (!s->stopping && s->n_deferrals < s->max_deferrals) {
                 uint64_t due = mono_usec() + MIN(usec, HTTP_MAX_DEFER_USEC);
 
-                MHD_suspend_connection(c);
+                suspend(s, c, ctx);
                 s->deferrals[s->n_deferrals++] = (struct deferral) { c, due };
-                conn_set_state(s, conn_of(c), CONN_WAITING);
-                if (!ctx->deferred) {
-                        ctx->deferred = true;
-                        s->n_deferred_open++;
-                }
                 timer_wake_by(s, due);
                 ok = true;
         }
@@ -924,7 +933,7 @@ static bool auth_enqueue(struct http_server *s, struct MHD_Connection *connectio
 
         pthread_mutex_lock(&s->lock);
         if (!s->stopping && s->n_auth_jobs < HTTP_AUTH_QUEUE_MAX) {
-                MHD_suspend_connection(connection);
+                suspend(s, connection, ctx);
                 s->auth_jobs[s->n_auth_jobs++] = (struct auth_job) {
                         .connection = connection,
                         .ctx = ctx,
@@ -933,11 +942,6 @@ static bool auth_enqueue(struct http_server *s, struct MHD_Connection *connectio
                         .password = xstrdup(password),
                 };
                 ctx->auth = AUTH_PENDING;
-                conn_set_state(s, conn_of(connection), CONN_WAITING);
-                if (!ctx->deferred) {
-                        ctx->deferred = true;
-                        s->n_deferred_open++;
-                }
                 pthread_cond_signal(&s->auth_wake);
                 ok = true;
         }
@@ -993,16 +997,14 @@ static enum auth_state check_basic_auth(struct http_server *s, struct MHD_Connec
         char *user, *password = NULL;
         int verdict;
 
+        /* Resumed with the verdict: taken, so that a later deferral of this request asks the cache. */
         pthread_mutex_lock(&s->lock);
         state = ctx->auth;
-        pthread_mutex_unlock(&s->lock);
-        /* Resumed with the verdict; the next request on this connection asks again. */
-        if (state == AUTH_OK || state == AUTH_REFUSED) {
-                pthread_mutex_lock(&s->lock);
+        if (state == AUTH_OK || state == AUTH_REFUSED)
                 ctx->auth = AUTH_UNKNOWN;
-                pthread_mutex_unlock(&s->lock);
+        pthread_mutex_unlock(&s->lock);
+        if (state == AUTH_OK || state == AUTH_REFUSED)
                 return state;
-        }
         user = MHD_basic_auth_get_username_password(connection, &password);
         if (!user || !password) {
                 MHD_free(user);
@@ -1050,7 +1052,7 @@ static int admit(struct http_server *s, struct MHD_Connection *connection, struc
                 return -1;
         pthread_mutex_lock(&s->lock);
         /* A resumed request took its token before it waited. */
-        limited = ctx->auth == AUTH_UNKNOWN && !ctx->deferred && !rate_allow(s, web);
+        limited = !ctx->deferred && !rate_allow(s, web);
         pthread_mutex_unlock(&s->lock);
         if (limited)
                 http_response_error(&resp, MHD_HTTP_TOO_MANY_REQUESTS, "too many requests (rate_limit in the "
