@@ -312,50 +312,81 @@ static int tls_version(struct parser *p, const yaml_node_t *n, const char *key, 
         return fail(p, n, "%s: unknown TLS version '%s' (TLS10, TLS11, TLS12 or TLS13)", key, v);
 }
 
-static const char *const tls_keys[] = {
-        "cert_file", "key_file", "cert", "key", "client_ca_file", "client_ca", "client_auth_type",
-        "cipher_suites", "curve_preferences", "min_version", "max_version", "prefer_server_cipher_suites",
-        "client_allowed_sans", NULL,
+static int client_auth(struct parser *p, const yaml_node_t *n, const char *key, enum web_client_auth *ret) {
+        const char *v = NULL;
+        int r;
+
+        r = scalar(p, n, key, WEB_CONFIG_VALUE_MAX, &v);
+        if (r < 0)
+                return r;
+        if (!*v) {
+                *ret = WEB_CLIENT_AUTH_NONE;
+                return 0;
+        }
+        if (streq(v, "RequireClientCert")) { /* the toolkit's older name */
+                *ret = WEB_CLIENT_AUTH_REQUIRE_ANY;
+                return 0;
+        }
+        for (size_t i = 0; i < _WEB_CLIENT_AUTH_MAX; i++)
+                if (streq(client_auth_names[i], v)) {
+                        *ret = (enum web_client_auth) i;
+                        return 0;
+                }
+        return fail(p, n, "%s: unknown '%s' (NoClientCert, RequestClientCert, RequireAnyClientCert, "
+                          "VerifyClientCertIfGiven or RequireAndVerifyClientCert)", key, v);
+}
+
+/* Each mapping's keys: the enum names the case, the table the spelling (each_key()'s index). */
+enum {
+        TLS_CERT_FILE,
+        TLS_KEY_FILE,
+        TLS_CERT,
+        TLS_KEY,
+        TLS_CLIENT_CA_FILE,
+        TLS_CLIENT_CA,
+        TLS_CLIENT_AUTH_TYPE,
+        TLS_CIPHER_SUITES,
+        TLS_CURVE_PREFERENCES,
+        TLS_MIN_VERSION,
+        TLS_MAX_VERSION,
+        TLS_PREFER_SERVER_CIPHER_SUITES,
+        TLS_CLIENT_ALLOWED_SANS,
+        _TLS_KEY_MAX,
+};
+
+static const char *const tls_keys[_TLS_KEY_MAX + 1] = {
+        [TLS_CERT_FILE] = "cert_file",
+        [TLS_KEY_FILE] = "key_file",
+        [TLS_CERT] = "cert",
+        [TLS_KEY] = "key",
+        [TLS_CLIENT_CA_FILE] = "client_ca_file",
+        [TLS_CLIENT_CA] = "client_ca",
+        [TLS_CLIENT_AUTH_TYPE] = "client_auth_type",
+        [TLS_CIPHER_SUITES] = "cipher_suites",
+        [TLS_CURVE_PREFERENCES] = "curve_preferences",
+        [TLS_MIN_VERSION] = "min_version",
+        [TLS_MAX_VERSION] = "max_version",
+        [TLS_PREFER_SERVER_CIPHER_SUITES] = "prefer_server_cipher_suites",
+        [TLS_CLIENT_ALLOWED_SANS] = "client_allowed_sans",
 };
 
 static int tls_key(struct parser *p, size_t i, const char *key, const yaml_node_t *v) {
         struct web_tls *t = &p->c->tls;
-        const char *s = NULL;
-        int r;
 
         switch (i) {
-        case 0: return file_name(p, v, key, &t->cert_file);
-        case 1: return file_name(p, v, key, &t->key_file);
-        case 2: return scalar_dup(p, v, key, WEB_CONFIG_FILE_MAX, &t->cert);
-        case 3: return scalar_dup(p, v, key, WEB_CONFIG_FILE_MAX, &t->key);
-        case 4: return file_name(p, v, key, &t->client_ca_file);
-        case 5: return scalar_dup(p, v, key, WEB_CONFIG_FILE_MAX, &t->client_ca);
-        case 6:
-                r = scalar(p, v, key, WEB_CONFIG_VALUE_MAX, &s);
-                if (r < 0)
-                        return r;
-                if (!*s || streq(s, "NoClientCert"))
-                        t->client_auth = WEB_CLIENT_AUTH_NONE;
-                else if (streq(s, "RequireClientCert")) /* the toolkit's older name */
-                        t->client_auth = WEB_CLIENT_AUTH_REQUIRE_ANY;
-                else {
-                        size_t a;
-
-                        for (a = 0; a < _WEB_CLIENT_AUTH_MAX && !streq(client_auth_names[a], s); a++)
-                                ;
-                        if (a == _WEB_CLIENT_AUTH_MAX)
-                                return fail(p, v, "%s: unknown '%s' (NoClientCert, RequestClientCert, "
-                                                  "RequireAnyClientCert, VerifyClientCertIfGiven or "
-                                                  "RequireAndVerifyClientCert)", key, s);
-                        t->client_auth = (enum web_client_auth) a;
-                }
-                return 0;
-        case 7: return each_item(p, v, key, cipher_item);
-        case 8: return each_item(p, v, key, curve_item);
-        case 9: return tls_version(p, v, key, &t->min_version);
-        case 10: return tls_version(p, v, key, &t->max_version);
-        case 11: return boolean(p, v, key, &t->prefer_server_cipher_suites);
-        case 12: return each_item(p, v, key, san_item);
+        case TLS_CERT_FILE: return file_name(p, v, key, &t->cert_file);
+        case TLS_KEY_FILE: return file_name(p, v, key, &t->key_file);
+        case TLS_CERT: return scalar_dup(p, v, key, WEB_CONFIG_FILE_MAX, &t->cert);
+        case TLS_KEY: return scalar_dup(p, v, key, WEB_CONFIG_FILE_MAX, &t->key);
+        case TLS_CLIENT_CA_FILE: return file_name(p, v, key, &t->client_ca_file);
+        case TLS_CLIENT_CA: return scalar_dup(p, v, key, WEB_CONFIG_FILE_MAX, &t->client_ca);
+        case TLS_CLIENT_AUTH_TYPE: return client_auth(p, v, key, &t->client_auth);
+        case TLS_CIPHER_SUITES: return each_item(p, v, key, cipher_item);
+        case TLS_CURVE_PREFERENCES: return each_item(p, v, key, curve_item);
+        case TLS_MIN_VERSION: return tls_version(p, v, key, &t->min_version);
+        case TLS_MAX_VERSION: return tls_version(p, v, key, &t->max_version);
+        case TLS_PREFER_SERVER_CIPHER_SUITES: return boolean(p, v, key, &t->prefer_server_cipher_suites);
+        case TLS_CLIENT_ALLOWED_SANS: return each_item(p, v, key, san_item);
         default: abort();
         }
 }
@@ -489,16 +520,27 @@ static int rate_key(struct parser *p, size_t i, const char *key, const yaml_node
         return 0;
 }
 
-static const char *const top_keys[] = {
-        "tls_server_config", "http_server_config", "basic_auth_users", "rate_limit", NULL,
+enum {
+        TOP_TLS_SERVER_CONFIG,
+        TOP_HTTP_SERVER_CONFIG,
+        TOP_BASIC_AUTH_USERS,
+        TOP_RATE_LIMIT,
+        _TOP_KEY_MAX,
+};
+
+static const char *const top_keys[_TOP_KEY_MAX + 1] = {
+        [TOP_TLS_SERVER_CONFIG] = "tls_server_config",
+        [TOP_HTTP_SERVER_CONFIG] = "http_server_config",
+        [TOP_BASIC_AUTH_USERS] = "basic_auth_users",
+        [TOP_RATE_LIMIT] = "rate_limit",
 };
 
 static int top_key(struct parser *p, size_t i, const char *key, const yaml_node_t *v) {
         switch (i) {
-        case 0: return each_key(p, v, key, tls_keys, tls_key);
-        case 1: return each_key(p, v, key, http_keys, http_key);
-        case 2: return users(p, v);
-        case 3: return each_key(p, v, key, rate_keys, rate_key);
+        case TOP_TLS_SERVER_CONFIG: return each_key(p, v, key, tls_keys, tls_key);
+        case TOP_HTTP_SERVER_CONFIG: return each_key(p, v, key, http_keys, http_key);
+        case TOP_BASIC_AUTH_USERS: return users(p, v);
+        case TOP_RATE_LIMIT: return each_key(p, v, key, rate_keys, rate_key);
         default: abort();
         }
 }
@@ -634,6 +676,11 @@ struct web_config *web_config_unref(struct web_config *c) {
         return NULL;
 }
 
+/* Why read_regular_file() failed, for a person. */
+static const char *read_error(int r) {
+        return r == -EFBIG ? "larger than 1 MiB" : r == -EBADFD ? "not a regular file" : strerror(-r);
+}
+
 /* A PEM file the TLS settings name, or its inline text, as a string for GnuTLS. */
 static int read_pem(const char *key, const char *file, const char *text, char **ret, char *err, size_t errlen) {
         size_t size;
@@ -645,8 +692,7 @@ static int read_pem(const char *key, const char *file, const char *text, char **
         }
         r = read_regular_file(file, WEB_CONFIG_FILE_MAX, ret, &size);
         if (r < 0) {
-                snprintf(err, errlen, "tls_server_config: %s %s: %s", key, file,
-                         r == -EFBIG ? "larger than 1 MiB" : r == -EBADFD ? "not a regular file" : strerror(-r));
+                snprintf(err, errlen, "tls_server_config: %s %s: %s", key, file, read_error(r));
                 return r;
         }
         return 0;
@@ -809,8 +855,7 @@ int web_config_load(const char *path, struct web_config **ret, char *err, size_t
 
         r = read_regular_file(path, WEB_CONFIG_FILE_MAX, &data, &size);
         if (r < 0) {
-                snprintf(err, errlen, "%s: %s", path,
-                         r == -EFBIG ? "larger than 1 MiB" : r == -EBADFD ? "not a regular file" : strerror(-r));
+                snprintf(err, errlen, "%s: %s", path, read_error(r));
                 return r;
         }
         dir_copy = xstrdup(path);
