@@ -602,26 +602,10 @@ void symbols_snapshot_stats(const struct symbols_snapshot *snap, struct symbols_
         ret->mapping_evictions = snap->mapping_evictions;
 }
 
-static bool is_file_path(const char *path);
-static bool is_anon_memory(const char *path);
-/* A memfd's name in MMAP2 and /proc/PID/maps (memfd_create(2)): a file, whose offsets count. */
-#define MEMFD_PREFIX "/memfd:"
+/* The mapping of pm that holds addr (they are sorted by start and do not overlap), or NULL. */
+static const struct mapping *maps_find(const struct proc_maps *pm, uint64_t addr) {
+        size_t lo = 0, hi = pm->n;
 
-int symbols_snapshot_region(const struct symbols_snapshot *snap, uint32_t pid, uint64_t addr, char *name,
-                            size_t name_len, uint64_t *ret_offset) {
-        const struct proc_maps *pm;
-        const struct mapping *m;
-        size_t lo = 0, hi, i;
-        bool found, file;
-
-        if (!snap)
-                return -ENOENT;
-        i = proc_search(snap->procs, snap->n_procs, pid, &found);
-        if (!found)
-                return -ENOENT;
-        /* Not proc_touch(): a reader's look at data keeps no process from eviction. */
-        pm = snap->procs[i].pm;
-        hi = pm->n;
         while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
 
@@ -630,9 +614,29 @@ int symbols_snapshot_region(const struct symbols_snapshot *snap, uint32_t pid, u
                 else
                         hi = mid;
         }
-        if (lo == 0 || addr >= pm->maps[lo - 1].end)
+        return lo > 0 && addr < pm->maps[lo - 1].end ? &pm->maps[lo - 1] : NULL;
+}
+
+static bool is_file_path(const char *path);
+static bool is_anon_memory(const char *path);
+/* A memfd's name in MMAP2 and /proc/PID/maps (memfd_create(2)): a file, whose offsets count. */
+#define MEMFD_PREFIX "/memfd:"
+
+int symbols_snapshot_region(const struct symbols_snapshot *snap, uint32_t pid, uint64_t addr, char *name,
+                            size_t name_len, uint64_t *ret_offset) {
+        const struct mapping *m;
+        size_t i;
+        bool found, file;
+
+        if (!snap)
                 return -ENOENT;
-        m = &pm->maps[lo - 1];
+        i = proc_search(snap->procs, snap->n_procs, pid, &found);
+        if (!found)
+                return -ENOENT;
+        /* Not proc_touch(): a reader's look at data keeps no process from eviction. */
+        m = maps_find(snap->procs[i].pm, addr);
+        if (!m)
+                return -ENOENT;
         /*
          * The offset column of /proc/PID/maps is the file offset of a file's
          * mapping and 0 for anonymous memory (fs/proc/task_mmu.c,
@@ -1675,10 +1679,9 @@ bool symbols_result_object(const struct symbols_result *r, char *buf, size_t len
 int symbols_cache_lookup(struct symbols_cache *c, const struct symbols_snapshot *snap, uint32_t pid, uint64_t pc,
                          struct symbols_result *ret) {
         struct symbols_result res = {};
-        const struct proc_maps *pm;
-        const struct mapping *m = NULL;
+        const struct mapping *m;
         const struct proc *p;
-        size_t lo, hi, i;
+        size_t i;
         bool found;
 
         if ((pc >> KERNEL_ADDR_SHIFT) == KERNEL_ADDR_TOP_BYTE) {
@@ -1700,19 +1703,7 @@ int symbols_cache_lookup(struct symbols_cache *c, const struct symbols_snapshot 
                 return -ENOENT;
         p = &snap->procs[i];
         proc_touch(snap->shared, p);
-        pm = p->pm;
-        lo = 0;
-        hi = pm->n;
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-
-                if (pm->maps[mid].start <= pc)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        if (lo > 0 && pc < pm->maps[lo - 1].end)
-                m = &pm->maps[lo - 1];
+        m = maps_find(p->pm, pc);
         if (!m)
                 return -ENOENT;
 
@@ -1796,22 +1787,22 @@ int symbols_load_kallsyms(struct symbols *s, const char *path) {
         return symbols_cache_load_kallsyms(s->cache, path);
 }
 
-int symbols_lookup(struct symbols *s, uint32_t pid, uint64_t pc, struct symbols_result *ret) {
-        /* The same snapshot again while nothing was added: a reference, no copy. */
+/* Every mapping added so far. The same snapshot again while nothing was added: a reference, no copy. */
+static const struct symbols_snapshot *symbols_current(struct symbols *s) {
         struct symbols_snapshot *snap = symbols_maps_publish(s->maps);
 
         symbols_snapshot_unref(s->snap);
         s->snap = snap;
-        return symbols_cache_lookup(s->cache, s->snap, pid, pc, ret);
+        return snap;
+}
+
+int symbols_lookup(struct symbols *s, uint32_t pid, uint64_t pc, struct symbols_result *ret) {
+        return symbols_cache_lookup(s->cache, symbols_current(s), pid, pc, ret);
 }
 
 int symbols_region(struct symbols *s, uint32_t pid, uint64_t addr, char *name, size_t name_len,
                    uint64_t *ret_offset) {
-        struct symbols_snapshot *snap = symbols_maps_publish(s->maps);
-
-        symbols_snapshot_unref(s->snap);
-        s->snap = snap;
-        return symbols_snapshot_region(s->snap, pid, addr, name, name_len, ret_offset);
+        return symbols_snapshot_region(symbols_current(s), pid, addr, name, name_len, ret_offset);
 }
 
 const struct symbols_stats *symbols_get_stats(struct symbols *s) {
