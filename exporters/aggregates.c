@@ -175,20 +175,6 @@ static json_t *object_then(json_t *first, json_t *rest) {
         return first;
 }
 
-/* Withheld entries first, by process and EL, so that each one's kernel entries are adjacent. */
-static int withheld_cmp(const void *x, const void *y) {
-        const struct hotpcs_item *a = x, *b = y;
-
-        if (a->pid != b->pid)
-                return a->pid < b->pid ? -1 : 1;
-        if (a->el != b->el)
-                return a->el < b->el ? -1 : 1;
-        /* The hottest first: it keeps its place (and its pc, withheld like the others). */
-        if (a->count != b->count)
-                return a->count > b->count ? -1 : 1;
-        return a->pc < b->pc ? -1 : a->pc > b->pc;
-}
-
 /* By count, descending; ties by pid then pc, so that the order does not depend on the merge's. */
 static int count_cmp(const void *x, const void *y) {
         const struct hotpcs_item *a = x, *b = y;
@@ -200,44 +186,51 @@ static int count_cmp(const void *x, const void *y) {
         return a->pc < b->pc ? -1 : a->pc > b->pc;
 }
 
+/* The entries served as they are first; the withheld after them, by process and EL, then by count. */
+static int withheld_cmp(const void *x, const void *y, void *policy) {
+        const struct hotpcs_item *a = x, *b = y;
+        bool wa = !privacy_pc_shown(policy, a->el, a->pc), wb = !privacy_pc_shown(policy, b->el, b->pc);
+
+        if (wa != wb)
+                return wa ? 1 : -1;
+        if (wa && a->pid != b->pid)
+                return a->pid < b->pid ? -1 : 1;
+        if (wa && a->el != b->el)
+                return a->el < b->el ? -1 : 1;
+        return count_cmp(a, b);
+}
+
 void agg_hotpcs_withhold(struct hotpcs_merged *m, const struct privacy_policy *p, size_t limit) {
-        size_t n_shown = 0, n_withheld = 0;
-        struct hotpcs_item *tmp;
+        size_t n = 0;
+        bool any = false;
 
-        for (size_t i = 0; i < m->n; i++)
-                n_shown += privacy_pc_shown(p, m->item[i].el, m->item[i].pc);
-        if (n_shown < m->n) {
-                /* Partition: the entries served as they are first, in their order, the withheld after them. */
-                tmp = xmalloc(m->n * sizeof(*tmp));
-                for (size_t i = 0, j = 0; i < m->n; i++)
-                        if (privacy_pc_shown(p, m->item[i].el, m->item[i].pc))
-                                tmp[j++] = m->item[i];
-                        else
-                                tmp[n_shown + n_withheld++] = m->item[i];
-                memcpy(m->item, tmp, m->n * sizeof(*tmp));
-                free(tmp);
+        for (size_t i = 0; i < m->n && !any; i++)
+                any = !privacy_pc_shown(p, m->item[i].el, m->item[i].pc);
+        /* Nothing withheld: the store's order stands. */
+        if (!any) {
+                m->n = MIN(m->n, limit);
+                return;
         }
-        if (n_shown < m->n) {
-                struct hotpcs_item *w = m->item + n_shown;
-                size_t n_w = m->n - n_shown, k = 0;
+        qsort_r(m->item, m->n, sizeof(*m->item), withheld_cmp, (void *) p);
+        /* Each run of withheld entries of one process and EL summed into its first (the hottest). */
+        for (size_t i = 0; i < m->n; i++) {
+                struct hotpcs_item *last = n > 0 ? &m->item[n - 1] : NULL, *it = &m->item[i];
 
-                qsort(w, n_w, sizeof(*w), withheld_cmp);
-                for (size_t i = 1; i < n_w; i++) {
-                        if (w[i].pid != w[k].pid || w[i].el != w[k].el) {
-                                w[++k] = w[i];
-                                continue;
-                        }
-                        w[k].count += w[i].count;
-                        w[k].error += w[i].error;
-                        for (int j = 0; j < _HOTPCS_OP_MAX; j++)
-                                w[k].ops[j] += w[i].ops[j];
-                        for (int j = 0; j < _HOTPCS_EV_MAX; j++)
-                                w[k].events[j] += w[i].events[j];
-                        w[k].lat_sum += w[i].lat_sum;
+                if (!last || privacy_pc_shown(p, it->el, it->pc) || privacy_pc_shown(p, last->el, last->pc) ||
+                    last->pid != it->pid || last->el != it->el) {
+                        m->item[n++] = *it;
+                        continue;
                 }
-                m->n = n_shown + k + 1;
-                qsort(m->item, m->n, sizeof(*m->item), count_cmp);
+                last->count += it->count;
+                last->error += it->error;
+                for (int j = 0; j < _HOTPCS_OP_MAX; j++)
+                        last->ops[j] += it->ops[j];
+                for (int j = 0; j < _HOTPCS_EV_MAX; j++)
+                        last->events[j] += it->events[j];
+                last->lat_sum += it->lat_sum;
         }
+        m->n = n;
+        qsort(m->item, m->n, sizeof(*m->item), count_cmp);
         if (m->n > limit)
                 m->n = limit;
 }

@@ -55,14 +55,6 @@ struct agg_symbolizer {
 bool agg_pid_in_cgroup(const struct agg_symbolizer *sym, uint32_t pid, const char *prefix);
 
 /*
- * `sym` may be NULL: no "symbol", "object" or "node" fields, and
- * PRIVACY_POLICY_DEFAULT. An address the policy withholds is left out
- * ("pc" of a kernel PC; "address" and "va" of a line whose data address is
- * withheld; 0 in protobuf) and a "region" string says what it was:
- * "[kernel]", "[unknown]" or "MAPPING+0xOFFSET" (privacy.h); a kernel PC's
- * "symbol" is "[kernel]".
- */
-/*
  * The hot PCs as the privacy policy (NULL: PRIVACY_POLICY_DEFAULT) lets
  * them be served: the withheld kernel PCs of a process at one EL become one
  * [kernel] entry (counts, errors, ops, events and latency summed: the sum of
@@ -71,6 +63,15 @@ bool agg_pid_in_cgroup(const struct agg_symbolizer *sym, uint32_t pid, const cha
  * without a limit before, so a process's kernel entries are all summed.
  */
 void agg_hotpcs_withhold(struct hotpcs_merged *m, const struct privacy_policy *p, size_t limit);
+
+/*
+ * `sym` may be NULL: no "symbol", "object" or "node" fields, and
+ * PRIVACY_POLICY_DEFAULT. An address the policy withholds is left out
+ * ("pc" of a kernel PC; "address" and "va" of a line whose data address is
+ * withheld; 0 in protobuf) and a "region" string says what it was:
+ * "[kernel]", "[unknown]" or "MAPPING+0xOFFSET" (privacy.h); a kernel PC's
+ * "symbol" is "[kernel]".
+ */
 json_t *agg_hotpcs_json(const struct store_hotpcs_result *res, const struct agg_symbolizer *sym);
 json_t *agg_hotlines_json(const struct store_hotlines_result *res, const struct agg_symbolizer *sym);
 json_t *agg_latency_json(const struct store_latency_result *res);
