@@ -188,10 +188,7 @@ void collector_options_from_config(const struct config *cfg, struct collector_op
         };
         /* The name was checked when the configuration was read. */
         (void) sampler_event_parse(cfg->sampler.event, &ret->sampler.type, &ret->sampler.config);
-        ret->privacy = (struct privacy_policy) {
-                .kernel_addresses = cfg->privacy.kernel_addresses,
-                .data_addresses = cfg->privacy.data_addresses,
-        };
+        config_privacy_policy(cfg, &ret->privacy);
         ret->sample_sink = (struct sample_sink_options) {
                 .unwind = cfg->sampler.unwind,
                 .kernel_addresses = cfg->privacy.kernel_addresses,

@@ -21,6 +21,7 @@
 #include "log.h"
 #include "macro.h"
 #include "pmu-event.h"
+#include "privacy.h"
 #include "push.h"
 #include "push-request.h"
 #include "sampler-source.h"
@@ -679,6 +680,13 @@ static int check_spe_watermark(const struct config *c, const char *filename, str
 }
 
 /* The push's options (exporters/push.h) pointing into c. */
+void config_privacy_policy(const struct config *c, struct privacy_policy *ret) {
+        *ret = (struct privacy_policy) {
+                .kernel_addresses = c->privacy.kernel_addresses,
+                .data_addresses = c->privacy.data_addresses,
+        };
+}
+
 void config_push_options(const struct config *c, struct push_options *o) {
         *o = (struct push_options) {
                 .url = c->push.url,

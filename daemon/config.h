@@ -199,6 +199,10 @@ struct push_options;
 /* [push] as push_new() takes it; the strings point into c. */
 void config_push_options(const struct config *c, struct push_options *o);
 
+struct privacy_policy;
+/* [privacy] as the answers and profiles apply it (exporters/privacy.h). */
+void config_privacy_policy(const struct config *c, struct privacy_policy *ret);
+
 struct store_options;
 /*
  * The store's CPU-stack tables (store.h): sized from [store] stacks (32

@@ -275,12 +275,11 @@ int replay_once(const struct replay_args *a, const char *records_path, const str
         struct once once = { .store = s, .symbols = symbols_new(NULL), .clock = { .store = s } };
         struct source_sink sink = { .userdata = &once, .records = sink_records, .mapping = sink_mapping,
                                     .clock = sink_clock, .feature = sink_feature };
-        /* [privacy] as the daemon's answers apply it (privacy.h). */
-        const struct privacy_policy privacy = {
-                .kernel_addresses = cfg->privacy.kernel_addresses,
-                .data_addresses = cfg->privacy.data_addresses,
-        };
+        struct privacy_policy privacy;
         struct agg_symbolizer sym = { &once, symbol, object, node, .region = region, .privacy = &privacy };
+
+        /* [privacy] as the daemon's answers apply it. */
+        config_privacy_policy(cfg, &privacy);
 
         if (records_path) {
                 once.records = fopen(records_path, "we");

@@ -18,22 +18,22 @@ bool privacy_kernel_pc(unsigned el, uint64_t pc) {
         return el != 0 || privacy_kernel_addr(pc);
 }
 
-bool privacy_pc_shown(const struct privacy_policy *p, unsigned el, uint64_t pc) {
-        const struct privacy_policy d = PRIVACY_POLICY_DEFAULT;
+static const struct privacy_policy *or_default(const struct privacy_policy *p) {
+        static const struct privacy_policy d = PRIVACY_POLICY_DEFAULT;
 
-        if (!p)
-                p = &d;
-        return p->kernel_addresses || !privacy_kernel_pc(el, pc);
+        return p ?: &d;
+}
+
+bool privacy_pc_shown(const struct privacy_policy *p, unsigned el, uint64_t pc) {
+        return or_default(p)->kernel_addresses || !privacy_kernel_pc(el, pc);
 }
 
 bool privacy_data_shown(const struct privacy_policy *p, privacy_region_fn region, void *userdata, uint32_t pid,
                         uint64_t va, char *buf, size_t len) {
-        const struct privacy_policy d = PRIVACY_POLICY_DEFAULT;
         char name[PATH_MAX];
         uint64_t off;
 
-        if (!p)
-                p = &d;
+        p = or_default(p);
         if (privacy_kernel_addr(va)) {
                 if (p->kernel_addresses && p->data_addresses)
                         return true;
