@@ -258,7 +258,7 @@ json_t *agg_hotpcs_json(const struct store_hotpcs_result *res, const struct agg_
                                                    (json_int_t) it->count, "error", (json_int_t) it->error,
                                                    "ops", o, "events", e, "latency_sum_cycles",
                                                    (json_int_t) it->lat_sum));
-                add_pc_names(item, sym, it->pid, it->el, it->pc, false);
+                add_pc_names(item, sym, it->pid, it->el, it->pc, true);
                 add_cgroup(item, sym, it->pid);
                 json_array_append_new(items, item);
         }
@@ -363,6 +363,33 @@ json_t *agg_hotlines_json(const struct store_hotlines_result *res, const struct 
                          "offset_evictions", (json_int_t) res->lines.off_evictions, "lines", lines);
 }
 
+/*
+ * The histogram at powers of two: {"le": 2^k, "count": values in
+ * (2^(k-1), 2^k]} ("le": 0 the zero bucket, "le": 1 the ones), from the
+ * first non-empty to the last, empty ones between included so that a chart
+ * can draw them in order. Exact: a schema-7 bucket never straddles a power
+ * of two (lathist.h).
+ */
+static json_t *log2_buckets(const struct lathist_merged *h) {
+        const struct lathist_bucket *b = lathist_buckets();
+        uint64_t count[LATHIST_LOG2_BUCKETS] = {};
+        int first = -1, last = -1;
+        json_t *a = json_array();
+
+        for (unsigned i = 0; i < LATHIST_NBUCKETS; i++)
+                if (h->count[i]) {
+                        unsigned k = lathist_log2_bucket(b[i].hi);
+
+                        count[k] += h->count[i];
+                        first = first < 0 ? (int) k : first;
+                        last = (int) k;
+                }
+        for (int k = first; k >= 0 && k <= last; k++)
+                json_array_append_new(a, json_pack("{s:I, s:I}", "le", (json_int_t) lathist_log2_le((unsigned) k),
+                                                   "count", (json_int_t) count[k]));
+        return a;
+}
+
 json_t *agg_latency_json(const struct store_latency_result *res) {
         json_t *kinds = json_object();
 
@@ -376,10 +403,12 @@ json_t *agg_latency_json(const struct store_latency_result *res) {
                                 continue;
                         json_object_set_new(store_lat_group_is_source(g) ? by_source : by_op,
                                             store_lat_group_name(g),
-                                            json_pack("{s:I, s:I, s:f, s:f, s:f, s:f, s:f}", "count",
+                                            json_pack("{s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:I, s:o}", "count",
                                                       (json_int_t) h->h.n, "sum_cycles", (json_int_t) h->h.sum,
                                                       "mean", (double) h->h.sum / (double) h->h.n, "p50", h->p50,
-                                                      "p90", h->p90, "p99", h->p99, "p999", h->p999));
+                                                      "p90", h->p90, "p99", h->p99, "p999", h->p999, "max",
+                                                      (json_int_t) lathist_max(&h->h), "buckets",
+                                                      log2_buckets(&h->h)));
                 }
                 json_object_set_new(kinds, store_lat_kind_name(k),
                                     json_pack("{s:o, s:o}", "by_op", by_op, "loads_by_source", by_source));

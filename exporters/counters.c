@@ -156,6 +156,19 @@ static json_t *ratios_json(const struct pmu_ratio *ratios) {
         return o;
 }
 
+/* The configured events no CPU counts, with the error of their first failure (perf stat's <not supported>). */
+static json_t *unavailable_json(const struct pmu_snapshot *s) {
+        json_t *o = json_object();
+
+        for (int e = 0; e < _PMU_EVENT_MAX; e++)
+                if (s->events[e].configured && !s->events[e].available)
+                        json_object_set_new(o, pmu_event_get(e)->name,
+                                            json_pack("{s:s}", "error",
+                                                      s->events[e].error ? strerror(-s->events[e].error)
+                                                                         : "not counted on any CPU"));
+        return o;
+}
+
 json_t *counters_to_json(const struct pmu_snapshot *s, double interval_seconds, int64_t cpu) {
         json_t *root, *cpus;
 
@@ -191,6 +204,7 @@ json_t *counters_to_json(const struct pmu_snapshot *s, double interval_seconds, 
         json_object_set_new(root, "host",
                             json_pack("{s:o, s:o}", "events", events_json(s, s->host, interval_seconds),
                                       "ratios", ratios_json(s->host_ratios)));
+        json_object_set_new(root, "unavailable", unavailable_json(s));
         return root;
 }
 

@@ -100,3 +100,21 @@ double lathist_quantile(const struct lathist_merged *m, double q) {
         }
         return b[LATHIST_NBUCKETS - 1].hi;
 }
+
+uint32_t lathist_max(const struct lathist_merged *m) {
+        const struct lathist_bucket *b = lathist_buckets();
+
+        for (unsigned i = LATHIST_NBUCKETS; i-- > 0;)
+                if (m->count[i])
+                        return b[i].hi;
+        return 0;
+}
+
+unsigned lathist_log2_bucket(uint32_t v) {
+        /* 1 + ceil(log2(v)) for v >= 1: the bit length of v - 1, plus one. */
+        return v == 0 ? 0 : v == 1 ? 1 : 2 + (unsigned) (31 - __builtin_clz(v - 1));
+}
+
+uint32_t lathist_log2_le(unsigned k) {
+        return k == 0 ? 0 : UINT32_C(1) << (k - 1);
+}
