@@ -4,15 +4,18 @@
 #include <errno.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "aggregates.h"
 #include "armprofd.pb-c.h"
 #include "json-pb.h"
 #include "negotiate.h"
+#include "page.h"
 #include "build-config.h"
 #include "parse-util.h"
 #include "log.h"
 #include "process-metrics.h"
+#include "views.h"
 
 struct api {
         struct api_provider provider;
@@ -54,22 +57,132 @@ static void json_body(struct http_response *resp, json_t *o) {
         free(s);
 }
 
+/* How an answer is written: its JSON, its protobuf message, or the view of it as text or a page. */
+enum rendering {
+        RENDER_JSON,
+        RENDER_PROTOBUF,
+        RENDER_TEXT,
+        RENDER_HTML,
+        _RENDER_MAX,
+        RENDER_INVALID = -EINVAL,
+};
+
+static const char *const rendering_names[_RENDER_MAX] = {
+        [RENDER_JSON] = "json",
+        [RENDER_PROTOBUF] = "protobuf",
+        [RENDER_TEXT] = "text",
+        [RENDER_HTML] = "html",
+};
+
 /*
- * The answer as JSON, or as the armprofd.v1 message `d` when the client
- * prefers application/x-protobuf (proto/armprofd.proto). Anything else,
- * including a missing or unparsable Accept, gets JSON.
+ * format=json|protobuf|text|html when given; otherwise the client's
+ * preference (Accept) among them, where the endpoint has a view; JSON when
+ * it states none (curl's * / *, no Accept, an unparsable one).
  */
-static void answer(const struct http_request *req, struct http_response *resp, json_t *o,
-                   const ProtobufCMessageDescriptor *d, const char *pb_content_type) {
+static enum rendering rendering_of(const struct http_request *req, const char *format, bool has_view) {
         static const struct media_offer offers[] = {
-                { "application", "json", NULL },
-                { "application", "x-protobuf", NULL },
+                [RENDER_JSON] = { "application", "json", NULL },
+                [RENDER_PROTOBUF] = { "application", "x-protobuf", NULL },
+                [RENDER_TEXT] = { "text", "plain", NULL },
+                [RENDER_HTML] = { "text", "html", NULL },
         };
+        int r;
+
+        if (format) {
+                for (int i = 0; i < _RENDER_MAX; i++)
+                        if (streq(format, rendering_names[i]) && (has_view || i <= RENDER_PROTOBUF))
+                                return i;
+                return RENDER_INVALID;
+        }
+        r = negotiate(http_request_header(req, "Accept"), offers, has_view ? _RENDER_MAX : RENDER_TEXT);
+        return r < 0 ? RENDER_JSON : (enum rendering) r;
+}
+
+/* The 400 of a format= the endpoint does not have. */
+static void bad_format(struct http_response *resp, const char *format, bool has_view) {
+        http_response_error(resp, 400, "parameter 'format': '%s' is not one of %s", format,
+                            has_view ? "json, protobuf, text, html" : "json, protobuf");
+}
+
+/* What sampled the answers: the collectors that are up, from the /status document's "collectors". */
+static void source_summary(struct api *a, char *buf, size_t len) {
+        json_t *st = json_object(), *c;
+        size_t i, n = 0;
+
+        buf[0] = '\0';
+        if (a->provider.fill_status)
+                a->provider.fill_status(a->provider.userdata, st);
+        json_array_foreach(json_object_get(st, "collectors"), i, c) {
+                const char *name = json_string_value(json_object_get(c, "name"));
+                const char *kind = json_string_value(json_object_get(c, "source"));
+                const char *event = json_string_value(json_object_get(c, "event"));
+
+                if (!name || !json_is_true(json_object_get(c, "up")) || streq(name, "pmu"))
+                        continue;
+                n += (size_t) snprintf(buf + n, n < len ? len - n : 0, "%s%s", n ? ", " : "", name);
+                if (kind)
+                        n += (size_t) snprintf(buf + n, n < len ? len - n : 0, " (%s, period %" JSON_INTEGER_FORMAT ")",
+                                               kind, json_integer_value(json_object_get(c, "period")));
+                else if (event)
+                        n += (size_t) snprintf(buf + n, n < len ? len - n : 0, " (%s, %" JSON_INTEGER_FORMAT " Hz)",
+                                               event, json_integer_value(json_object_get(c, "frequency_hz")));
+        }
+        if (n == 0)
+                snprintf(buf, len, "none running");
+        json_decref(st);
+}
+
+/* What a page or a text answer needs besides the JSON document. */
+struct view_request {
+        int (*build)(const json_t *answer, const struct view_context *ctx, struct view *v);
+        const char *window;             /* as asked; NULL: the endpoint has none */
+        const char *const *keep;        /* the other parameters, for the window selector's links */
+};
+
+#define SOURCE_SUMMARY_MAX 1024
+
+static void view_body(struct api *a, const struct http_request *req, struct http_response *resp, json_t *o,
+                      const struct view_request *vr, enum rendering how) {
+        char host[HOST_NAME_MAX + 1] = "", source[SOURCE_SUMMARY_MAX];
+        struct view v = {};
+
+        (void) gethostname(host, sizeof(host) - 1);
+        source_summary(a, source, sizeof(source));
+        if (vr->build(o, &(struct view_context) { host, source, vr->window ?: "1m" }, &v) < 0) {
+                view_done(&v);
+                http_response_error(resp, 500, "cannot build the view");
+                return;
+        }
+        if (how == RENDER_TEXT) {
+                view_render_text(&v, &resp->body);
+                resp->content_type = "text/plain; charset=utf-8";
+        } else {
+                page_render_view(&v, &(struct page_request) { req->path, vr->window ?: (vr->keep ? "1m" : NULL),
+                                                              vr->keep },
+                                 &resp->body);
+                resp->content_type = "text/html; charset=utf-8";
+                resp->security_policy = PAGE_CSP;
+        }
+        view_done(&v);
+}
+
+/*
+ * The answer in the rendering asked for: JSON, the armprofd.v1 message `d`
+ * (proto/armprofd.proto), or with a view (vr not NULL) text or a page built
+ * from that same JSON document.
+ */
+static void answer(struct api *a, const struct http_request *req, struct http_response *resp, json_t *o,
+                   enum rendering how, const struct view_request *vr, const ProtobufCMessageDescriptor *d,
+                   const char *pb_content_type) {
         size_t unknown = 0;
 
         resp->negotiated = true;
         resp->gzip_ok = true;
-        if (negotiate(http_request_header(req, "Accept"), offers, ELEMENTSOF(offers)) != 1) {
+        if ((how == RENDER_TEXT || how == RENDER_HTML) && vr) {
+                view_body(a, req, resp, o, vr, how);
+                return;
+        }
+        if (how != RENDER_PROTOBUF) {
                 json_body(resp, o);
                 return;
         }
@@ -107,46 +220,26 @@ static bool query_args(const struct http_request *req, struct http_response *res
         return false;
 }
 
-static void html_escape(struct strbuf *out, const char *s) {
-        for (; *s; s++)
-                switch (*s) {
-                case '&': strbuf_puts(out, "&amp;"); break;
-                case '<': strbuf_puts(out, "&lt;"); break;
-                case '>': strbuf_puts(out, "&gt;"); break;
-                case '"': strbuf_puts(out, "&quot;"); break;
-                default: strbuf_putc(out, *s); break;
-                }
+static void handle_index(void *userdata, const struct http_request *req, struct http_response *resp) {
+        char host[HOST_NAME_MAX + 1] = "";
+
+        (void) gethostname(host, sizeof(host) - 1);
+        page_render_index(host, &resp->body);
+        resp->content_type = "text/html; charset=utf-8";
+        resp->security_policy = PAGE_CSP;
 }
 
-static void handle_index(void *userdata, const struct http_request *req, struct http_response *resp) {
-        static const struct {
-                const char *path, *what;
-        } links[] = {
-                { "/metrics", "Prometheus metrics (text 0.0.4, OpenMetrics, protobuf by Accept)" },
-                { "/counters", "per-CPU PMU counters, rates and ratios, and a host aggregate (JSON)" },
-                { "/hotlines?window=1m&limit=20", "cache lines with peer snoops, ranked by them: false/true sharing, offsets, PCs, CPUs (JSON; all=1 for every line)" },
-                { "/hotpcs?window=1m&limit=50", "hottest sampled PCs with counts by op and event (JSON)" },
-                { "/latency?window=1m", "latency histograms with p50/p90/p99/p999 by op and data source (JSON)" },
-                { "/debug/pprof/spe?window=1m", "pprof profile of the sampled operations of the window (go tool pprof)" },
-                { "/debug/pprof/profile?seconds=5", "pprof profile collected over the next N seconds" },
-                { "/status", "collectors, availability, versions, configuration (JSON)" },
-                { "/healthz", "liveness of the collector loop" },
-        };
+/* The pages' stylesheet and script: compiled in, the same for every page. */
+static void handle_static(void *userdata, const struct http_request *req, struct http_response *resp) {
+        const char *type, *body = page_static(req->path, &type);
 
-        resp->content_type = "text/html; charset=utf-8";
-        strbuf_printf(&resp->body,
-                      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                      "<title>armprofd</title></head>\n<body>\n<h1>armprofd %s</h1>\n"
-                      "<p>Always-on hardware profiler.</p>\n<ul>\n",
-                      ARMPROFD_VERSION);
-        for (size_t i = 0; i < ELEMENTSOF(links); i++) {
-                strbuf_puts(&resp->body, "<li><a href=\"");
-                html_escape(&resp->body, links[i].path);
-                strbuf_puts(&resp->body, "\">");
-                html_escape(&resp->body, links[i].path);
-                strbuf_printf(&resp->body, "</a>: %s</li>\n", links[i].what);
+        if (!body) {
+                http_response_error(resp, 404, "no such file");
+                return;
         }
-        strbuf_puts(&resp->body, "</ul>\n</body></html>\n");
+        strbuf_puts(&resp->body, body);
+        resp->content_type = type;
+        resp->gzip_ok = true;
 }
 
 static void handle_healthz(void *userdata, const struct http_request *req, struct http_response *resp) {
@@ -225,32 +318,42 @@ static void handle_status(void *userdata, const struct http_request *req, struct
                 a->provider.fill_status(a->provider.userdata, o);
         if (!json_object_get(o, "collectors"))
                 json_object_set_new(o, "collectors", json_array());
-        answer(req, resp, o, &armprofd__v1__status__descriptor, "application/x-protobuf; proto=armprofd.v1.Status");
+        answer(a, req, resp, o, rendering_of(req, NULL, false), NULL, &armprofd__v1__status__descriptor,
+               "application/x-protobuf; proto=armprofd.v1.Status");
         json_decref(o);
 }
 
 static void handle_counters(void *userdata, const struct http_request *req, struct http_response *resp) {
-        static const char *const allowed[] = { "cpu", NULL };
+        enum { ARG_CPU, ARG_FORMAT, _ARG_MAX };
+        static const char *const allowed[] = { [ARG_CPU] = "cpu", [ARG_FORMAT] = "format", [_ARG_MAX] = NULL };
         struct api *a = userdata;
-        const char *v;
+        const char *args[_ARG_MAX] = {};
+        enum rendering how;
         uint32_t cpu;
         json_t *o;
 
-        if (!query_args(req, resp, allowed, &v))
+        if (!query_args(req, resp, allowed, args))
                 return;
-        if (v && safe_atou32(v, &cpu) < 0) {
-                http_response_error(resp, 400, "parameter 'cpu': '%s' is not a CPU number", v);
+        if (args[ARG_CPU] && safe_atou32(args[ARG_CPU], &cpu) < 0) {
+                http_response_error(resp, 400, "parameter 'cpu': '%s' is not a CPU number", args[ARG_CPU]);
+                return;
+        }
+        how = rendering_of(req, args[ARG_FORMAT], true);
+        if (how == RENDER_INVALID) {
+                bad_format(resp, args[ARG_FORMAT], true);
                 return;
         }
         o = a->provider.counters_json ?
-                a->provider.counters_json(a->provider.userdata, v ? (int64_t) cpu : -1) : NULL;
+                a->provider.counters_json(a->provider.userdata, args[ARG_CPU] ? (int64_t) cpu : -1) : NULL;
 
         if (!o) {
                 http_response_error(resp, 503, "no counting data");
                 return;
         }
-        answer(req, resp, o, &armprofd__v1__counters__descriptor,
-               "application/x-protobuf; proto=armprofd.v1.Counters");
+        answer(a, req, resp, o, how,
+               &(struct view_request) { view_counters, NULL,
+                                        args[ARG_CPU] ? (const char *const[]) { "cpu", args[ARG_CPU], NULL } : NULL },
+               &armprofd__v1__counters__descriptor, "application/x-protobuf; proto=armprofd.v1.Counters");
         json_decref(o);
 }
 
@@ -266,25 +369,35 @@ struct query {
         uint32_t pid;
         bool all;                       /* /hotlines?all=1: lines without peer snoops too */
         const char *cgroup;             /* cgroup=PREFIX: processes whose cgroup path starts with it; NULL all */
+        const char *window;             /* as given; NULL when not */
+        enum rendering how;
+        /* limit, pid, cgroup and all as given: name/value pairs, NULL-terminated (a page's links keep them). */
+        const char *keep[2 * 4 + 1];
 };
 
 /*
- * window=10s|1m|10m|SECONDS|all, limit=1..max, pid=N, and on /hotlines
- * all=0|1. Anything else, or a bad value, is a 400 that names the parameter.
+ * window=10s|1m|10m|SECONDS|all, limit=1..max, pid=N, on /hotlines
+ * all=0|1, and format=json|protobuf|text|html where the endpoint has a
+ * view. Anything else, or a bad value, is a 400 that names the parameter.
  */
 static bool parse_query(const struct http_request *req, struct http_response *resp, size_t default_limit,
-                        size_t max_limit, bool takes_all, struct query *ret) {
-        enum { ARG_WINDOW, ARG_LIMIT, ARG_PID, ARG_CGROUP, ARG_ALL, _ARG_MAX };
-        static const char *const with_all[] = { [ARG_WINDOW] = "window", [ARG_LIMIT] = "limit",
-                                                [ARG_PID] = "pid", [ARG_CGROUP] = "cgroup", [ARG_ALL] = "all",
-                                                [_ARG_MAX] = NULL };
-        static const char *const with_limit[] = { [ARG_WINDOW] = "window", [ARG_LIMIT] = "limit",
-                                                  [ARG_PID] = "pid", [ARG_CGROUP] = "cgroup", NULL };
+                        size_t max_limit, bool takes_all, bool has_view, struct query *ret) {
+        enum { ARG_WINDOW, ARG_FORMAT, ARG_LIMIT, ARG_PID, ARG_CGROUP, ARG_ALL, _ARG_MAX };
+        static const char *const names[_ARG_MAX + 1] = {
+                [ARG_WINDOW] = "window", [ARG_FORMAT] = "format", [ARG_LIMIT] = "limit",
+                [ARG_PID] = "pid",       [ARG_CGROUP] = "cgroup", [ARG_ALL] = "all",
+                [_ARG_MAX] = NULL,
+        };
         static const char *const window_only[] = { [ARG_WINDOW] = "window", NULL };
-        /* An endpoint without a limit (max_limit 0) is not per process either: /latency. */
-        const char *const *known = takes_all ? with_all : max_limit ? with_limit : window_only;
+        static const char *const window_format[] = { [ARG_WINDOW] = "window", [ARG_FORMAT] = "format", NULL };
+        static const char *const with_limit[] = { [ARG_WINDOW] = "window", [ARG_FORMAT] = "format",
+                                                  [ARG_LIMIT] = "limit",   [ARG_PID] = "pid",
+                                                  [ARG_CGROUP] = "cgroup", NULL };
+        /* An endpoint without a limit (max_limit 0) is not per process either: /latency, /debug/pprof/spe. */
+        const char *const *known = takes_all ? names : max_limit ? with_limit : has_view ? window_format : window_only;
         const char *args[_ARG_MAX] = {}, *v;
         struct query q = { DEFAULT_WINDOW_NS, default_limit, STORE_PID_ANY, false, NULL };
+        size_t nkeep = 0;
         uint32_t u;
 
         if (!query_args(req, resp, known, args))
@@ -292,6 +405,12 @@ static bool parse_query(const struct http_request *req, struct http_response *re
         v = args[ARG_WINDOW];
         if (v && store_window_parse(v, &q.window_ns) < 0) {
                 http_response_error(resp, 400, "parameter 'window': invalid window '%s' (e.g. 10s, 1m, 10m, 600, all)", v);
+                return false;
+        }
+        q.window = v;
+        q.how = rendering_of(req, args[ARG_FORMAT], has_view);
+        if (q.how == RENDER_INVALID) {
+                bad_format(resp, args[ARG_FORMAT], has_view);
                 return false;
         }
         v = args[ARG_LIMIT];
@@ -320,6 +439,12 @@ static bool parse_query(const struct http_request *req, struct http_response *re
                 return false;
         }
         q.cgroup = v;
+        for (int i = ARG_LIMIT; i < _ARG_MAX; i++)
+                if (args[i]) {
+                        q.keep[nkeep++] = names[i];
+                        q.keep[nkeep++] = args[i];
+                }
+        q.keep[nkeep] = NULL;
         *ret = q;
         return true;
 }
@@ -331,6 +456,7 @@ struct aggregate_endpoint {
         json_t *(*query)(const struct store_snapshot *snap, const struct query *q, const struct agg_symbolizer *sym);
         const ProtobufCMessageDescriptor *pb;
         const char *pb_content_type;
+        int (*view)(const json_t *answer, const struct view_context *ctx, struct view *v);
 };
 
 static json_t *query_hotpcs(const struct store_snapshot *snap, const struct query *q,
@@ -427,7 +553,7 @@ static void handle_aggregate(struct api *a, const struct http_request *req, stru
         struct query q;
         json_t *o;
 
-        if (!parse_query(req, resp, e->default_limit, e->max_limit, e->takes_all, &q))
+        if (!parse_query(req, resp, e->default_limit, e->max_limit, e->takes_all, true, &q))
                 return;
         snap = a->provider.snapshot ? a->provider.snapshot(a->provider.userdata) : NULL;
         if (!snap) {
@@ -443,14 +569,16 @@ static void handle_aggregate(struct api *a, const struct http_request *req, stru
                 http_response_error(resp, 500, "query failed");
                 return;
         }
-        answer(req, resp, o, e->pb, e->pb_content_type);
+        /* The query ran once; every rendering is of its one document. */
+        answer(a, req, resp, o, q.how, &(struct view_request) { e->view, q.window, q.keep }, e->pb,
+               e->pb_content_type);
         json_decref(o);
 }
 
 static void handle_hotpcs(void *userdata, const struct http_request *req, struct http_response *resp) {
         static const struct aggregate_endpoint e = {
                 HOTPCS_DEFAULT_LIMIT, HOTPCS_MAX_LIMIT, false, query_hotpcs, &armprofd__v1__hot_pcs__descriptor,
-                "application/x-protobuf; proto=armprofd.v1.HotPcs",
+                "application/x-protobuf; proto=armprofd.v1.HotPcs", view_hotpcs,
         };
         handle_aggregate(userdata, req, resp, &e);
 }
@@ -458,7 +586,7 @@ static void handle_hotpcs(void *userdata, const struct http_request *req, struct
 static void handle_hotlines(void *userdata, const struct http_request *req, struct http_response *resp) {
         static const struct aggregate_endpoint e = {
                 HOTLINES_DEFAULT_LIMIT, HOTLINES_MAX_LIMIT, true, query_hotlines, &armprofd__v1__hot_lines__descriptor,
-                "application/x-protobuf; proto=armprofd.v1.HotLines",
+                "application/x-protobuf; proto=armprofd.v1.HotLines", view_hotlines,
         };
         handle_aggregate(userdata, req, resp, &e);
 }
@@ -466,7 +594,7 @@ static void handle_hotlines(void *userdata, const struct http_request *req, stru
 static void handle_latency(void *userdata, const struct http_request *req, struct http_response *resp) {
         static const struct aggregate_endpoint e = {
                 0, 0, false, query_latency, &armprofd__v1__latency__descriptor,
-                "application/x-protobuf; proto=armprofd.v1.Latency",
+                "application/x-protobuf; proto=armprofd.v1.Latency", view_latency,
         };
         handle_aggregate(userdata, req, resp, &e);
 }
@@ -489,7 +617,7 @@ static void pprof_body(struct api *a, struct http_response *resp, uint64_t windo
 static void handle_pprof_spe(void *userdata, const struct http_request *req, struct http_response *resp) {
         struct query q;
 
-        if (parse_query(req, resp, 0, 0, false, &q))
+        if (parse_query(req, resp, 0, 0, false, false, &q))
                 pprof_body(userdata, resp, q.window_ns);
 }
 
@@ -598,6 +726,8 @@ static const struct http_route routes[] = {
         { "/healthz", "healthz", handle_healthz },
         { "/metrics", "metrics", handle_metrics },
         { "/status", "status", handle_status },
+        { PAGE_STYLE_PATH, "static", handle_static },
+        { PAGE_SCRIPT_PATH, "static", handle_static },
         /* Per-process detail: loopback clients only unless [http] detail = any. */
         { "/counters", "counters", handle_counters, .detail = true },
         { "/hotpcs", "hotpcs", handle_hotpcs, .detail = true },

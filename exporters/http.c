@@ -735,6 +735,11 @@ static enum MHD_Result queue(struct MHD_Connection *c, struct http_response *res
                                                                           : "Accept");
         if (resp->status == MHD_HTTP_UNAUTHORIZED)
                 MHD_add_response_header(response, MHD_HTTP_HEADER_WWW_AUTHENTICATE, HTTP_AUTH_REALM);
+        if (resp->security_policy) {
+                MHD_add_response_header(response, "Content-Security-Policy", resp->security_policy);
+                MHD_add_response_header(response, "X-Frame-Options", "DENY");
+                MHD_add_response_header(response, "Referrer-Policy", "no-referrer");
+        }
         /* http_server_config.headers; X-Content-Type-Options is always there (its one allowed value). */
         for (size_t i = 0; web && i < web->n_headers; i++)
                 if (!streq(web->headers[i].name, "X-Content-Type-Options"))

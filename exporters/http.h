@@ -73,6 +73,11 @@ struct http_response {
          * meanwhile: no thread waits on it. At most HTTP_MAX_DEFER_USEC.
          */
         uint64_t defer_usec;
+        /*
+         * An HTML page's Content-Security-Policy (a static string); with it
+         * the page is also kept out of frames and sends no Referer.
+         */
+        const char *security_policy;
 };
 
 #define HTTP_MAX_DEFER_USEC (120 * USEC_PER_SEC)

@@ -121,8 +121,10 @@ class DaemonTest(unittest.TestCase):
         self.assertEqual(status, 200)
         self.assertTrue(headers["content-type"].startswith("text/html"))
         links = [html.unescape(h) for h in re.findall(r'href="([^"]+)"', body.decode())]
-        for link in ("/metrics", "/status", "/healthz", "/counters", "/hotlines?window=1m&limit=20",
-                     "/hotpcs?window=1m&limit=50", "/latency?window=1m", "/debug/pprof/spe?window=1m"):
+        for link in ("/metrics", "/status", "/healthz", "/counters", "/hotlines", "/hotpcs", "/latency",
+                     "/hotlines?format=text", "/hotlines?window=1m&limit=20&format=json",
+                     "/hotpcs?window=1m&limit=50&format=json", "/latency?window=1m&format=json",
+                     "/debug/pprof/spe?window=1m", "/static/armprofd.css"):
             self.assertIn(link, links)
         # A person can follow every link: each answers 200 (the profile once the epoch
         # holding the end of its 5 s has closed: at most 5 s + one 10 s epoch).

@@ -75,11 +75,11 @@ def test_query_parameters():
             assert status == 200, (path, status, body)
         # Unknown ones are still refused, with the known names; a name without "=" is a value "".
         status, err = get_json("/hotlines?&&bogus")
-        assert (status, err["error"]) == (400, "unknown parameter 'bogus' (known: window, limit, pid, cgroup, all)"), err
+        assert (status, err["error"]) == (400, "unknown parameter 'bogus' (known: window, format, limit, pid, cgroup, all)"), err
         status, err = get_json("/hotlines?limit")
         assert status == 400 and "'limit'" in err["error"], err
         status, err = get_json("/hotlines?=5")
-        assert (status, err["error"]) == (400, "unknown parameter '' (known: window, limit, pid, cgroup, all)"), err
+        assert (status, err["error"]) == (400, "unknown parameter '' (known: window, format, limit, pid, cgroup, all)"), err
         # A decoded %00 does not cut a name or value short into an accepted one.
         for path, name in (("/hotlines?limit%00x=3", "limit"), ("/counters?cpu=1%00junk", "cpu")):
             status, err = get_json(path)
@@ -447,7 +447,7 @@ BAD_PARAMETERS = [
     ("/hotlines?limit=%G1", LIMIT_MSG.format("%G1", 500)),
     ("/hotlines?limit=%0", LIMIT_MSG.format("%0", 500)),
     ("/hotlines?limit=%00", NUL_MSG.format("limit")),
-    ("/hotlines?%G1=1", "unknown parameter '%G1' (known: window, limit, pid, cgroup, all)"),
+    ("/hotlines?%G1=1", "unknown parameter '%G1' (known: window, format, limit, pid, cgroup, all)"),
     ("/debug/pprof/profile?seconds=%", SECONDS_MSG.format("%")),
     ("/counters?cpu=%0", "parameter 'cpu': '%0' is not a CPU number"),
     # Numbers: negative, past 32 and 64 bits, hex, exponents, signs, zero, over the maximum.
