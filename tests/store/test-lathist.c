@@ -139,6 +139,55 @@ static void test_empty(void **state) {
         struct lathist_merged *m = xcalloc(1, sizeof(*m));
 
         assert_true(lathist_quantile(m, 0.5) == 0);
+        assert_int_equal(lathist_max(m), 0);
+        free(m);
+}
+
+/*
+ * lathist_max() and the power-of-two buckets against the values themselves:
+ * the max is the largest value below 185 and within 0.54% above; each value
+ * lands in the coarse bucket whose bound is the smallest power of two not
+ * below it (0 and 1 alone), counted by summing the fine buckets as the JSON does.
+ */
+static void test_max_and_log2(void **state) {
+        struct lathist *h = xcalloc(1, sizeof(*h));
+        struct lathist_merged *m = xcalloc(1, sizeof(*m));
+        uint64_t want[LATHIST_LOG2_BUCKETS] = {}, got[LATHIST_LOG2_BUCKETS] = {};
+        const struct lathist_bucket *b = lathist_buckets();
+        static const uint16_t values[] = { 0, 1, 2, 3, 4, 5, 7, 8, 9, 184, 185, 1000, 4096, 4097, 65535 };
+
+        for (size_t n = 0; n < ELEMENTSOF(values); n++) {
+                uint32_t v = values[n], le = 1;
+
+                memset(h, 0, sizeof(*h));
+                memset(m, 0, sizeof(*m));
+                lathist_add(h, (uint16_t) v);
+                lathist_merge(m, h);
+                if (v < 185)
+                        assert_int_equal(lathist_max(m), v);
+                else
+                        assert_true(lathist_max(m) >= v && lathist_max(m) <= v * 1.0054 + 1);
+                while (le < v)
+                        le *= 2;
+                if (v == 0)
+                        le = 0;
+                assert_int_equal(lathist_log2_le(lathist_log2_bucket(v)), le);
+                want[lathist_log2_bucket(v)]++;
+        }
+        memset(h, 0, sizeof(*h));
+        memset(m, 0, sizeof(*m));
+        for (size_t n = 0; n < ELEMENTSOF(values); n++)
+                lathist_add(h, values[n]);
+        lathist_merge(m, h);
+        assert_int_equal(lathist_max(m), 65535);
+        for (unsigned i = 0; i < LATHIST_NBUCKETS; i++)
+                got[lathist_log2_bucket(b[i].hi)] += m->count[i];
+        for (unsigned k = 0; k < LATHIST_LOG2_BUCKETS; k++)
+                assert_int_equal(got[k], want[k]);
+        /* No fine bucket straddles a power of two: its lowest value is in the same coarse bucket. */
+        for (unsigned i = 1; i < LATHIST_NBUCKETS; i++)
+                assert_int_equal(lathist_log2_bucket(b[i].lo), lathist_log2_bucket(b[i].hi));
+        free(h);
         free(m);
 }
 
@@ -147,6 +196,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_buckets),
                 cmocka_unit_test(test_quantiles),
                 cmocka_unit_test(test_empty),
+                cmocka_unit_test(test_max_and_log2),
         };
 
         if (tu_quick(argc, argv))
