@@ -27,17 +27,17 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* The most parameters an endpoint takes (/hotlines: window, limit, pid, cgroup, all). */
-#define ENDPOINT_NAMES_MAX 5
+/* The most parameters an endpoint takes (/hotlines: window, format, limit, pid, cgroup, all). */
+#define ENDPOINT_NAMES_MAX 6
 
 static const struct {
         const char *path;
         const char *const names[ENDPOINT_NAMES_MAX]; /* the parameters it takes */
 } endpoints[] = {
-        { "/hotlines", { "window", "limit", "pid", "cgroup", "all" } },
-        { "/hotpcs", { "window", "limit", "pid", "cgroup" } },
-        { "/latency", { "window" } },
-        { "/counters", { "cpu" } },
+        { "/hotlines", { "window", "format", "limit", "pid", "cgroup", "all" } },
+        { "/hotpcs", { "window", "format", "limit", "pid", "cgroup" } },
+        { "/latency", { "window", "format" } },
+        { "/counters", { "cpu", "format" } },
         { "/debug/pprof/spe", { "window" } },
 };
 
