@@ -22,6 +22,7 @@
 #include "parse-util.h"
 #include "perf-data.h"
 #include "pmu-sysfs.h"
+#include "procfs.h"
 #include "replay-clock.h"
 #include "replay-source.h"
 #include "spe-live-source.h"
@@ -751,6 +752,10 @@ bool collector_cgroup(struct collector *c, uint32_t pid, char *path, size_t path
                 return sample_sink_cgroup(c->samples, pid, path, path_len, service, service_len);
         /* No sampler (SPE samples this host): what /proc says of a process that still runs; a replay's are not ours. */
         return !c->has_replay && cgroup_describe_pid(NULL, pid, path, path_len, service, service_len);
+}
+
+bool collector_comm(struct collector *c, uint32_t pid, char *buf, size_t len) {
+        return !c->has_replay && procfs_comm(NULL, pid, pid, buf, len) >= 0;
 }
 
 bool collector_replaying(struct collector *c) {

@@ -159,6 +159,8 @@ uint64_t collector_now_ns(struct collector *c);
 /* Whether the collector replays a file (its epochs follow the file's clock), not live sources. Any thread. */
 bool collector_replaying(struct collector *c);
 
+/* A process's name, from /proc while it runs (a replay's processes are not ours); false when unknown. Any thread. */
+bool collector_comm(struct collector *c, uint32_t pid, char *buf, size_t len);
 /* A process's cgroup path and service (sample-sink.h); false when unknown. Any thread. */
 bool collector_cgroup(struct collector *c, uint32_t pid, char *path, size_t path_len, char *service,
                       size_t service_len);

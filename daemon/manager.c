@@ -162,6 +162,12 @@ static bool provider_cgroup(void *userdata, uint32_t pid, char *path, size_t pat
         return collector_cgroup(m->collector, pid, path, path_len, service, service_len);
 }
 
+static bool provider_comm(void *userdata, uint32_t pid, char *buf, size_t len) {
+        struct manager *m = userdata;
+
+        return collector_comm(m->collector, pid, buf, len);
+}
+
 static int provider_pprof(void *userdata, uint64_t window_ns, struct strbuf *out) {
         struct manager *m = userdata;
 
@@ -531,6 +537,7 @@ static int serve(struct manager *m) {
                 .object = provider_object,
                 .node = provider_node,
                 .cgroup = provider_cgroup,
+                .comm = provider_comm,
                 .epoch_end_at = provider_epoch_end_at,
                 .region = provider_region,
                 .privacy = collector_privacy(m->collector),

@@ -129,6 +129,14 @@ static void add_cgroup(json_t *o, const struct agg_symbolizer *sym, uint32_t pid
                 json_object_set_new(o, "service", json_string(service));
 }
 
+/* What the process is called (perf report's "Command"). */
+static void add_comm(json_t *o, const struct agg_symbolizer *sym, uint32_t pid) {
+        char comm[AGG_COMM_MAX];
+
+        if (sym && sym->comm && sym->comm(sym->userdata, pid, comm, sizeof(comm)) && comm[0])
+                json_object_set_new(o, "comm", json_string(comm));
+}
+
 bool agg_pid_in_cgroup(const struct agg_symbolizer *sym, uint32_t pid, const char *prefix) {
         char path[AGG_CGROUP_MAX], service[AGG_SERVICE_MAX];
 
@@ -259,6 +267,7 @@ json_t *agg_hotpcs_json(const struct store_hotpcs_result *res, const struct agg_
                                                    "ops", o, "events", e, "latency_sum_cycles",
                                                    (json_int_t) it->lat_sum));
                 add_pc_names(item, sym, it->pid, it->el, it->pc, true);
+                add_comm(item, sym, it->pid);
                 add_cgroup(item, sym, it->pid);
                 json_array_append_new(items, item);
         }

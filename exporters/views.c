@@ -328,6 +328,7 @@ static const struct table_column pc_cols[] = {
         { NULL, "Error", TABLE_RIGHT, "Space-Saving's bound on the overcount" },
         { NULL, "PC", TABLE_RIGHT, NULL },
         { NULL, "Pid", TABLE_RIGHT, NULL },
+        { NULL, "Command", TABLE_LEFT, "the process's name, while it runs" },
         { NULL, "Service", TABLE_LEFT, "the systemd unit or container the process runs in" },
         { NULL, "Shared Object", TABLE_LEFT, NULL },
         { NULL, "Symbol", TABLE_LEFT, NULL },
@@ -369,6 +370,7 @@ int view_hotpcs(const json_t *answer, const struct view_context *ctx, struct vie
                 table_u64(t, ju(o, "error"));
                 table_text(t, js(o, "pc") ?: js(o, "region"));
                 table_u64(t, ju(o, "pid"));
+                table_text(t, js(o, "comm"));
                 table_text(t, js(o, "service"));
                 cell_object(t, o);
                 cell_symbol(t, o);
