@@ -12,6 +12,7 @@
 - ?format=text with every combination of the parameters the JSON takes gives as many
   rows as the JSON has entries, in its order; a bad value is the same 400;
 - Accept chooses: text/plain -> text, text/html -> a page, */* and none -> JSON;
+- /hotpcs's Command on a live daemon is the sampled process's /proc/PID/comm;
 - /counters as text on a live daemon (real perf_event_open, as root): every event
   that `perf stat -A` says is <not supported> on this machine is <not supported> here
   on every CPU, and every counted event's count is the JSON's.
@@ -308,6 +309,34 @@ def check_counters_vs_perf_stat():
               f"counted as the JSON says")
 
 
+def check_comm():
+    """/hotpcs's Command on a live daemon: a busy process's name as /proc says it."""
+    if os.geteuid() != 0:
+        print("comm: not root: no live sampler")
+        return
+    busy = subprocess.Popen(["sh", "-c", "while :; do :; done"])
+    try:
+        with Daemon(config_text="[store]\nepoch = 1s\n[sampler]\nfrequency = 99\n[spe]\nenable = no\n") as d:
+            d.wait_ready()
+            deadline = time.monotonic() + 30
+            while True:
+                pcs = get_json(d, f"/hotpcs?pid={busy.pid}&window=all")["pcs"]
+                if pcs:
+                    break
+                assert time.monotonic() < deadline, "the busy process was never sampled"
+                time.sleep(0.2)
+            # Read now: right after the fork it was still the test's own name, before the exec.
+            with open(f"/proc/{busy.pid}/comm") as f:
+                comm = f.read().strip()
+            text = get(d, f"/hotpcs?pid={busy.pid}&window=all&format=text")[1]
+            t = table(sections(text)["Hot PCs"])
+            assert t and all(r[4] == str(busy.pid) and r[5] == comm for r in t), (comm, t[:3])
+            print(f"hotpcs text: Command '{comm}' on all {len(t)} rows of pid {busy.pid}, as /proc/PID/comm says")
+    finally:
+        busy.kill()
+        busy.wait()
+
+
 with tempfile.TemporaryDirectory(prefix="armprofd-views-") as tmp:
     subprocess.run([spegen, "--out-dir", tmp, "--prefix", "t", "--scenario", "all", "--records", "50000", "--ts"],
                    check=True, stdout=subprocess.DEVNULL)
@@ -319,3 +348,4 @@ with tempfile.TemporaryDirectory(prefix="armprofd-views-") as tmp:
         check_combinations(d)
         check_accept(d)
     check_counters_vs_perf_stat()
+    check_comm()
