@@ -33,6 +33,8 @@ test_pkgs=(
         python3-yaml
         # the web config test: bcrypt hashes as htpasswd makes them, network namespaces
         apache2-utils iproute2
+        # the browser test (tests/browser): the pages in Chromium, driven by playwright-core under node
+        chromium nodejs
 )
 
 as_root() {
@@ -50,6 +52,12 @@ install_missing() {
         as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
 }
 
+# npm for the browser test: Debian 12 packages it apart from nodejs; nodesource's nodejs
+# bundles it and conflicts with Debian's npm, so only when none is on the PATH.
+install_npm() {
+        command -v npm >/dev/null || install_missing npm
+}
+
 build() {
         local dir=$1; shift
         if [ ! -f "$dir/build.ninja" ]; then
@@ -60,7 +68,7 @@ build() {
 
 case "${1:-}" in
 deps)
-        if [ "${2:-}" = test ]; then install_missing "${build_pkgs[@]}" "${test_pkgs[@]}"
+        if [ "${2:-}" = test ]; then install_missing "${build_pkgs[@]}" "${test_pkgs[@]}"; install_npm
         else install_missing "${build_pkgs[@]}"; fi
         ;;
 run)
@@ -70,6 +78,7 @@ run)
         ;;
 test)
         install_missing "${build_pkgs[@]}" "${test_pkgs[@]}"
+        install_npm
         # A newer perf in a cached chroot, an oracle for what perf 6.1 cannot read.
         as_root packaging/newer-perf.sh
         if [ "${2:-}" = asan ]; then
