@@ -135,7 +135,8 @@ static void source_summary(struct api *a, char *buf, size_t len) {
 /* What a page or a text answer needs besides the JSON document. */
 struct view_request {
         int (*build)(const json_t *answer, const struct view_context *ctx, struct view *v);
-        const char *window;             /* as asked; NULL: the endpoint has none */
+        bool windowed;                  /* the endpoint takes window= (not /counters) */
+        const char *window;             /* as asked; NULL: not given */
         const char *const *keep;        /* the other parameters, for the window selector's links */
 };
 
@@ -148,7 +149,7 @@ static void view_body(struct api *a, const struct http_request *req, struct http
 
         (void) gethostname(host, sizeof(host) - 1);
         source_summary(a, source, sizeof(source));
-        if (vr->build(o, &(struct view_context) { host, source, vr->window ?: "1m" }, &v) < 0) {
+        if (vr->build(o, &(struct view_context) { host, source, vr->windowed ? vr->window ?: "1m" : NULL }, &v) < 0) {
                 view_done(&v);
                 http_response_error(resp, 500, "cannot build the view");
                 return;
@@ -157,7 +158,7 @@ static void view_body(struct api *a, const struct http_request *req, struct http
                 view_render_text(&v, &resp->body);
                 resp->content_type = "text/plain; charset=utf-8";
         } else {
-                page_render_view(&v, &(struct page_request) { req->path, vr->window ?: (vr->keep ? "1m" : NULL),
+                page_render_view(&v, &(struct page_request) { req->path, vr->windowed ? vr->window ?: "1m" : NULL,
                                                               vr->keep },
                                  &resp->body);
                 resp->content_type = "text/html; charset=utf-8";
@@ -351,7 +352,7 @@ static void handle_counters(void *userdata, const struct http_request *req, stru
                 return;
         }
         answer(a, req, resp, o, how,
-               &(struct view_request) { view_counters, NULL,
+               &(struct view_request) { view_counters, false, NULL,
                                         args[ARG_CPU] ? (const char *const[]) { "cpu", args[ARG_CPU], NULL } : NULL },
                &armprofd__v1__counters__descriptor, "application/x-protobuf; proto=armprofd.v1.Counters");
         json_decref(o);
@@ -570,7 +571,7 @@ static void handle_aggregate(struct api *a, const struct http_request *req, stru
                 return;
         }
         /* The query ran once; every rendering is of its one document. */
-        answer(a, req, resp, o, q.how, &(struct view_request) { e->view, q.window, q.keep }, e->pb,
+        answer(a, req, resp, o, q.how, &(struct view_request) { e->view, true, q.window, q.keep }, e->pb,
                e->pb_content_type);
         json_decref(o);
 }
@@ -728,6 +729,7 @@ static const struct http_route routes[] = {
         { "/status", "status", handle_status },
         { PAGE_STYLE_PATH, "static", handle_static },
         { PAGE_SCRIPT_PATH, "static", handle_static },
+        { PAGE_ICON_PATH, "static", handle_static },
         /* Per-process detail: loopback clients only unless [http] detail = any. */
         { "/counters", "counters", handle_counters, .detail = true },
         { "/hotpcs", "hotpcs", handle_hotpcs, .detail = true },

@@ -73,7 +73,18 @@ static const char script[] =
         "  });\n"
         "}\n";
 
+/* A browser asks for /favicon.ico on every page: a 404 there is an error in its console. */
+static const char icon[] =
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 16 16\">"
+        "<rect x=\"1\" y=\"9\" width=\"3\" height=\"6\" fill=\"#3572b0\"/>"
+        "<rect x=\"6\" y=\"4\" width=\"3\" height=\"11\" fill=\"#3572b0\"/>"
+        "<rect x=\"11\" y=\"1\" width=\"3\" height=\"14\" fill=\"#3572b0\"/></svg>\n";
+
 const char *page_static(const char *path, const char **ret_content_type) {
+        if (streq(path, PAGE_ICON_PATH)) {
+                *ret_content_type = "image/svg+xml";
+                return icon;
+        }
         if (streq(path, PAGE_STYLE_PATH)) {
                 *ret_content_type = "text/css; charset=utf-8";
                 return style;
@@ -110,7 +121,8 @@ static void page_head(struct strbuf *out, const char *title, const char *current
         strbuf_puts(out, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
                          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>");
         html_escape(out, title);
-        strbuf_puts(out, "</title>\n<link rel=\"stylesheet\" href=\"" PAGE_STYLE_PATH "\">\n"
+        strbuf_puts(out, "</title>\n<link rel=\"icon\" href=\"" PAGE_ICON_PATH "\" type=\"image/svg+xml\">\n"
+                         "<link rel=\"stylesheet\" href=\"" PAGE_STYLE_PATH "\">\n"
                          "<script src=\"" PAGE_SCRIPT_PATH "\" defer></script>\n</head>\n<body>\n<header><nav>"
                          "<a href=\"/\"");
         if (streq(current, "/"))
@@ -154,15 +166,19 @@ static void link_query(struct strbuf *out, const struct page_request *req, const
 static void window_selector(struct strbuf *out, const struct page_request *req) {
         static const char *const windows[] = { "10s", "1m", "10m", "1h", "all" };
 
-        strbuf_puts(out, "<p class=\"windows\">Window:");
-        for (size_t i = 0; i < ELEMENTSOF(windows); i++) {
-                strbuf_puts(out, " <a ");
-                link_query(out, req, windows[i], NULL);
-                if (req->window && streq(req->window, windows[i]))
-                        strbuf_puts(out, " aria-current=\"true\"");
-                strbuf_printf(out, ">%s</a>", windows[i]);
+        /* /counters has no window: no selector. */
+        if (req->window) {
+                strbuf_puts(out, "<p class=\"windows\">Window:");
+                for (size_t i = 0; i < ELEMENTSOF(windows); i++) {
+                        strbuf_puts(out, " <a ");
+                        link_query(out, req, windows[i], NULL);
+                        if (streq(req->window, windows[i]))
+                                strbuf_puts(out, " aria-current=\"true\"");
+                        strbuf_printf(out, ">%s</a>", windows[i]);
+                }
+                strbuf_puts(out, "</p>\n");
         }
-        strbuf_puts(out, "</p>\n<p class=\"formats\">This view as");
+        strbuf_puts(out, "<p class=\"formats\">This view as");
         strbuf_puts(out, " <a ");
         link_query(out, req, req->window, "text");
         strbuf_puts(out, ">text</a> <a ");

@@ -21,10 +21,12 @@
 
 #define PAGE_STYLE_PATH "/static/armprofd.css"
 #define PAGE_SCRIPT_PATH "/static/armprofd.js"
+/* Where browsers look for a site's icon, even on a JSON answer: an SVG. */
+#define PAGE_ICON_PATH "/favicon.ico"
 
 struct page_request {
         const char *path;   /* "/hotlines" */
-        const char *window; /* the window shown, as asked ("1m" when not given) */
+        const char *window; /* the window shown, as asked ("1m" when not given); NULL: no window selector */
         /* The rest of the query (limit, pid, cgroup, all) as name/value pairs, NULL-terminated; NULL none. */
         const char *const *keep;
 };
