@@ -532,6 +532,18 @@ static void counter_rows(struct table *t, const char *cpu, const json_t *events,
         }
 }
 
+static void ratio_rows(struct table *t, const char *cpu, const json_t *ratios) {
+        const char *name;
+        json_t *x;
+
+        json_object_foreach((json_t *) ratios, name, x) {
+                table_row(t, TABLE_ROW);
+                table_text(t, cpu);
+                table_text(t, name);
+                table_num(t, json_number_value(x), "%.4f", json_number_value(x));
+        }
+}
+
 static void add_strip(struct view *v, const char *title, const json_t *cpus, const char *member, const char *name) {
         struct view_strip *s;
         size_t i, n = 0;
@@ -590,19 +602,12 @@ int view_counters(const json_t *answer, const struct view_context *ctx, struct v
         t = section(v, "Ratios", "instructions per cycle, miss and walk ratios of the last interval", ratio_cols,
                     ELEMENTSOF(ratio_cols));
         json_array_foreach(cpus, i, c) {
-                json_object_foreach(json_object_get(c, "ratios"), name, x) {
-                        table_row(t, TABLE_ROW);
-                        table_textf(t, "CPU%" PRIu64, ju(c, "cpu"));
-                        table_text(t, name);
-                        table_num(t, json_number_value(x), "%.4f", json_number_value(x));
-                }
+                char cpu[DECIMAL_STR_MAX(unsigned) + 4];
+
+                snprintf(cpu, sizeof(cpu), "CPU%" PRIu64, ju(c, "cpu"));
+                ratio_rows(t, cpu, json_object_get(c, "ratios"));
         }
-        json_object_foreach(json_object_get(host, "ratios"), name, x) {
-                table_row(t, TABLE_ROW);
-                table_text(t, "all");
-                table_text(t, name);
-                table_num(t, json_number_value(x), "%.4f", json_number_value(x));
-        }
+        ratio_rows(t, "all", json_object_get(host, "ratios"));
 
         t = section(v, "Multiplexing", "groups that ran less than enabled were scaled", mux_cols, ELEMENTSOF(mux_cols));
         json_array_foreach(cpus, i, c) {
