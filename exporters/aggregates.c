@@ -339,6 +339,7 @@ json_t *agg_hotlines_json(const struct store_hotlines_result *res, const struct 
                                           "tids", u32_list(o->tids, o->ntids), "tids_truncated",
                                           (int) o->tids_more));
                         add_pc_names(entry, sym, o->pid, o->el, o->pc, true);
+                        add_comm(entry, sym, o->pid);
                         add_cgroup(entry, sym, o->pid);
                         /* perf c2c's per-offset "cycles": the mean total latency. */
                         json_object_set_new(entry, "latency_samples", json_integer((json_int_t) o->lat_n));

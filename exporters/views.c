@@ -203,6 +203,7 @@ static const struct table_column pareto_cols[] = {
         { NULL, "Loads", TABLE_RIGHT, NULL },
         { NULL, "Stores", TABLE_RIGHT, NULL },
         { NULL, "TIDs", TABLE_LEFT, "threads that made the accesses" },
+        { NULL, "Command", TABLE_LEFT, "the process's name, while it runs" },
 };
 
 /* A line's address as served: the address, or the region [privacy] says in its place. */
@@ -315,6 +316,7 @@ int view_hotlines(const json_t *answer, const struct view_context *ctx, struct v
                         table_u64(t, ju(o, "loads"));
                         table_u64(t, ju(o, "stores"));
                         cell_list(t, json_object_get(o, "tids"), json_is_true(json_object_get(o, "tids_truncated")));
+                        table_text(t, js(o, "comm"));
                 }
         }
         return 0;
