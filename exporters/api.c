@@ -105,11 +105,10 @@ static void bad_format(struct http_response *resp, const char *format, bool has_
 }
 
 /* What sampled the answers: the collectors that are up, from the /status document's "collectors". */
-static void source_summary(struct api *a, char *buf, size_t len) {
+static void source_summary(struct api *a, struct strbuf *out) {
         json_t *st = json_object(), *c;
         size_t i, n = 0;
 
-        buf[0] = '\0';
         if (a->provider.fill_status)
                 a->provider.fill_status(a->provider.userdata, st);
         json_array_foreach(json_object_get(st, "collectors"), i, c) {
@@ -119,16 +118,16 @@ static void source_summary(struct api *a, char *buf, size_t len) {
 
                 if (!name || !json_is_true(json_object_get(c, "up")) || streq(name, "pmu"))
                         continue;
-                n += (size_t) snprintf(buf + n, n < len ? len - n : 0, "%s%s", n ? ", " : "", name);
+                strbuf_printf(out, "%s%s", n++ ? ", " : "", name);
                 if (kind)
-                        n += (size_t) snprintf(buf + n, n < len ? len - n : 0, " (%s, period %" JSON_INTEGER_FORMAT ")",
-                                               kind, json_integer_value(json_object_get(c, "period")));
+                        strbuf_printf(out, " (%s, period %" JSON_INTEGER_FORMAT ")", kind,
+                                      json_integer_value(json_object_get(c, "period")));
                 else if (event)
-                        n += (size_t) snprintf(buf + n, n < len ? len - n : 0, " (%s, %" JSON_INTEGER_FORMAT " Hz)",
-                                               event, json_integer_value(json_object_get(c, "frequency_hz")));
+                        strbuf_printf(out, " (%s, %" JSON_INTEGER_FORMAT " Hz)", event,
+                                      json_integer_value(json_object_get(c, "frequency_hz")));
         }
         if (n == 0)
-                snprintf(buf, len, "none running");
+                strbuf_puts(out, "none running");
         json_decref(st);
 }
 
@@ -140,16 +139,18 @@ struct view_request {
         const char *const *keep;        /* the other parameters, for the window selector's links */
 };
 
-#define SOURCE_SUMMARY_MAX 1024
-
 static void view_body(struct api *a, const struct http_request *req, struct http_response *resp, json_t *o,
                       const struct view_request *vr, enum rendering how) {
-        char host[HOST_NAME_MAX + 1] = "", source[SOURCE_SUMMARY_MAX];
+        char host[HOST_NAME_MAX + 1] = "";
+        struct strbuf source = STRBUF_INIT;
         struct view v = {};
+        int k;
 
         (void) gethostname(host, sizeof(host) - 1);
-        source_summary(a, source, sizeof(source));
-        if (vr->build(o, &(struct view_context) { host, source, vr->windowed ? vr->window ?: "1m" : NULL }, &v) < 0) {
+        source_summary(a, &source);
+        k = vr->build(o, &(struct view_context) { host, source.buf, vr->windowed ? vr->window ?: "1m" : NULL }, &v);
+        strbuf_done(&source);
+        if (k < 0) {
                 view_done(&v);
                 http_response_error(resp, 500, "cannot build the view");
                 return;
