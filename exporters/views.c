@@ -324,6 +324,8 @@ int view_hotlines(const json_t *answer, const struct view_context *ctx, struct v
 
 /* ---- /hotpcs: perf report --stdio ---- */
 
+/* The first PC_COLS_NAMED columns every PC has; the rest only SPE's operations. */
+#define PC_COLS_NAMED 9
 static const struct table_column pc_cols[] = {
         { NULL, "Overhead", TABLE_RIGHT, "share of the window's samples" },
         { NULL, "Samples", TABLE_RIGHT, "an upper bound: at most Error more than the true count" },
@@ -350,6 +352,7 @@ int view_hotpcs(const json_t *answer, const struct view_context *ctx, struct vie
         static const char *const evs[] = { "l1d_refill", "llc_miss", "tlb_walk", "mispredict" };
         const json_t *pcs = json_object_get(answer, "pcs"), *o;
         uint64_t samples = ju(answer, "samples");
+        bool with_ops = false;
         struct table *t;
         size_t i;
 
@@ -361,7 +364,11 @@ int view_hotpcs(const json_t *answer, const struct view_context *ctx, struct vie
         fact(v, "table", "%" PRIu64 " entries, %" PRIu64 " evictions, counts at most %" PRIu64 " over",
              ju(answer, "capacity"), ju(answer, "evictions"), ju(answer, "error_bound"));
 
-        t = section(v, "Hot PCs", "sorted by samples", pc_cols, ELEMENTSOF(pc_cols));
+        /* The CPU sampler's leaf PCs have no ops, events or latency: their columns would be zeros. */
+        json_array_foreach(pcs, i, o)
+                with_ops |= json_object_size(json_object_get(o, "ops")) > 0;
+        t = section(v, "Hot PCs", with_ops ? "sorted by samples" : "sorted by samples (CPU time: no ops to count)",
+                    pc_cols, with_ops ? ELEMENTSOF(pc_cols) : PC_COLS_NAMED);
         json_array_foreach(pcs, i, o) {
                 const json_t *by_op = json_object_get(o, "ops"), *by_ev = json_object_get(o, "events");
                 uint64_t n = ju(o, "samples");
@@ -376,6 +383,8 @@ int view_hotpcs(const json_t *answer, const struct view_context *ctx, struct vie
                 table_text(t, js(o, "service"));
                 cell_object(t, o);
                 cell_symbol(t, o);
+                if (!with_ops)
+                        continue;
                 for (size_t k = 0; k < ELEMENTSOF(ops); k++)
                         table_u64(t, ju(by_op, ops[k]));
                 for (size_t k = 0; k < ELEMENTSOF(evs); k++)
