@@ -30,6 +30,7 @@
 #include "strbuf.h"
 #include "symbolizer.h"
 #include "task-map.h"
+#include "thread-names.h"
 #include "unwind.h"
 
 #define SYSFS_LINE_SIZE "/sys/devices/system/cpu/cpu0/cache/index0/coherency_line_size"
@@ -631,6 +632,7 @@ static void *collector_main(void *userdata) {
         struct collector *c = userdata;
         int k;
 
+        (void) pthread_setname_np(pthread_self(), THREAD_NAME_COLLECTOR);
         k = sd_event_loop(c->event);
         if (k < 0)
                 log_error_errno(k, "collector: the event loop failed: %m");

@@ -257,6 +257,7 @@ static void handle_metrics(void *userdata, const struct http_request *req, struc
         struct api *a = userdata;
         _cleanup_(prom_writer_freep) struct prom_writer *w = prom_writer_new();
         enum prom_format format = negotiate_prom_format(http_request_header(req, "Accept"));
+        struct process_thread_stats threads;
         struct process_stats st;
 
         prom_family(w, "armprofd_build_info", PROM_GAUGE,
@@ -267,6 +268,8 @@ static void handle_metrics(void *userdata, const struct http_request *req, struc
                         1);
         if (process_stats_read("/proc", &st) == 0)
                 process_stats_write(&st, w);
+        if (process_threads_read("/proc", &threads) == 0)
+                process_threads_write(&threads, w);
         if (req->server)
                 http_server_write_metrics(req->server, w);
         if (a->provider.write_metrics)

@@ -23,6 +23,7 @@
 #include "macro.h"
 #include "negotiate.h"
 #include "prom.h"
+#include "thread-names.h"
 #include "web-config.h"
 
 #define JSON_CONTENT_TYPE "application/json"
@@ -312,6 +313,7 @@ static void *timer_main(void *userdata) {
         struct MHD_Connection **due = xcalloc(s->max_deferrals + 1, sizeof(*due));
         bool stopping = false;
 
+        (void) pthread_setname_np(pthread_self(), THREAD_NAME_HTTP_TIMER);
         while (!stopping) {
                 uint64_t now = mono_usec(), next = UINT64_MAX;
                 struct MHD_Daemon *drained_mhd[HTTP_RETIRING_MAX];
@@ -957,6 +959,7 @@ static bool auth_enqueue(struct http_server *s, struct MHD_Connection *connectio
 static void *auth_main(void *userdata) {
         struct http_server *s = userdata;
 
+        (void) pthread_setname_np(pthread_self(), THREAD_NAME_HTTP_AUTH);
         pthread_mutex_lock(&s->lock);
         for (;;) {
                 struct auth_job job;

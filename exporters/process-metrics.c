@@ -13,6 +13,7 @@
 #include "macro.h"
 #include "parse-util.h"
 #include "prom.h"
+#include "thread-names.h"
 
 /*
  * proc(5): /proc/[pid]/stat fields after the ")" that ends comm: field 3 is
@@ -88,10 +89,33 @@ static uint64_t count_fds(const char *procfs) {
         return n > 0 ? n - 1 : 0;
 }
 
+/*
+ * A stat line: its comm (between the first '(' and the last ')': a comm may
+ * hold both) cut in place, and fields 3..last into f[] (those we do not use
+ * may be negative: 0).
+ */
+static int stat_parse(char *buf, char **ret_comm, uint64_t *f, int last) {
+        char *open = strchr(buf, '('), *p = strrchr(buf, ')'), *save = NULL;
+
+        if (!open || !p || p < open)
+                return -EBADMSG;
+        *p++ = '\0';
+        *ret_comm = open + 1;
+        for (int field = 3; field <= last; field++) {
+                char *tok = strtok_r(field == 3 ? p : NULL, " ", &save);
+
+                if (!tok)
+                        return -EBADMSG;
+                if (field >= STAT_FIELD_UTIME && safe_atou64(tok, &f[field]) < 0)
+                        f[field] = 0;
+        }
+        return 0;
+}
+
 int process_stats_read(const char *procfs, struct process_stats *ret) {
         struct process_stats st = {};
         uint64_t f[STAT_FIELD_RSS + 1] = {}, btime = 0;
-        char path[PATH_MAX], buf[PID_STAT_MAX], *p, *save = NULL;
+        char path[PATH_MAX], buf[PID_STAT_MAX], *comm;
         long ticks = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
         struct rlimit rl;
         int r;
@@ -100,19 +124,8 @@ int process_stats_read(const char *procfs, struct process_stats *ret) {
         r = read_file(path, buf, sizeof(buf));
         if (r < 0)
                 return r;
-        /* comm may contain spaces and parentheses: parse after the last ')'. */
-        p = strrchr(buf, ')');
-        if (!p || ticks <= 0 || page <= 0)
+        if (ticks <= 0 || page <= 0 || stat_parse(buf, &comm, f, STAT_FIELD_RSS) < 0)
                 return -EBADMSG;
-        p++;
-        for (int field = 3; field <= STAT_FIELD_RSS; field++) {
-                char *tok = strtok_r(field == 3 ? p : NULL, " ", &save);
-
-                if (!tok)
-                        return -EBADMSG;
-                if (field >= STAT_FIELD_UTIME && safe_atou64(tok, &f[field]) < 0)
-                        f[field] = 0; /* fields between we do not use can be negative */
-        }
 
         st.cpu_seconds = (double) (f[STAT_FIELD_UTIME] + f[STAT_FIELD_STIME]) / (double) ticks;
         st.virtual_bytes = f[STAT_FIELD_VSIZE];
@@ -142,4 +155,85 @@ void process_stats_write(const struct process_stats *st, struct prom_writer *w) 
         prom_family_unit(w, "process_start_time_seconds", PROM_GAUGE, "seconds",
                          "Start time of the process since unix epoch in seconds.");
         prom_sample_double(w, NULL, st->start_time_seconds);
+}
+
+static const char *const thread_labels[_PROCESS_THREAD_MAX] = {
+        [PROCESS_THREAD_MAIN] = "main",
+        [PROCESS_THREAD_COLLECTOR] = "collector",
+        [PROCESS_THREAD_HTTP] = "http",
+        [PROCESS_THREAD_HTTP_TIMER] = "http-timer",
+        [PROCESS_THREAD_HTTP_AUTH] = "http-auth",
+        [PROCESS_THREAD_PUSH] = "push",
+        [PROCESS_THREAD_OTHER] = "other",
+};
+
+const char *process_thread_label(enum process_thread t) {
+        return t >= 0 && t < _PROCESS_THREAD_MAX ? thread_labels[t] : NULL;
+}
+
+static enum process_thread thread_of(const char *comm, bool first) {
+        static const struct {
+                const char *name;
+                enum process_thread t;
+        } names[] = {
+                { THREAD_NAME_COLLECTOR, PROCESS_THREAD_COLLECTOR },
+                { THREAD_NAME_HTTP, PROCESS_THREAD_HTTP },
+                { THREAD_NAME_HTTP_TIMER, PROCESS_THREAD_HTTP_TIMER },
+                { THREAD_NAME_HTTP_AUTH, PROCESS_THREAD_HTTP_AUTH },
+                { THREAD_NAME_PUSH, PROCESS_THREAD_PUSH },
+        };
+
+        if (first)
+                return PROCESS_THREAD_MAIN;
+        for (size_t i = 0; i < ELEMENTSOF(names); i++)
+                if (streq(comm, names[i].name))
+                        return names[i].t;
+        return PROCESS_THREAD_OTHER;
+}
+
+int process_threads_read(const char *procfs, struct process_thread_stats *ret) {
+        struct process_thread_stats st = {};
+        char path[PATH_MAX], buf[PID_STAT_MAX], *comm;
+        long ticks = sysconf(_SC_CLK_TCK);
+        uint64_t pid = 0, f[STAT_FIELD_STIME + 1];
+        struct dirent *de;
+        DIR *d;
+
+        /* The first thread's id is the process's: the first field of self/stat. */
+        snprintf(path, sizeof(path), "%s/self/stat", procfs);
+        if (ticks <= 0 || read_file(path, buf, sizeof(buf)) < 0 || sscanf(buf, "%" SCNu64, &pid) != 1)
+                return -EBADMSG;
+        snprintf(path, sizeof(path), "%s/self/task", procfs);
+        d = opendir(path);
+        if (!d)
+                return -errno;
+        while ((de = readdir(d))) {
+                enum process_thread t;
+                uint64_t tid;
+
+                if (safe_atou64(de->d_name, &tid) < 0)
+                        continue;
+                snprintf(path, sizeof(path), "%s/self/task/%s/stat", procfs, de->d_name);
+                memset(f, 0, sizeof(f));
+                /* A thread that ended since readdir() is no longer counted here. */
+                if (read_file(path, buf, sizeof(buf)) < 0 || stat_parse(buf, &comm, f, STAT_FIELD_STIME) < 0)
+                        continue;
+                t = thread_of(comm, tid == pid);
+                st.cpu_seconds[t] += (double) (f[STAT_FIELD_UTIME] + f[STAT_FIELD_STIME]) / (double) ticks;
+                st.threads[t]++;
+        }
+        closedir(d);
+        *ret = st;
+        return 0;
+}
+
+void process_threads_write(const struct process_thread_stats *st, struct prom_writer *w) {
+        prom_family_unit(w, "armprofd_collector_busy_seconds_total", PROM_COUNTER, "seconds",
+                         "CPU time (user and system) the daemon's running threads have used, by thread: main, "
+                         "collector, http (every answer), http-timer, http-auth, push, other; threads that ended "
+                         "are in process_cpu_seconds_total only.");
+        for (int t = 0; t < _PROCESS_THREAD_MAX; t++)
+                if (st->threads[t])
+                        prom_sample_double(w, (const char *const[]) { "thread", thread_labels[t], NULL },
+                                           st->cpu_seconds[t]);
 }

@@ -121,8 +121,55 @@ static void test_no_btime(void **state) {
         assert_int_equal(st.virtual_bytes, VSIZE);
 }
 
+/* A thread's stat line with its comm, utime and stime. */
+static void write_task(const char *tid, const char *comm, unsigned utime, unsigned stime) {
+        char path[PATH_MAX], line[1024];
+        size_t o = 0;
+
+        snprintf(path, sizeof(path), "%s/self/task/%s", root, tid);
+        assert_int_equal(mkdir(path, 0700), 0);
+        o += (size_t) snprintf(line + o, sizeof(line) - o, "%s (%s) S", tid, comm);
+        for (int field = 4; field <= 52; field++)
+                o += (size_t) snprintf(line + o, sizeof(line) - o, " %u",
+                                       field == 14 ? utime : field == 15 ? stime : (unsigned) field);
+        snprintf(line + o, sizeof(line) - o, "\n");
+        snprintf(path, sizeof(path), "self/task/%s/stat", tid);
+        write_file(path, line);
+}
+
+/*
+ * Threads by the names they gave themselves: the first (tid = the process's
+ * id, whatever its comm) is main, libmicrohttpd's is http, unknown names and
+ * a thread named like main are other, summed.
+ */
+static void test_threads(void **state) {
+        long ticks = sysconf(_SC_CLK_TCK);
+        struct process_thread_stats st = {};
+        char path[PATH_MAX];
+
+        snprintf(path, sizeof(path), "%s/self/task", root);
+        assert_int_equal(mkdir(path, 0700), 0);
+        write_task("4242", "collector", 1, 1); /* the first thread, even if it is named like another */
+        write_task("4243", "collector", 100, 50);
+        write_task("4244", "MHD-single", 7, 3);
+        write_task("4245", "arm prof) d", 2, 2);
+        write_task("4246", "curl(resolve)", 5, 0);
+        write_task("4247", "push", 0, 9);
+        write_task("not-a-tid", "push", 1000, 1000);
+        assert_int_equal(process_threads_read(root, &st), 0);
+        assert_true(st.cpu_seconds[PROCESS_THREAD_MAIN] == 2.0 / (double) ticks);
+        assert_true(st.cpu_seconds[PROCESS_THREAD_COLLECTOR] == 150.0 / (double) ticks);
+        assert_true(st.cpu_seconds[PROCESS_THREAD_HTTP] == 10.0 / (double) ticks);
+        assert_true(st.cpu_seconds[PROCESS_THREAD_PUSH] == 9.0 / (double) ticks);
+        assert_true(st.cpu_seconds[PROCESS_THREAD_OTHER] == 9.0 / (double) ticks);
+        assert_int_equal(st.threads[PROCESS_THREAD_OTHER], 2);
+        assert_int_equal(st.threads[PROCESS_THREAD_HTTP_AUTH], 0);
+        assert_string_equal(process_thread_label(PROCESS_THREAD_HTTP), "http");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_threads),
                 cmocka_unit_test(test_small_machine),
                 cmocka_unit_test(test_large_machine),
                 cmocka_unit_test(test_no_btime),

@@ -73,6 +73,31 @@ class DaemonTest(unittest.TestCase):
         with open(f"/proc/{self.d.proc.pid}/limits") as f:
             soft = next(l.split()[3] for l in f if l.startswith("Max open files"))
         self.assertEqual(s[("process_max_fds", frozenset())], float(soft))
+        # Each thread's CPU time, by the name it gave itself, between two readings of
+        # /proc/PID/task/*/stat made here around the scrape.
+        def per_thread():
+            ticks, out = os.sysconf("SC_CLK_TCK"), {}
+            for tid in os.listdir(f"/proc/{self.d.proc.pid}/task"):
+                with open(f"/proc/{self.d.proc.pid}/task/{tid}/stat") as f:
+                    line = f.read()
+                comm = line[line.index("(") + 1:line.rindex(")")]
+                fields = line[line.rindex(")") + 2:].split()
+                name = "main" if int(tid) == self.d.proc.pid else {
+                    "collector": "collector", "MHD-single": "http", "http-timer": "http-timer",
+                    "http-auth": "http-auth", "push": "push"}.get(comm, "other")
+                out[name] = out.get(name, 0) + (int(fields[11]) + int(fields[12])) / ticks
+            return out
+        before = per_thread()
+        s = parse_prom_text(self.d.get("/metrics")[2].decode())
+        after = per_thread()
+        busy = {dict(k[1])["thread"]: v for k, v in s.items() if k[0] == "armprofd_collector_busy_seconds_total"}
+        self.assertEqual(set(busy), set(after), (busy, after))
+        for name, v in busy.items():
+            self.assertLessEqual(before.get(name, 0) - 1e-9, v, name)
+            self.assertLessEqual(v, after[name] + 1e-9, name)
+        # Read just after process_cpu_seconds_total in the same scrape: a few ticks at most between them.
+        self.assertLessEqual(sum(busy.values()), s[("process_cpu_seconds_total", frozenset())] + 0.05)
+        self.assertTrue({"main", "collector", "http", "http-timer", "http-auth"} <= set(busy), busy)
         info = [k for k in s if k[0] == "armprofd_build_info"]
         self.assertEqual(len(info), 1)
         self.assertEqual(dict(info[0][1])["version"], subprocess.run(
