@@ -35,6 +35,8 @@ test_pkgs=(
         apache2-utils iproute2
         # the browser test (tests/browser): the pages in Chromium, driven by playwright-core under node
         chromium nodejs
+        # the fleet benchmark (tests/bench/fleet.py): /metrics under 64 connections
+        wrk
 )
 
 as_root() {

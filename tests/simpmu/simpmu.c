@@ -66,7 +66,7 @@
  */
 #define SIM_EXPORT __attribute__((visibility("default"), no_sanitize("thread")))
 #define SIM_FAST __attribute__((no_sanitize("thread")))
-#define SIM_MAX_CPUS 256
+#define SIM_MAX_CPUS 512
 #define SIM_MAX_FD 65536
 #define SIM_MAX_FAULTS 64
 #define SIM_MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -145,6 +145,8 @@ static struct {
         bool cpus[SIM_MAX_CPUS];
         unsigned nr_cpu_ids;            /* possible CPUs: perf_event_alloc() wants cpu below it */
         double rate;                    /* records per second per CPU, 0: as fast as the ring allows */
+        bool loop;                      /* a core starts its stream again at its end (and never says done) */
+        uint64_t batch_ns;              /* paced cores wake on this grid, writing every record due by then */
         bool noperfmon;
         bool eacces[SIM_MAX_CPUS];
         uint64_t ebusy_left[SIM_MAX_CPUS];
@@ -405,6 +407,10 @@ static void load_scenario(void) {
                         (void) parse_cpulist(v, S.cpus, NULL);
                 else if (!strcmp(k, "rate"))
                         S.rate = strtod(v, NULL);
+                else if (!strcmp(k, "loop"))
+                        S.loop = atoi(v) != 0;
+                else if (!strcmp(k, "batch_ms"))
+                        S.batch_ns = strtoull(v, NULL, 10) * 1000000ULL;
                 else if (!strcmp(k, "noperfmon"))
                         S.noperfmon = atoi(v) != 0;
                 else if (!strcmp(k, "eacces_cpus"))
@@ -504,34 +510,45 @@ static bool cpu_online(unsigned cpu) {
         return r;
 }
 
-static int read_file(const char *path, uint8_t **ret, size_t *ret_size) {
+/*
+ * A stream file mapped read-only: the simulation's data shows in the
+ * process's smaps under the file's name, apart from the daemon's own memory
+ * (tests/bench/fleet.py counts it out).
+ */
+static int map_file(const char *path, uint8_t **ret, size_t *ret_size) {
         struct stat st;
-        uint8_t *b;
+        void *b;
         int fd = open(path, O_RDONLY | O_CLOEXEC);
-        size_t got = 0;
 
         if (fd < 0)
                 return -errno;
-        if (fstat(fd, &st) < 0) {
+        if (fstat(fd, &st) < 0 || st.st_size == 0) {
                 real_close(fd);
-                return -errno;
+                return -EINVAL;
         }
-        b = malloc((size_t) st.st_size + 1);
-        if (!b) {
-                real_close(fd);
-                return -ENOMEM;
-        }
-        while (got < (size_t) st.st_size) {
-                ssize_t n = real_read(fd, b + got, (size_t) st.st_size - got);
-
-                if (n <= 0)
-                        break;
-                got += (size_t) n;
-        }
+        b = real_mmap(NULL, (size_t) st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
         real_close(fd);
+        if (b == MAP_FAILED)
+                return -ENOMEM;
         *ret = b;
-        *ret_size = got;
+        *ret_size = (size_t) st.st_size;
         return 0;
+}
+
+/* n records' index in a memfd named apart from the rings' ("armprofd-simpmu-stream" in smaps). */
+static struct rec *rec_alloc(size_t n) {
+        int fd = (int) real_syscall(SYS_memfd_create, "armprofd-simpmu-stream", MFD_CLOEXEC);
+        void *p;
+
+        if (fd < 0)
+                return NULL;
+        if (ftruncate(fd, (off_t) (n * sizeof(struct rec))) < 0) {
+                real_close(fd);
+                return NULL;
+        }
+        p = real_mmap(NULL, n * sizeof(struct rec), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        real_close(fd);
+        return p == MAP_FAILED ? NULL : p;
 }
 
 /* cpuN.bin and cpuN.idx ("offset size timestamp pid tid" per line). */
@@ -545,13 +562,18 @@ static void load_cpu(struct sim_cpu *c) {
         c->loaded = true;
         pthread_cond_init(&c->cond, NULL);
         snprintf(path, sizeof(path), "%s/cpu%u.bin", S.dir, c->cpu);
-        if (read_file(path, &c->bin, &c->bin_size) < 0)
+        if (map_file(path, &c->bin, &c->bin_size) < 0)
                 return;
         snprintf(path, sizeof(path), "%s/cpu%u.idx", S.dir, c->cpu);
         f = fopen(path, "re");
         if (!f)
                 return;
-        while (fgets(line, sizeof(line), f)) {
+        /* Lines first: the index is sized once. */
+        while (fgets(line, sizeof(line), f))
+                cap++;
+        c->rec = cap ? rec_alloc(cap) : NULL;
+        rewind(f);
+        while (c->rec && c->n_rec < cap && fgets(line, sizeof(line), f)) {
                 struct rec r;
                 unsigned long long off, size, ts;
                 unsigned pid, tid;
@@ -561,15 +583,6 @@ static void load_cpu(struct sim_cpu *c) {
                 r = (struct rec) { .off = off, .size = size, .ts = ts, .pid = pid, .tid = tid };
                 if (r.off + r.size > c->bin_size || r.size == 0)
                         continue;
-                if (c->n_rec == cap) {
-                        struct rec *n;
-
-                        cap = cap ? cap * 2 : 1024;
-                        n = realloc(c->rec, cap * sizeof(*n));
-                        if (!n)
-                                break;
-                        c->rec = n;
-                }
                 c->rec[c->n_rec++] = r;
         }
         fclose(f);
@@ -1197,24 +1210,38 @@ static void process_record(struct sim_cpu *c, size_t i) {
                 buffer_full(e);
 }
 
+static uint64_t ts_ns(const struct timespec *t) {
+        return (uint64_t) t->tv_sec * 1000000000ULL + (uint64_t) t->tv_nsec;
+}
+
+/* Until a CLOCK_MONOTONIC time in ns. */
+static void sleep_until(uint64_t ns) {
+        struct timespec due = { .tv_sec = (time_t) (ns / 1000000000ULL), .tv_nsec = (long) (ns % 1000000000ULL) };
+
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &due, NULL) == EINTR)
+                ;
+}
+
 static void *producer(void *arg) {
         struct sim_cpu *c = arg;
         struct timespec start;
+        uint64_t slept_until = 0;
 
         clock_gettime(CLOCK_MONOTONIC, &start);
-        for (size_t i = 0; i < c->n_rec; i++) {
-                if (S.rate > 0) {
-                        double at = (double) i / S.rate;
-                        struct timespec due = start;
+        /* k counts records written or due; a looping core replays record k % n_rec. */
+        for (uint64_t k = 0; k < c->n_rec || (S.loop && c->n_rec); k++) {
+                size_t i = (size_t) (k % c->n_rec);
 
-                        due.tv_sec += (time_t) at;
-                        due.tv_nsec += (long) ((at - (double) (time_t) at) * 1e9);
-                        if (due.tv_nsec >= 1000000000L) {
-                                due.tv_sec++;
-                                due.tv_nsec -= 1000000000L;
+                if (S.rate > 0) {
+                        uint64_t due = ts_ns(&start) + (uint64_t) ((double) k / S.rate * 1e9);
+
+                        /* On a grid: one wakeup writes every record due by then (a busy host's cores at once). */
+                        if (S.batch_ns)
+                                due = (due + S.batch_ns - 1) / S.batch_ns * S.batch_ns;
+                        if (due > slept_until) {
+                                sleep_until(due);
+                                slept_until = due;
                         }
-                        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &due, NULL) == EINTR)
-                                ;
                 }
                 pthread_mutex_lock(&G);
                 /* Rate 0: the core waits for the ring instead of losing records. */

@@ -1,0 +1,233 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The daemon's own cost on simulated hosts of 64, 192 and 384 CPUs (issue 19's harness).
+
+Prints a table; asserts nothing about time. One command:
+
+    meson test -C build --benchmark fleet      (or: tests/bench/fleet.py BUILD [CPUS...])
+
+Each host is the real armprofd with live SPE from the simulated arm_spe PMU
+(tests/simpmu: an LD_PRELOAD shim playing the kernel and one SPE core per
+CPU, each a producer thread in the daemon's process), a fake sysfs with N
+CPUs, the store, the exporters and push to a loopback profile store on.
+
+The rate: `[spe] period` counts operations; a busy 3 GHz core retiring about
+one operation a cycle does 3e9 / 1,048,576 (the default period) = 2,861
+records a second, 183 KB/s of 64-byte records. Every simulated core writes
+that many (`rate=`), so a 384-CPU host sends 1.1 M records/s.
+
+Per N it reports:
+  startup     spawn to READY=1 on $NOTIFY_SOCKET
+  cpu         the daemon's threads (armprofd_collector_busy_seconds_total, all but
+              "other", where the simulated cores run) over a steady window: seconds a
+              second, as a share of one core and of the N-core host
+  rss         VmRSS at the end and VmHWM (peak), without and with the rings: the
+              shared AUX and data rings (memfd mappings in smaps) are apart
+  records     decoded (armprofd_spe_records_total) and dropped by the simulated
+              kernel (no room in a ring: cpuN.dropped)
+  /metrics    its size, p50/p99 over 1,000 sequential scrapes, and under wrk -c64
+  /hotlines   p99 over 200 sequential queries
+"""
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+SRC = os.environ.get("ARMPROFD_SOURCE_DIR") or os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+BUILD = os.environ.get("ARMPROFD_BUILD_DIR") or (sys.argv[1] if len(sys.argv) > 1 else "build")
+sys.path.insert(0, os.path.join(SRC, "tests", "integration"))
+from armprofd_test import Daemon, parse_prom_text  # noqa: E402
+from pushstore import PushStore  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location("simpmu_setup", os.path.join(SRC, "tests", "simpmu", "simpmu-setup.py"))
+simpmu = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(simpmu)
+
+SPEGEN = os.path.join(BUILD, "tests", "spegen", "armprofd-spegen")
+SHIM = os.path.join(BUILD, "tests", "simpmu", "libarmprofd-simpmu.so")
+os.environ.setdefault("ARMPROFD_BIN", os.path.join(BUILD, "daemon", "armprofd"))
+
+RATE = 2861            # records/s per CPU: 3e9 operations/s / the default period 1,048,576
+GEN_CPUS = 64          # the generator's most; CPU n replays stream n % 64
+WARMUP, WINDOW = 5.0, 20.0
+STREAM_SECONDS = 4     # each core's stream, looped
+N1_MIDR = "0x00000000413fd0c1"
+AUX, DATA = 256 << 10, 64 << 10  # the defaults of [spe] aux_buffer and data_buffer
+
+
+def metrics(d):
+    return parse_prom_text(d.get("/metrics")[2].decode())
+
+
+def busy(m):
+    return {dict(k[1])["thread"]: v for k, v in m.items() if k[0] == "armprofd_collector_busy_seconds_total"}
+
+
+def status_kib(pid, key):
+    with open(f"/proc/{pid}/status") as f:
+        return int(next(l.split()[1] for l in f if l.startswith(key + ":")))
+
+
+def smaps_kib(pid, scen):
+    """Rss of the shared rings (the shim's "armprofd-simpmu" memfds, as the kernel's rings would be)
+    and of the simulation's own data (its streams: the files under scen and their index memfd)."""
+    rings = sim = 0
+    kind = None
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            m = re.match(r"^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$", line)
+            if m:
+                path = m.group(1)
+                kind = ("rings" if path.startswith("/memfd:armprofd-simpmu ") else
+                        "sim" if path.startswith("/memfd:armprofd-simpmu-stream") or path.startswith(scen) else None)
+            elif kind and line.startswith("Rss:"):
+                if kind == "rings":
+                    rings += int(line.split()[1])
+                else:
+                    sim += int(line.split()[1])
+    return rings, sim
+
+
+def simpmu_log(scen):
+    path = os.path.join(scen, "sim.log")
+    return open(path).read().splitlines() if os.path.exists(path) else []
+
+
+def percentile(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+
+
+def timed_gets(d, path, n):
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        status, _, body = d.get(path)
+        out.append((time.perf_counter() - t) * 1e3)
+        assert status == 200, (path, status)
+    return out, len(body)
+
+
+def wrk(d, path):
+    if not shutil.which("wrk"):
+        return None
+    r = subprocess.run(["wrk", "-t2", "-c64", "-d5s", "--latency", f"http://{d.address}{path}"],
+                       capture_output=True, text=True)
+    lat = dict(re.findall(r"^\s+(50|99)%\s+([\d.]+\w+)", r.stdout, re.M))
+    rps = re.search(r"Requests/sec:\s+([\d.]+)", r.stdout)
+    if "Non-2xx" in r.stdout or "Socket errors" in r.stdout:
+        print(r.stdout)
+    return lat.get("50"), lat.get("99"), float(rps.group(1)) if rps else 0
+
+
+def host(tmp, gen, n, store):
+    scen, sysfs = os.path.join(tmp, f"scen{n}"), os.path.join(tmp, f"sys{n}")
+    # Short streams, looped; each core wakes every 10 ms and writes what is due (the simulation's
+    # own cost, in the daemon's process as thread "other", stays small beside the daemon's).
+    simpmu.setup(gen, scen, sysfs, cpus=f"0-{GEN_CPUS - 1}", prefix="g",
+                 keys=[f"rate={RATE}", "loop=1", "batch_ms=10"])
+    # CPUs past the generator's replay its streams; the PMU covers all N.
+    for cpu in range(GEN_CPUS, n):
+        for ext in ("bin", "idx"):
+            os.symlink(os.path.join(scen, f"cpu{cpu % GEN_CPUS}.{ext}"), os.path.join(scen, f"cpu{cpu}.{ext}"))
+    with open(os.path.join(scen, "scenario")) as f:
+        text = f.read().replace(f"cpus=0-{GEN_CPUS - 1}", f"cpus=0-{n - 1}")
+    with open(os.path.join(scen, "scenario"), "w") as f:
+        f.write(text)
+    simpmu.build_sysfs(sysfs, f"0-{n - 1}", 42, f"0-{n - 1}", f"0-{n - 1}")
+    for cpu in range(n):
+        simpmu.write(os.path.join(sysfs, "devices", "system", "cpu", f"cpu{cpu}", "regs", "identification",
+                                  "midr_el1"), N1_MIDR + "\n")
+
+    sock_path = os.path.join(tmp, f"notify{n}")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(sock_path)
+    sock.settimeout(60)
+    env = dict(os.environ, LD_PRELOAD=SHIM, ARMPROFD_SIMPMU_DIR=scen, ARMPROFD_SYSFS_ROOT=sysfs,
+               NOTIFY_SOCKET=sock_path)
+    env.pop("WATCHDOG_USEC", None)
+    # wrk's 64 connections come from one address: the per-client cap (8 by default) is raised for it.
+    config = (f"[pmu]\nenable = no\n[http]\nmax_connections = 128\nper_ip_connections = 64\n"
+              f"[push]\nurl = {store.url}\ninterval = 10s\n"
+              f"spool_dir = {os.path.join(tmp, f'spool{n}')}\n")
+    t0 = time.monotonic()
+    d = Daemon(config_text=config, env=env)
+    try:
+        while "READY=1" not in sock.recv(4096).decode().split("\n"):
+            pass
+    except OSError:
+        d.close()
+        raise AssertionError(f"{n} CPUs: no READY=1; log:\n{d.log()[-3000:]}\nsim.log:\n"
+                             + "\n".join(simpmu_log(scen)[-20:]))
+    startup = time.monotonic() - t0
+    sock.close()
+    d.wait_serving()
+    row = {"n": n, "startup": startup}
+    try:
+        time.sleep(WARMUP)
+        m0, w0 = metrics(d), time.monotonic()
+        time.sleep(WINDOW)
+        m1, w1 = metrics(d), time.monotonic()
+        b0, b1 = busy(m0), busy(m1)
+        own = sum(b1[t] - b0.get(t, 0) for t in b1 if t != "other") / (w1 - w0)
+        row.update(cpu=own, threads={t: (b1[t] - b0.get(t, 0)) / (w1 - w0) for t in b1},
+                   records=sum(v for k, v in m1.items() if k[0] == "armprofd_spe_records_total"),
+                   rate=(sum(v for k, v in m1.items() if k[0] == "armprofd_spe_records_total") -
+                         sum(v for k, v in m0.items() if k[0] == "armprofd_spe_records_total")) / (w1 - w0))
+        scrapes, size = timed_gets(d, "/metrics", 1000)
+        hot, _ = timed_gets(d, "/hotlines?window=1m", 200)
+        row.update(metrics_bytes=size, metrics_p50=statistics.median(scrapes), metrics_p99=percentile(scrapes, 99),
+                   hotlines_p99=percentile(hot, 99), wrk=wrk(d, "/metrics"))
+        pid = d.proc.pid
+        rings, sim = smaps_kib(pid, os.path.realpath(scen))
+        row.update(rss=status_kib(pid, "VmRSS"), hwm=status_kib(pid, "VmHWM"), rings=rings, sim=sim,
+                   dropped=sum(len(simpmu.dropped(scen, c)) for c in range(n)),
+                   pushes=len(store.records))
+    finally:
+        d.close()
+    return row
+
+
+def main():
+    cpus = [int(a) for a in sys.argv[2:]] or [64, 192, 384]
+    for path in (SPEGEN, SHIM):
+        if not os.path.exists(path):
+            print(f"SKIP: {path} not built")
+            sys.exit(77)
+    with tempfile.TemporaryDirectory(prefix="armprofd-fleet-") as tmp:
+        gen = os.path.join(tmp, "gen")
+        per_cpu = RATE * STREAM_SECONDS
+        subprocess.run([SPEGEN, "--out-dir", gen, "--prefix", "g", "--ts", "--cpus", str(GEN_CPUS), "--scenario",
+                        "all", "--records", str(per_cpu * GEN_CPUS), "--padded", "--no-perf-data"],
+                       check=True, stdout=subprocess.DEVNULL)
+        store = PushStore(go=False)
+        store.start()
+        rows = [host(tmp, gen, n, store) for n in cpus]
+        store.close()
+    print(f"\nfleet: {RATE} records/s per CPU (the default period on a busy 3 GHz core), "
+          f"{WINDOW:.0f} s window after {WARMUP:.0f} s, this machine: {os.cpu_count()} CPUs")
+    print(f"{'CPUs':>5} {'startup':>8} {'CPU/s':>7} {'of host':>8} {'rec/s':>9} {'dropped':>8} "
+          f"{'RSS':>8} {'peak all':>8} {'rings':>8} {'/metrics':>9} {'p50':>7} {'p99':>7} {'wrk p99':>8} "
+          f"{'hotl p99':>9}")
+    for r in rows:
+        w = r["wrk"]
+        print(f"{r['n']:5d} {r['startup']:7.2f}s {r['cpu']:7.4f} {100 * r['cpu'] / r['n']:7.4f}% "
+              f"{r['rate']:9.0f} {r['dropped']:8d} {(r['rss'] - r['rings'] - r['sim']) / 1024:6.1f}Mi "
+              f"{r['hwm'] / 1024:6.1f}Mi {r['rings'] / 1024:6.1f}Mi {r['metrics_bytes'] / 1024:7.1f}Ki "
+              f"{r['metrics_p50']:5.2f}ms {r['metrics_p99']:5.2f}ms {w[1] if w else 'no wrk':>8} "
+              f"{r['hotlines_p99']:7.2f}ms")
+        print("      threads (CPU s/s): " + ", ".join(f"{t} {v:.4f}" for t, v in sorted(r["threads"].items())))
+    print(json.dumps(rows))
+
+
+if __name__ == "__main__":
+    main()
