@@ -143,12 +143,14 @@ static void view_body(struct api *a, const struct http_request *req, struct http
                       const struct view_request *vr, enum rendering how) {
         char host[HOST_NAME_MAX + 1] = "";
         struct strbuf source = STRBUF_INIT;
+        /* The window shown: as asked, the default when not; none where the endpoint has none. */
+        const char *window = vr->windowed ? vr->window ?: "1m" : NULL;
         struct view v = {};
         int k;
 
         (void) gethostname(host, sizeof(host) - 1);
         source_summary(a, &source);
-        k = vr->build(o, &(struct view_context) { host, source.buf, vr->windowed ? vr->window ?: "1m" : NULL }, &v);
+        k = vr->build(o, &(struct view_context) { host, source.buf, window }, &v);
         strbuf_done(&source);
         if (k < 0) {
                 view_done(&v);
@@ -159,7 +161,7 @@ static void view_body(struct api *a, const struct http_request *req, struct http
                 view_render_text(&v, &resp->body);
                 resp->content_type = "text/plain; charset=utf-8";
         } else {
-                page_render_view(&v, &(struct page_request) { req->path, vr->windowed ? vr->window ?: "1m" : NULL,
+                page_render_view(&v, &(struct page_request) { req->path, window,
                                                               vr->keep },
                                  &resp->body);
                 resp->content_type = "text/html; charset=utf-8";
