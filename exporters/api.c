@@ -20,18 +20,23 @@
 struct api {
         struct api_provider provider;
         struct timespec started_mono, started_wall;
+        struct process_threads *threads;        /* what each thread showed at the last scrape */
 };
 
 struct api *api_new(const struct api_provider *provider) {
         struct api *a = xcalloc(1, sizeof(*a));
 
         a->provider = *provider;
+        a->threads = process_threads_new();
         clock_gettime(CLOCK_MONOTONIC, &a->started_mono);
         clock_gettime(CLOCK_REALTIME, &a->started_wall);
         return a;
 }
 
 struct api *api_free(struct api *a) {
+        if (!a)
+                return NULL;
+        process_threads_free(a->threads);
         free(a);
         return NULL;
 }
@@ -270,7 +275,7 @@ static void handle_metrics(void *userdata, const struct http_request *req, struc
                         1);
         if (process_stats_read("/proc", &st) == 0)
                 process_stats_write(&st, w);
-        if (process_threads_read("/proc", &threads) == 0)
+        if (process_threads_read(a->threads, "/proc", &threads) == 0)
                 process_threads_write(&threads, w);
         if (req->server)
                 http_server_write_metrics(req->server, w);

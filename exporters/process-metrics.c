@@ -5,7 +5,9 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -13,6 +15,7 @@
 #include "macro.h"
 #include "parse-util.h"
 #include "prom.h"
+#include "strbuf.h"
 #include "thread-names.h"
 
 /*
@@ -191,11 +194,50 @@ static enum process_thread thread_of(const char *comm, bool first) {
         return PROCESS_THREAD_OTHER;
 }
 
-int process_threads_read(const char *procfs, struct process_thread_stats *ret) {
-        struct process_thread_stats st = {};
+struct thread_seen {
+        uint64_t tid, start;       /* a tid is reused: its start time tells threads apart */
+        enum process_thread t;
+        double offset;             /* its CPU time when it took this name: counted under earlier names */
+        double last;               /* its CPU time at the last read */
+};
+
+struct process_threads {
+        pthread_mutex_t lock;
+        double ended[_PROCESS_THREAD_MAX];      /* what threads no longer seen under a name used under it */
+        bool shown[_PROCESS_THREAD_MAX];
+        struct thread_seen *seen;               /* by tid */
+        size_t n_seen;
+};
+
+struct process_threads *process_threads_new(void) {
+        struct process_threads *pt = xcalloc(1, sizeof(*pt));
+
+        pthread_mutex_init(&pt->lock, NULL);
+        return pt;
+}
+
+struct process_threads *process_threads_free(struct process_threads *pt) {
+        if (!pt)
+                return NULL;
+        pthread_mutex_destroy(&pt->lock);
+        free(pt->seen);
+        free(pt);
+        return NULL;
+}
+
+static int seen_cmp(const void *a, const void *b) {
+        const struct thread_seen *x = a, *y = b;
+
+        return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/* The running threads, by tid. */
+static int threads_scan(const char *procfs, struct thread_seen **ret, size_t *ret_n) {
         char path[PATH_MAX], buf[PID_STAT_MAX], *comm;
         long ticks = sysconf(_SC_CLK_TCK);
-        uint64_t pid = 0, f[STAT_FIELD_STIME + 1];
+        uint64_t pid = 0, f[STAT_FIELD_STARTTIME + 1];
+        struct thread_seen *cur = NULL;
+        size_t n = 0, cap = 0;
         struct dirent *de;
         DIR *d;
 
@@ -208,32 +250,83 @@ int process_threads_read(const char *procfs, struct process_thread_stats *ret) {
         if (!d)
                 return -errno;
         while ((de = readdir(d))) {
-                enum process_thread t;
                 uint64_t tid;
 
                 if (safe_atou64(de->d_name, &tid) < 0)
                         continue;
                 snprintf(path, sizeof(path), "%s/self/task/%s/stat", procfs, de->d_name);
                 memset(f, 0, sizeof(f));
-                /* A thread that ended since readdir() is no longer counted here. */
-                if (read_file(path, buf, sizeof(buf)) < 0 || stat_parse(buf, &comm, f, STAT_FIELD_STIME) < 0)
+                /* A thread that ended since readdir() is not running. */
+                if (read_file(path, buf, sizeof(buf)) < 0 || stat_parse(buf, &comm, f, STAT_FIELD_STARTTIME) < 0)
                         continue;
-                t = thread_of(comm, tid == pid);
-                st.cpu_seconds[t] += (double) (f[STAT_FIELD_UTIME] + f[STAT_FIELD_STIME]) / (double) ticks;
-                st.threads[t]++;
+                if (n == cap) {
+                        cap = cap ? cap * 2 : 16;
+                        cur = xrealloc(cur, cap * sizeof(*cur));
+                }
+                cur[n++] = (struct thread_seen) {
+                        .tid = tid,
+                        .start = f[STAT_FIELD_STARTTIME],
+                        .t = thread_of(comm, tid == pid),
+                        .last = (double) (f[STAT_FIELD_UTIME] + f[STAT_FIELD_STIME]) / (double) ticks,
+                };
         }
         closedir(d);
-        *ret = st;
+        qsort(cur, n, sizeof(*cur), seen_cmp);
+        *ret = cur;
+        *ret_n = n;
+        return 0;
+}
+
+int process_threads_read(struct process_threads *pt, const char *procfs, struct process_thread_stats *ret) {
+        struct thread_seen *cur = NULL;
+        size_t n = 0, j = 0;
+        int r;
+
+        r = threads_scan(procfs, &cur, &n);
+        if (r < 0)
+                return r;
+        pthread_mutex_lock(&pt->lock);
+        /* Both by tid: what was seen and is gone (or is another thread now) leaves its figure to its name. */
+        for (size_t i = 0; i < pt->n_seen; i++) {
+                const struct thread_seen *p = &pt->seen[i];
+
+                while (j < n && cur[j].tid < p->tid)
+                        j++;
+                if (j < n && cur[j].tid == p->tid && cur[j].start == p->start && cur[j].last >= p->last) {
+                        if (cur[j].t == p->t)
+                                cur[j].offset = p->offset;
+                        else {
+                                /* Renamed: what it used until the last read stays under the old name. */
+                                pt->ended[p->t] += p->last - p->offset;
+                                cur[j].offset = p->last;
+                        }
+                } else
+                        pt->ended[p->t] += p->last - p->offset;
+        }
+        *ret = (struct process_thread_stats) {};
+        for (int t = 0; t < _PROCESS_THREAD_MAX; t++)
+                ret->cpu_seconds[t] = pt->ended[t];
+        for (size_t i = 0; i < n; i++) {
+                ret->cpu_seconds[cur[i].t] += cur[i].last - cur[i].offset;
+                ret->threads[cur[i].t]++;
+                pt->shown[cur[i].t] = true;
+        }
+        memcpy(ret->shown, pt->shown, sizeof(ret->shown));
+        /* Past the bound, the threads with the highest tids are summed as they run, not remembered. */
+        free(pt->seen);
+        pt->seen = cur;
+        pt->n_seen = MIN(n, (size_t) PROCESS_THREADS_TRACKED);
+        pthread_mutex_unlock(&pt->lock);
         return 0;
 }
 
 void process_threads_write(const struct process_thread_stats *st, struct prom_writer *w) {
         prom_family_unit(w, "armprofd_collector_busy_seconds_total", PROM_COUNTER, "seconds",
-                         "CPU time (user and system) the daemon's running threads have used, by thread: main, "
-                         "collector, http (every answer), http-timer, http-auth, push, other; threads that ended "
-                         "are in process_cpu_seconds_total only.");
+                         "CPU time (user and system) the daemon's threads have used, by thread: main, "
+                         "collector, http (every answer), http-timer, http-auth, push, other; a thread that ended "
+                         "keeps what it had used at the scrape before.");
         for (int t = 0; t < _PROCESS_THREAD_MAX; t++)
-                if (st->threads[t])
+                if (st->shown[t])
                         prom_sample_double(w, (const char *const[]) { "thread", thread_labels[t], NULL },
                                            st->cpu_seconds[t]);
 }

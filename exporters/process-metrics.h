@@ -8,6 +8,7 @@
  * the start time in seconds since the epoch.
  */
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct prom_writer;
@@ -40,15 +41,33 @@ enum process_thread {
 const char *process_thread_label(enum process_thread t);
 
 struct process_thread_stats {
-        double cpu_seconds[_PROCESS_THREAD_MAX]; /* user + system, of the threads that run now */
-        unsigned threads[_PROCESS_THREAD_MAX];
+        double cpu_seconds[_PROCESS_THREAD_MAX]; /* user + system, of every thread seen since the first read */
+        unsigned threads[_PROCESS_THREAD_MAX];   /* threads that run now */
+        bool shown[_PROCESS_THREAD_MAX];         /* a thread of this name ran at some read: the series exists */
 };
 
 /*
- * Each running thread's CPU time from /proc/self/task/TID/stat (or
- * `procfs`/self/task for tests), summed by thread. Threads that ended are
+ * What each thread showed at the last read, so that a counter does not go
+ * down when a thread ends (a TLS reload replacing libmicrohttpd's threads,
+ * libcurl's resolver): an ended thread's last figure stays in its name's
+ * total; a thread that renames itself leaves what it used so far under the
+ * old name. At most PROCESS_THREADS_TRACKED threads are remembered; past
+ * that the rest are summed as they run (the daemon has a handful). Any
+ * thread; reads are serialized.
+ */
+#define PROCESS_THREADS_TRACKED 4096
+
+struct process_threads;
+
+struct process_threads *process_threads_new(void);
+struct process_threads *process_threads_free(struct process_threads *pt);
+
+/*
+ * Each thread's CPU time from /proc/self/task/TID/stat (or `procfs`/self
+ * for tests), summed by thread name with what ended threads used while
+ * seen. Time a thread used after the last read and before it ended is
  * in process_cpu_seconds_total only. Returns 0 or -errno.
  */
-int process_threads_read(const char *procfs, struct process_thread_stats *ret);
+int process_threads_read(struct process_threads *pt, const char *procfs, struct process_thread_stats *ret);
 /* armprofd_collector_busy_seconds_total{thread}. */
 void process_threads_write(const struct process_thread_stats *st, struct prom_writer *w);

@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
+#include <stdbool.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -121,20 +123,50 @@ static void test_no_btime(void **state) {
         assert_int_equal(st.virtual_bytes, VSIZE);
 }
 
-/* A thread's stat line with its comm, utime and stime. */
-static void write_task(const char *tid, const char *comm, unsigned utime, unsigned stime) {
+/* A thread's stat line with its comm, utime, stime and start time; replaced when it exists. */
+static void write_task_at(const char *tid, const char *comm, unsigned utime, unsigned stime, unsigned start) {
         char path[PATH_MAX], line[1024];
         size_t o = 0;
 
         snprintf(path, sizeof(path), "%s/self/task/%s", root, tid);
-        assert_int_equal(mkdir(path, 0700), 0);
+        assert_true(mkdir(path, 0700) == 0 || errno == EEXIST);
         o += (size_t) snprintf(line + o, sizeof(line) - o, "%s (%s) S", tid, comm);
         for (int field = 4; field <= 52; field++)
                 o += (size_t) snprintf(line + o, sizeof(line) - o, " %u",
-                                       field == 14 ? utime : field == 15 ? stime : (unsigned) field);
+                                       field == 14 ? utime : field == 15 ? stime : field == 22 ? start
+                                                                                               : (unsigned) field);
         snprintf(line + o, sizeof(line) - o, "\n");
         snprintf(path, sizeof(path), "self/task/%s/stat", tid);
         write_file(path, line);
+}
+
+static void write_task(const char *tid, const char *comm, unsigned utime, unsigned stime) {
+        write_task_at(tid, comm, utime, stime, 22);
+}
+
+static void remove_task(const char *tid) {
+        char path[PATH_MAX];
+
+        snprintf(path, sizeof(path), "%s/self/task/%s/stat", root, tid);
+        assert_int_equal(unlink(path), 0);
+        snprintf(path, sizeof(path), "%s/self/task/%s", root, tid);
+        assert_int_equal(rmdir(path), 0);
+}
+
+static double ticks_s(unsigned n) {
+        return (double) n / (double) sysconf(_SC_CLK_TCK);
+}
+
+/* Sums of tick counts as seconds: equal up to rounding. */
+static bool near(double a, double b) {
+        return fabs(a - b) < 1e-9;
+}
+
+static void make_task_dir(void) {
+        char path[PATH_MAX];
+
+        snprintf(path, sizeof(path), "%s/self/task", root);
+        assert_true(mkdir(path, 0700) == 0 || errno == EEXIST);
 }
 
 /*
@@ -143,12 +175,10 @@ static void write_task(const char *tid, const char *comm, unsigned utime, unsign
  * a thread named like main are other, summed.
  */
 static void test_threads(void **state) {
-        long ticks = sysconf(_SC_CLK_TCK);
+        struct process_threads *pt = process_threads_new();
         struct process_thread_stats st = {};
-        char path[PATH_MAX];
 
-        snprintf(path, sizeof(path), "%s/self/task", root);
-        assert_int_equal(mkdir(path, 0700), 0);
+        make_task_dir();
         write_task("4242", "collector", 1, 1); /* the first thread, even if it is named like another */
         write_task("4243", "collector", 100, 50);
         write_task("4244", "MHD-single", 7, 3);
@@ -156,20 +186,71 @@ static void test_threads(void **state) {
         write_task("4246", "curl(resolve)", 5, 0);
         write_task("4247", "push", 0, 9);
         write_task("not-a-tid", "push", 1000, 1000);
-        assert_int_equal(process_threads_read(root, &st), 0);
-        assert_true(st.cpu_seconds[PROCESS_THREAD_MAIN] == 2.0 / (double) ticks);
-        assert_true(st.cpu_seconds[PROCESS_THREAD_COLLECTOR] == 150.0 / (double) ticks);
-        assert_true(st.cpu_seconds[PROCESS_THREAD_HTTP] == 10.0 / (double) ticks);
-        assert_true(st.cpu_seconds[PROCESS_THREAD_PUSH] == 9.0 / (double) ticks);
-        assert_true(st.cpu_seconds[PROCESS_THREAD_OTHER] == 9.0 / (double) ticks);
+        assert_int_equal(process_threads_read(pt, root, &st), 0);
+        assert_true(st.cpu_seconds[PROCESS_THREAD_MAIN] == ticks_s(2));
+        assert_true(st.cpu_seconds[PROCESS_THREAD_COLLECTOR] == ticks_s(150));
+        assert_true(st.cpu_seconds[PROCESS_THREAD_HTTP] == ticks_s(10));
+        assert_true(st.cpu_seconds[PROCESS_THREAD_PUSH] == ticks_s(9));
+        assert_true(st.cpu_seconds[PROCESS_THREAD_OTHER] == ticks_s(9));
         assert_int_equal(st.threads[PROCESS_THREAD_OTHER], 2);
         assert_int_equal(st.threads[PROCESS_THREAD_HTTP_AUTH], 0);
+        assert_false(st.shown[PROCESS_THREAD_HTTP_AUTH]);
         assert_string_equal(process_thread_label(PROCESS_THREAD_HTTP), "http");
+        process_threads_free(pt);
+        for (const char *const *t = (const char *const[]) { "4242", "4243", "4244", "4245", "4246", "4247",
+                                                            "not-a-tid", NULL }; *t; t++)
+                remove_task(*t);
+}
+
+/*
+ * The counters never go down: a thread that ends keeps, under its name,
+ * what it had used at the read before; one that renames itself leaves what
+ * it used so far under the old name; a reused tid (another start time) is
+ * another thread, even when it has used less.
+ */
+static void test_threads_end(void **state) {
+        struct process_threads *pt = process_threads_new();
+        struct process_thread_stats st = {};
+
+        make_task_dir();
+        write_task("4242", "armprofd", 10, 0);
+        write_task("101", "collector", 40, 10);
+        write_task("102", "MHD-single", 20, 0);
+        write_task("103", "curl(resolve)", 3, 0);
+        write_task("104", "armprofd", 1, 0);         /* not yet named: other */
+        assert_int_equal(process_threads_read(pt, root, &st), 0);
+        assert_true(near(st.cpu_seconds[PROCESS_THREAD_HTTP], ticks_s(20)));
+        assert_true(near(st.cpu_seconds[PROCESS_THREAD_OTHER], ticks_s(4)));
+
+        /* libmicrohttpd's thread replaced (a TLS reload), the resolver gone, 104 names itself push. */
+        write_task("102", "MHD-single", 25, 0);      /* it used 5 more after the last read, then ended */
+        remove_task("102");
+        write_task("105", "MHD-single", 2, 0);
+        remove_task("103");
+        write_task("104", "push", 6, 0);
+        assert_int_equal(process_threads_read(pt, root, &st), 0);
+        assert_true(near(st.cpu_seconds[PROCESS_THREAD_HTTP], ticks_s(20 + 2)));
+        assert_int_equal(st.threads[PROCESS_THREAD_HTTP], 1);
+        assert_true(near(st.cpu_seconds[PROCESS_THREAD_OTHER], ticks_s(3 + 1)));
+        assert_int_equal(st.threads[PROCESS_THREAD_OTHER], 0);
+        assert_true(st.shown[PROCESS_THREAD_OTHER]); /* its series stays */
+        assert_true(near(st.cpu_seconds[PROCESS_THREAD_PUSH], ticks_s(6 - 1)));
+
+        /* tid 101 ended and came back as another thread (another start time) that used less. */
+        write_task_at("101", "collector", 4, 0, 9999);
+        assert_int_equal(process_threads_read(pt, root, &st), 0);
+        assert_true(near(st.cpu_seconds[PROCESS_THREAD_COLLECTOR], ticks_s(50 + 4)));
+        assert_true(near(st.cpu_seconds[PROCESS_THREAD_MAIN], ticks_s(10)));
+        assert_true(near(st.cpu_seconds[PROCESS_THREAD_HTTP], ticks_s(22)));
+        process_threads_free(pt);
+        for (const char *const *t = (const char *const[]) { "4242", "101", "104", "105", NULL }; *t; t++)
+                remove_task(*t);
 }
 
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_threads),
+                cmocka_unit_test(test_threads_end),
                 cmocka_unit_test(test_small_machine),
                 cmocka_unit_test(test_large_machine),
                 cmocka_unit_test(test_no_btime),

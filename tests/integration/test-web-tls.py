@@ -192,6 +192,7 @@ def test_reload_certificates():
         t.start()
         try:
             time.sleep(0.3)
+            busy_before = busy_seconds(d)
             web_config(d.web_path.rsplit("/", 1)[0], TLS.replace("server.", "server2."))
             d.signal(1)  # SIGHUP
             d.wait_log(r"now serving HTTPS", 5)
@@ -214,6 +215,11 @@ def test_reload_certificates():
         ka.close()
         closed = parse_prom_text(curl(d, "/metrics", "--cacert", CA)[2].split("\n\n", 1)[1])
         assert closed[("armprofd_http_connections_closed_total", frozenset({("reason", "reload")}))] >= 1
+        # The replaced server's threads ended; what they used stays counted under their names.
+        busy_after = busy_seconds(d)
+        assert set(busy_before) <= set(busy_after), (busy_before, busy_after)
+        for name, v in busy_before.items():
+            assert busy_after[name] >= v, (name, busy_before, busy_after)
 
         # A broken file: the reload fails, logged, and the renewed certificate is still served.
         web_config(d.web_path.rsplit("/", 1)[0], TLS.replace("server.", "server2.") + "  bogus_key: 1\n")
@@ -228,6 +234,11 @@ def test_reload_certificates():
         assert peer_cert(d) == der(f"{PKI}/server2.crt")
         rc, code, _ = curl(d, "/healthz", "--cacert", CA)
         assert (rc, code) == (0, 200)
+
+
+def busy_seconds(d):
+    m = parse_prom_text(curl(d, "/metrics", "--cacert", CA)[2].split("\n\n", 1)[1])
+    return {dict(k[1])["thread"]: v for k, v in m.items() if k[0] == "armprofd_collector_busy_seconds_total"}
 
 
 def http_keepalive(d):
