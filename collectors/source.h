@@ -22,6 +22,7 @@
  * there.
  */
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -203,6 +204,8 @@ struct source_status {
         char warnings[SOURCE_WARNINGS_MAX][SOURCE_WARNING_LEN];
         size_t n_warnings;
         uint64_t sample_period;         /* operations or events per sample, 0 unknown */
+        uint64_t sample_frequency;      /* Hz per CPU of a frequency-driven source (the sampler), 0 none */
+        unsigned throttle_shift;        /* source_throttle()'s: sampling 2^shift times less often than configured */
         /* Per-CPU SPE streams, ascending by CPU; owned by the status (source_status_done()). */
         struct spe_stream_stats *cpus;
         size_t n_cpus;
@@ -242,6 +245,16 @@ struct source_ops {
         int (*cpus_changed)(struct source *s, const struct cpulist *online);
         /* A copy of the source's status (the caller owns it: source_status_done()). */
         void (*status)(struct source *s, struct source_status *ret);
+        /*
+         * Sample 2^shift times less often than configured (the daemon's CPU
+         * budget): SPE's period shifted left, the sampler's frequency right
+         * (1 Hz at least); 0 restores the configuration. Running events
+         * change at once (PERF_EVENT_IOC_PERIOD), events opened later are
+         * opened so; the status's sample_period says what is in effect.
+         * Returns 0 or a negative errno (some CPUs kept their rate: their
+         * notes say why). NULL: the source has no rate to change (a replay).
+         */
+        int (*throttle)(struct source *s, unsigned shift);
         /* Unregister from the loop and free everything. */
         void (*free)(struct source *s);
 };
@@ -263,6 +276,10 @@ static inline int source_drain(struct source *s, size_t budget) {
 
 static inline int source_cpus_changed(struct source *s, const struct cpulist *online) {
         return s->ops->cpus_changed ? s->ops->cpus_changed(s, online) : 0;
+}
+
+static inline int source_throttle(struct source *s, unsigned shift) {
+        return s->ops->throttle ? s->ops->throttle(s, shift) : -EOPNOTSUPP;
 }
 
 static inline void source_status(struct source *s, struct source_status *ret) {

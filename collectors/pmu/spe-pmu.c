@@ -269,6 +269,14 @@ int spe_pmu_set(const struct spe_pmu *p, struct spe_pmu_event_attr *a, const cha
         return 0;
 }
 
+uint64_t spe_pmu_interval(const struct spe_pmu *p, uint64_t want) {
+        uint64_t interval = want ? want : p->min_interval;
+
+        /* The driver's rule (arm_spe_event_to_pmsirr): at least min_interval, low byte dropped. */
+        interval = MAX(interval, (uint64_t) p->min_interval);
+        return MIN(interval, (uint64_t) SPE_PMU_INTERVAL_MAX) & ~(uint64_t) (SPE_PMU_INTERVAL_GRAIN - 1);
+}
+
 int spe_pmu_attr(const struct spe_pmu *p, const struct spe_pmu_options *o, struct spe_pmu_event_attr *ret,
                  uint64_t *ret_interval, char *err, size_t err_len) {
         struct spe_pmu_event_attr a = { .attr = {
@@ -299,12 +307,9 @@ int spe_pmu_attr(const struct spe_pmu *p, const struct spe_pmu_options *o, struc
                 { "event_filter", o->event_filter, o->event_filter != 0 },
                 { "inv_event_filter", o->inv_event_filter, o->inv_event_filter != 0 },
         };
-        uint64_t interval = o->interval ? o->interval : p->min_interval;
+        uint64_t interval = spe_pmu_interval(p, o->interval);
         int r;
 
-        /* The driver's rule (arm_spe_event_to_pmsirr): at least min_interval, low byte dropped. */
-        interval = MAX(interval, (uint64_t) p->min_interval);
-        interval = MIN(interval, (uint64_t) SPE_PMU_INTERVAL_MAX) & ~(uint64_t) (SPE_PMU_INTERVAL_GRAIN - 1);
         a.attr.sample_period = interval;
 
         if (p->count_size && o->min_latency >= (UINT64_C(1) << p->count_size))

@@ -113,6 +113,13 @@ struct spe_pmu_options {
 };
 
 /*
+ * The interval the driver programs for `want` operations (0: the PMU's
+ * minimum): at least caps/min_interval, at most what PMSIRR_EL1 holds,
+ * rounded down to 256 (arm_spe_event_to_pmsirr()).
+ */
+uint64_t spe_pmu_interval(const struct spe_pmu *p, uint64_t want);
+
+/*
  * The attr of a per-CPU SPE event of p: disabled (enabled once the AUX
  * area is mapped), timestamps on (records end with a Timestamp packet),
  * sample ids carrying tid, time and CPU, the interval clamped to

@@ -85,6 +85,7 @@ struct sampler_source {
         uint32_t max_stack;             /* the configured depth, clamped to the sysctl */
         uint64_t regs_mask;
         bool user_regs;                 /* REGS_USER and STACK_USER asked for */
+        unsigned shift;                 /* source_throttle(): the configured frequency >> shift, 1 Hz at least */
         size_t page_size;
         uint64_t last_sample_usec, started_usec;
 };
@@ -278,12 +279,17 @@ static int sys_perf_event_open(struct perf_event_attr *a, int cpu) {
         return fd < 0 ? -errno : (int) fd;
 }
 
+/* The frequency in effect: the configured one, slowed down by the budget. */
+static uint64_t frequency(const struct sampler_source *src) {
+        return src->shift >= 64 ? 1 : MAX(src->opts.frequency >> src->shift, (uint64_t) 1);
+}
+
 static void fill_attr(struct sampler_source *src, struct perf_event_attr *a) {
         *a = (struct perf_event_attr) {
                 .size = sizeof(*a),
                 .type = src->opts.type,
                 .config = src->opts.config,
-                .sample_freq = src->opts.frequency,
+                .sample_freq = frequency(src),
                 .freq = 1,
                 .sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
                                PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN,
@@ -705,7 +711,9 @@ static void sampler_status(struct source *s, struct source_status *ret) {
                 .kind = "sampler",
                 .state = src->state,
                 /* A clock's period in freq mode is fixed at NSEC_PER_SEC / freq (perf_swevent_init_hrtimer()). */
-                .sample_period = is_clock(&src->opts) ? NSEC_PER_SEC / src->opts.frequency : 0,
+                .sample_period = is_clock(&src->opts) ? NSEC_PER_SEC / frequency(src) : 0,
+                .sample_frequency = frequency(src),
+                .throttle_shift = src->shift,
         };
         memcpy(ret->reason, src->reason, sizeof(ret->reason));
         if (src->state == SOURCE_FAILED)
@@ -755,12 +763,40 @@ static void sampler_free(struct source *s) {
         free(src);
 }
 
+/*
+ * perf_event_period(): a frequency event takes the new frequency; a clock
+ * is not one any more (perf_swevent_init_hrtimer() turned its frequency
+ * into a period of NSEC_PER_SEC / freq and cleared attr.freq), so it takes
+ * the period in nanoseconds.
+ */
+static int sampler_throttle(struct source *s, unsigned shift) {
+        struct sampler_source *src = of(s);
+        int r = 0;
+
+        src->shift = shift;
+        for (size_t i = 0; i < src->n_cpus; i++) {
+                struct sampler_cpu *c = src->cpus[i];
+                uint64_t v = is_clock(&src->opts) ? NSEC_PER_SEC / frequency(src) : frequency(src);
+
+                if (!c || c->fd < 0)
+                        continue;
+                if (ioctl(c->fd, PERF_EVENT_IOC_PERIOD, &v) < 0) {
+                        r = -errno;
+                        cpu_note(c, "cannot change the rate to %" PRIu64 " Hz: %s", frequency(src), strerror(errno));
+                        continue;
+                }
+                c->attr.sample_freq = frequency(src);
+        }
+        return r;
+}
+
 static const struct source_ops sampler_source_ops = {
         .kind = "sampler",
         .start = sampler_start,
         .drain = sampler_drain,
         .cpus_changed = sampler_cpus_changed,
         .status = sampler_status,
+        .throttle = sampler_throttle,
         .free = sampler_free,
 };
 

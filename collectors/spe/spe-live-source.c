@@ -87,6 +87,7 @@ struct spe_live_source {
         char reason[SOURCE_REASON_MAX];
         char warning[SOURCE_WARNING_LEN]; /* options given up (physical addresses without CAP_PERFMON) */
         uint64_t interval;              /* the period the hardware uses */
+        unsigned shift;                 /* source_throttle(): the configured period << shift */
         size_t page_size;
         uint64_t last_record_usec;      /* when records last came (CLOCK_MONOTONIC), 0 never */
         uint64_t started_usec;
@@ -272,6 +273,13 @@ static int map_rings(struct live_cpu *c) {
         return 0;
 }
 
+/* The period asked for: the configured one (0: the PMU's minimum) slowed down by the budget. */
+static uint64_t throttled(const struct spe_live_source *src, const struct spe_pmu *pmu) {
+        uint64_t want = src->opts.pmu.interval ?: pmu->min_interval;
+
+        return src->shift >= 64 || want > (UINT64_MAX >> src->shift) ? UINT64_MAX : want << src->shift;
+}
+
 static int open_cpu(struct live_cpu *c) {
         struct spe_live_source *src = c->src;
         struct spe_pmu_options o = src->opts.pmu;
@@ -280,6 +288,7 @@ static int open_cpu(struct live_cpu *c) {
         uint64_t interval;
         int k;
 
+        o.interval = throttled(src, c->pmu);
         for (;;) {
                 k = spe_pmu_attr(c->pmu, &o, &c->attr, &interval, err, sizeof(err));
                 if (k < 0) {
@@ -608,6 +617,30 @@ static int live_start(struct source *s, sd_event *event, const struct cpulist *c
         return count_cpus(src, CPU_ACTIVE) + count_cpus(src, CPU_RETRYING) > 0 ? 0 : -ENODEV;
 }
 
+/* perf_event_period(): the driver reprograms PMSIRR_EL1 at the event's next start. */
+static int live_throttle(struct source *s, unsigned shift) {
+        struct spe_live_source *src = of(s);
+        int r = 0;
+
+        src->shift = shift;
+        for (size_t i = 0; i < src->n_cpus; i++) {
+                struct live_cpu *c = src->cpus[i];
+                uint64_t v;
+
+                if (!c || c->fd < 0)
+                        continue;
+                v = spe_pmu_interval(c->pmu, throttled(src, c->pmu));
+                if (ioctl(c->fd, PERF_EVENT_IOC_PERIOD, &v) < 0) {
+                        r = -errno;
+                        cpu_note(c, "cannot change the period to %" PRIu64 ": %s", v, strerror(errno));
+                        continue;
+                }
+                c->attr.attr.sample_period = v;
+                src->interval = v;
+        }
+        return r;
+}
+
 static void live_status(struct source *s, struct source_status *ret) {
         struct spe_live_source *src = of(s);
         size_t n = 0;
@@ -617,6 +650,7 @@ static void live_status(struct source *s, struct source_status *ret) {
                 .kind = "spe",
                 .state = src->state,
                 .sample_period = src->interval,
+                .throttle_shift = src->shift,
         };
         memcpy(ret->reason, src->reason, sizeof(ret->reason));
         if (src->warning[0])
@@ -666,6 +700,7 @@ static const struct source_ops live_source_ops = {
         .drain = live_drain,
         .cpus_changed = live_cpus_changed,
         .status = live_status,
+        .throttle = live_throttle,
         .free = live_free,
 };
 
