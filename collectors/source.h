@@ -249,8 +249,9 @@ struct source_ops {
          * Sample 2^shift times less often than configured (the daemon's CPU
          * budget): SPE's period shifted left, the sampler's frequency right
          * (1 Hz at least); 0 restores the configuration. Running events
-         * change at once (PERF_EVENT_IOC_PERIOD), events opened later are
-         * opened so; the status's sample_period says what is in effect.
+         * change at once (SPE: PERF_EVENT_IOC_PERIOD; the sampler reopens
+         * its events), events opened later are opened so; the status's
+         * sample_period says what is in effect.
          * Returns 0 or a negative errno (some CPUs kept their rate: their
          * notes say why). NULL: the source has no rate to change (a replay).
          */

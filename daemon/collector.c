@@ -125,6 +125,10 @@ struct collector {
         struct collector_options pending;
         bool has_pending;
 
+        /* The CPU budget: collector thread only; each view carries a copy. */
+        struct budget budget;
+        bool on_thread;                 /* the loop runs on its thread (the first cycle does not) */
+
         _Atomic uint64_t interval_usec;
         _Atomic uint64_t last_cycle_usec;
         _Atomic uint64_t cycles;
@@ -172,6 +176,8 @@ void collector_options_from_config(const struct config *cfg, struct collector_op
                 .pmu_general_counters = cfg->pmu.general_counters,
         };
         collector_store_options(cfg, &ret->store);
+        ret->budget_cpu_percent = cfg->budget.cpu_percent;
+        ret->budget_window_usec = cfg->budget.window_usec;
         ret->spe_enable = cfg->spe.enable != CONFIG_SPE_NO;
         ret->sampler_enable = cfg->sampler.enable;
         ret->sampler = (struct sampler_options) {
@@ -359,6 +365,69 @@ static void pmu_log_state(struct collector *c, const struct pmu_snapshot *s) {
         }
 }
 
+/* A source that has a rate to change runs: live SPE or the sampler (a replay has none). */
+static bool budget_applies(const struct collector *c) {
+        for (size_t i = 0; i < c->n_sources; i++)
+                if (c->sources[i]->ops->throttle)
+                        return true;
+        return false;
+}
+
+/* Each source with a rate samples at the budget's slowdown. */
+static void budget_apply(struct collector *c) {
+        for (size_t i = 0; i < c->n_sources; i++) {
+                struct source_status st;
+                int k;
+
+                if (!c->sources[i]->ops->throttle)
+                        continue;
+                k = source_throttle(c->sources[i], c->budget.shift);
+                if (k < 0)
+                        log_warning_errno(k, "budget: %s: not every CPU changed its rate: %m",
+                                          c->sources[i]->ops->kind);
+                source_status(c->sources[i], &st);
+                if (streq(st.kind, "spe"))
+                        atomic_store(&c->spe_period, st.sample_period);
+                source_status_done(&st);
+        }
+}
+
+/*
+ * The collector thread's CPU time against the host's CPUs (the online
+ * ones the sources follow), once a cycle; over the budget, sampling slows
+ * down (budget.h).
+ */
+static void budget_cycle(struct collector *c) {
+        struct timespec cpu;
+        unsigned before = c->budget.shift;
+        long online = sysconf(_SC_NPROCESSORS_ONLN);
+
+        budget_set_options(&c->budget, &(struct budget_options) {
+                .cpu_percent = c->opts.budget_cpu_percent,
+                .window_ns = c->opts.budget_window_usec * NSEC_PER_USEC,
+                .n_cpus = c->have_online ? cpulist_count(&c->online) : online > 0 ? (unsigned) online : 1,
+        });
+        /* The first cycle runs before the thread does (collector_start()). */
+        if (!budget_applies(c) || !c->on_thread || clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) < 0)
+                return;
+        if (!budget_update(&c->budget, now_ns(), (uint64_t) cpu.tv_sec * NSEC_PER_SEC + (uint64_t) cpu.tv_nsec) &&
+            c->budget.shift == before)
+                return;
+        if (c->budget.shift > before)
+                log_notice("budget: the collector used %.3g%% of the host's %u CPUs over %g s, above [budget] "
+                           "cpu_percent = %g: sampling %u times less often",
+                           c->budget.last_percent, c->budget.opts.n_cpus,
+                           (double) c->opts.budget_window_usec / USEC_PER_SEC, c->opts.budget_cpu_percent,
+                           1u << c->budget.shift);
+        else if (c->budget.shift > 0)
+                log_notice("budget: %.3g%% of the host's CPUs: sampling %u times less often",
+                           c->budget.last_percent, 1u << c->budget.shift);
+        else
+                log_notice("budget: %.3g%% of the host's CPUs: sampling at the configured rate again",
+                           c->budget.last_percent);
+        budget_apply(c);
+}
+
 /* Publish what this cycle knows as the store's attachment (one consistent snapshot). */
 static void publish_view(struct collector *c, struct pmu_snapshot *pmu) {
         struct view_box *b = xcalloc(1, sizeof(*b));
@@ -393,6 +462,8 @@ static void publish_view(struct collector *c, struct pmu_snapshot *pmu) {
         }
         b->view.n_sources = n;
         b->view.store_bytes = store_bytes(&c->opts.store);
+        b->view.budget = c->budget;
+        b->view.budget_applies = budget_applies(c);
         b->view.interval_seconds = (double) c->armed_usec / USEC_PER_SEC;
         b->view.cycle = atomic_load(&c->cycles) + 1;
         store_publish_attachment(c->store, b, view_destroy);
@@ -471,6 +542,8 @@ static void cycle(struct collector *c) {
                 c->opts.pmu_enable = c->pending.pmu_enable;
                 c->opts.pmu_events_mask = c->pending.pmu_events_mask;
                 c->opts.pmu_general_counters = c->pending.pmu_general_counters;
+                c->opts.budget_cpu_percent = c->pending.budget_cpu_percent;
+                c->opts.budget_window_usec = c->pending.budget_window_usec;
                 c->has_pending = false;
         }
         pthread_mutex_unlock(&c->lock);
@@ -489,6 +562,7 @@ static void cycle(struct collector *c) {
                 log_notice("sampler: SPE no longer samples this machine: starting the cpu-clock sampler");
                 collector_add_sampler(c);
         }
+        budget_cycle(c);
         if (c->pmu) {
                 int k;
 
@@ -633,6 +707,7 @@ static void *collector_main(void *userdata) {
         int k;
 
         (void) pthread_setname_np(pthread_self(), THREAD_NAME_COLLECTOR);
+        c->on_thread = true;
         k = sd_event_loop(c->event);
         if (k < 0)
                 log_error_errno(k, "collector: the event loop failed: %m");
@@ -970,6 +1045,9 @@ static void collector_add_live(struct collector *c) {
         source_status_done(&st);
         c->sources = xrealloc(c->sources, (c->n_sources + 1) * sizeof(*c->sources));
         c->sources[c->n_sources++] = s;
+        /* A source that starts while sampling is slowed down samples as slowly. */
+        if (c->budget.shift > 0)
+                budget_apply(c);
 }
 
 /*
@@ -1058,6 +1136,9 @@ static void collector_add_sampler(struct collector *c) {
         source_status_done(&st);
         c->sources = xrealloc(c->sources, (c->n_sources + 1) * sizeof(*c->sources));
         c->sources[c->n_sources++] = s;
+        /* A source that starts while sampling is slowed down samples as slowly. */
+        if (c->budget.shift > 0)
+                budget_apply(c);
         c->sampler_running = true;
 }
 
@@ -1104,6 +1185,8 @@ int collector_start(const struct collector_options *opts, struct collector **ret
         atomic_store(&c->interval_usec, opts->interval_usec);
         atomic_store(&c->last_cycle_usec, now_monotonic_usec());
         spe_describe(c);
+        budget_init(&c->budget, &(struct budget_options) { .cpu_percent = opts->budget_cpu_percent,
+                                                           .window_ns = opts->budget_window_usec * NSEC_PER_USEC });
 
         r = store_new(&opts->store, now_ns(), &c->store);
         if (r < 0) {

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "budget.h"
 #include "config.h"
 #include "pmu-collector.h"
 #include "pprof.h"
@@ -49,6 +50,9 @@ struct collector_options {
         struct sampler_options sampler;
         struct sample_sink_options sample_sink;
         struct privacy_policy privacy;  /* what answers and profiles say of addresses ([privacy]) */
+        /* [budget]: the collector's share of the host's CPUs that slows sampling down (0: none). */
+        double budget_cpu_percent;
+        uint64_t budget_window_usec;
         /*
          * --replay: read from replay_fd (replay_open()'s, left open) into the
          * store by a replay source on the collector's loop, between its
@@ -73,6 +77,9 @@ struct collector_view {
         struct source_status *sources;
         size_t n_sources;
         uint64_t store_bytes; /* the store's memory bound */
+        /* The CPU budget (budget.h) at this cycle; budget_applies: a live source has a rate to change. */
+        struct budget budget;
+        bool budget_applies;
 };
 
 /* The SPE source of a view (never NULL): live SPE or the replay. */

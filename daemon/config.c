@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +31,7 @@
 
 /* Every section of the contract (ARCHITECTURE.md §7), known even when empty. */
 static const char *const known_sections[] = {
-        "http", "pmu", "spe", "sampler", "store", "push", "privacy",
+        "http", "pmu", "spe", "sampler", "budget", "store", "push", "privacy",
 };
 
 struct config_item;
@@ -80,6 +81,27 @@ static int parse_item_u32(const struct config_item *it, const char *value, void 
         if (r < 0)
                 return r;
         *(uint32_t *) dest = v;
+        return 0;
+}
+
+/* A percentage such as 1 or 0.25, within [min, max]. */
+static int parse_item_percent(const struct config_item *it, const char *value, void *dest, char *err,
+                              size_t errlen) {
+        char *end = NULL;
+        double v;
+
+        errno = 0;
+        v = strtod(value, &end);
+        if (errno != 0 || end == value || *end != '\0' || !isfinite(v) || !isdigit((unsigned char) value[0])) {
+                snprintf(err, errlen, "invalid percentage '%s' (expected a number such as 1 or 0.25)", value);
+                return -EINVAL;
+        }
+        if (v < (double) it->min || v > (double) it->max) {
+                snprintf(err, errlen, "percentage '%s' out of range [%" PRIu64 ", %" PRIu64 "]", value, it->min,
+                         it->max);
+                return -ERANGE;
+        }
+        *(double *) dest = v;
         return 0;
 }
 
@@ -430,6 +452,8 @@ static const struct config_item items[] = {
         ITEM("sampler", "stack_size", parse_item_stack_size, sampler.stack_size, 0, CONFIG_SAMPLER_STACK_SIZE_MAX),
         ITEM_RING("sampler", "data_buffer", sampler.data_buffer, CONFIG_SPE_DATA_BUFFER_PAGES, 0,
                   CONFIG_SPE_DATA_BUFFER_MAX),
+        ITEM("budget", "cpu_percent", parse_item_percent, budget.cpu_percent, 0, 100),
+        ITEM("budget", "window", parse_item_duration, budget.window_usec, USEC_PER_SEC, 3600 * USEC_PER_SEC),
         ITEM("store", "epoch", parse_item_duration, store.epoch_usec, USEC_PER_SEC, 3600 * USEC_PER_SEC),
         ITEM("store", "epochs", parse_item_u32, store.epochs, 1, 8640),
         ITEM("store", "hotpcs", parse_item_u32, store.hotpcs, 16, 1U << 20),
@@ -517,6 +541,16 @@ void config_init(struct config *c) {
                          */
                         .stack_size = 8192,
                         .data_buffer = 256 * UINT64_C(1024),
+                },
+                /*
+                         * The published bars of always-on profilers (the OpenTelemetry eBPF
+                         * profiler's 1% upper limit, Parca's "under 1%"): a ceiling the
+                         * collector never reaches at the defaults (0.06% of a 192-CPU host
+                         * with SPE on every CPU, README "The daemon's own cost").
+                         */
+                .budget = {
+                        .cpu_percent = 1.0,
+                        .window_usec = 60 * USEC_PER_SEC,
                 },
                 .push = {
                         /* The eBPF profilers' collect interval (Grafana Alloy's pyroscope.ebpf). */

@@ -128,6 +128,11 @@ struct config {
                 uint64_t data_buffer;           /* bytes per CPU of the data ring, default 256 KiB */
         } sampler;
         struct {
+                double cpu_percent;             /* the collector's share of the host's CPUs over a window that
+                                                   slows sampling down, default 1; 0: no budget (daemon/budget.h) */
+                uint64_t window_usec;           /* default 1 min, [1 s, 1 h] */
+        } budget;
+        struct {
                 uint64_t epoch_usec;
                 uint32_t epochs;
                 uint32_t hotpcs;

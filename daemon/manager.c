@@ -81,6 +81,44 @@ static bool provider_alive(void *userdata) {
         return m->collector && collector_alive(m->collector);
 }
 
+/* The CPU budget (budget.h), and the sampling rates in effect because of it. */
+static void budget_write_metrics(const struct collector_view *v, const struct source_status *spe,
+                                 const struct source_status *sampler, struct prom_writer *w) {
+        const struct budget *b = &v->budget;
+
+        prom_family(w, "armprofd_budget_throttled", PROM_GAUGE,
+                    "1 while the collector's CPU share over the last window was above [budget] cpu_percent and "
+                    "sampling is slowed down (armprofd_budget_slowdown), else 0.");
+        prom_sample_u64(w, NULL, budget_throttled(b));
+        prom_family(w, "armprofd_budget_slowdown", PROM_GAUGE,
+                    "How many times less often than configured the sources sample (a power of two; 1: as configured).");
+        prom_sample_u64(w, NULL, UINT64_C(1) << b->shift);
+        prom_family_unit(w, "armprofd_budget_limit_ratio", PROM_GAUGE, "ratio",
+                         "[budget] cpu_percent as a ratio of the host's CPU capacity (0: no budget).");
+        prom_sample_double(w, NULL, b->opts.cpu_percent / 100.0);
+        if (b->last_percent >= 0) {
+                prom_family_unit(w, "armprofd_budget_cpu_ratio", PROM_GAUGE, "ratio",
+                                 "The collector thread's CPU time over the last budget window, as a ratio of the "
+                                 "host's CPU capacity.");
+                prom_sample_double(w, NULL, b->last_percent / 100.0);
+        }
+                prom_family(w, "armprofd_budget_changes_total", PROM_COUNTER,
+                    "Changes of the slowdown: raise (over the budget), restore (a step back).");
+        prom_sample_u64(w, (const char *const[]) { "direction", "raise", NULL }, b->raises);
+        prom_sample_u64(w, (const char *const[]) { "direction", "restore", NULL }, b->restores);
+        if (spe->state != SOURCE_OFF && spe->sample_period && v->budget_applies) {
+                prom_family(w, "armprofd_spe_sample_period", PROM_GAUGE,
+                            "The SPE sampling interval in effect, in operations ([spe] period x the budget's slowdown).");
+                prom_sample_u64(w, NULL, spe->sample_period);
+        }
+        if (sampler->state != SOURCE_OFF && sampler->sample_frequency) {
+                prom_family_unit(w, "armprofd_sampler_frequency_hertz", PROM_GAUGE, "hertz",
+                                 "The sampler's frequency in effect per CPU ([sampler] frequency / the budget's "
+                                 "slowdown).");
+                prom_sample_u64(w, NULL, sampler->sample_frequency);
+        }
+}
+
 static void provider_write_metrics(void *userdata, struct prom_writer *w) {
         struct manager *m = userdata;
         _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = collector_snapshot(m->collector);
@@ -96,6 +134,7 @@ static void provider_write_metrics(void *userdata, struct prom_writer *w) {
         prom_sample_u64(w, (const char *const[]) { "collector", "spe", NULL }, source_status_up(spe));
         prom_sample_u64(w, (const char *const[]) { "collector", "sampler", NULL }, source_status_up(sampler));
 
+        budget_write_metrics(v, spe, sampler, w);
         counters_write_metrics(v->pmu, w);
         spe_metrics_write(&(struct spe_metrics_input) {
                                   .totals = store_snapshot_cumulative(snap),
@@ -325,6 +364,33 @@ static json_t *sampler_status_json(const struct config *c, const struct source_s
         return o;
 }
 
+/*
+ * The CPU budget: the limit, the collector's share over the last window
+ * (null before the first), whether sampling is slowed down and the rates
+ * in effect.
+ */
+static json_t *budget_status_json(const struct collector_view *v, const struct source_status *spe,
+                                  const struct source_status *sampler) {
+        const struct budget *b = &v->budget;
+        json_t *o = json_pack("{s:f, s:f, s:b, s:b, s:I, s:I, s:I, s:I}",
+                              "cpu_percent", b->opts.cpu_percent,
+                              "window_seconds", (double) b->opts.window_ns / NSEC_PER_SEC,
+                              "applies", v->budget_applies,
+                              "throttled", budget_throttled(b),
+                              "slowdown", (json_int_t) (UINT64_C(1) << b->shift),
+                              "windows", (json_int_t) b->windows,
+                              "raises", (json_int_t) b->raises,
+                              "restores", (json_int_t) b->restores);
+
+        json_object_set_new(o, "collector_cpu_percent", b->last_percent >= 0 ? json_real(b->last_percent) : json_null());
+        json_object_set_new(o, "cpus", json_integer((json_int_t) b->opts.n_cpus));
+        if (spe->state != SOURCE_OFF && spe->sample_period && v->budget_applies)
+                json_object_set_new(o, "spe_period", json_integer((json_int_t) spe->sample_period));
+        if (sampler->state != SOURCE_OFF && sampler->sample_frequency)
+                json_object_set_new(o, "sampler_frequency", json_integer((json_int_t) sampler->sample_frequency));
+        return o;
+}
+
 static void provider_fill_status(void *userdata, json_t *status) {
         struct manager *m = userdata;
         uint64_t reloads, failed_reloads;
@@ -392,6 +458,7 @@ static void provider_fill_status(void *userdata, json_t *status) {
                             json_pack("[o, o, o]", counters_status_json(v->pmu, v->sources[0].reason), spe,
                                       sampler_status_json(&c, collector_view_sampler(v),
                                                           collector_kernel_frames_named(m->collector))));
+        json_object_set_new(status, "budget", budget_status_json(v, collector_view_spe(v), collector_view_sampler(v)));
         pthread_mutex_lock(&m->push_lock);
         json_object_set_new(status, "push", m->push ? push_status_json(m->push) : json_pack("{s:s}", "state", "off"));
         pthread_mutex_unlock(&m->push_lock);

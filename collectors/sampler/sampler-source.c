@@ -764,28 +764,34 @@ static void sampler_free(struct source *s) {
 }
 
 /*
- * perf_event_period(): a frequency event takes the new frequency; a clock
- * is not one any more (perf_swevent_init_hrtimer() turned its frequency
- * into a period of NSEC_PER_SEC / freq and cleared attr.freq), so it takes
- * the period in nanoseconds.
+ * Each event is opened again at the new frequency, its ring read to the end
+ * first. Not PERF_EVENT_IOC_PERIOD: a clock's frequency became a period at
+ * open (perf_swevent_init_hrtimer()), and the hrtimer keeps reporting the
+ * old one as each sample's PERF_SAMPLE_PERIOD (hw.last_period is never
+ * updated) while it fires at the new rate: every sample would weigh the
+ * CPU time of the old period.
  */
 static int sampler_throttle(struct source *s, unsigned shift) {
         struct sampler_source *src = of(s);
         int r = 0;
 
+        if (shift == src->shift)
+                return 0;
         src->shift = shift;
+        for (size_t i = 0; i < src->n_cpus; i++)
+                if (src->cpus[i] && src->cpus[i]->state == CPU_ACTIVE)
+                        (void) ioctl(src->cpus[i]->fd, PERF_EVENT_IOC_DISABLE, 0);
+        prescan_all(src);
         for (size_t i = 0; i < src->n_cpus; i++) {
                 struct sampler_cpu *c = src->cpus[i];
-                uint64_t v = is_clock(&src->opts) ? NSEC_PER_SEC / frequency(src) : frequency(src);
+                int k;
 
-                if (!c || c->fd < 0)
+                if (!c || c->state != CPU_ACTIVE)
                         continue;
-                if (ioctl(c->fd, PERF_EVENT_IOC_PERIOD, &v) < 0) {
-                        r = -errno;
-                        cpu_note(c, "cannot change the rate to %" PRIu64 " Hz: %s", frequency(src), strerror(errno));
-                        continue;
-                }
-                c->attr.sample_freq = frequency(src);
+                (void) drain_cpu(c, 0, NULL);
+                k = open_cpu(c);
+                if (k < 0)
+                        r = k;
         }
         return r;
 }

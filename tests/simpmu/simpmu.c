@@ -145,6 +145,8 @@ static struct {
         bool cpus[SIM_MAX_CPUS];
         unsigned nr_cpu_ids;            /* possible CPUs: perf_event_alloc() wants cpu below it */
         double rate;                    /* records per second per CPU, 0: as fast as the ring allows */
+        double ops_per_sec;             /* > 0: a core executes this many operations a second and samples one
+                                           in its event's sample_period (PERF_EVENT_IOC_PERIOD changes it) */
         bool loop;                      /* a core starts its stream again at its end (and never says done) */
         uint64_t batch_ns;              /* paced cores wake on this grid, writing every record due by then */
         bool noperfmon;
@@ -192,6 +194,7 @@ struct sim_cpu {
         uint64_t written, dropped;
         uint64_t throttle_left;
         bool unthrottle_pending;
+        uint64_t period;                /* the open event's sample_period (atomic: the producer paces by it) */
         FILE *dropped_f;
         bool offline;
         struct timespec online_checked;
@@ -407,6 +410,8 @@ static void load_scenario(void) {
                         (void) parse_cpulist(v, S.cpus, NULL);
                 else if (!strcmp(k, "rate"))
                         S.rate = strtod(v, NULL);
+                else if (!strcmp(k, "ops_per_sec"))
+                        S.ops_per_sec = strtod(v, NULL);
                 else if (!strcmp(k, "loop"))
                         S.loop = atoi(v) != 0;
                 else if (!strcmp(k, "batch_ms"))
@@ -1222,18 +1227,33 @@ static void sleep_until(uint64_t ns) {
                 ;
 }
 
+/* Records per second of a paced core now: `rate`, or its operations over its event's period. */
+static double core_rate(struct sim_cpu *c) {
+        uint64_t period;
+
+        if (S.ops_per_sec <= 0)
+                return S.rate;
+        period = __atomic_load_n(&c->period, __ATOMIC_RELAXED);
+        return S.ops_per_sec / (double) (period ? period : 1);
+}
+
 static void *producer(void *arg) {
         struct sim_cpu *c = arg;
         struct timespec start;
         uint64_t slept_until = 0;
+        double due_ns;
 
         clock_gettime(CLOCK_MONOTONIC, &start);
+        due_ns = (double) ts_ns(&start);
         /* k counts records written or due; a looping core replays record k % n_rec. */
         for (uint64_t k = 0; k < c->n_rec || (S.loop && c->n_rec); k++) {
                 size_t i = (size_t) (k % c->n_rec);
 
-                if (S.rate > 0) {
-                        uint64_t due = ts_ns(&start) + (uint64_t) ((double) k / S.rate * 1e9);
+                if (S.rate > 0 || S.ops_per_sec > 0) {
+                        uint64_t due = (uint64_t) due_ns;
+
+                        /* The next record is one period of operations later, at the rate of now. */
+                        due_ns += 1e9 / core_rate(c);
 
                         /* On a grid: one wakeup writes every record due by then (a busy host's cores at once). */
                         if (S.batch_ns)
@@ -1245,7 +1265,7 @@ static void *producer(void *arg) {
                 }
                 pthread_mutex_lock(&G);
                 /* Rate 0: the core waits for the ring instead of losing records. */
-                while (S.rate <= 0 && !writable(c, i) && c->throttle_left == 0) {
+                while (S.rate <= 0 && S.ops_per_sec <= 0 && !writable(c, i) && c->throttle_left == 0) {
                         struct timespec to;
 
                         clock_gettime(CLOCK_REALTIME, &to);
@@ -1391,6 +1411,7 @@ static long sim_open(struct perf_event_attr *uattr, pid_t pid, int cpu, int grou
         load_cpu(c);
         c->offline = false;
         c->ev = e;
+        __atomic_store_n(&c->period, attr.sample_period, __ATOMIC_RELAXED);
         EVS[n_evs++] = e;
         __atomic_store_n(&FD[fd], e, __ATOMIC_RELEASE);
         sim_log("cpu=%d open fd=%d id=%" PRIu64 " context_switch=%d aux_watermark=%u", cpu, fd, e->id,
@@ -1668,6 +1689,8 @@ static int sim_ioctl(struct sim_event *e, unsigned long req, void *arg) {
                 if (*(const uint64_t *) arg == 0 || (*(const uint64_t *) arg & (UINT64_C(1) << 63)))
                         return -EINVAL;
                 e->attr.sample_period = *(const uint64_t *) arg;
+                __atomic_store_n(&CPU[e->cpu].period, e->attr.sample_period, __ATOMIC_RELAXED);
+                sim_log("cpu=%u period=%" PRIu64, e->cpu, (uint64_t) e->attr.sample_period);
                 return 0;
         case PERF_EVENT_IOC_SET_BPF:
         case PERF_EVENT_IOC_REFRESH:
