@@ -1227,6 +1227,14 @@ static void sleep_until(uint64_t ns) {
                 ;
 }
 
+/* Whether the scenario's host is idle (a file named `idle` in its directory). */
+static bool host_idle(void) {
+        char path[PATH_MAX];
+
+        snprintf(path, sizeof(path), "%s/idle", S.dir);
+        return access(path, F_OK) == 0;
+}
+
 /* Records per second of a paced core now: `rate`, or its operations over its event's period. */
 static double core_rate(struct sim_cpu *c) {
         uint64_t period;
@@ -1250,7 +1258,14 @@ static void *producer(void *arg) {
                 size_t i = (size_t) (k % c->n_rec);
 
                 if (S.rate > 0 || S.ops_per_sec > 0) {
-                        uint64_t due = (uint64_t) due_ns;
+                        uint64_t due;
+
+                        /* An idle host: while SCEN/idle exists the core executes nothing, owes nothing. */
+                        while (host_idle()) {
+                                sleep_until(mono_ns() + 10000000ULL);
+                                due_ns = (double) mono_ns();
+                        }
+                        due = (uint64_t) due_ns;
 
                         /* The next record is one period of operations later, at the rate of now. */
                         due_ns += 1e9 / core_rate(c);
