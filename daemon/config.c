@@ -84,7 +84,7 @@ static int parse_item_u32(const struct config_item *it, const char *value, void 
         return 0;
 }
 
-/* A percentage such as 1 or 0.25, within [min, max]. */
+/* A percentage such as 1, 0.25 or .5, within [min, max]. */
 static int parse_item_percent(const struct config_item *it, const char *value, void *dest, char *err,
                               size_t errlen) {
         char *end = NULL;
@@ -92,7 +92,9 @@ static int parse_item_percent(const struct config_item *it, const char *value, v
 
         errno = 0;
         v = strtod(value, &end);
-        if (errno != 0 || end == value || *end != '\0' || !isfinite(v) || !isdigit((unsigned char) value[0])) {
+        /* Decimal digits and a point only: no sign, exponent, hex, inf or nan. */
+        if (value[strspn(value, "0123456789.")] != '\0' || errno != 0 || end == value || *end != '\0' ||
+            !isfinite(v)) {
                 snprintf(err, errlen, "invalid percentage '%s' (expected a number such as 1 or 0.25)", value);
                 return -EINVAL;
         }

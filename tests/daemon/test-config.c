@@ -48,6 +48,9 @@ static void test_defaults(void **state) {
         assert_int_equal(c.spe.watermark, 0);
         assert_int_equal(c.spe.drain_interval_usec, 1000000);
 
+        assert_float_equal(c.budget.cpu_percent, 1.0, 0);
+        assert_int_equal(c.budget.window_usec, 60 * USEC_PER_SEC);
+
         assert_int_equal(c.sampler.enable, CONFIG_SPE_AUTO);
         assert_string_equal(c.sampler.event, "cpu-clock");
         assert_int_equal(c.sampler.frequency, 19);
@@ -129,6 +132,24 @@ static void test_errors(void **state) {
                 { "[sampler]\nevent = clock\n",
                   { "t.conf:2: [sampler] event: unknown event 'clock' (expected cpu-clock, task-clock, cycles, "
                     "instructions...)" } },
+                { "[budget]\ncpu_percent = abc\n",
+                  { "t.conf:2: [budget] cpu_percent: invalid percentage 'abc' (expected a number such as 1 or 0.25)" } },
+                { "[budget]\ncpu_percent = -1\n",
+                  { "t.conf:2: [budget] cpu_percent: invalid percentage '-1' (expected a number such as 1 or 0.25)" } },
+                { "[budget]\ncpu_percent = 0.5%\n",
+                  { "t.conf:2: [budget] cpu_percent: invalid percentage '0.5%' (expected a number such as 1 or 0.25)" } },
+                { "[budget]\ncpu_percent = 0x10\n",
+                  { "t.conf:2: [budget] cpu_percent: invalid percentage '0x10' (expected a number such as 1 or 0.25)" } },
+                { "[budget]\ncpu_percent = 1e-3\n",
+                  { "t.conf:2: [budget] cpu_percent: invalid percentage '1e-3' (expected a number such as 1 or 0.25)" } },
+                { "[budget]\ncpu_percent = 1..2\n",
+                  { "t.conf:2: [budget] cpu_percent: invalid percentage '1..2' (expected a number such as 1 or 0.25)" } },
+                { "[budget]\ncpu_percent = nan\n",
+                  { "t.conf:2: [budget] cpu_percent: invalid percentage 'nan' (expected a number such as 1 or 0.25)" } },
+                { "[budget]\ncpu_percent = 100.5\n",
+                  { "t.conf:2: [budget] cpu_percent: percentage '100.5' out of range [0, 100]" } },
+                { "[budget]\nwindow = 500ms\n",
+                  { "t.conf:2: [budget] window: duration '500ms' out of range [1000ms, 3600s]" } },
                 { "[sampler]\nfrequency = 0\n",
                   { "t.conf:2: [sampler] frequency: value '0' out of range [1, 1000]" } },
                 { "[sampler]\nfrequency = 1001\n",
@@ -315,6 +336,9 @@ static void test_values(void **state) {
                                              "physical_addresses = yes\n"
                                              "kernel_addresses = yes\n"
                                              "data_addresses = no\n"
+                                             "[budget]\n"
+                                             "cpu_percent = .25\n"
+                                             "window = 10s\n"
                                              "[sampler]\n"
                                              "enable = yes\n"
                                              "event = task-clock\n"
@@ -341,6 +365,8 @@ static void test_values(void **state) {
         assert_true(c.privacy.physical_addresses);
         assert_true(c.privacy.kernel_addresses);
         assert_false(c.privacy.data_addresses);
+        assert_float_equal(c.budget.cpu_percent, 0.25, 0);
+        assert_int_equal(c.budget.window_usec, 10 * USEC_PER_SEC);
         assert_int_equal(c.sampler.enable, CONFIG_SPE_YES);
         assert_string_equal(c.sampler.event, "task-clock");
         assert_int_equal(c.sampler.frequency, 1000);
