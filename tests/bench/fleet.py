@@ -27,6 +27,7 @@ Per N it reports:
               kernel (no room in a ring: cpuN.dropped)
   /metrics    its size, p50/p99 over 1,000 sequential scrapes, and under wrk -c64
   /hotlines   p99 over 200 sequential queries
+  budget      the slowdown [budget] cpu_percent (its default) imposed by the end (1x: none)
 """
 
 import importlib.util
@@ -180,6 +181,7 @@ def host(tmp, gen, n, store):
         b0, b1 = busy(m0), busy(m1)
         own = sum(b1[t] - b0.get(t, 0) for t in b1 if t != "other") / (w1 - w0)
         row.update(cpu=own, threads={t: (b1[t] - b0.get(t, 0)) / (w1 - w0) for t in b1},
+                   slowdown=m1.get(("armprofd_budget_slowdown", frozenset()), 1),
                    records=sum(v for k, v in m1.items() if k[0] == "armprofd_spe_records_total"),
                    rate=(sum(v for k, v in m1.items() if k[0] == "armprofd_spe_records_total") -
                          sum(v for k, v in m0.items() if k[0] == "armprofd_spe_records_total")) / (w1 - w0))
@@ -225,7 +227,8 @@ def main():
               f"{r['hwm'] / 1024:6.1f}Mi {r['rings'] / 1024:6.1f}Mi {r['metrics_bytes'] / 1024:7.1f}Ki "
               f"{r['metrics_p50']:5.2f}ms {r['metrics_p99']:5.2f}ms {w[1] if w else 'no wrk':>8} "
               f"{r['hotlines_p99']:7.2f}ms")
-        print("      threads (CPU s/s): " + ", ".join(f"{t} {v:.4f}" for t, v in sorted(r["threads"].items())))
+        print("      threads (CPU s/s): " + ", ".join(f"{t} {v:.4f}" for t, v in sorted(r["threads"].items())) +
+              f"; budget slowdown {r['slowdown']:.0f}x")
     print(json.dumps(rows))
 
 

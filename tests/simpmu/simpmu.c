@@ -1248,7 +1248,8 @@ static double core_rate(struct sim_cpu *c) {
 static void *producer(void *arg) {
         struct sim_cpu *c = arg;
         struct timespec start;
-        uint64_t slept_until = 0;
+        uint64_t slept_until = 0, idle_checked = 0;
+        bool paced = S.rate > 0 || S.ops_per_sec > 0, locked = false;
         double due_ns;
 
         clock_gettime(CLOCK_MONOTONIC, &start);
@@ -1257,15 +1258,8 @@ static void *producer(void *arg) {
         for (uint64_t k = 0; k < c->n_rec || (S.loop && c->n_rec); k++) {
                 size_t i = (size_t) (k % c->n_rec);
 
-                if (S.rate > 0 || S.ops_per_sec > 0) {
-                        uint64_t due;
-
-                        /* An idle host: while SCEN/idle exists the core executes nothing, owes nothing. */
-                        while (host_idle()) {
-                                sleep_until(mono_ns() + 10000000ULL);
-                                due_ns = (double) mono_ns();
-                        }
-                        due = (uint64_t) due_ns;
+                if (paced) {
+                        uint64_t due = (uint64_t) due_ns;
 
                         /* The next record is one period of operations later, at the rate of now. */
                         due_ns += 1e9 / core_rate(c);
@@ -1274,13 +1268,32 @@ static void *producer(void *arg) {
                         if (S.batch_ns)
                                 due = (due + S.batch_ns - 1) / S.batch_ns * S.batch_ns;
                         if (due > slept_until) {
+                                /* The records of one wakeup are written under one hold of the lock. */
+                                if (locked) {
+                                        pthread_mutex_unlock(&G);
+                                        locked = false;
+                                }
                                 sleep_until(due);
                                 slept_until = due;
+                                /*
+                                 * An idle host: while SCEN/idle exists the core executes
+                                 * nothing, owes nothing. Looked at every 10 ms at most.
+                                 */
+                                if (due - idle_checked >= 10000000ULL) {
+                                        idle_checked = due;
+                                        while (host_idle()) {
+                                                sleep_until(mono_ns() + 10000000ULL);
+                                                due_ns = (double) mono_ns();
+                                        }
+                                }
                         }
                 }
-                pthread_mutex_lock(&G);
+                if (!locked) {
+                        pthread_mutex_lock(&G);
+                        locked = true;
+                }
                 /* Rate 0: the core waits for the ring instead of losing records. */
-                while (S.rate <= 0 && S.ops_per_sec <= 0 && !writable(c, i) && c->throttle_left == 0) {
+                while (!paced && !writable(c, i) && c->throttle_left == 0) {
                         struct timespec to;
 
                         clock_gettime(CLOCK_REALTIME, &to);
@@ -1292,9 +1305,13 @@ static void *producer(void *arg) {
                         pthread_cond_timedwait(&c->cond, &G, &to);
                 }
                 process_record(c, i);
-                pthread_mutex_unlock(&G);
+                if (!paced) {
+                        pthread_mutex_unlock(&G);
+                        locked = false;
+                }
         }
-        pthread_mutex_lock(&G);
+        if (!locked)
+                pthread_mutex_lock(&G);
         sim_log("cpu=%u done written=%" PRIu64 " dropped=%" PRIu64, c->cpu, c->written, c->dropped);
         pthread_mutex_unlock(&G);
         return NULL;
