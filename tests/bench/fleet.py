@@ -30,7 +30,6 @@ Per N it reports:
   budget      the slowdown [budget] cpu_percent (its default) imposed by the end (1x: none)
 """
 
-import importlib.util
 import json
 import os
 import re
@@ -46,12 +45,10 @@ SRC = os.environ.get("ARMPROFD_SOURCE_DIR") or os.path.dirname(os.path.dirname(o
     os.path.abspath(__file__))))
 BUILD = os.environ.get("ARMPROFD_BUILD_DIR") or (sys.argv[1] if len(sys.argv) > 1 else "build")
 sys.path.insert(0, os.path.join(SRC, "tests", "integration"))
-from armprofd_test import Daemon, parse_prom_text  # noqa: E402
+from armprofd_test import Daemon, parse_prom_text, simpmu_setup  # noqa: E402
 from pushstore import PushStore  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location("simpmu_setup", os.path.join(SRC, "tests", "simpmu", "simpmu-setup.py"))
-simpmu = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(simpmu)
+simpmu = simpmu_setup()
 
 SPEGEN = os.path.join(BUILD, "tests", "spegen", "armprofd-spegen")
 SHIM = os.path.join(BUILD, "tests", "simpmu", "libarmprofd-simpmu.so")

@@ -24,6 +24,16 @@ def skip(reason):
     sys.exit(SKIP)
 
 
+def simpmu_setup():
+    """tests/simpmu/simpmu-setup.py as a module: the simulated SPE PMU's scenarios and sysfs."""
+    import importlib.util
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "simpmu", "simpmu-setup.py")
+    spec = importlib.util.spec_from_file_location("simpmu_setup", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def binary():
     path = os.environ.get("ARMPROFD_BIN")
     if not path or not os.access(path, os.X_OK):

@@ -26,7 +26,6 @@ the CPU profile's cpu/samples) is 1 s / that frequency; a reload with no
 budget brings the configured frequency back, and the kernel's periods with it.
 """
 
-import importlib.util
 import json
 import signal
 import os
@@ -38,13 +37,10 @@ import time
 
 SRC = os.environ["ARMPROFD_SOURCE_DIR"]
 sys.path.insert(0, os.path.join(SRC, "tests", "integration"))
-from armprofd_test import Daemon, parse_prom_text  # noqa: E402
+from armprofd_test import Daemon, parse_prom_text, simpmu_setup  # noqa: E402
 from pushstore import Profile  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location("simpmu_setup", os.path.join(SRC, "tests", "simpmu",
-                                                                            "simpmu-setup.py"))
-simpmu = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(simpmu)
+simpmu = simpmu_setup()
 
 spegen, shim = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 os.environ.setdefault("ARMPROFD_BIN", os.path.join(os.environ["ARMPROFD_BUILD_DIR"], "daemon", "armprofd"))

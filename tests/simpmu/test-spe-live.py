@@ -28,7 +28,6 @@ counters with the faults the scenario injected (sim.log):
               /status and /metrics say so and the daemon keeps serving
 """
 
-import importlib.util
 import json
 import os
 import re
@@ -40,13 +39,10 @@ import time
 SRC = os.environ["ARMPROFD_SOURCE_DIR"]
 sys.path.insert(0, os.path.join(SRC, "tests", "integration"))
 sys.path.insert(0, os.path.join(SRC, "tests", "daemon"))
-from armprofd_test import Daemon, parse_prom_text  # noqa: E402
+from armprofd_test import Daemon, parse_prom_text, simpmu_setup  # noqa: E402
 from spegen_truth import CONFIG, LINE, check_lines, decoded, decoded_pc, num, read_facts, truth_lines  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location("simpmu_setup", os.path.join(SRC, "tests", "simpmu",
-                                                                            "simpmu-setup.py"))
-simpmu = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(simpmu)
+simpmu = simpmu_setup()
 
 spegen, shim = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 os.environ.setdefault("ARMPROFD_BIN", os.path.join(os.environ["ARMPROFD_BUILD_DIR"], "daemon", "armprofd"))
