@@ -2,7 +2,8 @@
 /*
  * The store's two internal structures against brute-force models: the
  * hash index (insert, lookup, backward-shift removal under churn) and the
- * Space-Saving stream summary (weighted increments, minimum, victim).
+ * Space-Saving stream summary (weighted increments, minimum, victim, and
+ * which of several minimum entries is the victim).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -108,10 +109,61 @@ static void test_ssum(void **state) {
         ssum_done(&s);
 }
 
+/*
+ * Which minimum entry is the victim: inside a bucket the entry that reached
+ * the bucket's count last comes first, so among the entries of least count
+ * the one updated last is taken. Hot PCs' and hot lines' answers depend on
+ * that order (which key an eviction removes), so it is held to a model of
+ * it: counts and the step of each entry's last update.
+ */
+static void test_ssum_victim_order(void **state) {
+        struct ssum s;
+        uint64_t model[CAP], last[CAP], st = 31;
+
+        ssum_init(&s, CAP);
+        for (int round = 0; round < 3; round++) {
+                uint32_t n = 0;
+
+                ssum_reset(&s);
+                for (unsigned step = 1; step <= 200000; step++) {
+                        uint64_t w = round == 0 || tu_rand(&st) % 8 != 0 ? 1 : 1 + tu_rand(&st) % 20;
+                        uint32_t e;
+
+                        if (n < CAP && tu_rand(&st) % 4 == 0) {
+                                ssum_push(&s, n, w);
+                                model[n] = w;
+                                last[n++] = step;
+                                continue;
+                        }
+                        if (n == 0)
+                                continue;
+                        if (n == CAP && tu_rand(&st) % 3 == 0) {
+                                uint32_t v = 0;
+
+                                for (uint32_t i = 1; i < n; i++)
+                                        if (model[i] < model[v] || (model[i] == model[v] && last[i] > last[v]))
+                                                v = i;
+                                assert_int_equal(ssum_min_idx(&s), v);
+                                assert_int_equal(ssum_min_score(&s), model[v]);
+                                e = v;
+                        } else
+                                /* Few entries get most updates: long runs of equal counts and of unique ones. */
+                                e = (uint32_t) (tu_rand(&st) % 2 ? tu_rand(&st) % n : tu_rand(&st) % MIN(n, 4U));
+                        ssum_add(&s, e, w);
+                        model[e] += w;
+                        last[e] = step;
+                }
+                for (uint32_t i = 0; i < n; i++)
+                        assert_int_equal(ssum_score(&s, i), model[i]);
+        }
+        ssum_done(&s);
+}
+
 int main(int argc, char **argv) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_keytab),
                 cmocka_unit_test(test_ssum),
+                cmocka_unit_test(test_ssum_victim_order),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
