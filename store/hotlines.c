@@ -147,25 +147,44 @@ static void off_note_tid(struct hotlines_off *o, uint32_t tid) {
                 o->tids_more = 1;
 }
 
-void hotlines_add(struct hotlines *h, const struct hotlines_access *a) {
-        uint64_t addr = a->addr & ~(uint64_t) (h->line_size - 1);
+/*
+ * The tag of an (offset, pc) entry: a filter before the full compare, so
+ * any function of the key will do; a multiply and a xor, not keytab_hash()'s
+ * fmix64, since it runs on every record.
+ */
+static inline uint64_t off_tag(uint64_t pc, uint16_t offset, uint8_t el, uint32_t pid) {
+        uint64_t ctx = offset | (uint64_t) el << HOTLINES_TAG_EL_SHIFT | (uint64_t) pid << HOTLINES_TAG_PID_SHIFT;
+
+        return pc ^ ctx * UINT64_C(0x9E3779B97F4A7C15);
+}
+
+void hotlines_add_hashed(struct hotlines *h, const struct hotlines_access *a, uint32_t hash) {
+        uint32_t line_size = h->line_size;
+        uint64_t addr = a->addr & ~(uint64_t) (line_size - 1);
         uint64_t b = (a->by_pa ? HOTLINES_PA_KEY : a->pid);
-        uint32_t w = a->peer != SPE_PEER_NONE ? HOTLINES_PEER_WEIGHT : 1;
-        uint16_t offset = (uint16_t) (a->addr & (h->line_size - 1));
-        struct keytab_slot *s = keytab_lookup(&h->tab, addr, b);
+        uint64_t pc = a->pc;
+        uint32_t pid = a->pid, lat = a->lat;
+        uint8_t el = a->el, peer = a->peer;
+        bool store = a->store;
+        uint32_t w = peer != SPE_PEER_NONE ? HOTLINES_PEER_WEIGHT : 1;
+        uint16_t offset = (uint16_t) (a->addr & (line_size - 1));
+        struct keytab_slot *s = keytab_lookup_h(&h->tab, addr, b, hash);
         struct hotlines_line *l;
         struct hotlines_off *o, *offs;
         uint64_t *tags, tag;
-        uint32_t *scores, idx;
+        uint32_t *scores, idx, noffs;
         size_t base;
 
         h->records++;
-        if (s->idx != KEYTAB_NONE) {
+        if (__builtin_expect(s->idx != KEYTAB_NONE, 1)) {
                 idx = s->idx;
-                ssum_add(&h->ss, idx, w);
+                if (w == 1)
+                        ssum_inc(&h->ss, idx);
+                else
+                        ssum_add(&h->ss, idx, w);
         } else if (h->n < h->capacity) {
                 idx = h->n++;
-                keytab_set(s, addr, b, idx);
+                keytab_set_h(s, addr, b, idx, hash);
                 line_init(&h->line[idx], addr, a);
                 ssum_push(&h->ss, idx, w);
         } else {
@@ -175,24 +194,27 @@ void hotlines_add(struct hotlines *h, const struct hotlines_access *a) {
                 l = &h->line[idx];
                 keytab_remove(&h->tab, l->addr,
                               l->by_pa ? HOTLINES_PA_KEY : l->pid);
-                keytab_set(keytab_lookup(&h->tab, addr, b), addr, b, idx);
+                keytab_set_h(keytab_lookup_h(&h->tab, addr, b, hash), addr, b, idx, hash);
                 line_init(l, addr, a);
                 l->error = min;
-                ssum_add(&h->ss, idx, w);
+                if (w == 1)
+                        ssum_inc(&h->ss, idx);
+                else
+                        ssum_add(&h->ss, idx, w);
                 h->evictions++;
         }
 
         l = &h->line[idx];
-        if (a->store)
+        if (store)
                 l->stores++;
         else {
                 l->loads++;
                 l->src[a->src]++;
         }
-        l->peer_local += a->peer == SPE_PEER_LOCAL;
-        l->peer_remote += a->peer == SPE_PEER_REMOTE;
-        l->lat_sum += a->lat;
-        l->lat_max = MAX(l->lat_max, a->lat);
+        l->peer_local += peer == SPE_PEER_LOCAL;
+        l->peer_remote += peer == SPE_PEER_REMOTE;
+        l->lat_sum += lat;
+        l->lat_max = MAX(l->lat_max, lat);
 
         /* (offset, pc) entry: a short linear scan over the tags, the list is
          * small and bounded; the full key is compared only on a tag match. */
@@ -200,12 +222,12 @@ void hotlines_add(struct hotlines *h, const struct hotlines_access *a) {
         offs = &h->off[base];
         tags = &h->offtag[base];
         scores = &h->offscore[base];
-        tag = keytab_hash(a->pc, offset | (uint64_t) a->el << HOTLINES_TAG_EL_SHIFT |
-                          (uint64_t) a->pid << HOTLINES_TAG_PID_SHIFT);
+        tag = off_tag(pc, offset, el, pid);
+        noffs = l->noffs;
         o = NULL;
-        for (unsigned i = 0; i < l->noffs; i++)
-                if (tags[i] == tag && offs[i].offset == offset && offs[i].pc == a->pc &&
-                    offs[i].pid == a->pid && offs[i].el == a->el) {
+        for (unsigned i = 0; i < noffs; i++)
+                if (tags[i] == tag && offs[i].offset == offset && offs[i].pc == pc &&
+                    offs[i].pid == pid && offs[i].el == el) {
                         o = &offs[i];
                         scores[i] = sat_add32(scores[i], w);
                         break;
@@ -213,15 +235,16 @@ void hotlines_add(struct hotlines *h, const struct hotlines_access *a) {
         if (!o) {
                 unsigned k;
 
-                if (l->noffs < h->offsets) {
-                        k = l->noffs++;
+                if (noffs < h->offsets) {
+                        k = noffs;
+                        l->noffs = (uint16_t) (noffs + 1);
                         scores[k] = w;
                 } else {
                         /* Space-Saving inside the line: take over the least hot entry. */
                         uint32_t min = scores[0];
 
                         k = 0;
-                        for (unsigned i = 1; i < l->noffs; i++) {
+                        for (unsigned i = 1; i < noffs; i++) {
                                 /* Select without a branch: the order is random. */
                                 bool lt = scores[i] < min;
 
@@ -235,16 +258,20 @@ void hotlines_add(struct hotlines *h, const struct hotlines_access *a) {
                 tags[k] = tag;
                 off_init(o, offset, a);
         }
-        if (a->store)
+        if (store)
                 o->stores++;
         else
                 o->loads++;
-        o->peer_local += a->peer == SPE_PEER_LOCAL;
-        o->peer_remote += a->peer == SPE_PEER_REMOTE;
-        o->lat_sum += a->lat;
+        o->peer_local += peer == SPE_PEER_LOCAL;
+        o->peer_remote += peer == SPE_PEER_REMOTE;
+        o->lat_sum += lat;
         o->lat_n += a->has_lat;
         off_note_cpu(o, a->cpu);
         off_note_tid(o, a->tid);
+}
+
+void hotlines_add(struct hotlines *h, const struct hotlines_access *a) {
+        hotlines_add_hashed(h, a, hotlines_hash(h, a));
 }
 
 struct hotlines_summary *hotlines_freeze(const struct hotlines *h) {

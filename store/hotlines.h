@@ -152,12 +152,18 @@ size_t hotlines_summary_bytes(uint32_t capacity, uint32_t offsets);
 /* Key layout in the hash: a = line address, b = pid, or 1 << 32 with PA keying. */
 #define HOTLINES_PA_KEY ((uint64_t) 1 << 32)
 
-static inline void hotlines_prefetch(const struct hotlines *h, const struct hotlines_access *a) {
-        keytab_prefetch(&h->tab, a->addr & ~(uint64_t) (h->line_size - 1),
-                        a->by_pa ? HOTLINES_PA_KEY : a->pid);
+/* The hash of an access's line key, computed once per record: the prefetch and the update take it. */
+static inline uint32_t hotlines_hash(const struct hotlines *h, const struct hotlines_access *a) {
+        return (uint32_t) keytab_hash(a->addr & ~(uint64_t) (h->line_size - 1), a->by_pa ? HOTLINES_PA_KEY : a->pid);
+}
+
+static inline void hotlines_prefetch(const struct hotlines *h, uint32_t hash) {
+        keytab_prefetch_h(&h->tab, hash);
 }
 
 void hotlines_add(struct hotlines *h, const struct hotlines_access *a);
+/* hotlines_add() with the hotlines_hash() of the access. */
+void hotlines_add_hashed(struct hotlines *h, const struct hotlines_access *a, uint32_t hash);
 
 struct hotlines_summary *hotlines_freeze(const struct hotlines *h);
 

@@ -5,15 +5,7 @@
 #include <string.h>
 
 #include "macro.h"
-#include "spe-pkt.h"
 #include "strbuf.h"
-
-static const uint8_t ev_bit[_HOTPCS_EV_MAX] = {
-        [HOTPCS_EV_L1D_REFILL]  = SPE_EV_L1D_REFILL,
-        [HOTPCS_EV_LLC_MISS]    = SPE_EV_LLC_MISS,
-        [HOTPCS_EV_TLB_WALK]    = SPE_EV_TLB_WALK,
-        [HOTPCS_EV_MISPRED]     = SPE_EV_MISPRED,
-};
 
 struct hotpcs *hotpcs_new(uint32_t capacity) {
         struct hotpcs *h;
@@ -55,59 +47,15 @@ size_t hotpcs_summary_bytes(uint32_t capacity) {
         return sizeof(struct hotpcs_summary) + (size_t) capacity * sizeof(struct hotpcs_item);
 }
 
-/* Count one sample of (pc, b) and return its entry: Space-Saving's update (hotpcs.h). Inlined into
- * both callers, so the SPE path, hotpcs_add_key(), runs the code it ran before hotpcs_add_pc() shared it. */
-static inline __attribute__((always_inline)) struct hotpcs_item *count_key(struct hotpcs *h, uint64_t pc, uint64_t b, uint32_t pid, uint8_t el) {
-        struct keytab_slot *s = keytab_lookup(&h->tab, pc, b);
-        struct hotpcs_item *it;
-        uint32_t idx;
-
-        h->total++;
-        if (s->idx != KEYTAB_NONE) {
-                idx = s->idx;
-                ssum_add(&h->ss, idx, 1);
-        } else if (h->n < h->capacity) {
-                idx = h->n++;
-                keytab_set(s, pc, b, idx);
-                it = &h->item[idx];
-                memset(it, 0, sizeof(*it));
-                it->pc = pc;
-                it->key = b;
-                it->pid = pid;
-                it->el = el;
-                ssum_push(&h->ss, idx, 1);
-        } else {
-                /* Space-Saving: the new key takes over the minimum counter. */
-                uint64_t min = ssum_min_score(&h->ss);
-
-                idx = ssum_min_idx(&h->ss);
-                it = &h->item[idx];
-                keytab_remove(&h->tab, it->pc, it->key);
-                keytab_set(keytab_lookup(&h->tab, pc, b), pc, b, idx);
-                memset(it, 0, sizeof(*it));
-                it->pc = pc;
-                it->key = b;
-                it->pid = pid;
-                it->el = el;
-                it->error = min;
-                ssum_add(&h->ss, idx, 1);
-                h->evictions++;
-        }
-        return &h->item[idx];
-}
-
 void hotpcs_add_key(struct hotpcs *h, uint64_t pc, uint64_t b, uint32_t pid, uint8_t el,
                     enum hotpcs_op op, uint64_t ev_bits, uint32_t lat) {
-        struct hotpcs_item *it = count_key(h, pc, b, pid, el);
-
-        it->ops[op]++;
-        for (unsigned e = 0; e < _HOTPCS_EV_MAX; e++)
-                it->events[e] += (ev_bits >> ev_bit[e]) & 1;
-        it->lat_sum += lat;
+        hotpcs_add_hashed(h, hotpcs_hash(pc, b), pc, b, pid, el, op, hotpcs_events(ev_bits), lat);
 }
 
 void hotpcs_add_pc(struct hotpcs *h, uint32_t pid, uint64_t pc, uint8_t el) {
-        (void) count_key(h, pc, pid | (uint64_t) el << HOTPCS_EL_SHIFT, pid, el);
+        uint64_t b = hotpcs_pc_key(pid, el);
+
+        (void) hotpcs_count(h, hotpcs_hash(pc, b), pc, b, pid, el);
 }
 
 struct hotpcs_summary *hotpcs_freeze(const struct hotpcs *h) {

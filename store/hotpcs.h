@@ -30,8 +30,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "keytab.h"
+#include "spe-pkt.h"
 #include "ssum.h"
 
 /* Indexes of the breakdown arrays. */
@@ -98,8 +100,84 @@ void hotpcs_reset(struct hotpcs *h);
 size_t hotpcs_bytes(uint32_t capacity);                 /* writer table */
 size_t hotpcs_summary_bytes(uint32_t capacity);         /* largest summary */
 
-static inline void hotpcs_prefetch(const struct hotpcs *h, uint32_t pid, uint64_t pc, uint8_t el) {
-        keytab_prefetch(&h->tab, pc, pid | (uint64_t) el << HOTPCS_EL_SHIFT);
+/* The hash of a table key (pc, key), computed once per record: the
+ * prefetch and the update take it. */
+static inline uint32_t hotpcs_hash(uint64_t pc, uint64_t key) {
+        return (uint32_t) keytab_hash(pc, key);
+}
+
+static inline uint64_t hotpcs_pc_key(uint32_t pid, uint8_t el) {
+        return pid | (uint64_t) el << HOTPCS_EL_SHIFT;
+}
+
+static inline void hotpcs_prefetch(const struct hotpcs *h, uint32_t hash) {
+        keytab_prefetch_h(&h->tab, hash);
+}
+
+/* The breakdown's events of an SPE events word (SPE_EV_BIT()): bit i for HOTPCS_EV i. */
+static inline unsigned hotpcs_events(uint64_t ev_bits) {
+        return (unsigned) ((ev_bits >> SPE_EV_L1D_REFILL) & 1) << HOTPCS_EV_L1D_REFILL |
+                (unsigned) ((ev_bits >> SPE_EV_LLC_MISS) & 1) << HOTPCS_EV_LLC_MISS |
+                (unsigned) ((ev_bits >> SPE_EV_TLB_WALK) & 1) << HOTPCS_EV_TLB_WALK |
+                (unsigned) ((ev_bits >> SPE_EV_MISPRED) & 1) << HOTPCS_EV_MISPRED;
+}
+
+/*
+ * Count one sample of (pc, b), whose hotpcs_hash() is `hash`, and return
+ * its entry: Space-Saving's update (see above). Inline: the store's
+ * per-record path runs it twice.
+ */
+static inline __attribute__((always_inline)) struct hotpcs_item *hotpcs_count(struct hotpcs *h, uint32_t hash,
+                                                                              uint64_t pc, uint64_t b,
+                                                                              uint32_t pid, uint8_t el) {
+        struct keytab_slot *s = keytab_lookup_h(&h->tab, pc, b, hash);
+        struct hotpcs_item *it, *item = h->item;
+        uint32_t idx;
+
+        h->total++;
+        if (__builtin_expect(s->idx != KEYTAB_NONE, 1)) {
+                idx = s->idx;
+                ssum_inc(&h->ss, idx);
+                return &item[idx];
+        }
+        if (h->n < h->capacity) {
+                idx = h->n++;
+                keytab_set_h(s, pc, b, idx, hash);
+                it = &item[idx];
+                memset(it, 0, sizeof(*it));
+                ssum_push(&h->ss, idx, 1);
+        } else {
+                /* Space-Saving: the new key takes over the minimum counter. */
+                uint64_t min = ssum_min_score(&h->ss);
+
+                idx = ssum_min_idx(&h->ss);
+                it = &item[idx];
+                keytab_remove(&h->tab, it->pc, it->key);
+                keytab_set_h(keytab_lookup_h(&h->tab, pc, b, hash), pc, b, idx, hash);
+                memset(it, 0, sizeof(*it));
+                it->error = min;
+                ssum_inc(&h->ss, idx);
+                h->evictions++;
+        }
+        it->pc = pc;
+        it->key = b;
+        it->pid = pid;
+        it->el = el;
+        return it;
+}
+
+/* hotpcs_add_key() with the key's hash and the events as hotpcs_events() gives them. */
+static inline __attribute__((always_inline)) void hotpcs_add_hashed(struct hotpcs *h, uint32_t hash, uint64_t pc,
+                                                                    uint64_t key, uint32_t pid, uint8_t el,
+                                                                    enum hotpcs_op op, unsigned events, uint32_t lat) {
+        struct hotpcs_item *it = hotpcs_count(h, hash, pc, key, pid, el);
+
+        it->ops[op]++;
+        if (events) {
+                for (unsigned e = 0; e < _HOTPCS_EV_MAX; e++)
+                        it->events[e] += (events >> e) & 1;
+        }
+        it->lat_sum += lat;
 }
 
 void hotpcs_add_key(struct hotpcs *h, uint64_t pc, uint64_t key, uint32_t pid, uint8_t el,
@@ -107,7 +185,7 @@ void hotpcs_add_key(struct hotpcs *h, uint64_t pc, uint64_t key, uint32_t pid, u
 
 static inline void hotpcs_add(struct hotpcs *h, uint32_t pid, uint64_t pc, uint8_t el,
                               enum hotpcs_op op, uint64_t ev_bits, uint32_t lat) {
-        hotpcs_add_key(h, pc, pid | (uint64_t) el << HOTPCS_EL_SHIFT, pid, el, op, ev_bits, lat);
+        hotpcs_add_key(h, pc, hotpcs_pc_key(pid, el), pid, el, op, ev_bits, lat);
 }
 
 /*

@@ -81,14 +81,15 @@ static inline uint64_t keytab_hash(uint64_t a, uint64_t b) {
 
 /* The slot holding (a, b), or the empty slot where it would go. */
 static inline struct keytab_slot *keytab_lookup_h(struct keytab *t, uint64_t a, uint64_t b, uint32_t h) {
-        uint32_t i = h & t->mask;
+        struct keytab_slot *slot = t->slot;
+        uint32_t mask = t->mask, i = h & mask;
 
         for (;;) {
-                struct keytab_slot *s = &t->slot[i];
+                struct keytab_slot *s = &slot[i];
 
                 if (s->idx == KEYTAB_NONE || (s->hash == h && s->a == a && s->b == b))
                         return s;
-                i = (i + 1) & t->mask;
+                i = (i + 1) & mask;
         }
 }
 
@@ -98,16 +99,25 @@ static inline struct keytab_slot *keytab_lookup(struct keytab *t, uint64_t a, ui
 
 /* Start loading the home slot of (a, b): the caller issues this early and
  * does other work while the line comes in (the tables are too big for L1). */
+static inline void keytab_prefetch_h(const struct keytab *t, uint32_t h) {
+        __builtin_prefetch(&t->slot[h & t->mask]);
+}
+
 static inline void keytab_prefetch(const struct keytab *t, uint64_t a, uint64_t b) {
-        __builtin_prefetch(&t->slot[(uint32_t) keytab_hash(a, b) & t->mask]);
+        keytab_prefetch_h(t, (uint32_t) keytab_hash(a, b));
+}
+
+/* Fill an empty slot returned by keytab_lookup_h() for (a, b) of hash h. */
+static inline void keytab_set_h(struct keytab_slot *s, uint64_t a, uint64_t b, uint32_t idx, uint32_t h) {
+        s->a = a;
+        s->b = b;
+        s->idx = idx;
+        s->hash = h;
 }
 
 /* Fill an empty slot returned by keytab_lookup(). */
 static inline void keytab_set(struct keytab_slot *s, uint64_t a, uint64_t b, uint32_t idx) {
-        s->a = a;
-        s->b = b;
-        s->idx = idx;
-        s->hash = (uint32_t) keytab_hash(a, b);
+        keytab_set_h(s, a, b, idx, (uint32_t) keytab_hash(a, b));
 }
 
 /* Remove (a, b), which must be present, shifting the rest of its cluster back. */

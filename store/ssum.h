@@ -19,6 +19,7 @@
  * the per-record path inlines it.
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -76,8 +77,9 @@ static inline void ssum_done(struct ssum *s) {
 
 /* A new bucket of the given count right after bucket `after` (SSUM_NIL: at the head). */
 static inline uint32_t ssum_bucket_new(struct ssum *s, uint32_t after, uint64_t count) {
+        struct ssum_bucket *b = s->b;
         uint32_t k = s->free;
-        struct ssum_bucket *nb = &s->b[k];
+        struct ssum_bucket *nb = &b[k];
 
         s->free = nb->next;
         nb->count = count;
@@ -87,47 +89,50 @@ static inline uint32_t ssum_bucket_new(struct ssum *s, uint32_t after, uint64_t 
                 nb->next = s->head;
                 s->head = k;
         } else {
-                nb->next = s->b[after].next;
-                s->b[after].next = k;
+                nb->next = b[after].next;
+                b[after].next = k;
         }
         if (nb->next != SSUM_NIL)
-                s->b[nb->next].prev = k;
+                b[nb->next].prev = k;
         return k;
 }
 
 static inline void ssum_bucket_free(struct ssum *s, uint32_t k) {
-        struct ssum_bucket *ob = &s->b[k];
+        struct ssum_bucket *b = s->b, *ob = &b[k];
 
         if (ob->prev == SSUM_NIL)
                 s->head = ob->next;
         else
-                s->b[ob->prev].next = ob->next;
+                b[ob->prev].next = ob->next;
         if (ob->next != SSUM_NIL)
-                s->b[ob->next].prev = ob->prev;
+                b[ob->next].prev = ob->prev;
         ob->next = s->free;
         s->free = k;
 }
 
 static inline void ssum_attach(struct ssum *s, uint32_t e, uint32_t k) {
-        uint32_t f = s->b[k].first;
+        /* Locals: with -fno-strict-aliasing every store through a u32
+         * would make the compiler load s->b, s->en... again. */
+        struct ssum_bucket *b = s->b;
+        uint32_t *en = s->en, *ep = s->ep, f = b[k].first;
 
-        s->en[e] = f;
-        s->ep[e] = SSUM_NIL;
+        en[e] = f;
+        ep[e] = SSUM_NIL;
         if (f != SSUM_NIL)
-                s->ep[f] = e;
-        s->b[k].first = e;
+                ep[f] = e;
+        b[k].first = e;
         s->eb[e] = k;
 }
 
 static inline void ssum_detach(struct ssum *s, uint32_t e) {
-        uint32_t k = s->eb[e];
+        uint32_t *en = s->en, *ep = s->ep, next = en[e], prev = ep[e];
 
-        if (s->ep[e] != SSUM_NIL)
-                s->en[s->ep[e]] = s->en[e];
+        if (prev != SSUM_NIL)
+                en[prev] = next;
         else
-                s->b[k].first = s->en[e];
-        if (s->en[e] != SSUM_NIL)
-                s->ep[s->en[e]] = s->ep[e];
+                s->b[s->eb[e]].first = next;
+        if (next != SSUM_NIL)
+                ep[next] = prev;
 }
 
 /* Place entry e (new, n < capacity) with count w. */
@@ -163,6 +168,30 @@ static inline void ssum_add(struct ssum *s, uint32_t e, uint64_t w) {
                 t = ssum_bucket_new(s, t, c);
         ssum_detach(s, e);
         if (s->b[k].first == SSUM_NIL)
+                ssum_bucket_free(s, k);
+        ssum_attach(s, e, t);
+}
+
+/*
+ * count(e) += 1, ssum_add()'s unit step without its walk: the next bucket
+ * is the only one that can hold count + 1. The same moves in the same
+ * order, so the same entry order inside every bucket (ssum_min_idx()).
+ */
+static inline __attribute__((always_inline)) void ssum_inc(struct ssum *s, uint32_t e) {
+        struct ssum_bucket *b = s->b;
+        uint32_t k = s->eb[e], nk = b[k].next, t;
+        uint64_t c = b[k].count + 1;
+        bool alone = b[k].first == e && s->en[e] == SSUM_NIL;
+
+        if (nk != SSUM_NIL && b[nk].count == c)
+                t = nk;
+        else if (alone) {
+                b[k].count = c;
+                return;
+        } else
+                t = ssum_bucket_new(s, k, c);
+        ssum_detach(s, e);
+        if (alone)
                 ssum_bucket_free(s, k);
         ssum_attach(s, e, t);
 }

@@ -325,36 +325,51 @@ static inline void lat_add(struct store *s, enum store_lat_kind k, enum hotpcs_o
 
 void store_add(struct store *s, const struct spe_record *rec, uint32_t pid, uint32_t tid) {
         struct store_totals *t = &s->cur;
+        /* The record's fields read once: with -fno-strict-aliasing each
+         * store into a table would otherwise make the compiler read them again. */
+        uint32_t present = rec->present;
         enum hotpcs_op op = record_op(rec);
-        unsigned src = (rec->present & SPE_REC_SOURCE) && rec->source < _SPE_DATA_SRC_MAX ?
+        unsigned src = (present & SPE_REC_SOURCE) && rec->source < _SPE_DATA_SRC_MAX ?
                 rec->source : SPE_DATA_SRC_NONE;
         enum spe_peer peer = record_peer(op, src);
-        uint32_t lat = (rec->present & SPE_REC_LAT_TOTAL) ? rec->lat_total : 0;
-        bool has_pc = rec->present & SPE_REC_PC;
-        bool by_pa = s->opt.lines_by_pa && (rec->present & SPE_REC_PA);
-        bool line = (op == HOTPCS_OP_LOAD || op == HOTPCS_OP_STORE) && (by_pa || (rec->present & SPE_REC_VA));
+        uint32_t lat = (present & SPE_REC_LAT_TOTAL) ? rec->lat_total : 0;
+        bool has_pc = present & SPE_REC_PC;
+        uint64_t pc = rec->pc.addr;
+        uint8_t el = rec->pc.el;
+        uint32_t cpu = rec->cpu;
+        bool by_pa = s->opt.lines_by_pa && (present & SPE_REC_PA);
+        bool line = (op == HOTPCS_OP_LOAD || op == HOTPCS_OP_STORE) && (by_pa || (present & SPE_REC_VA));
+        uint64_t pc_key = 0, sample_key = 0;
+        uint32_t pc_hash = 0, sample_hash = 0, line_hash = 0;
         struct hotlines_access a;
 
-        /* Both hash probes start now and overlap with the counting below. */
-        if (has_pc)
-                hotpcs_prefetch(s->pcs, pid, rec->pc.addr, rec->pc.el);
+        /* The three hash probes start now and overlap with the counting below. */
+        if (has_pc) {
+                pc_key = hotpcs_pc_key(pid, el);
+                pc_hash = hotpcs_hash(pc, pc_key);
+                hotpcs_prefetch(s->pcs, pc_hash);
+                sample_key = store_sample_key(pid, tid, cpu, el, op, src);
+                sample_hash = hotpcs_hash(pc, sample_key);
+                hotpcs_prefetch(s->samples, sample_hash);
+        }
         if (line) {
                 a = (struct hotlines_access) {
                         .addr = by_pa ? rec->pa : rec->va,
-                        .va = (rec->present & SPE_REC_VA) ? rec->va : 0,
-                        .pc = has_pc ? rec->pc.addr : 0,
+                        .va = (present & SPE_REC_VA) ? rec->va : 0,
+                        .pc = has_pc ? pc : 0,
                         .pid = pid,
                         .tid = tid,
-                        .cpu = rec->cpu,
+                        .cpu = cpu,
                         .lat = lat,
-                        .el = has_pc ? rec->pc.el : 0,
-                        .has_lat = rec->present & SPE_REC_LAT_TOTAL,
+                        .el = has_pc ? el : 0,
+                        .has_lat = present & SPE_REC_LAT_TOTAL,
                         .by_pa = by_pa,
                         .store = op == HOTPCS_OP_STORE,
                         .src = (uint8_t) src,
                         .peer = (uint8_t) peer,
                 };
-                hotlines_prefetch(s->lines, &a);
+                line_hash = hotlines_hash(s->lines, &a);
+                hotlines_prefetch(s->lines, line_hash);
         }
 
         t->records++;
@@ -376,25 +391,23 @@ void store_add(struct store *s, const struct spe_record *rec, uint32_t pid, uint
         t->peer_local += peer == SPE_PEER_LOCAL;
         t->peer_remote += peer == SPE_PEER_REMOTE;
 
-        if (rec->present & SPE_REC_LAT_TOTAL)
+        if (present & SPE_REC_LAT_TOTAL)
                 lat_add(s, STORE_LAT_TOTAL, op, src, rec->lat_total);
-        if (rec->present & SPE_REC_LAT_ISSUE)
+        if (present & SPE_REC_LAT_ISSUE)
                 lat_add(s, STORE_LAT_ISSUE, op, src, rec->lat_issue);
-        if (rec->present & SPE_REC_LAT_XLAT)
+        if (present & SPE_REC_LAT_XLAT)
                 lat_add(s, STORE_LAT_XLAT, op, src, rec->lat_xlat);
 
         if (has_pc) {
-                uint64_t ev = (rec->present & SPE_REC_EVENTS) ? rec->events : 0;
+                unsigned ev = (present & SPE_REC_EVENTS) ? hotpcs_events(rec->events) : 0;
 
-                hotpcs_add(s->pcs, pid, rec->pc.addr, rec->pc.el, op, ev, lat);
-                hotpcs_add_key(s->samples, rec->pc.addr,
-                               store_sample_key(pid, tid, rec->cpu, rec->pc.el, op, src), pid, rec->pc.el, op, ev,
-                               lat);
+                hotpcs_add_hashed(s->pcs, pc_hash, pc, pc_key, pid, el, op, ev, lat);
+                hotpcs_add_hashed(s->samples, sample_hash, pc, sample_key, pid, el, op, ev, lat);
         } else
                 t->no_pc++;
 
         if (line)
-                hotlines_add(s->lines, &a);
+                hotlines_add_hashed(s->lines, &a, line_hash);
 }
 
 void store_add_stack(struct store *s, const struct store_stack_sample *ss) {

@@ -7,6 +7,7 @@
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -114,9 +115,11 @@ static void test_ssum(void **state) {
  * the bucket's count last comes first, so among the entries of least count
  * the one updated last is taken. Hot PCs' and hot lines' answers depend on
  * that order (which key an eviction removes), so it is held to a model of
- * it: counts and the step of each entry's last update.
+ * it: counts and the step of each entry's last update. With `inc` unit
+ * steps go through ssum_inc() half the time, which must leave the order
+ * ssum_add() does.
  */
-static void test_ssum_victim_order(void **state) {
+static void check_victim_order(bool inc) {
         struct ssum s;
         uint64_t model[CAP], last[CAP], st = 31;
 
@@ -149,7 +152,10 @@ static void test_ssum_victim_order(void **state) {
                         } else
                                 /* Few entries get most updates: long runs of equal counts and of unique ones. */
                                 e = (uint32_t) (tu_rand(&st) % 2 ? tu_rand(&st) % n : tu_rand(&st) % MIN(n, 4U));
-                        ssum_add(&s, e, w);
+                        if (inc && w == 1 && tu_rand(&st) % 2)
+                                ssum_inc(&s, e);
+                        else
+                                ssum_add(&s, e, w);
                         model[e] += w;
                         last[e] = step;
                 }
@@ -159,11 +165,20 @@ static void test_ssum_victim_order(void **state) {
         ssum_done(&s);
 }
 
+static void test_ssum_victim_order(void **state) {
+        check_victim_order(false);
+}
+
+static void test_ssum_inc(void **state) {
+        check_victim_order(true);
+}
+
 int main(int argc, char **argv) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_keytab),
                 cmocka_unit_test(test_ssum),
                 cmocka_unit_test(test_ssum_victim_order),
+                cmocka_unit_test(test_ssum_inc),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
