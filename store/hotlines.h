@@ -41,6 +41,7 @@
 #include <stdint.h>
 
 #include "keytab.h"
+#include "macro.h"
 #include "spe-rec.h"
 #include "ssum.h"
 
@@ -162,8 +163,202 @@ static inline void hotlines_prefetch(const struct hotlines *h, uint32_t hash) {
 }
 
 void hotlines_add(struct hotlines *h, const struct hotlines_access *a);
-/* hotlines_add() with the hotlines_hash() of the access. */
-void hotlines_add_hashed(struct hotlines *h, const struct hotlines_access *a, uint32_t hash);
+
+/* ---- the per-record update, inline: the store runs it for every load and store ---- */
+
+/* Tag key layout: b = offset | el << 16 | pid << 32. */
+#define HOTLINES_TAG_EL_SHIFT   16
+#define HOTLINES_TAG_PID_SHIFT  32
+
+static inline void hotlines_line_init(struct hotlines_line *l, uint64_t addr, const struct hotlines_access *a) {
+        /* Runs on every eviction: plain stores, no rep-stos memset of the whole entry. */
+        l->addr = addr;
+        l->va = a->va;
+        l->pid = a->pid;
+        l->by_pa = a->by_pa;
+        l->flags = 0;
+        l->noffs = 0;
+        l->first_off = 0;
+        l->lat_max = 0;
+        l->score = l->error = 0;
+        l->loads = l->stores = 0;
+        for (unsigned i = 0; i < _SPE_DATA_SRC_MAX; i++)
+                l->src[i] = 0;
+        l->peer_local = l->peer_remote = 0;
+        l->lat_sum = 0;
+}
+
+static inline void hotlines_off_init(struct hotlines_off *o, uint16_t offset, const struct hotlines_access *a) {
+        /* Field by field: the cpus[]/tids[] arrays are valid only up to
+         * ncpus/ntids and need no clearing (this runs on every eviction). */
+        o->pc = a->pc;
+        o->lat_sum = o->lat_n = 0;
+        o->loads = o->stores = 0;
+        o->peer_local = o->peer_remote = 0;
+        o->pid = a->pid;
+        o->score = 0;
+        o->offset = offset;
+        o->el = a->el;
+        o->ncpus = o->ntids = 0;
+        o->cpus_more = o->tids_more = 0;
+}
+
+/* Hotness inside a line is u32 (beside 112-byte entries); saturate, never wrap. */
+static inline uint32_t hotlines_sat_add32(uint32_t x, uint32_t w) {
+        return x > UINT32_MAX - w ? UINT32_MAX : x + w;
+}
+
+static inline void hotlines_off_note_cpu(struct hotlines_off *o, uint32_t cpu) {
+        uint16_t c = (uint16_t) MIN(cpu, (uint32_t) UINT16_MAX);
+
+        /* Full and already marked "more": nothing left to learn (the common
+         * case for busy entries, which would otherwise scan every time). */
+        if (o->cpus_more)
+                return;
+        for (unsigned i = 0; i < o->ncpus; i++)
+                if (o->cpus[i] == c)
+                        return;
+        if (o->ncpus < HOTLINES_CPUS)
+                o->cpus[o->ncpus++] = c;
+        else
+                o->cpus_more = 1;
+}
+
+static inline void hotlines_off_note_tid(struct hotlines_off *o, uint32_t tid) {
+        if (o->tids_more)
+                return;
+        for (unsigned i = 0; i < o->ntids; i++)
+                if (o->tids[i] == tid)
+                        return;
+        if (o->ntids < HOTLINES_TIDS)
+                o->tids[o->ntids++] = tid;
+        else
+                o->tids_more = 1;
+}
+
+/*
+ * The tag of an (offset, pc) entry: a filter before the full compare, so
+ * any function of the key will do; a multiply and a xor, not keytab_hash()'s
+ * fmix64, since it runs on every record.
+ */
+static inline uint64_t hotlines_off_tag(uint64_t pc, uint16_t offset, uint8_t el, uint32_t pid) {
+        uint64_t ctx = offset | (uint64_t) el << HOTLINES_TAG_EL_SHIFT | (uint64_t) pid << HOTLINES_TAG_PID_SHIFT;
+
+        return pc ^ ctx * UINT64_C(0x9E3779B97F4A7C15);
+}
+
+static inline __attribute__((always_inline)) void hotlines_add_hashed(struct hotlines *h, const struct hotlines_access *a,
+                                                                      uint32_t hash) {
+        uint32_t line_size = h->line_size;
+        uint64_t addr = a->addr & ~(uint64_t) (line_size - 1);
+        uint64_t b = (a->by_pa ? HOTLINES_PA_KEY : a->pid);
+        uint64_t pc = a->pc;
+        uint32_t pid = a->pid, lat = a->lat;
+        uint8_t el = a->el, peer = a->peer;
+        bool store = a->store;
+        uint32_t w = peer != SPE_PEER_NONE ? HOTLINES_PEER_WEIGHT : 1;
+        uint16_t offset = (uint16_t) (a->addr & (line_size - 1));
+        struct keytab_slot *s = keytab_lookup_h(&h->tab, addr, b, hash);
+        struct hotlines_line *l;
+        struct hotlines_off *o, *offs;
+        uint64_t *tags, tag;
+        uint32_t *scores, idx, noffs;
+        size_t base;
+
+        h->records++;
+        if (__builtin_expect(s->idx != KEYTAB_NONE, 1)) {
+                idx = s->idx;
+                if (w == 1)
+                        ssum_inc(&h->ss, idx);
+                else
+                        ssum_add(&h->ss, idx, w);
+        } else if (h->n < h->capacity) {
+                idx = h->n++;
+                keytab_set_h(s, addr, b, idx, hash);
+                hotlines_line_init(&h->line[idx], addr, a);
+                ssum_push(&h->ss, idx, w);
+        } else {
+                uint64_t min = ssum_min_score(&h->ss);
+
+                idx = ssum_min_idx(&h->ss);
+                l = &h->line[idx];
+                keytab_remove(&h->tab, l->addr,
+                              l->by_pa ? HOTLINES_PA_KEY : l->pid);
+                keytab_set_h(keytab_lookup_h(&h->tab, addr, b, hash), addr, b, idx, hash);
+                hotlines_line_init(l, addr, a);
+                l->error = min;
+                if (w == 1)
+                        ssum_inc(&h->ss, idx);
+                else
+                        ssum_add(&h->ss, idx, w);
+                h->evictions++;
+        }
+
+        l = &h->line[idx];
+        if (store)
+                l->stores++;
+        else {
+                l->loads++;
+                l->src[a->src]++;
+        }
+        l->peer_local += peer == SPE_PEER_LOCAL;
+        l->peer_remote += peer == SPE_PEER_REMOTE;
+        l->lat_sum += lat;
+        l->lat_max = MAX(l->lat_max, lat);
+
+        /* (offset, pc) entry: a short linear scan over the tags, the list is
+         * small and bounded; the full key is compared only on a tag match. */
+        base = (size_t) idx * h->offsets;
+        offs = &h->off[base];
+        tags = &h->offtag[base];
+        scores = &h->offscore[base];
+        tag = hotlines_off_tag(pc, offset, el, pid);
+        noffs = l->noffs;
+        o = NULL;
+        for (unsigned i = 0; i < noffs; i++)
+                if (tags[i] == tag && offs[i].offset == offset && offs[i].pc == pc &&
+                    offs[i].pid == pid && offs[i].el == el) {
+                        o = &offs[i];
+                        scores[i] = hotlines_sat_add32(scores[i], w);
+                        break;
+                }
+        if (!o) {
+                unsigned k;
+
+                if (noffs < h->offsets) {
+                        k = noffs;
+                        l->noffs = (uint16_t) (noffs + 1);
+                        scores[k] = w;
+                } else {
+                        /* Space-Saving inside the line: take over the least hot entry. */
+                        uint32_t min = scores[0];
+
+                        k = 0;
+                        for (unsigned i = 1; i < noffs; i++) {
+                                /* Select without a branch: the order is random. */
+                                bool lt = scores[i] < min;
+
+                                k = lt ? i : k;
+                                min = lt ? scores[i] : min;
+                        }
+                        scores[k] = hotlines_sat_add32(scores[k], w);
+                        h->off_evictions++;
+                }
+                o = &offs[k];
+                tags[k] = tag;
+                hotlines_off_init(o, offset, a);
+        }
+        if (store)
+                o->stores++;
+        else
+                o->loads++;
+        o->peer_local += peer == SPE_PEER_LOCAL;
+        o->peer_remote += peer == SPE_PEER_REMOTE;
+        o->lat_sum += lat;
+        o->lat_n += a->has_lat;
+        hotlines_off_note_cpu(o, a->cpu);
+        hotlines_off_note_tid(o, a->tid);
+}
 
 struct hotlines_summary *hotlines_freeze(const struct hotlines *h);
 

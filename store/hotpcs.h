@@ -173,10 +173,11 @@ static inline __attribute__((always_inline)) void hotpcs_add_hashed(struct hotpc
         struct hotpcs_item *it = hotpcs_count(h, hash, pc, key, pid, el);
 
         it->ops[op]++;
-        if (events) {
-                for (unsigned e = 0; e < _HOTPCS_EV_MAX; e++)
-                        it->events[e] += (events >> e) & 1;
-        }
+        /* Straight-line: most records carry one of the four. */
+        it->events[HOTPCS_EV_L1D_REFILL] += (events >> HOTPCS_EV_L1D_REFILL) & 1;
+        it->events[HOTPCS_EV_LLC_MISS] += (events >> HOTPCS_EV_LLC_MISS) & 1;
+        it->events[HOTPCS_EV_TLB_WALK] += (events >> HOTPCS_EV_TLB_WALK) & 1;
+        it->events[HOTPCS_EV_MISPRED] += (events >> HOTPCS_EV_MISPRED) & 1;
         it->lat_sum += lat;
 }
 
