@@ -66,20 +66,40 @@ void strbuf_puts(struct strbuf *sb, const char *s) {
 }
 
 void strbuf_putc(struct strbuf *sb, char c) {
-        strbuf_append(sb, &c, 1);
+        if (sb->len + 2 > sb->cap)
+                strbuf_reserve(sb, 1);
+        sb->buf[sb->len++] = c;
+        sb->buf[sb->len] = '\0';
+}
+
+void strbuf_put_u64(struct strbuf *sb, uint64_t v) {
+        char buf[DECIMAL_STR_MAX(uint64_t)], *p = buf + sizeof(buf);
+
+        do {
+                *--p = (char) ('0' + v % 10);
+                v /= 10;
+        } while (v);
+        strbuf_append(sb, p, (size_t) (buf + sizeof(buf) - p));
 }
 
 void strbuf_vprintf(struct strbuf *sb, const char *fmt, va_list ap) {
+        size_t room = sb->cap > sb->len ? sb->cap - sb->len : 0;
         va_list aq;
         int n;
 
+        /* Formatted once where it fits (the common case), measured and formatted again where not. */
         va_copy(aq, ap);
-        n = vsnprintf(NULL, 0, fmt, aq);
+        n = vsnprintf(room ? sb->buf + sb->len : NULL, room, fmt, aq);
         va_end(aq);
-        if (n < 0)
+        if (n < 0) {
+                if (room)
+                        sb->buf[sb->len] = '\0';
                 return;
-        strbuf_reserve(sb, (size_t) n);
-        vsnprintf(sb->buf + sb->len, (size_t) n + 1, fmt, ap);
+        }
+        if ((size_t) n >= room) {
+                strbuf_reserve(sb, (size_t) n);
+                vsnprintf(sb->buf + sb->len, (size_t) n + 1, fmt, ap);
+        }
         sb->len += (size_t) n;
 }
 

@@ -32,6 +32,8 @@ void strbuf_reserve(struct strbuf *sb, size_t extra);
 void strbuf_append(struct strbuf *sb, const void *data, size_t len);
 void strbuf_puts(struct strbuf *sb, const char *s);
 void strbuf_putc(struct strbuf *sb, char c);
+/* v in decimal, as "%" PRIu64 writes it, without printf's cost (a /metrics has thousands). */
+void strbuf_put_u64(struct strbuf *sb, uint64_t v);
 void strbuf_printf(struct strbuf *sb, const char *fmt, ...) _printf_(2, 3);
 void strbuf_vprintf(struct strbuf *sb, const char *fmt, va_list ap) _printf_(2, 0);
 /* Hand the NUL-terminated buffer to the caller; sb is reset. */
