@@ -112,16 +112,25 @@ void prom_family_unit(struct prom_writer *w, const char *name, enum prom_type ty
 static struct prom_sample *new_sample(struct prom_writer *w, const char *const *labels) {
         struct prom_sample *s;
         const char **copy;
-        size_t n = 0;
+        size_t n = 0, bytes = 0;
+        char *p;
 
         /* A sample outside any family is a programming error in the caller. */
         if (w->n_families == 0)
                 abort();
-        while (labels && labels[2 * n] && labels[2 * n + 1])
+        while (labels && labels[2 * n] && labels[2 * n + 1]) {
+                bytes += strlen(labels[2 * n]) + strlen(labels[2 * n + 1]) + 2;
                 n++;
-        copy = arena_alloc(w, (2 * n + 1) * sizeof(char *));
-        for (size_t i = 0; i < 2 * n; i++)
-                copy[i] = arena_strdup(w, labels[i]);
+        }
+        /* The pointers, then the strings they point to, in one allocation. */
+        copy = arena_alloc(w, (2 * n + 1) * sizeof(char *) + bytes);
+        p = (char *) (copy + 2 * n + 1);
+        for (size_t i = 0; i < 2 * n; i++) {
+                size_t len = strlen(labels[i]) + 1;
+
+                copy[i] = memcpy(p, labels[i], len);
+                p += len;
+        }
         copy[2 * n] = NULL;
 
         if (w->n_samples == w->cap_samples) {
@@ -171,16 +180,19 @@ void prom_sample_histogram(struct prom_writer *w, const char *const *labels,
 
 /* Text formats. */
 
+/* Only these need escaping: a scan finds the runs between them, copied whole. */
 static void escape(struct strbuf *out, const char *s, bool quotes) {
-        for (; *s; s++) {
-                if (*s == '\\')
-                        strbuf_puts(out, "\\\\");
-                else if (*s == '\n')
-                        strbuf_puts(out, "\\n");
-                else if (quotes && *s == '"')
-                        strbuf_puts(out, "\\\"");
-                else
-                        strbuf_putc(out, *s);
+        const char *special = quotes ? "\\\n\"" : "\\\n";
+
+        for (;;) {
+                size_t n = strcspn(s, special);
+
+                strbuf_append(out, s, n);
+                s += n;
+                if (!*s)
+                        return;
+                strbuf_append(out, *s == '\\' ? "\\\\" : *s == '\n' ? "\\n" : "\\\"", 2);
+                s++;
         }
 }
 
@@ -188,15 +200,24 @@ void prom_escape_label_value(struct strbuf *out, const char *value) {
         escape(out, value, true);
 }
 
+/* An integral v, |v| < 1e15: its sign (of -0 too) and digits, as "%.15g" writes it. */
+static void write_integral(struct strbuf *out, double v) {
+        if (signbit(v))
+                strbuf_putc(out, '-');
+        strbuf_put_u64(out, (uint64_t) fabs(v));
+}
+
 static void write_double(struct strbuf *out, double v, bool openmetrics) {
         if (isnan(v))
                 strbuf_puts(out, "NaN");
         else if (isinf(v))
                 strbuf_puts(out, v > 0 ? "+Inf" : "-Inf");
-        else if (openmetrics && v == floor(v) && fabs(v) < 1e15)
-                /* OpenMetrics writes integral floats such as bucket bounds as "16.0". */
-                strbuf_printf(out, "%.1f", v);
-        else {
+        else if (v == floor(v) && fabs(v) < 1e15) {
+                /* "%.15g" of such a value is its digits; OpenMetrics writes integral floats as "16.0" ("%.1f"). */
+                write_integral(out, v);
+                if (openmetrics)
+                        strbuf_puts(out, ".0");
+        } else {
                 /* The shortest text that parses back to v, as Go's strconv.FormatFloat(v, 'g', -1, 64). */
                 char buf[FORMAT_DOUBLE_MAX];
 
@@ -204,47 +225,61 @@ static void write_double(struct strbuf *out, double v, bool openmetrics) {
         }
 }
 
-static void write_series(struct strbuf *out, const char *name, const char *suffix,
-                         const struct prom_sample *s, const char *le, bool openmetrics) {
-        bool any = s->n_labels > 0 || le;
-
+/* name, suffix and the sample's labels up to where "le" would go: "x_bucket{op=\"load\"" */
+static void write_series_start(struct strbuf *out, const char *name, const char *suffix,
+                               const struct prom_sample *s, bool le) {
         strbuf_puts(out, name);
         strbuf_puts(out, suffix);
-        if (any)
+        if (s->n_labels > 0 || le)
                 strbuf_putc(out, '{');
         for (size_t i = 0; i < s->n_labels; i++) {
                 if (i > 0)
                         strbuf_putc(out, ',');
-                strbuf_printf(out, "%s=\"", s->labels[2 * i]);
+                strbuf_puts(out, s->labels[2 * i]);
+                strbuf_append(out, "=\"", 2);
                 escape(out, s->labels[2 * i + 1], true);
                 strbuf_putc(out, '"');
         }
-        if (le)
-                strbuf_printf(out, "%sle=\"%s\"", s->n_labels ? "," : "", le);
-        if (any)
+}
+
+static void write_series(struct strbuf *out, const char *name, const char *suffix,
+                         const struct prom_sample *s) {
+        write_series_start(out, name, suffix, s, false);
+        if (s->n_labels > 0)
                 strbuf_putc(out, '}');
         strbuf_putc(out, ' ');
+}
+
+static void write_u64_line(struct strbuf *out, uint64_t v) {
+        strbuf_put_u64(out, v);
+        strbuf_putc(out, '\n');
 }
 
 static void write_histogram_text(struct strbuf *out, const char *name, const struct prom_sample *s,
                                  bool openmetrics) {
         const struct prom_histogram *h = s->hist;
+        struct strbuf bucket = STRBUF_INIT;
 
+        /* Every bucket's series starts alike: written once, copied per bucket. */
+        write_series_start(&bucket, name, "_bucket", s, true);
+        if (s->n_labels > 0)
+                strbuf_putc(&bucket, ',');
+        strbuf_append(&bucket, "le=\"", 4);
         for (size_t i = 0; i < h->n_buckets; i++) {
-                struct strbuf le = STRBUF_INIT;
-
-                write_double(&le, h->upper_bounds[i], openmetrics);
-                write_series(out, name, "_bucket", s, le.buf, openmetrics);
-                strbuf_printf(out, "%" PRIu64 "\n", h->cumulative_counts[i]);
-                strbuf_done(&le);
+                strbuf_append(out, bucket.buf, bucket.len);
+                write_double(out, h->upper_bounds[i], openmetrics);
+                strbuf_append(out, "\"} ", 3);
+                write_u64_line(out, h->cumulative_counts[i]);
         }
-        write_series(out, name, "_bucket", s, "+Inf", openmetrics);
-        strbuf_printf(out, "%" PRIu64 "\n", h->count);
-        write_series(out, name, "_sum", s, NULL, openmetrics);
+        strbuf_append(out, bucket.buf, bucket.len);
+        strbuf_append(out, "+Inf\"} ", 7);
+        write_u64_line(out, h->count);
+        write_series(out, name, "_sum", s);
         write_double(out, h->sum, openmetrics);
         strbuf_putc(out, '\n');
-        write_series(out, name, "_count", s, NULL, openmetrics);
-        strbuf_printf(out, "%" PRIu64 "\n", h->count);
+        write_series(out, name, "_count", s);
+        write_u64_line(out, h->count);
+        strbuf_done(&bucket);
 }
 
 static const char *const type_names[] = {
@@ -285,9 +320,9 @@ static void render_text(const struct prom_writer *w, bool openmetrics, struct st
                                 write_histogram_text(out, meta, s, openmetrics);
                                 continue;
                         }
-                        write_series(out, meta, sample_suffix, s, NULL, openmetrics);
+                        write_series(out, meta, sample_suffix, s);
                         if (s->is_u64)
-                                strbuf_printf(out, "%" PRIu64 "\n", s->u64);
+                                write_u64_line(out, s->u64);
                         else {
                                 write_double(out, s->value, openmetrics);
                                 strbuf_putc(out, '\n');

@@ -202,6 +202,33 @@ static void test_reals_shortest(void **state) {
         }
 }
 
+/* Integral reals: the text format's digits ("%.15g"), OpenMetrics' "N.0" ("%.1f"), the sign of -0; from 1e15 on, shortest. */
+static void test_reals_integral(void **state) {
+        static const double values[] = { 0, -0.0, 16, -3, 99999999999999, 1e15, 123456789012345678.0 };
+        static const char *const text[] = { "0", "-0", "16", "-3", "99999999999999", "1e+15",
+                                            "1.2345678901234568e+17" };
+        static const char *const om[] = { "0.0", "-0.0", "16.0", "-3.0", "99999999999999.0", "1e+15",
+                                          "1.2345678901234568e+17" };
+
+        for (int f = 0; f < 2; f++) {
+                _cleanup_(prom_writer_freep) struct prom_writer *w = prom_writer_new();
+                struct strbuf out = STRBUF_INIT, want = STRBUF_INIT;
+
+                prom_family(w, "x", PROM_GAUGE, "Reals.");
+                for (size_t i = 0; i < ELEMENTSOF(values); i++)
+                        prom_sample_double(w, NULL, values[i]);
+                prom_render(w, f ? PROM_FORMAT_OPENMETRICS : PROM_FORMAT_TEXT, &out);
+                strbuf_puts(&want, "# HELP x Reals.\n# TYPE x gauge\n");
+                for (size_t i = 0; i < ELEMENTSOF(values); i++)
+                        strbuf_printf(&want, "x %s\n", f ? om[i] : text[i]);
+                if (f)
+                        strbuf_puts(&want, "# EOF\n");
+                assert_string_equal(out.buf, want.buf);
+                strbuf_done(&out);
+                strbuf_done(&want);
+        }
+}
+
 /* Counter rows: one family per run of a name, a label only where a row has one; hand-written text. */
 static void test_counter_rows(void **state) {
         static const struct prom_counter_row rows[] = {
@@ -233,6 +260,7 @@ int main(void) {
                 cmocka_unit_test(test_protobuf),
                 cmocka_unit_test(test_empty_native_histogram_has_noop_span),
                 cmocka_unit_test(test_reals_shortest),
+                cmocka_unit_test(test_reals_integral),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
