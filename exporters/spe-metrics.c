@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "macro.h"
+#include "strbuf.h"
 
 /* Op groups exported as armprofd_spe_latency_cycles{op}: load, store, branch. */
 #define SPE_LAT_OPS 3
@@ -16,16 +17,15 @@ static const char *const lat_op_names[SPE_LAT_OPS] = { "load", "store", "branch"
 /* Classic bucket bounds in cycles: powers of two up to the 16-bit counter maximum. */
 #define CLASSIC_BUCKETS 17
 
-static void per_cpu(struct prom_writer *w, const struct spe_metrics_input *in, const char *name,
-                    const char *help, size_t field_offset) {
-        prom_family(w, name, PROM_COUNTER, help);
-        for (size_t i = 0; i < in->n_cpus; i++) {
-                char cpu[DECIMAL_STR_MAX(unsigned)];
+/* The "cpu" label values, written once for the families that each have a sample per CPU. */
+typedef char cpu_label[DECIMAL_STR_MAX(uint32_t)];
 
-                snprintf(cpu, sizeof(cpu), "%" PRIu32, in->cpus[i].cpu);
-                prom_sample_u64(w, (const char *const[]) { "cpu", cpu, NULL },
+static void per_cpu(struct prom_writer *w, const struct spe_metrics_input *in, const cpu_label *cpus,
+                    const char *name, const char *help, size_t field_offset) {
+        prom_family(w, name, PROM_COUNTER, help);
+        for (size_t i = 0; i < in->n_cpus; i++)
+                prom_sample_u64(w, (const char *const[]) { "cpu", cpus[i], NULL },
                                 *(const uint64_t *) ((const uint8_t *) &in->cpus[i] + field_offset));
-        }
 }
 
 static void latency(struct prom_writer *w, const struct store_latency_cumulative *lat) {
@@ -51,13 +51,21 @@ static void latency(struct prom_writer *w, const struct store_latency_cumulative
                         };
                         size_t n = 0;
 
-                        /* Classic: every store bucket lies wholly below or above a power of two. */
-                        for (unsigned c = 0; c < CLASSIC_BUCKETS; c++) {
-                                cum[c] = 0;
-                                for (unsigned i = 0; i < LATHIST_NBUCKETS; i++)
-                                        if (b[i].hi <= upper[c])
-                                                cum[c] += h->count[i];
+                        /*
+                         * Classic: every store bucket lies wholly below or above a power of two, and
+                         * their upper ends increase: each adds to the first bound at or above it, then
+                         * the counts are made cumulative.
+                         */
+                        memset(cum, 0, sizeof(cum));
+                        for (unsigned i = 0, c = 0; i < LATHIST_NBUCKETS; i++) {
+                                while (c < CLASSIC_BUCKETS && b[i].hi > upper[c])
+                                        c++;
+                                if (c == CLASSIC_BUCKETS)
+                                        break;
+                                cum[c] += h->count[i];
                         }
+                        for (unsigned c = 1; c < CLASSIC_BUCKETS; c++)
+                                cum[c] += cum[c - 1];
                         /* Native: the store's buckets are schema-7 buckets; the zero bucket holds 0. */
                         for (unsigned i = 0; i < LATHIST_NBUCKETS; i++) {
                                 if (h->count[i] == 0)
@@ -80,6 +88,7 @@ static void latency(struct prom_writer *w, const struct store_latency_cumulative
 
 void spe_metrics_write(const struct spe_metrics_input *in, struct prom_writer *w) {
         const struct store_totals *t = in->totals;
+        _cleanup_free_ cpu_label *cpus = NULL;
         uint64_t errors = 0, dropped = 0;
 
         /* The store is sized at start; this is its bound (store/store.h formula). */
@@ -90,59 +99,56 @@ void spe_metrics_write(const struct spe_metrics_input *in, struct prom_writer *w
         if (!in->up && in->n_cpus == 0)
                 return;
 
-        per_cpu(w, in, "armprofd_spe_records_total", "SPE records decoded.",
+        cpus = xmalloc(MAX(in->n_cpus, (size_t) 1) * sizeof(*cpus));
+        for (size_t i = 0; i < in->n_cpus; i++)
+                snprintf(cpus[i], sizeof(cpus[i]), "%" PRIu32, in->cpus[i].cpu);
+
+        per_cpu(w, in, cpus, "armprofd_spe_records_total", "SPE records decoded.",
                 offsetof(struct spe_stream_stats, records));
         prom_family_unit(w, "armprofd_spe_bytes_total", PROM_COUNTER, "bytes", "SPE trace bytes read.");
         for (size_t i = 0; i < in->n_cpus; i++) {
-                char cpu[DECIMAL_STR_MAX(unsigned)];
-
-                snprintf(cpu, sizeof(cpu), "%" PRIu32, in->cpus[i].cpu);
-                prom_sample_u64(w, (const char *const[]) { "cpu", cpu, NULL }, in->cpus[i].bytes);
+                prom_sample_u64(w, (const char *const[]) { "cpu", cpus[i], NULL }, in->cpus[i].bytes);
                 errors += in->cpus[i].decoder.bad_header + in->cpus[i].decoder.bad_ext_header;
                 dropped += in->cpus[i].decoder.dropped_records;
         }
-        per_cpu(w, in, "armprofd_spe_aux_truncated_total",
+        per_cpu(w, in, cpus, "armprofd_spe_aux_truncated_total",
                 "AUX buffer updates the kernel flagged truncated (samples lost to a full buffer).",
                 offsetof(struct spe_stream_stats, aux_truncated));
-        per_cpu(w, in, "armprofd_spe_aux_collisions_total",
+        per_cpu(w, in, cpus, "armprofd_spe_aux_collisions_total",
                 "AUX buffer updates flagged with sample collisions.",
                 offsetof(struct spe_stream_stats, aux_collision));
-        per_cpu(w, in, "armprofd_spe_aux_partial_total",
+        per_cpu(w, in, cpus, "armprofd_spe_aux_partial_total",
                 "AUX buffer updates flagged partial (the last record cut by a buffer fault).",
                 offsetof(struct spe_stream_stats, aux_partial));
-        per_cpu(w, in, "armprofd_spe_discontinuities_total",
+        per_cpu(w, in, cpus, "armprofd_spe_discontinuities_total",
                 "SPE buffers that did not continue the previous one (data lost between).",
                 offsetof(struct spe_stream_stats, discontinuities));
-        per_cpu(w, in, "armprofd_spe_lost_records_total",
+        per_cpu(w, in, cpus, "armprofd_spe_lost_records_total",
                 "PERF_RECORD_LOST: data-ring records the kernel had no room for.",
                 offsetof(struct spe_stream_stats, lost));
-        per_cpu(w, in, "armprofd_spe_lost_samples_total",
+        per_cpu(w, in, cpus, "armprofd_spe_lost_samples_total",
                 "PERF_RECORD_LOST_SAMPLES: samples the kernel reported lost.",
                 offsetof(struct spe_stream_stats, lost_samples));
-        per_cpu(w, in, "armprofd_spe_throttled_total",
+        per_cpu(w, in, cpus, "armprofd_spe_throttled_total",
                 "PERF_RECORD_THROTTLE: times the kernel throttled sampling.",
                 offsetof(struct spe_stream_stats, throttles));
-        per_cpu(w, in, "armprofd_spe_unattributed_records_total",
+        per_cpu(w, in, cpus, "armprofd_spe_unattributed_records_total",
                 "SPE records that no process could be named for (kept, with no pid).",
                 offsetof(struct spe_stream_stats, unattributed));
-        per_cpu(w, in, "armprofd_spe_switch_overflows_total",
+        per_cpu(w, in, cpus, "armprofd_spe_switch_overflows_total",
                 "Task switches applied before their records were read: more in one AUX chunk than the log holds.",
                 offsetof(struct spe_stream_stats, switch_overflows));
-        per_cpu(w, in, "armprofd_spe_aux_reenabled_total",
+        per_cpu(w, in, cpus, "armprofd_spe_aux_reenabled_total",
                 "Live events re-enabled after their session ended (truncated, or stalled).",
                 offsetof(struct spe_stream_stats, reenables));
-        per_cpu(w, in, "armprofd_spe_aux_stalls_total",
+        per_cpu(w, in, cpus, "armprofd_spe_aux_stalls_total",
                 "Live sessions found ended with no TRUNCATED record read (it was lost): re-enabled too.",
                 offsetof(struct spe_stream_stats, aux_stalls));
         prom_family_unit(w, "armprofd_spe_not_sampling_seconds_total", PROM_COUNTER, "seconds",
                          "Time without samples after full AUX buffers: last record before to first after.");
-        for (size_t i = 0; i < in->n_cpus; i++) {
-                char cpu[DECIMAL_STR_MAX(unsigned)];
-
-                snprintf(cpu, sizeof(cpu), "%" PRIu32, in->cpus[i].cpu);
-                prom_sample_double(w, (const char *const[]) { "cpu", cpu, NULL },
+        for (size_t i = 0; i < in->n_cpus; i++)
+                prom_sample_double(w, (const char *const[]) { "cpu", cpus[i], NULL },
                                    (double) in->cpus[i].not_sampling_ns / 1e9);
-        }
         prom_family(w, "armprofd_spe_decode_errors_total", PROM_COUNTER,
                     "SPE bytes skipped because they did not decode as a packet.");
         prom_sample_u64(w, NULL, errors);
