@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
@@ -33,16 +34,45 @@
  */
 #define PID_STAT_MAX 4096
 
-static int read_file(const char *path, char *buf, size_t len) {
-        FILE *f = fopen(path, "re");
-        size_t n;
+/*
+ * A file of at most len - 1 bytes under dir_fd (AT_FDCWD: path as it is),
+ * NUL-terminated. open(), read() and close() only: a scrape reads one of
+ * these per thread, and stdio's fopen() added an fstat(), a second read()
+ * for the end of file and a buffer's malloc() to each. A /proc stat line
+ * comes whole in one read (its seq_file fills the buffer from one show()):
+ * reading stops at its newline.
+ */
+static int read_file_at(int dir_fd, const char *path, char *buf, size_t len) {
+        size_t n = 0;
+        int fd, r = 0;
 
-        if (!f)
+        fd = openat(dir_fd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
                 return -errno;
-        n = fread(buf, 1, len - 1, f);
-        fclose(f);
+        while (n < len - 1) {
+                ssize_t k = read(fd, buf + n, len - 1 - n);
+
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        r = -errno;
+                        break;
+                }
+                if (k == 0)
+                        break;
+                n += (size_t) k;
+                if (buf[n - 1] == '\n')
+                        break;
+        }
+        close(fd);
+        if (r < 0)
+                return r;
         buf[n] = '\0';
         return 0;
+}
+
+static int read_file(const char *path, char *buf, size_t len) {
+        return read_file_at(AT_FDCWD, path, buf, len);
 }
 
 /*
@@ -254,10 +284,12 @@ static int threads_scan(const char *procfs, struct thread_seen **ret, size_t *re
 
                 if (safe_atou64(de->d_name, &tid) < 0)
                         continue;
-                snprintf(path, sizeof(path), "%s/self/task/%s/stat", procfs, de->d_name);
+                /* TID/stat under the task directory: no walk from the root for each thread. */
+                snprintf(path, sizeof(path), "%s/stat", de->d_name);
                 memset(f, 0, sizeof(f));
                 /* A thread that ended since readdir() is not running. */
-                if (read_file(path, buf, sizeof(buf)) < 0 || stat_parse(buf, &comm, f, STAT_FIELD_STARTTIME) < 0)
+                if (read_file_at(dirfd(d), path, buf, sizeof(buf)) < 0 ||
+                    stat_parse(buf, &comm, f, STAT_FIELD_STARTTIME) < 0)
                         continue;
                 if (n == cap) {
                         cap = cap ? cap * 2 : 16;
