@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "strbuf.h"
 
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,12 @@ char *xstrdup(const char *s) {
         if (!p)
                 oom();
         return p;
+}
+
+void malloc_keep_freed_buffers(void) {
+        /* Setting either turns glibc's sliding thresholds off: both are set. */
+        (void) mallopt(M_MMAP_THRESHOLD, (int) MALLOC_HEAP_BLOCK_MAX);
+        (void) mallopt(M_TRIM_THRESHOLD, (int) MALLOC_KEEP_FREED);
 }
 
 void strbuf_reserve(struct strbuf *sb, size_t extra) {

@@ -17,6 +17,7 @@
 #include "web-config.h"
 #include "manager.h"
 #include "replay.h"
+#include "strbuf.h"
 
 #define EXIT_USAGE 2
 
@@ -92,6 +93,7 @@ int main(int argc, char **argv) {
         struct config cfg;
         int listen_fd = -1, r;
 
+        malloc_keep_freed_buffers();
         log_open();
 
         if (cli_parse(argc, argv, stderr, &args) < 0)

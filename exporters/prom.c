@@ -46,6 +46,12 @@ struct prom_writer {
         size_t n_families, cap_families;
         struct prom_sample *samples;
         size_t n_samples, cap_samples;
+        /*
+         * About the text exposition's length: names, help and label strings
+         * with room for the values, so that rendering grows its buffer once
+         * rather than copying it at each doubling.
+         */
+        size_t text_bytes;
 };
 
 static void *arena_alloc(struct prom_writer *w, size_t n) {
@@ -100,6 +106,7 @@ void prom_family_unit(struct prom_writer *w, const char *name, enum prom_type ty
                 w->cap_families = w->cap_families ? w->cap_families * 2 : 32;
                 w->families = xrealloc(w->families, w->cap_families * sizeof(*w->families));
         }
+        w->text_bytes += 2 * strlen(name) + strlen(help) + (unit ? strlen(name) + strlen(unit) : 0) + 32;
         w->families[w->n_families++] = (struct prom_family_rec) {
                 .name = arena_strdup(w, name),
                 .unit = unit ? arena_strdup(w, unit) : NULL,
@@ -140,6 +147,8 @@ static struct prom_sample *new_sample(struct prom_writer *w, const char *const *
         s = &w->samples[w->n_samples++];
         *s = (struct prom_sample) { .labels = copy, .n_labels = n };
         w->families[w->n_families - 1].n_samples++;
+        /* The name, the labels with their quotes and a value of up to 24 characters. */
+        w->text_bytes += strlen(w->families[w->n_families - 1].name) + bytes + 4 * n + 32;
         return s;
 }
 
@@ -168,6 +177,7 @@ void prom_sample_double(struct prom_writer *w, const char *const *labels, double
 
 void prom_sample_histogram(struct prom_writer *w, const char *const *labels,
                            const struct prom_histogram *h) {
+        size_t before = w->text_bytes;
         struct prom_sample *s = new_sample(w, labels);
         struct prom_histogram *c = arena_memdup(w, h, sizeof(*h));
 
@@ -176,6 +186,8 @@ void prom_sample_histogram(struct prom_writer *w, const char *const *labels,
         c->native_index = arena_memdup(w, h->native_index, h->n_native * sizeof(int32_t));
         c->native_count = arena_memdup(w, h->native_count, h->n_native * sizeof(uint64_t));
         s->hist = c;
+        /* Each bucket, the sum and the count repeat the series with a suffix (and le="..."). */
+        w->text_bytes = w->text_bytes + (h->n_buckets + 3) * (w->text_bytes - before + 24);
 }
 
 /* Text formats. */
@@ -290,6 +302,7 @@ static const char *const type_names[] = {
 };
 
 static void render_text(const struct prom_writer *w, bool openmetrics, struct strbuf *out) {
+        strbuf_reserve(out, w->text_bytes);
         for (size_t f = 0; f < w->n_families; f++) {
                 const struct prom_family_rec *fam = &w->families[f];
                 char base[PROM_FAMILY_NAME_MAX];

@@ -296,6 +296,8 @@ int main(int argc, char **argv) {
         size_t bytes = 0;
         int c, ret;
 
+        /* As the daemon does (common/strbuf.h). */
+        malloc_keep_freed_buffers();
         while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
                 switch (c) {
                 case 'c':
