@@ -366,6 +366,7 @@ int main(int argc, char **argv) {
         }
 
         /* As exporters/api.c's handle_metrics() does, phase by phase. */
+        struct process_threads *ledger = process_threads_new();
         for (unsigned i = 0; i < scrapes; i++) {
                 _cleanup_(prom_writer_freep) struct prom_writer *w = prom_writer_new();
                 struct process_thread_stats th;
@@ -374,7 +375,7 @@ int main(int argc, char **argv) {
                 t0 = now_ns();
                 if (process_stats_read("/proc", &st) == 0)
                         process_stats_write(&st, w);
-                if (process_threads_read("/proc", &th) == 0)
+                if (process_threads_read(ledger, "/proc", &th) == 0)
                         process_threads_write(&th, w);
                 t_proc += now_ns() - t0;
                 t0 = now_ns();
@@ -386,6 +387,8 @@ int main(int argc, char **argv) {
                 bytes = out.len;
                 strbuf_done(&out);
         }
+
+        process_threads_free(ledger);
 
         /* The baseline: the same bytes copied once into a new buffer. */
         {
