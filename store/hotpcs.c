@@ -16,6 +16,7 @@ struct hotpcs *hotpcs_new(uint32_t capacity) {
         h->capacity = capacity;
         keytab_init(&h->tab, capacity);
         ssum_init(&h->ss, capacity);
+        h->last = xcalloc(capacity, sizeof(uint64_t));
         h->item = xcalloc(capacity, sizeof(struct hotpcs_item));
         return h;
 }
@@ -25,6 +26,7 @@ struct hotpcs *hotpcs_free(struct hotpcs *h) {
                 return NULL;
         keytab_done(&h->tab);
         ssum_done(&h->ss);
+        free(h->last);
         free(h->item);
         free(h);
         return NULL;
@@ -33,6 +35,7 @@ struct hotpcs *hotpcs_free(struct hotpcs *h) {
 void hotpcs_reset(struct hotpcs *h) {
         keytab_clear(&h->tab);
         ssum_reset(&h->ss);
+        h->built = false;
         h->n = 0;
         h->total = 0;
         h->evictions = 0;
@@ -40,11 +43,62 @@ void hotpcs_reset(struct hotpcs *h) {
 
 size_t hotpcs_bytes(uint32_t capacity) {
         return sizeof(struct hotpcs) + keytab_bytes(capacity) + ssum_bytes(capacity) +
-                (size_t) capacity * sizeof(struct hotpcs_item);
+                (size_t) capacity * (sizeof(uint64_t) + sizeof(struct hotpcs_item));
 }
 
 size_t hotpcs_summary_bytes(uint32_t capacity) {
         return sizeof(struct hotpcs_summary) + (size_t) capacity * sizeof(struct hotpcs_item);
+}
+
+static int cmp_built(const void *x, const void *y, void *userdata) {
+        const struct hotpcs *h = userdata;
+        uint32_t a = *(const uint32_t *) x, b = *(const uint32_t *) y;
+
+        if (h->item[a].count != h->item[b].count)
+                return h->item[a].count < h->item[b].count ? -1 : 1;
+        return h->last[a] < h->last[b] ? -1 : h->last[a] > h->last[b];
+}
+
+/*
+ * Unit steps put an entry first in the bucket of the count it reaches
+ * (ssum_push(), ssum_inc()), and moves out of a bucket keep the others'
+ * order: inside a bucket the entries are in the order of their last
+ * updates, the latest first. Attaching each bucket's entries latest last
+ * does the same (ssum_attach() puts an entry first). Steps are distinct
+ * (one sample, one entry), so the order is total.
+ */
+void hotpcs_build(struct hotpcs *h) {
+        uint32_t *order = xmalloc((size_t) h->n * sizeof(uint32_t));
+        uint32_t k = SSUM_NIL;
+
+        for (uint32_t i = 0; i < h->n; i++)
+                order[i] = i;
+        qsort_r(order, h->n, sizeof(uint32_t), cmp_built, h);
+        ssum_reset(&h->ss);
+        for (uint32_t i = 0; i < h->n; i++) {
+                uint32_t e = order[i];
+
+                if (k == SSUM_NIL || h->ss.b[k].count != h->item[e].count)
+                        k = ssum_bucket_new(&h->ss, k, h->item[e].count);
+                ssum_attach(&h->ss, e, k);
+        }
+        h->ss.n = h->n;
+        h->built = true;
+        free(order);
+}
+
+static uint64_t count_of(const struct hotpcs *h, uint32_t i) {
+        return h->built ? ssum_score(&h->ss, i) : h->item[i].count;
+}
+
+static uint64_t min_count(const struct hotpcs *h) {
+        uint64_t min = UINT64_MAX;
+
+        if (h->built)
+                return ssum_min_score(&h->ss);
+        for (uint32_t i = 0; i < h->n; i++)
+                min = MIN(min, h->item[i].count);
+        return h->n ? min : 0;
 }
 
 void hotpcs_add_key(struct hotpcs *h, uint64_t pc, uint64_t b, uint32_t pid, uint8_t el,
@@ -65,11 +119,11 @@ struct hotpcs_summary *hotpcs_freeze(const struct hotpcs *h) {
         s->capacity = h->capacity;
         s->n = h->n;
         s->total = h->total;
-        s->min = h->n == h->capacity ? ssum_min_score(&h->ss) : 0;
+        s->min = h->n == h->capacity ? min_count(h) : 0;
         s->evictions = h->evictions;
         for (uint32_t i = 0; i < h->n; i++) {
                 s->item[i] = h->item[i];
-                s->item[i].count = ssum_score(&h->ss, i);
+                s->item[i].count = count_of(h, i);
         }
         return s;
 }

@@ -80,8 +80,18 @@ struct hotpcs {
         uint64_t total;                 /* samples added this epoch */
         uint64_t evictions;
         struct keytab tab;
-        struct ssum ss;                 /* Space-Saving counts */
-        struct hotpcs_item *item;       /* item[i].count is kept in ss */
+        /*
+         * Space-Saving counts, built at the first eviction (hotpcs_build()).
+         * Until then nothing is evicted and the order the structure keeps
+         * (which of the least counts goes first) is not asked for: each
+         * entry holds its count in item[i].count and the step of its last
+         * update (h->total then) in last[i], from which the build makes the
+         * structure that the updates would have made.
+         */
+        bool built;
+        struct ssum ss;
+        uint64_t *last;
+        struct hotpcs_item *item;       /* item[i].count is kept in ss once built */
 };
 
 /* Immutable per-epoch result. */
@@ -122,6 +132,9 @@ static inline unsigned hotpcs_events(uint64_t ev_bits) {
                 (unsigned) ((ev_bits >> SPE_EV_MISPRED) & 1) << HOTPCS_EV_MISPRED;
 }
 
+/* The first eviction of the epoch: the Space-Saving structure from the counts and last updates. */
+void hotpcs_build(struct hotpcs *h);
+
 /*
  * Count one sample of (pc, b), whose hotpcs_hash() is `hash`, and return
  * its entry: Space-Saving's update (see above). Inline: the store's
@@ -137,7 +150,12 @@ static inline __attribute__((always_inline)) struct hotpcs_item *hotpcs_count(st
         h->total++;
         if (__builtin_expect(s->idx != KEYTAB_NONE, 1)) {
                 idx = s->idx;
-                ssum_inc(&h->ss, idx);
+                if (__builtin_expect(h->built, 1))
+                        ssum_inc(&h->ss, idx);
+                else {
+                        item[idx].count++;
+                        h->last[idx] = h->total;
+                }
                 return &item[idx];
         }
         if (h->n < h->capacity) {
@@ -145,11 +163,16 @@ static inline __attribute__((always_inline)) struct hotpcs_item *hotpcs_count(st
                 keytab_set_h(s, pc, b, idx, hash);
                 it = &item[idx];
                 memset(it, 0, sizeof(*it));
-                ssum_push(&h->ss, idx, 1);
+                /* Not built: a table fills only before its first eviction. */
+                it->count = 1;
+                h->last[idx] = h->total;
         } else {
                 /* Space-Saving: the new key takes over the minimum counter. */
-                uint64_t min = ssum_min_score(&h->ss);
+                uint64_t min;
 
+                if (!h->built)
+                        hotpcs_build(h);
+                min = ssum_min_score(&h->ss);
                 idx = ssum_min_idx(&h->ss);
                 it = &item[idx];
                 keytab_remove(&h->tab, it->pc, it->key);

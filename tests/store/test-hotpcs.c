@@ -283,6 +283,80 @@ static void test_distinct_evictions(void **state) {
         hotpcs_free(h);
 }
 
+/*
+ * The exact table against a model of Space-Saving's counts and last
+ * updates, whose victim is the least count updated last (the order
+ * test-internals holds the stream summary to): the structure is built only
+ * at an epoch's first eviction, from the counts and last updates, and must
+ * choose the victims the per-sample structure would have. Several epochs
+ * (a reset in between), filled by few or by many keys before the first
+ * eviction.
+ */
+#define MODEL_K 48
+
+static void check_model(const struct hotpcs *h, int round, size_t step, const uint64_t *pc, const uint64_t *count,
+                        const uint64_t *error, uint32_t n) {
+        struct hotpcs_summary *s = hotpcs_freeze(h);
+
+        assert_int_equal(s->n, n);
+        for (uint32_t i = 0; i < s->n; i++) {
+                uint32_t j;
+
+                for (j = 0; j < n && pc[j] != s->item[i].pc; j++)
+                        ;
+                if (j == n)
+                        fail_msg("round %d step %zu: pc %#lx kept, the model evicted it", round, step,
+                                 (unsigned long) s->item[i].pc);
+                assert_int_equal(s->item[i].count, count[j]);
+                assert_int_equal(s->item[i].error, error[j]);
+        }
+        free(s);
+}
+
+static void test_build_victims(void **state) {
+        struct hotpcs *h = hotpcs_new(MODEL_K);
+        uint64_t st = 11;
+
+        for (int round = 0; round < 6; round++) {
+                uint64_t pc[MODEL_K], count[MODEL_K], error[MODEL_K], last[MODEL_K];
+                uint32_t n = 0, keys = round % 2 ? 60 : 400;
+                size_t steps = 100000 / scale;
+
+                hotpcs_reset(h);
+                for (size_t step = 1; step <= steps; step++) {
+                        /* Skewed: a few keys get most samples, so counts tie and differ. */
+                        uint64_t k = tu_rand(&st) % 2 ? tu_rand(&st) % 8 : tu_rand(&st) % keys;
+                        uint64_t p = pc_of(k);
+                        uint32_t i;
+
+                        hotpcs_add(h, pid_of(p), p, 0, HOTPCS_OP_LOAD, 0, 0);
+                        for (i = 0; i < n && pc[i] != p; i++)
+                                ;
+                        if (i == n && n < MODEL_K) {
+                                pc[n] = p;
+                                count[n] = error[n] = 0;
+                                n++;
+                        } else if (i == n) {
+                                i = 0;
+                                for (uint32_t j = 1; j < n; j++)
+                                        if (count[j] < count[i] || (count[j] == count[i] && last[j] > last[i]))
+                                                i = j;
+                                pc[i] = p;
+                                error[i] = count[i];
+                        }
+                        count[i]++;
+                        last[i] = step;
+                        /* Every step up to the first evictions, where the built order decides;
+                         * later the table forgets them. */
+                        if (h->evictions <= 100)
+                                check_model(h, round, step, pc, count, error, n);
+                }
+                assert_true(h->evictions > 100);
+                check_model(h, round, steps, pc, count, error, n);
+        }
+        hotpcs_free(h);
+}
+
 int main(int argc, char **argv) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_single_zipf),
@@ -290,6 +364,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_merge),
                 cmocka_unit_test(test_breakdown_exact),
                 cmocka_unit_test(test_distinct_evictions),
+                cmocka_unit_test(test_build_victims),
         };
 
         if (tu_quick(argc, argv))
