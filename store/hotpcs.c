@@ -17,6 +17,7 @@ struct hotpcs *hotpcs_new(uint32_t capacity) {
         keytab_init(&h->tab, capacity);
         ssum_init(&h->ss, capacity);
         h->last = xcalloc(capacity, sizeof(uint64_t));
+        h->order = xcalloc(capacity, sizeof(uint32_t));
         h->item = xcalloc(capacity, sizeof(struct hotpcs_item));
         return h;
 }
@@ -27,6 +28,7 @@ struct hotpcs *hotpcs_free(struct hotpcs *h) {
         keytab_done(&h->tab);
         ssum_done(&h->ss);
         free(h->last);
+        free(h->order);
         free(h->item);
         free(h);
         return NULL;
@@ -43,7 +45,7 @@ void hotpcs_reset(struct hotpcs *h) {
 
 size_t hotpcs_bytes(uint32_t capacity) {
         return sizeof(struct hotpcs) + keytab_bytes(capacity) + ssum_bytes(capacity) +
-                (size_t) capacity * (sizeof(uint64_t) + sizeof(struct hotpcs_item));
+                (size_t) capacity * (sizeof(uint64_t) + sizeof(uint32_t) + sizeof(struct hotpcs_item));
 }
 
 size_t hotpcs_summary_bytes(uint32_t capacity) {
@@ -68,8 +70,7 @@ static int cmp_built(const void *x, const void *y, void *userdata) {
  * (one sample, one entry), so the order is total.
  */
 void hotpcs_build(struct hotpcs *h) {
-        uint32_t *order = xmalloc((size_t) h->n * sizeof(uint32_t));
-        uint32_t k = SSUM_NIL;
+        uint32_t *order = h->order, k = SSUM_NIL;
 
         for (uint32_t i = 0; i < h->n; i++)
                 order[i] = i;
@@ -84,7 +85,6 @@ void hotpcs_build(struct hotpcs *h) {
         }
         h->ss.n = h->n;
         h->built = true;
-        free(order);
 }
 
 static uint64_t count_of(const struct hotpcs *h, uint32_t i) {

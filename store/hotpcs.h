@@ -91,6 +91,7 @@ struct hotpcs {
         bool built;
         struct ssum ss;
         uint64_t *last;
+        uint32_t *order;                /* the build's sort: allocated with the table, not per epoch */
         struct hotpcs_item *item;       /* item[i].count is kept in ss once built */
 };
 

@@ -49,7 +49,7 @@
  *   of capacity K: the hot PCs, and the pprof samples keyed by context):
  *       sizeof(struct store) + 2 hotpcs_bytes(K) + hotlines_bytes(L, O)
  *       + H x 5088 + 8 E
- *     = 592 + 2 [112 + 24 slots(K) + 24 (K + 1) + 20 K + 112 K]
+ *     = 592 + 2 [120 + 24 slots(K) + 24 (K + 1) + 24 K + 112 K]
  *       + [136 + 24 slots(L) + 24 (L + 1) + 12 L + 168 L + 132 L O]
  *       + 213696 + 8 E
  *   T, the writer's stack table (stacks.h), 0 when N = 0:
@@ -76,9 +76,9 @@
  * so this is at most one or two in practice. Frozen epochs are compact
  * (used entries only, empty histograms not stored), so they are usually
  * far below P + U. Defaults (K 1024, L 256, O 8, E 60, N 4096, F 131072,
- * X 1024, Y 65536): 127364576 bytes, 121.5 MiB, of which 13.4 MiB are
+ * X 1024, Y 65536): 127372784 bytes, 121.5 MiB, of which 13.4 MiB are
  * histograms and 77.4 MiB stack tables (1.2 MiB an epoch at most, 1 MiB
- * of it frames); with N = 0 (no stack table) 46176320 bytes, 44.0 MiB.
+ * of it frames); with N = 0 (no stack table) 46184528 bytes, 44.0 MiB.
  * Query results are allocated by the reader per request and freed by it:
  * at most E x (K items + L lines, each with up to E x O entries); a stack
  * query up to E x U bytes of copies and 3 x slots(E x N) index slots.

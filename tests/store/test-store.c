@@ -520,7 +520,7 @@ static void test_options(void **state) {
                 size_t W, P, S, C, T, U;
 
                 /* Two K-sized PC tables: hot PCs and the pprof sample table. */
-                W = 592 + 2 * (112 + 24 * slots(K) + 24 * (K + 1) + 20 * K + 112 * K) +
+                W = 592 + 2 * (120 + 24 * slots(K) + 24 * (K + 1) + 24 * K + 112 * K) +
                         (136 + 24 * slots(L) + 24 * (L + 1) + 12 * L + 168 * L + 132 * L * O) +
                         213696 + 8 * E;
                 P = 584 + 2 * (32 + 112 * K) + (72 + 168 * L + 120 * L * O) + 213696;
