@@ -1249,7 +1249,7 @@ static void *producer(void *arg) {
         struct sim_cpu *c = arg;
         struct timespec start;
         uint64_t slept_until = 0, idle_checked = 0;
-        bool paced = S.rate > 0 || S.ops_per_sec > 0, locked = false;
+        bool paced = S.rate > 0 || S.ops_per_sec > 0;
         double due_ns;
 
         clock_gettime(CLOCK_MONOTONIC, &start);
@@ -1268,11 +1268,6 @@ static void *producer(void *arg) {
                         if (S.batch_ns)
                                 due = (due + S.batch_ns - 1) / S.batch_ns * S.batch_ns;
                         if (due > slept_until) {
-                                /* The records of one wakeup are written under one hold of the lock. */
-                                if (locked) {
-                                        pthread_mutex_unlock(&G);
-                                        locked = false;
-                                }
                                 sleep_until(due);
                                 slept_until = due;
                                 /*
@@ -1288,10 +1283,11 @@ static void *producer(void *arg) {
                                 }
                         }
                 }
-                if (!locked) {
-                        pthread_mutex_lock(&G);
-                        locked = true;
-                }
+                /*
+                 * One record per hold of the lock: the daemon's own calls into the
+                 * shim (ioctl, read, poll) wait behind one record, not a batch.
+                 */
+                pthread_mutex_lock(&G);
                 /* Rate 0: the core waits for the ring instead of losing records. */
                 while (!paced && !writable(c, i) && c->throttle_left == 0) {
                         struct timespec to;
@@ -1305,13 +1301,9 @@ static void *producer(void *arg) {
                         pthread_cond_timedwait(&c->cond, &G, &to);
                 }
                 process_record(c, i);
-                if (!paced) {
-                        pthread_mutex_unlock(&G);
-                        locked = false;
-                }
+                pthread_mutex_unlock(&G);
         }
-        if (!locked)
-                pthread_mutex_lock(&G);
+        pthread_mutex_lock(&G);
         sim_log("cpu=%u done written=%" PRIu64 " dropped=%" PRIu64, c->cpu, c->written, c->dropped);
         pthread_mutex_unlock(&G);
         return NULL;
