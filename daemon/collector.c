@@ -399,13 +399,19 @@ static void budget_apply(struct collector *c) {
  */
 static void budget_cycle(struct collector *c) {
         struct timespec cpu;
-        unsigned before = c->budget.shift;
-        long online = sysconf(_SC_NPROCESSORS_ONLN);
+        unsigned before = c->budget.shift, n_cpus;
 
+        if (c->have_online)
+                n_cpus = cpulist_count(&c->online);
+        else {
+                long online = sysconf(_SC_NPROCESSORS_ONLN);
+
+                n_cpus = online > 0 ? (unsigned) online : 1;
+        }
         budget_set_options(&c->budget, &(struct budget_options) {
                 .cpu_percent = c->opts.budget_cpu_percent,
                 .window_ns = c->opts.budget_window_usec * NSEC_PER_USEC,
-                .n_cpus = c->have_online ? cpulist_count(&c->online) : online > 0 ? (unsigned) online : 1,
+                .n_cpus = n_cpus,
         });
         /* The first cycle runs before the thread does (collector_start()). */
         if (!budget_applies(c) || !c->on_thread || clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) < 0)

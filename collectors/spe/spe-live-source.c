@@ -635,7 +635,6 @@ static int live_throttle(struct source *s, unsigned shift) {
                         cpu_note(c, "cannot change the period to %" PRIu64 ": %s", v, strerror(errno));
                         continue;
                 }
-                c->attr.attr.sample_period = v;
                 src->interval = v;
         }
         return r;
