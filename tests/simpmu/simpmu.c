@@ -196,8 +196,8 @@ struct sim_cpu {
         bool unthrottle_pending;
         uint64_t period;                /* the open event's sample_period (atomic: the producer paces by it) */
         FILE *dropped_f;
+        uint64_t dropped_flushed;       /* c->dropped at the last flush_dropped() */
         bool offline;
-        struct timespec online_checked;
 };
 
 struct user_map {
@@ -499,20 +499,6 @@ static void load_scenario(void) {
                 }
         }
         sim_log("scenario type=%" PRIu32 " rate=%g", S.type, S.rate);
-}
-
-static bool cpu_online(unsigned cpu) {
-        bool set[SIM_MAX_CPUS];
-        char line[512];
-        FILE *f = fopen(S.online_path, "re");
-        bool r = true;
-
-        if (!f)
-                return true;
-        if (fgets(line, sizeof(line), f) && parse_cpulist(line, set, NULL) == 0)
-                r = cpu < SIM_MAX_CPUS && set[cpu];
-        fclose(f);
-        return r;
 }
 
 /*
@@ -827,9 +813,22 @@ static void emit_switch(struct sim_event *e, uint32_t ppid, uint32_t ptid, uint3
 /* ---- the AUX area: ring_buffer.c perf_aux_output_*() and the driver ------------- */
 
 static void drop(struct sim_cpu *c, size_t idx, const char *why) {
-        c->dropped++;
+        /* Atomic: flush_dropped() reads it without the lock. */
+        __atomic_add_fetch(&c->dropped, 1, __ATOMIC_RELAXED);
         if (c->dropped_f) {
                 fprintf(c->dropped_f, "%zu %s\n", idx, why);
+                /* Batched cores flush before each sleep, outside the lock (flush_dropped()). */
+                if (!S.batch_ns)
+                        fflush(c->dropped_f);
+        }
+}
+
+/* What a batched core dropped since its last wakeup, to the file (G not held: stdio locks its own). */
+static void flush_dropped(struct sim_cpu *c) {
+        uint64_t n = __atomic_load_n(&c->dropped, __ATOMIC_RELAXED);
+
+        if (c->dropped_f && n != c->dropped_flushed) {
+                c->dropped_flushed = n;
                 fflush(c->dropped_f);
         }
 }
@@ -1107,17 +1106,47 @@ static void hw_start(struct sim_event *e) {
 
 /* ---- the producer: one "core" per CPU ---------------------------------------- */
 
-static void check_online(struct sim_cpu *c) {
-        struct timespec now;
-        bool offline;
+/*
+ * The online list as the cores see it: read from sysfs at most every 10 ms
+ * for all of them, not by each core on its own (at 384 CPUs that was 38,400
+ * opens a second of one file), and at every perf_event_open(). G held.
+ */
+static struct {
+        uint64_t read_ns;               /* 0: never */
+        bool any;                       /* the file was read and parsed */
+        bool set[SIM_MAX_CPUS];
+} ONLINE;
 
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        if (c->online_checked.tv_sec &&
-            (now.tv_sec - c->online_checked.tv_sec) * 1000000000L + (now.tv_nsec - c->online_checked.tv_nsec) <
-                    10000000L)
-                return;
-        c->online_checked = now;
-        offline = !cpu_online(c->cpu);
+static void online_read(void) {
+        char line[512];
+        FILE *f = fopen(S.online_path, "re");
+
+        ONLINE.read_ns = mono_ns();
+        ONLINE.any = f && fgets(line, sizeof(line), f) && parse_cpulist(line, ONLINE.set, NULL) == 0;
+        if (f)
+                fclose(f);
+}
+
+static bool online_has(unsigned cpu) {
+        return !ONLINE.any || (cpu < SIM_MAX_CPUS && ONLINE.set[cpu]);
+}
+
+/* Whether cpu is online now (perf_event_open's check). */
+static bool cpu_online(unsigned cpu) {
+        online_read();
+        return online_has(cpu);
+}
+
+/* Whether cpu is online, as of at most 10 ms ago (a core's check before each record). */
+static bool cpu_online_seen(unsigned cpu) {
+        if (!ONLINE.read_ns || mono_ns() - ONLINE.read_ns >= 10000000ULL)
+                online_read();
+        return online_has(cpu);
+}
+
+static void check_online(struct sim_cpu *c) {
+        bool offline = !cpu_online_seen(c->cpu);
+
         if (offline == c->offline)
                 return;
         c->offline = offline;
@@ -1227,12 +1256,23 @@ static void sleep_until(uint64_t ns) {
                 ;
 }
 
-/* Whether the scenario's host is idle (a file named `idle` in its directory). */
+/*
+ * Whether the scenario's host is idle (a file named `idle` in its
+ * directory), looked at every 10 ms at most for all cores together.
+ */
 static bool host_idle(void) {
-        char path[PATH_MAX];
+        static uint64_t checked_ns;
+        static bool idle;
+        uint64_t now = mono_ns(), last = __atomic_load_n(&checked_ns, __ATOMIC_ACQUIRE);
 
-        snprintf(path, sizeof(path), "%s/idle", S.dir);
-        return access(path, F_OK) == 0;
+        if ((!last || now - last >= 10000000ULL) &&
+            __atomic_compare_exchange_n(&checked_ns, &last, now, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+                char path[PATH_MAX];
+
+                snprintf(path, sizeof(path), "%s/idle", S.dir);
+                __atomic_store_n(&idle, access(path, F_OK) == 0, __ATOMIC_RELEASE);
+        }
+        return __atomic_load_n(&idle, __ATOMIC_ACQUIRE);
 }
 
 /* Records per second of a paced core now: `rate`, or its operations over its event's period. */
@@ -1250,6 +1290,7 @@ static void *producer(void *arg) {
         struct timespec start;
         uint64_t slept_until = 0, idle_checked = 0;
         bool paced = S.rate > 0 || S.ops_per_sec > 0;
+        uint64_t phase = S.batch_ns * c->cpu / (S.nr_cpu_ids ? S.nr_cpu_ids : 1);
         double due_ns;
 
         clock_gettime(CLOCK_MONOTONIC, &start);
@@ -1264,10 +1305,16 @@ static void *producer(void *arg) {
                         /* The next record is one period of operations later, at the rate of now. */
                         due_ns += 1e9 / core_rate(c);
 
-                        /* On a grid: one wakeup writes every record due by then (a busy host's cores at once). */
+                        /*
+                         * On a grid: one wakeup writes every record due by then. Each
+                         * core's grid is shifted by its share of the step, as cores
+                         * that keep no common beat: all of them at one instant was a
+                         * thundering herd on the lock at 384 CPUs.
+                         */
                         if (S.batch_ns)
-                                due = (due + S.batch_ns - 1) / S.batch_ns * S.batch_ns;
+                                due = (due - phase + S.batch_ns - 1) / S.batch_ns * S.batch_ns + phase;
                         if (due > slept_until) {
+                                flush_dropped(c);
                                 sleep_until(due);
                                 slept_until = due;
                                 /*
@@ -1303,6 +1350,7 @@ static void *producer(void *arg) {
                 process_record(c, i);
                 pthread_mutex_unlock(&G);
         }
+        flush_dropped(c);
         pthread_mutex_lock(&G);
         sim_log("cpu=%u done written=%" PRIu64 " dropped=%" PRIu64, c->cpu, c->written, c->dropped);
         pthread_mutex_unlock(&G);
