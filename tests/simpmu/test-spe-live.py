@@ -257,9 +257,16 @@ def case_faults(tmp):
                               for x in re.findall(r"n=(\d+)", l)) for cpu in range(4)}
         assert per_cpu(m, "armprofd_spe_aux_truncated_total") == trunc, (per_cpu(m, "armprofd_spe_aux_truncated_total"), trunc)
         assert sum(trunc.values()) > 0, trunc
-        # One ENABLE per session that ended: truncated, or stalled (its TRUNCATED record lost).
+        # An ENABLE for every session that ended truncated (each TRUNCATED record is its own
+        # session's), and none without a truncation or a stall (the area read up to aux_head with
+        # nothing announcing it) in the drain that made it. Not equality: a TRUNCATED record the
+        # kernel wrote after the drain had read data_head arrives late, its session already counted
+        # as a stall and re-enabled, and may share its drain with the next session's TRUNCATED one,
+        # so two truncations and a stall make two ENABLEs (seen once in CI under TSan).
         stalls = per_cpu(m, "armprofd_spe_aux_stalls_total")
-        assert per_cpu(m, "armprofd_spe_aux_reenabled_total") == {cpu: trunc[cpu] + stalls[cpu] for cpu in range(4)}
+        reenabled = per_cpu(m, "armprofd_spe_aux_reenabled_total")
+        assert all(trunc[cpu] <= reenabled[cpu] <= trunc[cpu] + stalls[cpu] for cpu in range(4)), \
+            (reenabled, trunc, stalls)
         assert per_cpu(m, "armprofd_spe_aux_partial_total") == flagged(0x4) == {0: 1, 1: 0, 2: 0, 3: 0}
         assert per_cpu(m, "armprofd_spe_aux_collisions_total") == flagged(0x8) == {0: 0, 1: 0, 2: 1, 3: 0}
         assert per_cpu(m, "armprofd_spe_lost_samples_total") == {0: 0, 1: 7, 2: 0, 3: 0}
