@@ -196,7 +196,6 @@ struct sim_cpu {
         bool unthrottle_pending;
         uint64_t period;                /* the open event's sample_period (atomic: the producer paces by it) */
         FILE *dropped_f;
-        uint64_t dropped_flushed;       /* c->dropped at the last flush_dropped() */
         bool offline;
 };
 
@@ -813,8 +812,7 @@ static void emit_switch(struct sim_event *e, uint32_t ppid, uint32_t ptid, uint3
 /* ---- the AUX area: ring_buffer.c perf_aux_output_*() and the driver ------------- */
 
 static void drop(struct sim_cpu *c, size_t idx, const char *why) {
-        /* Atomic: flush_dropped() reads it without the lock. */
-        __atomic_add_fetch(&c->dropped, 1, __ATOMIC_RELAXED);
+        c->dropped++;
         if (c->dropped_f) {
                 fprintf(c->dropped_f, "%zu %s\n", idx, why);
                 /* Batched cores flush before each sleep, outside the lock (flush_dropped()). */
@@ -823,14 +821,13 @@ static void drop(struct sim_cpu *c, size_t idx, const char *why) {
         }
 }
 
-/* What a batched core dropped since its last wakeup, to the file (G not held: stdio locks its own). */
+/*
+ * What a batched core dropped since its last wakeup, to the file. G not
+ * held: stdio locks the FILE itself, and an empty buffer costs no write.
+ */
 static void flush_dropped(struct sim_cpu *c) {
-        uint64_t n = __atomic_load_n(&c->dropped, __ATOMIC_RELAXED);
-
-        if (c->dropped_f && n != c->dropped_flushed) {
-                c->dropped_flushed = n;
+        if (c->dropped_f)
                 fflush(c->dropped_f);
-        }
 }
 
 static void pending_add(struct sim_event *e, size_t idx) {
@@ -1288,7 +1285,7 @@ static double core_rate(struct sim_cpu *c) {
 static void *producer(void *arg) {
         struct sim_cpu *c = arg;
         struct timespec start;
-        uint64_t slept_until = 0, idle_checked = 0;
+        uint64_t slept_until = 0;
         bool paced = S.rate > 0 || S.ops_per_sec > 0;
         uint64_t phase = S.batch_ns * c->cpu / (S.nr_cpu_ids ? S.nr_cpu_ids : 1);
         double due_ns;
@@ -1319,14 +1316,11 @@ static void *producer(void *arg) {
                                 slept_until = due;
                                 /*
                                  * An idle host: while SCEN/idle exists the core executes
-                                 * nothing, owes nothing. Looked at every 10 ms at most.
+                                 * nothing, owes nothing (host_idle() looks every 10 ms).
                                  */
-                                if (due - idle_checked >= 10000000ULL) {
-                                        idle_checked = due;
-                                        while (host_idle()) {
-                                                sleep_until(mono_ns() + 10000000ULL);
-                                                due_ns = (double) mono_ns();
-                                        }
+                                while (host_idle()) {
+                                        sleep_until(mono_ns() + 10000000ULL);
+                                        due_ns = (double) mono_ns();
                                 }
                         }
                 }
