@@ -130,13 +130,8 @@ def wrk(d, path):
 
 
 def ring_drops(scen, cpu):
-    """Records cpu's simulated core lost for want of room in the daemon's ring. Counted
-    line by line: a looping core writes the same record index again each round."""
-    try:
-        with open(os.path.join(scen, f"cpu{cpu}.dropped")) as f:
-            return sum(1 for line in f if line.split()[-1] in ("stopped", "lost", "datalost"))
-    except FileNotFoundError:
-        return 0
+    """Records cpu's simulated core lost for want of room in the daemon's ring, a line each."""
+    return sum(why in ("stopped", "lost", "datalost") for _, why in simpmu.drops(scen, cpu))
 
 
 def host(tmp, gen, n, store):

@@ -100,16 +100,19 @@ def setup(spegen_dir, scen_dir, sysfs_root, cpus='0-3', type_=42, possible=None,
     return rows
 
 
-def dropped(scen_dir, cpu):
-    """{record index: reason} of cpuN.dropped (records never committed)."""
-    out = {}
+def drops(scen_dir, cpu):
+    """[(record index, reason)] of cpuN.dropped, a line each (records never committed; a
+    looping core may drop an index again in a later round)."""
     path = os.path.join(scen_dir, 'cpu%d.dropped' % cpu)
-    if os.path.exists(path):
-        with open(path) as f:
-            for line in f:
-                idx, _, why = line.strip().partition(' ')
-                out[int(idx)] = why
-    return out
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [(int(idx), why) for idx, _, why in (line.strip().partition(' ') for line in f)]
+
+
+def dropped(scen_dir, cpu):
+    """{record index: reason} of cpuN.dropped."""
+    return dict(drops(scen_dir, cpu))
 
 
 def done(scen_dir):

@@ -69,17 +69,6 @@ def get(d, path):
     return json.loads(body)
 
 
-def dropped(scen, cpu):
-    """{index: reason} of the records the simulation never committed on cpu."""
-    out = {}
-    path = os.path.join(scen, f"cpu{cpu}.dropped")
-    if os.path.exists(path):
-        for line in open(path):
-            i, reason = line.split()
-            out[int(i)] = reason
-    return out
-
-
 def sim_log(scen):
     path = os.path.join(scen, "sim.log")
     return open(path).read().splitlines() if os.path.exists(path) else []
@@ -117,7 +106,7 @@ class Case:
             time.sleep(0.1)
         self.expect = {}
         for cpu in range(4):
-            gone = {i for i, r in dropped(self.scen, cpu).items() if r not in READABLE}
+            gone = {i for i, r in simpmu.dropped(self.scen, cpu).items() if r not in READABLE}
             self.expect[cpu] = [] if cpu in never else [r for i, r in enumerate(self.rows[cpu]) if i not in gone]
         want = {cpu: len(rows) for cpu, rows in self.expect.items()}
         while True:
@@ -277,7 +266,7 @@ def case_faults(tmp):
         assert all(num(a["timestamp"]) < num(b["timestamp"]) for cpu in range(4)
                    for a, b in zip(c.rows[cpu], c.rows[cpu][1:]))
         assert sum(per_cpu(m, "armprofd_spe_not_sampling_seconds_total").values()) > 0
-        gone = {cpu: len([r for r in dropped(c.scen, cpu).values() if r not in READABLE]) for cpu in range(4)}
+        gone = {cpu: len([r for r in simpmu.dropped(c.scen, cpu).values() if r not in READABLE]) for cpu in range(4)}
         check_aggregates(c)
         print(f"faults: truncations {trunc} counted and re-enabled; {sum(gone.values())} records the simulation "
               f"dropped are exactly the ones missing; partial, split, collision, lost (5 + kernel {data_lost}), "
@@ -353,7 +342,7 @@ def case_errors(tmp):
         check_lines(get(c.d, "/hotlines?window=all&all=1&limit=500")["lines"], truth_lines(c.truth(), "pa"), None)
         reasons = {}
         for cpu in range(4):
-            for r in dropped(c.scen, cpu).values():
+            for r in simpmu.dropped(c.scen, cpu).values():
                 reasons[r] = reasons.get(r, 0) + 1
         print(f"errors: CPU 1 EACCES ({cpus[1]['note']!r}); CPU 2 EBUSY x2 then active; CPU 0 {cpus[0]['note']!r}; "
               f"pa dropped; CPU 3 offline and back; CPU 2 off and on at once, its stopped event reopened; "
