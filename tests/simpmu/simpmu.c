@@ -145,6 +145,8 @@ static struct {
         bool cpus[SIM_MAX_CPUS];
         unsigned nr_cpu_ids;            /* possible CPUs: perf_event_alloc() wants cpu below it */
         double rate;                    /* records per second per CPU, 0: as fast as the ring allows */
+        double rate_spread;             /* each CPU's rate (or ops_per_sec) differs by up to this share */
+        uint64_t open_delay_ns;         /* a perf_event_open() that succeeds takes this long */
         double ops_per_sec;             /* > 0: a core executes this many operations a second and samples one
                                            in its event's sample_period (PERF_EVENT_IOC_PERIOD changes it) */
         bool loop;                      /* a core starts its stream again at its end (and never says done) */
@@ -409,6 +411,10 @@ static void load_scenario(void) {
                         (void) parse_cpulist(v, S.cpus, NULL);
                 else if (!strcmp(k, "rate"))
                         S.rate = strtod(v, NULL);
+                else if (!strcmp(k, "rate_spread"))
+                        S.rate_spread = strtod(v, NULL);
+                else if (!strcmp(k, "open_delay_ms"))
+                        S.open_delay_ns = strtoull(v, NULL, 10) * 1000000ULL;
                 else if (!strcmp(k, "ops_per_sec"))
                         S.ops_per_sec = strtod(v, NULL);
                 else if (!strcmp(k, "loop"))
@@ -497,7 +503,7 @@ static void load_scenario(void) {
                         fclose(f);
                 }
         }
-        sim_log("scenario type=%" PRIu32 " rate=%g", S.type, S.rate);
+        sim_log("scenario type=%" PRIu32 " rate=%g rate_spread=%g", S.type, S.rate, S.rate_spread);
 }
 
 /*
@@ -1272,14 +1278,28 @@ static bool host_idle(void) {
         return __atomic_load_n(&idle, __ATOMIC_ACQUIRE);
 }
 
+/*
+ * CPU n's share of `rate_spread`, in [-1, 1): the fractional parts of n times
+ * the golden ratio are spread evenly whatever the CPU count, their mean close
+ * to a half, so the host's rate stays `rate` times its CPUs. Cores that run
+ * different code retire at different speeds; at one rate the rings of cores
+ * enabled together would cross their wakeup points together forever.
+ */
+static double spread_share(unsigned cpu) {
+        double x = cpu * 0.6180339887498949;
+
+        return 2 * (x - (double) (uint64_t) x) - 1;
+}
+
 /* Records per second of a paced core now: `rate`, or its operations over its event's period. */
 static double core_rate(struct sim_cpu *c) {
+        double scale = 1 + S.rate_spread * spread_share(c->cpu);
         uint64_t period;
 
         if (S.ops_per_sec <= 0)
-                return S.rate;
+                return S.rate * scale;
         period = __atomic_load_n(&c->period, __ATOMIC_RELAXED);
-        return S.ops_per_sec / (double) (period ? period : 1);
+        return S.ops_per_sec * scale / (double) (period ? period : 1);
 }
 
 static void *producer(void *arg) {
@@ -1513,8 +1533,13 @@ SIM_EXPORT long syscall(long nr, ...) {
                 pthread_mutex_lock(&G);
                 load_scenario();
                 if (S.dir[0] && attr->type == S.type) {
+                        uint64_t delay = S.open_delay_ns;
+
                         r = sim_open(attr, (pid_t) a[1], (int) a[2], (int) a[3], (unsigned long) a[4]);
                         pthread_mutex_unlock(&G);
+                        /* The event exists (its core runs) while the caller still waits. */
+                        if (r >= 0 && delay)
+                                sleep_until(mono_ns() + delay);
                         return r;
                 }
                 pthread_mutex_unlock(&G);
