@@ -21,6 +21,9 @@ counters with the faults the scenario injected (sim.log):
               are exactly the dropped ones; PARTIAL, a record split across
               two chunks, COLLISION, a PERF_RECORD_AUX lost (its bytes still
               read), LOST_SAMPLES and THROTTLE, each with its exact count
+  startup     opens that take 250 ms each (a big host): the cores run from
+              their open, the events are enabled together when the loop
+              that reads the rings starts, so no ring overflows meanwhile
   errors      EACCES on one CPU, EBUSY twice then free, an AUX area over the
               memlock limit (ENOMEM, then a smaller one), physical addresses without
               CAP_PERFMON (dropped and said), a CPU offlined and back, another
@@ -275,6 +278,28 @@ def case_faults(tmp):
         c.close()
 
 
+def case_startup(tmp):
+    # 320 KB/s a core: a 64 KiB area is full 205 ms after its event is enabled. Enabled at its
+    # open, CPU 0's would wait 750 ms for the loop behind the three other opens.
+    c = Case(tmp, "startup", ["--records", "48000", "--seed", "13", "--scenario", "false-sharing,read-only"],
+             keys=["rate=5000", "open_delay_ms=250"], config="aux_buffer = 64KiB\nwatermark = 16KiB\n")
+    try:
+        c.wait_done()
+        m = metrics(c.d)
+        why = {cpu: [r for r in simpmu.dropped(c.scen, cpu).values()] for cpu in range(4)}
+        # The cores ran while their events were still off: the delay was there to overflow a ring.
+        assert why[0].count("disabled") >= 5000 * 0.75 * 0.8, {cpu: len(w) for cpu, w in why.items()}
+        assert all(r == "disabled" for w in why.values() for r in w), \
+            {cpu: sorted(set(w)) for cpu, w in why.items()}
+        assert sum(per_cpu(m, "armprofd_spe_aux_truncated_total").values()) == 0
+        check_aggregates(c)
+        print(f"startup: opens of 250 ms, {[why[cpu].count('disabled') for cpu in range(4)]} records run before "
+              f"the events were enabled together, none lost to a full ring after; {len(c.truth())} records equal "
+              f"the truth")
+    finally:
+        c.close()
+
+
 def status_cpus(d):
     spe = [x for x in get(d, "/status")["collectors"] if x["name"] == "spe"][0]
     return spe, {x["cpu"]: x for x in spe.get("cpus", [])}
@@ -351,7 +376,8 @@ def case_errors(tmp):
         c.close()
 
 
-CASES = {"truth": case_truth, "no-context": case_no_context, "faults": case_faults, "errors": case_errors}
+CASES = {"truth": case_truth, "no-context": case_no_context, "faults": case_faults, "startup": case_startup,
+         "errors": case_errors}
 
 with tempfile.TemporaryDirectory(prefix="armprofd-spe-live-") as tmp:
     for name in os.environ.get("SPE_LIVE_CASES", ",".join(CASES)).split(","):
