@@ -13,8 +13,11 @@ CPUs, the store, the exporters and push to a loopback profile store on.
 
 The rate: `[spe] period` counts operations; a busy 3 GHz core retiring about
 one operation a cycle does 3e9 / 1,048,576 (the default period) = 2,861
-records a second, 183 KB/s of 64-byte records. Every simulated core writes
-that many (`rate=`), so a 384-CPU host sends 1.1 M records/s.
+records a second, 183 KB/s of 64-byte records. The simulated cores write
+that many on average (`rate=`), each at its own pace within 25% of it
+(`rate_spread=`: cores running different code do not retire at one speed,
+and rings enabled together at one rate would cross their wakeup points
+together for ever), so a 384-CPU host sends 1.1 M records/s.
 
 Per N it reports:
   startup     spawn to READY=1 on $NOTIFY_SOCKET
@@ -26,7 +29,8 @@ Per N it reports:
   records     decoded (armprofd_spe_records_total) and dropped by the simulated
               kernel for want of room in a ring (cpuN.dropped, reasons "stopped",
               "lost", "datalost"; not the records a core ran before the daemon
-              had opened and enabled its event: "noevent", "disabled")
+              had opened and enabled its event: "noevent", "disabled"), and
+              when: starting, in the window, under the scrapes
   /metrics    its size, p50/p99 over 1,000 sequential scrapes, and under wrk -c64
   /hotlines   p99 over 200 sequential queries
   budget      the slowdown [budget] cpu_percent (its default) imposed by the end (1x: none)
@@ -57,6 +61,7 @@ SHIM = os.path.join(BUILD, "tests", "simpmu", "libarmprofd-simpmu.so")
 os.environ.setdefault("ARMPROFD_BIN", os.path.join(BUILD, "daemon", "armprofd"))
 
 RATE = 2861            # records/s per CPU: 3e9 operations/s / the default period 1,048,576
+RATE_SPREAD = 0.25     # each CPU's rate within 25% of RATE, their mean RATE
 GEN_CPUS = 64          # the generator's most; CPU n replays stream n % 64
 WARMUP, WINDOW = 5.0, 20.0
 STREAM_SECONDS = 4     # each core's stream, looped
@@ -139,7 +144,7 @@ def host(tmp, gen, n, store):
     # Short streams, looped; each core wakes every 10 ms and writes what is due (the simulation's
     # own cost, in the daemon's process as thread "other", stays small beside the daemon's).
     simpmu.setup(gen, scen, sysfs, cpus=f"0-{GEN_CPUS - 1}", prefix="g",
-                 keys=[f"rate={RATE}", "loop=1", "batch_ms=10"])
+                 keys=[f"rate={RATE}", f"rate_spread={RATE_SPREAD}", "loop=1", "batch_ms=10"])
     # CPUs past the generator's replay its streams; the PMU covers all N.
     for cpu in range(GEN_CPUS, n):
         for ext in ("bin", "idx"):
@@ -180,8 +185,10 @@ def host(tmp, gen, n, store):
     try:
         time.sleep(WARMUP)
         m0, w0 = metrics(d), time.monotonic()
+        drop0 = sum(ring_drops(scen, c) for c in range(n))
         time.sleep(WINDOW)
         m1, w1 = metrics(d), time.monotonic()
+        drop1 = sum(ring_drops(scen, c) for c in range(n))
         b0, b1 = busy(m0), busy(m1)
         own = sum(b1[t] - b0.get(t, 0) for t in b1 if t != "other") / (w1 - w0)
         row.update(cpu=own, threads={t: (b1[t] - b0.get(t, 0)) / (w1 - w0) for t in b1},
@@ -196,7 +203,9 @@ def host(tmp, gen, n, store):
         pid = d.proc.pid
         rings, sim = smaps_kib(pid, os.path.realpath(scen))
         row.update(rss=status_kib(pid, "VmRSS"), hwm=status_kib(pid, "VmHWM"), rings=rings, sim=sim,
-                   dropped=sum(ring_drops(scen, c) for c in range(n)),
+                   dropped=sum(ring_drops(scen, c) for c in range(n)))
+        # When: starting and warming up, in the steady window, or under the scrapes and wrk.
+        row.update(dropped_phases=[drop0, drop1 - drop0, row["dropped"] - drop1],
                    pushes=len(store.records))
     finally:
         d.close()
@@ -232,7 +241,8 @@ def main():
               f"{r['metrics_p50']:5.2f}ms {r['metrics_p99']:5.2f}ms {w[1] if w else 'no wrk':>8} "
               f"{r['hotlines_p99']:7.2f}ms")
         print("      threads (CPU s/s): " + ", ".join(f"{t} {v:.4f}" for t, v in sorted(r["threads"].items())) +
-              f"; budget slowdown {r['slowdown']:.0f}x")
+              f"; budget slowdown {r['slowdown']:.0f}x; dropped %d starting, %d in the window, %d under the "
+              "scrapes" % tuple(r["dropped_phases"]))
     print(json.dumps(rows))
 
 
