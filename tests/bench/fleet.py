@@ -33,6 +33,8 @@ Per N it reports:
               when: starting, in the window, under the scrapes
   /metrics    its size, p50/p99 over 1,000 sequential scrapes, and under wrk -c64
   /hotlines   p99 over 200 sequential queries
+  wakeups     the collector thread's voluntary context switches a second in the
+              window (/proc/PID/task/TID/status)
   budget      the slowdown [budget] cpu_percent (its default) imposed by the end (1x: none)
 """
 
@@ -185,10 +187,11 @@ def host(tmp, gen, n, store):
     try:
         time.sleep(WARMUP)
         m0, w0 = metrics(d), time.monotonic()
-        drop0 = sum(ring_drops(scen, c) for c in range(n))
+        drop0, sw0 = sum(ring_drops(scen, c) for c in range(n)), d.thread_wakeups("collector")
         time.sleep(WINDOW)
         m1, w1 = metrics(d), time.monotonic()
-        drop1 = sum(ring_drops(scen, c) for c in range(n))
+        drop1, sw1 = sum(ring_drops(scen, c) for c in range(n)), d.thread_wakeups("collector")
+        row.update(wakeups=(sw1 - sw0) / (w1 - w0))
         b0, b1 = busy(m0), busy(m1)
         own = sum(b1[t] - b0.get(t, 0) for t in b1 if t != "other") / (w1 - w0)
         row.update(cpu=own, threads={t: (b1[t] - b0.get(t, 0)) / (w1 - w0) for t in b1},
@@ -241,7 +244,7 @@ def main():
               f"{r['metrics_p50']:5.2f}ms {r['metrics_p99']:5.2f}ms {w[1] if w else 'no wrk':>8} "
               f"{r['hotlines_p99']:7.2f}ms")
         print("      threads (CPU s/s): " + ", ".join(f"{t} {v:.4f}" for t, v in sorted(r["threads"].items())) +
-              f"; budget slowdown {r['slowdown']:.0f}x; dropped %d starting, %d in the window, %d under the "
+              f"; collector wakeups {r['wakeups']:.0f}/s; budget slowdown {r['slowdown']:.0f}x; dropped %d starting, %d in the window, %d under the "
               "scrapes" % tuple(r["dropped_phases"]))
     print(json.dumps(rows))
 

@@ -108,6 +108,19 @@ class Daemon:
         assert st == 200, (st, body)
         return [c for c in json.loads(body)["collectors"] if c["name"] == "spe"][0]
 
+    def thread_wakeups(self, name):
+        """A thread's voluntary context switches (its sleeps, so its wakeups), as the kernel counts them."""
+        for tid in os.listdir(f"/proc/{self.proc.pid}/task"):
+            try:
+                with open(f"/proc/{self.proc.pid}/task/{tid}/comm") as f:
+                    if f.read().strip() != name:
+                        continue
+                with open(f"/proc/{self.proc.pid}/task/{tid}/status") as f:
+                    return int(next(l.split()[1] for l in f if l.startswith("voluntary_ctxt_switches:")))
+            except FileNotFoundError:
+                continue
+        raise AssertionError(f"no thread {name!r} in {self.proc.pid}")
+
     def wait_replay_done(self, timeout=5.0):
         """Until /status says the replay read its input to the end (state "done")."""
         deadline = time.monotonic() + timeout
