@@ -9,10 +9,15 @@
  *
  * The kernel's side (drivers/perf/arm_spe_pmu.c, kernel/events/ring_buffer.c,
  * perf_event_open(2)):
- *  - each event is opened disabled and enabled once the AUX area is mapped;
- *    the driver commits a chunk of the AUX area with a PERF_RECORD_AUX in
- *    the data ring each time aux_watermark bytes were written, and wakes
- *    the poll; it commits what it has when the event is stopped, which is
+ *  - each event is opened disabled and enabled once the AUX area is mapped
+ *    (those opened at start all together on the loop's first turn, when
+ *    their rings start being read); the driver commits a chunk of the AUX
+ *    area with a PERF_RECORD_AUX in the data ring each time aux_watermark
+ *    bytes were written, and wakes the poll. Every CPU's event is in one
+ *    edge-triggered epoll set: a wakeup drains the CPUs that woke it and,
+ *    on a busy host, the set is left alone for a while after
+ *    (SPE_LIVE_HOLD_MAX_USEC) so that one wakeup serves many rings;
+ *  - the driver commits what it has when the event is stopped, which is
  *    how a quiet CPU's partial buffer is flushed (DISABLE, drain, ENABLE on
  *    the drain timer);
  *  - a full AUX area ends the session with PERF_AUX_FLAG_TRUNCATED and the
@@ -58,6 +63,19 @@
  * host is not interrupted every interval on every CPU.
  */
 #define SPE_LIVE_FLUSH_TICKS    3
+/*
+ * After a wakeup the rings are left alone for a quarter of the time the
+ * room past their wakeup points lasted at their pace, at most this long
+ * (with the default 256 KiB areas, the 118 KiB past the wakeup point
+ * last 140 ms at 4 operations a cycle on a 3.5 GHz core at the default
+ * period), and not at all below the least (a hold shorter than a timer's
+ * slack saves nothing) or when fewer than two ring wakeups are due within
+ * it (its end wakes the thread too).
+ */
+#define SPE_LIVE_HOLD_MAX_USEC  (50 * USEC_PER_MSEC)
+#define SPE_LIVE_HOLD_MIN_USEC  (1 * USEC_PER_MSEC)
+/* The rate of ring wakeups that decides whether a hold pays is measured over this long. */
+#define SPE_LIVE_WAKE_RATE_USEC (4 * SPE_LIVE_HOLD_MAX_USEC)
 /* The largest SPE record a PMU writes (PMSIDR_EL1.MaxSize: 2 KiB at most). */
 #define SPE_LIVE_MAX_RECORD     2048
 

@@ -24,6 +24,9 @@ counters with the faults the scenario injected (sim.log):
   startup     opens that take 250 ms each (a big host): the cores run from
               their open, the events are enabled together when the loop
               that reads the rings starts, so no ring overflows meanwhile
+  coalesce    rings crossing their wakeup points 125 times a second: the
+              collector thread wakes less than half as often (one wakeup,
+              then a hold, serves many rings) and no ring overflows
   errors      EACCES on one CPU, EBUSY twice then free, an AUX area over the
               memlock limit (ENOMEM, then a smaller one), physical addresses without
               CAP_PERFMON (dropped and said), a CPU offlined and back, another
@@ -300,6 +303,27 @@ def case_startup(tmp):
         c.close()
 
 
+def case_coalesce(tmp):
+    # 128 KB/s a core, a wakeup every 4 KiB: 31 a second a CPU. The 50 KiB past the wakeup point
+    # last 400 ms at that pace: the source may hold the rings for the 50 ms most.
+    c = Case(tmp, "coalesce", ["--records", "24000", "--seed", "17", "--scenario", "false-sharing"],
+             keys=["rate=2000"], config="aux_buffer = 64KiB\nwatermark = 4KiB\n")
+    try:
+        woke0 = c.d.thread_wakeups("collector")
+        c.wait_done()
+        woke = c.d.thread_wakeups("collector") - woke0
+        crossings = sum(1 for l in sim_log(c.scen) if re.match(r"cpu=\d+ aux n=", l))
+        why = {r for cpu in range(4) for r in simpmu.dropped(c.scen, cpu).values()}
+        assert why <= {"noevent", "disabled"}, why
+        # Without the hold every crossing is a wakeup of its own (edge-triggered, one per ring).
+        assert crossings > 250 and woke < crossings / 2, (woke, crossings)
+        check_aggregates(c)
+        print(f"coalesce: {crossings} PERF_RECORD_AUX wakeups of 4 rings, {woke} wakeups of the collector "
+              f"(its timers' included), no ring overflowed, {len(c.truth())} records equal the truth")
+    finally:
+        c.close()
+
+
 def status_cpus(d):
     spe = [x for x in get(d, "/status")["collectors"] if x["name"] == "spe"][0]
     return spe, {x["cpu"]: x for x in spe.get("cpus", [])}
@@ -376,7 +400,7 @@ def case_errors(tmp):
         c.close()
 
 
-CASES = {"truth": case_truth, "no-context": case_no_context, "faults": case_faults, "startup": case_startup,
+CASES = {"truth": case_truth, "no-context": case_no_context, "faults": case_faults, "startup": case_startup, "coalesce": case_coalesce,
          "errors": case_errors}
 
 with tempfile.TemporaryDirectory(prefix="armprofd-spe-live-") as tmp:
