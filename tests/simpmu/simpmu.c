@@ -259,12 +259,25 @@ static size_t n_evs;
 static uint64_t next_id = 1;
 static int log_fd = -1;
 
-/* Epoll registrations of our fds: perf_poll() reports EPOLLIN once per wakeup. */
+/*
+ * Epoll registrations of our fds: perf_poll() reports EPOLLIN once per
+ * wakeup. Under their own lock, not G: the kernel's poll takes no lock the
+ * hardware's writes take, and a daemon's epoll_wait() must not queue behind
+ * hundreds of cores writing records. Lock order: G, then EPL.
+ */
+static pthread_mutex_t EPL = PTHREAD_MUTEX_INITIALIZER;
+/*
+ * Paced cores queue here for G, one at a time: the daemon's calls (read,
+ * ioctl) contend with one core, not hundreds. Hardware writing SPE records
+ * does not delay a system call; with 384 cores on G the collector's reads
+ * waited seconds behind records. Lock order: PL, then G.
+ */
+static pthread_mutex_t PL = PTHREAD_MUTEX_INITIALIZER;
 static struct {
         int epfd;
         uint64_t data;
         int fd;
-} EP[256];
+} EP[2 * SIM_MAX_CPUS];
 static size_t n_ep;
 
 SIM_FAST static struct sim_event *ev_of(int fd) {
@@ -1347,7 +1360,10 @@ static void *producer(void *arg) {
                 /*
                  * One record per hold of the lock: the daemon's own calls into the
                  * shim (ioctl, read, poll) wait behind one record, not a batch.
+                 * A core that waits for its ring (rate 0) waits on G: not in PL.
                  */
+                if (paced)
+                        pthread_mutex_lock(&PL);
                 pthread_mutex_lock(&G);
                 /* Rate 0: the core waits for the ring instead of losing records. */
                 while (!paced && !writable(c, i) && c->throttle_left == 0) {
@@ -1363,6 +1379,8 @@ static void *producer(void *arg) {
                 }
                 process_record(c, i);
                 pthread_mutex_unlock(&G);
+                if (paced)
+                        pthread_mutex_unlock(&PL);
         }
         flush_dropped(c);
         pthread_mutex_lock(&G);
@@ -1881,11 +1899,13 @@ SIM_EXPORT int close(int fd) {
                                 EVS[k] = EVS[--n_evs];
                                 break;
                         }
+                pthread_mutex_lock(&EPL);
                 for (size_t k = 0; k < n_ep;)
                         if (EP[k].fd == fd)
                                 EP[k] = EP[--n_ep];
                         else
                                 k++;
+                pthread_mutex_unlock(&EPL);
                 if (c->ev == e)
                         c->ev = NULL;
                 sim_log("cpu=%u close fd=%d", e->cpu, fd);
@@ -1912,7 +1932,7 @@ static void consume_wakeup(int fd) {
 SIM_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev) {
         REAL(epoll_ctl);
         if (ev_of(fd)) {
-                pthread_mutex_lock(&G);
+                pthread_mutex_lock(&EPL);
                 for (size_t k = 0; k < n_ep;)
                         if (EP[k].epfd == epfd && EP[k].fd == fd)
                                 EP[k] = EP[--n_ep];
@@ -1920,7 +1940,7 @@ SIM_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev) {
                                 k++;
                 if ((op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) && ev && n_ep < sizeof(EP) / sizeof(EP[0]))
                         EP[n_ep++] = (typeof(EP[0])) { epfd, ev->data.u64, fd };
-                pthread_mutex_unlock(&G);
+                pthread_mutex_unlock(&EPL);
         }
         return real_epoll_ctl(epfd, op, fd, ev);
 }
@@ -1928,12 +1948,12 @@ SIM_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev) {
 static void epoll_consume(int epfd, struct epoll_event *evs, int n) {
         if (n <= 0 || !__atomic_load_n(&n_ep, __ATOMIC_RELAXED))
                 return;
-        pthread_mutex_lock(&G);
+        pthread_mutex_lock(&EPL);
         for (int i = 0; i < n; i++)
                 for (size_t k = 0; k < n_ep; k++)
                         if (EP[k].epfd == epfd && EP[k].data == evs[i].data.u64 && (evs[i].events & EPOLLIN))
                                 consume_wakeup(EP[k].fd);
-        pthread_mutex_unlock(&G);
+        pthread_mutex_unlock(&EPL);
 }
 
 SIM_EXPORT int epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout) {
