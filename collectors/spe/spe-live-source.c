@@ -557,13 +557,20 @@ static int live_drain(struct source *s, size_t budget) {
  * no PERF_RECORD_AUX and no SPE record (an event kept off by truncations
  * or stalls while the reader is slow still brings those), and only past
  * the flush that would have moved a live one (SPE_LIVE_FLUSH_TICKS).
+ * A busy CPU is not asked (a read(2) a CPU a tick, 384 a second on a big
+ * host, for nothing): its next quiet tick reads a time that moved on and
+ * counts from the one after.
  */
 static bool event_stopped(struct live_cpu *c, bool quiet, uint64_t interval_usec) {
         uint64_t v[3];
 
+        if (!quiet) {
+                c->stopped_ticks = 0;
+                return false;
+        }
         if (read(c->fd, v, sizeof(v)) != (ssize_t) sizeof(v))
                 return false;
-        c->stopped_ticks = quiet && v[1] - c->enabled_ns < interval_usec * 1000 / 4 ? c->stopped_ticks + 1 : 0;
+        c->stopped_ticks = v[1] - c->enabled_ns < interval_usec * 1000 / 4 ? c->stopped_ticks + 1 : 0;
         c->enabled_ns = v[1];
         return c->stopped_ticks > SPE_LIVE_FLUSH_TICKS + 1;
 }
