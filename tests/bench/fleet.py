@@ -27,10 +27,14 @@ Per N it reports:
   rss         VmRSS at the end and VmHWM (peak), without and with the rings: the
               shared AUX and data rings (memfd mappings in smaps) are apart
   records     decoded (armprofd_spe_records_total) and dropped by the simulated
-              kernel for want of room in a ring (cpuN.dropped, reasons "stopped",
-              "lost", "datalost"; not the records a core ran before the daemon
-              had opened and enabled its event: "noevent", "disabled"), and
-              when: starting, in the window, under the scrapes
+              kernel for want of room in an AUX area (cpuN.dropped, reason
+              "stopped"; not the records a core ran before the daemon had
+              opened and enabled its event: "noevent", "disabled"), and when:
+              starting, in the window, under the scrapes
+  data ring   the records the kernel lost for want of room in a data ring
+              (armprofd_spe_lost_records_total: switches, mappings, and the
+              PERF_RECORD_AUX of chunks whose SPE records are read all the same,
+              reason "datalost")
   /metrics    its size, p50/p99 over 1,000 sequential scrapes, and under wrk -c64
   /hotlines   p99 over 200 sequential queries
   wakeups     the collector thread's voluntary context switches a second in the
@@ -137,8 +141,13 @@ def wrk(d, path):
 
 
 def ring_drops(scen, cpu):
-    """Records cpu's simulated core lost for want of room in the daemon's ring, a line each."""
-    return sum(why in ("stopped", "lost", "datalost") for _, why in simpmu.drops(scen, cpu))
+    """Records cpu's simulated core lost for want of room in the daemon's AUX area, a line each."""
+    return sum(why == "stopped" for _, why in simpmu.drops(scen, cpu))
+
+
+def unannounced(scen, cpu):
+    """Records whose PERF_RECORD_AUX found the data ring full: read all the same, a line each."""
+    return sum(why == "datalost" for _, why in simpmu.drops(scen, cpu))
 
 
 def host(tmp, gen, n, store):
@@ -206,7 +215,9 @@ def host(tmp, gen, n, store):
         pid = d.proc.pid
         rings, sim = smaps_kib(pid, os.path.realpath(scen))
         row.update(rss=status_kib(pid, "VmRSS"), hwm=status_kib(pid, "VmHWM"), rings=rings, sim=sim,
-                   dropped=sum(ring_drops(scen, c) for c in range(n)))
+                   dropped=sum(ring_drops(scen, c) for c in range(n)),
+                   unannounced=sum(unannounced(scen, c) for c in range(n)),
+                   data_lost=sum(v for k, v in metrics(d).items() if k[0] == "armprofd_spe_lost_records_total"))
         # When: starting and warming up, in the steady window, or under the scrapes and wrk.
         row.update(dropped_phases=[drop0, drop1 - drop0, row["dropped"] - drop1],
                    pushes=len(store.records))
@@ -245,7 +256,8 @@ def main():
               f"{r['hotlines_p99']:7.2f}ms")
         print("      threads (CPU s/s): " + ", ".join(f"{t} {v:.4f}" for t, v in sorted(r["threads"].items())) +
               f"; collector wakeups {r['wakeups']:.0f}/s; budget slowdown {r['slowdown']:.0f}x; dropped %d starting, %d in the window, %d under the "
-              "scrapes" % tuple(r["dropped_phases"]))
+              "scrapes; data ring: %d records lost (%d SPE records read without their PERF_RECORD_AUX)"
+              % (*r["dropped_phases"], r["data_lost"], r["unannounced"]))
     print(json.dumps(rows))
 
 
