@@ -229,8 +229,8 @@ static uint64_t cpu_hold_usec(struct live_cpu *c, uint64_t now) {
  * Every CPU whose event woke the poll. Then, on a busy host, a hold: the
  * rings that cross their wakeup points meanwhile are read together when it
  * ends, one wakeup for many where each ring would have woken the thread on
- * its own (281 times a second at 192 simulated CPUs, cores keeping no
- * common beat, each a context switch). The hold's end is a wakeup too: it
+ * its own (348 times a second at 192 simulated CPUs, each core at its own
+ * pace, each wakeup a context switch). The hold's end is a wakeup too: it
  * is taken only when two ring wakeups or more are due within it.
  */
 static int on_rings(sd_event_source *es, int fd, uint32_t revents, void *userdata) {
