@@ -243,19 +243,19 @@ static int on_rings(sd_event_source *es, int fd, uint32_t revents, void *userdat
                 n = epoll_wait(src->epfd, ev, (int) ELEMENTSOF(ev), 0);
                 for (int i = 0; i < n; i++) {
                         struct live_cpu *c = ev[i].data.ptr;
+                        uint64_t h;
 
+                        drain_cpu(c);
                         if (c->state != CPU_ACTIVE)
                                 continue;
-                        drain_cpu(c);
                         /* perf_poll(): EPOLLHUP when the event can never run again (its PMU went away,
                          * perf_remove_from_owner()). Reopened by the drain timer while the CPU is online. */
-                        if (c->state == CPU_ACTIVE && (ev[i].events & (EPOLLHUP | EPOLLERR)))
+                        if (ev[i].events & (EPOLLHUP | EPOLLERR)) {
                                 retry_later(c, -ENODEV, "the kernel ended the event");
-                        if (c->state == CPU_ACTIVE) {
-                                uint64_t h = cpu_hold_usec(c, now);
-
-                                hold = MIN(hold, h);
+                                continue;
                         }
+                        h = cpu_hold_usec(c, now);
+                        hold = MIN(hold, h);
                 }
                 src->wakes += (uint64_t) MAX(n, 0);
         } while (n == (int) ELEMENTSOF(ev));
