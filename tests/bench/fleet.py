@@ -42,6 +42,7 @@ Per N it reports:
   budget      the slowdown [budget] cpu_percent (its default) imposed by the end (1x: none)
 """
 
+import collections
 import json
 import os
 import re
@@ -140,14 +141,11 @@ def wrk(d, path):
     return lat.get("50"), lat.get("99"), float(rps.group(1)) if rps else 0
 
 
-def ring_drops(scen, cpu):
-    """Records cpu's simulated core lost for want of room in the daemon's AUX area, a line each."""
-    return sum(why == "stopped" for _, why in simpmu.drops(scen, cpu))
-
-
-def unannounced(scen, cpu):
-    """Records whose PERF_RECORD_AUX found the data ring full: read all the same, a line each."""
-    return sum(why == "datalost" for _, why in simpmu.drops(scen, cpu))
+def drops(scen, n):
+    """The records n simulated cores never committed, by reason, a line each: "stopped" found no
+    room in the daemon's AUX area, "datalost" had its PERF_RECORD_AUX find the data ring full (the
+    records are read all the same)."""
+    return collections.Counter(why for cpu in range(n) for _, why in simpmu.drops(scen, cpu))
 
 
 def host(tmp, gen, n, store):
@@ -196,10 +194,10 @@ def host(tmp, gen, n, store):
     try:
         time.sleep(WARMUP)
         m0, w0 = metrics(d), time.monotonic()
-        drop0, sw0 = sum(ring_drops(scen, c) for c in range(n)), d.thread_wakeups("collector")
+        drop0, sw0 = drops(scen, n)["stopped"], d.thread_wakeups("collector")
         time.sleep(WINDOW)
         m1, w1 = metrics(d), time.monotonic()
-        drop1, sw1 = sum(ring_drops(scen, c) for c in range(n)), d.thread_wakeups("collector")
+        drop1, sw1 = drops(scen, n)["stopped"], d.thread_wakeups("collector")
         row.update(wakeups=(sw1 - sw0) / (w1 - w0))
         b0, b1 = busy(m0), busy(m1)
         own = sum(b1[t] - b0.get(t, 0) for t in b1 if t != "other") / (w1 - w0)
@@ -214,12 +212,12 @@ def host(tmp, gen, n, store):
                    hotlines_p99=percentile(hot, 99), wrk=wrk(d, "/metrics"))
         pid = d.proc.pid
         rings, sim = smaps_kib(pid, os.path.realpath(scen))
+        why = drops(scen, n)
         row.update(rss=status_kib(pid, "VmRSS"), hwm=status_kib(pid, "VmHWM"), rings=rings, sim=sim,
-                   dropped=sum(ring_drops(scen, c) for c in range(n)),
-                   unannounced=sum(unannounced(scen, c) for c in range(n)),
-                   data_lost=sum(v for k, v in metrics(d).items() if k[0] == "armprofd_spe_lost_records_total"))
-        # When: starting and warming up, in the steady window, or under the scrapes and wrk.
-        row.update(dropped_phases=[drop0, drop1 - drop0, row["dropped"] - drop1],
+                   dropped=why["stopped"], unannounced=why["datalost"],
+                   data_lost=sum(v for k, v in metrics(d).items() if k[0] == "armprofd_spe_lost_records_total"),
+                   # When: starting and warming up, in the steady window, or under the scrapes and wrk.
+                   dropped_phases=[drop0, drop1 - drop0, why["stopped"] - drop1],
                    pushes=len(store.records))
     finally:
         d.close()
@@ -254,10 +252,11 @@ def main():
               f"{r['hwm'] / 1024:6.1f}Mi {r['rings'] / 1024:6.1f}Mi {r['metrics_bytes'] / 1024:7.1f}Ki "
               f"{r['metrics_p50']:5.2f}ms {r['metrics_p99']:5.2f}ms {w[1] if w else 'no wrk':>8} "
               f"{r['hotlines_p99']:7.2f}ms")
+        starting, window, scrapes = r["dropped_phases"]
         print("      threads (CPU s/s): " + ", ".join(f"{t} {v:.4f}" for t, v in sorted(r["threads"].items())) +
-              f"; collector wakeups {r['wakeups']:.0f}/s; budget slowdown {r['slowdown']:.0f}x; dropped %d starting, %d in the window, %d under the "
-              "scrapes; data ring: %d records lost (%d SPE records read without their PERF_RECORD_AUX)"
-              % (*r["dropped_phases"], r["data_lost"], r["unannounced"]))
+              f"; collector wakeups {r['wakeups']:.0f}/s; budget slowdown {r['slowdown']:.0f}x")
+        print(f"      dropped {starting} starting, {window} in the window, {scrapes} under the scrapes; data ring: "
+              f"{r['data_lost']:.0f} records lost ({r['unannounced']} SPE records read without their PERF_RECORD_AUX)")
     print(json.dumps(rows))
 
 
