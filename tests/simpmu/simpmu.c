@@ -381,6 +381,9 @@ static void load_scenario(void) {
         if (S.loaded)
                 return;
         S.loaded = true;
+        /* Each core knows its number before any thread runs on it (its producer reads it unlocked). */
+        for (unsigned cpu = 0; cpu < SIM_MAX_CPUS; cpu++)
+                CPU[cpu].cpu = cpu;
         /* Defaults: an N1 (PMSIDR_EL1.MaxSize 64 bytes), a 25 MHz generic timer. */
         S.type = UINT32_MAX;
         S.mmap_errno = EPERM;
@@ -1446,7 +1449,6 @@ static long sim_open(struct perf_event_attr *uattr, pid_t pid, int cpu, int grou
         if (cpu < 0 || (unsigned) cpu >= S.nr_cpu_ids || cpu >= SIM_MAX_CPUS)
                 return fail(EINVAL);
         c = &CPU[cpu];
-        c->cpu = (unsigned) cpu;
         /*
          * perf_event_alloc() -> arm_spe_pmu_event_init(), in its order. Config bits
          * outside the format fields are not checked by the driver (only
