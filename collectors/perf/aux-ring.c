@@ -142,12 +142,17 @@ static int deliver_aux(struct aux_ring *ring, const struct perf_data_aux *b, con
  * After a loss, everything up to aux_head: the PERF_RECORD_AUX of those
  * bytes may never come (the data ring had no room for it, and a stopped
  * event writes nothing that would carry the PERF_RECORD_LOST), and the
- * area would stay full for good. Also when a drain found no PERF_RECORD_AUX
- * and the area is nearly full of bytes nothing announced: the kernel
- * stopped there. (Not on every drain, as perf does: a chunk's records
- * come after the switches that happened during it, and attribution wants
- * that order.) A record that announces them later is late: its flags
- * count, its bytes are not read twice.
+ * area would stay full for good. Also when two drains in a row found no
+ * PERF_RECORD_AUX and the area nearly full of bytes nothing announced, up
+ * to the same aux_head: the kernel stopped there. One drain is not enough:
+ * perf_aux_output_end() publishes the chunk's PERF_RECORD_AUX, then
+ * aux_head, and a drain that read data_head before the one and aux_head
+ * after the other sees the chunk unannounced; read then, a PARTIAL flag
+ * on its way would come too late to drop the cut record. (Not on every
+ * drain, as perf does: a chunk's records come after the switches that
+ * happened during it, and attribution wants that order.) A record that
+ * announces them later is late: its flags count, its bytes are not read
+ * twice.
  */
 static int deliver_unannounced(struct aux_ring *ring, bool lost, bool announced, const struct aux_ring_ops *ops,
                                void *userdata) {
@@ -159,6 +164,10 @@ static int deliver_unannounced(struct aux_ring *ring, bool lost, bool announced,
                 return 0;
         if (!lost && (announced || n < ring->aux_size - ring->full_slack))
                 return 0;
+        if (!lost && head != ring->unannounced_head) {
+                ring->unannounced_head = head;
+                return 0;
+        }
         ring->aux_started = true;
         ring->aux_next = head;
         ring->stats.aux_unannounced++;

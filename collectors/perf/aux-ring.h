@@ -132,6 +132,7 @@ struct aux_ring {
         size_t aux_size;
         uint64_t aux_next;              /* where the next AUX chunk should start */
         bool aux_started;
+        uint64_t unannounced_head;      /* the aux_head a drain found nearly full and unannounced, left unread */
         struct aux_ring_stats stats;
         const struct perf_event_attr *attr; /* the event's attr, for the sample_id trailer; may be NULL */
         size_t full_slack;              /* the area counts as full this close to it (aux_ring_set_full_slack()) */

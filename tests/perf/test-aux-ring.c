@@ -123,10 +123,15 @@ static void test_unannounced(void **state) {
         assert_int_equal(g.aux.len, 0);
         assert_int_equal(k.page.aux_tail, 0);
 
-        /* Full: read whole, released. */
+        /* Full: not at the first look (its record may be on its way), read whole and released at
+         * the next that finds aux_head where it was. */
         ring_put(k.aux, k.aux_size, 2048, buf + 2048, 2047);
         k.aux_head = 4095;
         kernel_publish(&k);
+        assert_int_equal(aux_ring_drain(&r, &got_ops, &g, &truncated), 0);
+        assert_int_equal(g.aux.len, 0);
+        assert_int_equal(r.stats.aux_unannounced, 0);
+        assert_int_equal(k.page.aux_tail, 0);
         assert_int_equal(aux_ring_drain(&r, &got_ops, &g, &truncated), 0);
         assert_false(truncated);
         assert_int_equal(g.aux.len, 4095);
@@ -162,6 +167,85 @@ static void test_unannounced(void **state) {
         kernel_done(&k);
         strbuf_done(&g.aux);
         strbuf_done(&g.recs);
+}
+
+/*
+ * perf_aux_output_end() while the reader drains: the chunk's PERF_RECORD_AUX
+ * (PARTIAL: its last record is cut) and aux_head are published after the
+ * drain read data_head, before it looks at aux_head. The area is then
+ * nearly full of bytes nothing announced yet; read as a stopped kernel's,
+ * they would reach the decoder without the flag that drops the cut record.
+ */
+struct commit_during_drain {
+        struct got g;
+        struct kernel *k;
+        const uint8_t *bytes;
+        size_t len;
+        bool done;
+};
+
+static int commit_on_record(void *u, const uint8_t *rec, size_t len) {
+        struct commit_during_drain *c = u;
+        struct {
+                uint64_t aux_offset, aux_size, flags;
+        } body = { c->k->aux_head, c->len, PERF_AUX_FLAG_TRUNCATED | PERF_AUX_FLAG_PARTIAL };
+
+        if (!c->done) {
+                c->done = true;
+                ring_put(c->k->aux, c->k->aux_size, c->k->aux_head, c->bytes, c->len);
+                c->k->aux_head += c->len;
+                if (!kernel_record(c->k, PERF_RECORD_AUX, &body, sizeof(body)))
+                        c->k->bug = "no room for the PERF_RECORD_AUX";
+                /* The kernel's order: the record (data_head), then aux_head. */
+                __atomic_store_n(&c->k->page.data_head, c->k->data_head, __ATOMIC_RELEASE);
+                __atomic_store_n(&c->k->page.aux_head, c->k->aux_head, __ATOMIC_RELEASE);
+        }
+        return on_record(&c->g, rec, len);
+}
+
+static int commit_on_aux(void *u, const struct aux_ring_chunk *ch, const uint8_t *data, size_t len, bool last) {
+        return on_aux(&((struct commit_during_drain *) u)->g, ch, data, len, last);
+}
+
+static void test_commit_during_drain(void **state) {
+        static const struct aux_ring_ops ops = { .aux = commit_on_aux, .record = commit_on_record };
+        uint8_t buf[4000];
+        struct kernel k;
+        struct aux_ring r;
+        struct commit_during_drain c = { .g = { STRBUF_INIT, STRBUF_INIT }, .k = &k, .bytes = buf,
+                                         .len = sizeof(buf) };
+        bool truncated;
+
+        for (size_t i = 0; i < sizeof(buf); i++)
+                buf[i] = (uint8_t) (i * 13 + 5);
+        kernel_init(&k, 256, 4096);
+        setup_ring(&r, &k);
+        assert_true(kernel_record(&k, PERF_RECORD_SWITCH, NULL, 0));
+        kernel_publish(&k);
+
+        /* The switch only: the chunk committed meanwhile is not read as unannounced. */
+        assert_int_equal(aux_ring_drain(&r, &ops, &c, &truncated), 1);
+        assert_true(c.done);
+        assert_false(truncated);
+        assert_int_equal(c.g.aux.len, 0);
+        assert_int_equal(r.stats.aux_unannounced, 0);
+        assert_int_equal(k.page.aux_tail, 0);
+
+        /* The next drain: the chunk through its record, with its flags. */
+        assert_int_equal(aux_ring_drain(&r, &ops, &c, &truncated), 1);
+        assert_true(truncated);
+        assert_int_equal(c.g.chunks, 1);
+        assert_int_equal(c.g.partial, 1);
+        assert_int_equal(c.g.fills, 0);
+        assert_int_equal(c.g.aux.len, sizeof(buf));
+        assert_memory_equal(c.g.aux.buf, buf, sizeof(buf));
+        assert_int_equal(r.stats.aux_unannounced, 0);
+        assert_int_equal(k.page.aux_tail, sizeof(buf));
+
+        aux_ring_done(&r);
+        kernel_done(&k);
+        strbuf_done(&c.g.aux);
+        strbuf_done(&c.g.recs);
 }
 
 /* Thousands of chunks of 1..1500 bytes through a 4 KiB AUX ring and a 1 KiB data ring,
@@ -899,6 +983,7 @@ int main(void) {
                 cmocka_unit_test(test_wraps),
                 cmocka_unit_test(test_losses),
                 cmocka_unit_test(test_unannounced),
+                cmocka_unit_test(test_commit_during_drain),
                 cmocka_unit_test(test_truncated_consumer_error),
                 cmocka_unit_test(test_garbage),
                 cmocka_unit_test(test_sample_id),
