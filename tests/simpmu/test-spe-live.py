@@ -138,7 +138,8 @@ def check_aggregates(c):
     truth = truth_lines(rows, "va")
     every = get(c.d, "/hotlines?window=all&all=1&limit=500")
     assert every["evictions"] == 0 and every["offset_evictions"] == 0, every
-    assert every["lines_seen"] == len(truth), (every["lines_seen"], len(truth))
+    assert every["lines_seen"] == len(truth), \
+        (every["lines_seen"], sorted(hex(a) for a in truth), [(l["address"], l["loads"], l["stores"]) for l in every["lines"]])
     check_lines(every["lines"], truth, c.elf)
     assert all(l["pid"] == 4242 for l in every["lines"]), {l["pid"] for l in every["lines"]}
     # Who ran each access: the threads /hotlines names per (line, offset, pc) are the truth's.
@@ -295,7 +296,8 @@ def case_startup(tmp):
         assert why[0].count("disabled") >= 5000 * 0.75 * 0.8, {cpu: len(w) for cpu, w in why.items()}
         assert all(r == "disabled" for w in why.values() for r in w), \
             {cpu: sorted(set(w)) for cpu, w in why.items()}
-        assert sum(per_cpu(m, "armprofd_spe_aux_truncated_total").values()) == 0
+        assert sum(per_cpu(m, "armprofd_spe_aux_truncated_total").values()) == 0, \
+            [l for l in sim_log(c.scen) if re.search(r" (open fd|enable|full|truncate)", l)]
         check_aggregates(c)
         print(f"startup: opens of 250 ms, {[why[cpu].count('disabled') for cpu in range(4)]} records run before "
               f"the events were enabled together, none lost to a full ring after; {len(c.truth())} records equal "
