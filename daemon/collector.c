@@ -712,7 +712,7 @@ static void *collector_main(void *userdata) {
         struct collector *c = userdata;
         int k;
 
-        (void) pthread_setname_np(pthread_self(), THREAD_NAME_COLLECTOR);
+        thread_names_set_self(THREAD_NAME_COLLECTOR);
         c->on_thread = true;
         k = sd_event_loop(c->event);
         if (k < 0)

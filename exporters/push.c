@@ -548,7 +548,7 @@ static bool wait_until(struct push *p, uint64_t at) {
 static void *push_thread(void *userdata) {
         struct push *p = userdata;
 
-        (void) pthread_setname_np(pthread_self(), THREAD_NAME_PUSH);
+        thread_names_set_self(THREAD_NAME_PUSH);
         /* A random part of the first interval: a fleet restarted at once does not push in lockstep. */
         p->next_tick_usec = now_usec(CLOCK_MONOTONIC) + random_u64() % p->interval_usec;
         for (;;) {
