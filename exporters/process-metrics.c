@@ -25,6 +25,7 @@
  */
 #define STAT_FIELD_UTIME 14
 #define STAT_FIELD_STIME 15
+#define STAT_FIELD_NUM_THREADS 20
 #define STAT_FIELD_STARTTIME 22
 #define STAT_FIELD_VSIZE 23
 #define STAT_FIELD_RSS 24
@@ -235,6 +236,7 @@ struct process_threads {
         pthread_mutex_t lock;
         double ended[_PROCESS_THREAD_MAX];      /* what threads no longer seen under a name used under it */
         bool shown[_PROCESS_THREAD_MAX];
+        double other;                           /* the last figure of the other threads */
         struct thread_seen *seen;               /* by tid */
         size_t n_seen;
 };
@@ -261,60 +263,70 @@ static int seen_cmp(const void *a, const void *b) {
         return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
-/* The running threads, by tid. */
-static int threads_scan(const char *procfs, struct thread_seen **ret, size_t *ret_n) {
+/*
+ * The listed threads (thread-names.h) and the first, by tid, with their
+ * names' kinds; the process's CPU time and thread count from self/stat,
+ * read after them (so never less than their sum). A listed thread whose
+ * stat is gone ended: no longer listed.
+ */
+static int threads_scan(const char *procfs, struct thread_seen **ret, size_t *ret_n, double *ret_total,
+                        uint64_t *ret_threads) {
+        struct thread_names_entry listed[THREAD_NAMES_MAX + 1];
         char path[PATH_MAX], buf[PID_STAT_MAX], *comm;
         long ticks = sysconf(_SC_CLK_TCK);
         uint64_t pid = 0, f[STAT_FIELD_STARTTIME + 1];
-        struct thread_seen *cur = NULL;
-        size_t n = 0, cap = 0;
-        struct dirent *de;
-        DIR *d;
+        struct thread_seen *cur;
+        size_t n = 0, n_listed;
 
         /* The first thread's id is the process's: the first field of self/stat. */
         snprintf(path, sizeof(path), "%s/self/stat", procfs);
-        if (ticks <= 0 || read_file(path, buf, sizeof(buf)) < 0 || sscanf(buf, "%" SCNu64, &pid) != 1)
+        if (ticks <= 0 || read_file(path, buf, sizeof(buf)) < 0 || sscanf(buf, "%" SCNu64, &pid) != 1 ||
+            pid > INT32_MAX)
                 return -EBADMSG;
-        snprintf(path, sizeof(path), "%s/self/task", procfs);
-        d = opendir(path);
-        if (!d)
-                return -errno;
-        while ((de = readdir(d))) {
-                uint64_t tid;
+        n_listed = thread_names_list(listed, THREAD_NAMES_MAX);
+        listed[n_listed++] = (struct thread_names_entry) { .tid = (pid_t) pid };
+        cur = xcalloc(n_listed, sizeof(*cur));
+        for (size_t i = 0; i < n_listed; i++) {
+                enum process_thread t = thread_of(listed[i].name, (uint64_t) listed[i].tid == pid);
 
-                if (safe_atou64(de->d_name, &tid) < 0)
+                if (t == PROCESS_THREAD_OTHER || (i + 1 < n_listed && (uint64_t) listed[i].tid == pid))
                         continue;
-                /* TID/stat under the task directory: no walk from the root for each thread. */
-                snprintf(path, sizeof(path), "%s/stat", de->d_name);
+                snprintf(path, sizeof(path), "%s/self/task/%d/stat", procfs, (int) listed[i].tid);
                 memset(f, 0, sizeof(f));
-                /* A thread that ended since readdir() is not running. */
-                if (read_file_at(dirfd(d), path, buf, sizeof(buf)) < 0 ||
-                    stat_parse(buf, &comm, f, STAT_FIELD_STARTTIME) < 0)
+                if (read_file(path, buf, sizeof(buf)) < 0 || stat_parse(buf, &comm, f, STAT_FIELD_STARTTIME) < 0) {
+                        if (i + 1 < n_listed)
+                                thread_names_forget(listed[i].tid);
                         continue;
-                if (n == cap) {
-                        cap = cap ? cap * 2 : 16;
-                        cur = xrealloc(cur, cap * sizeof(*cur));
                 }
                 cur[n++] = (struct thread_seen) {
-                        .tid = tid,
+                        .tid = (uint64_t) listed[i].tid,
                         .start = f[STAT_FIELD_STARTTIME],
-                        .t = thread_of(comm, tid == pid),
+                        .t = t,
                         .last = (double) (f[STAT_FIELD_UTIME] + f[STAT_FIELD_STIME]) / (double) ticks,
                 };
         }
-        closedir(d);
+        snprintf(path, sizeof(path), "%s/self/stat", procfs);
+        memset(f, 0, sizeof(f));
+        if (read_file(path, buf, sizeof(buf)) < 0 || stat_parse(buf, &comm, f, STAT_FIELD_NUM_THREADS) < 0) {
+                free(cur);
+                return -EBADMSG;
+        }
         qsort(cur, n, sizeof(*cur), seen_cmp);
         *ret = cur;
         *ret_n = n;
+        *ret_total = (double) (f[STAT_FIELD_UTIME] + f[STAT_FIELD_STIME]) / (double) ticks;
+        *ret_threads = f[STAT_FIELD_NUM_THREADS];
         return 0;
 }
 
 int process_threads_read(struct process_threads *pt, const char *procfs, struct process_thread_stats *ret) {
         struct thread_seen *cur = NULL;
+        uint64_t threads = 0;
         size_t n = 0, j = 0;
+        double total = 0, named = 0;
         int r;
 
-        r = threads_scan(procfs, &cur, &n);
+        r = threads_scan(procfs, &cur, &n, &total, &threads);
         if (r < 0)
                 return r;
         pthread_mutex_lock(&pt->lock);
@@ -343,11 +355,19 @@ int process_threads_read(struct process_threads *pt, const char *procfs, struct 
                 ret->threads[cur[i].t]++;
                 pt->shown[cur[i].t] = true;
         }
+        /* The rest of the process's time is the other threads', those that ended included; never less
+         * than at the read before (a named thread's time after that read and before it ended lands here). */
+        for (int t = 0; t < PROCESS_THREAD_OTHER; t++)
+                named += ret->cpu_seconds[t];
+        pt->other = MAX(pt->other, total - named);
+        ret->cpu_seconds[PROCESS_THREAD_OTHER] = pt->other;
+        ret->threads[PROCESS_THREAD_OTHER] = threads > n ? (unsigned) (threads - n) : 0;
+        if (pt->other > 0 || ret->threads[PROCESS_THREAD_OTHER] > 0)
+                pt->shown[PROCESS_THREAD_OTHER] = true;
         memcpy(ret->shown, pt->shown, sizeof(ret->shown));
-        /* Past the bound, the threads with the highest tids are summed as they run, not remembered. */
         free(pt->seen);
         pt->seen = cur;
-        pt->n_seen = MIN(n, (size_t) PROCESS_THREADS_TRACKED);
+        pt->n_seen = n;
         pthread_mutex_unlock(&pt->lock);
         return 0;
 }
@@ -355,8 +375,9 @@ int process_threads_read(struct process_threads *pt, const char *procfs, struct 
 void process_threads_write(const struct process_thread_stats *st, struct prom_writer *w) {
         prom_family_unit(w, "armprofd_collector_busy_seconds_total", PROM_COUNTER, "seconds",
                          "CPU time (user and system) the daemon's threads have used, by thread: main, "
-                         "collector, http (every answer), http-timer, http-auth, push, other; a thread that ended "
-                         "keeps what it had used at the scrape before.");
+                         "collector, http (every answer), http-timer, http-auth, push, and other (the rest of "
+                         "process_cpu_seconds_total); a named thread that ended keeps what it had used at the "
+                         "scrape before.");
         for (int t = 0; t < _PROCESS_THREAD_MAX; t++)
                 if (st->shown[t])
                         prom_sample_double(w, (const char *const[]) { "thread", thread_labels[t], NULL },

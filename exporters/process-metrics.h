@@ -34,7 +34,7 @@ enum process_thread {
         PROCESS_THREAD_HTTP_TIMER,
         PROCESS_THREAD_HTTP_AUTH,
         PROCESS_THREAD_PUSH,
-        PROCESS_THREAD_OTHER,      /* any other (a library's), summed */
+        PROCESS_THREAD_OTHER,      /* the rest of the process's time: any other thread's, ended ones' too */
         _PROCESS_THREAD_MAX,
 };
 
@@ -42,31 +42,30 @@ const char *process_thread_label(enum process_thread t);
 
 struct process_thread_stats {
         double cpu_seconds[_PROCESS_THREAD_MAX]; /* user + system, of every thread seen since the first read */
-        unsigned threads[_PROCESS_THREAD_MAX];   /* threads that run now */
+        unsigned threads[_PROCESS_THREAD_MAX];   /* threads that run now (other: the process's less the named) */
         bool shown[_PROCESS_THREAD_MAX];         /* a thread of this name ran at some read: the series exists */
 };
 
 /*
- * What each thread showed at the last read, so that a counter does not go
- * down when a thread ends (a TLS reload replacing libmicrohttpd's threads,
- * libcurl's resolver): an ended thread's last figure stays in its name's
- * total; a thread that renames itself leaves what it used so far under the
- * old name. At most PROCESS_THREADS_TRACKED threads are remembered; past
- * that the rest are summed as they run (the daemon has a handful). Any
- * thread; reads are serialized.
+ * What each named thread showed at the last read, so that a counter does
+ * not go down when a thread ends (a TLS reload replacing libmicrohttpd's
+ * threads): an ended thread's last figure stays in its name's total; a
+ * thread that renames itself leaves what it used so far under the old
+ * name. Only the main thread and those thread-names.h lists are read, not
+ * every thread of the process (libraries' threads; the simulated PMU's
+ * cores, one a CPU). Any thread; reads are serialized.
  */
-#define PROCESS_THREADS_TRACKED 4096
-
 struct process_threads;
 
 struct process_threads *process_threads_new(void);
 struct process_threads *process_threads_free(struct process_threads *pt);
 
 /*
- * Each thread's CPU time from /proc/self/task/TID/stat (or `procfs`/self
- * for tests), summed by thread name with what ended threads used while
- * seen. Time a thread used after the last read and before it ended is
- * in process_cpu_seconds_total only. Returns 0 or -errno.
+ * The named threads' CPU time from /proc/self/task/TID/stat (or `procfs`/self
+ * for tests), summed by name with what ended threads used while seen; other
+ * is the rest of the process's time (self/stat: every thread that ran,
+ * ended ones included), so the figures sum to process_cpu_seconds_total.
+ * Returns 0 or -errno.
  */
 int process_threads_read(struct process_threads *pt, const char *procfs, struct process_thread_stats *ret);
 /* armprofd_collector_busy_seconds_total{thread}. */

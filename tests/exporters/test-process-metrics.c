@@ -22,6 +22,7 @@
 
 #include "macro.h"
 #include "process-metrics.h"
+#include "thread-names.h"
 
 #define UTIME 250
 #define STIME 150
@@ -169,10 +170,38 @@ static void make_task_dir(void) {
         assert_true(mkdir(path, 0700) == 0 || errno == EEXIST);
 }
 
+/* self/stat with the process's CPU time (every thread's, ended ones too) and thread count. */
+static void write_self(unsigned utime, unsigned stime, unsigned threads) {
+        char line[1024];
+        size_t o = 0;
+
+        o += (size_t) snprintf(line + o, sizeof(line) - o, "4242 (arm prof) d) S");
+        for (int field = 4; field <= 52; field++) {
+                uint64_t v = field == 14 ? utime : field == 15 ? stime : field == 20 ? threads
+                           : field == 22 ? STARTTIME : field == 23 ? VSIZE : field == 24 ? RSS : (uint64_t) field;
+
+                o += (size_t) snprintf(line + o, sizeof(line) - o, " %" PRIu64, v);
+        }
+        snprintf(line + o, sizeof(line) - o, "\n");
+        write_file("self/stat", line);
+}
+
+static bool listed(pid_t tid) {
+        struct thread_names_entry e[THREAD_NAMES_MAX];
+        size_t n = thread_names_list(e, THREAD_NAMES_MAX);
+
+        for (size_t i = 0; i < n; i++)
+                if (e[i].tid == tid)
+                        return true;
+        return false;
+}
+
 /*
- * Threads by the names they gave themselves: the first (tid = the process's
- * id, whatever its comm) is main, libmicrohttpd's is http, unknown names and
- * a thread named like main are other, summed.
+ * The first thread (tid = the process's id, whatever its comm) is main; the
+ * threads thread-names.h lists are read under their names (one listed under
+ * a name that is not the daemon's counts as other); other is the rest of
+ * the process's time and threads, from self/stat: the unlisted threads' are
+ * never read. A listed thread whose stat is gone is no longer listed.
  */
 static void test_threads(void **state) {
         struct process_threads *pt = process_threads_new();
@@ -185,28 +214,41 @@ static void test_threads(void **state) {
         write_task("4245", "arm prof) d", 2, 2);
         write_task("4246", "curl(resolve)", 5, 0);
         write_task("4247", "push", 0, 9);
-        write_task("not-a-tid", "push", 1000, 1000);
+        write_task("4248", "helper", 1000, 1000); /* listed under a name not the daemon's: not read */
+        thread_names_add(4243, "collector");
+        thread_names_add(4244, "MHD-single");
+        thread_names_add(4247, "push");
+        thread_names_add(4248, "helper");
+        thread_names_add(4249, "http-auth");      /* ended before the read */
+        /* 2 + 150 + 10 + 9 named, 9 by the two unlisted threads that run and 6 by ended ones. */
+        write_self(180, 6, 7);
         assert_int_equal(process_threads_read(pt, root, &st), 0);
-        assert_true(st.cpu_seconds[PROCESS_THREAD_MAIN] == ticks_s(2));
-        assert_true(st.cpu_seconds[PROCESS_THREAD_COLLECTOR] == ticks_s(150));
-        assert_true(st.cpu_seconds[PROCESS_THREAD_HTTP] == ticks_s(10));
-        assert_true(st.cpu_seconds[PROCESS_THREAD_PUSH] == ticks_s(9));
-        assert_true(st.cpu_seconds[PROCESS_THREAD_OTHER] == ticks_s(9));
-        assert_int_equal(st.threads[PROCESS_THREAD_OTHER], 2);
+        assert_true(near(st.cpu_seconds[PROCESS_THREAD_MAIN], ticks_s(2)));
+        assert_true(near(st.cpu_seconds[PROCESS_THREAD_COLLECTOR], ticks_s(150)));
+        assert_true(near(st.cpu_seconds[PROCESS_THREAD_HTTP], ticks_s(10)));
+        assert_true(near(st.cpu_seconds[PROCESS_THREAD_PUSH], ticks_s(9)));
+        assert_true(near(st.cpu_seconds[PROCESS_THREAD_OTHER], ticks_s(9 + 6)));
+        assert_int_equal(st.threads[PROCESS_THREAD_OTHER], 3);
         assert_int_equal(st.threads[PROCESS_THREAD_HTTP_AUTH], 0);
         assert_false(st.shown[PROCESS_THREAD_HTTP_AUTH]);
+        assert_false(listed(4249));
+        assert_true(listed(4248));
         assert_string_equal(process_thread_label(PROCESS_THREAD_HTTP), "http");
         process_threads_free(pt);
+        for (pid_t tid = 4243; tid <= 4248; tid++)
+                thread_names_forget(tid);
         for (const char *const *t = (const char *const[]) { "4242", "4243", "4244", "4245", "4246", "4247",
-                                                            "not-a-tid", NULL }; *t; t++)
+                                                            "4248", NULL }; *t; t++)
                 remove_task(*t);
+        write_self(UTIME, STIME, 20);
 }
 
 /*
- * The counters never go down: a thread that ends keeps, under its name,
- * what it had used at the read before; one that renames itself leaves what
- * it used so far under the old name; a reused tid (another start time) is
- * another thread, even when it has used less.
+ * The counters never go down: a named thread that ends keeps, under its
+ * name, what it had used at the read before (what it used after that is
+ * other's); one that renames itself leaves what it used so far under the
+ * old name; a reused tid (another start time) is another thread, even when
+ * it has used less.
  */
 static void test_threads_end(void **state) {
         struct process_threads *pt = process_threads_new();
@@ -218,33 +260,55 @@ static void test_threads_end(void **state) {
         write_task("102", "MHD-single", 20, 0);
         write_task("103", "curl(resolve)", 3, 0);
         write_task("104", "armprofd", 1, 0);         /* not yet named: other */
+        thread_names_add(101, "collector");
+        thread_names_add(102, "MHD-single");
+        write_self(84, 0, 5);
         assert_int_equal(process_threads_read(pt, root, &st), 0);
         assert_true(near(st.cpu_seconds[PROCESS_THREAD_HTTP], ticks_s(20)));
         assert_true(near(st.cpu_seconds[PROCESS_THREAD_OTHER], ticks_s(4)));
+        assert_int_equal(st.threads[PROCESS_THREAD_OTHER], 2);
 
         /* libmicrohttpd's thread replaced (a TLS reload), the resolver gone, 104 names itself push. */
-        write_task("102", "MHD-single", 25, 0);      /* it used 5 more after the last read, then ended */
-        remove_task("102");
+        remove_task("102");                          /* it used 5 more after the last read, then ended */
         write_task("105", "MHD-single", 2, 0);
+        thread_names_add(105, "MHD-single");
         remove_task("103");
         write_task("104", "push", 6, 0);
+        thread_names_add(104, "push");
+        write_self(10 + 50 + 25 + 3 + 6 + 2, 0, 4);
         assert_int_equal(process_threads_read(pt, root, &st), 0);
         assert_true(near(st.cpu_seconds[PROCESS_THREAD_HTTP], ticks_s(20 + 2)));
         assert_int_equal(st.threads[PROCESS_THREAD_HTTP], 1);
-        assert_true(near(st.cpu_seconds[PROCESS_THREAD_OTHER], ticks_s(3 + 1)));
+        assert_false(listed(102));
+        /* Named from its start as far as the listing knows: all of 104's time is push's. */
+        assert_true(near(st.cpu_seconds[PROCESS_THREAD_PUSH], ticks_s(6)));
+        assert_true(near(st.cpu_seconds[PROCESS_THREAD_OTHER], ticks_s(3 + 5)));
         assert_int_equal(st.threads[PROCESS_THREAD_OTHER], 0);
         assert_true(st.shown[PROCESS_THREAD_OTHER]); /* its series stays */
-        assert_true(near(st.cpu_seconds[PROCESS_THREAD_PUSH], ticks_s(6 - 1)));
 
         /* tid 101 ended and came back as another thread (another start time) that used less. */
         write_task_at("101", "collector", 4, 0, 9999);
+        write_self(96 + 4, 0, 4);
         assert_int_equal(process_threads_read(pt, root, &st), 0);
         assert_true(near(st.cpu_seconds[PROCESS_THREAD_COLLECTOR], ticks_s(50 + 4)));
         assert_true(near(st.cpu_seconds[PROCESS_THREAD_MAIN], ticks_s(10)));
         assert_true(near(st.cpu_seconds[PROCESS_THREAD_HTTP], ticks_s(22)));
+        assert_true(near(st.cpu_seconds[PROCESS_THREAD_OTHER], ticks_s(8)));
+
+        /* A thread renamed: what it used until the last read stays under its old name. */
+        thread_names_add(104, "collector");
+        write_task("104", "collector", 9, 0);
+        write_self(100 + 3, 0, 4);
+        assert_int_equal(process_threads_read(pt, root, &st), 0);
+        assert_true(near(st.cpu_seconds[PROCESS_THREAD_PUSH], ticks_s(6)));
+        assert_true(near(st.cpu_seconds[PROCESS_THREAD_COLLECTOR], ticks_s(54 + 3)));
+        assert_true(near(st.cpu_seconds[PROCESS_THREAD_OTHER], ticks_s(8)));
         process_threads_free(pt);
+        for (pid_t tid = 101; tid <= 105; tid++)
+                thread_names_forget(tid);
         for (const char *const *t = (const char *const[]) { "4242", "101", "104", "105", NULL }; *t; t++)
                 remove_task(*t);
+        write_self(UTIME, STIME, 20);
 }
 
 int main(void) {
