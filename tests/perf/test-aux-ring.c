@@ -220,7 +220,7 @@ static void test_commit_during_drain(void **state) {
                 buf[i] = (uint8_t) (i * 13 + 5);
         kernel_init(&k, 256, 4096);
         setup_ring(&r, &k);
-        assert_true(kernel_record(&k, PERF_RECORD_SWITCH, NULL, 0));
+        assert_true(kernel_record(&k, PERF_RECORD_SWITCH, buf, 0));
         kernel_publish(&k);
 
         /* The switch only: the chunk committed meanwhile is not read as unannounced. */
