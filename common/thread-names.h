@@ -10,9 +10,7 @@
  * thread keeps the process's name and is not listed (its tid is the pid).
  */
 
-#include <stdbool.h>
 #include <stddef.h>
-#include <stdio.h>
 #include <sys/types.h>
 
 #define THREAD_NAME_COLLECTOR "collector"
