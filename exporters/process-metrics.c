@@ -277,6 +277,7 @@ static int threads_scan(const char *procfs, struct thread_seen **ret, size_t *re
         uint64_t pid = 0, f[STAT_FIELD_STARTTIME + 1];
         struct thread_seen *cur;
         size_t n = 0, n_listed;
+        int r;
 
         /* The first thread's id is the process's: the first field of self/stat. */
         snprintf(path, sizeof(path), "%s/self/stat", procfs);
@@ -293,8 +294,10 @@ static int threads_scan(const char *procfs, struct thread_seen **ret, size_t *re
                         continue;
                 snprintf(path, sizeof(path), "%s/self/task/%d/stat", procfs, (int) listed[i].tid);
                 memset(f, 0, sizeof(f));
-                if (read_file(path, buf, sizeof(buf)) < 0 || stat_parse(buf, &comm, f, STAT_FIELD_STARTTIME) < 0) {
-                        if (i + 1 < n_listed)
+                r = read_file(path, buf, sizeof(buf));
+                if (r < 0 || stat_parse(buf, &comm, f, STAT_FIELD_STARTTIME) < 0) {
+                        /* Gone: ended. Any other failure (EMFILE) leaves it listed for the next scrape. */
+                        if ((r == -ENOENT || r == -ESRCH) && i + 1 < n_listed)
                                 thread_names_forget(listed[i].tid);
                         continue;
                 }

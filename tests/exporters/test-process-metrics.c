@@ -206,6 +206,7 @@ static bool listed(pid_t tid) {
 static void test_threads(void **state) {
         struct process_threads *pt = process_threads_new();
         struct process_thread_stats st = {};
+        char path[PATH_MAX];
 
         make_task_dir();
         write_task("4242", "collector", 1, 1); /* the first thread, even if it is named like another */
@@ -220,6 +221,11 @@ static void test_threads(void **state) {
         thread_names_add(4247, "push");
         thread_names_add(4248, "helper");
         thread_names_add(4249, "http-auth");      /* ended before the read */
+        thread_names_add(4250, "push");           /* its stat cannot be read (not a file): kept listed */
+        snprintf(path, sizeof(path), "%s/self/task/4250", root);
+        assert_int_equal(mkdir(path, 0700), 0);
+        snprintf(path, sizeof(path), "%s/self/task/4250/stat", root);
+        assert_int_equal(mkdir(path, 0700), 0);
         /* 2 + 150 + 10 + 9 named, 9 by the two unlisted threads that run and 6 by ended ones. */
         write_self(180, 6, 7);
         assert_int_equal(process_threads_read(pt, root, &st), 0);
@@ -233,10 +239,15 @@ static void test_threads(void **state) {
         assert_false(st.shown[PROCESS_THREAD_HTTP_AUTH]);
         assert_false(listed(4249));
         assert_true(listed(4248));
+        assert_true(listed(4250));
         assert_string_equal(process_thread_label(PROCESS_THREAD_HTTP), "http");
         process_threads_free(pt);
-        for (pid_t tid = 4243; tid <= 4248; tid++)
+        for (pid_t tid = 4243; tid <= 4250; tid++)
                 thread_names_forget(tid);
+        snprintf(path, sizeof(path), "%s/self/task/4250/stat", root);
+        assert_int_equal(rmdir(path), 0);
+        snprintf(path, sizeof(path), "%s/self/task/4250", root);
+        assert_int_equal(rmdir(path), 0);
         for (const char *const *t = (const char *const[]) { "4242", "4243", "4244", "4245", "4246", "4247",
                                                             "4248", NULL }; *t; t++)
                 remove_task(*t);
