@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "macro.h"
@@ -77,32 +78,30 @@ static int read_file(const char *path, char *buf, size_t len) {
 }
 
 /*
- * The "btime" line of /proc/stat (proc(5)). Read line by line: the lines
- * before it (one per CPU, "intr" with a count per interrupt) make the file
- * tens of kilobytes on a large machine.
+ * The boot time in whole seconds since the epoch, as /proc/stat's "btime"
+ * gives it (proc(5)): the kernel prints getboottime64(), the realtime clock
+ * less the boot-time clock, and so do we from the two clocks (time
+ * namespaces offset both alike). Not from /proc/stat: the kernel writes
+ * all of it anew on each read for this one figure, a line per CPU and each
+ * interrupt's count summed over every CPU, tens of kilobytes on a large
+ * host. Computed at every scrape, not once: a clock
+ * stepped after the daemon started (time synchronized late in boot) moves
+ * the boot time, and the start time with it, as it does in /proc/stat.
  */
-static int boot_time(const char *procfs, uint64_t *ret) {
-        _cleanup_free_ char *line = NULL;
-        char path[PATH_MAX];
-        size_t size = 0;
-        uint64_t v;
-        FILE *f;
-        int r = -EBADMSG;
+static int boot_time(uint64_t *ret) {
+        struct timespec boot, real;
+        int64_t ns;
 
-        snprintf(path, sizeof(path), "%s/stat", procfs);
-        f = fopen(path, "re");
-        if (!f)
+        /* The boot-time clock first: the nanoseconds between the reads then
+         * make the difference at least the kernel's, never less, and the
+         * same whole second but when that lies within them of the next. */
+        if (clock_gettime(CLOCK_BOOTTIME, &boot) < 0 || clock_gettime(CLOCK_REALTIME, &real) < 0)
                 return -errno;
-        while (getline(&line, &size, f) >= 0)
-                if (strncmp(line, "btime ", 6) == 0) {
-                        if (sscanf(line + 6, "%" SCNu64, &v) == 1) {
-                                *ret = v;
-                                r = 0;
-                        }
-                        break;
-                }
-        fclose(f);
-        return r;
+        ns = ((int64_t) real.tv_sec - (int64_t) boot.tv_sec) * 1000000000 + (real.tv_nsec - boot.tv_nsec);
+        if (ns < 0)
+                return -ERANGE;
+        *ret = (uint64_t) ns / 1000000000;
+        return 0;
 }
 
 static uint64_t count_fds(const char *procfs) {
@@ -167,7 +166,7 @@ int process_stats_read(const char *procfs, struct process_stats *ret) {
         st.open_fds = count_fds(procfs);
         if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
                 st.max_fds = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : rl.rlim_cur;
-        if (boot_time(procfs, &btime) == 0)
+        if (boot_time(&btime) == 0)
                 st.start_time_seconds = (double) btime + (double) f[STAT_FIELD_STARTTIME] / (double) ticks;
 
         *ret = st;

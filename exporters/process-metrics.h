@@ -22,7 +22,7 @@ struct process_stats {
         double start_time_seconds;
 };
 
-/* Reads /proc/self (or `procfs`/self for tests). Returns 0 or -errno. */
+/* Reads /proc/self (or `procfs`/self for tests), the boot time from the clocks. Returns 0 or -errno. */
 int process_stats_read(const char *procfs, struct process_stats *ret);
 void process_stats_write(const struct process_stats *st, struct prom_writer *w);
 
