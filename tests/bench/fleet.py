@@ -27,10 +27,15 @@ Per N it reports:
   rss         VmRSS at the end and VmHWM (peak), without and with the rings: the
               shared AUX and data rings (memfd mappings in smaps) are apart
   records     decoded (armprofd_spe_records_total) and dropped by the simulated
-              kernel for want of room in an AUX area (cpuN.dropped, reason
-              "stopped"; not the records a core ran before the daemon had
-              opened and enabled its event: "noevent", "disabled"), and when:
-              starting, in the window, under the scrapes
+              kernel for want of room in an AUX area (cpuN.dropped): "stopped",
+              no room for the record, and "disabled", run while a truncation
+              (a full area) had turned the event off until the daemon turned
+              it on again; and when: starting, in the window, under the
+              scrapes. The column counts those after the start: the records a
+              core ran before the daemon had opened and enabled its event
+              ("noevent", "disabled" while starting) are not the daemon
+              falling behind. Beside them, the daemon's own count of
+              truncations (armprofd_spe_aux_truncated_total) in each phase
   data ring   the records the kernel lost for want of room in a data ring
               (armprofd_spe_lost_records_total: switches, mappings, and the
               PERF_RECORD_AUX of chunks whose SPE records are read all the same,
@@ -141,11 +146,34 @@ def wrk(d, path):
     return lat.get("50"), lat.get("99"), float(rps.group(1)) if rps else 0
 
 
+LOST_REASONS = ("stopped", "disabled")  # no room in the AUX area; the event off after a truncation
+
+
 def drops(scen, n):
-    """The records n simulated cores never committed, by reason, a line each: "stopped" found no
-    room in the daemon's AUX area, "datalost" had its PERF_RECORD_AUX find the data ring full (the
-    records are read all the same)."""
-    return collections.Counter(why for cpu in range(n) for _, why in simpmu.drops(scen, cpu))
+    """The records n simulated cores never committed, by reason (cpuN.dropped, a line each):
+    "stopped" found no room in the daemon's AUX area; "disabled" ran while the event was off: before
+    the daemon enabled it, or after a full area's truncation turned it off and until the daemon
+    turned it on again; "datalost" had its PERF_RECORD_AUX find the data ring full (the records are
+    read all the same). Counted on the bytes: a saturated host's files reach millions of lines, and
+    a parse in Python would take the CPU the daemon needs to keep up."""
+    count = collections.Counter()
+    for cpu in range(n):
+        try:
+            with open(os.path.join(scen, f"cpu{cpu}.dropped"), "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            continue
+        for why in LOST_REASONS + ("datalost",):
+            count[why] += data.count(b" " + why.encode() + b"\n")
+    return count
+
+
+def lost(why):
+    return sum(why[r] for r in LOST_REASONS)
+
+
+def truncated(m):
+    return sum(v for k, v in m.items() if k[0] == "armprofd_spe_aux_truncated_total")
 
 
 def host(tmp, gen, n, store):
@@ -194,10 +222,10 @@ def host(tmp, gen, n, store):
     try:
         time.sleep(WARMUP)
         m0, w0 = metrics(d), time.monotonic()
-        drop0, sw0 = drops(scen, n)["stopped"], d.thread_wakeups("collector")
+        drop0, sw0 = lost(drops(scen, n)), d.thread_wakeups("collector")
         time.sleep(WINDOW)
         m1, w1 = metrics(d), time.monotonic()
-        drop1, sw1 = drops(scen, n)["stopped"], d.thread_wakeups("collector")
+        drop1, sw1 = lost(drops(scen, n)), d.thread_wakeups("collector")
         row.update(wakeups=(sw1 - sw0) / (w1 - w0))
         b0, b1 = busy(m0), busy(m1)
         own = sum(b1[t] - b0.get(t, 0) for t in b1 if t != "other") / (w1 - w0)
@@ -212,12 +240,15 @@ def host(tmp, gen, n, store):
                    hotlines_p99=percentile(hot, 99), wrk=wrk(d, "/metrics"))
         pid = d.proc.pid
         rings, sim = smaps_kib(pid, os.path.realpath(scen))
-        why = drops(scen, n)
+        why, m2 = drops(scen, n), metrics(d)
         row.update(rss=status_kib(pid, "VmRSS"), hwm=status_kib(pid, "VmHWM"), rings=rings, sim=sim,
-                   dropped=why["stopped"], unannounced=why["datalost"],
-                   data_lost=sum(v for k, v in metrics(d).items() if k[0] == "armprofd_spe_lost_records_total"),
+                   # Lost once the daemon runs: what the cores ran before it had enabled their
+                   # events ("disabled" while starting) is not the daemon falling behind.
+                   dropped=lost(why) - drop0, unannounced=why["datalost"],
+                   data_lost=sum(v for k, v in m2.items() if k[0] == "armprofd_spe_lost_records_total"),
                    # When: starting and warming up, in the steady window, or under the scrapes and wrk.
-                   dropped_phases=[drop0, drop1 - drop0, why["stopped"] - drop1],
+                   dropped_phases=[drop0, drop1 - drop0, lost(why) - drop1],
+                   truncations=[truncated(m0), truncated(m1) - truncated(m0), truncated(m2) - truncated(m1)],
                    pushes=len(store.records))
     finally:
         d.close()
@@ -255,7 +286,10 @@ def main():
         starting, window, scrapes = r["dropped_phases"]
         print("      threads (CPU s/s): " + ", ".join(f"{t} {v:.4f}" for t, v in sorted(r["threads"].items())) +
               f"; collector wakeups {r['wakeups']:.0f}/s; budget slowdown {r['slowdown']:.0f}x")
-        print(f"      dropped {starting} starting, {window} in the window, {scrapes} under the scrapes; data ring: "
+        t_start, t_window, t_scrapes = r["truncations"]
+        print(f"      dropped {starting} starting (with the records run before the events were enabled), {window} in "
+              f"the window, {scrapes} under the scrapes; AUX truncations (the daemon's count) {t_start:.0f} "
+              f"starting, {t_window:.0f} in the window, {t_scrapes:.0f} under the scrapes; data ring: "
               f"{r['data_lost']:.0f} records lost ({r['unannounced']} SPE records read without their PERF_RECORD_AUX)")
     print(json.dumps(rows))
 
