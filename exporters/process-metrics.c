@@ -84,9 +84,9 @@ static int read_file(const char *path, char *buf, size_t len) {
  * namespaces offset both alike). Not from /proc/stat: the kernel writes
  * all of it anew on each read for this one figure, a line per CPU and each
  * interrupt's count summed over every CPU, tens of kilobytes on a large
- * host. Computed at every scrape, not once: a clock
- * stepped after the daemon started (time synchronized late in boot) moves
- * the boot time, and the start time with it, as it does in /proc/stat.
+ * host. Computed at every scrape, not once: a clock stepped after the
+ * daemon started (time synchronized late in boot) moves the boot time, and
+ * the start time with it, as it does in /proc/stat.
  */
 static int boot_time(uint64_t *ret) {
         struct timespec boot, real;
