@@ -154,17 +154,10 @@ def drops(scen, n):
     "stopped" found no room in the daemon's AUX area; "disabled" ran while the event was off: before
     the daemon enabled it, or after a full area's truncation turned it off and until the daemon
     turned it on again; "datalost" had its PERF_RECORD_AUX find the data ring full (the records are
-    read all the same). Counted on the bytes: a saturated host's files reach millions of lines, and
-    a parse in Python would take the CPU the daemon needs to keep up."""
+    read all the same)."""
     count = collections.Counter()
     for cpu in range(n):
-        try:
-            with open(os.path.join(scen, f"cpu{cpu}.dropped"), "rb") as f:
-                data = f.read()
-        except FileNotFoundError:
-            continue
-        for why in LOST_REASONS + ("datalost",):
-            count[why] += data.count(b" " + why.encode() + b"\n")
+        count.update(simpmu.drop_counts(scen, cpu, LOST_REASONS + ("datalost",)))
     return count
 
 

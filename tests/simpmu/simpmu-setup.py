@@ -110,6 +110,18 @@ def drops(scen_dir, cpu):
         return [(int(idx), why) for idx, _, why in (line.strip().partition(' ') for line in f)]
 
 
+def drop_counts(scen_dir, cpu, reasons):
+    """{reason: how many lines of cpuN.dropped give it} for the reasons asked, counted on the
+    file's bytes: a core of a saturated host drops millions of records, which a line-by-line
+    parse would take seconds of the CPU the daemon under test needs."""
+    path = os.path.join(scen_dir, 'cpu%d.dropped' % cpu)
+    if not os.path.exists(path):
+        return {why: 0 for why in reasons}
+    with open(path, 'rb') as f:
+        data = f.read()
+    return {why: data.count(b' ' + why.encode() + b'\n') for why in reasons}
+
+
 def dropped(scen_dir, cpu):
     """{record index: reason} of cpuN.dropped."""
     return dict(drops(scen_dir, cpu))
