@@ -404,6 +404,7 @@ class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     store = None  # set per server class
+    status_sent = None  # the status of the answer whose status line went out, per request
 
     def log_message(self, fmt, *args):
         if self.store.verbose:
@@ -440,6 +441,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         for k, v in extra:
             self.send_header(k, v)
         self.end_headers()
+        # The status line is with the client now: a write failing after it (down() shutting the
+        # connection while this thread waited for a CPU) does not unsay it.
+        self.status_sent = code
         self.wfile.write(body)
         self.wfile.flush()
 
@@ -500,6 +504,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         st = self.store
         rec = Record(time.time(), "POST", self.path, {k.lower(): v for k, v in self.headers.items()},
                      self.client_address)
+        self.status_sent = None
         with st.lock:
             st.records.append(rec)
             mode = st.mode
@@ -550,7 +555,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 rec.status = 400
                 self._connect_error(400, "invalid_argument", st.message)
         except OSError:
-            rec.status = None  # the client went before the answer
+            if self.status_sent is None:
+                rec.status = None  # the client went before the answer
         rec.answered_at = time.time()
         st._notify()
 
