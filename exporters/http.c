@@ -24,6 +24,7 @@
 #include "negotiate.h"
 #include "prom.h"
 #include "thread-names.h"
+#include "thread-prio.h"
 #include "web-config.h"
 
 #define JSON_CONTENT_TYPE "application/json"
@@ -314,6 +315,7 @@ static void *timer_main(void *userdata) {
         bool stopping = false;
 
         thread_names_set_self(THREAD_NAME_HTTP_TIMER);
+        thread_prio_answer_self();
         while (!stopping) {
                 uint64_t now = mono_usec(), next = UINT64_MAX;
                 struct MHD_Daemon *drained_mhd[HTTP_RETIRING_MAX];
@@ -960,6 +962,7 @@ static void *auth_main(void *userdata) {
         struct http_server *s = userdata;
 
         thread_names_set_self(THREAD_NAME_HTTP_AUTH);
+        thread_prio_answer_self();
         pthread_mutex_lock(&s->lock);
         for (;;) {
                 struct auth_job job;
@@ -1107,8 +1110,10 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
         enum MHD_Result ret;
         int k;
 
-        /* libmicrohttpd's thread, named by it: listed for armprofd_collector_busy_seconds_total. */
+        /* libmicrohttpd's thread, named by it: listed for armprofd_collector_busy_seconds_total,
+         * and it answers (thread-prio.h). */
         thread_names_note_self(THREAD_NAME_HTTP);
+        thread_prio_answer_self();
         route = find_route(s, url);
         handler_name = route ? route->name : "other";
         get = streq(method, MHD_HTTP_METHOD_GET);

@@ -22,6 +22,7 @@
 #include "push-request.h"
 #include "push-spool.h"
 #include "thread-names.h"
+#include "thread-prio.h"
 
 #define PUSH_PATH "/push.v1.PusherService/Push"
 #define PUSH_SECRET_MAX 4096            /* bytes of a password or token file */
@@ -549,6 +550,7 @@ static void *push_thread(void *userdata) {
         struct push *p = userdata;
 
         thread_names_set_self(THREAD_NAME_PUSH);
+        thread_prio_answer_self();
         /* A random part of the first interval: a fleet restarted at once does not push in lockstep. */
         p->next_tick_usec = now_usec(CLOCK_MONOTONIC) + random_u64() % p->interval_usec;
         for (;;) {

@@ -170,6 +170,20 @@ class Daemon:
             raise AssertionError(f"armprofd did not exit within {timeout}s of SIGTERM")
         return rc, time.monotonic() - t0
 
+    def threads(self):
+        """{tid: (comm, nice)} of the daemon's threads, as the kernel has them (/proc/PID/task/TID/stat)."""
+        out = {}
+        for tid in os.listdir(f"/proc/{self.proc.pid}/task"):
+            try:
+                with open(f"/proc/{self.proc.pid}/task/{tid}/stat") as f:
+                    line = f.read()
+            except FileNotFoundError:
+                continue  # ended meanwhile
+            # comm is in parentheses and may hold anything; the fields after it start at state (3).
+            fields = line[line.rindex(")") + 2:].split()
+            out[int(tid)] = (line[line.index("(") + 1:line.rindex(")")], int(fields[19 - 3]))
+        return out
+
     def close(self):
         if self.proc.poll() is None:
             self.proc.kill()

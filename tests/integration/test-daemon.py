@@ -106,6 +106,18 @@ class DaemonTest(unittest.TestCase):
         self.assertEqual(dict(info[0][1])["version"], subprocess.run(
             [binary(), "--version"], capture_output=True, text=True).stdout.split()[1])
 
+    def test_answering_threads_yield_to_the_collector(self):
+        # The threads that answer run 10 nice steps below the rest (common/thread-prio.h), as the
+        # kernel schedules them; the main and collector threads keep the nice value we started it with.
+        base = os.getpriority(os.PRIO_PROCESS, 0)
+        self.assertEqual(self.d.get("/metrics")[0], 200)  # libmicrohttpd's thread lowers itself on a request
+        named = {comm: nice for comm, nice in self.d.threads().values()}
+        want = min(base + 10, 19)
+        for comm in ("MHD-single", "http-timer", "http-auth"):
+            self.assertEqual(named.get(comm), want, (comm, named))
+        self.assertEqual(named.get("collector"), base, named)
+        self.assertEqual(self.d.threads()[self.d.proc.pid][1], base)
+
     def test_request_counter(self):
         for _ in range(3):
             self.assertEqual(self.d.get("/nope")[0], 404)

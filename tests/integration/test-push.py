@@ -611,6 +611,10 @@ def spe_happy():
             want = int(facts["records"])
             total = lambda: sum(p.total("samples") for _, _, _, p in profiles(store, go=False))  # noqa: E731
             store.wait_for(lambda: total() >= want, WAIT, f"{want} samples pushed")
+            # The push thread answers too: it runs below the collector (common/thread-prio.h).
+            nice = {comm: n for comm, n in d.threads().values()}
+            check(nice.get("push") == min(nice.get("collector", 99) + 10, 19),
+                  f"the push thread runs 10 nice steps below the collector ({nice})")
             n = len(store.pushes())
             # Two intervals more with nothing new: no request (an interval without samples sends none).
             time.sleep(2.5)

@@ -265,6 +265,12 @@ def test_serving(g):
     promtool = subprocess.run(['promtool', 'check', 'metrics'], input=body, capture_output=True, text=True)
     check('promtool check metrics', promtool.returncode == 0, (promtool.stdout + promtool.stderr).strip()[-500:])
     first = samples(body, 'armprofd_context_switches_total')
+    # Under the unit's system call filter (@system-service holds setpriority), the thread that
+    # answered runs 10 nice steps below the collector (common/thread-prio.h), as the kernel has them.
+    pid = g.out('systemctl show -p MainPID --value armprofd')
+    nice = dict(line.rsplit(None, 1) for line in g.out(f'ps -L -o comm=,ni= -p {pid}').splitlines())
+    check('the HTTP thread runs 10 nice steps below the collector under the unit',
+          nice.get('collector') == '0' and nice.get('MHD-single') == '10', str(nice))
     g.ssh('sleep 3')
     _, body2 = g.http('/metrics')
     ctxt1 = int(g.out("awk '/^ctxt/ {print $2}' /proc/stat"))
