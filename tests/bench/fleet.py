@@ -44,6 +44,8 @@ Per N it reports:
   /hotlines   p99 over 200 sequential queries
   wakeups     the collector thread's voluntary context switches a second in the
               window (/proc/PID/task/TID/status)
+  waited      the time the collector was runnable but waited for a CPU, a second, in
+              the window and under the scrapes (/proc/PID/task/TID/schedstat)
   budget      the slowdown [budget] cpu_percent (its default) imposed by the end (1x: none)
 """
 
@@ -215,10 +217,10 @@ def host(tmp, gen, n, store):
     try:
         time.sleep(WARMUP)
         m0, w0 = metrics(d), time.monotonic()
-        drop0, sw0 = lost(drops(scen, n)), d.thread_wakeups("collector")
+        drop0, sw0, q0 = lost(drops(scen, n)), d.thread_wakeups("collector"), d.thread_waited("collector")
         time.sleep(WINDOW)
         m1, w1 = metrics(d), time.monotonic()
-        drop1, sw1 = lost(drops(scen, n)), d.thread_wakeups("collector")
+        drop1, sw1, q1 = lost(drops(scen, n)), d.thread_wakeups("collector"), d.thread_waited("collector")
         row.update(wakeups=(sw1 - sw0) / (w1 - w0))
         b0, b1 = busy(m0), busy(m1)
         own = sum(b1[t] - b0.get(t, 0) for t in b1 if t != "other") / (w1 - w0)
@@ -231,6 +233,8 @@ def host(tmp, gen, n, store):
         hot, _ = timed_gets(d, "/hotlines?window=1m", 200)
         row.update(metrics_bytes=size, metrics_p50=statistics.median(scrapes), metrics_p99=percentile(scrapes, 99),
                    hotlines_p99=percentile(hot, 99), wrk=wrk(d, "/metrics"))
+        q2, w2 = d.thread_waited("collector"), time.monotonic()
+        row.update(waited=[(q1 - q0) / (w1 - w0), (q2 - q1) / (w2 - w1)])
         pid = d.proc.pid
         rings, sim = smaps_kib(pid, os.path.realpath(scen))
         why, m2 = drops(scen, n), metrics(d)
@@ -279,6 +283,8 @@ def main():
         starting, window, scrapes = r["dropped_phases"]
         print("      threads (CPU s/s): " + ", ".join(f"{t} {v:.4f}" for t, v in sorted(r["threads"].items())) +
               f"; collector wakeups {r['wakeups']:.0f}/s; budget slowdown {r['slowdown']:.0f}x")
+        print(f"      the collector waited for a CPU {1000 * r['waited'][0]:.1f} ms/s in the window, "
+              f"{1000 * r['waited'][1]:.1f} ms/s under the scrapes (its schedstat)")
         t_start, t_window, t_scrapes = r["truncations"]
         print(f"      dropped {starting} starting (with the records run before the events were enabled), {window} in "
               f"the window, {scrapes} under the scrapes; AUX truncations (the daemon's count) {t_start:.0f} "

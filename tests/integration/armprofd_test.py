@@ -108,18 +108,27 @@ class Daemon:
         assert st == 200, (st, body)
         return [c for c in json.loads(body)["collectors"] if c["name"] == "spe"][0]
 
-    def thread_wakeups(self, name):
-        """A thread's voluntary context switches (its sleeps, so its wakeups), as the kernel counts them."""
+    def _thread_read(self, name, what):
+        """/proc/PID/task/TID/<what> of the daemon's thread called name."""
         for tid in os.listdir(f"/proc/{self.proc.pid}/task"):
             try:
                 with open(f"/proc/{self.proc.pid}/task/{tid}/comm") as f:
                     if f.read().strip() != name:
                         continue
-                with open(f"/proc/{self.proc.pid}/task/{tid}/status") as f:
-                    return int(next(l.split()[1] for l in f if l.startswith("voluntary_ctxt_switches:")))
+                with open(f"/proc/{self.proc.pid}/task/{tid}/{what}") as f:
+                    return f.read()
             except FileNotFoundError:
                 continue
         raise AssertionError(f"no thread {name!r} in {self.proc.pid}")
+
+    def thread_wakeups(self, name):
+        """A thread's voluntary context switches (its sleeps, so its wakeups), as the kernel counts them."""
+        status = self._thread_read(name, "status")
+        return int(next(l.split()[1] for l in status.splitlines() if l.startswith("voluntary_ctxt_switches:")))
+
+    def thread_waited(self, name):
+        """Seconds a thread was runnable but waited for a CPU (schedstat's second field, ns)."""
+        return int(self._thread_read(name, "schedstat").split()[1]) / 1e9
 
     def wait_replay_done(self, timeout=5.0):
         """Until /status says the replay read its input to the end (state "done")."""
