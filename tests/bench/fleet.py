@@ -65,7 +65,7 @@ SRC = os.environ.get("ARMPROFD_SOURCE_DIR") or os.path.dirname(os.path.dirname(o
     os.path.abspath(__file__))))
 BUILD = os.environ.get("ARMPROFD_BUILD_DIR") or (sys.argv[1] if len(sys.argv) > 1 else "build")
 sys.path.insert(0, os.path.join(SRC, "tests", "integration"))
-from armprofd_test import Daemon, parse_prom_text, simpmu_setup  # noqa: E402
+from armprofd_test import Daemon, parse_prom_text, schedstat, simpmu_setup  # noqa: E402
 from pushstore import PushStore  # noqa: E402
 
 simpmu = simpmu_setup()
@@ -171,6 +171,11 @@ def truncated(m):
     return sum(v for k, v in m.items() if k[0] == "armprofd_spe_aux_truncated_total")
 
 
+def collector_waited(d):
+    """Seconds the collector thread was runnable but waited for a CPU, so far."""
+    return schedstat(d.thread_path("collector", "schedstat"))[1]
+
+
 def host(tmp, gen, n, store):
     scen, sysfs = os.path.join(tmp, f"scen{n}"), os.path.join(tmp, f"sys{n}")
     # Short streams, looped; each core wakes every 10 ms and writes what is due (the simulation's
@@ -217,10 +222,10 @@ def host(tmp, gen, n, store):
     try:
         time.sleep(WARMUP)
         m0, w0 = metrics(d), time.monotonic()
-        drop0, sw0, q0 = lost(drops(scen, n)), d.thread_wakeups("collector"), d.thread_waited("collector")
+        drop0, sw0, q0 = lost(drops(scen, n)), d.thread_wakeups("collector"), collector_waited(d)
         time.sleep(WINDOW)
         m1, w1 = metrics(d), time.monotonic()
-        drop1, sw1, q1 = lost(drops(scen, n)), d.thread_wakeups("collector"), d.thread_waited("collector")
+        drop1, sw1, q1 = lost(drops(scen, n)), d.thread_wakeups("collector"), collector_waited(d)
         row.update(wakeups=(sw1 - sw0) / (w1 - w0))
         b0, b1 = busy(m0), busy(m1)
         own = sum(b1[t] - b0.get(t, 0) for t in b1 if t != "other") / (w1 - w0)
@@ -233,7 +238,7 @@ def host(tmp, gen, n, store):
         hot, _ = timed_gets(d, "/hotlines?window=1m", 200)
         row.update(metrics_bytes=size, metrics_p50=statistics.median(scrapes), metrics_p99=percentile(scrapes, 99),
                    hotlines_p99=percentile(hot, 99), wrk=wrk(d, "/metrics"))
-        q2, w2 = d.thread_waited("collector"), time.monotonic()
+        q2, w2 = collector_waited(d), time.monotonic()
         row.update(waited=[(q1 - q0) / (w1 - w0), (q2 - q1) / (w2 - w1)])
         pid = d.proc.pid
         rings, sim = smaps_kib(pid, os.path.realpath(scen))

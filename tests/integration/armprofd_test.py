@@ -19,6 +19,19 @@ import urllib.request
 SKIP = 77
 
 
+def stat_field(fields, n):
+    """Field n (its number in proc(5): 14 utime, 15 stime, 19 nice) of a stat line's fields past the
+    comm (Daemon.threads()), which start at field 3."""
+    return int(fields[n - 3])
+
+
+def schedstat(path="/proc/thread-self/schedstat"):
+    """(seconds run, seconds waited on a run queue) of a thread (the kernel's schedstats)."""
+    with open(path) as f:
+        run, wait, _ = f.read().split()
+    return int(run) / 1e9, int(wait) / 1e9
+
+
 def skip(reason):
     print(f"SKIP: {reason}")
     sys.exit(SKIP)
@@ -108,27 +121,32 @@ class Daemon:
         assert st == 200, (st, body)
         return [c for c in json.loads(body)["collectors"] if c["name"] == "spe"][0]
 
-    def _thread_read(self, name, what):
-        """/proc/PID/task/TID/<what> of the daemon's thread called name."""
+    def threads(self):
+        """{tid: (comm, fields)} of the daemon's threads as the kernel has them: fields of
+        /proc/PID/task/TID/stat past the comm, read with stat_field(). A thread that ends meanwhile
+        is left out."""
+        out = {}
         for tid in os.listdir(f"/proc/{self.proc.pid}/task"):
             try:
-                with open(f"/proc/{self.proc.pid}/task/{tid}/comm") as f:
-                    if f.read().strip() != name:
-                        continue
-                with open(f"/proc/{self.proc.pid}/task/{tid}/{what}") as f:
-                    return f.read()
+                with open(f"/proc/{self.proc.pid}/task/{tid}/stat") as f:
+                    line = f.read()
             except FileNotFoundError:
                 continue
+            # comm is in parentheses and may hold anything: the last ")" ends it.
+            out[int(tid)] = (line[line.index("(") + 1:line.rindex(")")], line[line.rindex(")") + 2:].split())
+        return out
+
+    def thread_path(self, name, what):
+        """/proc/PID/task/TID/<what> of the daemon's thread called name."""
+        for tid, (comm, _) in self.threads().items():
+            if comm == name:
+                return f"/proc/{self.proc.pid}/task/{tid}/{what}"
         raise AssertionError(f"no thread {name!r} in {self.proc.pid}")
 
     def thread_wakeups(self, name):
         """A thread's voluntary context switches (its sleeps, so its wakeups), as the kernel counts them."""
-        status = self._thread_read(name, "status")
-        return int(next(l.split()[1] for l in status.splitlines() if l.startswith("voluntary_ctxt_switches:")))
-
-    def thread_waited(self, name):
-        """Seconds a thread was runnable but waited for a CPU (schedstat's second field, ns)."""
-        return int(self._thread_read(name, "schedstat").split()[1]) / 1e9
+        with open(self.thread_path(name, "status")) as f:
+            return int(next(l.split()[1] for l in f if l.startswith("voluntary_ctxt_switches:")))
 
     def wait_replay_done(self, timeout=5.0):
         """Until /status says the replay read its input to the end (state "done")."""
@@ -178,20 +196,6 @@ class Daemon:
             self.proc.wait()
             raise AssertionError(f"armprofd did not exit within {timeout}s of SIGTERM")
         return rc, time.monotonic() - t0
-
-    def threads(self):
-        """{tid: (comm, nice)} of the daemon's threads, as the kernel has them (/proc/PID/task/TID/stat)."""
-        out = {}
-        for tid in os.listdir(f"/proc/{self.proc.pid}/task"):
-            try:
-                with open(f"/proc/{self.proc.pid}/task/{tid}/stat") as f:
-                    line = f.read()
-            except FileNotFoundError:
-                continue  # ended meanwhile
-            # comm is in parentheses and may hold anything; the fields after it start at state (3).
-            fields = line[line.rindex(")") + 2:].split()
-            out[int(tid)] = (line[line.index("(") + 1:line.rindex(")")], int(fields[19 - 3]))
-        return out
 
     def close(self):
         if self.proc.poll() is None:

@@ -17,7 +17,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from armprofd_test import Daemon, binary, parse_prom_text  # noqa: E402
+from armprofd_test import Daemon, binary, parse_prom_text, stat_field  # noqa: E402
 
 GOOD_CONFIG = """[http]
 max_connections = 8
@@ -77,15 +77,11 @@ class DaemonTest(unittest.TestCase):
         # /proc/PID/task/*/stat made here around the scrape.
         def per_thread():
             ticks, out = os.sysconf("SC_CLK_TCK"), {}
-            for tid in os.listdir(f"/proc/{self.d.proc.pid}/task"):
-                with open(f"/proc/{self.d.proc.pid}/task/{tid}/stat") as f:
-                    line = f.read()
-                comm = line[line.index("(") + 1:line.rindex(")")]
-                fields = line[line.rindex(")") + 2:].split()
-                name = "main" if int(tid) == self.d.proc.pid else {
+            for tid, (comm, fields) in self.d.threads().items():
+                name = "main" if tid == self.d.proc.pid else {
                     "collector": "collector", "MHD-single": "http", "http-timer": "http-timer",
                     "http-auth": "http-auth", "push": "push"}.get(comm, "other")
-                out[name] = out.get(name, 0) + (int(fields[11]) + int(fields[12])) / ticks
+                out[name] = out.get(name, 0) + (stat_field(fields, 14) + stat_field(fields, 15)) / ticks
             return out
         before = per_thread()
         s = parse_prom_text(self.d.get("/metrics")[2].decode())
@@ -111,12 +107,13 @@ class DaemonTest(unittest.TestCase):
         # kernel schedules them; the main and collector threads keep the nice value we started it with.
         base = os.getpriority(os.PRIO_PROCESS, 0)
         self.assertEqual(self.d.get("/metrics")[0], 200)  # libmicrohttpd's thread lowers itself on a request
-        named = {comm: nice for comm, nice in self.d.threads().values()}
+        threads = self.d.threads()
+        named = {comm: stat_field(fields, 19) for comm, fields in threads.values()}
         want = min(base + 10, 19)
         for comm in ("MHD-single", "http-timer", "http-auth"):
             self.assertEqual(named.get(comm), want, (comm, named))
         self.assertEqual(named.get("collector"), base, named)
-        self.assertEqual(self.d.threads()[self.d.proc.pid][1], base)
+        self.assertEqual(stat_field(threads[self.d.proc.pid][1], 19), base)
 
     def test_request_counter(self):
         for _ in range(3):

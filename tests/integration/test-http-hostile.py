@@ -14,7 +14,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from armprofd_test import Daemon, parse_prom_text  # noqa: E402
+from armprofd_test import Daemon, parse_prom_text, schedstat  # noqa: E402
 
 
 def raw_request(host, port, data, timeout=5.0, source=None):
@@ -634,22 +634,6 @@ def vm_rss_kib(pid):
     raise AssertionError("no VmRSS")
 
 
-def schedstat(path="/proc/thread-self/schedstat"):
-    """(seconds run, seconds waited on a run queue) of a thread (the kernel's schedstats)."""
-    with open(path) as f:
-        run, wait, _ = f.read().split()
-    return int(run) / 1e9, int(wait) / 1e9
-
-
-def http_thread(pid):
-    """The schedstat path of the daemon's HTTP thread, MHD's (named "MHD-single")."""
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        with open(f"/proc/{pid}/task/{tid}/comm") as f:
-            if f.read().startswith("MHD"):
-                return f"/proc/{pid}/task/{tid}/schedstat"
-    raise AssertionError("no MHD thread")
-
-
 def probe_process(host, port, stop, out):
     """In its own process, so that its latencies are the daemon's and not those of the barrage's
     interpreter: GET /healthz on a fresh connection every PROBE_INTERVAL; (status, connect
@@ -785,7 +769,7 @@ def run_barrage(d):
             peak[0] = max(peak[0], vm_rss_kib(pid))
             stop.wait(0.25)
     watcher = threading.Thread(target=watch_rss)
-    mhd = http_thread(pid)
+    mhd = d.thread_path("MHD-single", "schedstat")
     run0, wait0 = schedstat(mhd)
     probe.start()
     watcher.start()

@@ -66,7 +66,7 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from armprofd_test import Daemon, binary, parse_prom_text, skip  # noqa: E402
+from armprofd_test import Daemon, binary, parse_prom_text, skip, stat_field  # noqa: E402
 from pushstore import PushStore, make_certs  # noqa: E402
 
 GROUPS = {"cpu": ["happy", "outage", "kill", "spoolcap", "splitbytes", "maxage", "rejected", "badconfig"],
@@ -612,7 +612,7 @@ def spe_happy():
             total = lambda: sum(p.total("samples") for _, _, _, p in profiles(store, go=False))  # noqa: E731
             store.wait_for(lambda: total() >= want, WAIT, f"{want} samples pushed")
             # The push thread answers too: it runs below the collector (common/thread-prio.h).
-            nice = {comm: n for comm, n in d.threads().values()}
+            nice = {comm: stat_field(fields, 19) for comm, fields in d.threads().values()}
             check("collector" in nice and nice.get("push") == min(nice["collector"] + 10, 19),
                   f"the push thread runs 10 nice steps below the collector ({nice})")
             n = len(store.pushes())
