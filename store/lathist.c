@@ -67,6 +67,12 @@ void lathist_merge(struct lathist_merged *m, const struct lathist *h) {
         m->sum += h->sum;
 }
 
+void lathist_add_hist(struct lathist *d, const struct lathist *h) {
+        for (unsigned i = 0; i < LATHIST_NBUCKETS; i++)
+                d->count[i] += h->count[i];
+        d->sum += h->sum;
+}
+
 uint64_t lathist_total(const struct lathist *h) {
         uint64_t n = 0;
 

@@ -66,6 +66,8 @@ static inline void lathist_add(struct lathist *h, uint16_t v) {
 }
 
 void lathist_merge(struct lathist_merged *m, const struct lathist *h);
+/* d += h, both per-epoch histograms (their counts together still below 2^32). */
+void lathist_add_hist(struct lathist *d, const struct lathist *h);
 uint64_t lathist_total(const struct lathist *h);
 
 /*

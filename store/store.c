@@ -314,13 +314,16 @@ static inline enum spe_peer record_peer(enum hotpcs_op op, unsigned src) {
         return op == HOTPCS_OP_LOAD ? spe_data_src_peer((enum spe_data_src) src) : SPE_PEER_NONE;
 }
 
-/* One latency into its op-kind histogram and, for loads, its data-source one. */
+/*
+ * One latency into its histogram: a load's into its data source's (every
+ * load has one, SPE_DATA_SRC_NONE included), anything else's into its op
+ * kind's. The loads' op-kind histogram is the sum of the source ones, made
+ * once an epoch (lat_sum_loads()) rather than a second increment a record.
+ */
 static inline void lat_add(struct store *s, enum store_lat_kind k, enum hotpcs_op op, unsigned src, uint16_t v) {
         struct lathist *h = &s->lat[(unsigned) k * STORE_LAT_GROUPS];
 
-        lathist_add(&h[STORE_LAT_GROUP_OP(op)], v);
-        if (op == HOTPCS_OP_LOAD)
-                lathist_add(&h[STORE_LAT_GROUP_SOURCE(src)], v);
+        lathist_add(&h[op == HOTPCS_OP_LOAD ? STORE_LAT_GROUP_SOURCE(src) : STORE_LAT_GROUP_OP(op)], v);
 }
 
 void store_add(struct store *s, const struct spe_record *rec, uint32_t pid, uint32_t tid) {
@@ -472,9 +475,21 @@ static void lat_cum_fold(struct store *s) {
         s->lat_cum = c;
 }
 
+/* The closing epoch's load histograms, from its data-source ones (lat_add()). */
+static void lat_sum_loads(struct store *s) {
+        for (unsigned k = 0; k < _STORE_LAT_KIND_MAX; k++) {
+                struct lathist *h = &s->lat[k * STORE_LAT_GROUPS];
+
+                for (unsigned src = 0; src < _SPE_DATA_SRC_MAX; src++)
+                        lathist_add_hist(&h[STORE_LAT_GROUP_OP(HOTPCS_OP_LOAD)], &h[STORE_LAT_GROUP_SOURCE(src)]);
+        }
+}
+
 void store_epoch_end(struct store *s, uint64_t now_ns) {
         struct store_epoch *e;
         size_t slot;
+
+        lat_sum_loads(s);
 
         e = xcalloc(1, sizeof(*e));
         e->ref = 1;
