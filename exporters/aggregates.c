@@ -89,7 +89,7 @@ static json_t *sources_json(const uint64_t *by_source) {
 }
 
 json_t *agg_totals_json(const struct store_totals *t) {
-        return json_pack("{s:I, s:{s:I, s:I, s:I, s:I}, s:o, s:{s:I, s:I}, s:I, s:{s:I, s:I, s:I}}",
+        return json_pack("{s:I, s:{s:I, s:I, s:I, s:I}, s:o, s:{s:I, s:I}, s:I, s:{s:I, s:I, s:I, s:I}}",
                          "records", (json_int_t) t->records,
                          "ops", "load", (json_int_t) t->loads, "store", (json_int_t) t->stores,
                          "branch", (json_int_t) t->branches, "other", (json_int_t) t->other,
@@ -98,7 +98,8 @@ json_t *agg_totals_json(const struct store_totals *t) {
                          (json_int_t) t->peer_remote,
                          "records_without_pc", (json_int_t) t->no_pc,
                          "evictions", "hotpcs", (json_int_t) t->evict_hotpcs, "hotlines",
-                         (json_int_t) t->evict_hotlines, "offsets", (json_int_t) t->evict_offsets);
+                         (json_int_t) t->evict_hotlines, "offsets", (json_int_t) t->evict_offsets,
+                         "samples", (json_int_t) t->evict_samples);
 }
 
 #define SYMBOL_MAX 256

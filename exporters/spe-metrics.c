@@ -170,6 +170,7 @@ void spe_metrics_write(const struct spe_metrics_input *in, struct prom_writer *w
         prom_sample_u64(w, (const char *const[]) { "table", "hotpcs", NULL }, t->evict_hotpcs);
         prom_sample_u64(w, (const char *const[]) { "table", "hotlines", NULL }, t->evict_hotlines);
         prom_sample_u64(w, (const char *const[]) { "table", "offsets", NULL }, t->evict_offsets);
+        prom_sample_u64(w, (const char *const[]) { "table", "samples", NULL }, t->evict_samples);
 
         if (in->latency)
                 latency(w, in->latency);

@@ -454,6 +454,7 @@ static void totals_add(struct store_totals *d, const struct store_totals *a) {
         d->evict_hotpcs += a->evict_hotpcs;
         d->evict_hotlines += a->evict_hotlines;
         d->evict_offsets += a->evict_offsets;
+        d->evict_samples += a->evict_samples;
         d->cpu_samples += a->cpu_samples;
         d->cpu_weight_ns += a->cpu_weight_ns;
         d->evict_stacks += a->evict_stacks;
@@ -496,6 +497,7 @@ void store_epoch_end(struct store *s, uint64_t now_ns) {
         e->start_ns = s->epoch_start_ns;
         e->end_ns = MAX(now_ns, s->epoch_start_ns);
         s->cur.evict_hotpcs = s->pcs->evictions;
+        s->cur.evict_samples = s->samples->evictions;
         s->cur.evict_hotlines = s->lines->evictions;
         s->cur.evict_offsets = s->lines->off_evictions;
         e->totals = s->cur;

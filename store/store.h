@@ -49,7 +49,7 @@
  *   of capacity K: the hot PCs, and the pprof samples keyed by context):
  *       sizeof(struct store) + 2 hotpcs_bytes(K) + hotlines_bytes(L, O)
  *       + H x 5088 + 8 E
- *     = 592 + 2 [120 + 24 slots(K) + 24 (K + 1) + 24 K + 112 K]
+ *     = 608 + 2 [120 + 24 slots(K) + 24 (K + 1) + 24 K + 112 K]
  *       + [136 + 24 slots(L) + 24 (L + 1) + 12 L + 168 L + 132 L O]
  *       + 213696 + 8 E
  *   T, the writer's stack table (stacks.h), 0 when N = 0:
@@ -59,11 +59,11 @@
  *      entry used, every histogram non-empty):
  *       sizeof(struct store_epoch) + 2 hotpcs_summary_bytes(K)
  *       + hotlines_summary_bytes(L, O) + H x 5088
- *     = 584 + 2 [32 + 112 K] + [72 + 168 L + 120 L O] + 213696
+ *     = 592 + 2 [32 + 112 K] + [72 + 168 L + 120 L O] + 213696
  *   U, its stack table at its largest (every count, frame, context and
  *      string byte used), 0 when N = 0:
  *       stacks_summary_bytes(N, F, X, Y) = 88 + 8 F + 40 N + 24 X + Y
- *   S, one snapshot: sizeof(struct store_snapshot) + 8 E = 256 + 8 E
+ *   S, one snapshot: sizeof(struct store_snapshot) + 8 E = 264 + 8 E
  *   C, one block of cumulative latency histograms (3 kinds x 4 ops of
  *      sizeof(struct lathist_merged) = 10168, and a reference count):
  *      122024; three are alive at most: the writer's (the current
@@ -76,9 +76,9 @@
  * so this is at most one or two in practice. Frozen epochs are compact
  * (used entries only, empty histograms not stored), so they are usually
  * far below P + U. Defaults (K 1024, L 256, O 8, E 60, N 4096, F 131072,
- * X 1024, Y 65536): 127372784 bytes, 121.5 MiB, of which 13.4 MiB are
+ * X 1024, Y 65536): 127373784 bytes, 121.5 MiB, of which 13.4 MiB are
  * histograms and 77.4 MiB stack tables (1.2 MiB an epoch at most, 1 MiB
- * of it frames); with N = 0 (no stack table) 46184528 bytes, 44.0 MiB.
+ * of it frames); with N = 0 (no stack table) 46185528 bytes, 44.0 MiB.
  * Query results are allocated by the reader per request and freed by it:
  * at most E x (K items + L lines, each with up to E x O entries); a stack
  * query up to E x U bytes of copies and 3 x slots(E x N) index slots.
@@ -141,6 +141,7 @@ struct store_totals {
         uint64_t peer_local, peer_remote;       /* perf c2c lcl_peer / rmt_peer */
         uint64_t no_pc;                         /* records without a PC packet (not in hot PCs) */
         uint64_t evict_hotpcs, evict_hotlines, evict_offsets;
+        uint64_t evict_samples;                 /* the PC-by-context table (store_query_samples()) */
         uint64_t cpu_samples;                   /* store_add_stack() calls */
         uint64_t cpu_weight_ns;                 /* their total weight */
         uint64_t evict_stacks;                  /* of them, those the full stack tables could not hold */

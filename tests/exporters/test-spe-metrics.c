@@ -106,10 +106,28 @@ static void test_per_cpu_labels(void **state) {
         strbuf_done(&out);
 }
 
+/* Each bounded table's evictions under its own label, the PC-by-context (profile) table's included. */
+static void test_evictions_by_table(void **state) {
+        const struct store_totals totals = {
+                .evict_hotpcs = 11, .evict_hotlines = 22, .evict_offsets = 33, .evict_samples = 44,
+        };
+        _cleanup_(prom_writer_freep) struct prom_writer *w = prom_writer_new();
+        struct strbuf out = STRBUF_INIT;
+
+        spe_metrics_write(&(struct spe_metrics_input) { .totals = &totals, .up = true }, w);
+        prom_render(w, PROM_FORMAT_TEXT, &out);
+        assert_non_null(strstr(out.buf, "\narmprofd_store_evictions_total{table=\"hotpcs\"} 11\n"));
+        assert_non_null(strstr(out.buf, "\narmprofd_store_evictions_total{table=\"hotlines\"} 22\n"));
+        assert_non_null(strstr(out.buf, "\narmprofd_store_evictions_total{table=\"offsets\"} 33\n"));
+        assert_non_null(strstr(out.buf, "\narmprofd_store_evictions_total{table=\"samples\"} 44\n"));
+        strbuf_done(&out);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_latency_classic_buckets),
                 cmocka_unit_test(test_per_cpu_labels),
+                cmocka_unit_test(test_evictions_by_table),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

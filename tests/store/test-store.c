@@ -520,11 +520,11 @@ static void test_options(void **state) {
                 size_t W, P, S, C, T, U;
 
                 /* Two K-sized PC tables: hot PCs and the pprof sample table. */
-                W = 592 + 2 * (120 + 24 * slots(K) + 24 * (K + 1) + 24 * K + 112 * K) +
+                W = 608 + 2 * (120 + 24 * slots(K) + 24 * (K + 1) + 24 * K + 112 * K) +
                         (136 + 24 * slots(L) + 24 * (L + 1) + 12 * L + 168 * L + 132 * L * O) +
                         213696 + 8 * E;
-                P = 584 + 2 * (32 + 112 * K) + (72 + 168 * L + 120 * L * O) + 213696;
-                S = 256 + 8 * E;
+                P = 592 + 2 * (32 + 112 * K) + (72 + 168 * L + 120 * L * O) + 213696;
+                S = 264 + 8 * E;
                 /* 3 kinds x 4 ops of (u64 n, u64 sum, 1269 u64 buckets), and a reference count. */
                 C = 8 + 3 * 4 * (8 + 8 + 1269 * 8);
                 /* The stack table and its frozen copy at its largest. */
