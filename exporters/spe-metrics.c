@@ -165,6 +165,9 @@ void spe_metrics_write(const struct spe_metrics_input *in, struct prom_writer *w
         prom_sample_u64(w, (const char *const[]) { "scope", "local", NULL }, t->peer_local);
         prom_sample_u64(w, (const char *const[]) { "scope", "remote", NULL }, t->peer_remote);
 
+        prom_family(w, "armprofd_store_records_total", PROM_COUNTER,
+                    "SPE records the aggregates counted, in closed epochs (what the evictions are out of).");
+        prom_sample_u64(w, NULL, t->records);
         prom_family(w, "armprofd_store_evictions_total", PROM_COUNTER,
                     "Entries the bounded aggregate tables evicted to stay within their capacity.");
         prom_sample_u64(w, (const char *const[]) { "table", "hotpcs", NULL }, t->evict_hotpcs);

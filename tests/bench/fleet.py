@@ -47,7 +47,8 @@ Per N it reports:
   waited      the time the collector was runnable but waited for a CPU, a second, in
               the window and under the scrapes (/proc/PID/task/TID/schedstat)
   budget      the slowdown [budget] cpu_percent (its default) imposed by the end (1x: none)
-  evictions   each bounded table's evictions (armprofd_store_evictions_total, closed epochs) per 1,000 records
+  evictions   each bounded table's evictions per 1,000 records the store counted, both over the closed
+              epochs (armprofd_store_evictions_total, armprofd_store_records_total)
 """
 
 import collections
@@ -252,9 +253,9 @@ def host(tmp, gen, n, store):
                    # When: starting and warming up, in the steady window, or under the scrapes and wrk.
                    dropped_phases=[drop0, drop1 - drop0, lost(why) - drop1],
                    truncations=[truncated(m0), truncated(m1) - truncated(m0), truncated(m2) - truncated(m1)],
-                   # The store's evictions by table over the closed epochs, against the records decoded.
+                   # The store's evictions by table and the records they are out of, over the closed epochs.
                    evictions={dict(k[1])["table"]: v for k, v in m2.items() if k[0] == "armprofd_store_evictions_total"},
-                   records_end=sum(v for k, v in m2.items() if k[0] == "armprofd_spe_records_total"),
+                   store_records=m2.get(("armprofd_store_records_total", frozenset()), 0),
                    pushes=len(store.records))
     finally:
         d.close()
@@ -299,7 +300,7 @@ def main():
               f"the window, {scrapes} under the scrapes; AUX truncations (the daemon's count) {t_start:.0f} "
               f"starting, {t_window:.0f} in the window, {t_scrapes:.0f} under the scrapes; data ring: "
               f"{r['data_lost']:.0f} records lost ({r['unannounced']} SPE records read without their PERF_RECORD_AUX)")
-        records = max(r["records_end"], 1)
+        records = max(r["store_records"], 1)
         print("      store evictions per 1,000 records: " +
               ", ".join(f"{t} {1000 * v / records:.1f}" for t, v in sorted(r["evictions"].items())))
     print(json.dumps(rows))

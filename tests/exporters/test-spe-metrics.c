@@ -106,9 +106,11 @@ static void test_per_cpu_labels(void **state) {
         strbuf_done(&out);
 }
 
-/* Each bounded table's evictions under its own label, the PC-by-context (profile) table's included. */
+/* Each bounded table's evictions under its own label, the PC-by-context (profile) table's included, and the records
+ * they are out of. */
 static void test_evictions_by_table(void **state) {
         const struct store_totals totals = {
+                .records = 1000,
                 .evict_hotpcs = 11, .evict_hotlines = 22, .evict_offsets = 33, .evict_samples = 44,
         };
         _cleanup_(prom_writer_freep) struct prom_writer *w = prom_writer_new();
@@ -120,6 +122,7 @@ static void test_evictions_by_table(void **state) {
         assert_non_null(strstr(out.buf, "\narmprofd_store_evictions_total{table=\"hotlines\"} 22\n"));
         assert_non_null(strstr(out.buf, "\narmprofd_store_evictions_total{table=\"offsets\"} 33\n"));
         assert_non_null(strstr(out.buf, "\narmprofd_store_evictions_total{table=\"samples\"} 44\n"));
+        assert_non_null(strstr(out.buf, "\narmprofd_store_records_total 1000\n"));
         strbuf_done(&out);
 }
 

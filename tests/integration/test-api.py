@@ -49,6 +49,8 @@ with Daemon(args=["--replay", os.path.join(tmp, "a.data")], config_text="[http]\
     for cpu in range(4):
         assert s[("armprofd_spe_records_total", frozenset({("cpu", str(cpu))}))] == int(facts[f"cpu{cpu}.records"])
     assert s[("armprofd_spe_decode_errors_total", frozenset())] == garbage
+    # The replay's one epoch is closed: the aggregates counted every record the generator wrote.
+    assert s[("armprofd_store_records_total", frozenset())] == int(facts["records"])
     assert s[("armprofd_spe_latency_cycles_count", frozenset({("kind", "total"), ("op", "load")}))] == loads_with_lat
 
     # /hotlines: the false-sharing line first; limit and pid filter apply.

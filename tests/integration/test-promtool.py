@@ -44,7 +44,7 @@ with tempfile.TemporaryDirectory(prefix="armprofd-promtool-") as tmp:
     spe = lint(["--replay", os.path.join(tmp, "p.data")],
                ["armprofd_spe_records_total", "armprofd_spe_bytes_total", "armprofd_spe_decode_errors_total",
                 "armprofd_spe_loads_total", "armprofd_spe_peer_snoops_total", "armprofd_spe_latency_cycles_bucket",
-                "armprofd_store_evictions_total"])
+                "armprofd_store_evictions_total", "armprofd_store_records_total"])
 
 # The check can fail: a broken exposition is rejected.
 bad = plain + b"armprofd_undocumented_thing 1\n"
