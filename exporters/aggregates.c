@@ -88,8 +88,16 @@ static json_t *sources_json(const uint64_t *by_source) {
         return o;
 }
 
+static json_t *evictions_json(const uint64_t *evictions) {
+        json_t *o = json_object();
+
+        for (unsigned i = 0; i < _STORE_TABLE_MAX; i++)
+                json_object_set_new(o, store_table_name(i), json_integer((json_int_t) evictions[i]));
+        return o;
+}
+
 json_t *agg_totals_json(const struct store_totals *t) {
-        return json_pack("{s:I, s:{s:I, s:I, s:I, s:I}, s:o, s:{s:I, s:I}, s:I, s:{s:I, s:I, s:I, s:I}}",
+        return json_pack("{s:I, s:{s:I, s:I, s:I, s:I}, s:o, s:{s:I, s:I}, s:I, s:o}",
                          "records", (json_int_t) t->records,
                          "ops", "load", (json_int_t) t->loads, "store", (json_int_t) t->stores,
                          "branch", (json_int_t) t->branches, "other", (json_int_t) t->other,
@@ -97,9 +105,7 @@ json_t *agg_totals_json(const struct store_totals *t) {
                          "peer_snoops", "local", (json_int_t) t->peer_local, "remote",
                          (json_int_t) t->peer_remote,
                          "records_without_pc", (json_int_t) t->no_pc,
-                         "evictions", "hotpcs", (json_int_t) t->evict_hotpcs, "hotlines",
-                         (json_int_t) t->evict_hotlines, "offsets", (json_int_t) t->evict_offsets,
-                         "samples", (json_int_t) t->evict_samples);
+                         "evictions", evictions_json(t->evictions));
 }
 
 #define SYMBOL_MAX 256

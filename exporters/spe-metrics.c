@@ -170,10 +170,8 @@ void spe_metrics_write(const struct spe_metrics_input *in, struct prom_writer *w
         prom_sample_u64(w, NULL, t->records);
         prom_family(w, "armprofd_store_evictions_total", PROM_COUNTER,
                     "Entries the bounded aggregate tables evicted to stay within their capacity.");
-        prom_sample_u64(w, (const char *const[]) { "table", "hotpcs", NULL }, t->evict_hotpcs);
-        prom_sample_u64(w, (const char *const[]) { "table", "hotlines", NULL }, t->evict_hotlines);
-        prom_sample_u64(w, (const char *const[]) { "table", "offsets", NULL }, t->evict_offsets);
-        prom_sample_u64(w, (const char *const[]) { "table", "samples", NULL }, t->evict_samples);
+        for (unsigned i = 0; i < _STORE_TABLE_MAX; i++)
+                prom_sample_u64(w, (const char *const[]) { "table", store_table_name(i), NULL }, t->evictions[i]);
 
         if (in->latency)
                 latency(w, in->latency);

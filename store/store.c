@@ -88,6 +88,19 @@ static const char *const op_names[_HOTPCS_OP_MAX] = {
         [HOTPCS_OP_OTHER]  = "other",
 };
 
+static const char *const table_names[_STORE_TABLE_MAX] = {
+        [STORE_TABLE_HOTPCS]   = "hotpcs",
+        [STORE_TABLE_HOTLINES] = "hotlines",
+        [STORE_TABLE_OFFSETS]  = "offsets",
+        [STORE_TABLE_SAMPLES]  = "samples",
+};
+
+const char *store_table_name(enum store_table t) {
+        if ((unsigned) t >= ELEMENTSOF(table_names))
+                return "unknown";
+        return table_names[t];
+}
+
 const char *store_lat_kind_name(enum store_lat_kind k) {
         if ((unsigned) k >= ELEMENTSOF(lat_kind_names))
                 return "unknown";
@@ -451,10 +464,8 @@ static void totals_add(struct store_totals *d, const struct store_totals *a) {
         d->peer_local += a->peer_local;
         d->peer_remote += a->peer_remote;
         d->no_pc += a->no_pc;
-        d->evict_hotpcs += a->evict_hotpcs;
-        d->evict_hotlines += a->evict_hotlines;
-        d->evict_offsets += a->evict_offsets;
-        d->evict_samples += a->evict_samples;
+        for (unsigned i = 0; i < _STORE_TABLE_MAX; i++)
+                d->evictions[i] += a->evictions[i];
         d->cpu_samples += a->cpu_samples;
         d->cpu_weight_ns += a->cpu_weight_ns;
         d->evict_stacks += a->evict_stacks;
@@ -496,10 +507,10 @@ void store_epoch_end(struct store *s, uint64_t now_ns) {
         e->ref = 1;
         e->start_ns = s->epoch_start_ns;
         e->end_ns = MAX(now_ns, s->epoch_start_ns);
-        s->cur.evict_hotpcs = s->pcs->evictions;
-        s->cur.evict_samples = s->samples->evictions;
-        s->cur.evict_hotlines = s->lines->evictions;
-        s->cur.evict_offsets = s->lines->off_evictions;
+        s->cur.evictions[STORE_TABLE_HOTPCS] = s->pcs->evictions;
+        s->cur.evictions[STORE_TABLE_HOTLINES] = s->lines->evictions;
+        s->cur.evictions[STORE_TABLE_OFFSETS] = s->lines->off_evictions;
+        s->cur.evictions[STORE_TABLE_SAMPLES] = s->samples->evictions;
         e->totals = s->cur;
         e->pcs = hotpcs_freeze(s->pcs);
         e->samples = hotpcs_freeze(s->samples);

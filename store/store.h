@@ -134,14 +134,23 @@ void store_options_init(struct store_options *o);
 
 /* ---- totals (exact counts, for /metrics counters) ---- */
 
+/* The bounded tables, each counting its evictions (armprofd_store_evictions_total{table}). */
+enum store_table {
+        STORE_TABLE_HOTPCS,
+        STORE_TABLE_HOTLINES,
+        STORE_TABLE_OFFSETS,                    /* the (offset, pc) entries of the hot lines */
+        STORE_TABLE_SAMPLES,                    /* the PCs by context (store_query_samples()) */
+        _STORE_TABLE_MAX,
+};
+const char *store_table_name(enum store_table t);      /* "hotpcs", "hotlines", "offsets", "samples" */
+
 struct store_totals {
         uint64_t records;
         uint64_t loads, stores, branches, other;
         uint64_t loads_by_source[_SPE_DATA_SRC_MAX];
         uint64_t peer_local, peer_remote;       /* perf c2c lcl_peer / rmt_peer */
         uint64_t no_pc;                         /* records without a PC packet (not in hot PCs) */
-        uint64_t evict_hotpcs, evict_hotlines, evict_offsets;
-        uint64_t evict_samples;                 /* the PC-by-context table (store_query_samples()) */
+        uint64_t evictions[_STORE_TABLE_MAX];
         uint64_t cpu_samples;                   /* store_add_stack() calls */
         uint64_t cpu_weight_ns;                 /* their total weight */
         uint64_t evict_stacks;                  /* of them, those the full stack tables could not hold */

@@ -86,7 +86,7 @@ static void host_init(struct host *h, size_t n_cpus, bool pmu) {
                 h->totals.loads_by_source[src] = rnd(&st) % 10000000000;
         h->totals.peer_local = rnd(&st) % 1000000;
         h->totals.peer_remote = rnd(&st) % 100000;
-        h->totals.evict_hotpcs = rnd(&st) % 1000000;
+        h->totals.evictions[STORE_TABLE_HOTPCS] = rnd(&st) % 1000000;
 
         h->latency = xcalloc(1, sizeof(*h->latency));
         for (int k = 0; k < _STORE_LAT_KIND_MAX; k++)

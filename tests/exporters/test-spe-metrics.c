@@ -111,7 +111,10 @@ static void test_per_cpu_labels(void **state) {
 static void test_evictions_by_table(void **state) {
         const struct store_totals totals = {
                 .records = 1000,
-                .evict_hotpcs = 11, .evict_hotlines = 22, .evict_offsets = 33, .evict_samples = 44,
+                .evictions = {
+                        [STORE_TABLE_HOTPCS] = 11, [STORE_TABLE_HOTLINES] = 22, [STORE_TABLE_OFFSETS] = 33,
+                        [STORE_TABLE_SAMPLES] = 44,
+                },
         };
         _cleanup_(prom_writer_freep) struct prom_writer *w = prom_writer_new();
         struct strbuf out = STRBUF_INIT;

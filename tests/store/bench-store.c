@@ -216,8 +216,9 @@ int main(int argc, char **argv) {
 
                 printf("%-38s %8.1f M records/s (%.2f x baseline); evictions per 1,000 records: "
                        "hot PCs %.0f, profile table %.0f, lines %.0f, offsets %.0f\n",
-                       cases[i].name, r / 1e6, r / base, (double) t.evict_hotpcs * per,
-                       (double) t.evict_samples * per, (double) t.evict_hotlines * per, (double) t.evict_offsets * per);
+                       cases[i].name, r / 1e6, r / base, (double) t.evictions[STORE_TABLE_HOTPCS] * per,
+                       (double) t.evictions[STORE_TABLE_SAMPLES] * per, (double) t.evictions[STORE_TABLE_HOTLINES] * per,
+                       (double) t.evictions[STORE_TABLE_OFFSETS] * per);
         }
         free(zipf);
         free(hot);

@@ -100,13 +100,13 @@ static void test_bounds(void **state) {
 
         assert_int_equal(t->records, nrecords);
         /* The stack samples' leaves are distinct PCs too: each one evicts. */
-        assert_int_equal(t->evict_hotpcs, epochs * (ndistinct - o.hotpcs + STACK_SAMPLES));
-        assert_int_equal(t->evict_hotlines, epochs * (ndistinct - o.hotlines));
-        assert_int_equal(t->evict_offsets, 0);
+        assert_int_equal(t->evictions[STORE_TABLE_HOTPCS], epochs * (ndistinct - o.hotpcs + STACK_SAMPLES));
+        assert_int_equal(t->evictions[STORE_TABLE_HOTLINES], epochs * (ndistinct - o.hotlines));
+        assert_int_equal(t->evictions[STORE_TABLE_OFFSETS], 0);
         /* The PC-by-context table: every record of an epoch is a key of its own there too (the stack samples are not in it). */
-        assert_int_equal(t->evict_samples, epochs * (ndistinct - o.hotpcs));
+        assert_int_equal(t->evictions[STORE_TABLE_SAMPLES], epochs * (ndistinct - o.hotpcs));
         assert_int_equal(store_query_totals(snap, STORE_WINDOW_ALL, &tr), 0);
-        assert_int_equal(tr.t.evict_hotpcs, t->evict_hotpcs);
+        assert_int_equal(tr.t.evictions[STORE_TABLE_HOTPCS], t->evictions[STORE_TABLE_HOTPCS]);
         assert_int_equal(tr.iv.epochs, epochs);
 
         /* Queries work on the full ring and respect the capacities. */
@@ -122,9 +122,10 @@ static void test_bounds(void **state) {
 
         rss1 = tu_rss_bytes();
         getrusage(RUSAGE_SELF, &ru);
-        printf("bounds: %zu records, %zu distinct PCs/lines, evictions hotpcs %lu hotlines %lu offsets %lu samples %lu\n",
-               nrecords, ndistinct, (unsigned long) t->evict_hotpcs, (unsigned long) t->evict_hotlines,
-               (unsigned long) t->evict_offsets, (unsigned long) t->evict_samples);
+        printf("bounds: %zu records, %zu distinct PCs/lines, evictions", nrecords, ndistinct);
+        for (unsigned i = 0; i < _STORE_TABLE_MAX; i++)
+                printf(" %s %lu", store_table_name(i), (unsigned long) t->evictions[i]);
+        printf("\n");
         printf("bounds: RSS grew %.1f MiB (maxrss %.1f MiB), formula store_bytes() = %.1f MiB + slack %.1f MiB\n",
                (double) (rss1 - rss0) / 1048576, (double) ru.ru_maxrss / 1024,
                (double) bound / 1048576, (double) RSS_SLACK / 1048576);
