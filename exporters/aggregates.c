@@ -357,12 +357,16 @@ json_t *agg_hotlines_json(const struct store_hotlines_result *res, const struct 
                 }
                 line = json_object();
                 add_line_address(line, sym, &l->l, res->lines.line_size);
+                /* records counts what the table saw of the line; a line that took
+                 * over an evicted one's counter may have had up to its error
+                 * more before (hotlines.h): records <= true <= records_max. */
                 line = object_then(
                         line,
-                        json_pack("{s:s, s:I, s:b, s:s, s:I, s:I, s:I, s:{s:I, s:I}, s:o, s:I, s:i, s:o}", "key",
-                                  l->l.by_pa ? "pa" : "va", "pid", (json_int_t) l->l.pid, "shared",
+                        json_pack("{s:s, s:I, s:b, s:s, s:I, s:I, s:I, s:I, s:{s:I, s:I}, s:o, s:I, s:i, s:o}",
+                                  "key", l->l.by_pa ? "pa" : "va", "pid", (json_int_t) l->l.pid, "shared",
                                   (int) !!(l->l.flags & HOTLINES_F_SHARED), "class", hotlines_class_name(l->cls),
-                                  "records", (json_int_t) (l->l.loads + l->l.stores), "loads",
+                                  "records", (json_int_t) (l->l.loads + l->l.stores), "records_max",
+                                  (json_int_t) (l->l.loads + l->l.stores + l->l.error), "loads",
                                   (json_int_t) l->l.loads, "stores", (json_int_t) l->l.stores, "peer_snoops",
                                   "local", (json_int_t) l->l.peer_local, "remote", (json_int_t) l->l.peer_remote,
                                   "loads_by_source", sources_json(l->l.src), "latency_sum_cycles",

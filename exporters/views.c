@@ -183,6 +183,10 @@ static const struct table_column line_cols[] = {
         { "Load Dram", "Lcl", TABLE_RIGHT, NULL },
         { "Load Dram", "Rmt", TABLE_RIGHT, NULL },
         { NULL, "Class", TABLE_LEFT, "false_sharing, true_sharing, written or read_only (ARCHITECTURE.md §5)" },
+        /* After perf c2c's columns, which keep its order. */
+        { "At most", "records", TABLE_RIGHT,
+          "the most loads and stores the line can have had: more than Total records when it took an evicted "
+          "line's counter, since when records counts" },
 };
 
 static const struct table_column pareto_cols[] = {
@@ -276,6 +280,7 @@ int view_hotlines(const json_t *answer, const struct view_context *ctx, struct v
                 for (int k = 0; k < _LVL_MAX; k++)
                         table_u64(t, lvl[k]);
                 table_text(t, js(line, "class"));
+                table_u64(t, ju(line, "records_max"));
         }
 
         t = section(v, "Shared Cache Line Distribution Pareto", "Cacheline data grouping: offset,iaddr", pareto_cols,

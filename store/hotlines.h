@@ -19,6 +19,11 @@
  * A newcomer takes over the least-hot entry, inheriting its score as
  * `error`; its counters start at zero, so they are exact counts of what
  * happened while the line was tracked. Evictions are counted per table.
+ * What went untracked is bounded by `error`: a line out of the table has a
+ * hotness of at most the table's minimum (Space-Saving's invariant, with
+ * weights too), the minimum never falls, and a sample weighs at least 1,
+ * so a line's true loads + stores lie in [loads + stores, loads + stores +
+ * error] (error 0: exact). A merge keeps it (hotpcs.h's U and L).
  *
  * CPUs and TIDs per (offset, pc): a bounded list of the first
  * HOTLINES_CPUS CPU numbers and HOTLINES_TIDS TIDs, plus a flag that more

@@ -13,6 +13,8 @@ and against `perf c2c report` on the same file:
   equal the truth; each PC's object is the generator's ELF (user) or [kernel];
 - by default only the lines with peer snoops are listed (item 8): the same set as
   perf c2c's Shared Data Cache Line Table, in its order; all=1 lists the others;
+- with a table far smaller than the lines (evictions), every line's records <= its
+  truth <= records_max, some exact and some not; without evictions all are exact;
 - with [privacy] physical_addresses the lines are keyed by PA and carry the NUMA
   node that the file's memory topology gives, as perf c2c's Node column does.
 """
@@ -87,6 +89,7 @@ with tempfile.TemporaryDirectory(prefix="armprofd-hl-truth-") as tmp:
         listed = every["lines"]
         assert len(listed) == min(500, len(truth))
         check_lines(listed, truth, elf)
+        assert all(l["records_max"] == l["records"] for l in listed), "no eviction, yet a line is not exact"
         by_addr = {int(l["address"], 16): l for l in listed}
         for addr in (0xffff8a004000, 0xffff8a020180):
             assert by_addr[addr]["class"] == "written", (hex(addr), by_addr[addr]["class"])
@@ -113,6 +116,24 @@ with tempfile.TemporaryDirectory(prefix="armprofd-hl-truth-") as tmp:
             err = get(d, path, want=400)
             assert word in err["error"], (path, err)
         assert len(get(d, "/hotlines?window=all&all=0")["lines"]) == len(peer_lines)
+
+    # A table far smaller than the file's lines: evicted lines come back with only what the table
+    # saw since, and records_max bounds what it did not (hotlines.h): records <= truth <= records_max,
+    # equal where the line was tracked from its first access.
+    with serve(data, CONFIG.replace("hotlines = 65536", "hotlines = 16"), records) as d:
+        small = get(d, "/hotlines?window=all&all=1&limit=500")
+        assert small["evictions"] > 0, small["evictions"]
+        exact = short = 0
+        for l in small["lines"]:
+            t = truth[int(l["address"], 16)]
+            true = t["loads"] + t["stores"]
+            assert l["records"] <= true <= l["records_max"], (l["address"], l["records"], true, l["records_max"])
+            exact += l["records_max"] == l["records"]
+            short += true > l["records"]
+        # Both kinds, so the bound is tested where it is needed and where it must be tight.
+        assert exact > 0 and short > 0, (exact, short, len(small["lines"]))
+        print(f"16-line table, {small['evictions']} evictions: {len(small['lines'])} lines listed, "
+              f"records <= truth <= records_max on each; {exact} exact, {short} short of the truth")
 
     # Lines by physical address: the node of each comes from the file's memory topology
     # (HEADER_MEM_TOPOLOGY), as perf c2c's Node column.
@@ -146,4 +167,5 @@ with tempfile.TemporaryDirectory(prefix="armprofd-hl-truth-") as tmp:
             entries = sum(len(l["offsets"]) for l in default["lines"])
             assert text.count("\n  node {") == len(default["lines"]), text[:2000]
             assert text.count("object: ") == entries and text.count("latency_mean_cycles: ") == entries
-            print(f"protobuf: {len(default['lines'])} nodes, {entries} objects and mean latencies")
+            assert text.count("\n  records_max: ") == len(default["lines"]), text[:2000]
+            print(f"protobuf: {len(default['lines'])} nodes and records_max, {entries} objects and mean latencies")

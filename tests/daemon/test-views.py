@@ -152,7 +152,7 @@ def check_hotlines(d, data):
         want = [str(i), line["address"], str(line.get("node", "N/A")), pct(p["local"] + p["remote"], peers)] + \
             [str(x) for x in [p["local"] + p["remote"], p["local"], p["remote"], line["records"], line["loads"],
                               line["stores"], 0, 0, line["stores"]] + c2c_levels(line["loads_by_source"])] + \
-            [line["class"]]
+            [line["class"], str(line["records_max"])]
         assert row == want, (row, want)
     # The Pareto: a summary row per line, then its (offset, pc) entries in the JSON's order.
     pareto = rows(sec["Shared Cache Line Distribution Pareto"])
