@@ -42,6 +42,15 @@ struct task_map;
 #define SAMPLE_SINK_MAX_PIDS    4096
 /* Cgroup ids the id -> path map keeps. */
 #define SAMPLE_SINK_MAX_CGROUPS 4096
+/*
+ * An exited process's unwinding state (its Dwfl: libdw's CFI tables of
+ * every file it mapped, megabytes for a process mapping libLLVM) is dropped
+ * once a sample is this much perf time past its exit: until then another
+ * CPU's ring may still hand on samples it took before. At most
+ * SAMPLE_SINK_MAX_EXITED wait; past that the oldest goes at once.
+ */
+#define SAMPLE_SINK_EXIT_GRACE_NS       UINT64_C(1000000000)
+#define SAMPLE_SINK_MAX_EXITED          256
 
 struct sample_sink_options {
         enum config_unwind unwind;
@@ -59,6 +68,7 @@ struct sample_sink_stats {
         uint64_t cfi_failed;            /* CFI gave no frame beyond the first */
         uint64_t cfi_truncated;         /* stopped at max_stack or the end of the stack copy */
         uint64_t unwind_evictions;      /* processes whose unwinding state was evicted */
+        uint64_t unwind_processes;      /* processes with unwinding state now: live, or exited within the grace */
         uint64_t cgroup_evictions;      /* pid -> cgroup entries and cgroup ids evicted */
         uint64_t no_cgroup;             /* samples whose cgroup could not be named */
 };

@@ -1024,4 +1024,5 @@ size_t unwind_merge_fp(const uint64_t *cfi, size_t n_cfi, const uint64_t *fp, si
 
 void unwind_get_stats(const struct unwind *u, struct unwind_stats *ret) {
         *ret = u->stats;
+        ret->pids = u->n_procs;
 }

@@ -65,6 +65,7 @@ struct unwind_stats {
         uint64_t pid_evictions, reports;/* Dwfl evicted; module (re)reports */
         uint64_t mapping_evictions;     /* mappings dropped from a full process */
         uint64_t module_errors;         /* mapped files not reported: unreadable, not ELF, another build */
+        uint64_t pids;                  /* processes with unwinding state now (at most max_pids) */
 };
 
 struct unwind;
