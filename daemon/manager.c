@@ -238,9 +238,10 @@ static struct store_snapshot *provider_snapshot(void *userdata) {
 }
 
 /*
- * The settings that only a restart applies: the HTTP server and the store
- * are set up once (reload() keeps them). Same names in "config" and in
- * "config.pending_restart".
+ * The settings that only a restart applies: the HTTP server, the store and
+ * the SPE and sampler sources are set up once (reload() keeps them; the
+ * budget moves the SPE period and the sampler's rate from what they were
+ * started with). Same names in "config" and in "config.pending_restart".
  */
 static void restart_settings_json(const struct config *c, json_t *obj) {
         char listen[LISTEN_ADDR_STR_MAX];
@@ -299,6 +300,21 @@ static void restart_settings_json(const struct config *c, json_t *obj) {
                           "data_buffer", (json_int_t) c->spe.data_buffer,
                           "watermark", (json_int_t) c->spe.watermark,
                           "drain_interval_seconds", (double) c->spe.drain_interval_usec / USEC_PER_SEC));
+}
+
+/* A warning for each section of restart-only settings that a reload changed. */
+static void warn_restart_only(const struct config *running, const struct config *loaded) {
+        json_t *now = json_object(), *next = json_object();
+        const char *section;
+        json_t *keys;
+
+        restart_settings_json(running, now);
+        restart_settings_json(loaded, next);
+        json_object_foreach(next, section, keys)
+                if (!json_equal(keys, json_object_get(now, section)))
+                        log_warning("config: [%s] changes take effect at the next restart", section);
+        json_decref(now);
+        json_decref(next);
 }
 
 /* {section: {key: new value}} for each restart-only setting whose loaded value is not in effect. */
@@ -746,7 +762,6 @@ static void reload(struct manager *m) {
         _cleanup_(web_config_unrefp) struct web_config *web = NULL;
         struct config_error err = {};
         struct config c, effective;
-        char old_listen[LISTEN_ADDR_STR_MAX], new_listen[LISTEN_ADDR_STR_MAX];
         int r;
 
         notify_reload(m, NULL);
@@ -794,22 +809,7 @@ static void reload(struct manager *m) {
                 return;
         }
 
-        listen_addr_to_string(&m->config.http.listen, old_listen, sizeof(old_listen));
-        listen_addr_to_string(&c.http.listen, new_listen, sizeof(new_listen));
-        if (!streq(old_listen, new_listen) || c.http.max_connections != m->config.http.max_connections ||
-            c.http.per_ip_connections != m->config.http.per_ip_connections ||
-            c.http.timeout_usec != m->config.http.timeout_usec ||
-            c.http.max_request_bytes != m->config.http.max_request_bytes ||
-            c.http.detail_any != m->config.http.detail_any)
-                log_warning("config: [http] changes take effect at the next restart");
-        /* The store is sized once at start (its memory bound is fixed). */
-        if (c.store.epoch_usec != m->config.store.epoch_usec || c.store.epochs != m->config.store.epochs ||
-            c.store.hotpcs != m->config.store.hotpcs || c.store.hotlines != m->config.store.hotlines ||
-            c.store.line_offsets != m->config.store.line_offsets || c.store.line_size != m->config.store.line_size ||
-            c.privacy.physical_addresses != m->config.privacy.physical_addresses ||
-            c.privacy.kernel_addresses != m->config.privacy.kernel_addresses ||
-            c.privacy.data_addresses != m->config.privacy.data_addresses)
-                log_warning("config: [store] and [privacy] changes take effect at the next restart");
+        warn_restart_only(&m->config, &c);
 
         struct collector_options co;
 
@@ -822,6 +822,8 @@ static void reload(struct manager *m) {
         memcpy(effective.http.web_config, c.http.web_config, sizeof(c.http.web_config));
         effective.store = m->config.store;
         effective.privacy = m->config.privacy;
+        effective.spe = m->config.spe;
+        effective.sampler = m->config.sampler;
 
         pthread_mutex_lock(&m->config_lock);
         m->config = effective;

@@ -245,7 +245,7 @@ class DaemonTest(unittest.TestCase):
             f.write(GOOD_CONFIG.replace("interval = 200ms", "interval = 2s") + "[store]\nhotpcs = 2048\n")
         self.d.signal(signal.SIGHUP)
         self.d.wait_log(r"Configuration reloaded")
-        self.assertIn("[store] and [privacy] changes take effect at the next restart", self.d.log())
+        self.assertIn("[store] changes take effect at the next restart", self.d.log())
         st = json.loads(self.d.get("/status")[2])
         self.assertEqual(st["config"]["reloads"], 1)
         self.assertEqual(st["config"]["pmu"]["interval_seconds"], 2.0)
@@ -284,9 +284,17 @@ class DaemonTest(unittest.TestCase):
         self.assertEqual(cfg["pending_restart"], {"store": {"hotpcs": 2048, "memory_bytes":
                                                             cfg["pending_restart"]["store"]["memory_bytes"]}})
         self.assertGreater(cfg["pending_restart"]["store"]["memory_bytes"], cfg["store"]["memory_bytes"])
+        # So do the sources': the sampler and SPE keep what they started with, /status says so.
+        running = cfg["sampler"]["frequency"], cfg["sampler"]["unwind"], cfg["spe"]["period"]
+        cfg = self.reload_and_wait(GOOD_CONFIG + "[sampler]\nfrequency = 97\nunwind = fp\n[spe]\nperiod = 8192\n")
+        for section in ("sampler", "spe"):
+            self.assertIn(f"[{section}] changes take effect at the next restart", self.d.log())
+        self.assertEqual((cfg["sampler"]["frequency"], cfg["sampler"]["unwind"], cfg["spe"]["period"]), running)
+        self.assertEqual(cfg["pending_restart"], {"sampler": {"frequency": 97, "unwind": "fp"},
+                                                  "spe": {"period": 8192}})
         cfg = self.reload_and_wait(GOOD_CONFIG)
         self.assertEqual(cfg["pending_restart"], {})
-        self.assertEqual(cfg["reloads"], 3)
+        self.assertEqual(cfg["reloads"], 4)
 
     def test_reload_store_memory_bound(self):
         # A reload is checked as a start is: a store that would not fit is refused and logged.
