@@ -118,6 +118,20 @@ void strbuf_printf(struct strbuf *sb, const char *fmt, ...) {
         va_end(ap);
 }
 
+void escape_bytes(char *dst, size_t size, const char *src, size_t len) {
+        size_t o = 0;
+
+        for (size_t i = 0; i < len && o + 5 <= size; i++) {
+                unsigned char c = (unsigned char) src[i];
+
+                if (c >= 0x20 && c < 0x7f)
+                        dst[o++] = (char) c;
+                else
+                        o += (size_t) snprintf(dst + o, size - o, "\\x%02x", c);
+        }
+        dst[MIN(o, size - 1)] = '\0';
+}
+
 char *strbuf_steal(struct strbuf *sb, size_t *ret_len) {
         char *p;
 

@@ -51,6 +51,12 @@ void strbuf_putc(struct strbuf *sb, char c);
 void strbuf_put_u64(struct strbuf *sb, uint64_t v);
 void strbuf_printf(struct strbuf *sb, const char *fmt, ...) _printf_(2, 3);
 void strbuf_vprintf(struct strbuf *sb, const char *fmt, va_list ap) _printf_(2, 0);
+/*
+ * src[0, len) into dst (size > 0), NUL-terminated: printable ASCII as it
+ * is, every other byte as \xNN (outside input in a message or a log line),
+ * cut where dst ends, never inside an escape.
+ */
+void escape_bytes(char *dst, size_t size, const char *src, size_t len);
 /* Hand the NUL-terminated buffer to the caller; sb is reset. */
 char *strbuf_steal(struct strbuf *sb, size_t *ret_len);
 void strbuf_done(struct strbuf *sb);

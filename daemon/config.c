@@ -594,19 +594,6 @@ void config_init(struct config *c) {
 
 /* ---- errors ---- */
 
-/* Bytes outside printable ASCII are written as \xNN: a config may be any file. */
-static void escape(char *dst, size_t size, const char *src) {
-        size_t o = 0;
-
-        for (const unsigned char *p = (const unsigned char *) src; *p && o + 5 <= size; p++) {
-                if (*p >= 0x20 && *p < 0x7f)
-                        dst[o++] = (char) *p;
-                else
-                        o += (size_t) snprintf(dst + o, size - o, "\\x%02x", *p);
-        }
-        dst[MIN(o, size - 1)] = '\0';
-}
-
 static void add_error(struct config_error *err, const char *fmt, ...) _printf_(2, 3);
 static void add_error(struct config_error *err, const char *fmt, ...) {
         char raw[2 * MESSAGE_MAX]; /* a path and a reason, before escape() cuts them to one message */
@@ -618,7 +605,8 @@ static void add_error(struct config_error *err, const char *fmt, ...) {
                 va_start(ap, fmt);
                 vsnprintf(raw, sizeof(raw), fmt, ap);
                 va_end(ap);
-                escape(err->msg[err->n], sizeof(err->msg[err->n]), raw);
+                /* Bytes outside printable ASCII as \xNN: a config may be any file. */
+                escape_bytes(err->msg[err->n], sizeof(err->msg[err->n]), raw, strlen(raw));
         }
         err->n++;
 }

@@ -276,21 +276,6 @@ static enum push_error curl_error_kind(CURLcode c) {
         }
 }
 
-/* The answer's body for a log line: printable ASCII, the rest escaped. */
-static void answer_text(const struct strbuf *a, char *buf, size_t len) {
-        size_t o = 0;
-
-        for (size_t i = 0; i < a->len && o + 5 < len; i++) {
-                unsigned char c = (unsigned char) a->buf[i];
-
-                if (c >= 0x20 && c < 0x7f)
-                        buf[o++] = (char) c;
-                else
-                        o += (size_t) snprintf(buf + o, len - o, "\\x%02x", c);
-        }
-        buf[o] = '\0';
-}
-
 static void observe_duration(struct push_stats *s, double seconds) {
         size_t i = 0;
 
@@ -395,7 +380,7 @@ static enum push_result send_request(struct push *p, const struct strbuf *body) 
         /* The store will not take these bytes as they are: say why, once a minute. */
         char text[PUSH_ANSWER_MAX * 4 + 1], msg[MESSAGE_MAX];
 
-        answer_text(&p->answer, text, sizeof(text));
+        escape_bytes(text, sizeof(text), p->answer.buf, p->answer.len);
         snprintf(msg, sizeof(msg), "HTTP %ld: %s", status, text);
         pthread_mutex_lock(&p->lock);
         record_error_locked(p, PUSH_ERROR_HTTP, msg);

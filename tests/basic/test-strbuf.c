@@ -2,7 +2,8 @@
 /*
  * common/strbuf.c: printf appends formatted once where the buffer has room
  * and measured first where not, so every length around the capacity is
- * tried against snprintf()'s own text; strbuf_put_u64() against PRIu64.
+ * tried against snprintf()'s own text; strbuf_put_u64() against PRIu64;
+ * escape_bytes() on every byte value and at every cut.
  */
 #include <inttypes.h>
 #include <setjmp.h>
@@ -74,11 +75,41 @@ static void test_put_u64(void **state) {
         strbuf_done(&want);
 }
 
+static void test_escape_bytes(void **state) {
+        char src[256], out[1100], want[1100];
+        size_t o = 0;
+
+        /* Every byte, NUL included: printable ASCII as is, the rest as \xNN. */
+        for (unsigned c = 0; c < 256; c++) {
+                src[c] = (char) c;
+                o += (size_t) (c >= 0x20 && c < 0x7f ? snprintf(want + o, sizeof(want) - o, "%c", c)
+                                                     : snprintf(want + o, sizeof(want) - o, "\\x%02x", c));
+        }
+        escape_bytes(out, sizeof(out), src, sizeof(src));
+        assert_string_equal(out, want);
+        assert_int_equal(strlen(out), 95 + 161 * 4);
+
+        /* Cut short: a prefix of the whole, never half an escape, always terminated. */
+        for (size_t size = 1; size < 40; size++) {
+                char cut[40];
+
+                memset(cut, 'Z', sizeof(cut));
+                escape_bytes(cut, size, "\xff" "ab" "\x01", 4);
+                assert_true(strlen(cut) < size);
+                assert_memory_equal(cut, "\\xffab\\x01", strlen(cut));
+                assert_true(strlen(cut) == 0 || strlen(cut) == 4 || strlen(cut) == 5 || strlen(cut) == 6 ||
+                            strlen(cut) == 10);
+        }
+        escape_bytes(out, 1, "abc", 3);
+        assert_string_equal(out, "");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_printf_around_capacity),
                 cmocka_unit_test(test_printf_appends),
                 cmocka_unit_test(test_put_u64),
+                cmocka_unit_test(test_escape_bytes),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
