@@ -596,6 +596,13 @@ void http_response_error(struct http_response *resp, unsigned status, const char
         resp->status = status;
         resp->content_type = JSON_CONTENT_TYPE;
         o = json_pack("{s:s, s:i}", "error", msg, "status", (int) status);
+        if (!o) {
+                /* Not UTF-8 (a parameter's bytes quoted back): the message with them as \xNN. */
+                char esc[MESSAGE_MAX];
+
+                escape_bytes(esc, sizeof(esc), msg, strlen(msg));
+                o = json_pack("{s:s, s:i}", "error", esc, "status", (int) status);
+        }
         s = o ? json_dumps(o, JSON_COMPACT) : NULL;
         strbuf_puts(&resp->body, s ? s : "{\"error\":\"internal error\"}");
         strbuf_putc(&resp->body, '\n');

@@ -450,6 +450,11 @@ BAD_PARAMETERS = [
     ("/hotlines?%G1=1", "unknown parameter '%G1' (known: window, format, limit, pid, cgroup, all)"),
     ("/debug/pprof/profile?seconds=%", SECONDS_MSG.format("%")),
     ("/counters?cpu=%0", "parameter 'cpu': '%0' is not a CPU number"),
+    # Bytes that are not UTF-8, quoted back as \xNN (JSON strings are UTF-8).
+    ("/hotlines?window=%ff", WINDOW_MSG.format("\\xff")),
+    ("/hotlines?%ff=1", "unknown parameter '\\xff' (known: window, format, limit, pid, cgroup, all)"),
+    ("/hotpcs?pid=%ff%fe", "parameter 'pid': '\\xff\\xfe' is not a process id"),
+    ("/hotlines?limit=%c3%28", LIMIT_MSG.format("\\xc3(", 500)),
     # Numbers: negative, past 32 and 64 bits, hex, exponents, signs, zero, over the maximum.
     ("/hotlines?limit=-1", LIMIT_MSG.format("-1", 500)),
     ("/hotlines?limit=99999999999999999999", LIMIT_MSG.format("99999999999999999999", 500)),
