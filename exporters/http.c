@@ -119,7 +119,7 @@ static const char *const conn_state_names[_CONN_STATE_MAX] = {
 
 enum close_reason {
         CLOSE_HEADER_DEADLINE, /* no complete request in time */
-        CLOSE_EVICTED,         /* the oldest without a request, to make room for a new one */
+        CLOSE_EVICTED,         /* one without a request in progress (conn_victim()), to make room for a new one */
         CLOSE_REFUSED,         /* a new one from an address at its limit, with nothing to evict */
         CLOSE_RELOAD,          /* idle on a server a reload replaced: the client reconnects to the new one */
         _CLOSE_REASON_MAX,
@@ -417,13 +417,44 @@ static void addr_key(const struct sockaddr *sa, uint8_t ret[static sizeof(struct
         }
 }
 
+/* Whether the client closed its end (MHD has not read the end-of-file yet). Under s->lock. */
+static bool conn_peer_gone(const struct conn *c) {
+        char b;
+        ssize_t n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+
+        return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+/*
+ * The connection to close for room (other than c; of c's address when
+ * same_addr): one whose client has gone already, else the oldest idle one
+ * (answered, waiting for a next request), else the oldest still waiting for
+ * its request, which may be arriving. NULL: none may go. Under s->lock.
+ */
+static struct conn *conn_victim(struct http_server *s, const struct conn *c, bool same_addr) {
+        struct conn *idle = NULL, *reading = NULL;
+
+        for (struct conn *o = s->conns; o; o = o->next) {
+                if (o == c || !conn_evictable(o) || (same_addr && memcmp(o->addr, c->addr, sizeof(c->addr)) != 0))
+                        continue;
+                if (conn_peer_gone(o))
+                        return o;
+                if (o->state == CONN_IDLE && !idle)
+                        idle = o;
+                else if (o->state == CONN_READING && !reading)
+                        reading = o;
+        }
+        return idle ?: reading;
+}
+
 /*
  * A new connection is in; make the room the limits ask for. Under s->lock.
  *
- * Per address: over per_ip_connections, that address's oldest connection
- * without a request in progress is closed, else the new one. An address can
- * only crowd out itself, and its latest client, likely the one that matters,
- * gets in.
+ * Per address: over per_ip_connections, that address's connection whose
+ * client has gone, else its oldest idle one, else its oldest one still
+ * waiting for a request, is closed (conn_victim()), else the new one. An
+ * address can only crowd out itself, and its latest client, likely the one
+ * that matters, gets in.
  *
  * Overall: MHD refuses connections beyond max_connections; we keep `reserve`
  * of those slots free by closing the oldest connection that waits for its
@@ -433,16 +464,13 @@ static void addr_key(const struct sockaddr *sa, uint8_t ret[static sizeof(struct
  */
 static void conn_admit(struct http_server *s, struct conn *c) {
         if (s->per_ip_connections > 0) {
-                struct conn *victim = NULL;
+                struct conn *victim;
                 size_t same = 0;
 
                 for (struct conn *o = s->conns; o; o = o->next)
-                        if (!o->closing && memcmp(o->addr, c->addr, sizeof(c->addr)) == 0) {
-                                same++;
-                                if (!victim && o != c && conn_evictable(o))
-                                        victim = o;
-                        }
+                        same += !o->closing && memcmp(o->addr, c->addr, sizeof(c->addr)) == 0;
                 if (same > s->per_ip_connections) {
+                        victim = conn_victim(s, c, true);
                         if (!victim) {
                                 conn_shutdown(s, c, CLOSE_REFUSED);
                                 return;
@@ -450,12 +478,12 @@ static void conn_admit(struct http_server *s, struct conn *c) {
                         conn_shutdown(s, victim, CLOSE_EVICTED);
                 }
         }
-        if (s->n_live + s->reserve > s->max_connections)
-                for (struct conn *o = s->conns; o; o = o->next)
-                        if (o != c && conn_evictable(o)) {
-                                conn_shutdown(s, o, CLOSE_EVICTED);
-                                break;
-                        }
+        if (s->n_live + s->reserve > s->max_connections) {
+                struct conn *victim = conn_victim(s, c, false);
+
+                if (victim)
+                        conn_shutdown(s, victim, CLOSE_EVICTED);
+        }
 }
 
 static void notify_connection(void *cls, struct MHD_Connection *connection, void **socket_context,
@@ -650,7 +678,8 @@ void http_server_write_metrics(struct http_server *s, struct prom_writer *w) {
         }
         prom_family(w, "armprofd_http_connections_closed_total", PROM_COUNTER,
                     "HTTP connections the server closed: header_deadline (no complete request in time), "
-                    "evicted (the oldest without a request, to make room), refused (its address at its limit), "
+                    "evicted (no request in progress: its client gone, else the oldest idle, to make room), "
+                    "refused (its address at its limit), "
                     "reload (idle on a server a reload replaced).");
         for (size_t i = 0; i < _CLOSE_REASON_MAX; i++)
                 prom_sample_u64(w, (const char *const[]) { "reason", close_reason_names[i], NULL }, s->closed[i]);

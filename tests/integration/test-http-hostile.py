@@ -182,6 +182,51 @@ def test_idle_sockets_one_address():
         print("9th client of one address answered; its oldest idle connection closed")
 
 
+def test_request_in_progress_kept():
+    """Over per_ip_connections (8), a connection whose request is on its way is not the one
+    closed while the address has an idle one (answered, kept alive), however the two are
+    ordered; and a connection its client has closed goes before a live idle one."""
+    with Daemon() as d:
+        d.wait_ready()
+
+        def conn():
+            c = socket.socket()
+            c.settimeout(5)
+            c.bind(("127.0.0.3", 0))
+            c.connect((d.host, d.port))
+            return c
+
+        def ask(c):
+            c.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            reply = c.recv(4096)
+            assert status_of(reply) == 200, reply
+
+        # The oldest connection has half its request in; seven more are answered and idle.
+        slow = conn()
+        slow.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        idle = [conn() for _ in range(7)]
+        for c in idle:
+            ask(c)
+        wait_metric(d, 7, "armprofd_http_connections", state="idle")
+        # A ninth: the oldest idle one makes room, not the request in progress.
+        ninth = conn()
+        ask(ninth)
+        assert idle[0].recv(1) == b"", "the oldest idle connection is still open"
+        slow.sendall(b"\r\n")
+        assert status_of(slow.recv(4096)) == 200, "the request in progress was cut"
+        assert metric(d, "armprofd_http_connections_closed_total", reason="evicted") == 1
+        # A client closes an idle connection; a newcomer finds room without a live one closed
+        # (the gone one makes it, or MHD has reaped it already).
+        idle[3].close()
+        tenth = conn()
+        ask(tenth)
+        for c in idle[1:3] + idle[4:]:
+            ask(c)
+        for c in [slow, ninth, tenth] + idle:
+            c.close()
+        print("over the per-address limit: the idle connection closed, the request in progress answered")
+
+
 def test_header_deadline():
     """Item 11: a client trickling its request a byte at a time is closed before it finishes:
     each byte resets the idle timeout (15 s), the header deadline (5 s from accept) does not move."""
@@ -871,7 +916,7 @@ def test_barrage():
         print(f"stopped cleanly in {took:.2f} s after the barrage")
 
 TESTS = [test_query_parameters, test_request_size_limit, test_profile_pending_at_stop,
-         test_idle_sockets_one_address, test_header_deadline, test_slow_loris,
+         test_idle_sockets_one_address, test_request_in_progress_kept, test_header_deadline, test_slow_loris,
          test_malformed_requests, test_bad_parameters, test_pipelined, test_slow_body,
          test_barrage]
 
