@@ -273,6 +273,16 @@ static void exited_pop(struct sample_sink *s) {
         s->n_exited--;
 }
 
+/* A new process took pid: the unwinding state under it is the new one's (its parent's mappings), kept. */
+static void exited_keep(struct sample_sink *s, uint32_t pid) {
+        for (size_t i = 0; i < s->n_exited; i++) {
+                struct exited *e = &s->exited[(s->exited_head + i) % SAMPLE_SINK_MAX_EXITED];
+
+                if (e->pid == pid)
+                        e->pid = 0;
+        }
+}
+
 void sample_sink_samples(struct sample_sink *s, const struct source_sample *samples, size_t n) {
         struct unwind_stats us = {};
 
@@ -326,15 +336,9 @@ void sample_sink_task(struct sample_sink *s, const struct source_task *t) {
         case SOURCE_TASK_FORK:
                 /* A new process under a pid: whatever was known of a process that had it is not its. */
                 if (t->pid == t->tid) {
-                        /* Its unwinding state is the new process's (its parent's mappings): keep it. */
-                        for (size_t i = 0; i < s->n_exited; i++) {
-                                struct exited *e = &s->exited[(s->exited_head + i) % SAMPLE_SINK_MAX_EXITED];
-
-                                if (e->pid == t->pid)
-                                        e->pid = 0;
-                        }
                         struct pid_slot *slot = &s->pids[pid_hash(t->pid)];
 
+                        exited_keep(s, t->pid);
                         if (slot->used && slot->pid == t->pid) {
                                 pthread_mutex_lock(&s->lock);
                                 free(slot->path);

@@ -457,8 +457,8 @@ static struct conn *conn_victim(struct http_server *s, const struct conn *c, boo
  * that matters, gets in.
  *
  * Overall: MHD refuses connections beyond max_connections; we keep `reserve`
- * of those slots free by closing the oldest connection that waits for its
- * headers or for a next request whenever fewer are free. Requests being
+ * of those slots free by closing one without a request in progress, chosen
+ * the same way (conn_victim()), whenever fewer are free. Requests being
  * answered are never cut; deferred ones are at most max - reserve. So a new
  * client finds a slot unless every slot holds a request in progress.
  */
