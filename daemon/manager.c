@@ -302,21 +302,6 @@ static void restart_settings_json(const struct config *c, json_t *obj) {
                           "drain_interval_seconds", (double) c->spe.drain_interval_usec / USEC_PER_SEC));
 }
 
-/* A warning for each section of restart-only settings that a reload changed. */
-static void warn_restart_only(const struct config *running, const struct config *loaded) {
-        json_t *now = json_object(), *next = json_object();
-        const char *section;
-        json_t *keys;
-
-        restart_settings_json(running, now);
-        restart_settings_json(loaded, next);
-        json_object_foreach(next, section, keys)
-                if (!json_equal(keys, json_object_get(now, section)))
-                        log_warning("config: [%s] changes take effect at the next restart", section);
-        json_decref(now);
-        json_decref(next);
-}
-
 /* {section: {key: new value}} for each restart-only setting whose loaded value is not in effect. */
 static json_t *pending_restart_json(const json_t *in_effect, const struct config *loaded) {
         json_t *next = json_object(), *pending = json_object();
@@ -339,6 +324,19 @@ static json_t *pending_restart_json(const json_t *in_effect, const struct config
         }
         json_decref(next);
         return pending;
+}
+
+/* A warning for each section of restart-only settings that a reload changed. */
+static void warn_restart_only(const struct config *running, const struct config *loaded) {
+        json_t *now = json_object(), *pending, *keys;
+        const char *section;
+
+        restart_settings_json(running, now);
+        pending = pending_restart_json(now, loaded);
+        json_object_foreach(pending, section, keys)
+                log_warning("config: [%s] changes take effect at the next restart", section);
+        json_decref(pending);
+        json_decref(now);
 }
 
 /* The sampler's entry in /status "collectors": what it samples, how, and per CPU what it got. */

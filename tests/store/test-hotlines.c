@@ -504,12 +504,13 @@ static void test_issue_lines(void **state) {
  */
 #define BOUND_LINES     2048
 #define BOUND_EPOCHS    6
+#define BOUND_BASE      L(0x7d0000000000)       /* line i is at BOUND_BASE + i * LINE */
 
 static void check_records_bound(const struct hotlines_merged *m, uint64_t (*truth)[BOUND_LINES],
                                 size_t first_epoch, unsigned *exact, unsigned *short_of) {
         for (size_t i = 0; i < m->n; i++) {
                 const struct hotlines_line *l = &m->line[i].l;
-                size_t id = (size_t) ((l->addr - L(0x7d0000000000)) / LINE);
+                size_t id = (size_t) ((l->addr - BOUND_BASE) / LINE);
                 uint64_t true_n = 0, seen = l->loads + l->stores;
 
                 assert_true(id < BOUND_LINES);
@@ -541,7 +542,7 @@ static void test_records_bound(void **state) {
         for (size_t e = 0; e < BOUND_EPOCHS; e++) {
                 for (size_t i = 0; i < nrecords / 16; i++) {
                         size_t id = tu_zipf_next(&z, &st);
-                        uint64_t va = L(0x7d0000000000) + id * LINE + (tu_rand(&st) % 8) * 8, r = tu_rand(&st) % 8;
+                        uint64_t va = BOUND_BASE + id * LINE + (tu_rand(&st) % 8) * 8, r = tu_rand(&st) % 8;
                         uint32_t cpu = (uint32_t) (tu_rand(&st) % 16);
                         struct spe_record rec = r == 0 ? tu_rec_load(0x600000 + id * 4, va, cpu, SPE_DATA_SRC_PEER_CORE, 90) :
                                                 r < 5  ? tu_rec_load(0x600000 + id * 4, va, cpu, SPE_DATA_SRC_L1D, 4) :
