@@ -161,7 +161,7 @@ int symbolizer_cpu_builder(struct symbolizer *z, const struct store_snapshot *sn
                            struct pprof_builder **ret) {
         _cleanup_(symbols_snapshot_unrefp) struct symbols_snapshot *maps = symbolizer_snapshot(z);
         struct symbolizer_locate l = { .cache = z->cache, .snap = maps };
-        const struct profile_symbolizer sym = { .locate = symbolizer_locate, .userdata = &l };
+        const struct profile_symbolizer sym = { .locate = symbolizer_locate, .userdata = &l, .privacy = &z->privacy };
         struct store_stacks_result res;
         int k;
 

@@ -10,6 +10,7 @@
 
 #include "macro.h"
 #include "pprof.h"
+#include "privacy.h"
 
 enum {
         VALUE_SAMPLES,
@@ -77,6 +78,20 @@ static bool is_kernel(uint64_t pc) {
 }
 
 /*
+ * Whether pc must be the one unnamed "[kernel]" frame, never looked up:
+ * STORE_KERNEL_FRAME, and any address in the upper half while [privacy]
+ * withholds kernel addresses. The sampler's sink stores none of those, but
+ * this is where the rule holds whatever a stack holds (a user stack that an
+ * unwinder walked into garbage, the vsyscall page), since the symbolizer
+ * names every upper-half address, known or not, and the location would
+ * carry it.
+ */
+static bool kernel_withheld(const struct profile_symbolizer *sym, uint64_t pc) {
+        /* el 1: every upper-half address is the kernel's here (is_kernel()), whatever its top byte. */
+        return pc == STORE_KERNEL_FRAME || (is_kernel(pc) && !privacy_pc_shown(sym ? sym->privacy : NULL, 1, pc));
+}
+
+/*
  * The location of pc in pid (looked up at pc - 1 for a caller's frame):
  * mapping and function from the symbolizer while its strings are valid.
  */
@@ -85,13 +100,16 @@ static int resolve(struct pprof_builder *b, struct loc_cache *c, const struct pr
         bool kernel = is_kernel(pc);
         /* The kernel is the same in every process: one cache entry for all of them. */
         uint32_t key_pid = kernel ? 0 : pid;
-        uint64_t key_pc = caller && pc != STORE_KERNEL_FRAME && pc != 0 ? pc - 1 : pc;
+        uint64_t key_pc;
         struct profile_location s = {};
         struct loc_slot *slot;
         uint64_t mapping = 0;
         bool named;
         int r;
 
+        if (kernel_withheld(sym, pc))
+                pc = STORE_KERNEL_FRAME;
+        key_pc = caller && pc != STORE_KERNEL_FRAME && pc != 0 ? pc - 1 : pc;
         loc_reserve(c);
         slot = loc_find(c, key_pid, key_pc);
         if (slot->loc) {

@@ -152,11 +152,14 @@ static uint64_t fed_weight(size_t i, unsigned epoch) {
         return feds[i].count[epoch] ? feds[i].count[epoch] * PERIOD + 1000 * i + epoch : 0;
 }
 
+/* What the sampler's sink stores with [privacy] kernel_addresses = yes: kernel frames as they are. */
+static const struct privacy_policy kernel_shown = { .kernel_addresses = true, .data_addresses = true };
+
 static void build(struct fake_sym *fs, struct strbuf *gz, struct store_stacks_result *ret_res) {
         _cleanup_(store_freep) struct store *s = NULL;
         struct store_options o;
         struct store_clock clock = { .kind = STORE_CLOCK_UNIX, .unix_offset_ns = UNIX_OFFSET };
-        const struct profile_symbolizer sym = { fake_locate, fs };
+        const struct profile_symbolizer sym = { fake_locate, fs, .privacy = &kernel_shown };
 
         store_options_init(&o);
         assert_int_equal(store_new(&o, 100 * SEC, &s), 0);
@@ -344,6 +347,88 @@ static void test_profile(void **state) {
         strbuf_done(&raw);
 }
 
+/*
+ * With kernel addresses withheld (the default), no upper-half address is
+ * in the profile, wherever a stack holds one: the kernel part, the leaf of
+ * the user part (x86-64's vsyscall page is user code at a kernel address),
+ * the middle of a user chain an unwinder walked into garbage. Each is the
+ * one "[kernel]" location, and the symbolizer (which would name any of
+ * them, as the daemon's does with SYMBOLS_KERNEL_NAME) is never asked.
+ */
+static void test_kernel_withheld(void **state) {
+        static const uint64_t vsyscall = UINT64_C(0xffffffffff600400);
+        static const struct {
+                uint64_t frames[MAX_FRAMES];
+                size_t n;
+                bool kernel;
+                const char *want[MAX_FRAMES];
+                size_t n_want;
+        } stacks[] = {
+                { { KERNEL_NAMED + 0x10, KERNEL_A, 0x402000 }, 3, true,
+                  { CPU_PROFILE_KERNEL_FUNCTION, "ngx_outer" }, 2 },
+                { { vsyscall, 0x401010, 0x403030 }, 3, false,
+                  { CPU_PROFILE_KERNEL_FUNCTION, "ngx_inner", "main" }, 3 },
+                { { 0x401010, KERNEL_NAMED + 0x20, 0x403030 }, 3, false,
+                  { "ngx_inner", CPU_PROFILE_KERNEL_FUNCTION, "main" }, 3 },
+        };
+        _cleanup_(store_freep) struct store *s = NULL;
+        struct store_options o;
+        struct fake_sym fs = {};
+        const struct profile_symbolizer sym = { fake_locate, &fs };     /* privacy NULL: the default */
+        struct strbuf gz = STRBUF_INIT, raw = STRBUF_INIT;
+        struct store_stacks_result res;
+        unsigned matched = 0;
+        Profile *p;
+
+        store_options_init(&o);
+        assert_int_equal(store_new(&o, 100 * SEC, &s), 0);
+        for (size_t i = 0; i < ELEMENTSOF(stacks); i++)
+                store_add_stack(s, &(struct store_stack_sample) {
+                        .pid = 100, .tid = (uint32_t) (100 + i), .comm = "nginx",
+                        .frames = stacks[i].frames, .n_frames = stacks[i].n,
+                        .kernel = stacks[i].kernel, .weight = PERIOD,
+                });
+        store_epoch_end(s, 110 * SEC);
+        _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = store_snapshot_get(s);
+        assert_int_equal(store_query_stacks(snap, STORE_WINDOW_ALL, STORE_PID_ANY, NULL, &res), 0);
+        assert_int_equal(cpu_profile_build(&res, &sym, PERIOD, &gz), 0);
+        test_gunzip(&gz, 0, &raw);
+        p = perftools__profiles__profile__unpack(NULL, raw.len, (const uint8_t *) raw.buf);
+        assert_non_null(p);
+
+        for (size_t i = 0; i < p->n_location; i++) {
+                const Perftools__Profiles__Location *l = p->location[i];
+
+                if (l->address >> 63) {
+                        if (l->address != STORE_KERNEL_FRAME)
+                                fail_msg("location %zu: kernel address 0x%" PRIx64 " in the profile", i, l->address);
+                        assert_int_equal(l->mapping_id, 0);
+                        assert_string_equal(function_name(p, l), CPU_PROFILE_KERNEL_FUNCTION);
+                }
+        }
+        for (unsigned i = 0; i < fs.calls && i < ELEMENTSOF(fs.asked); i++)
+                if (fs.asked[i] >> 63)
+                        fail_msg("the symbolizer was asked for kernel address 0x%" PRIx64, fs.asked[i]);
+        /* Each stack: its functions leaf first, a kernel run as one frame. */
+        for (size_t i = 0; i < p->n_sample; i++) {
+                const Perftools__Profiles__Sample *sm = p->sample[i];
+                const char *tid = label(p, sm, "tid");
+                size_t k = (size_t) (strtoul(tid, NULL, 10) - 100);
+
+                assert_true(k < ELEMENTSOF(stacks));
+                assert_int_equal(sm->n_location_id, stacks[k].n_want);
+                for (size_t j = 0; j < stacks[k].n_want; j++)
+                        assert_string_equal(function_name(p, location(p, sm->location_id[j])), stacks[k].want[j]);
+                matched++;
+        }
+        assert_int_equal(matched, ELEMENTSOF(stacks));
+
+        perftools__profiles__profile__free_unpacked(p, NULL);
+        store_stacks_result_done(&res);
+        strbuf_done(&gz);
+        strbuf_done(&raw);
+}
+
 static void test_errors(void **state) {
         struct store_stacks_result res = {};
         struct strbuf gz = STRBUF_INIT;
@@ -397,6 +482,7 @@ static int write_mode(const char *path) {
 int main(int argc, char **argv) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_profile),
+                cmocka_unit_test(test_kernel_withheld),
                 cmocka_unit_test(test_errors),
         };
 
