@@ -205,6 +205,42 @@ static size_t user_frames(struct sample_sink *s, const struct source_sample *x, 
         return n;
 }
 
+/*
+ * The user part of s->frames, [at, n): no frame of it may lie in the
+ * kernel's half of the address space (top bit set on x86-64 and arm64:
+ * Documentation/arch/x86/x86_64/mm.rst, Documentation/arch/arm64/memory.rst),
+ * which is never the process's own code, whatever the walk returned.
+ * The first user frame there is the pc the process was at: x86-64's
+ * vsyscall page, a call the kernel emulates (arch/x86/entry/vsyscall/
+ * vsyscall_64.c), so a kernel frame by what it is. A caller there is a
+ * frame-pointer or CFI walk gone into garbage (a saved return address that
+ * was not one), and every frame it led to is garbage too: the stack ends
+ * before it. Returns the frames kept.
+ */
+static size_t cut_kernel_half(struct sample_sink *s, size_t at, size_t n) {
+        size_t from = at;
+
+        if (at < n && s->frames[at] >> 63) {
+                s->counting.user_kernel_half++;
+                if (s->opts.kernel_addresses)
+                        from = at + 1;
+                else if (at > 0 && s->frames[at - 1] == STORE_KERNEL_FRAME) {
+                        /* One "[kernel]" for the whole run, as for the kernel part. */
+                        memmove(&s->frames[at], &s->frames[at + 1], (n - at - 1) * sizeof(uint64_t));
+                        n--;
+                } else {
+                        s->frames[at] = STORE_KERNEL_FRAME;
+                        from = at + 1;
+                }
+        }
+        for (size_t i = from; i < n; i++)
+                if (s->frames[i] >> 63) {
+                        s->counting.user_kernel_half++;
+                        return i;
+                }
+        return n;
+}
+
 static void add_one(struct sample_sink *s, const struct source_sample *x) {
         const struct task_info *p, *t;
         const struct pid_slot *slot = NULL;
@@ -228,7 +264,7 @@ static void add_one(struct sample_sink *s, const struct source_sample *x) {
                 } else
                         s->frames[n++] = STORE_KERNEL_FRAME;
         }
-        n += user_frames(s, x, nu, n);
+        n = cut_kernel_half(s, n, n + user_frames(s, x, nu, n));
         if (n == 0) {
                 /*
                  * The markers and no frame: a KVM vCPU thread sampled in its
@@ -243,6 +279,8 @@ static void add_one(struct sample_sink *s, const struct source_sample *x) {
                 s->frames[n++] = STORE_KERNEL_FRAME;
                 s->counting.ip_only++;
         }
+
+        kernel = kernel || s->frames[0] == STORE_KERNEL_FRAME;
 
         p = task_map_get(s->tasks, x->pid);
         t = task_map_get(s->tasks, x->tid);
@@ -401,6 +439,12 @@ size_t sample_sink_metric_rows(const struct sample_sink_stats *st, struct prom_c
         rows[n++] = (struct prom_counter_row) { evictions, evictions_help, "table", "unwind_processes",
                                                 st->unwind_evictions };
         rows[n++] = (struct prom_counter_row) { evictions, evictions_help, "table", "cgroups", st->cgroup_evictions };
+        rows[n++] = (struct prom_counter_row) {
+                "armprofd_cpu_user_frames_kernel_half_total",
+                "User stack frames in the kernel's half of the address space: a leaf (x86-64's vsyscall page) is "
+                "stored as [kernel], a caller (a walk into garbage) ends the stack there.",
+                .value = st->user_kernel_half,
+        };
         rows[n++] = (struct prom_counter_row) {
                 "armprofd_cpu_samples_idle_total", "CPU samples of idle CPUs (pid 0): counted, not in profiles.",
                 .value = st->idle,

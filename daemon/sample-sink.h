@@ -13,6 +13,9 @@
  *    ([privacy] kernel_addresses, and the symbolizer could read real ones
  *    from kallsyms); otherwise the kernel part of a stack is one
  *    STORE_KERNEL_FRAME, "[kernel]", and no kernel address is stored.
+ *    A user frame in the kernel's half of the address space is not the
+ *    process's code: as the leaf (x86-64's vsyscall page) it is a kernel
+ *    frame, as a caller (a walk into garbage) the stack ends before it.
  *  - Who ran it: the task map's names of the process and the thread, read
  *    when the sample is stored (a process that exited, or whose pid was
  *    reused, keeps the names it had); its cgroup from the sample's cgroup
@@ -71,6 +74,7 @@ struct sample_sink_stats {
         uint64_t unwind_processes;      /* processes with unwinding state now: live, or exited within the grace */
         uint64_t cgroup_evictions;      /* pid -> cgroup entries and cgroup ids evicted */
         uint64_t no_cgroup;             /* samples whose cgroup could not be named */
+        uint64_t user_kernel_half;      /* user frames in the kernel's half: a leaf made [kernel], a caller cut */
 };
 
 struct sample_sink;
@@ -91,5 +95,5 @@ bool sample_sink_cgroup(struct sample_sink *s, uint32_t pid, char *path, size_t 
 void sample_sink_get_stats(struct sample_sink *s, struct sample_sink_stats *ret);
 
 /* Its counters as /metrics families (prom_write_counter_rows()). */
-#define SAMPLE_SINK_METRIC_ROWS 8
+#define SAMPLE_SINK_METRIC_ROWS 9
 size_t sample_sink_metric_rows(const struct sample_sink_stats *st, struct prom_counter_row rows[SAMPLE_SINK_METRIC_ROWS]);

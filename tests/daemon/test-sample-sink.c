@@ -355,10 +355,13 @@ static void test_no_regs_falls_back(void **state) {
 /*
  * Callchains of every shape the kernel writes (kernel, user, hypervisor
  * and guest parts, in any order, empty parts, parts longer than
- * max_stack), random with a fixed seed: no kernel address is ever stored
- * by default, and each stack is what the test cuts out of its chain
- * itself (at most max_stack kernel frames, then at most max_stack user
- * ones, in order; "[kernel]" for a non-empty kernel part).
+ * max_stack, user parts holding kernel-half addresses as a walk into
+ * garbage or the vsyscall page gives them), random with a fixed seed: no
+ * kernel address is ever stored by default, and each stack is what the
+ * test cuts out of its chain itself (at most max_stack kernel frames, then
+ * at most max_stack user ones, in order; "[kernel]" for a non-empty kernel
+ * part; a kernel-half user leaf as a kernel frame, the user part ending
+ * before a kernel-half caller).
  */
 static uint64_t rnd(uint64_t *s) {
         uint64_t z = (*s += UINT64_C(0x9E3779B97F4A7C15));
@@ -375,7 +378,7 @@ static void test_random_chains(void **state) {
         for (int ka = 0; ka <= 1; ka++) {
                 uint64_t seed = 14 + (uint64_t) ka;
                 struct fx f;
-                size_t found = 0;
+                size_t found = 0, cut = 0;
 
                 fx_open(&f, CONFIG_UNWIND_AUTO, ka, MAX_STACK);
                 for (uint32_t i = 0; i < SAMPLES; i++) {
@@ -394,11 +397,13 @@ static void test_random_chains(void **state) {
                                         chain[n++] = ctx;
                                         continue;
                                 }
-                                /* Addresses by the part they are in: kernel-looking ones only in kernel parts. */
+                                /* Addresses by the part they are in, but one user frame in eight in the
+                                 * kernel's half. */
                                 if (ctx == CTX_KERNEL)
                                         chain[n] = K(rnd(&seed) % 4096), kpart[nk++] = chain[n];
                                 else if (ctx == CTX_USER)
-                                        chain[n] = U(rnd(&seed) % 4096), upart[nu++] = chain[n];
+                                        chain[n] = rnd(&seed) % 8 ? U(rnd(&seed) % 4096) : K(rnd(&seed) % 4096),
+                                        upart[nu++] = chain[n];
                                 else
                                         chain[n] = (ctx == CTX_GUEST_USER ? U(0) : K(0)) + 0x80000 +
                                                    rnd(&seed) % 4096 * 0x10;
@@ -411,8 +416,19 @@ static void test_random_chains(void **state) {
                                 else
                                         want[nw++] = STORE_KERNEL_FRAME;
                         }
-                        for (size_t j = 0; j < MIN(nu, (size_t) MAX_STACK); j++)
-                                want[nw++] = upart[j];
+                        for (size_t j = 0; j < MIN(nu, (size_t) MAX_STACK); j++) {
+                                if (!(upart[j] >> 63)) {
+                                        want[nw++] = upart[j];
+                                        continue;
+                                }
+                                cut++;
+                                if (j > 0)
+                                        break;
+                                if (ka)
+                                        want[nw++] = upart[j];
+                                else if (nw == 0 || want[nw - 1] != STORE_KERNEL_FRAME)
+                                        want[nw++] = STORE_KERNEL_FRAME;
+                        }
 
                         /* One pid per sample, so each sample is its own stack. */
                         fx_sample(&f, 1000 + i, 1000 + i, U(0), chain, n, 0, 1);
@@ -436,7 +452,9 @@ static void test_random_chains(void **state) {
                         }
                 }
                 assert_true(found > SAMPLES / 2);
+                assert_true(cut > 10);
                 assert_int_equal(fx_stats(&f).samples, SAMPLES);
+                assert_int_equal(fx_stats(&f).user_kernel_half, cut);
                 fx_close(&f);
         }
 }
