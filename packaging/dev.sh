@@ -25,8 +25,11 @@ test_pkgs=(
         qemu-system-arm gcc-aarch64-linux-gnu libc6-dev-arm64-cross cpio golang-go debootstrap
         # the push tests' HTTPS store: a throwaway CA and server certificate
         openssl
-        # the package (packaging/build-deb.sh, lintian) booted under systemd in qemu (tests/systemd-vm)
-        debhelper dpkg-dev fakeroot lintian qemu-system-x86 qemu-utils openssh-client e2fsprogs
+        # the package (packaging/build-deb.sh, lintian) booted under systemd in qemu (tests/systemd-vm);
+        # dpkg-checkbuilddeps wants build-essential itself, whatever of it is installed
+        build-essential debhelper dpkg-dev fakeroot lintian qemu-system-x86 qemu-utils openssh-client e2fsprogs
+        # the unwinder's test of a program linked by lld (tests/symbols: its code segment's layout)
+        lld
         # the man pages rendered without a warning (tests/daemon/test-manpages.py)
         groff-base man-db
         # the dashboard and rules test reads the rules file (YAML)
