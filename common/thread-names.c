@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "thread-names.h"
+
+#include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -7,7 +11,6 @@
 #include <unistd.h>
 
 #include "macro.h"
-#include "thread-names.h"
 
 static struct {
         pthread_mutex_t lock;
@@ -33,6 +36,43 @@ void thread_names_add(pid_t tid, const char *name) {
 void thread_names_set_self(const char *name) {
         (void) pthread_setname_np(pthread_self(), name);
         thread_names_add(gettid(), name);
+}
+
+/* What a thread thread_names_create() starts needs until it is named: on the creator's stack. */
+struct named_start {
+        const char *name;
+        void *(*fn)(void *);
+        void *arg;
+        sem_t named;
+};
+
+static void *named_start_main(void *userdata) {
+        struct named_start *s = userdata;
+        void *(*fn)(void *) = s->fn;
+        void *arg = s->arg;
+
+        thread_names_set_self(s->name);
+        /* s is gone once the creator returns: nothing of it is read after this. */
+        sem_post(&s->named);
+        return fn(arg);
+}
+
+int thread_names_create(pthread_t *ret, const char *name, void *(*fn)(void *), void *arg) {
+        struct named_start s = { .name = name, .fn = fn, .arg = arg };
+        pthread_t t;
+        int r;
+
+        if (sem_init(&s.named, 0, 0) < 0)
+                return -errno;
+        r = -pthread_create(&t, NULL, named_start_main, &s);
+        if (r == 0)
+                while (sem_wait(&s.named) < 0 && errno == EINTR)
+                        ;
+        sem_destroy(&s.named);
+        if (r < 0)
+                return r;
+        *ret = t;
+        return 0;
 }
 
 void thread_names_note_self(const char *name) {

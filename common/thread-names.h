@@ -10,6 +10,7 @@
  * thread keeps the process's name and is not listed (its tid is the pid).
  */
 
+#include <pthread.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -27,6 +28,13 @@ struct thread_names_entry {
         char name[16];
 };
 
+/*
+ * pthread_create() of a thread named `name`: returns once the new thread
+ * has its name and is listed, so that nothing started after it (a scrape
+ * of /metrics, top -H) sees it nameless. 0 or a negative errno; ret is
+ * written only on success.
+ */
+int thread_names_create(pthread_t *ret, const char *name, void *(*fn)(void *), void *arg);
 /* The calling thread takes `name` and is listed under it. */
 void thread_names_set_self(const char *name);
 /* The calling thread, named by a library (libmicrohttpd's), is listed under `name`: once per thread. */

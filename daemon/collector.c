@@ -712,7 +712,6 @@ static void *collector_main(void *userdata) {
         struct collector *c = userdata;
         int k;
 
-        thread_names_set_self(THREAD_NAME_COLLECTOR);
         c->on_thread = true;
         k = sd_event_loop(c->event);
         if (k < 0)
@@ -1290,7 +1289,7 @@ int collector_start(const struct collector_options *opts, struct collector **ret
         /* The first cycle runs right away, so /metrics has data before the first interval. */
         cycle(c);
 
-        r = -pthread_create(&c->thread, NULL, collector_main, c);
+        r = thread_names_create(&c->thread, THREAD_NAME_COLLECTOR, collector_main, c);
         if (r < 0)
                 goto fail;
         c->thread_started = true;

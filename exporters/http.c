@@ -314,7 +314,6 @@ static void *timer_main(void *userdata) {
         struct MHD_Connection **due = xcalloc(s->max_deferrals + 1, sizeof(*due));
         bool stopping = false;
 
-        thread_names_set_self(THREAD_NAME_HTTP_TIMER);
         thread_prio_answer_self();
         while (!stopping) {
                 uint64_t now = mono_usec(), next = UINT64_MAX;
@@ -997,7 +996,6 @@ static bool auth_enqueue(struct http_server *s, struct MHD_Connection *connectio
 static void *auth_main(void *userdata) {
         struct http_server *s = userdata;
 
-        thread_names_set_self(THREAD_NAME_HTTP_AUTH);
         thread_prio_answer_self();
         pthread_mutex_lock(&s->lock);
         for (;;) {
@@ -1387,12 +1385,12 @@ int http_server_start(const struct http_server_options *opts, const struct http_
         describe_socket(s->listen_fd, s->address, sizeof(s->address));
 
         /* Before MHD: its thread may suspend a connection for them at once. */
-        if (pthread_create(&s->timer, NULL, timer_main, s) != 0) {
+        if (thread_names_create(&s->timer, THREAD_NAME_HTTP_TIMER, timer_main, s) < 0) {
                 http_server_stop(s);
                 return -EAGAIN;
         }
         s->timer_started = true;
-        if (pthread_create(&s->auth_thread, NULL, auth_main, s) != 0) {
+        if (thread_names_create(&s->auth_thread, THREAD_NAME_HTTP_AUTH, auth_main, s) < 0) {
                 http_server_stop(s);
                 return -EAGAIN;
         }

@@ -534,7 +534,6 @@ static bool wait_until(struct push *p, uint64_t at) {
 static void *push_thread(void *userdata) {
         struct push *p = userdata;
 
-        thread_names_set_self(THREAD_NAME_PUSH);
         thread_prio_answer_self();
         /* A random part of the first interval: a fleet restarted at once does not push in lockstep. */
         p->next_tick_usec = now_usec(CLOCK_MONOTONIC) + random_u64() % p->interval_usec;
@@ -786,7 +785,7 @@ int push_start(struct push *p) {
         if (!push_spool_empty(p->spool))
                 log_info("push: sending first the %" PRIu64 " request%s an earlier run left in %s",
                          p->stats.spool.files, p->stats.spool.files == 1 ? "" : "s", p->spool_dir);
-        r = -pthread_create(&p->thread, NULL, push_thread, p);
+        r = thread_names_create(&p->thread, THREAD_NAME_PUSH, push_thread, p);
         if (r < 0)
                 return r;
         p->started = true;
