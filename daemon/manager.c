@@ -36,6 +36,7 @@ struct manager {
 
         struct collector *collector;
         struct push_interval *push_interval;    /* what each push request holds; kept across reloads */
+        struct push_history *push_history;      /* what every push counted: kept across reloads */
         pthread_mutex_t push_lock;              /* guards push: HTTP threads read its figures */
         struct push *push;                      /* NULL: [push] url unset */
         struct api *api;
@@ -554,6 +555,7 @@ int manager_new(const struct manager_options *opts, const struct config *cfg, st
         m->loaded = m->config;
         pthread_mutex_init(&m->config_lock, NULL);
         pthread_mutex_init(&m->push_lock, NULL);
+        m->push_history = push_history_new();
 
         r = sd_event_new(&m->event);
         if (r < 0) {
@@ -706,7 +708,7 @@ static int push_replace(struct manager *m, const struct config *c, bool reloadin
 
         config_push_options(c, &o);
         o.service_name = push_interval_service_name(m->push_interval);
-        r = push_new(&o, &src, &p, err, sizeof(err));
+        r = push_new(&o, &src, m->push_history, &p, err, sizeof(err));
         if (r < 0)
                 return log_error_errno(r, "config: %s", err);
         r = push_start(p);
@@ -855,6 +857,7 @@ struct manager *manager_free(struct manager *m) {
         /* Before the collector: its last request is built from the collector's epochs. */
         m->push = push_free(m->push);
         m->push_interval = push_interval_free(m->push_interval);
+        m->push_history = push_history_free(m->push_history);
         m->collector = collector_stop(m->collector);
         m->api = api_free(m->api);
         m->replay_done = sd_event_source_disable_unref(m->replay_done);

@@ -60,6 +60,7 @@ static const char *const error_names[_PUSH_ERROR_MAX] = {
 /* Request durations, seconds: from a loopback store's milliseconds to a timeout's minutes. */
 static const double duration_bounds[] = { 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60 };
 
+/* What readers copy: the history's figures, with the spool's now. */
 struct push_stats {
         uint64_t results[_PUSH_RESULT_MAX];
         uint64_t errors[_PUSH_ERROR_MAX];
@@ -72,6 +73,11 @@ struct push_stats {
         uint64_t duration_counts[ELEMENTSOF(duration_bounds) + 1]; /* per bucket, the last +Inf */
         uint64_t duration_count;
         double duration_sum;
+};
+
+struct push_history {
+        pthread_mutex_t lock;
+        struct push_stats stats;
 };
 
 struct push {
@@ -97,9 +103,12 @@ struct push {
         atomic_bool stopping;
         atomic_uint_fast64_t stop_deadline_usec; /* CLOCK_MONOTONIC; valid once stopping */
 
-        pthread_mutex_t lock;           /* guards stats, and the wait below */
+        pthread_mutex_t lock;           /* guards the wait below */
         pthread_cond_t wake;
-        struct push_stats stats;
+
+        /* The process's figures, added to under history->lock; the spool's as last added. */
+        struct push_history *history;
+        struct push_spool_stats spool_seen;
 };
 
 static uint64_t now_usec(clockid_t clock) {
@@ -286,11 +295,13 @@ static void observe_duration(struct push_stats *s, double seconds) {
         s->duration_sum += seconds;
 }
 
-/* An error for /status and /metrics: counted by kind, the newest kept with its time. Under p->lock. */
+/* An error for /status and /metrics: counted by kind, the newest kept with its time. Under history->lock. */
 static void record_error_locked(struct push *p, enum push_error kind, const char *msg) {
-        p->stats.errors[kind]++;
-        snprintf(p->stats.last_error, sizeof(p->stats.last_error), "%s", msg);
-        p->stats.last_error_unix_ns = now_usec(CLOCK_REALTIME) * NSEC_PER_USEC;
+        struct push_stats *s = &p->history->stats;
+
+        s->errors[kind]++;
+        snprintf(s->last_error, sizeof(s->last_error), "%s", msg);
+        s->last_error_unix_ns = now_usec(CLOCK_REALTIME) * NSEC_PER_USEC;
 }
 
 /* Rate-limited log lines: true (and *last moved on) once a minute at most. */
@@ -310,11 +321,11 @@ static void note_failure(struct push *p, enum push_error kind, const char *fmt, 
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        pthread_mutex_lock(&p->lock);
+        pthread_mutex_lock(&p->history->lock);
         record_error_locked(p, kind, msg);
-        first = !p->stats.failing;
-        p->stats.failing = true;
-        pthread_mutex_unlock(&p->lock);
+        first = !p->history->stats.failing;
+        p->history->stats.failing = true;
+        pthread_mutex_unlock(&p->history->lock);
         /* Once per outage: the spool and /status say the rest. */
         if (first)
                 log_warning("push: %s: %s; keeping the requests in %s and retrying", p->url, msg, p->spool_dir);
@@ -348,10 +359,10 @@ static enum push_result send_request(struct push *p, const struct strbuf *body) 
         if (c == CURLE_OK)
                 (void) curl_easy_getinfo(p->curl, CURLINFO_RESPONSE_CODE, &status);
 
-        pthread_mutex_lock(&p->lock);
-        p->stats.attempted = true;
-        observe_duration(&p->stats, (double) (now - t0) / USEC_PER_SEC);
-        pthread_mutex_unlock(&p->lock);
+        pthread_mutex_lock(&p->history->lock);
+        p->history->stats.attempted = true;
+        observe_duration(&p->history->stats, (double) (now - t0) / USEC_PER_SEC);
+        pthread_mutex_unlock(&p->history->lock);
 
         if (c != CURLE_OK) {
                 if (c == CURLE_ABORTED_BY_CALLBACK)
@@ -361,13 +372,13 @@ static enum push_result send_request(struct push *p, const struct strbuf *body) 
                 return PUSH_RETRY;
         }
         if (status >= 200 && status < 300) {
-                pthread_mutex_lock(&p->lock);
-                p->stats.bytes += body->len;
-                p->stats.last_success_unix_ns = now_usec(CLOCK_REALTIME) * NSEC_PER_USEC;
-                if (p->stats.failing)
+                pthread_mutex_lock(&p->history->lock);
+                p->history->stats.bytes += body->len;
+                p->history->stats.last_success_unix_ns = now_usec(CLOCK_REALTIME) * NSEC_PER_USEC;
+                if (p->history->stats.failing)
                         log_info("push: %s takes requests again", p->url);
-                p->stats.failing = false;
-                pthread_mutex_unlock(&p->lock);
+                p->history->stats.failing = false;
+                pthread_mutex_unlock(&p->history->lock);
                 return PUSH_OK;
         }
         /* The store is overloaded, down behind a proxy, or asks to be called later. */
@@ -382,9 +393,9 @@ static enum push_result send_request(struct push *p, const struct strbuf *body) 
 
         escape_bytes(text, sizeof(text), p->answer.buf, p->answer.len);
         snprintf(msg, sizeof(msg), "HTTP %ld: %s", status, text);
-        pthread_mutex_lock(&p->lock);
+        pthread_mutex_lock(&p->history->lock);
         record_error_locked(p, PUSH_ERROR_HTTP, msg);
-        pthread_mutex_unlock(&p->lock);
+        pthread_mutex_unlock(&p->history->lock);
         if (log_due(&p->last_reject_log_usec, now)) {
                 log_error("push: %s refused a request (HTTP %ld), not sending it again: %s%s", p->url, status,
                           text, p->rejects_unlogged ? " (and more refused since the last such line)" : "");
@@ -396,12 +407,30 @@ static enum push_result send_request(struct push *p, const struct strbuf *body) 
 
 /* ---- the thread ---- */
 
+/*
+ * The spool's figures into the history: its size as it is now, and what it
+ * dropped since they were last taken (each push opens the spool anew, whose
+ * counts start at 0: the history's go on). Under history->lock.
+ */
+static void take_spool_stats_locked(struct push *p) {
+        struct push_spool_stats now, *total = &p->history->stats.spool;
+
+        push_spool_get_stats(p->spool, &now);
+        total->files = now.files;
+        total->bytes = now.bytes;
+        total->dropped_full += now.dropped_full - p->spool_seen.dropped_full;
+        total->dropped_age += now.dropped_age - p->spool_seen.dropped_age;
+        total->dropped_corrupt += now.dropped_corrupt - p->spool_seen.dropped_corrupt;
+        total->temp_removed += now.temp_removed - p->spool_seen.temp_removed;
+        p->spool_seen = now;
+}
+
 /* Counts n results (none: the spool changed only), and takes the spool's figures for the readers. */
 static void count(struct push *p, enum push_result r, uint64_t n) {
-        pthread_mutex_lock(&p->lock);
-        p->stats.results[r] += n;
-        push_spool_get_stats(p->spool, &p->stats.spool);
-        pthread_mutex_unlock(&p->lock);
+        pthread_mutex_lock(&p->history->lock);
+        p->history->stats.results[r] += n;
+        take_spool_stats_locked(p);
+        pthread_mutex_unlock(&p->history->lock);
 }
 
 /* After a failed attempt: 1 s doubling up to one interval, with jitter, or the store's Retry-After. */
@@ -422,9 +451,9 @@ static void backoff(struct push *p) {
                                    p->max_age_usec / 2, &after) == 0)
                 delay = MAX(delay, after);
         p->next_retry_usec = now + delay;
-        pthread_mutex_lock(&p->lock);
-        p->stats.next_attempt_unix_ns = (now_usec(CLOCK_REALTIME) + delay) * NSEC_PER_USEC;
-        pthread_mutex_unlock(&p->lock);
+        pthread_mutex_lock(&p->history->lock);
+        p->history->stats.next_attempt_unix_ns = (now_usec(CLOCK_REALTIME) + delay) * NSEC_PER_USEC;
+        pthread_mutex_unlock(&p->history->lock);
 }
 
 static void spool(struct push *p, const struct push_request *req) {
@@ -440,9 +469,9 @@ static void spool(struct push *p, const struct push_request *req) {
 static void delivered(struct push *p) {
         p->failures = 0;
         p->next_retry_usec = 0;
-        pthread_mutex_lock(&p->lock);
-        p->stats.next_attempt_unix_ns = 0;
-        pthread_mutex_unlock(&p->lock);
+        pthread_mutex_lock(&p->history->lock);
+        p->history->stats.next_attempt_unix_ns = 0;
+        pthread_mutex_unlock(&p->history->lock);
 }
 
 /* One interval: its request goes out now, or joins the spool behind the older ones. */
@@ -456,10 +485,10 @@ static void tick(struct push *p, bool final) {
                 strbuf_done(&req.body);
                 return;
         }
-        pthread_mutex_lock(&p->lock);
-        p->stats.split_profiles += req.split_profiles;
-        p->stats.trimmed_samples += req.trimmed_samples;
-        pthread_mutex_unlock(&p->lock);
+        pthread_mutex_lock(&p->history->lock);
+        p->history->stats.split_profiles += req.split_profiles;
+        p->history->stats.trimmed_samples += req.trimmed_samples;
+        pthread_mutex_unlock(&p->history->lock);
 
         if (!push_spool_empty(p->spool) || now_usec(CLOCK_MONOTONIC) < p->next_retry_usec) {
                 spool(p, &req);
@@ -719,8 +748,8 @@ int push_check(const struct push_options *o, char *err, size_t errlen) {
         return r;
 }
 
-int push_new(const struct push_options *o, const struct push_source *src, struct push **ret, char *err,
-             size_t errlen) {
+int push_new(const struct push_options *o, const struct push_source *src, struct push_history *history,
+             struct push **ret, char *err, size_t errlen) {
         struct push *p;
         char why[MESSAGE_MAX], *secret = NULL;
         pthread_condattr_t ca;
@@ -728,7 +757,7 @@ int push_new(const struct push_options *o, const struct push_source *src, struct
         size_t len;
         int r;
 
-        if (!src || !src->build || !ret)
+        if (!src || !src->build || !history || !ret)
                 return -EINVAL;
         r = check_options(o, &secret, &bearer, err, errlen);
         if (r < 0)
@@ -754,6 +783,7 @@ int push_new(const struct push_options *o, const struct push_source *src, struct
         p->max_age_usec = o->max_age_usec;
         p->spool_max_bytes = o->spool_max_bytes;
         p->src = *src;
+        p->history = history;
         pthread_mutex_init(&p->lock, NULL);
         pthread_condattr_init(&ca);
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -767,7 +797,10 @@ int push_new(const struct push_options *o, const struct push_source *src, struct
                 snprintf(err, errlen, "[push] spool_dir: %s", why);
                 goto fail;
         }
-        push_spool_get_stats(p->spool, &p->stats.spool);
+        /* What opening it found (leftovers, damaged files) is counted now. */
+        pthread_mutex_lock(&history->lock);
+        take_spool_stats_locked(p);
+        pthread_mutex_unlock(&history->lock);
         r = setup_curl(p, err, errlen);
         if (r < 0)
                 goto fail;
@@ -784,7 +817,7 @@ int push_start(struct push *p) {
         /* Before the thread: from then on the spool is its alone. */
         if (!push_spool_empty(p->spool))
                 log_info("push: sending first the %" PRIu64 " request%s an earlier run left in %s",
-                         p->stats.spool.files, p->stats.spool.files == 1 ? "" : "s", p->spool_dir);
+                         p->spool_seen.files, p->spool_seen.files == 1 ? "" : "s", p->spool_dir);
         r = thread_names_create(&p->thread, THREAD_NAME_PUSH, push_thread, p);
         if (r < 0)
                 return r;
@@ -831,15 +864,34 @@ struct push *push_free_now(struct push *p) {
         return push_free_within(p, 0);
 }
 
+struct push_history *push_history_new(void) {
+        struct push_history *h = xcalloc(1, sizeof(*h));
+
+        pthread_mutex_init(&h->lock, NULL);
+        return h;
+}
+
+struct push_history *push_history_free(struct push_history *h) {
+        if (!h)
+                return NULL;
+        pthread_mutex_destroy(&h->lock);
+        free(h);
+        return NULL;
+}
+
 /* ---- what it reports ---- */
+
+static void history_get(struct push_history *h, struct push_stats *ret) {
+        pthread_mutex_lock(&h->lock);
+        *ret = h->stats;
+        pthread_mutex_unlock(&h->lock);
+}
 
 void push_write_metrics(struct push *p, struct prom_writer *w) {
         struct push_stats s;
         uint64_t cumulative[ELEMENTSOF(duration_bounds)], sum = 0;
 
-        pthread_mutex_lock(&p->lock);
-        s = p->stats;
-        pthread_mutex_unlock(&p->lock);
+        history_get(p->history, &s);
 
         prom_family(w, "armprofd_push_requests_total", PROM_COUNTER,
                     "Push attempts by result: ok (delivered), retry (kept and sent again), rejected (the store "
@@ -898,9 +950,7 @@ json_t *push_status_json(struct push *p) {
         char why[MESSAGE_MAX];
         json_t *o, *requests = json_object(), *errors = json_object(), *l = json_object();
 
-        pthread_mutex_lock(&p->lock);
-        s = p->stats;
-        pthread_mutex_unlock(&p->lock);
+        history_get(p->history, &s);
 
         s.results[PUSH_DROPPED] += s.spool.dropped_full + s.spool.dropped_age + s.spool.dropped_corrupt;
         for (size_t i = 0; i < _PUSH_RESULT_MAX; i++)

@@ -90,6 +90,20 @@ struct push_source {
 struct push;
 
 /*
+ * What the pushes of a process did: the counters /metrics exports (requests
+ * by result, errors, bytes, durations, the spool's drops...) and what
+ * /status says of the past (the last success and error, an outage going
+ * on). The daemon makes one at start and hands it to every push it starts:
+ * a reload replaces the push (and reopens the spool), and the counters go
+ * on from where they were, since Prometheus reads any decrease as a restart
+ * (rate(), resets()). It must outlive the pushes given it.
+ */
+struct push_history;
+
+struct push_history *push_history_new(void);
+struct push_history *push_history_free(struct push_history *h);
+
+/*
  * A store's base URL as [push] url takes it: http:// or https://, a host,
  * no credentials (they would be logged: basic_auth_user and the password
  * file are for them), no query or fragment. 0, or -EINVAL and why in err.
@@ -99,11 +113,12 @@ int push_url_check(const char *url, char *err, size_t errlen);
 /*
  * Checks the options (the URL's scheme, readable secret files, a spool
  * directory it can write, whose leftovers it cleans up) and returns the
- * push ready to start; nothing is sent before push_start(). -EINVAL,
- * -ENOENT, -EACCES... with one sentence in err naming the key at fault.
+ * push ready to start, counting into history; nothing is sent before
+ * push_start(). -EINVAL, -ENOENT, -EACCES... with one sentence in err
+ * naming the key at fault.
  */
-int push_new(const struct push_options *o, const struct push_source *src, struct push **ret, char *err,
-             size_t errlen);
+int push_new(const struct push_options *o, const struct push_source *src, struct push_history *history,
+             struct push **ret, char *err, size_t errlen);
 /*
  * What push_new() checks, without touching the spool's files: whether a
  * configuration (a reload's) would start. 0, or as push_new().

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -213,6 +214,7 @@ struct fixture {
         char spool[96];
         char url[64];
         struct store store;
+        struct push_history *history;
 };
 
 static int setup(void **state) {
@@ -221,6 +223,7 @@ static int setup(void **state) {
         snprintf(f->dir, sizeof(f->dir), "/tmp/test-push-XXXXXX");
         assert_non_null(mkdtemp(f->dir));
         snprintf(f->spool, sizeof(f->spool), "%s/spool", f->dir);
+        f->history = push_history_new();
         *state = f;
         return 0;
 }
@@ -231,6 +234,7 @@ static int teardown(void **state) {
 
         snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
         assert_int_equal(system(cmd), 0);
+        push_history_free(f->history);
         free(f);
         return 0;
 }
@@ -312,7 +316,8 @@ static void test_retries_keep_order(void **state) {
 
         store_start(&f->store, script, ELEMENTSOF(script));
         o = options(f, 100 * 1000);
-        assert_int_equal(push_new(&o, &(struct push_source) { count_build, &c }, &r.push, err, sizeof(err)), 0);
+        assert_int_equal(push_new(&o, &(struct push_source) { count_build, &c }, f->history, &r.push, err, sizeof(err)),
+                         0);
         for (size_t i = 0; i < ELEMENTSOF(readers); i++)
                 assert_int_equal(pthread_create(&readers[i], NULL, read_figures, &r), 0);
         assert_int_equal(push_start(r.push), 0);
@@ -362,7 +367,8 @@ static void test_rejected_not_resent(void **state) {
 
         store_start(&f->store, script, ELEMENTSOF(script));
         o = options(f, 100 * 1000);
-        assert_int_equal(push_new(&o, &(struct push_source) { count_build, &c }, &p, err, sizeof(err)), 0);
+        assert_int_equal(push_new(&o, &(struct push_source) { count_build, &c }, f->history, &p, err, sizeof(err)),
+                         0);
         assert_int_equal(push_start(p), 0);
         wait_delivered(&f->store, "request-2 request-3");
         for (uint64_t give_up = now_usec(CLOCK_MONOTONIC) + 10 * 1000000;
@@ -397,7 +403,8 @@ static void test_stop_spools_what_hangs(void **state) {
         store_start(&f->store, script, ELEMENTSOF(script));
         o = options(f, 100 * 1000);
         o.timeout_usec = 300 * 1000;
-        assert_int_equal(push_new(&o, &(struct push_source) { count_build, &c }, &p, err, sizeof(err)), 0);
+        assert_int_equal(push_new(&o, &(struct push_source) { count_build, &c }, f->history, &p, err, sizeof(err)),
+                         0);
         assert_int_equal(push_start(p), 0);
         while (({
                 pthread_mutex_lock(&f->store.lock);
@@ -424,7 +431,8 @@ static void test_stop_spools_what_hangs(void **state) {
         store_start(&f->store, NULL, 0);
         o = options(f, 100 * 1000);
         c = (struct counter) { .limit = 0 };
-        assert_int_equal(push_new(&o, &(struct push_source) { count_build, &c }, &p, err, sizeof(err)), 0);
+        assert_int_equal(push_new(&o, &(struct push_source) { count_build, &c }, f->history, &p, err, sizeof(err)),
+                         0);
         assert_int_equal(push_start(p), 0);
         wait_delivered(&f->store, "request-1");
         push_free(p);
@@ -452,7 +460,8 @@ static void test_auth_and_secrets(void **state) {
         o.basic_auth_user = "123456";
         o.basic_auth_password_file = path;
         o.tenant = "team-a";
-        assert_int_equal(push_new(&o, &(struct push_source) { count_build, &c }, &p, err, sizeof(err)), 0);
+        assert_int_equal(push_new(&o, &(struct push_source) { count_build, &c }, f->history, &p, err, sizeof(err)),
+                         0);
         assert_int_equal(push_start(p), 0);
         wait_delivered(&f->store, "request-1");
         /* base64("123456:s3cret-Pa55"), RFC 7617 */
@@ -469,7 +478,8 @@ static void test_auth_and_secrets(void **state) {
 
         /* A missing password file, a relative URL, a spool under a file: each refused, naming the key. */
         o.basic_auth_password_file = "/nonexistent/password";
-        assert_int_equal(push_new(&o, &(struct push_source) { count_build, &c }, &p, err, sizeof(err)), -ENOENT);
+        assert_int_equal(push_new(&o, &(struct push_source) { count_build, &c }, f->history, &p, err, sizeof(err)),
+                         -ENOENT);
         assert_non_null(strstr(err, "[push] basic_auth_password_file '/nonexistent/password'"));
         o.basic_auth_password_file = path;
         o.url = "ftp://127.0.0.1/";
@@ -481,12 +491,100 @@ static void test_auth_and_secrets(void **state) {
         assert_non_null(strstr(err, "[push] spool_dir"));
 }
 
+/* A file the spool cannot read, which push_new() counts as dropped_corrupt when it opens the spool. */
+static void write_corrupt(struct fixture *f, unsigned seq) {
+        char path[160];
+        FILE *fp;
+
+        assert_int_equal(mkdir(f->spool, 0700) == 0 || errno == EEXIST, 1);
+        snprintf(path, sizeof(path), "%s/%016x.req", f->spool, seq);
+        fp = fopen(path, "w");
+        assert_non_null(fp);
+        fputs("not a spooled request", fp);
+        fclose(fp);
+}
+
+static uint64_t metric_value(struct push *p, const char *series) {
+        struct prom_writer *w = prom_writer_new();
+        struct strbuf out = STRBUF_INIT;
+        char needle[128];
+        const char *line;
+        uint64_t v;
+
+        push_write_metrics(p, w);
+        prom_render(w, PROM_FORMAT_TEXT, &out);
+        /* A sample's line (the metric name first), not the # HELP line naming its family. */
+        snprintf(needle, sizeof(needle), "\n%s", series);
+        line = strstr(out.buf, needle);
+        assert_non_null(line);
+        v = strtoull(line + strlen(needle), NULL, 10);
+        strbuf_done(&out);
+        prom_writer_free(w);
+        return v;
+}
+
+/*
+ * A reload replaces the push and opens the spool anew: the counters go on
+ * from where the previous push left them (the spool's drops included, which
+ * each opening counts from 0), and /status keeps the last success.
+ */
+static void test_history_outlives_the_push(void **state) {
+        static const int script[] = { 500 };
+        struct fixture *f = *state;
+        struct counter c = { .limit = 2 };
+        struct push_options o;
+        struct push *p;
+        char err[512];
+        json_t *st;
+
+        write_corrupt(f, 1);
+        store_start(&f->store, script, ELEMENTSOF(script));
+        o = options(f, 100 * 1000);
+        assert_int_equal(push_new(&o, &(struct push_source) { count_build, &c }, f->history, &p, err, sizeof(err)),
+                         0);
+        assert_int_equal(push_start(p), 0);
+        wait_delivered(&f->store, "request-1 request-2");
+        for (uint64_t give_up = now_usec(CLOCK_MONOTONIC) + 10 * 1000000;
+             status_int(p, "requests", "ok") < 2 && now_usec(CLOCK_MONOTONIC) < give_up;)
+                usleep(10000);
+        push_free_now(p);
+        store_stop(&f->store);
+
+        write_corrupt(f, 2);
+        store_start(&f->store, NULL, 0);
+        c = (struct counter) { .limit = 1 };
+        o = options(f, 100 * 1000);
+        assert_int_equal(push_new(&o, &(struct push_source) { count_build, &c }, f->history, &p, err, sizeof(err)),
+                         0);
+        assert_int_equal(push_start(p), 0);
+        wait_delivered(&f->store, "request-1");
+        for (uint64_t give_up = now_usec(CLOCK_MONOTONIC) + 10 * 1000000;
+             status_int(p, "requests", "ok") < 3 && now_usec(CLOCK_MONOTONIC) < give_up;)
+                usleep(10000);
+        /* Two stores answered 200 three times, one 500 once; each opening found one bad file. */
+        assert_int_equal(status_int(p, "requests", "ok"), 3);
+        assert_int_equal(status_int(p, "requests", "retry"), 1);
+        assert_int_equal(status_int(p, "errors", "http"), 1);
+        assert_int_equal(metric_value(p, "armprofd_push_requests_total{result=\"ok\"} "), 3);
+        assert_int_equal(metric_value(p, "armprofd_push_spool_dropped_total{reason=\"corrupt\"} "), 2);
+        assert_int_equal(metric_value(p, "armprofd_push_duration_seconds_count "), 4);
+        assert_int_equal(metric_value(p, "armprofd_push_bytes_total "),
+                         2 * strlen("request-1") + strlen("request-2"));
+        st = push_status_json(p);
+        assert_true(json_integer_value(json_object_get(st, "last_success_unix_ms")) > 0);
+        assert_non_null(strstr(json_string_value(json_object_get(st, "last_error")), "HTTP 500"));
+        json_decref(st);
+        push_free(p);
+        store_stop(&f->store);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_retries_keep_order, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_rejected_not_resent, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_stop_spools_what_hangs, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_auth_and_secrets, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_history_outlives_the_push, setup, teardown),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
