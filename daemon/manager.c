@@ -672,12 +672,20 @@ static int on_replay_done(sd_event_source *s, int fd, uint32_t revents, void *us
         return 0;
 }
 
+/* What a new push sends first: README.md "Send profiles to Pyroscope", "What goes". */
+enum push_takeover {
+        PUSH_AT_START,          /* what the store collected since the daemon started */
+        PUSH_GOES_ON,           /* a reload: from where the push it replaces stopped */
+        PUSH_BEGINS_NOW,        /* a reload turned it on: from now, not what the store kept from before */
+};
+
 /*
  * The push of configuration c, started, in place of the one running (which
  * pushes, or spools, what it collected before it goes). Errors are logged,
  * naming the key: the caller decides whether they end the daemon.
  */
-static int push_replace(struct manager *m, const struct config *c, bool reloading) {
+static int push_replace(struct manager *m, const struct config *c, enum push_takeover how) {
+        bool reloading = how != PUSH_AT_START;
         struct push_options o;
         struct push *old, *p = NULL;
         char err[MESSAGE_MAX];
@@ -704,6 +712,8 @@ static int push_replace(struct manager *m, const struct config *c, bool reloadin
                 r = push_interval_configure(m->push_interval, c, err, sizeof(err));
         if (r < 0)
                 return log_error_errno(r, "config: [push] labels: %s", err);
+        if (how == PUSH_BEGINS_NOW)
+                push_interval_begin_now(m->push_interval);
         struct push_source src = push_interval_source(m->push_interval);
 
         config_push_options(c, &o);
@@ -744,7 +754,7 @@ int manager_start(struct manager *m) {
                         return log_error_errno(r, "Failed to watch the replay: %m");
                 (void) sd_event_source_set_description(m->replay_done, "replay-done");
         }
-        r = push_replace(m, &m->config, false);
+        r = push_replace(m, &m->config, PUSH_AT_START);
         if (r < 0)
                 return r;
         return serve(m);
@@ -762,6 +772,7 @@ static void reload(struct manager *m) {
         _cleanup_(web_config_unrefp) struct web_config *web = NULL;
         struct config_error err = {};
         struct config c, effective;
+        enum push_takeover how;
         int r;
 
         notify_reload(m, NULL);
@@ -800,10 +811,11 @@ static void reload(struct manager *m) {
                 }
         }
         /* Anew even when [push] is unchanged: SIGHUP is how rotated credentials are read again. */
-        r = push_replace(m, &c, true);
+        how = m->push ? PUSH_GOES_ON : PUSH_BEGINS_NOW;
+        r = push_replace(m, &c, how);
         if (r < 0) {
                 /* Failed after the check (a file gone meanwhile, the spool unreadable): the old push again. */
-                if (push_replace(m, &m->config, true) < 0)
+                if (push_replace(m, &m->config, how) < 0)
                         log_error("push: off until the configuration is fixed and reloaded");
                 reload_failed(m, "[push] could not start (see the log)");
                 return;

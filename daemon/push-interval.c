@@ -99,6 +99,16 @@ static void close_epoch_now(struct push_interval *pi, uint64_t wait_ns) {
         }
 }
 
+void push_interval_begin_now(struct push_interval *pi) {
+        _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = NULL;
+
+        close_epoch_now(pi, PUSH_INTERVAL_WAIT_NS);
+        snap = collector_snapshot(pi->collector);
+        /* A replay's too: what it read before the push began is not the push's. */
+        pi->cursor_ns = snap ? store_snapshot_end_ns(snap) : 0;
+        pi->last_wall_ns = wall_ns();
+}
+
 /* A metric name from an event's ("cache-misses" → "cache_misses"): Pyroscope refuses "-" in names. */
 static void metric_name(const char *prefix, const char *event, char *buf, size_t len) {
         snprintf(buf, len, "%s%s", prefix, event);

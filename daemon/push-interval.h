@@ -45,6 +45,14 @@ int push_interval_new(struct collector *c, const struct config *cfg, struct push
 /* Labels and limits from a reloaded configuration; the cursor stays (no epoch twice). No push may run. */
 int push_interval_configure(struct push_interval *pi, const struct config *cfg, char *err, size_t errlen);
 struct push_interval *push_interval_free(struct push_interval *pi);
+/*
+ * A push that starts while the daemon runs (a reload turned it on) sends
+ * what is collected from now on: closes an epoch now and moves the cursor
+ * to its end, so the first request covers one interval, not all the store
+ * kept from before. On the main thread, no push running; waits for the
+ * collector to close the epoch (milliseconds; PUSH_INTERVAL_WAIT_NS at most).
+ */
+void push_interval_begin_now(struct push_interval *pi);
 
 /* The series' service_name: [push] service_name, else the host name. */
 const char *push_interval_service_name(const struct push_interval *pi);

@@ -34,6 +34,11 @@ test-push.py cpu   the cpu-clock sampler (root: perf-sw suite), with
   badconfig  unknown scheme, missing password file, spool_dir under a
              regular file: exit non-zero naming [push]; the same at SIGHUP
              is "reload failed" and the old push keeps pushing.
+  reload     push off at start, then reloads turning it on, the same
+             configuration, another store's URL, off, on again: the first
+             profile after each "on" starts after the SIGHUP (not at the
+             daemon's start, nor where the push stopped); no push counter
+             ever goes down, and requests ok = the 200s both stores sent.
 
 test-push.py spe   a replayed generator file (no perf_event_open):
   happy      a slow FIFO feed (one epoch of file time: one request): the
@@ -69,7 +74,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from armprofd_test import Daemon, binary, parse_prom_text, skip, stat_field  # noqa: E402
 from pushstore import PushStore, make_certs  # noqa: E402
 
-GROUPS = {"cpu": ["happy", "outage", "kill", "spoolcap", "splitbytes", "maxage", "rejected", "badconfig"],
+GROUPS = {"cpu": ["happy", "outage", "kill", "spoolcap", "splitbytes", "maxage", "rejected", "badconfig", "reload"],
           "spe": ["happy", "split", "tls", "auth"]}
 if len(sys.argv) != 2 or sys.argv[1] not in GROUPS:
     print(__doc__, file=sys.stderr)
@@ -564,6 +569,89 @@ def cpu_badconfig():
             stop(d)
 
 
+def push_counters(m):
+    """Every push counter series of a /metrics (histogram buckets, sums and counts included)."""
+    return {k: v for k, v in m.items() if k[0].startswith("armprofd_push_") and
+            (k[0].endswith(("_total", "_bucket", "_count", "_sum")))}
+
+
+def cpu_reload():
+    """Every reload path keeps the push's counters, and a push turned on sends from then on."""
+    spool = spool_dir("reload")
+    with PushStore() as a, PushStore() as b, Spin():
+        on_a = config(a, spool)
+        off = re.sub(r"^url = .*\n", "", on_a, flags=re.M)
+        on_b = config(b, spool)
+        with Daemon(config_text=off) as d:
+            d.wait_serving()
+            reloads = [0]
+            seen = {}
+
+            def reload(text):
+                with open(d.config, "w") as f:
+                    f.write(text)
+                t = time.time()
+                d.signal(signal.SIGHUP)
+                reloads[0] += 1
+                deadline = time.monotonic() + WAIT
+                while d.log().count("Configuration reloaded") < reloads[0] and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                check(d.log().count("Configuration reloaded") == reloads[0], f"reload {reloads[0]} done")
+                return t
+
+            def counters_kept(what):
+                now = push_counters(metrics(d))
+                down = {k: (seen[k], v) for k, v in now.items() if k in seen and v < seen[k]}
+                gone = sorted(k for k in seen if k not in now)
+                check(not down and not gone and now, f"{what}: {len(now)} push counters, none went down "
+                      f"{list(down.items())[:3]} or away {gone[:3]}")
+                seen.update(now)
+
+            def none_across(store, n0, t_on, what):
+                """The profiles delivered from the n0-th request on: those built before the SIGHUP at t_on
+                (spooled when the push went off) end before it; those built after start after it, with
+                the epoch closed when the daemon read the SIGHUP. None spans it."""
+                store.wait_for(lambda: any(p.time_nanos / 1e9 >= t_on - 0.1 for _, _, _, p in
+                                           profiles(store, store.delivered()[n0:], go=False)), WAIT,
+                               f"a profile of the push {what}")
+                spans = [(p.time_nanos / 1e9 - t_on, (p.time_nanos + p.duration_nanos) / 1e9 - t_on)
+                         for _, _, _, p in profiles(store, store.delivered()[n0:], go=False)]
+                across = [(round(a, 3), round(b, 3)) for a, b in spans if a < -0.1 and b > 0]
+                check(not across, f"{what}: no profile spans the SIGHUP: {across or [(round(a, 3), round(b, 3)) for a, b in spans[:3]]} "
+                      "(seconds from it)")
+
+            # What the store collects while the push is off is not the push's: 3 s of samples.
+            time.sleep(3)
+            check(push_status(d) == {"state": "off"}, "push off at start")
+            none_across(a, 0, reload(on_a), "turned on")
+            counters_kept("after it was turned on")
+            n = len(a.delivered())
+            reload(on_a)
+            a.wait_for(lambda: len(a.delivered()) >= n + 2, WAIT, "deliveries after the same configuration")
+            counters_kept("the same configuration reloaded")
+            ok_before = push_status(d)["requests"]["ok"]
+            reload(on_b)
+            b.wait_for(lambda: len(b.delivered()) >= 2, WAIT, "deliveries to the new URL")
+            counters_kept("the URL changed")
+            st = push_status(d)
+            check(st["url"] == b.url and st["requests"]["ok"] >= ok_before and st["last_success_unix_ms"],
+                  f"/status push after the URL changed: ok {st['requests']['ok']} >= {ok_before}, "
+                  f"last success {st['last_success_unix_ms']}")
+            reload(off)
+            check(push_status(d) == {"state": "off"}, "push off")
+            time.sleep(2.5)
+            n = len(a.delivered())
+            none_across(a, n, reload(on_a), "turned on again")
+            counters_kept("turned off and on again")
+            # Quiet stores: what the daemon counted as delivered is what they answered 200.
+            before = len(a.delivered()) + len(b.delivered())
+            m = metrics(d)
+            after = len(a.delivered()) + len(b.delivered())
+            ok = metric(m, "armprofd_push_requests_total", result="ok")
+            check(before <= ok <= after, f"requests ok {ok}: the stores answered {before}..{after} with 200")
+            stop(d)
+
+
 # ---------------------------------------------------------------- the SPE replay cases
 
 def generate(name, records, seed=7):
@@ -726,7 +814,8 @@ def main():
     subprocess.run([binary(), "--version"], capture_output=True)
     cases = {"cpu": {"happy": cpu_happy, "outage": cpu_outage, "kill": cpu_kill, "spoolcap": cpu_spoolcap,
                      "splitbytes": cpu_splitbytes,
-                     "maxage": cpu_maxage, "rejected": cpu_rejected, "badconfig": cpu_badconfig},
+                     "maxage": cpu_maxage, "rejected": cpu_rejected, "badconfig": cpu_badconfig,
+                     "reload": cpu_reload},
              "spe": {"happy": spe_happy, "split": spe_split, "tls": spe_tls, "auth": spe_auth}}[GROUP]
     try:
         for name in CASES:
