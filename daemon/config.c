@@ -703,7 +703,6 @@ static int check_spe_watermark(const struct config *c, const char *filename, str
         return -EINVAL;
 }
 
-/* The push's options (exporters/push.h) pointing into c. */
 void config_privacy_policy(const struct config *c, struct privacy_policy *ret) {
         *ret = (struct privacy_policy) {
                 .kernel_addresses = c->privacy.kernel_addresses,
@@ -711,11 +710,21 @@ void config_privacy_policy(const struct config *c, struct privacy_policy *ret) {
         };
 }
 
+/*
+ * The push's options (exporters/push.h) pointing into c. An attempt after
+ * timeouts may take up to PUSH_TIMEOUT_GROWTH_MAX timeouts, but never so
+ * long that an interval's epochs leave the ring meanwhile (check_push_ring():
+ * the ring outlasts interval + timeout, so this is never under timeout).
+ */
 void config_push_options(const struct config *c, struct push_options *o) {
+        uint64_t ring = c->store.epoch_usec * c->store.epochs;
+
         *o = (struct push_options) {
                 .url = c->push.url,
                 .interval_usec = c->push.interval_usec,
                 .timeout_usec = c->push.timeout_usec,
+                .timeout_max_usec = MIN(PUSH_TIMEOUT_GROWTH_MAX * c->push.timeout_usec,
+                                        ring > c->push.interval_usec ? ring - c->push.interval_usec : 0),
                 .max_age_usec = c->push.max_age_usec,
                 .tenant = c->push.tenant,
                 .basic_auth_user = c->push.basic_auth_user,

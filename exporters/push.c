@@ -85,7 +85,7 @@ struct push {
         char *url, *endpoint, *tenant, *basic_user, *tls_ca_file, *spool_dir, *service_name, *labels;
         char *secret;                   /* the password or the token: never logged */
         bool bearer, insecure;
-        uint64_t interval_usec, timeout_usec, max_age_usec, spool_max_bytes;
+        uint64_t interval_usec, timeout_usec, timeout_max_usec, max_age_usec, spool_max_bytes;
         struct push_source src;
 
         /* The push thread's. */
@@ -96,6 +96,7 @@ struct push {
         char retry_after[64];           /* the current answer's Retry-After, "" when none */
         uint64_t next_tick_usec, next_retry_usec;
         unsigned failures;              /* consecutive attempts that failed */
+        uint64_t attempt_timeout_usec;  /* the next attempt's: timeout, longer after timeouts */
         uint64_t last_reject_log_usec, rejects_unlogged, last_stuck_log_usec;
 
         pthread_t thread;
@@ -334,11 +335,29 @@ static void note_failure(struct push *p, enum push_error kind, const char *fmt, 
 }
 
 /*
- * POSTs body once. The request may take the options' timeout, or while
+ * A store slower than the timeout still takes what it was sent: the proxy
+ * in front of it times out, or we do, and it stores the request all the
+ * same. Sent again with the same deadline, it would be stored once per
+ * attempt (six times in 70 s for a store answering after 15 s, with a 10 s
+ * timeout). So each timeout doubles the next attempt's deadline, up to
+ * timeout_max, and an answer within the configured timeout brings it back.
+ */
+static void adapt_timeout(struct push *p, CURLcode c, uint64_t took_usec) {
+        if (c == CURLE_OPERATION_TIMEDOUT) {
+                p->attempt_timeout_usec = MIN(p->attempt_timeout_usec * 2, p->timeout_max_usec);
+                log_debug("push: %s did not answer in time; the next attempt may take %.3g s", p->url,
+                          (double) p->attempt_timeout_usec / USEC_PER_SEC);
+        } else if (c == CURLE_OK && took_usec <= p->timeout_usec)
+                p->attempt_timeout_usec = p->timeout_usec;
+}
+
+/*
+ * POSTs body once. The request may take the attempt's deadline (the
+ * options' timeout, or longer after timeouts: adapt_timeout()), or while
  * stopping what is left before the stop's deadline.
  */
 static enum push_result send_request(struct push *p, const struct strbuf *body) {
-        uint64_t timeout = p->timeout_usec, t0, now;
+        uint64_t timeout = p->attempt_timeout_usec, t0, now;
         long status = 0;
         CURLcode c;
 
@@ -358,6 +377,7 @@ static enum push_result send_request(struct push *p, const struct strbuf *body) 
         now = now_usec(CLOCK_MONOTONIC);
         if (c == CURLE_OK)
                 (void) curl_easy_getinfo(p->curl, CURLINFO_RESPONSE_CODE, &status);
+        adapt_timeout(p, c, now - t0);
 
         pthread_mutex_lock(&p->history->lock);
         p->history->stats.attempted = true;
@@ -780,6 +800,8 @@ int push_new(const struct push_options *o, const struct push_source *src, struct
         p->insecure = o->tls_insecure_skip_verify;
         p->interval_usec = o->interval_usec;
         p->timeout_usec = o->timeout_usec;
+        p->timeout_max_usec = MAX(o->timeout_max_usec, o->timeout_usec);
+        p->attempt_timeout_usec = p->timeout_usec;
         p->max_age_usec = o->max_age_usec;
         p->spool_max_bytes = o->spool_max_bytes;
         p->src = *src;

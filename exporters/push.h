@@ -20,7 +20,10 @@
  *    1 s up to one interval, or after the store's Retry-After
  *    (RFC 9110 §10.2.3) when longer. While the spool holds anything, new
  *    requests join it and it is sent oldest first: the store receives the
- *    intervals in order.
+ *    intervals in order. After a timeout the next attempt may take twice
+ *    as long, up to timeout_max: a store slower than the timeout, which
+ *    still stores what it answers late, then gets a request twice, not
+ *    once per attempt. Delivery is so at least once, never exactly once.
  *  - Any other status: the store will never take these bytes (Pyroscope
  *    answers 400 for what fails its validation, 401/403 for credentials):
  *    the answer's body is logged (rate-limited), the request dropped and
@@ -49,11 +52,15 @@
 #include "prom.h"
 #include "strbuf.h"
 
+/* After timeouts an attempt may take up to this many times [push] timeout (push_options.timeout_max_usec). */
+#define PUSH_TIMEOUT_GROWTH_MAX 4
+
 /* What a push is configured with ([push], README.md "Send profiles to Pyroscope"). */
 struct push_options {
         const char *url;                        /* base URL, http:// or https:// */
         uint64_t interval_usec;
         uint64_t timeout_usec;                  /* one request, connection included; also the stop's bound */
+        uint64_t timeout_max_usec;              /* after timeouts, one request at most (0: timeout_usec) */
         uint64_t max_age_usec;                  /* spooled profiles older than this are dropped */
         const char *tenant;                     /* X-Scope-OrgID; "" or NULL: none */
         const char *basic_auth_user;            /* "" or NULL: no basic auth */

@@ -32,6 +32,8 @@
 
 #define ANSWER_HANG 0           /* read the request, never answer (until the client goes) */
 #define ANSWER_CLOSE (-1)       /* read the request, close without a word */
+#define ANSWER_LATE 1000        /* read the request, keep it, answer 200 after LATE_USEC, if the client waits */
+#define LATE_USEC (1200 * 1000)
 #define MAX_REQUESTS 256
 
 struct request {
@@ -135,6 +137,12 @@ static void *store_thread(void *userdata) {
                                 if (poll(&q, 1, 20) > 0 && recv(c, &b, 1, 0) <= 0)
                                         break;
                         }
+                } else if (answer == ANSWER_LATE) {
+                        static const char ok[] = "HTTP/1.1 200 X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+
+                        /* A store behind a proxy that gave up: it stores the request all the same. */
+                        usleep(LATE_USEC);
+                        (void) send(c, ok, sizeof(ok) - 1, MSG_NOSIGNAL);
                 } else if (answer > 0) {
                         const char *text = answer == 400 ? "{\"code\":\"invalid_argument\",\"message\":\"bad profile\"}"
                                                          : "";
@@ -185,6 +193,17 @@ static void delivered(struct store *s, char *buf, size_t len) {
         for (size_t i = 0; i < s->n_requests; i++)
                 if (s->requests[i].answer == 200)
                         o += (size_t) snprintf(buf + o, len - o, "%s%s", o ? " " : "", s->requests[i].body);
+        pthread_mutex_unlock(&s->lock);
+}
+
+/* Every body the store read, in order, joined by spaces: what a store that keeps all it reads holds. */
+static void received(struct store *s, char *buf, size_t len) {
+        size_t o = 0;
+
+        buf[0] = '\0';
+        pthread_mutex_lock(&s->lock);
+        for (size_t i = 0; i < s->n_requests; i++)
+                o += (size_t) snprintf(buf + o, len - o, "%s%s", o ? " " : "", s->requests[i].body);
         pthread_mutex_unlock(&s->lock);
 }
 
@@ -578,6 +597,40 @@ static void test_history_outlives_the_push(void **state) {
         store_stop(&f->store);
 }
 
+/*
+ * A store slower than the timeout (1 s) that keeps what it reads, answering
+ * after 1.2 s: the attempt after a timeout may take twice as long, so the
+ * store gets request-1 twice, not once per attempt; the deadline stays long
+ * while answers come late (request-2 once) and returns to the timeout after
+ * one in time (request-3), so request-4 times out once more.
+ */
+static void test_timeout_lengthens_the_next_attempt(void **state) {
+        static const int script[] = { ANSWER_LATE, ANSWER_LATE, ANSWER_LATE, 200, ANSWER_LATE, ANSWER_LATE };
+        struct fixture *f = *state;
+        struct counter c = { .limit = 4 };
+        struct push_options o;
+        struct push *p;
+        char err[512], got[512];
+
+        store_start(&f->store, script, ELEMENTSOF(script));
+        o = options(f, 100 * 1000);
+        o.timeout_usec = 1000 * 1000;
+        o.timeout_max_usec = 4 * o.timeout_usec;
+        assert_int_equal(push_new(&o, &(struct push_source) { count_build, &c }, f->history, &p, err, sizeof(err)),
+                         0);
+        assert_int_equal(push_start(p), 0);
+        for (uint64_t give_up = now_usec(CLOCK_MONOTONIC) + 30 * 1000000;
+             status_int(p, "requests", "ok") < 4 && now_usec(CLOCK_MONOTONIC) < give_up;)
+                usleep(10000);
+        /* What the push saw: two timeouts, four deliveries. */
+        assert_int_equal(status_int(p, "errors", "timeout"), 2);
+        assert_int_equal(status_int(p, "requests", "ok"), 4);
+        push_free(p);
+        received(&f->store, got, sizeof(got));
+        store_stop(&f->store);
+        assert_string_equal(got, "request-1 request-1 request-2 request-3 request-4 request-4");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_retries_keep_order, setup, teardown),
@@ -585,6 +638,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_stop_spools_what_hangs, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_auth_and_secrets, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_history_outlives_the_push, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_timeout_lengthens_the_next_attempt, setup, teardown),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

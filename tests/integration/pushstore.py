@@ -21,6 +21,9 @@ The test switches its answer at any time (set_mode):
   500     500 with a Connect JSON error body
   429     429 with Retry-After: N
   400     400 with {"code":"invalid_argument","message":"<a unique text>"}
+  slow    read the body, keep it (stored: what a store behind a proxy that
+          gave up does), answer 200 `delay` seconds later if the client
+          still waits
   hang    read the body and answer nothing until the mode changes (then
           answer as the new mode says) or the client goes
   reset   read half the body, then close with RST (SO_LINGER {1, 0})
@@ -57,7 +60,7 @@ import time
 import uuid
 
 PUSH_PATH = "/push.v1.PusherService/Push"
-MODES = ("ok", "500", "429", "400", "hang", "reset")
+MODES = ("ok", "500", "429", "400", "hang", "reset", "slow")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.environ.get("ARMPROFD_SOURCE_DIR", os.path.join(HERE, "..", ".."))
@@ -333,6 +336,7 @@ class Record:
         self.body = None            # bytes, when read whole
         self.mode = None            # the mode that answered
         self.status = None          # the HTTP status sent, None if none was
+        self.stored = False         # the store kept it (answered 200, or read whole in mode slow)
         self.answered_at = None
         self.series = None          # [Series] once decoded
         self.checked = self.go_checked = False
@@ -530,6 +534,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 self.close_connection = True
                 st._notify()
                 return
+        if mode == "slow":
+            # Stored whether or not the client waits for the answer; answered after the delay.
+            rec.stored = True
+            time.sleep(st.delay)
         if mode == "reset":  # changed while hanging
             rec.mode, rec.answered_at = "reset", time.time()
             self._reset(rec)
@@ -541,8 +549,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             if denied:
                 rec.status = 401
                 self._connect_error(401, "unauthenticated", denied)
-            elif mode == "ok":
-                rec.status = 200
+            elif mode in ("ok", "slow"):
+                rec.status, rec.stored = 200, True
                 self._answer_plain(200, b"", "application/proto")
             elif mode == "500":
                 rec.status = 500
@@ -577,6 +585,7 @@ class PushStore:
         self.tls_failures = []
         self.mode = "ok"
         self.retry_after = 1
+        self.delay = 0.0
         self.message = ""
         self.server = self.thread = None
         self.port = 0
@@ -662,7 +671,7 @@ class PushStore:
 
     # -- answers
 
-    def set_mode(self, mode, retry_after=None, message=None):
+    def set_mode(self, mode, retry_after=None, message=None, delay=None):
         if mode == "down":
             self.down()
             return
@@ -672,6 +681,8 @@ class PushStore:
             self.mode = mode
             if retry_after is not None:
                 self.retry_after = retry_after
+            if delay is not None:
+                self.delay = delay
             if mode == "400":
                 self.message = message or f"pushstore refuses this: {uuid.uuid4().hex}"
             self.cond.notify_all()
@@ -700,6 +711,15 @@ class PushStore:
     def pushes(self):
         """Requests to the push path, in arrival order."""
         return [r for r in self.snapshot() if r.path == self.base + PUSH_PATH]
+
+    def stored(self):
+        """{ID: times stored}: what a store that keeps each request it reads holds."""
+        out = {}
+        for r in self.pushes():
+            if r.stored:
+                for i in r.ids:
+                    out[i] = out.get(i, 0) + 1
+        return out
 
     def delivered(self):
         """Requests answered 200, in arrival order."""

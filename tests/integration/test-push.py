@@ -34,6 +34,10 @@ test-push.py cpu   the cpu-clock sampler (root: perf-sw suite), with
   badconfig  unknown scheme, missing password file, spool_dir under a
              regular file: exit non-zero naming [push]; the same at SIGHUP
              is "reload failed" and the old push keeps pushing.
+  slowstore  a store that keeps what it reads and answers after 3 s (a
+             proxy in front of a slow store), for 10 s, with timeout 2s:
+             no profile stored more than twice (the attempt after a
+             timeout may take 4 s), all stored in the end.
   reload     push off at start, then reloads turning it on, the same
              configuration, another store's URL, off, on again: the first
              profile after each "on" starts after the SIGHUP (not at the
@@ -74,7 +78,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from armprofd_test import Daemon, binary, parse_prom_text, skip, stat_field  # noqa: E402
 from pushstore import PushStore, make_certs  # noqa: E402
 
-GROUPS = {"cpu": ["happy", "outage", "kill", "spoolcap", "splitbytes", "maxage", "rejected", "badconfig", "reload"],
+GROUPS = {"cpu": ["happy", "outage", "kill", "spoolcap", "splitbytes", "maxage", "rejected", "badconfig", "slowstore",
+                  "reload"],
           "spe": ["happy", "split", "tls", "auth"]}
 if len(sys.argv) != 2 or sys.argv[1] not in GROUPS:
     print(__doc__, file=sys.stderr)
@@ -569,6 +574,27 @@ def cpu_badconfig():
             stop(d)
 
 
+def cpu_slowstore():
+    spool = spool_dir("slow")
+    with PushStore() as store, Spin(), Daemon(config_text=config(store, spool)) as d:
+        d.wait_serving()
+        store.wait_for(lambda: len(store.delivered()) >= 1, WAIT, "a first delivery")
+        store.set_mode("slow", delay=3.0)
+        time.sleep(10)
+        store.set_mode("ok")
+        store.wait_for(lambda: not spooled(spool) and push_status(d)["state"] == "ok", 3 * WAIT, "the spool drained")
+        m = metrics(d)
+        stop(d)
+    stored = store.stored()
+    sent = {i for r in store.pushes() for i in (r.ids if r.body is not None else [])}
+    twice = sorted(n for n in stored.values() if n > 1)
+    print(f"      {len(stored)} profiles stored, {len(twice)} of them more than once: {twice}")
+    check(max(stored.values()) <= 2, f"no profile stored more than twice: {max(stored.values())} at most")
+    check(set(stored) == sent, f"every profile sent was stored: {len(sent - set(stored))} never")
+    check(metric(m, "armprofd_push_errors_total", error="timeout") >= 1,
+          f"timeouts counted: {metric(m, 'armprofd_push_errors_total', error='timeout')}")
+
+
 def push_counters(m):
     """Every push counter series of a /metrics (histogram buckets, sums and counts included)."""
     return {k: v for k, v in m.items() if k[0].startswith("armprofd_push_") and
@@ -815,7 +841,7 @@ def main():
     cases = {"cpu": {"happy": cpu_happy, "outage": cpu_outage, "kill": cpu_kill, "spoolcap": cpu_spoolcap,
                      "splitbytes": cpu_splitbytes,
                      "maxage": cpu_maxage, "rejected": cpu_rejected, "badconfig": cpu_badconfig,
-                     "reload": cpu_reload},
+                     "slowstore": cpu_slowstore, "reload": cpu_reload},
              "spe": {"happy": spe_happy, "split": spe_split, "tls": spe_tls, "auth": spe_auth}}[GROUP]
     try:
         for name in CASES:
