@@ -6,7 +6,8 @@
 #                                   in the foreground on 127.0.0.1:9769
 #   packaging/dev.sh test [asan]    install what is missing, build, run every test suite
 #                                   (asan: in an ASan+UBSan build)
-#   packaging/dev.sh deps [test]    only install what is missing
+#   packaging/dev.sh deps [test]    only install what is missing (for run, or for test)
+#   packaging/dev.sh packages [test]  list what run (or test) installs, one a line
 set -euo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -17,6 +18,11 @@ build_pkgs=(
         libmicrohttpd-dev libsystemd-dev libjansson-dev libinih-dev
         libprotobuf-c-dev protobuf-c-compiler zlib1g-dev libelf-dev libdw-dev libcurl4-openssl-dev
         libyaml-dev libgnutls28-dev libcrypt-dev
+)
+# What README.md's first screen runs beside the daemon: `curl ... | promtool check metrics`
+# (promtool is in Debian's prometheus package, with the server).
+run_pkgs=(
+        curl prometheus
 )
 test_pkgs=(
         # clang's runtime (ASan, UBSan, libFuzzer) is only a Recommends of clang
@@ -73,16 +79,20 @@ build() {
 
 case "${1:-}" in
 deps)
-        if [ "${2:-}" = test ]; then install_missing "${build_pkgs[@]}" "${test_pkgs[@]}"; install_npm
-        else install_missing "${build_pkgs[@]}"; fi
+        if [ "${2:-}" = test ]; then install_missing "${build_pkgs[@]}" "${run_pkgs[@]}" "${test_pkgs[@]}"; install_npm
+        else install_missing "${build_pkgs[@]}" "${run_pkgs[@]}"; fi
+        ;;
+packages)
+        if [ "${2:-}" = test ]; then printf '%s\n' "${build_pkgs[@]}" "${run_pkgs[@]}" "${test_pkgs[@]}"
+        else printf '%s\n' "${build_pkgs[@]}" "${run_pkgs[@]}"; fi
         ;;
 run)
-        install_missing "${build_pkgs[@]}"
+        install_missing "${build_pkgs[@]}" "${run_pkgs[@]}"
         build build
         exec build/daemon/armprofd -c packaging/armprofd.conf --listen 127.0.0.1:9769 "${@:2}"
         ;;
 test)
-        install_missing "${build_pkgs[@]}" "${test_pkgs[@]}"
+        install_missing "${build_pkgs[@]}" "${run_pkgs[@]}" "${test_pkgs[@]}"
         install_npm
         # A newer perf in a cached chroot, an oracle for what perf 6.1 cannot read.
         as_root packaging/newer-perf.sh
@@ -95,7 +105,7 @@ test)
         fi
         ;;
 *)
-        echo "usage: $0 run | test [asan] | deps [test]" >&2
+        echo "usage: $0 run | test [asan] | deps [test] | packages [test]" >&2
         exit 2
         ;;
 esac
