@@ -280,6 +280,13 @@ static bool cpu_has_event(const struct cpu_state *s, enum pmu_event_id ev) {
         return false;
 }
 
+static bool is_listed(const enum pmu_event_id *list, size_t n, enum pmu_event_id ev) {
+        for (size_t i = 0; i < n && list[i] != _PMU_EVENT_INVALID; i++)
+                if (list[i] == ev)
+                        return true;
+        return false;
+}
+
 /* Append to c->message, silently truncating (it is for people). */
 _printf_(2, 3) static void message_append(struct pmu_collector *c, const char *fmt, ...) {
         size_t len = strlen(c->message);
@@ -300,6 +307,11 @@ static void update_state(struct pmu_collector *c) {
         bool emfile = false;
         int error[_PMU_EVENT_MAX] = {};
         bool ok[_PMU_EVENT_MAX] = {};
+        /* The hardware events that fail for want of a core PMU, said once. */
+        enum pmu_event_id no_pmu[_PMU_EVENT_MAX];
+
+        for (size_t i = 0; i < ELEMENTSOF(no_pmu); i++)
+                no_pmu[i] = _PMU_EVENT_INVALID;
 
         CPULIST_FOREACH(cpu, &c->online) {
                 const struct cpu_state *s = c->cpus[cpu];
@@ -343,19 +355,47 @@ static void update_state(struct pmu_collector *c) {
         if (emfile)
                 message_append(c, "perf_event_open: too many open files (one fd per event per CPU); "
                                   "raise RLIMIT_NOFILE (LimitNOFILE=). ");
+        /*
+         * No core PMU in sysfs (a VM whose hypervisor offers none): every
+         * hardware event fails, each with ENOENT or EOPNOTSUPP from the
+         * generic encoding. Say that once, and what would count them; each
+         * event's own error stays in the snapshot (/counters' "unavailable").
+         */
+        if (c->state != PMU_STATE_PERMISSION_DENIED && c->sysfs->n_pmus == 0) {
+                size_t hardware = 0;
+
+                for (size_t i = 0; i < c->n_events; i++)
+                        if (!ok[c->events[i]] && pmu_event_get(c->events[i])->class == PMU_EVENT_CLASS_HARDWARE)
+                                no_pmu[hardware++] = c->events[i];
+                if (hardware > 0) {
+                        message_append(c, "no hardware PMU on this host: nothing in %s/bus/event_source/devices "
+                                          "counts for a CPU (a virtual machine whose hypervisor exposes none, or "
+                                          "a kernel without the PMU's driver), so its %zu hardware event%s "
+                                          "cannot be counted: ",
+                                       c->sysfs->root, hardware, hardware == 1 ? "" : "s");
+                        for (size_t i = 0; i < hardware; i++)
+                                message_append(c, "%s%s", i ? ", " : "", pmu_event_get(no_pmu[i])->name);
+                        message_append(c, ". Bare metal, or a VM given a virtual PMU (KVM: -cpu host with "
+                                          "pmu=on; VMware: virtualized CPU performance counters), counts them; "
+                                          "the software events count here. ");
+                }
+        }
         /* With permission denied, the list would only repeat EACCES. */
         if (c->state != PMU_STATE_PERMISSION_DENIED && available < configured) {
+                size_t unexplained = configured - available;
                 bool first = true;
 
-                if (c->state == PMU_STATE_NO_EVENTS)
+                for (size_t i = 0; i < c->n_events; i++)
+                        if (is_listed(no_pmu, ELEMENTSOF(no_pmu), c->events[i]))
+                                unexplained--;
+                if (c->state == PMU_STATE_NO_EVENTS && unexplained == configured)
                         message_append(c, "no configured event could be opened: ");
-                else
-                        message_append(c, "%zu of %zu configured events unavailable: ",
-                                       configured - available, configured);
+                else if (unexplained > 0)
+                        message_append(c, "%zu of %zu configured events unavailable: ", unexplained, configured);
                 for (size_t i = 0; i < c->n_events; i++) {
                         enum pmu_event_id ev = c->events[i];
 
-                        if (ok[ev])
+                        if (ok[ev] || is_listed(no_pmu, ELEMENTSOF(no_pmu), ev))
                                 continue;
                         message_append(c, "%s%s (%s)", first ? "" : ", ", pmu_event_get(ev)->name,
                                        error[ev] ? strerror(-error[ev]) : "not opened");
