@@ -109,8 +109,11 @@ static void bad_format(struct http_response *resp, const char *format, bool has_
                             has_view ? "json, protobuf, text, html" : "json, protobuf");
 }
 
-/* What sampled the answers: the collectors that are up, from the /status document's "collectors". */
-static void source_summary(struct api *a, struct strbuf *out) {
+/*
+ * What sampled the answers: the collectors that are up, from the /status
+ * document's "collectors"; and why SPE does not, when it does not (its reason).
+ */
+static void source_summary(struct api *a, struct strbuf *out, struct strbuf *no_spe) {
         json_t *st = json_object(), *c;
         size_t i, n = 0;
 
@@ -120,7 +123,11 @@ static void source_summary(struct api *a, struct strbuf *out) {
                 const char *name = json_string_value(json_object_get(c, "name"));
                 const char *kind = json_string_value(json_object_get(c, "source"));
                 const char *event = json_string_value(json_object_get(c, "event"));
+                const char *state = json_string_value(json_object_get(c, "state"));
 
+                /* Off or failed: no SPE source at all (a replay read to its end is "done", and counts). */
+                if (name && streq(name, "spe") && state && (streq(state, "off") || streq(state, "failed")))
+                        strbuf_puts(no_spe, json_string_value(json_object_get(c, "reason")) ?: state);
                 if (!name || !json_is_true(json_object_get(c, "up")) || streq(name, "pmu"))
                         continue;
                 strbuf_printf(out, "%s%s", n++ ? ", " : "", name);
@@ -147,16 +154,17 @@ struct view_request {
 static void view_body(struct api *a, const struct http_request *req, struct http_response *resp, json_t *o,
                       const struct view_request *vr, enum rendering how) {
         char host[HOST_NAME_MAX + 1] = "";
-        struct strbuf source = STRBUF_INIT;
+        struct strbuf source = STRBUF_INIT, no_spe = STRBUF_INIT;
         /* The window shown: as asked, the default when not; none where the endpoint has none. */
         const char *window = vr->windowed ? vr->window ?: "1m" : NULL;
         struct view v = {};
         int k;
 
         (void) gethostname(host, sizeof(host) - 1);
-        source_summary(a, &source);
-        k = vr->build(o, &(struct view_context) { host, source.buf, window }, &v);
+        source_summary(a, &source, &no_spe);
+        k = vr->build(o, &(struct view_context) { host, source.buf, window, no_spe.len ? no_spe.buf : NULL }, &v);
         strbuf_done(&source);
+        strbuf_done(&no_spe);
         if (k < 0) {
                 view_done(&v);
                 http_response_error(resp, 500, "cannot build the view");

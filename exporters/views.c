@@ -90,6 +90,17 @@ void view_done(struct view *v) {
         *v = (struct view) {};
 }
 
+/*
+ * Hot lines and latency come from SPE records only (data addresses, data
+ * sources, latency): an answer without records where no SPE source runs
+ * says why, once, above its empty tables.
+ */
+static void why_none(struct view *v, const json_t *answer, const struct view_context *ctx, const char *what) {
+        if (ctx->no_spe && ju(answer, "records") == 0)
+                fact(v, "why none", "%s; %s come from SPE records only (the CPU sampler takes none)", ctx->no_spe,
+                     what);
+}
+
 /* Window, interval, host and source: the first lines of every view. */
 static void context_facts(struct view *v, const json_t *answer, const struct view_context *ctx) {
         const json_t *iv = json_object_get(answer, "interval");
@@ -247,6 +258,7 @@ int view_hotlines(const json_t *answer, const struct view_context *ctx, struct v
                 return -EINVAL;
         v->title = "Hot cache lines";
         context_facts(v, answer, ctx);
+        why_none(v, answer, ctx, "hot lines (the data addresses of loads and stores)");
         fact(v, "records", "%" PRIu64 " loads and stores", ju(answer, "records"));
         fact(v, "peer snoops", "%" PRIu64 " (local %" PRIu64 ", remote %" PRIu64 ")", peers,
              ju2(answer, "peer_snoops", "local"), ju2(answer, "peer_snoops", "remote"));
@@ -466,6 +478,7 @@ int view_latency(const json_t *answer, const struct view_context *ctx, struct vi
                 return -EINVAL;
         v->title = "Latency";
         context_facts(v, answer, ctx);
+        why_none(v, answer, ctx, "latencies");
         t = section(v, "Latency by op and data source", "quantiles by nearest rank, within 0.27% above 185 cycles; max within 0.54%",
                     lat_cols, ELEMENTSOF(lat_cols));
         json_object_foreach((json_t *) kinds, kind, k) {

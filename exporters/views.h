@@ -21,6 +21,7 @@ struct view_context {
         const char *host;   /* the host's name */
         const char *source; /* what sampled: "spe (replay of FILE)", "sampler (cpu-clock 19 Hz)" */
         const char *window; /* the window asked for, as given ("1m", "all") */
+        const char *no_spe; /* why no SPE source runs (/status' reason); NULL when one does */
 };
 
 struct view_fact {

@@ -30,6 +30,7 @@ with only .eh_frame, and both must give the whole chain:
 Cases: SAMPLER_CASES=chain,short,cgroup,kernel,pprof,valgrind (default all).
 """
 
+import html
 import json
 import os
 import re
@@ -53,7 +54,7 @@ if not go:
 
 BUILD = os.environ["ARMPROFD_BUILD_DIR"]
 SPIN = {b: os.path.join(BUILD, "tests", "sampler", f"spin-{b}") for b in ("fp", "nofp")}
-CASES = set((os.environ.get("SAMPLER_CASES") or "chain,short,cgroup,kernel,pprof,valgrind").split(","))
+CASES = set((os.environ.get("SAMPLER_CASES") or "chain,short,cgroup,kernel,pprof,nospe,valgrind").split(","))
 CPU = 1 if os.cpu_count() > 1 else 0
 TICK = os.sysconf("SC_CLK_TCK")
 # 97 Hz rather than the default 19: 2.5 s of spin is then ~240 samples, and the 10% bound on its CPU
@@ -375,6 +376,26 @@ def case_pprof_url():
               f"its profile spans the request's epochs only: Duration {duration.group(1) if duration else None} s")
 
 
+def case_no_spe():
+    """On a host without SPE (the kernel lists no arm_spe PMU), the SPE-only views say why they are empty,
+    once, with /status's reason: not a bare "(none)"."""
+    devices = "/sys/bus/event_source/devices"
+    if any(n.startswith("arm_spe") for n in os.listdir(devices)):
+        print(f"SKIP nospe: this host has SPE ({devices})")
+        return
+    with Daemon(config_text="[sampler]\nfrequency = 97\n") as d:
+        d.wait_serving()
+        reason = d.spe_status()["reason"]
+        check(reason.startswith(f"no arm_spe PMU in {devices}"), f"/status says why there is no SPE: {reason}")
+        for path in ("/hotlines", "/latency"):
+            text = d.get(f"{path}?format=text")[2].decode()
+            page = d.get(f"{path}?format=html")[2].decode()
+            why = re.findall(r"^# why none +: (.*)$", text, re.M)
+            check(len(why) == 1 and why[0].startswith(reason + "; ") and "(none)" in text,
+                  f"{path} as text: its empty tables, and why once: {why}")
+            check(page.count(html.escape(reason, quote=False)) == 1, f"{path} as a page says why once")
+
+
 def case_valgrind():
     valgrind = shutil.which("valgrind")
     if not valgrind:
@@ -427,6 +448,8 @@ try:
         case_kernel_named()
     if "pprof" in CASES:
         case_pprof_url()
+    if "nospe" in CASES:
+        case_no_spe()
     if "valgrind" in CASES:
         case_valgrind()
 finally:
