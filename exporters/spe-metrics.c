@@ -95,6 +95,11 @@ void spe_metrics_write(const struct spe_metrics_input *in, struct prom_writer *w
         prom_family_unit(w, "armprofd_store_bytes", PROM_GAUGE, "bytes",
                          "Upper bound of the aggregate store's memory, fixed at start by [store] settings.");
         prom_sample_u64(w, NULL, in->store_bytes);
+        /* Every host's: the hot-PC table holds the CPU sampler's leaf PCs too. */
+        prom_family(w, "armprofd_store_evictions_total", PROM_COUNTER,
+                    "Entries the bounded aggregate tables evicted to stay within their capacity.");
+        for (unsigned i = 0; i < _STORE_TABLE_MAX; i++)
+                prom_sample_u64(w, (const char *const[]) { "table", store_table_name(i), NULL }, t->evictions[i]);
         /* A live source that is not up still says what happened to each CPU. */
         if (!in->up && in->n_cpus == 0)
                 return;
@@ -168,10 +173,6 @@ void spe_metrics_write(const struct spe_metrics_input *in, struct prom_writer *w
         prom_family(w, "armprofd_store_records_total", PROM_COUNTER,
                     "SPE records the aggregates counted, in closed epochs (what the evictions are out of).");
         prom_sample_u64(w, NULL, t->records);
-        prom_family(w, "armprofd_store_evictions_total", PROM_COUNTER,
-                    "Entries the bounded aggregate tables evicted to stay within their capacity.");
-        for (unsigned i = 0; i < _STORE_TABLE_MAX; i++)
-                prom_sample_u64(w, (const char *const[]) { "table", store_table_name(i), NULL }, t->evictions[i]);
 
         if (in->latency)
                 latency(w, in->latency);

@@ -127,6 +127,16 @@ static void test_evictions_by_table(void **state) {
         assert_non_null(strstr(out.buf, "\narmprofd_store_evictions_total{table=\"samples\"} 44\n"));
         assert_non_null(strstr(out.buf, "\narmprofd_store_records_total 1000\n"));
         strbuf_done(&out);
+
+        /* No SPE source (a sampler-only host): the sampler's leaf PCs fill the hot-PC table, which says so. */
+        _cleanup_(prom_writer_freep) struct prom_writer *sampler_only = prom_writer_new();
+
+        spe_metrics_write(&(struct spe_metrics_input) { .totals = &totals, .up = false }, sampler_only);
+        prom_render(sampler_only, PROM_FORMAT_TEXT, &out);
+        assert_non_null(strstr(out.buf, "\narmprofd_store_evictions_total{table=\"hotpcs\"} 11\n"));
+        assert_null(strstr(out.buf, "armprofd_store_records_total"));
+        assert_null(strstr(out.buf, "armprofd_spe_"));
+        strbuf_done(&out);
 }
 
 int main(void) {
