@@ -5,12 +5,21 @@ promtool checks the rules and runs their unit tests; the dashboard parses,
 has its variables and panels; every PromQL expression of the dashboard and
 the rules passes promtool's parser, and every metric name in them is on a
 live /metrics of the daemon (replaying a generator file, so the SPE series
-exist, with a push configured to a closed port, so the push series exist),
-is a histogram's series, or a recording rule of the rules file. The PMU's
-hardware-event families are not on a machine without a hardware PMU (this
-one): those must be in the daemon's event catalogue
-(collectors/pmu/pmu-event.c), and are named when accepted that way."""
+exist, and a sampler-only daemon, each with a push configured to a closed
+port, so the push series exist), is a histogram's series, or a recording
+rule of the rules file. The PMU's hardware-event families are not on a
+machine without a hardware PMU (this one): those must be in the daemon's
+event catalogue (collectors/pmu/pmu-event.c), and are named when accepted
+that way.
 
+Then the real Prometheus scrapes both daemons with the rules loaded and
+evaluates every panel's queries for each: on the sampler-only daemon (what
+this VM is) a query returns a series, or its panel's description says why it
+cannot (a host without SPE, without a hardware PMU, without [push] url);
+on the SPE daemon every query of SPE metrics returns one (the native
+histogram's in a second Prometheus with native histograms enabled)."""
+
+import contextlib
 import json
 import os
 import re
@@ -22,7 +31,7 @@ import tempfile
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from armprofd_test import Daemon, parse_prom_text, skip  # noqa: E402
+from armprofd_test import Daemon, free_port, prom_query, prom_wait_query, skip  # noqa: E402
 
 SRC = os.environ["ARMPROFD_SOURCE_DIR"]
 BUILD = os.environ["ARMPROFD_BUILD_DIR"]
@@ -102,6 +111,88 @@ def check_promql_syntax(exprs):
         print(f"promtool parses all {len(exprs)} expressions")
 
 
+# Why a panel's query may return nothing on a host, and what its description then says.
+def spe_metric(n):
+    return n.startswith(("armprofd_spe_", "instance:armprofd_spe_"))
+
+
+EMPTY_BECAUSE = (("SPE", "Empty on hosts without SPE", spe_metric),
+                 ("a hardware PMU", "Empty on hosts without a hardware PMU", None),  # the catalogue's, below
+                 ("[push] url", "Empty on hosts without [push] url", lambda n: n.startswith("armprofd_push_")))
+RATE_INTERVAL = "15s"   # $__rate_interval at a 1 s scrape interval: Grafana's max(4 x scrape, ...)
+
+
+@contextlib.contextmanager
+def prometheus(tmp, name, targets, native=False):
+    """The real Prometheus scraping targets (host:port) every second as job armprofd, with the rules."""
+    port = free_port()
+    cfg = os.path.join(tmp, f"{name}.yml")
+    with open(cfg, "w") as f:
+        yaml.safe_dump({"global": {"scrape_interval": "1s", "scrape_timeout": "1s", "evaluation_interval": "1s"},
+                        "rule_files": [RULES],
+                        "scrape_configs": [{"job_name": "armprofd", "static_configs": [{"targets": targets}]}]}, f)
+    argv = ["prometheus", f"--config.file={cfg}", f"--storage.tsdb.path={tmp}/{name}-data",
+            f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"]
+    if native:
+        argv.append("--enable-feature=native-histograms")
+    prom = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        # Four scrapes of every target: a rate over RATE_INTERVAL has two points, the rules ran on them.
+        for t in targets:
+            prom_wait_query(port, f'count_over_time(up{{job="armprofd",instance="{t}"}}[1m]) >= 4', timeout=60)
+        yield port
+    finally:
+        prom.terminate()
+        try:
+            prom.wait(10)
+        except subprocess.TimeoutExpired:
+            prom.kill()
+
+
+def panel_query(expr, instance):
+    """A panel's query as Grafana sends it for one instance: $instance a regex (in a PromQL string, whose
+    backslashes are escapes themselves), every CPU."""
+    return (expr.replace("$__rate_interval", RATE_INTERVAL)
+            .replace("$instance", re.escape(instance).replace("\\", "\\\\")).replace("$cpu", ".*"))
+
+
+def check_panels_live(panels, catalogue, recorded_from_pmu, sampler, spe, tmp):
+    """Each panel's queries through the real Prometheus, for the sampler-only and the SPE daemon."""
+    def empty_because(names):
+        for what, phrase, pred in EMPTY_BECAUSE:
+            if any((pred(n) if pred else (n in catalogue or n in recorded_from_pmu)) for n in names):
+                return what, phrase
+        return None, None
+
+    with prometheus(tmp, "prom", [sampler, spe]) as port, \
+            prometheus(tmp, "prom-native", [spe], native=True) as native_port:
+        # The SPE recording rules ran on the SPE daemon's series.
+        prom_wait_query(port, f'instance:armprofd_spe_peer_snoops:rate5m{{instance="{spe}"}}', timeout=60)
+        for p in panels:
+            native = "native histogram" in p["title"]
+            for t in p["targets"]:
+                names = metric_names(t["expr"])
+                where = f"panel {p['title']!r} {t['refId']}"
+                if not native:
+                    got = prom_query(port, panel_query(t["expr"], sampler))
+                    if got:
+                        print(f"ok    {where}: {len(got)} series on the sampler-only daemon")
+                    else:
+                        what, phrase = empty_because(names)
+                        if what and phrase.lower() in p.get("description", "").lower():
+                            print(f"ok    {where}: empty on the sampler-only daemon, as its description says "
+                                  f"(a host without {what})")
+                        else:
+                            fail(f"{where}: no series on the sampler-only daemon, and the description does not "
+                                 f"say why{f' (want: {phrase!r})' if phrase else ''}: {t['expr']}")
+                if any(spe_metric(n) for n in names):
+                    got = prom_query(native_port if native else port, panel_query(t["expr"], spe))
+                    if got:
+                        print(f"ok    {where}: {len(got)} series on the SPE daemon")
+                    else:
+                        fail(f"{where}: no series on the SPE daemon: {t['expr']}")
+
+
 def main():
     if not shutil.which("promtool"):
         skip("promtool not installed (Debian package prometheus)")
@@ -152,15 +243,37 @@ def main():
             exprs.append((f"rule {r.get('record') or r.get('alert')}", r["expr"]))
     check_promql_syntax(exprs + label_values)
 
+    if not shutil.which("prometheus"):
+        skip("prometheus not installed (Debian package prometheus)")
+    if os.geteuid() != 0:
+        skip("the sampler-only daemon needs root: CPU-wide perf events")
     tmp = tempfile.mkdtemp(prefix="armprofd-dash-")
     subprocess.run([SPEGEN, "--out-dir", tmp, "--prefix", "g", "--records", "20000"], check=True,
                    stdout=subprocess.DEVNULL)
-    config = "[push]\nurl = http://127.0.0.1:9\ninterval = 1s\ntimeout = 1s\nspool_dir = %s/spool\n" % tmp
-    with Daemon(["--replay", os.path.join(tmp, "g.data")], config_text=config) as d:
-        d.wait_ready(timeout=30)
-        live = live_names(d)
-    shutil.rmtree(tmp, ignore_errors=True)
+    push = "[push]\nurl = http://127.0.0.1:9\ninterval = 1s\ntimeout = 1s\nspool_dir = %s/spool-%s\n"
+    # What this VM is without --replay: no SPE, no hardware PMU; the sampler runs.
+    sampler_config = push % (tmp, "sampler") + "[spe]\nenable = auto\n[sampler]\nenable = auto\n"
     catalogue = catalogue_names()
+    recorded_from_pmu = set()
+    for g in rules["groups"]:
+        for r in g["rules"]:
+            if "record" in r and metric_names(r["expr"]) & catalogue:
+                recorded_from_pmu.add(r["record"])
+    with Daemon(["--replay", os.path.join(tmp, "g.data")], config_text=push % (tmp, "spe")) as spe, \
+            Daemon(config_text=sampler_config) as sampler:
+        spe.wait_ready(timeout=30)
+        sampler.wait_serving(timeout=30)
+        live = live_names(spe) | live_names(sampler)
+        panels = [p for p in dash["panels"] if p["type"] != "row"]
+        # What the sampler-only host loses or evicts is on a panel (its evictions were on none).
+        on_panels = {n for p in panels for t in p["targets"] for n in metric_names(t["expr"])}
+        losses = {n for n in live_names(sampler) if n.startswith(("armprofd_cpu_", "armprofd_store_")) and
+                  re.search(r"_(evictions|lost|lost_records|dropped)_total$", n)}
+        for n in sorted(losses - on_panels):
+            fail(f"{n}: the sampler-only daemon counts losses there, on no panel")
+        print(f"the sampler-only daemon's losses, all on panels: {' '.join(sorted(losses))}")
+        check_panels_live(panels, catalogue, recorded_from_pmu, sampler.address, spe.address, tmp)
+    shutil.rmtree(tmp, ignore_errors=True)
     print(f"{len(live)} metric names live, {len(catalogue)} in the PMU event catalogue, {len(recorded)} recorded")
 
     used, by_catalogue = 0, set()
