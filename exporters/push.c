@@ -819,9 +819,10 @@ int push_new(const struct push_options *o, const struct push_source *src, struct
                 snprintf(err, errlen, "[push] spool_dir: %s", why);
                 goto fail;
         }
-        /* What opening it found (leftovers, damaged files) is counted now. */
+        /* What opening it found (leftovers, damaged files) is counted now; what waits goes at once. */
         pthread_mutex_lock(&history->lock);
         take_spool_stats_locked(p);
+        history->stats.next_attempt_unix_ns = 0;
         pthread_mutex_unlock(&history->lock);
         r = setup_curl(p, err, errlen);
         if (r < 0)
