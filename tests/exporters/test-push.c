@@ -294,6 +294,13 @@ static json_int_t status_int(struct push *p, const char *object, const char *key
         return v;
 }
 
+/* Until the push counted n deliveries (the store answers before the thread reads it), or a generous guard passes. */
+static void wait_ok(struct push *p, json_int_t n) {
+        for (uint64_t give_up = now_usec(CLOCK_MONOTONIC) + 30 * 1000000;
+             status_int(p, "requests", "ok") < n && now_usec(CLOCK_MONOTONIC) < give_up;)
+                usleep(10000);
+}
+
 struct readers {
         struct push *push;
         atomic_bool done;
@@ -342,10 +349,7 @@ static void test_retries_keep_order(void **state) {
         assert_int_equal(push_start(r.push), 0);
 
         wait_delivered(&f->store, "request-1 request-2 request-3 request-4 request-5 request-6");
-        /* The store answered before the thread read the answer: until the thread has counted it. */
-        for (uint64_t give_up = now_usec(CLOCK_MONOTONIC) + 10 * 1000000;
-             status_int(r.push, "requests", "ok") < 6 && now_usec(CLOCK_MONOTONIC) < give_up;)
-                usleep(10000);
+        wait_ok(r.push, 6);
         /* Every failure was request-1's: nothing overtakes a request that waits. */
         for (size_t i = 0; i < ELEMENTSOF(script); i++)
                 assert_string_equal(f->store.requests[i].body, "request-1");
@@ -390,9 +394,7 @@ static void test_rejected_not_resent(void **state) {
                          0);
         assert_int_equal(push_start(p), 0);
         wait_delivered(&f->store, "request-2 request-3");
-        for (uint64_t give_up = now_usec(CLOCK_MONOTONIC) + 10 * 1000000;
-             status_int(p, "requests", "ok") < 2 && now_usec(CLOCK_MONOTONIC) < give_up;)
-                usleep(10000);
+        wait_ok(p, 2);
         st = push_status_json(p);
         assert_int_equal(json_integer_value(json_object_get(json_object_get(st, "requests"), "rejected")), 1);
         assert_int_equal(json_integer_value(json_object_get(json_object_get(st, "spool"), "files")), 0);
@@ -563,9 +565,7 @@ static void test_history_outlives_the_push(void **state) {
                          0);
         assert_int_equal(push_start(p), 0);
         wait_delivered(&f->store, "request-1 request-2");
-        for (uint64_t give_up = now_usec(CLOCK_MONOTONIC) + 10 * 1000000;
-             status_int(p, "requests", "ok") < 2 && now_usec(CLOCK_MONOTONIC) < give_up;)
-                usleep(10000);
+        wait_ok(p, 2);
         push_free_now(p);
         store_stop(&f->store);
 
@@ -577,9 +577,7 @@ static void test_history_outlives_the_push(void **state) {
                          0);
         assert_int_equal(push_start(p), 0);
         wait_delivered(&f->store, "request-1");
-        for (uint64_t give_up = now_usec(CLOCK_MONOTONIC) + 10 * 1000000;
-             status_int(p, "requests", "ok") < 3 && now_usec(CLOCK_MONOTONIC) < give_up;)
-                usleep(10000);
+        wait_ok(p, 3);
         /* Two stores answered 200 three times, one 500 once; each opening found one bad file. */
         assert_int_equal(status_int(p, "requests", "ok"), 3);
         assert_int_equal(status_int(p, "requests", "retry"), 1);
@@ -619,9 +617,7 @@ static void test_timeout_lengthens_the_next_attempt(void **state) {
         assert_int_equal(push_new(&o, &(struct push_source) { count_build, &c }, f->history, &p, err, sizeof(err)),
                          0);
         assert_int_equal(push_start(p), 0);
-        for (uint64_t give_up = now_usec(CLOCK_MONOTONIC) + 30 * 1000000;
-             status_int(p, "requests", "ok") < 4 && now_usec(CLOCK_MONOTONIC) < give_up;)
-                usleep(10000);
+        wait_ok(p, 4);
         /* What the push saw: two timeouts, four deliveries. */
         assert_int_equal(status_int(p, "errors", "timeout"), 2);
         assert_int_equal(status_int(p, "requests", "ok"), 4);

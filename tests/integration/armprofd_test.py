@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Helpers for integration tests: run the real armprofd binary and talk HTTP to it."""
 
+import contextlib
 import http.client
 import json
 import os
@@ -254,6 +255,32 @@ def prom_query(port, expr):
         body = json.load(r)
     assert body["status"] == "success", body
     return body["data"]["result"]
+
+
+@contextlib.contextmanager
+def prometheus(tmp, targets, native=False, rule_files=(), name="prometheus"):
+    """The real Prometheus (Debian's prometheus) on a free loopback port, its data in tmp, scraping
+    targets ("host:port") every second as job armprofd and evaluating rule_files every second;
+    native: with native histograms (it then scrapes protobuf). Yields its port; stopped on exit."""
+    port = free_port()
+    cfg = os.path.join(tmp, f"{name}.yml")
+    with open(cfg, "w") as f:
+        f.write("global: {scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}\n"
+                f"rule_files: {json.dumps(list(rule_files))}\n"
+                "scrape_configs: [{job_name: armprofd, static_configs: [{targets: %s}]}]\n" % json.dumps(list(targets)))
+    argv = ["prometheus", f"--config.file={cfg}", f"--storage.tsdb.path={tmp}/{name}-data",
+            f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"]
+    if native:
+        argv.append("--enable-feature=native-histograms")
+    prom = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        yield port
+    finally:
+        prom.terminate()
+        try:
+            prom.wait(10)
+        except subprocess.TimeoutExpired:
+            prom.kill()
 
 
 def prom_wait_query(port, expr, timeout=30):

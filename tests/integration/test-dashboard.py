@@ -31,7 +31,7 @@ import tempfile
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from armprofd_test import Daemon, free_port, prom_query, prom_wait_query, skip  # noqa: E402
+from armprofd_test import Daemon, prom_query, prom_wait_query, prometheus, skip  # noqa: E402
 
 SRC = os.environ["ARMPROFD_SOURCE_DIR"]
 BUILD = os.environ["ARMPROFD_BUILD_DIR"]
@@ -123,30 +123,13 @@ RATE_INTERVAL = "15s"   # $__rate_interval at a 1 s scrape interval: Grafana's m
 
 
 @contextlib.contextmanager
-def prometheus(tmp, name, targets, native=False):
-    """The real Prometheus scraping targets (host:port) every second as job armprofd, with the rules."""
-    port = free_port()
-    cfg = os.path.join(tmp, f"{name}.yml")
-    with open(cfg, "w") as f:
-        yaml.safe_dump({"global": {"scrape_interval": "1s", "scrape_timeout": "1s", "evaluation_interval": "1s"},
-                        "rule_files": [RULES],
-                        "scrape_configs": [{"job_name": "armprofd", "static_configs": [{"targets": targets}]}]}, f)
-    argv = ["prometheus", f"--config.file={cfg}", f"--storage.tsdb.path={tmp}/{name}-data",
-            f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"]
-    if native:
-        argv.append("--enable-feature=native-histograms")
-    prom = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        # Four scrapes of every target: a rate over RATE_INTERVAL has two points, the rules ran on them.
+def scraping(tmp, name, targets, native=False):
+    """Prometheus scraping targets with the rules, once it has four scrapes of each: a rate over
+    RATE_INTERVAL has two points, and the rules ran on them."""
+    with prometheus(tmp, targets, native=native, rule_files=[RULES], name=name) as port:
         for t in targets:
             prom_wait_query(port, f'count_over_time(up{{job="armprofd",instance="{t}"}}[1m]) >= 4', timeout=60)
         yield port
-    finally:
-        prom.terminate()
-        try:
-            prom.wait(10)
-        except subprocess.TimeoutExpired:
-            prom.kill()
 
 
 def panel_query(expr, instance):
@@ -164,8 +147,7 @@ def check_panels_live(panels, catalogue, recorded_from_pmu, sampler, spe, tmp):
                 return what, phrase
         return None, None
 
-    with prometheus(tmp, "prom", [sampler, spe]) as port, \
-            prometheus(tmp, "prom-native", [spe], native=True) as native_port:
+    with scraping(tmp, "prom", [sampler, spe]) as port, scraping(tmp, "prom-native", [spe], native=True) as native_port:
         # The SPE recording rules ran on the SPE daemon's series.
         prom_wait_query(port, f'instance:armprofd_spe_peer_snoops:rate5m{{instance="{spe}"}}', timeout=60)
         for p in panels:

@@ -14,10 +14,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from armprofd_test import Daemon, free_port, parse_prom_text, prom_wait_query as wait_query, skip  # noqa: E402
+from armprofd_test import Daemon, parse_prom_text, prom_wait_query as wait_query, prometheus, skip  # noqa: E402
 
-prometheus = shutil.which("prometheus")
-if not prometheus:
+if not shutil.which("prometheus"):
     skip("prometheus not installed (Debian package 'prometheus')")
 
 
@@ -61,24 +60,8 @@ def classic_bucket(served, value):
 def run(native):
     with Daemon(args=["--log-level", "debug", "--replay", REPLAY]) as d:
         d.wait_ready()
-        tmp = tempfile.mkdtemp(prefix="armprofd-prom-")
-        port = free_port()
-        cfg = os.path.join(tmp, "prometheus.yml")
-        with open(cfg, "w") as f:
-            f.write(f"""global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
-scrape_configs:
-  - job_name: armprofd
-    static_configs:
-      - targets: ['{d.host}:{d.port}']
-""")
-        argv = [prometheus, f"--config.file={cfg}", f"--storage.tsdb.path={tmp}/data",
-                f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"]
-        if native:
-            argv.append("--enable-feature=native-histograms")
-        prom = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        try:
+        with tempfile.TemporaryDirectory(prefix="armprofd-prom-", ignore_cleanup_errors=True) as tmp, \
+                prometheus(tmp, [f"{d.host}:{d.port}"], native=native) as port:
             up = wait_query(port, 'up{job="armprofd"} == 1')
             assert up[0]["value"][1] == "1", up
             want_type = "application/vnd.google.protobuf" if native else "application/openmetrics-text"
@@ -122,13 +105,6 @@ scrape_configs:
                   f"{where} the true median {TRUE_MEDIAN:g}")
             print(f"{'protobuf' if native else 'OpenMetrics'} scrape: up=1, "
                   f"requests_total stored {stored:.0f} <= served {served:.0f}")
-        finally:
-            prom.terminate()
-            try:
-                prom.wait(10)
-            except subprocess.TimeoutExpired:
-                prom.kill()
-            shutil.rmtree(tmp, ignore_errors=True)
 
 
 try:

@@ -643,9 +643,9 @@ def cpu_reload():
                                f"a profile of the push {what}")
                 spans = [(p.time_nanos / 1e9 - t_on, (p.time_nanos + p.duration_nanos) / 1e9 - t_on)
                          for _, _, _, p in profiles(store, store.delivered()[n0:], go=False)]
-                across = [(round(a, 3), round(b, 3)) for a, b in spans if a < -0.1 and b > 0]
-                check(not across, f"{what}: no profile spans the SIGHUP: {across or [(round(a, 3), round(b, 3)) for a, b in spans[:3]]} "
-                      "(seconds from it)")
+                spans = [(round(a, 3), round(b, 3)) for a, b in spans]
+                across = [(a, b) for a, b in spans if a < -0.1 and b > 0]
+                check(not across, f"{what}: no profile spans the SIGHUP: {across or spans[:3]} (seconds from it)")
 
             # What the store collects while the push is off is not the push's: 3 s of samples.
             time.sleep(3)
