@@ -672,13 +672,16 @@ def cpu_reload():
             counters_kept("turned off and on again")
             # What the daemon counted as delivered, against the stores: every distinct request they
             # answered 200 at least, every 200 at most (a reload cuts short a request in flight,
-            # whose 200 the daemon may not read: it sends it again, at least once).
-            before = {tuple(r.ids) for r in a.delivered() + b.delivered()}
-            m = metrics(d)
-            after = len(a.delivered()) + len(b.delivered())
-            ok = metric(m, "armprofd_push_requests_total", result="ok")
-            check(len(before) <= ok <= after, f"requests ok {ok}: the stores took {len(before)} distinct requests, "
-                  f"answered {after} with 200")
+            # whose 200 the daemon may not read: it sends it again, at least once). The stores
+            # refuse from now on; once the daemon saw a refusal it has read every answer before.
+            a.set_mode("500")
+            t = time.time()
+            a.wait_for(lambda: (push_status(d).get("last_error_unix_ms") or 0) >= t * 1000, WAIT, "a refusal seen")
+            distinct = {tuple(r.ids) for r in a.delivered() + b.delivered()}
+            answered = len(a.delivered()) + len(b.delivered())
+            ok = metric(metrics(d), "armprofd_push_requests_total", result="ok")
+            check(len(distinct) <= ok <= answered, f"requests ok {ok}: the stores took {len(distinct)} distinct "
+                  f"requests, answered {answered} with 200")
             stop(d)
 
 
