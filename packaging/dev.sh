@@ -7,12 +7,16 @@
 #   packaging/dev.sh test [asan]    install what is missing, build, run every test suite
 #                                   (asan: in an ASan+UBSan build)
 #   packaging/dev.sh deps [test]    only install what is missing (for run, or for test)
+#   packaging/dev.sh deps ci        only what .ci/run needs on the host: it makes a
+#                                   clean root where dev.sh test installs the rest
 #   packaging/dev.sh packages [test]  list what run (or test) installs, one a line
 set -euo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$top"
 
+# .ci/clean-root's own tools (unshare and mount are util-linux, in every Debian); .ci/run's summary.
+ci_host_pkgs=(debootstrap git python3)
 build_pkgs=(
         gcc libc6-dev meson ninja-build pkg-config git
         libmicrohttpd-dev libsystemd-dev libjansson-dev libinih-dev
@@ -79,8 +83,11 @@ build() {
 
 case "${1:-}" in
 deps)
-        if [ "${2:-}" = test ]; then install_missing "${build_pkgs[@]}" "${run_pkgs[@]}" "${test_pkgs[@]}"; install_npm
-        else install_missing "${build_pkgs[@]}" "${run_pkgs[@]}"; fi
+        case "${2:-}" in
+        test) install_missing "${build_pkgs[@]}" "${run_pkgs[@]}" "${test_pkgs[@]}"; install_npm ;;
+        ci) install_missing "${ci_host_pkgs[@]}" ;;
+        *) install_missing "${build_pkgs[@]}" "${run_pkgs[@]}" ;;
+        esac
         ;;
 packages)
         if [ "${2:-}" = test ]; then printf '%s\n' "${build_pkgs[@]}" "${run_pkgs[@]}" "${test_pkgs[@]}"
