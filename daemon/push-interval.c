@@ -131,6 +131,7 @@ static int add_series(struct push_interval *pi, struct series *s, struct pprof_b
                 .max_samples = pi->max_samples,
                 .max_bytes = pi->max_profile_bytes,
                 .max_parts = PUSH_INTERVAL_MAX_PARTS,
+                .time_step_ns = PUSH_INTERVAL_PART_STEP_NS,
         };
         int r;
 

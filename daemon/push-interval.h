@@ -21,7 +21,9 @@
  * one) and [push] labels. A profile over [push] max_samples or
  * max_profile_bytes goes as several parts, the lightest samples trimmed
  * beyond PUSH_INTERVAL_MAX_PARTS parts. Each part has a random UUID, by
- * which the store recognizes a resend.
+ * which the store recognizes a resend, and starts PUSH_INTERVAL_PART_STEP_NS
+ * after the one before it (ending with the interval), since Pyroscope keeps
+ * one profile of a series per millisecond timestamp when it reads them.
  */
 
 #include <stdbool.h>
@@ -32,6 +34,8 @@
 
 /* Parts of one profile at most: 64 x 16,000 samples is far beyond any epoch table's size. */
 #define PUSH_INTERVAL_MAX_PARTS 64
+/* Part k of a profile starts k ms after the interval (pprof_part_limits.time_step_ns): 63 ms at most. */
+#define PUSH_INTERVAL_PART_STEP_NS UINT64_C(1000000)
 /* Samples carry a "service" label (a series in the store) for at most this many services, */
 #define PUSH_INTERVAL_MAX_SERVICES 20
 /* each with at least this share of the profile's weight, in permille. */

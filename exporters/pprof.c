@@ -743,8 +743,11 @@ static size_t part_header_size(const struct pprof_builder *b) {
         return size;
 }
 
-/* An empty builder with b's sample types, period, times and default type. */
-static struct pprof_builder *part_new(const struct pprof_builder *b) {
+/*
+ * An empty builder with b's sample types, period and default type, and b's
+ * times but shift_ns later, as much shorter (pprof_part_limits.time_step_ns).
+ */
+static struct pprof_builder *part_new(const struct pprof_builder *b, uint64_t shift_ns) {
         struct pprof_value_type *types = xcalloc(b->n_types ? b->n_types : 1, sizeof(*types));
         struct pprof_value_type pt = {};
         struct pprof_builder *p;
@@ -753,8 +756,8 @@ static struct pprof_builder *part_new(const struct pprof_builder *b) {
                 types[i] = (struct pprof_value_type) { b->strs[b->types[i].type], b->strs[b->types[i].unit] };
         if (b->has_period_type)
                 pt = (struct pprof_value_type) { b->strs[b->period_type.type], b->strs[b->period_type.unit] };
-        p = pprof_builder_new(types, b->n_types, b->has_period_type ? &pt : NULL, b->period, b->time_nanos,
-                              b->duration_nanos);
+        p = pprof_builder_new(types, b->n_types, b->has_period_type ? &pt : NULL, b->period, b->time_nanos + shift_ns,
+                              b->duration_nanos - shift_ns);
         p->default_type = b->default_type;
         free(types);
         return p;
@@ -838,13 +841,22 @@ static int parts_append(struct pprof_parts *parts, struct pprof_builder *p) {
 
 /* A part holding the samples order[from, to) of b. */
 static struct pprof_builder *part_build(const struct pprof_builder *b, const struct part_order *order, size_t from,
-                                        size_t to) {
-        struct pprof_builder *p = part_new(b);
+                                        size_t to, uint64_t shift_ns) {
+        struct pprof_builder *p = part_new(b, shift_ns);
 
         /* The same additions in the same order: the same ids, strings and size as before the one that did not fit. */
         for (size_t i = from; i < to; i++)
                 part_add(p, b, order[i].idx);
         return p;
+}
+
+/* How much later part `index` starts than the whole (pprof_part_limits.time_step_ns), within its duration. */
+static uint64_t part_shift(const struct pprof_builder *b, const struct pprof_part_limits *lim, size_t index) {
+        uint64_t shift;
+
+        if (b->duration_nanos == 0 || __builtin_mul_overflow((uint64_t) index, lim->time_step_ns, &shift))
+                return 0;
+        return shift < (uint64_t) b->duration_nanos ? shift : 0;
 }
 
 int pprof_finish_parts(struct pprof_builder *b, const struct pprof_part_limits *lim, struct pprof_parts *ret) {
@@ -904,7 +916,7 @@ int pprof_finish_parts(struct pprof_builder *b, const struct pprof_part_limits *
                         continue;
                 }
                 if (!p) {
-                        p = part_new(b);
+                        p = part_new(b, part_shift(b, lim, parts.n));
                         first = i;
                         /* The header and the strings it names ("" and the sample types'). */
                         m = (struct part_mark) {};
@@ -926,7 +938,7 @@ int pprof_finish_parts(struct pprof_builder *b, const struct pprof_part_limits *
                 }
                 /* The part is full without this sample: close it, and this one starts the next. */
                 pprof_builder_free(p);
-                p = part_build(b, order, first, i);
+                p = part_build(b, order, first, i, part_shift(b, lim, parts.n));
                 r = parts_append(&parts, p);
                 p = pprof_builder_free(p);
                 if (r < 0)

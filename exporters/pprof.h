@@ -123,6 +123,16 @@ struct pprof_part_limits {
         size_t max_samples;     /* samples per part, >= 1 */
         size_t max_bytes;       /* serialized (uncompressed) bytes per part; 0: no limit */
         size_t max_parts;       /* >= 1; what does not fit in them is trimmed */
+        /*
+         * Part k (from 0) starts k * time_step_ns after the profile and lasts
+         * as much less (its end stays the profile's), when that is within the
+         * duration; 0: every part has the profile's times. For a store that
+         * keeps one profile of a series per timestamp: Grafana Pyroscope's
+         * querier deduplicates profiles whose series labels and timestamps
+         * (milliseconds) are equal (pkg/querier/select_merge.go), which would
+         * read one part of a split interval.
+         */
+        uint64_t time_step_ns;
 };
 
 struct pprof_parts {

@@ -95,6 +95,7 @@ static int cmp_str(const void *a, const void *b) {
 
 /* What a part holds, checked self-contained. */
 struct part_seen {
+        int64_t time_nanos, duration_nanos;
         int64_t sum[2];
         size_t n_samples, raw_len;
         int64_t min_weight, max_weight;
@@ -114,8 +115,10 @@ static void check_part(const struct strbuf *gz, struct part_seen *ret) {
         assert_non_null(p->period_type);
         assert_string_equal(str(p, p->period_type->type), "cpu");
         assert_int_equal(p->period, 1000);
-        assert_int_equal(p->time_nanos, 1700000000000000000LL);
-        assert_int_equal(p->duration_nanos, 15000000000LL);
+        /* Whatever part it is, it ends where the profile does. */
+        assert_int_equal(p->time_nanos + p->duration_nanos, 1700000000000000000LL + 15000000000LL);
+        ret->time_nanos = p->time_nanos;
+        ret->duration_nanos = p->duration_nanos;
         /* Every string is there once (sorted, no two neighbours equal). */
         {
                 char **sorted = calloc(p->n_string_table, sizeof(*sorted));
@@ -270,6 +273,7 @@ static void test_split_by_samples(void **state) {
                 struct part_seen s;
 
                 check_part(&parts.parts[i], &s);
+                assert_int_equal(s.time_nanos, 1700000000000000000LL);
                 assert_int_equal(s.n_samples, i < 7 ? 7 : 1);
                 /* Heaviest first: part i holds weights next_max down to next_max - n + 1. */
                 assert_int_equal(s.max_weight, next_max);
@@ -281,6 +285,40 @@ static void test_split_by_samples(void **state) {
         assert_int_equal(sum, weights(1, N_SAMPLES));
         pprof_parts_done(&parts);
         assert_null(parts.parts);
+        pprof_builder_free(b);
+}
+
+/*
+ * With time_step_ns, part k starts k steps later and ends with the profile:
+ * no two parts of one interval share a timestamp at Pyroscope's millisecond
+ * precision; a step that would reach the end leaves the part at the start.
+ */
+static void test_time_step(void **state) {
+        struct pprof_builder *b = make(N_SAMPLES, NULL, 0);
+        struct pprof_parts parts;
+
+        assert_int_equal(pprof_finish_parts(b, &(struct pprof_part_limits) {
+                                 .max_samples = 7, .max_parts = 100, .time_step_ns = 1000000 }, &parts), 0);
+        assert_int_equal(parts.n, 8);
+        for (size_t i = 0; i < parts.n; i++) {
+                struct part_seen s;
+
+                check_part(&parts.parts[i], &s);
+                assert_int_equal(s.time_nanos, 1700000000000000000LL + (int64_t) i * 1000000);
+                assert_int_equal(s.duration_nanos, 15000000000LL - (int64_t) i * 1000000);
+        }
+        pprof_parts_done(&parts);
+
+        /* 4 s steps in a 15 s profile: parts 0-3 at 0, 4, 8, 12 s, the rest at the start. */
+        assert_int_equal(pprof_finish_parts(b, &(struct pprof_part_limits) {
+                                 .max_samples = 7, .max_parts = 100, .time_step_ns = 4000000000 }, &parts), 0);
+        for (size_t i = 0; i < parts.n; i++) {
+                struct part_seen s;
+
+                check_part(&parts.parts[i], &s);
+                assert_int_equal(s.time_nanos, 1700000000000000000LL + (i < 4 ? (int64_t) i * 4000000000 : 0));
+        }
+        pprof_parts_done(&parts);
         pprof_builder_free(b);
 }
 
@@ -483,6 +521,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_fits_is_pprof_finish),
                 cmocka_unit_test(test_bad_limits),
                 cmocka_unit_test(test_split_by_samples),
+                cmocka_unit_test(test_time_step),
                 cmocka_unit_test(test_max_samples_one),
                 cmocka_unit_test(test_trim_lightest),
                 cmocka_unit_test(test_split_by_bytes),
