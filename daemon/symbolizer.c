@@ -123,6 +123,7 @@ bool symbolizer_locate(void *userdata, uint32_t pid, uint64_t pc, struct profile
                 .map_pgoff = l->last.map_pgoff,
                 .filename = l->last.filename,
                 .build_id_hex = l->last.build_id_hex,
+                .symbols_read = l->last.symbols_read,
         };
         return true;
 }

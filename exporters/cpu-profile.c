@@ -119,7 +119,8 @@ static int resolve(struct pprof_builder *b, struct loc_cache *c, const struct pr
         named = pc != STORE_KERNEL_FRAME && sym && sym->locate(sym->userdata, pid, key_pc, &s);
         if (named && s.has_mapping)
                 mapping = pprof_mapping(b, s.map_start, s.map_limit, s.map_pgoff, s.filename,
-                                        s.build_id_hex && s.build_id_hex[0] ? s.build_id_hex : NULL);
+                                        s.build_id_hex && s.build_id_hex[0] ? s.build_id_hex : NULL,
+                                        s.symbols_read);
         if (kernel && !(named && s.function && s.function[0])) {
                 r = pprof_location(b, STORE_KERNEL_FRAME, 0, CPU_PROFILE_KERNEL_FUNCTION, &slot->loc);
                 slot->kernel_unnamed = true;

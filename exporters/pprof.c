@@ -275,7 +275,7 @@ static bool mapping_eq(const struct pprof_builder *b, size_t idx, const void *ke
 }
 
 uint64_t pprof_mapping(struct pprof_builder *b, uint64_t start, uint64_t limit, uint64_t file_offset,
-                       const char *filename, const char *build_id_hex) {
+                       const char *filename, const char *build_id_hex, bool has_functions) {
         struct pprof_mapping_rec k = {
                 .start = start,
                 .limit = limit,
@@ -292,8 +292,11 @@ uint64_t pprof_mapping(struct pprof_builder *b, uint64_t start, uint64_t limit, 
         h = fnv_u64(h, (uint64_t) k.filename);
         h = fnv_u64(h, (uint64_t) k.build_id);
         slot = itab_lookup(b, &b->mapping_index, h, mapping_eq, &k);
-        if (slot->idx1)
+        if (slot->idx1) {
+                b->mappings[slot->idx1 - 1].has_functions |= has_functions;
                 return slot->idx1;
+        }
+        k.has_functions = has_functions;
         GROW(b->mappings, b->cap_mappings, b->n_mappings + 1);
         b->mappings[b->n_mappings] = k;
         return itab_claim(&b->mapping_index, slot, h, &b->n_mappings);
@@ -508,7 +511,7 @@ static void fill_mapping(const struct pprof_builder *b, size_t i, Perftools__Pro
         mp->file_offset = m->offset;
         mp->filename = m->filename;
         mp->build_id = m->build_id;
-        /* Symbolized here: pprof then does not try to symbolize it again. */
+        /* Its symbols were read here: pprof then neither reads the file again nor asks /debug/pprof/symbol. */
         mp->has_functions = m->has_functions;
 }
 
@@ -777,13 +780,10 @@ static void part_add(struct pprof_builder *p, const struct pprof_builder *b, siz
                         const struct pprof_mapping_rec *m = &b->mappings[l->mapping_id - 1];
 
                         mapping_id = pprof_mapping(p, m->start, m->limit, m->offset, b->strs[m->filename],
-                                                   b->strs[m->build_id]);
+                                                   b->strs[m->build_id], m->has_functions);
                 }
                 ids[i] = location_id(p, l->address, mapping_id,
                                      l->function_id ? b->strs[b->functions[l->function_id - 1]] : NULL);
-                /* As in the whole profile, whichever of the mapping's locations the part holds. */
-                if (mapping_id)
-                        p->mappings[mapping_id - 1].has_functions = b->mappings[l->mapping_id - 1].has_functions;
         }
 
         first_label = p->n_labels;

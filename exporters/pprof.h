@@ -22,6 +22,7 @@
  * A builder is used by one thread at a time.
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -67,9 +68,17 @@ int pprof_set_default_sample_type(struct pprof_builder *b, size_t index);
 /*
  * A mapping [start, limit) of filename at file_offset; build_id_hex may be
  * NULL. Returns its id (>= 1); the same arguments return the same id.
+ *
+ * has_functions: the caller read the file's symbols, so a location of it
+ * without a function has none to give (true once any call for the mapping
+ * says so, or once one of its locations is named). pprof symbolizes a
+ * mapping without it itself, from the file on its own host, then asks the
+ * profile's server (/debug/pprof/symbol): github.com/google/pprof
+ * internal/symbolizer newMapping() and internal/symbolz Symbolize(). The
+ * mapping never claims file names or line numbers.
  */
 uint64_t pprof_mapping(struct pprof_builder *b, uint64_t start, uint64_t limit, uint64_t file_offset,
-                       const char *filename, const char *build_id_hex);
+                       const char *filename, const char *build_id_hex, bool has_functions);
 
 /*
  * One sample at a leaf address: mapping_id from pprof_mapping() or 0 for

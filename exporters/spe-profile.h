@@ -31,6 +31,8 @@ struct profile_location {
         uint64_t map_pgoff;             /* file offset of map_start */
         const char *filename;
         const char *build_id_hex;       /* NULL or "" when none */
+        /* The mapping's file was read for symbols: a pc of it without a function has none (pprof's has_functions). */
+        bool symbols_read;
 };
 
 struct profile_symbolizer {

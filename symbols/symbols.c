@@ -1732,6 +1732,8 @@ int symbols_cache_lookup(struct symbols_cache *c, const struct symbols_snapshot 
                         res.function = f->names + y->name;
                         res.function_offset = pc - y->start;
                 }
+                /* perf_map_find() hands the map back only when it was read. */
+                res.symbols_read = f;
         } else if (is_file_path(m->file->filename)) {
                 struct map_file *mf = m->file;
                 const struct elf_file *layout = NULL, *f;
@@ -1745,6 +1747,7 @@ int symbols_cache_lookup(struct symbols_cache *c, const struct symbols_snapshot 
                         res.function = f->names + y->name;
                         res.function_offset = addr - y->start;
                 }
+                res.symbols_read = f;
         }
         *ret = res;
         return 0;

@@ -141,6 +141,14 @@ struct symbols_result {
         char build_id_hex[SYMBOLS_BUILD_ID_HEX_SIZE]; /* "" when none */
         const char *function;           /* NULL when the file or symbol is unknown */
         uint64_t function_offset;       /* pc's distance from the symbol's start */
+        /*
+         * The mapping's symbols were read: its file (or the debug file or the
+         * build-id cache's copy that names it), or its process's perf map for
+         * anonymous memory. A pc without a function then has none there; when
+         * false (the file is gone, unreadable, another build; [vdso]) nothing
+         * was looked at, and another reader of the file might name it.
+         */
+        bool symbols_read;
 };
 
 /* ---- The mapping table (one writer) ---- */

@@ -100,6 +100,7 @@ static bool fake_locate(void *userdata, uint32_t pid, uint64_t pc, struct profil
                         .map_pgoff = 0x1000,
                         .filename = procs[i].file,
                         .build_id_hex = procs[i].build_id,
+                        .symbols_read = true,
                 };
                 for (size_t j = 0; j < 3; j++)
                         if (pc >= procs[i].func[j].start && pc < procs[i].func[j].end)
@@ -443,6 +444,63 @@ static void test_errors(void **state) {
         strbuf_done(&gz);
 }
 
+/*
+ * A mapping is has_functions when the symbolizer read its file, named or
+ * not: a stripped file read whole gives its locations no name and is
+ * symbolized all the same (pprof asks nobody else), a file that could not
+ * be read is not (pprof reads it on its own host, then asks
+ * /debug/pprof/symbol). The symbolizer's word, not the names, decides.
+ */
+static bool read_or_not_locate(void *userdata, uint32_t pid, uint64_t pc, struct profile_location *ret) {
+        bool read = pc < 0x700000;
+
+        *ret = (struct profile_location) {
+                .has_mapping = true,
+                .map_start = read ? 0x600000 : 0x700000,
+                .map_limit = read ? 0x700000 : 0x800000,
+                .filename = read ? "/usr/bin/stripped" : "/gone/libgone.so",
+                .symbols_read = read,
+        };
+        return true;
+}
+
+static void test_has_functions_when_read(void **state) {
+        _cleanup_(store_freep) struct store *s = NULL;
+        const struct profile_symbolizer sym = { read_or_not_locate, NULL };
+        static const uint64_t frames[] = { 0x600010, 0x700020, 0x600030 };
+        struct strbuf gz = STRBUF_INIT, raw = STRBUF_INIT;
+        struct store_stacks_result res;
+        struct store_options o;
+        Profile *p;
+
+        store_options_init(&o);
+        assert_int_equal(store_new(&o, 100 * SEC, &s), 0);
+        store_add_stack(s, &(struct store_stack_sample) {
+                .pid = 42, .tid = 42, .comm = "app", .frames = frames, .n_frames = ELEMENTSOF(frames),
+                .weight = PERIOD,
+        });
+        store_epoch_end(s, 110 * SEC);
+        _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = store_snapshot_get(s);
+        assert_int_equal(store_query_stacks(snap, STORE_WINDOW_ALL, STORE_PID_ANY, NULL, &res), 0);
+        assert_int_equal(cpu_profile_build(&res, &sym, PERIOD, &gz), 0);
+        test_gunzip(&gz, 0, &raw);
+        p = perftools__profiles__profile__unpack(NULL, raw.len, (const uint8_t *) raw.buf);
+        assert_non_null(p);
+        assert_int_equal(p->n_mapping, 2);
+        assert_int_equal(p->n_function, 0);
+        for (size_t i = 0; i < p->n_mapping; i++) {
+                bool read = streq(str(p, p->mapping[i]->filename), "/usr/bin/stripped");
+
+                assert_true(read || streq(str(p, p->mapping[i]->filename), "/gone/libgone.so"));
+                assert_int_equal(p->mapping[i]->has_functions, read);
+                assert_false(p->mapping[i]->has_filenames);
+        }
+        perftools__profiles__profile__free_unpacked(p, NULL);
+        store_stacks_result_done(&res);
+        strbuf_done(&raw);
+        strbuf_done(&gz);
+}
+
 /* ---- --write: the profile and the facts for test-cpu-profile.py ---- */
 
 static int write_mode(const char *path) {
@@ -484,6 +542,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_profile),
                 cmocka_unit_test(test_kernel_withheld),
                 cmocka_unit_test(test_errors),
+                cmocka_unit_test(test_has_functions_when_read),
         };
 
         if (argc == 3 && streq(argv[1], "--write"))

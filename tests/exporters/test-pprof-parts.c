@@ -68,8 +68,8 @@ static struct pprof_builder *make(size_t n, const char *fat_name, size_t fat_ind
         uint64_t m[2], main_loc;
 
         assert_int_equal(pprof_set_default_sample_type(b, 0), 0);
-        m[0] = pprof_mapping(b, 0x1000, 0x100000, 0, "/usr/bin/app", "abcd");
-        m[1] = pprof_mapping(b, 0x200000, 0x300000, 0, "/usr/lib/libc.so.6", NULL);
+        m[0] = pprof_mapping(b, 0x1000, 0x100000, 0, "/usr/bin/app", "abcd", true);
+        m[1] = pprof_mapping(b, 0x200000, 0x300000, 0, "/usr/lib/libc.so.6", NULL, true);
         assert_int_equal(pprof_location(b, 0x500, m[0], "main", &main_loc), 0);
         for (size_t i = 0; i < n; i++) {
                 char name[32], comm[8];

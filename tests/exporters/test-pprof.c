@@ -84,10 +84,10 @@ static void test_profile(void **state) {
         uint64_t m1, m2;
         Profile *p;
 
-        m1 = pprof_mapping(b, 0x400000, 0x500000, 0x1000, "/usr/bin/app", "deadbeef");
+        m1 = pprof_mapping(b, 0x400000, 0x500000, 0x1000, "/usr/bin/app", "deadbeef", false);
         assert_int_equal(m1, 1);
-        assert_int_equal(pprof_mapping(b, 0x400000, 0x500000, 0x1000, "/usr/bin/app", "deadbeef"), m1);
-        m2 = pprof_mapping(b, 0x7f0000, 0x800000, 0, "/lib/libc.so.6", NULL);
+        assert_int_equal(pprof_mapping(b, 0x400000, 0x500000, 0x1000, "/usr/bin/app", "deadbeef", false), m1);
+        m2 = pprof_mapping(b, 0x7f0000, 0x800000, 0, "/lib/libc.so.6", NULL, false);
         assert_int_equal(m2, 2);
 
         assert_int_equal(pprof_sample(b, 0x401000, m1, "main", (int64_t[]) { 1, 10 }, load, 1), 0);
@@ -185,12 +185,77 @@ static void test_profile(void **state) {
         assert_null(pprof_builder_free(NULL));
 }
 
+/*
+ * has_functions says whether the file's symbols were read, which is what
+ * decides whether pprof reads the file again and then posts the addresses
+ * to /debug/pprof/symbol (github.com/google/pprof internal/symbolz): a
+ * stripped file read whole names none of its locations and is symbolized
+ * all the same; a file that could not be read is not, even when the same
+ * mapping was asked for again; a named location says its file was read.
+ * In parts, each part's mapping says what the whole profile's does.
+ */
+static void test_has_functions(void **state) {
+        static const struct pprof_value_type type = { "samples", "count" };
+        struct pprof_builder *b = pprof_builder_new(&type, 1, NULL, 0, 0, 0);
+        struct pprof_parts parts = {};
+        enum { READ, GONE, READ_LATER, NAMED, _N };
+        static const char *const files[_N] = { "/usr/bin/stripped", "/gone/lib.so", "/usr/lib/later.so",
+                                               "/usr/lib/named.so" };
+        static const bool want[_N] = { true, false, true, true };
+        uint64_t m[_N];
+        Profile *p;
+
+        m[READ] = pprof_mapping(b, 0x1000, 0x2000, 0, files[READ], NULL, true);
+        m[GONE] = pprof_mapping(b, 0x3000, 0x4000, 0, files[GONE], NULL, false);
+        assert_int_equal(pprof_mapping(b, 0x3000, 0x4000, 0, files[GONE], NULL, false), m[GONE]);
+        m[READ_LATER] = pprof_mapping(b, 0x5000, 0x6000, 0, files[READ_LATER], "ab", false);
+        /* The same mapping in another process whose lookup read the file: one mapping, read. */
+        assert_int_equal(pprof_mapping(b, 0x5000, 0x6000, 0, files[READ_LATER], "ab", true), m[READ_LATER]);
+        m[NAMED] = pprof_mapping(b, 0x7000, 0x8000, 0, files[NAMED], NULL, false);
+        for (size_t i = 0; i < _N; i++)
+                assert_int_equal(pprof_sample(b, 0x1010 + 0x2000 * i, m[i], i == NAMED ? "f" : NULL,
+                                              (int64_t[]) { (int64_t) i + 1 }, NULL, 0), 0);
+        p = finish_and_unpack(b);
+        assert_int_equal(p->n_mapping, _N);
+        for (size_t i = 0; i < _N; i++) {
+                assert_string_equal(str(p, p->mapping[m[i] - 1]->filename), files[i]);
+                assert_int_equal(p->mapping[m[i] - 1]->has_functions, want[i]);
+                /* Never more than it gives. */
+                assert_false(p->mapping[m[i] - 1]->has_filenames);
+                assert_false(p->mapping[m[i] - 1]->has_line_numbers);
+        }
+        perftools__profiles__profile__free_unpacked(p, NULL);
+
+        assert_int_equal(pprof_finish_parts(b, &(struct pprof_part_limits) { .max_samples = 1, .max_parts = 8 },
+                                            &parts), 0);
+        assert_int_equal(parts.n, _N);
+        for (size_t i = 0; i < parts.n; i++) {
+                struct strbuf raw = STRBUF_INIT;
+                bool found = false;
+
+                test_gunzip(&parts.parts[i], 0, &raw);
+                p = perftools__profiles__profile__unpack(NULL, raw.len, (const uint8_t *) raw.buf);
+                assert_non_null(p);
+                assert_int_equal(p->n_mapping, 1);
+                for (size_t j = 0; j < _N; j++)
+                        if (streq(str(p, p->mapping[0]->filename), files[j])) {
+                                assert_int_equal(p->mapping[0]->has_functions, want[j]);
+                                found = true;
+                        }
+                assert_true(found);
+                perftools__profiles__profile__free_unpacked(p, NULL);
+                strbuf_done(&raw);
+        }
+        pprof_parts_done(&parts);
+        pprof_builder_free(b);
+}
+
 /* Many samples over few keys: tables grow, output stays bounded by the keys. */
 static void test_dedup_at_scale(void **state) {
         static const struct pprof_value_type type = { "samples", "count" };
         enum { N_ADDR = 1000, N_FUNC = 100, N_CALLS = 50000 };
         struct pprof_builder *b = pprof_builder_new(&type, 1, NULL, 0, 0, 0);
-        uint64_t m = pprof_mapping(b, 0x10000, 0x20000, 0, "/bin/x", NULL);
+        uint64_t m = pprof_mapping(b, 0x10000, 0x20000, 0, "/bin/x", NULL, true);
         uint64_t total = 0;
         Profile *p;
 
@@ -248,6 +313,7 @@ static void test_finish_appends(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_profile),
+                cmocka_unit_test(test_has_functions),
                 cmocka_unit_test(test_dedup_at_scale),
                 cmocka_unit_test(test_finish_appends),
         };

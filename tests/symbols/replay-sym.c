@@ -62,7 +62,7 @@ static void on_records(void *userdata, const struct spe_record *recs, const uint
                         continue;
                 if (found && res.has_mapping)
                         mapping_id = pprof_mapping(c->b, res.map_start, res.map_limit, res.map_pgoff,
-                                                   res.filename, res.build_id_hex);
+                                                   res.filename, res.build_id_hex, res.symbols_read);
                 if (pprof_sample(c->b, recs[i].pc.addr, mapping_id, found ? res.function : NULL, &one, labels,
                                  pids[i] == SOURCE_NO_ID ? 1 : 2) < 0 && c->error == 0)
                         c->error = -EINVAL;

@@ -142,6 +142,9 @@ static void test_lookup(void **state) {
         assert_function(s, PID, BASE + 0x1100, "beta", 0);
         assert_function(s, PID, BASE + 0x117f, "beta", 0x7f);
         assert_function(s, PID, BASE + 0x1180, NULL, 0);        /* the gap */
+        /* Unnamed, but the file was read: it names nothing there (pprof's has_functions). */
+        assert_int_equal(symbols_lookup(s, PID, BASE + 0x1180, &r), 0);
+        assert_true(r.symbols_read);
         assert_function(s, PID, BASE + 0x13fc, "gamma", 0x1fc);
         assert_function(s, PID, BASE + 0x0800, NULL, 0);        /* before the first symbol */
 
@@ -284,14 +287,18 @@ static void test_kernel_and_non_files(void **state) {
         assert_true(r.has_mapping);
         assert_string_equal(r.filename, "//anon");
         assert_null(r.function);
+        /* No symbols were read for any of them: another reader might name them. */
+        assert_false(r.symbols_read);
         assert_int_equal(symbols_lookup(s, PID, BASE + 0x1010, &r), 0);
         assert_string_equal(r.filename, "[vdso]");
         assert_null(r.function);
+        assert_false(r.symbols_read);
         assert_int_equal(symbols_get_stats(s)->files_loaded, 0);
         for (int i = 0; i < 3; i++) {
                 assert_int_equal(symbols_lookup(s, PID, BASE + 0x2010, &r), 0);
                 assert_string_equal(r.filename, "/nonexistent/lib.so");
                 assert_null(r.function);
+                assert_false(r.symbols_read);
         }
         assert_int_equal(symbols_get_stats(s)->files_loaded, 1);
         assert_int_equal(symbols_get_stats(s)->file_errors, 1);
@@ -801,6 +808,11 @@ static void test_perf_map(void **state) {
         assert_string_equal(r.filename, "//anon");
         assert_string_equal(r.function, "LazyCompile:~foo app.js:3");
         assert_int_equal(r.function_offset, 0x10);
+        assert_true(r.symbols_read);
+        /* In no line of a map that was read. */
+        assert_int_equal(symbols_lookup(s, JIT_PID, JIT_BASE + 0x9000, &r), 0);
+        assert_null(r.function);
+        assert_true(r.symbols_read);
         assert_function(s, JIT_PID, JIT_BASE + 0x1045, "bar", 5);
         assert_function(s, JIT_PID, JIT_BASE + 0x20ff, "Interpreter stub", 0xff);
         assert_int_equal(symbols_get_stats(s)->perf_maps_loaded, 1);
