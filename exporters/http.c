@@ -84,6 +84,8 @@ enum auth_state {
 /* Per-request context (MHD's *con_cls). */
 struct conn_ctx {
         void *state;   /* the handler's, across deferrals */
+        struct strbuf body; /* a POST's, for a route that takes one (http_route.max_body) */
+        bool body_over;     /* it went over the route's max_body: dropped, a 413 */
         bool deferred; /* suspended once: counted in n_deferred_open until completed */
         enum auth_state auth; /* under the server's lock */
 };
@@ -541,6 +543,7 @@ static void request_completed(void *cls, struct MHD_Connection *c, void **con_cl
         if (!ctx)
                 return;
         free(ctx->state);
+        strbuf_done(&ctx->body);
         free(ctx);
         *con_cls = NULL;
 }
@@ -607,6 +610,24 @@ int http_request_args(const struct http_request *req, const char *const *allowed
         }
         memcpy(ret_values, values, n * sizeof(*values));
         return 0;
+}
+
+static enum MHD_Result append_arg(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+                                  const char *value, size_t value_size) {
+        struct strbuf *out = cls;
+
+        if (out->len > 0)
+                strbuf_putc(out, '&');
+        strbuf_append(out, key, key_size);
+        if (value) {
+                strbuf_putc(out, '=');
+                strbuf_append(out, value, value_size);
+        }
+        return MHD_YES;
+}
+
+void http_request_query_text(const struct http_request *req, struct strbuf *out) {
+        MHD_get_connection_values_n(req->connection, MHD_GET_ARGUMENT_KIND, append_arg, out);
 }
 
 void http_response_error(struct http_response *resp, unsigned status, const char *fmt, ...) {
@@ -733,7 +754,8 @@ static int gzip_buffer(const struct strbuf *in, struct strbuf *out) {
         return r == Z_STREAM_END ? 0 : -EIO;
 }
 
-static enum MHD_Result queue(struct MHD_Connection *c, struct http_response *resp, bool allow_hdr,
+/* allow: the Allow header of a 405 (RFC 9110 §15.5.6), or NULL. */
+static enum MHD_Result queue(struct MHD_Connection *c, struct http_response *resp, const char *allow,
                               const struct web_config *web) {
         struct MHD_Response *response;
         enum MHD_Result ret;
@@ -763,8 +785,8 @@ static enum MHD_Result queue(struct MHD_Connection *c, struct http_response *res
                 MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, resp->content_type);
         MHD_add_response_header(response, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
         MHD_add_response_header(response, "X-Content-Type-Options", "nosniff");
-        if (allow_hdr)
-                MHD_add_response_header(response, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+        if (allow)
+                MHD_add_response_header(response, MHD_HTTP_HEADER_ALLOW, allow);
         if (gzipped)
                 MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
         if (resp->gzip_ok || resp->negotiated)
@@ -1125,9 +1147,22 @@ static int admit(struct http_server *s, struct MHD_Connection *connection, struc
                 return -1;
         }
         count_request(s, handler_name, resp.status);
-        ret = queue(connection, &resp, false, web);
+        ret = queue(connection, &resp, NULL, web);
         strbuf_done(&resp.body);
         return ret;
+}
+
+/* A POST whose Content-Length is over the route's max_body (MHD refused an unreadable one already). */
+static bool announced_too_large(struct MHD_Connection *connection, const struct http_route *route) {
+        const char *v = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        uint64_t len;
+
+        return v && safe_atou64(v, &len) >= 0 && len > route->max_body;
+}
+
+static void body_too_large(struct http_response *resp, const struct http_route *route) {
+        http_response_error(resp, MHD_HTTP_CONTENT_TOO_LARGE, "the body of a POST to %s is at most %zu bytes",
+                            route->path, route->max_body);
 }
 
 static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connection, const char *url,
@@ -1140,7 +1175,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
         struct http_response resp = { .status = 200, .body = STRBUF_INIT };
         const struct http_route *route;
         const char *handler_name;
-        bool get, head, authenticated = false;
+        bool get, head, post, takes_body, authenticated = false;
         enum MHD_Result ret;
         int k;
 
@@ -1152,11 +1187,14 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
         handler_name = route ? route->name : "other";
         get = streq(method, MHD_HTTP_METHOD_GET);
         head = streq(method, MHD_HTTP_METHOD_HEAD);
+        takes_body = route && route->max_body > 0;
+        post = takes_body && streq(method, MHD_HTTP_METHOD_POST);
 
         /*
          * MHD calls us once after the headers and again for each body chunk
          * and at the end (microhttpd.h, MHD_AccessHandlerCallback). Answer
-         * on the second call; a body on GET/HEAD is read and ignored.
+         * on the last call; a body is kept for a POST to a route that takes
+         * one, and read and ignored otherwise.
          */
         if (*con_cls == NULL) {
                 char why[MESSAGE_MAX];
@@ -1169,11 +1207,28 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
                         strbuf_done(&resp.body);
                         return MHD_NO;
                 }
+                if (post && announced_too_large(connection, route)) {
+                        /* Answered before the body is read: MHD then reads none of it and closes. */
+                        set_state(s, connection, CONN_ACTIVE);
+                        web = current_web(s);
+                        body_too_large(&resp, route);
+                        count_request(s, handler_name, resp.status);
+                        return queue(connection, &resp, NULL, web);
+                }
                 *con_cls = xcalloc(1, sizeof(struct conn_ctx));
                 return MHD_YES;
         }
         ctx = *con_cls;
         if (*upload_data_size != 0) {
+                if (post && !ctx->body_over) {
+                        if (*upload_data_size <= route->max_body - ctx->body.len)
+                                strbuf_append(&ctx->body, upload_data, *upload_data_size);
+                        else {
+                                /* Read to its end (the connection stays usable), kept no longer. */
+                                ctx->body_over = true;
+                                strbuf_done(&ctx->body);
+                        }
+                }
                 *upload_data_size = 0;
                 return MHD_YES;
         }
@@ -1190,7 +1245,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
                         http_response_error(&resp, MHD_HTTP_SERVICE_UNAVAILABLE,
                                             "armprofd is stopping; ask again once it is back");
                         count_request(s, handler_name, resp.status);
-                        ret = queue(connection, &resp, false, web);
+                        ret = queue(connection, &resp, NULL, web);
                         strbuf_done(&resp.body);
                         return ret;
                 }
@@ -1199,24 +1254,31 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
         k = admit(s, connection, ctx, web, handler_name, &authenticated);
         if (k >= 0)
                 return (enum MHD_Result) k;
-        if (!get && !head) {
+        if (!get && !head && !post) {
                 http_response_error(&resp, MHD_HTTP_METHOD_NOT_ALLOWED, "method %s not allowed", method);
                 count_request(s, handler_name, resp.status);
-                return queue(connection, &resp, true, web);
+                return queue(connection, &resp, takes_body ? "GET, HEAD, POST" : "GET, HEAD", web);
         }
         if (!route) {
                 http_response_error(&resp, MHD_HTTP_NOT_FOUND, "no such path: %s", url);
                 count_request(s, handler_name, resp.status);
-                return queue(connection, &resp, false, web);
+                return queue(connection, &resp, NULL, web);
         }
         if (detail_refused(s, route, connection, authenticated, &resp)) {
                 count_request(s, handler_name, resp.status);
-                return queue(connection, &resp, false, web);
+                return queue(connection, &resp, NULL, web);
+        }
+        if (ctx->body_over) {
+                body_too_large(&resp, route);
+                count_request(s, handler_name, resp.status);
+                return queue(connection, &resp, NULL, web);
         }
 
         /* HEAD runs the handler too, so Content-Length is right; MHD drops the body. */
         route->handler(s->userdata,
                        &(struct http_request) { .path = url, .method = method, .head = head,
+                                                .body = post ? ctx->body.buf ?: "" : NULL,
+                                                .body_len = post ? ctx->body.len : 0,
                                                 .connection = connection, .server = s, .state = &ctx->state },
                        &resp);
         if (resp.defer_usec > 0) {
@@ -1229,7 +1291,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
         count_request(s, handler_name, resp.status);
         log_debug("http: %s %s -> %u %s, %zu bytes", method, url, resp.status,
                   resp.content_type ?: "-", resp.body.len);
-        ret = queue(connection, &resp, false, web);
+        ret = queue(connection, &resp, NULL, web);
         strbuf_done(&resp.body);
         return ret;
 }

@@ -3,8 +3,9 @@
 
 /*
  * The HTTP server: libmicrohttpd with its own polling thread (epoll where
- * available), explicit limits, GET/HEAD only. Routing is an exact-path
- * table; handlers fill a response and never block on collectors: they read
+ * available), explicit limits, GET and HEAD, and POST for the routes that
+ * take a body (http_route.max_body). Routing is an exact-path table;
+ * handlers fill a response and never block on collectors: they read
  * published snapshots only.
  */
 
@@ -23,6 +24,9 @@ struct http_request {
         const char *path;
         const char *method;
         bool head;
+        /* A POST's body (a route with max_body), NUL-terminated after body_len bytes; NULL otherwise. */
+        const char *body;
+        size_t body_len;
         struct MHD_Connection *connection;
         /*
          * The server answering (its address, its request counters). Handed in
@@ -59,6 +63,14 @@ const char *http_request_header(const struct http_request *req, const char *name
 int http_request_args(const struct http_request *req, const char *const *allowed, const char **ret_values,
                       const char **ret_bad);
 
+/*
+ * The query as libmicrohttpd decoded it (%XX a byte, '+' a blank): its
+ * arguments, NAME or NAME=VALUE, joined by '&', appended to out; for a
+ * query that is no list of parameters (/debug/pprof/symbol's "?0x1+0x2").
+ * HTTP_MAX_FIELDS and max_request_bytes bound it.
+ */
+void http_request_query_text(const struct http_request *req, struct strbuf *out);
+
 struct http_response {
         unsigned status;
         const char *content_type; /* static string */
@@ -94,6 +106,15 @@ struct http_route {
          * loopback clients only, unless the server's detail_any is set.
          */
         bool detail;
+        /*
+         * > 0: POST is answered too, its body of at most this many bytes
+         * handed to the handler (a 413 beyond: at once, before any check of
+         * the client and without reading the body, when its Content-Length
+         * says so; else once the body is read, as any answer is given);
+         * 0: GET and HEAD only, a 405 to the rest.
+         * A body on GET or HEAD is read and ignored.
+         */
+        size_t max_body;
 };
 
 struct http_server_options {
