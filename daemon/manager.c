@@ -208,6 +208,13 @@ static bool provider_comm(void *userdata, uint32_t pid, char *buf, size_t len) {
         return collector_comm(m->collector, pid, buf, len);
 }
 
+static void provider_bare_symbols(void *userdata, const uint64_t *addrs, size_t n, symbolz_found_fn found,
+                                  void *ctx) {
+        struct manager *m = userdata;
+
+        symbolizer_bare_names(collector_symbolizer(m->collector), addrs, n, found, ctx);
+}
+
 static int provider_pprof(void *userdata, uint64_t window_ns, struct strbuf *out) {
         struct manager *m = userdata;
 
@@ -623,6 +630,7 @@ static int serve(struct manager *m) {
                 .comm = provider_comm,
                 .epoch_end_at = provider_epoch_end_at,
                 .region = provider_region,
+                .bare_symbols = provider_bare_symbols,
                 .privacy = collector_privacy(m->collector),
         });
         routes = api_routes(&n_routes);

@@ -199,6 +199,31 @@ int symbolizer_spe_builder(struct symbolizer *z, const struct store_snapshot *sn
         return k;
 }
 
+void symbolizer_bare_names(struct symbolizer *z, const uint64_t *addrs, size_t n, symbolz_found_fn found,
+                           void *ctx) {
+        _cleanup_(symbols_snapshot_unrefp) struct symbols_snapshot *snap = symbolizer_snapshot(z);
+        _cleanup_free_ uint32_t *pids = xcalloc(n ? n : 1, sizeof(*pids));
+
+        symbols_snapshot_owners(snap, addrs, n, pids);
+        pthread_mutex_lock(&z->cache_lock);
+        for (size_t i = 0; i < n; i++) {
+                struct symbols_result res;
+
+                if (privacy_kernel_addr(addrs[i])) {
+                        /* Named from kallsyms only (its object set); never the bare SYMBOLS_KERNEL_NAME. */
+                        if (z->privacy.kernel_addresses &&
+                            symbols_cache_lookup(z->cache, snap, 0, addrs[i], &res) == 0 && res.filename &&
+                            res.function)
+                                found(ctx, i, res.function);
+                        continue;
+                }
+                if (pids[i] != SYMBOLS_PID_NONE && symbols_cache_lookup(z->cache, snap, pids[i], addrs[i], &res) == 0 &&
+                    res.function)
+                        found(ctx, i, res.function);
+        }
+        pthread_mutex_unlock(&z->cache_lock);
+}
+
 int symbolizer_load_kallsyms(struct symbolizer *z, const char *path) {
         int k;
 

@@ -28,6 +28,7 @@
 #include "prom.h"
 #include "cpu-profile.h"
 #include "spe-profile.h"
+#include "symbolz.h"
 #include "source.h"
 #include "symbols.h"
 
@@ -107,6 +108,18 @@ int symbolizer_spe_builder(struct symbolizer *z, const struct store_snapshot *sn
                            uint64_t end_ns, uint64_t period, const struct profile_options *o,
                            bool (*service)(void *userdata, uint32_t pid, char *buf, size_t len),
                            void *service_userdata, struct pprof_builder **ret);
+
+/*
+ * Names of addresses that come without a process (/debug/pprof/symbol,
+ * symbolz_names_fn): addrs ascending and distinct. A user address is named
+ * when, in the newest snapshot, every process that maps it maps the same
+ * file at the same offset there (symbols_snapshot_owners()) and that file's
+ * symbols name it; a kernel address only when [privacy] kernel_addresses
+ * lets kernel addresses be served and kallsyms names it. The cache is
+ * locked for the whole call.
+ */
+void symbolizer_bare_names(struct symbolizer *z, const uint64_t *addrs, size_t n, symbolz_found_fn found,
+                           void *ctx);
 
 /*
  * Kernel addresses named from kallsyms (path NULL: /proc/kallsyms) from

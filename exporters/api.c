@@ -741,6 +741,35 @@ static void handle_pprof_profile(void *userdata, const struct http_request *req,
                 resp->defer_usec = until_closed_usec(snap, w->end_ns, now);
 }
 
+/*
+ * /debug/pprof/symbol, as Go's net/http/pprof answers it (symbolz.h): the
+ * addresses a POST's body or a GET's query holds, each named when one file
+ * maps it (api_provider.bare_symbols). A GET without any says
+ * "num_symbols: 1" alone, the answer pprof asks for first.
+ */
+static void handle_pprof_symbol(void *userdata, const struct http_request *req, struct http_response *resp) {
+        struct api *a = userdata;
+        struct symbolz_query q = {};
+        int k;
+
+        if (req->body)
+                k = symbolz_parse(req->body, req->body_len, &q);
+        else {
+                struct strbuf query = STRBUF_INIT;
+
+                http_request_query_text(req, &query);
+                k = symbolz_parse(query.buf ?: "", query.len, &q);
+                strbuf_done(&query);
+        }
+        if (k < 0) {
+                http_response_error(resp, 413, "at most %u bytes of addresses", SYMBOLZ_BODY_MAX);
+                return;
+        }
+        symbolz_answer(&q, a->provider.bare_symbols, a->provider.userdata, &resp->body);
+        symbolz_query_done(&q);
+        resp->content_type = "text/plain; charset=utf-8";
+}
+
 static const struct http_route routes[] = {
         { "/", "index", handle_index },
         { "/healthz", "healthz", handle_healthz },
@@ -756,6 +785,7 @@ static const struct http_route routes[] = {
         { "/latency", "latency", handle_latency, .detail = true },
         { "/debug/pprof/profile", "pprof", handle_pprof_profile, .detail = true },
         { "/debug/pprof/spe", "pprof", handle_pprof_spe, .detail = true },
+        { "/debug/pprof/symbol", "pprof_symbol", handle_pprof_symbol, .detail = true, .max_body = SYMBOLZ_BODY_MAX },
 };
 
 const struct http_route *api_routes(size_t *ret_n) {

@@ -15,6 +15,7 @@
 #include "privacy.h"
 #include "prom.h"
 #include "store.h"
+#include "symbolz.h"
 
 struct api_provider {
         void *userdata;
@@ -53,6 +54,12 @@ struct api_provider {
         const struct privacy_policy *privacy;
         /* A process's name, for "comm" fields; false when unknown. */
         bool (*comm)(void *userdata, uint32_t pid, char *buf, size_t len);
+        /*
+         * /debug/pprof/symbol: names of addresses that come without a process
+         * (symbolz.h); NULL: none is known. The daemon's answer is
+         * symbolizer_bare_names() (daemon/symbolizer.h), which says which.
+         */
+        symbolz_names_fn bare_symbols;
 };
 
 struct api;

@@ -650,6 +650,62 @@ int symbols_snapshot_region(const struct symbols_snapshot *snap, uint32_t pid, u
         return 0;
 }
 
+/* A mapping of a file on disk, whose code is the same in every process that maps it: not anonymous memory. */
+static bool maps_a_file(const struct mapping *m) {
+        return is_file_path(m->file->filename) && !is_anon_memory(m->file->filename);
+}
+
+/* Whether a and b (both holding addr) map the same bytes of the same file there. */
+static bool same_code(const struct mapping *a, const struct mapping *b, uint64_t addr) {
+        return maps_a_file(a) && maps_a_file(b) &&
+               (a->file == b->file || (streq(a->file->filename, b->file->filename) &&
+                                       streq(a->file->build_id_hex, b->file->build_id_hex))) &&
+               addr - a->start + a->pgoff == addr - b->start + b->pgoff;
+}
+
+/* The first of addrs[0, n) (ascending) at or above addr. */
+static size_t addrs_lower_bound(const uint64_t *addrs, size_t n, uint64_t addr) {
+        size_t lo = 0, hi = n;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+
+                if (addrs[mid] < addr)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo;
+}
+
+void symbols_snapshot_owners(const struct symbols_snapshot *snap, const uint64_t *addrs, size_t n,
+                             uint32_t *ret_pids) {
+        _cleanup_free_ const struct mapping **held = xcalloc(n ? n : 1, sizeof(*held));
+        _cleanup_free_ bool *mixed = xcalloc(n ? n : 1, sizeof(*mixed));
+
+        for (size_t i = 0; i < n; i++)
+                ret_pids[i] = SYMBOLS_PID_NONE;
+        /* Each mapping of each process once, against the addresses it holds: no pass per address. */
+        for (size_t p = 0; snap && p < snap->n_procs; p++) {
+                const struct proc_maps *pm = snap->procs[p].pm;
+
+                for (size_t j = 0; j < pm->n; j++) {
+                        const struct mapping *m = &pm->maps[j];
+
+                        for (size_t i = addrs_lower_bound(addrs, n, m->start); i < n && addrs[i] < m->end; i++) {
+                                if (!held[i]) {
+                                        held[i] = m;
+                                        ret_pids[i] = snap->procs[p].pid;
+                                } else if (!same_code(held[i], m, addrs[i]))
+                                        mixed[i] = true;
+                        }
+                }
+        }
+        for (size_t i = 0; i < n; i++)
+                if (mixed[i] || (held[i] && !maps_a_file(held[i])))
+                        ret_pids[i] = SYMBOLS_PID_NONE;
+}
+
 /* ---- the ELF file cache (readers) ---- */
 
 struct symbols_cache *symbols_cache_new(const struct symbols_limits *limits) {

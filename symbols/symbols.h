@@ -210,6 +210,24 @@ void symbols_snapshot_stats(const struct symbols_snapshot *snap, struct symbols_
 int symbols_snapshot_region(const struct symbols_snapshot *snap, uint32_t pid, uint64_t addr, char *name,
                             size_t name_len, uint64_t *ret_offset);
 
+/* No process: what symbols_snapshot_owners() gives for an address it cannot attribute. */
+#define SYMBOLS_PID_NONE UINT32_MAX
+
+/*
+ * Addresses without a process (pprof posts bare addresses to the symbol
+ * endpoint): for each of the n addresses of addrs, ascending and distinct, a
+ * pid in ret_pids to look it up in (symbols_cache_lookup()) when every
+ * mapping of snap that holds it, over all processes, maps the same file (its
+ * path and build id) at the same file offset there, so that it is the same
+ * code whichever process it was sampled in; SYMBOLS_PID_NONE when no mapping
+ * holds it, or two hold different files or offsets, or one of them is no
+ * file (anonymous memory, [vdso], [heap]: each process's own). Kernel
+ * addresses are in no mapping. No ELF file is read: any thread. snap may be
+ * NULL.
+ */
+void symbols_snapshot_owners(const struct symbols_snapshot *snap, const uint64_t *addrs, size_t n,
+                             uint32_t *ret_pids);
+
 /* ---- The ELF file cache (readers, under their lock) ---- */
 
 struct symbols_cache;

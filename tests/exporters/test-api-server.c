@@ -34,6 +34,7 @@
 #include "http.h"
 #include "macro.h"
 #include "strbuf.h"
+#include "symbolz.h"
 #include "web-config.h"
 
 /* GET path over a fresh connection to addr; the whole answer (the server closes it). */
@@ -159,7 +160,8 @@ static unsigned status_of(const struct strbuf *resp) {
  */
 static void test_detail_for_loopback_only(void **state) {
         _cleanup_(api_freep) struct api *a = api_new(&(struct api_provider) {});
-        static const char *const detail[] = { "/hotlines", "/hotpcs", "/latency", "/counters", "/debug/pprof/spe" };
+        static const char *const detail[] = { "/hotlines", "/hotpcs", "/latency", "/counters", "/debug/pprof/spe",
+                                              "/debug/pprof/symbol" };
         struct in_addr other;
         struct http_server *s;
         uint16_t port;
@@ -302,11 +304,113 @@ static void exchange(uint16_t port, const char *req, size_t len, struct strbuf *
         strbuf_putc(out, '\0');
 }
 
+/* The test's symbolizer: 0x401000 is main, nothing else has a name. */
+static void main_only(void *userdata, const uint64_t *addrs, size_t n, symbolz_found_fn found, void *ctx) {
+        for (size_t i = 0; i < n; i++)
+                if (addrs[i] == 0x401000)
+                        found(ctx, i, "main");
+}
+
 static const char *body_of(const struct strbuf *resp) {
         const char *b = strstr(resp->buf, "\r\n\r\n");
 
         assert_non_null(b);
         return b + 4;
+}
+
+/*
+ * POST, for /debug/pprof/symbol only (go tool pprof posts its addresses
+ * there): the body reaches the handler and is answered as Go's
+ * net/http/pprof does; a GET's query the same; other routes and methods
+ * get a 405 whose Allow lists what they take; a body over the limit a 413,
+ * at once when its Content-Length says so (the server waits for none of
+ * it), after reading it when chunked, with the connection still usable.
+ */
+static void test_post_symbol(void **state) {
+        _cleanup_(api_freep) struct api *a = api_new(&(struct api_provider) { .bare_symbols = main_only });
+        static const char want[] = "num_symbols: 1\n0x401000 main\n";
+        struct strbuf req = STRBUF_INIT, resp = STRBUF_INIT;
+        struct http_server *s;
+        uint16_t port;
+        size_t head;
+
+        s = start(a, &port);
+        strbuf_printf(&req, "POST /debug/pprof/symbol HTTP/1.1\r\nHost: t\r\nConnection: close\r\n"
+                            "Content-Type: application/octet-stream\r\nContent-Length: 21\r\n\r\n0x2+0x401000+0x401001");
+        exchange(port, req.buf, req.len, &resp);
+        assert_int_equal(status_of(&resp), 200);
+        assert_non_null(strstr(resp.buf, "\r\nContent-Type: text/plain; charset=utf-8\r\n"));
+        assert_string_equal(body_of(&resp), want);
+        strbuf_done(&resp);
+
+        get(port, "/debug/pprof/symbol", &resp);
+        strbuf_putc(&resp, '\0');
+        assert_int_equal(status_of(&resp), 200);
+        assert_string_equal(body_of(&resp), "num_symbols: 1\n");
+        strbuf_done(&resp);
+        get(port, "/debug/pprof/symbol?0x401000+0x5", &resp);
+        strbuf_putc(&resp, '\0');
+        assert_string_equal(body_of(&resp), want);
+        strbuf_done(&resp);
+
+        /* POST elsewhere, and other methods here: 405 with what is allowed. */
+        strbuf_done(&req);
+        strbuf_printf(&req, "POST /metrics HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Length: 3\r\n\r\nabc");
+        exchange(port, req.buf, req.len, &resp);
+        assert_int_equal(status_of(&resp), 405);
+        assert_non_null(strstr(resp.buf, "\r\nAllow: GET, HEAD\r\n"));
+        strbuf_done(&resp);
+        strbuf_done(&req);
+        strbuf_printf(&req, "PUT /debug/pprof/symbol HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Length: 3\r\n\r\nabc");
+        exchange(port, req.buf, req.len, &resp);
+        assert_int_equal(status_of(&resp), 405);
+        assert_non_null(strstr(resp.buf, "\r\nAllow: GET, HEAD, POST\r\n"));
+        strbuf_done(&resp);
+
+        /* The limit exactly: read and answered. */
+        strbuf_done(&req);
+        strbuf_printf(&req, "POST /debug/pprof/symbol HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Length: %u\r\n\r\n",
+                      SYMBOLZ_BODY_MAX);
+        head = req.len;
+        strbuf_puts(&req, "0x401000");
+        while (req.len - head < SYMBOLZ_BODY_MAX)
+                strbuf_putc(&req, '+');
+        exchange(port, req.buf, req.len, &resp);
+        assert_int_equal(status_of(&resp), 200);
+        assert_string_equal(body_of(&resp), want);
+        strbuf_done(&resp);
+
+        /* One byte over, announced: a 413 without the body ever sent (a server waiting for it would time out). */
+        strbuf_done(&req);
+        strbuf_printf(&req, "POST /debug/pprof/symbol HTTP/1.1\r\nHost: t\r\nContent-Length: %u\r\n\r\n",
+                      SYMBOLZ_BODY_MAX + 1);
+        exchange(port, req.buf, req.len, &resp);
+        assert_int_equal(status_of(&resp), 413);
+        assert_non_null(strstr(body_of(&resp), "at most 1048576 bytes"));
+        strbuf_done(&resp);
+
+        /* Over, chunked: read to its end and refused; the same connection answers the next request. */
+        strbuf_done(&req);
+        strbuf_puts(&req, "POST /debug/pprof/symbol HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n");
+        for (unsigned sent = 0; sent <= SYMBOLZ_BODY_MAX; sent += 0x10000) {
+                strbuf_puts(&req, "10000\r\n");
+                for (unsigned i = 0; i < 0x10000; i++)
+                        strbuf_putc(&req, '+');
+                strbuf_puts(&req, "\r\n");
+        }
+        strbuf_puts(&req, "0\r\n\r\nGET /debug/pprof/symbol?0x401000 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+        exchange(port, req.buf, req.len, &resp);
+        assert_int_equal(status_of(&resp), 413);
+        {
+                const char *second = strstr(resp.buf + 1, "HTTP/1.1 ");
+
+                assert_non_null(second);
+                assert_int_equal(atoi(second + 9), 200);
+                assert_non_null(strstr(second, want));
+        }
+        strbuf_done(&resp);
+        strbuf_done(&req);
+        http_server_stop(s);
 }
 
 /* The body it was handed, as it was handed. */
@@ -506,6 +610,7 @@ int main(void) {
                 cmocka_unit_test(test_metrics_count_the_server_requests_at_once),
                 cmocka_unit_test(test_loopback_addresses),
                 cmocka_unit_test(test_detail_for_loopback_only),
+                cmocka_unit_test(test_post_symbol),
                 cmocka_unit_test(test_post_body_bound),
                 cmocka_unit_test(test_auth_and_reloads_under_load),
         };

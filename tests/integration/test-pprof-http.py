@@ -31,7 +31,9 @@ facts = dict(l.rstrip("\n").split("=", 1) for l in open(os.path.join(tmp, "g.tru
 
 
 def pprof(*args):
-    r = subprocess.run([go, "tool", "pprof", "-symbolize=none", *args], capture_output=True, text=True, env=env,
+    # No -symbolize flag, as the README's commands: every mapping is symbolized here (has_functions), so pprof
+    # neither reads the generator's files again nor asks /debug/pprof/symbol.
+    r = subprocess.run([go, "tool", "pprof", *args], capture_output=True, text=True, env=env,
                        timeout=120)
     assert r.returncode == 0, r.stderr
     return r.stdout
@@ -75,6 +77,9 @@ try:
         # The ELF's mapping carries the build id of the perf.data's build-id table (and of the ELF's note).
         mappings = raw.split("Mappings", 1)[1]
         assert facts["elf.build_id"] in mappings, (facts["elf.build_id"], mappings[:600])
+        # Its file was read for symbols: pprof sees it symbolized ([FN], has_functions) and asks nobody else.
+        elf_line = next(l for l in mappings.splitlines() if facts["elf.build_id"] in l)
+        assert elf_line.endswith("[FN]"), elf_line
 
         top = pprof("-top", f"{url}/debug/pprof/spe?window=all")
         assert "Type: samples" in top, top[:300]  # samples is the default type
@@ -91,9 +96,11 @@ try:
         assert sym.get("armprofd_symbols_file_errors_total") == 0, sym
         assert sym.get("armprofd_symbols_build_id_mismatches_total") == 0, sym
         print(f"/metrics symbol cache: {sym}")
+        asked = re.findall(r'^armprofd_http_requests_total\{handler="pprof_symbol",[^}]*\} (\S+)$', metrics, re.M)
+        assert not asked, asked
 
         t0 = time.monotonic()
-        proc = subprocess.Popen([go, "tool", "pprof", "-symbolize=none", "-raw", "-seconds=3",
+        proc = subprocess.Popen([go, "tool", "pprof", "-raw", "-seconds=3",
                                  f"{url}/debug/pprof/profile"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True, env=env)
         # While that request waits (suspended, no thread held), others are answered at once.

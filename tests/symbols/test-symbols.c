@@ -492,6 +492,76 @@ static void test_spegen(void **state) {
  * from the next publish only; a publish with nothing changed is the same
  * snapshot; the eviction counters are the table's at its publish.
  */
+/*
+ * Bare addresses (pprof's symbol requests): an address is attributed when
+ * every process that maps it maps the same file, build and offset there;
+ * different files, builds or offsets, anonymous memory, or nothing mapped
+ * leave it to nobody. The attributed pid then names it as a lookup does.
+ */
+static void test_owners(void **state) {
+        _cleanup_free_ char *path = write_elf("owners.elf", ELF_PLAIN);
+        static const uint8_t id_x[] = { 0x0a }, id_y[] = { 0x0b };
+        struct symbols_maps *m = symbols_maps_new(NULL);
+        struct symbols_cache *c = symbols_cache_new(NULL);
+        enum { SHARED, TWO_FILES, TWO_OFFSETS, ANON, TWO_BUILDS, FILE_AND_ANON, UNMAPPED, ALONE, KERNEL, _N };
+        /* Ascending, as the callers sort them. */
+        static const uint64_t addrs[_N] = {
+                [SHARED] = BASE + 0x1010,
+                [TWO_FILES] = BASE + 0x10000010,
+                [TWO_OFFSETS] = BASE + 0x20000010,
+                [ANON] = BASE + 0x30000010,
+                [TWO_BUILDS] = BASE + 0x40000010,
+                [FILE_AND_ANON] = BASE + 0x50000010,
+                [UNMAPPED] = BASE + 0x60000010,
+                [ALONE] = BASE + 0x70001100,
+                [KERNEL] = KERNEL_PC,
+        };
+        uint32_t pids[_N];
+        struct symbols_snapshot *snap;
+        struct symbols_result r;
+
+        /* The same file at the same place in three processes (a non-PIE program, or ASLR's luck). */
+        for (uint32_t pid = 10; pid < 13; pid++)
+                assert_int_equal(symbols_maps_add(m, pid, BASE, FILE_MAP_LEN, 0, path, NULL, 0), 0);
+        assert_int_equal(symbols_maps_add(m, 20, BASE + 0x10000000, 0x1000, 0, "/bin/b", NULL, 0), 0);
+        assert_int_equal(symbols_maps_add(m, 21, BASE + 0x10000000, 0x1000, 0, "/bin/c", NULL, 0), 0);
+        assert_int_equal(symbols_maps_add(m, 30, BASE + 0x20000000, 0x1000, 0, "/bin/d", NULL, 0), 0);
+        assert_int_equal(symbols_maps_add(m, 31, BASE + 0x20000000, 0x1000, 0x1000, "/bin/d", NULL, 0), 0);
+        assert_int_equal(symbols_maps_add(m, 40, BASE + 0x30000000, 0x1000, 0, "//anon", NULL, 0), 0);
+        assert_int_equal(symbols_maps_add(m, 50, BASE + 0x40000000, 0x1000, 0, "/bin/e", id_x, 1), 0);
+        assert_int_equal(symbols_maps_add(m, 51, BASE + 0x40000000, 0x1000, 0, "/bin/e", id_y, 1), 0);
+        assert_int_equal(symbols_maps_add(m, 60, BASE + 0x50000000, 0x1000, 0, "/bin/f", NULL, 0), 0);
+        assert_int_equal(symbols_maps_add(m, 61, BASE + 0x50000000, 0x1000, 0, "/dev/zero", NULL, 0), 0);
+        assert_int_equal(symbols_maps_add(m, 70, BASE + 0x70000000, FILE_MAP_LEN, 0, path, NULL, 0), 0);
+        snap = symbols_maps_publish(m);
+        for (size_t i = 1; i < _N; i++)
+                assert_true(addrs[i - 1] < addrs[i]);
+
+        symbols_snapshot_owners(snap, addrs, _N, pids);
+        assert_int_equal(pids[SHARED], 10);
+        for (size_t i = TWO_FILES; i <= UNMAPPED; i++)
+                assert_int_equal(pids[i], SYMBOLS_PID_NONE);
+        assert_int_equal(pids[ALONE], 70);
+        assert_int_equal(pids[KERNEL], SYMBOLS_PID_NONE);
+
+        /* Named through the pid given, as a lookup of that process is. */
+        assert_int_equal(symbols_cache_lookup(c, snap, pids[SHARED], addrs[SHARED], &r), 0);
+        assert_string_equal(r.function, "alpha");
+        assert_int_equal(symbols_cache_lookup(c, snap, pids[ALONE], addrs[ALONE], &r), 0);
+        assert_string_equal(r.function, "beta");
+
+        /* Nothing published, nothing asked. */
+        symbols_snapshot_owners(NULL, addrs, _N, pids);
+        for (size_t i = 0; i < _N; i++)
+                assert_int_equal(pids[i], SYMBOLS_PID_NONE);
+        symbols_snapshot_owners(snap, NULL, 0, NULL);
+
+        symbols_snapshot_unref(snap);
+        symbols_cache_free(c);
+        symbols_maps_free(m);
+        unlink(path);
+}
+
 static void test_snapshots(void **state) {
         _cleanup_free_ char *path = write_elf("snap.elf", ELF_PLAIN);
         struct symbols_maps *m = symbols_maps_new(&(struct symbols_limits) { .max_pids = 2 });
@@ -1025,6 +1095,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_bad_args),
                 cmocka_unit_test(test_overlap),
                 cmocka_unit_test(test_bounds),
+                cmocka_unit_test(test_owners),
                 cmocka_unit_test(test_snapshots),
                 cmocka_unit_test(test_spegen),
                 cmocka_unit_test(test_build_id),
