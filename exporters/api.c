@@ -2,6 +2,7 @@
 #include "api.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include "negotiate.h"
 #include "page.h"
 #include "build-config.h"
+#include "cpulist.h"
 #include "parse-util.h"
 #include "log.h"
 #include "process-metrics.h"
@@ -343,6 +345,34 @@ static void handle_status(void *userdata, const struct http_request *req, struct
         json_decref(o);
 }
 
+/*
+ * The 404 of /counters?cpu=N for a CPU the snapshot has no counts of (not
+ * online, not counted, out of range): it names the CPUs that are, as the
+ * kernel writes CPU lists (cpulist.h), so the caller sees what to ask.
+ */
+static void cpu_not_counted(struct api *a, struct http_response *resp, uint32_t cpu) {
+        json_t *all = a->provider.counters_json(a->provider.userdata, -1), *c;
+        char list[CPULIST_TEXT_MAX];
+        struct cpulist counted;
+        size_t i;
+
+        cpulist_clear(&counted);
+        json_array_foreach(json_object_get(all, "cpus"), i, c) {
+                json_int_t n = json_integer_value(json_object_get(c, "cpu"));
+
+                if (n >= 0 && n < (json_int_t) CPULIST_MAX_CPUS)
+                        (void) cpulist_add(&counted, (unsigned) n);
+        }
+        if (cpulist_count(&counted) == 0)
+                http_response_error(resp, 404, "CPU %" PRIu32 " is not counted: no CPU is (counting %s)", cpu,
+                                    json_string_value(json_object_get(all, "state")) ?: "is off");
+        else if (cpulist_format(&counted, list, sizeof(list)) == 0)
+                http_response_error(resp, 404, "CPU %" PRIu32 " is not counted; the counted CPUs are %s", cpu, list);
+        else
+                http_response_error(resp, 404, "CPU %" PRIu32 " is not counted", cpu);
+        json_decref(all);
+}
+
 static void handle_counters(void *userdata, const struct http_request *req, struct http_response *resp) {
         enum { ARG_CPU, ARG_FORMAT, _ARG_MAX };
         static const char *const allowed[] = { [ARG_CPU] = "cpu", [ARG_FORMAT] = "format", [_ARG_MAX] = NULL };
@@ -368,6 +398,11 @@ static void handle_counters(void *userdata, const struct http_request *req, stru
 
         if (!o) {
                 http_response_error(resp, 503, "no counting data");
+                return;
+        }
+        if (args[ARG_CPU] && json_array_size(json_object_get(o, "cpus")) == 0) {
+                json_decref(o);
+                cpu_not_counted(a, resp, cpu);
                 return;
         }
         answer(a, req, resp, o, how,

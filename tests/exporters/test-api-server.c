@@ -413,6 +413,54 @@ static void test_post_symbol(void **state) {
         http_server_stop(s);
 }
 
+/* Counting on CPUs 0, 2 and 3 (userdata NULL), or on none with counting disabled. */
+static json_t *fake_counters(void *userdata, int64_t cpu) {
+        static const int counted[] = { 0, 2, 3 };
+        json_t *cpus = json_array();
+
+        for (size_t i = 0; !userdata && i < ELEMENTSOF(counted); i++)
+                if (cpu < 0 || cpu == counted[i])
+                        json_array_append_new(cpus, json_pack("{s:i}", "cpu", counted[i]));
+        return json_pack("{s:s, s:o}", "state", userdata ? "disabled" : "ok", "cpus", cpus);
+}
+
+/*
+ * /counters?cpu=N for a CPU that is not counted: a 404 naming the counted
+ * CPUs (the test's own list, as the kernel writes CPU lists), not a 200
+ * with no CPU in it; a counted one answers.
+ */
+static void test_counters_cpu_not_counted(void **state) {
+        static const struct {
+                const char *path;
+                bool disabled;
+                unsigned status;
+                const char *says;
+        } cases[] = {
+                { "/counters?cpu=2", false, 200, "\"cpu\": 2" },
+                { "/counters?cpu=1", false, 404, "CPU 1 is not counted; the counted CPUs are 0,2-3" },
+                { "/counters?cpu=4096", false, 404, "CPU 4096 is not counted; the counted CPUs are 0,2-3" },
+                { "/counters?cpu=0", true, 404, "CPU 0 is not counted: no CPU is (counting disabled)" },
+                { "/counters", true, 200, "\"state\": \"disabled\"" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_(api_freep) struct api *a = api_new(&(struct api_provider) {
+                        .userdata = cases[i].disabled ? (void *) 1 : NULL, .counters_json = fake_counters });
+                struct strbuf resp = {};
+                struct http_server *s;
+                uint16_t port;
+
+                s = start(a, &port);
+                get(port, cases[i].path, &resp);
+                strbuf_putc(&resp, '\0');
+                assert_int_equal(status_of(&resp), cases[i].status);
+                if (!strstr(body_of(&resp), cases[i].says))
+                        fail_msg("%s: %s", cases[i].path, body_of(&resp));
+                strbuf_done(&resp);
+                http_server_stop(s);
+        }
+}
+
 /* The body it was handed, as it was handed. */
 static void echo_body(void *userdata, const struct http_request *req, struct http_response *resp) {
         resp->content_type = "application/octet-stream";
@@ -612,6 +660,7 @@ int main(void) {
                 cmocka_unit_test(test_detail_for_loopback_only),
                 cmocka_unit_test(test_post_symbol),
                 cmocka_unit_test(test_post_body_bound),
+                cmocka_unit_test(test_counters_cpu_not_counted),
                 cmocka_unit_test(test_auth_and_reloads_under_load),
         };
 

@@ -243,6 +243,11 @@ with Daemon(config_text=f"[pmu]\ninterval = {int(INTERVAL * 1000)}ms\n") as d:
     one = json.loads(d.get(f"/counters?cpu={os.cpu_count() - 1}")[2])
     assert [e["cpu"] for e in one["cpus"]] == [os.cpu_count() - 1], one["cpus"]
     assert d.get("/counters?cpu=x")[0] == 400 and d.get("/counters?cpus=1")[0] == 400
+    # A CPU that is not counted (no such CPU): a 404 naming the counted ones, as the kernel lists the online.
+    with open("/sys/devices/system/cpu/online") as f:
+        online = f.read().strip()
+    st, _, body = d.get(f"/counters?cpu={os.cpu_count()}")
+    assert st == 404 and json.loads(body)["error"].endswith(f"the counted CPUs are {online}"), (st, body)
     st = json.loads(d.get("/status")[2])
     pmu = [x for x in st["collectors"] if x["name"] == "pmu"][0]
     assert pmu["up"] and pmu["events"]["page_faults"]["available"], pmu
