@@ -348,6 +348,9 @@ json_t *agg_hotlines_json(const struct store_hotlines_result *res, const struct 
                         add_pc_names(entry, sym, o->pid, o->el, o->pc, true);
                         add_comm(entry, sym, o->pid);
                         add_cgroup(entry, sym, o->pid);
+                        /* As the line's: what the entry's table missed of it is bounded (hotlines.h). */
+                        json_object_set_new(entry, "records_max",
+                                            json_integer((json_int_t) (o->loads + o->stores + l->off_error[k])));
                         /* perf c2c's per-offset "cycles": the mean total latency. */
                         json_object_set_new(entry, "latency_samples", json_integer((json_int_t) o->lat_n));
                         if (o->lat_n)

@@ -217,6 +217,9 @@ static const struct table_column pareto_cols[] = {
         { NULL, "Object", TABLE_LEFT, NULL },
         { NULL, "Loads", TABLE_RIGHT, NULL },
         { NULL, "Stores", TABLE_RIGHT, NULL },
+        { "At most", "records", TABLE_RIGHT,
+          "the most loads and stores the PC can have made at this offset: more than Total records when its entry "
+          "took an evicted one's place, or its line an evicted line's" },
         { NULL, "TIDs", TABLE_LEFT, "threads that made the accesses" },
         { NULL, "Command", TABLE_LEFT, "the process's name, while it runs" },
 };
@@ -332,6 +335,7 @@ int view_hotlines(const json_t *answer, const struct view_context *ctx, struct v
                         cell_object(t, o);
                         table_u64(t, ju(o, "loads"));
                         table_u64(t, ju(o, "stores"));
+                        table_u64(t, ju(o, "records_max"));
                         cell_list(t, json_object_get(o, "tids"), json_is_true(json_object_get(o, "tids_truncated")));
                         table_text(t, js(o, "comm"));
                 }

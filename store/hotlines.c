@@ -177,7 +177,36 @@ struct lref {
         const struct hotlines_line *l;
         const struct hotlines_off *off;
         uint64_t min;                   /* summary minimum */
+        uint32_t off_min;               /* the line's least entry hotness when its entries are full, else 0 */
 };
+
+/* An entry's hotness: what its samples weighed (hotlines_add_hashed()). */
+static uint64_t off_weight(const struct hotlines_off *o) {
+        return o->loads + o->stores + (uint64_t) (HOTLINES_PEER_WEIGHT - 1) * (o->peer_local + o->peer_remote);
+}
+
+/* The line's least entry hotness in a summary; 0 while it had room for more entries (none was taken over). */
+static uint32_t off_min(const struct hotlines_off *off, uint16_t noffs, uint32_t offsets) {
+        uint32_t min = UINT32_MAX;
+
+        if (noffs < offsets)
+                return 0;
+        for (unsigned i = 0; i < noffs; i++)
+                min = MIN(min, off[i].score);
+        return noffs ? min : 0;
+}
+
+/*
+ * What an entry of an epoch adds to the sum hotlines_merge() subtracts: the
+ * line's least entry hotness less the entry's inherited hotness (its score
+ * beyond its weight), at most the former: the takeover took the least, which
+ * never falls.
+ */
+static uint32_t off_slack(const struct hotlines_off *o, uint32_t line_off_min) {
+        uint64_t w = off_weight(o), inherited = o->score > w ? o->score - w : 0;
+
+        return inherited < line_off_min ? (uint32_t) (line_off_min - inherited) : 0;
+}
 
 static int cmp_line_key(const void *x, const void *y) {
         const struct hotlines_line *a = ((const struct lref *) x)->l, *b = ((const struct lref *) y)->l;
@@ -269,6 +298,8 @@ void hotlines_merge(const struct hotlines_summary *const *s, size_t n, uint32_t 
                                 .min = s[i]->min,
                         };
 
+                        ref.off_min = off_min(ref.off, ref.l->noffs, s[i]->offsets);
+
                         m.peer_local += ref.l->peer_local;
                         m.peer_remote += ref.l->peer_remote;
                         if (pid != HOTLINES_PID_ANY && !line_has_pid(&ref, pid))
@@ -280,7 +311,7 @@ void hotlines_merge(const struct hotlines_summary *const *s, size_t n, uint32_t 
         res = xmalloc(MAX(nref, (size_t) 1) * sizeof(*res));
         for (size_t i = 0; i < nref; ) {
                 struct hotlines_result *ref = &res[nres++];
-                uint64_t min_present = 0;
+                uint64_t min_present = 0, off_min_present = 0;
                 size_t j, noff = 0, k = 0;
 
                 for (j = i; j < nref && cmp_line_key(&refs[j], &refs[i]) == 0; j++)
@@ -291,7 +322,9 @@ void hotlines_merge(const struct hotlines_summary *const *s, size_t n, uint32_t 
                 ref->l.loads = ref->l.stores = ref->l.peer_local = ref->l.peer_remote = ref->l.lat_sum = 0;
                 ref->l.lat_max = 0;
                 memset(ref->l.src, 0, sizeof(ref->l.src));
-                ref->off = xmalloc(MAX(noff, (size_t) 1) * sizeof(struct hotlines_off));
+                /* off_error after off: one allocation, freed as off is (hotlines.h). */
+                ref->off = xmalloc(MAX(noff, (size_t) 1) * (sizeof(struct hotlines_off) + sizeof(uint64_t)));
+                ref->off_error = (uint64_t *) (ref->off + MAX(noff, (size_t) 1));
                 for (size_t t = i; t < j; t++) {
                         const struct hotlines_line *l = refs[t].l;
 
@@ -307,6 +340,10 @@ void hotlines_merge(const struct hotlines_summary *const *s, size_t n, uint32_t 
                         ref->l.lat_sum += l->lat_sum;
                         ref->l.lat_max = MAX(ref->l.lat_max, l->lat_max);
                         memcpy(&ref->off[k], refs[t].off, l->noffs * sizeof(struct hotlines_off));
+                        /* Scores now carry slack, which off_merge() sums (saturating: only ever a larger bound). */
+                        for (unsigned q = 0; q < l->noffs; q++)
+                                ref->off[k + q].score = off_slack(&refs[t].off[q], refs[t].off_min);
+                        off_min_present += refs[t].off_min;
                         k += l->noffs;
                 }
                 /* Same Space-Saving merge as hot PCs (see hotpcs.h). */
@@ -323,6 +360,15 @@ void hotlines_merge(const struct hotlines_summary *const *s, size_t n, uint32_t 
                 }
                 ref->noffs = k;
                 ref->l.noffs = (uint16_t) MIN(k, (size_t) UINT16_MAX);
+                /*
+                 * Each epoch of the line: its least entry hotness, less, where the entry
+                 * was in it, what the entry did not inherit (hotlines.h); then the line's.
+                 */
+                for (size_t t = 0; t < k; t++) {
+                        ref->off_error[t] = off_min_present - MIN(off_min_present, (uint64_t) ref->off[t].score) +
+                                            ref->l.error;
+                        ref->off[t].score = 0;
+                }
                 i = j;
         }
         free(refs);

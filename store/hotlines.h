@@ -79,7 +79,7 @@ struct hotlines_off {
         uint64_t loads, stores;
         uint64_t peer_local, peer_remote;
         uint32_t pid;
-        uint32_t score;                 /* Space-Saving hotness inside the line (set at freeze) */
+        uint32_t score;                 /* Space-Saving hotness inside the line (set at freeze; 0 in merged results) */
         uint16_t offset;
         uint8_t el;
         uint8_t ncpus;                  /* valid entries in cpus[] */
@@ -374,6 +374,13 @@ struct hotlines_result {
         enum hotlines_class cls;
         size_t noffs;
         struct hotlines_off *off;       /* sorted by offset, then pc */
+        /*
+         * Per off[] entry, the most loads and stores it can have had beyond
+         * its own: its true count lies in [loads + stores, loads + stores +
+         * off_error[i]] (0: exact). In the same allocation as off (freeing
+         * off frees it). See hotlines_merge().
+         */
+        uint64_t *off_error;
 };
 
 struct hotlines_merged {
@@ -394,6 +401,17 @@ enum hotlines_which {
 };
 
 /*
+ * An (offset, pc) entry's error, as a line's: inside a line the entries are
+ * a Space-Saving table too, so an entry that took over the least hot one
+ * counts from then and inherits its hotness, and an entry out of a full
+ * line's table has had at most the line's least entry hotness while the
+ * line was tracked (none when the line's entries never filled: nothing was
+ * taken over). Before the line was tracked, the line's own error bounds it.
+ * Over a merge: the line's merged error, plus for each epoch the entry was
+ * in, its hotness beyond its own weight (what it inherited), and for each
+ * epoch its line was in without it, that line's least entry hotness. A
+ * sample weighs at least 1, so hotness bounds counts.
+ *
  * Merge summaries, keep lines of pid (HOTLINES_PID_ANY: all; with PA keying
  * a line matches when any of its entries is that pid) and, unless `which`
  * is HOTLINES_ALL_LINES, with peer snoops (as the Shared Data Cache Line

@@ -44,7 +44,7 @@ def truth_lines(rows, key):
         addr = decoded(r[key]) if key == "va" else num(r[key])
         store = num(r["op_subclass"]) & 1 == 1
         l = lines.setdefault(addr & ~(LINE - 1), {"loads": 0, "stores": 0, "local": 0, "remote": 0,
-                                                    "acc": [], "lat": {}})
+                                                    "acc": [], "lat": {}, "records": {}})
         ds = num(r["data_source"]) if r["data_source"] else None
         if store:
             l["stores"] += 1
@@ -54,6 +54,8 @@ def truth_lines(rows, key):
             l["remote"] += ds in REMOTE_PEER
         off = addr & (LINE - 1)
         l["acc"].append((off, int(r["cpu"]), store))
+        # Loads and stores per (offset, pc): the Pareto's rows.
+        l["records"][(off, decoded_pc(r))] = l["records"].get((off, decoded_pc(r)), 0) + 1
         if r["tot_lat"]:
             s = l["lat"].setdefault((off, decoded_pc(r)), [0, 0])
             s[0] += num(r["tot_lat"])

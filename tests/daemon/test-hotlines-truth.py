@@ -15,6 +15,9 @@ and against `perf c2c report` on the same file:
   perf c2c's Shared Data Cache Line Table, in its order; all=1 lists the others;
 - with a table far smaller than the lines (evictions), every line's records <= its
   truth <= records_max, some exact and some not; without evictions all are exact;
+- the same of each (offset, pc) entry of a line (the Pareto's rows) with two entries a
+  line: loads + stores <= its truth <= its records_max, some exact and some not, where
+  the line or the entry took an evicted one's place;
 - with [privacy] physical_addresses the lines are keyed by PA and carry the NUMA
   node that the file's memory topology gives, as perf c2c's Node column does.
 """
@@ -90,6 +93,8 @@ with tempfile.TemporaryDirectory(prefix="armprofd-hl-truth-") as tmp:
         assert len(listed) == min(500, len(truth))
         check_lines(listed, truth, elf)
         assert all(l["records_max"] == l["records"] for l in listed), "no eviction, yet a line is not exact"
+        assert all(o["records_max"] == o["loads"] + o["stores"] for l in listed for o in l["offsets"]), \
+            "no eviction, yet an entry is not exact"
         by_addr = {int(l["address"], 16): l for l in listed}
         for addr in (0xffff8a004000, 0xffff8a020180):
             assert by_addr[addr]["class"] == "written", (hex(addr), by_addr[addr]["class"])
@@ -134,6 +139,29 @@ with tempfile.TemporaryDirectory(prefix="armprofd-hl-truth-") as tmp:
         assert exact > 0 and short > 0, (exact, short, len(small["lines"]))
         print(f"16-line table, {small['evictions']} evictions: {len(small['lines'])} lines listed, "
               f"records <= truth <= records_max on each; {exact} exact, {short} short of the truth")
+
+    # The entries of a line: two per line, in a 16-line table. An entry's records_max bounds what its line's
+    # table and its own missed (hotlines.h); entries of one (offset, pc) under two pids or ELs are summed.
+    with serve(data, CONFIG.replace("hotlines = 65536", "hotlines = 16").replace("line_offsets = 64",
+                                                                                 "line_offsets = 2"), records) as d:
+        small = get(d, "/hotlines?window=all&all=1&limit=500")
+        assert small["evictions"] > 0 and small["offset_evictions"] > 0, small
+        exact = short = 0
+        for l in small["lines"]:
+            t = truth[int(l["address"], 16)]
+            got = {}
+            for o in l["offsets"]:
+                key = (int(o["offset"], 16), int(o["pc"], 16))
+                lo, hi = got.get(key, (0, 0))
+                got[key] = (lo + o["loads"] + o["stores"], hi + o["records_max"])
+            for key, (lo, hi) in got.items():
+                true = t["records"][key]
+                assert lo <= true <= hi, (l["address"], key, lo, true, hi)
+                exact += lo == hi
+                short += true > lo
+        assert exact > 0 and short > 0, (exact, short)
+        print(f"16 lines of 2 entries, {small['offset_evictions']} entry evictions: loads + stores <= truth <= "
+              f"records_max on each entry; {exact} exact, {short} short of the truth")
 
     # Lines by physical address: the node of each comes from the file's memory topology
     # (HEADER_MEM_TOPOLOGY), as perf c2c's Node column.

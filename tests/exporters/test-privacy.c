@@ -169,8 +169,12 @@ static void test_lines_json(void **state) {
                 { &data_no, { { NULL, NULL, "[kernel]" }, { NULL, NULL, "[heap]+0x1c40" } } },
         };
 
+        static uint64_t exact[2];
+
         lines[0].off = &offs[0];
         lines[1].off = &offs[1];
+        lines[0].off_error = &exact[0];
+        lines[1].off_error = &exact[1];
         for (size_t c = 0; c < ELEMENTSOF(cases); c++) {
                 json_t *o, *ls;
 
@@ -205,11 +209,12 @@ static void test_lines_json(void **state) {
 /* A line keyed by physical address keeps its PA ([privacy] physical_addresses) but not its VA. */
 static void test_pa_line(void **state) {
         struct hotlines_off off = { .offset = 8, .pc = 0xaaaac0001010, .pid = PID, .loads = 1 };
+        uint64_t exact = 0;
         struct hotlines_result lines[2] = {
                 { .l = { .addr = 0x40001c40, .va = HEAP + 0x1c48, .pid = PID, .by_pa = 1, .loads = 1 },
-                  .noffs = 1, .off = &off },
+                  .noffs = 1, .off = &off, .off_error = &exact },
                 { .l = { .addr = 0x80000040, .va = KDATA, .pid = PID, .by_pa = 1, .loads = 1 }, .noffs = 1,
-                  .off = &off },
+                  .off = &off, .off_error = &exact },
         };
         struct store_hotlines_result res = { .lines = { .line_size = 64, .n = 2, .line = lines } };
         struct agg_symbolizer sym = { .userdata = (void *) "[heap]", .name = name_none, .region = region,

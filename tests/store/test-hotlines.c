@@ -575,6 +575,90 @@ static void test_records_bound(void **state) {
         assert_true(short_of > 0);
 }
 
+/*
+ * The same of each line's (offset, pc) entries (the Pareto's rows), with
+ * three entries a line where the stream has eight offsets a line: an entry
+ * that took over another one's place, or whose line did, counts from then;
+ * loads + stores <= its true count <= loads + stores + off_error, over one
+ * epoch and merged over epochs (where an entry was out of its line's table
+ * in some of them), against the same recount per offset.
+ */
+#define BOUND_OFFSETS   8
+
+static void check_entry_bound(const struct hotlines_merged *m, uint64_t (*truth)[BOUND_LINES][BOUND_OFFSETS],
+                              size_t first_epoch, unsigned *exact, unsigned *short_of) {
+        for (size_t i = 0; i < m->n; i++) {
+                const struct hotlines_result *r = &m->line[i];
+                size_t id = (size_t) ((r->l.addr - BOUND_BASE) / LINE);
+
+                assert_true(id < BOUND_LINES);
+                for (size_t k = 0; k < r->noffs; k++) {
+                        const struct hotlines_off *o = &r->off[k];
+                        uint64_t true_n = 0, seen = o->loads + o->stores;
+
+                        assert_true(o->offset % 8 == 0 && o->offset / 8 < BOUND_OFFSETS);
+                        for (size_t e = first_epoch; e < BOUND_EPOCHS; e++)
+                                true_n += truth[e][id][o->offset / 8];
+                        if (seen > true_n || true_n > seen + r->off_error[k])
+                                fail_msg("line %zu offset %u: seen %" PRIu64 ", true %" PRIu64 ", error %" PRIu64, id,
+                                         o->offset, seen, true_n, r->off_error[k]);
+                        *exact += r->off_error[k] == 0 && seen == true_n;
+                        *short_of += seen < true_n;
+                }
+        }
+}
+
+static void test_entry_records_bound(void **state) {
+        _cleanup_(store_freep) struct store *s = NULL;
+        _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = NULL;
+        static uint64_t truth[BOUND_EPOCHS][BOUND_LINES][BOUND_OFFSETS];
+        struct store_options o;
+        struct store_hotlines_result res;
+        struct tu_zipf z;
+        uint64_t st = 31, now = 0;
+        unsigned exact = 0, short_of = 0;
+
+        store_options_init(&o);
+        o.hotlines = 64;
+        o.line_offsets = 3;
+        o.epochs = 8;
+        assert_int_equal(store_new(&o, 0, &s), 0);
+        tu_zipf_init(&z, BOUND_LINES, 1.05);
+        for (size_t e = 0; e < BOUND_EPOCHS; e++) {
+                for (size_t i = 0; i < nrecords / 16; i++) {
+                        size_t id = tu_zipf_next(&z, &st), off = (size_t) (tu_rand(&st) % BOUND_OFFSETS);
+                        /* Offsets skewed within a line too: off 0 often, the others less and less. */
+                        uint64_t va = BOUND_BASE + id * LINE + (off & tu_rand(&st) % BOUND_OFFSETS) * 8,
+                                 r = tu_rand(&st) % 8;
+                        uint32_t cpu = (uint32_t) (tu_rand(&st) % 16);
+                        struct spe_record rec = r == 0 ? tu_rec_load(0x600000 + id * 4, va, cpu, SPE_DATA_SRC_PEER_CORE, 90) :
+                                                r < 5  ? tu_rec_load(0x600000 + id * 4, va, cpu, SPE_DATA_SRC_L1D, 4) :
+                                                         tu_rec_store(0x600000 + id * 4, va, cpu, 6);
+
+                        store_add(s, &rec, 100, 1000 + cpu);
+                        truth[e][id][(va - BOUND_BASE - id * LINE) / 8]++;
+                }
+                now += NS_PER_EPOCH;
+                store_epoch_end(s, now);
+        }
+        tu_zipf_done(&z);
+        snap = store_snapshot_get(s);
+
+        assert_int_equal(store_query_hotlines(snap, STORE_WINDOW_ALL, SIZE_MAX, STORE_PID_ANY, HOTLINES_ALL_LINES, &res), 0);
+        assert_true(res.lines.evictions > 0 && res.lines.off_evictions > 0);
+        check_entry_bound(&res.lines, truth, 0, &exact, &short_of);
+        store_hotlines_result_done(&res);
+        assert_int_equal(store_query_hotlines(snap, NS_PER_EPOCH, SIZE_MAX, STORE_PID_ANY, HOTLINES_ALL_LINES, &res), 0);
+        assert_int_equal(res.iv.epochs, 1);
+        check_entry_bound(&res.lines, truth, BOUND_EPOCHS - 1, &exact, &short_of);
+        store_hotlines_result_done(&res);
+
+        printf("entry records bound: %u exact entries, %u short of the truth, each within its error\n", exact,
+               short_of);
+        assert_true(exact > 0);
+        assert_true(short_of > 0);
+}
+
 static void test_offset_evictions(void **state) {
         /* One line, more distinct (offset, pc) than entries: evictions = extra entries. */
         struct hotlines *h = hotlines_new(4, 8, 64);
@@ -600,6 +684,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_by_pa),
                 cmocka_unit_test(test_offset_evictions),
                 cmocka_unit_test(test_records_bound),
+                cmocka_unit_test(test_entry_records_bound),
         };
 
         if (tu_quick(argc, argv))
