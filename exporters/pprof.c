@@ -73,6 +73,8 @@ struct pprof_builder {
         } *types, period_type;
         size_t n_types;
         size_t default_type;            /* index into types */
+        int64_t *comments;              /* string table indexes */
+        size_t n_comments, cap_comments;
         bool has_period_type;
         int64_t period;
         uint64_t time_nanos, duration_nanos;
@@ -244,6 +246,11 @@ int pprof_set_default_sample_type(struct pprof_builder *b, size_t index) {
         return 0;
 }
 
+void pprof_add_comment(struct pprof_builder *b, const char *text) {
+        GROW(b->comments, b->cap_comments, b->n_comments + 1);
+        b->comments[b->n_comments++] = intern(b, text);
+}
+
 struct pprof_builder *pprof_builder_free(struct pprof_builder *b) {
         if (!b)
                 return NULL;
@@ -251,6 +258,7 @@ struct pprof_builder *pprof_builder_free(struct pprof_builder *b) {
                 free(b->strs[i]);
         free(b->strs);
         free(b->types);
+        free(b->comments);
         free(b->mappings);
         free(b->locations);
         free(b->functions);
@@ -563,6 +571,8 @@ static void fill_header(const struct pprof_builder *b, Perftools__Profiles__Valu
         }
         if (b->n_types)
                 p->default_sample_type = b->types[b->default_type].type;
+        p->n_comment = b->n_comments;
+        p->comment = b->comments;
         p->time_nanos = (int64_t) b->time_nanos;
         p->duration_nanos = (int64_t) b->duration_nanos;
 }
@@ -732,7 +742,7 @@ static size_t part_size_since(const struct pprof_builder *b, const struct part_m
         return size;
 }
 
-/* The profile of a part without any element: sample types, period, times, default type. */
+/* The profile of a part without any element: sample types, period, times, default type, comments. */
 static size_t part_header_size(const struct pprof_builder *b) {
         Perftools__Profiles__Profile p = PERFTOOLS__PROFILES__PROFILE__INIT;
         Perftools__Profiles__ValueType *vt = xcalloc(b->n_types + 1, sizeof(*vt));
@@ -747,8 +757,9 @@ static size_t part_header_size(const struct pprof_builder *b) {
 }
 
 /*
- * An empty builder with b's sample types, period and default type, and b's
- * times but shift_ns later, as much shorter (pprof_part_limits.time_step_ns).
+ * An empty builder with b's sample types, period, default type and comments,
+ * and b's times but shift_ns later, as much shorter
+ * (pprof_part_limits.time_step_ns).
  */
 static struct pprof_builder *part_new(const struct pprof_builder *b, uint64_t shift_ns) {
         struct pprof_value_type *types = xcalloc(b->n_types ? b->n_types : 1, sizeof(*types));
@@ -762,6 +773,8 @@ static struct pprof_builder *part_new(const struct pprof_builder *b, uint64_t sh
         p = pprof_builder_new(types, b->n_types, b->has_period_type ? &pt : NULL, b->period, b->time_nanos + shift_ns,
                               b->duration_nanos - shift_ns);
         p->default_type = b->default_type;
+        for (size_t i = 0; i < b->n_comments; i++)
+                pprof_add_comment(p, b->strs[b->comments[i]]);
         free(types);
         return p;
 }

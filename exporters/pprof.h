@@ -66,6 +66,13 @@ struct pprof_builder *pprof_builder_free(struct pprof_builder *b);
 int pprof_set_default_sample_type(struct pprof_builder *b, size_t index);
 
 /*
+ * A line of Profile.comment ("Freeform text associated with the profile",
+ * profile.proto), which go tool pprof prints above its reports; copied.
+ * Every part of pprof_finish_parts() carries them all.
+ */
+void pprof_add_comment(struct pprof_builder *b, const char *text);
+
+/*
  * A mapping [start, limit) of filename at file_offset; build_id_hex may be
  * NULL. Returns its id (>= 1); the same arguments return the same id.
  *

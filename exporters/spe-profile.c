@@ -2,6 +2,7 @@
 #include "spe-profile.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +105,32 @@ static int pid_service_cmp(const void *x, const void *y) {
 }
 
 /*
+ * What the table behind the profile left out, for whoever reads it (go tool
+ * pprof prints a profile's comments above its reports): the profile's
+ * samples come from a Space-Saving table per epoch (store_query_samples(),
+ * hotpcs.h), whose counts are upper bounds and whose other values count
+ * only while an entry is monitored, as /hotpcs says with its error_bound.
+ */
+static void add_table_comments(struct pprof_builder *b, const struct store_hotpcs_result *res) {
+        struct strbuf c = STRBUF_INIT;
+
+        if (res->pcs.evictions == 0)
+                strbuf_printf(&c, "armprofd: no sample left the table (%" PRIu32 " entries an epoch, %zu epochs): "
+                                  "every value is exact",
+                              res->pcs.capacity, (size_t) res->iv.epochs);
+        else
+                strbuf_printf(&c, "armprofd: %" PRIu64 " evictions from the table of %" PRIu32 " entries an epoch "
+                                  "over %zu epochs: each sample's samples/count is at most %" PRIu64 " over the "
+                                  "operations sampled (Space-Saving's error bound), its other values count only "
+                                  "since its entry took an evicted one's place, and a context with at most 1/%" PRIu32
+                                  " of an epoch's samples may be missing",
+                              res->pcs.evictions, res->pcs.capacity, (size_t) res->iv.epochs,
+                              res->pcs.error_bound, res->pcs.capacity);
+        pprof_add_comment(b, c.buf);
+        strbuf_done(&c);
+}
+
+/*
  * The builder. With PROFILE_LABELS_SERVICE and a sym->service, each pid's
  * service is asked once; services weigh by their samples (the default
  * sample type).
@@ -124,6 +151,7 @@ static int build_builder(struct store_hotpcs_result *res, const struct profile_s
                               period ? (int64_t) period : 1,
                               o && o->time_nanos ? o->time_nanos : (uint64_t) unix_ns(&res->iv, res->iv.start_ns),
                               o && o->duration_nanos ? o->duration_nanos : res->iv.end_ns - res->iv.start_ns);
+        add_table_comments(b, res);
 
         if (service_labels && sym && sym->service && res->pcs.n > 0) {
                 pids = xcalloc(res->pcs.n, sizeof(*pids));

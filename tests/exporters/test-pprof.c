@@ -250,6 +250,42 @@ static void test_has_functions(void **state) {
         pprof_builder_free(b);
 }
 
+/* Comments, in order, in the profile and in each part. */
+static void test_comments(void **state) {
+        static const struct pprof_value_type type = { "samples", "count" };
+        struct pprof_builder *b = pprof_builder_new(&type, 1, NULL, 0, 0, 0);
+        struct pprof_parts parts = {};
+        Profile *p;
+
+        pprof_add_comment(b, "first line");
+        pprof_add_comment(b, "samples");       /* a string the profile has anyway */
+        for (int i = 0; i < 3; i++)
+                assert_int_equal(pprof_sample(b, 0x1000 + i, 0, NULL, (int64_t[]) { 1 }, NULL, 0), 0);
+        assert_int_equal(pprof_finish_parts(b, &(struct pprof_part_limits) { .max_samples = 1, .max_parts = 8 },
+                                            &parts), 0);
+        p = finish_and_unpack(b);
+        assert_int_equal(p->n_comment, 2);
+        assert_string_equal(str(p, p->comment[0]), "first line");
+        assert_string_equal(str(p, p->comment[1]), "samples");
+        assert_strings_unique(p);
+        perftools__profiles__profile__free_unpacked(p, NULL);
+        assert_int_equal(parts.n, 3);
+        for (size_t i = 0; i < parts.n; i++) {
+                struct strbuf raw = STRBUF_INIT;
+
+                test_gunzip(&parts.parts[i], 0, &raw);
+                p = perftools__profiles__profile__unpack(NULL, raw.len, (const uint8_t *) raw.buf);
+                assert_non_null(p);
+                assert_int_equal(p->n_comment, 2);
+                assert_string_equal(str(p, p->comment[0]), "first line");
+                assert_string_equal(str(p, p->comment[1]), "samples");
+                perftools__profiles__profile__free_unpacked(p, NULL);
+                strbuf_done(&raw);
+        }
+        pprof_parts_done(&parts);
+        pprof_builder_free(b);
+}
+
 /* Many samples over few keys: tables grow, output stays bounded by the keys. */
 static void test_dedup_at_scale(void **state) {
         static const struct pprof_value_type type = { "samples", "count" };
@@ -314,6 +350,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_profile),
                 cmocka_unit_test(test_has_functions),
+                cmocka_unit_test(test_comments),
                 cmocka_unit_test(test_dedup_at_scale),
                 cmocka_unit_test(test_finish_appends),
         };

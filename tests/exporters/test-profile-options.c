@@ -9,6 +9,7 @@
  * whatever the labels; the times of the options.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -304,6 +305,91 @@ static void test_spe(void **state) {
         perftools__profiles__profile__free_unpacked(p, NULL);
 }
 
+/*
+ * The profile says what its table left out (a comment, which go tool pprof
+ * prints): a 16-entry table under 64 contexts each epoch evicts, and every
+ * sample's samples/count c is then within the bound the comment states of
+ * a recount of the records fed, true <= c <= true + bound; a table that
+ * holds every context says every value is exact, and is.
+ */
+#define CTX_PCS 64
+
+static const char *profile_comment(const Profile *p) {
+        assert_int_equal(p->n_comment, 1);
+        return p->string_table[p->comment[0]];
+}
+
+static void check_counts(const Profile *p, const uint64_t truth[CTX_PCS], uint64_t bound) {
+        for (size_t i = 0; i < p->n_sample; i++) {
+                const Perftools__Profiles__Location *l = p->location[p->sample[i]->location_id[0] - 1];
+                size_t pc = (size_t) ((l->address - 0x400000) / 4);
+                uint64_t c = (uint64_t) p->sample[i]->value[0];
+
+                assert_true(pc < CTX_PCS);
+                if (c < truth[pc] || c > truth[pc] + bound)
+                        fail_msg("pc %zu: count %" PRIu64 ", true %" PRIu64 ", bound %" PRIu64, pc, c, truth[pc], bound);
+        }
+}
+
+static void test_spe_table_comment(void **state) {
+        for (int small = 0; small <= 1; small++) {
+                _cleanup_(store_freep) struct store *s = NULL;
+                _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = NULL;
+                struct store_options o;
+                uint64_t truth[CTX_PCS] = {}, st = 7, evictions = 0, bound = 0;
+                struct pprof_builder *b = NULL;
+                unsigned epochs = 0, cap = 0;
+                const char *c;
+                Profile *p;
+
+                store_options_init(&o);
+                o.hotpcs = small ? 16 : 1024;
+                assert_int_equal(store_new(&o, 0, &s), 0);
+                for (unsigned e = 0; e < 3; e++) {
+                        for (unsigned k = 0; k < 2000; k++) {
+                                struct spe_record r = {};
+                                /* Skewed: context i about twice as often as i + 8. */
+                                size_t i = (size_t) ((st = st * 6364136223846793005ULL + 1442695040888963407ULL) >> 33) %
+                                           CTX_PCS;
+
+                                i = i * ((st >> 20) % CTX_PCS) / CTX_PCS;
+                                r.present = SPE_REC_PC | SPE_REC_OP;
+                                r.pc.addr = 0x400000 + 4 * i;
+                                r.op_class = SPE_OP_CLASS_OTHER;
+                                store_add(s, &r, 10, 10);
+                                truth[i]++;
+                        }
+                        store_epoch_end(s, (e + 1) * 10 * SEC);
+                }
+                snap = store_snapshot_get(s);
+                assert_int_equal(profile_builder_span(snap, 0, 100 * SEC, NULL, 0, NULL, &b), 0);
+                p = finish(b, NULL);
+                c = profile_comment(p);
+                if (small) {
+                        assert_int_equal(sscanf(c, "armprofd: %" SCNu64 " evictions from the table of %u entries an "
+                                                   "epoch over %u epochs: each sample's samples/count is at most %"
+                                                   SCNu64 " over",
+                                                &evictions, &cap, &epochs, &bound), 4);
+                        assert_true(evictions > 0 && bound > 0);
+                        /* Space-Saving: the bound is at most the samples over the entries. */
+                        assert_true(bound <= 3 * 2000 / 16);
+                } else
+                        assert_int_equal(sscanf(c, "armprofd: no sample left the table (%u entries an epoch, %u "
+                                                   "epochs): every value is exact", &cap, &epochs), 2);
+                assert_int_equal(cap, o.hotpcs);
+                assert_int_equal(epochs, 3);
+                check_counts(p, truth, bound);
+                if (!small) {
+                        int64_t sum = 0;
+
+                        for (size_t i = 0; i < p->n_sample; i++)
+                                sum += p->sample[i]->value[0];
+                        assert_int_equal(sum, 3 * 2000);
+                }
+                perftools__profiles__profile__free_unpacked(p, NULL);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_cpu_default_unchanged),
@@ -311,6 +397,7 @@ int main(void) {
                 cmocka_unit_test(test_cpu_max_services),
                 cmocka_unit_test(test_cpu_times),
                 cmocka_unit_test(test_spe),
+                cmocka_unit_test(test_spe_table_comment),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -83,6 +83,14 @@ try:
 
         top = pprof("-top", f"{url}/debug/pprof/spe?window=all")
         assert "Type: samples" in top, top[:300]  # samples is the default type
+        # What its table left out, as pprof prints the profile's comments: the store's own count of the
+        # evictions of that table (every epoch of the replay is in the window).
+        metrics = d.get("/metrics")[2].decode()
+        evicted = int(float(re.search(r'^armprofd_store_evictions_total\{table="samples"\} (\S+)$', metrics,
+                                      re.M).group(1)))
+        said = re.search(r"armprofd: (?:(\d+) evictions from|no sample left) the table", top)
+        assert said and int(said.group(1) or 0) == evicted, (evicted, top[:600])
+        print(f"-top says of its table: {said.group(0)}; /metrics: {evicted} evictions")
         first = next(l for l in top.splitlines() if re.match(r"^\s+\d+\s+[\d.]+%", l))
         assert first.split()[-1] == facts["hottest.symbol"], (first, facts["hottest.symbol"])
         print(f"/debug/pprof/spe: {store_samples} samples as the store counts; -top: {first.strip()}")
