@@ -508,6 +508,8 @@ static bool parse_query(const struct http_request *req, struct http_response *re
 struct aggregate_endpoint {
         size_t default_limit, max_limit; /* max_limit 0: the endpoint takes neither limit nor pid */
         bool takes_all;                  /* all=0|1 (/hotlines) */
+        /* Header fields a filter does not apply to: of every process (NULL-terminated; NULL: no filter taken). */
+        const char *const *host_wide;
         json_t *(*query)(const struct store_snapshot *snap, const struct query *q, const struct agg_symbolizer *sym);
         const ProtobufCMessageDescriptor *pb;
         const char *pb_content_type;
@@ -547,11 +549,14 @@ static json_t *query_hotpcs(const struct store_snapshot *snap, const struct quer
  * Lines an access of a process in the cgroup touched: a line keyed by
  * virtual address is its process's; one keyed by physical address is kept
  * when any of its entries is in the cgroup (its other processes' entries
- * stay: they are who it bounced with).
+ * stay: they are who it bounced with). m holds every line of the window
+ * (HOTLINES_ALL_LINES), ranked peer snoops first: lines_seen and
+ * lines_with_peer_snoops become the cgroup's, as they are pid='s, and the
+ * list is then cut to the lines with peer snoops unless all, and to limit.
  */
-static void filter_lines(struct hotlines_merged *m, const struct agg_symbolizer *sym, const char *prefix,
+static void filter_lines(struct hotlines_merged *m, const struct agg_symbolizer *sym, const char *prefix, bool all,
                          size_t limit) {
-        size_t n = 0;
+        size_t n = 0, npeer = 0;
 
         for (size_t i = 0; i < m->n; i++) {
                 struct hotlines_result *l = &m->line[i];
@@ -559,14 +564,18 @@ static void filter_lines(struct hotlines_merged *m, const struct agg_symbolizer 
 
                 for (size_t j = 0; !keep && l->l.by_pa && j < l->noffs; j++)
                         keep = agg_pid_in_cgroup(sym, l->off[j].pid, prefix);
-                if (keep && n < limit) {
+                if (keep) {
                         struct hotlines_result t = m->line[n];
 
+                        npeer += l->l.peer_local + l->l.peer_remote > 0;
                         /* Swapped, not copied: every line's entries are still freed by hotlines_merged_done(). */
                         m->line[n++] = *l;
                         *l = t;
                 }
         }
+        m->nlines = n;
+        m->npeer = npeer;
+        n = MIN(all ? n : npeer, limit);
         for (size_t i = n; i < m->n; i++) {
                 free(m->line[i].off);
                 m->line[i].off = NULL;
@@ -580,11 +589,12 @@ static json_t *query_hotlines(const struct store_snapshot *snap, const struct qu
         struct store_hotlines_result res;
         json_t *o;
 
+        /* Under cgroup=, every line: the counts of lines are then the cgroup's (filter_lines()). */
         if (store_query_hotlines(snap, q->window_ns, q->cgroup ? SIZE_MAX : q->limit, q->pid,
-                                 q->all ? HOTLINES_ALL_LINES : HOTLINES_PEER_LINES, &res) < 0)
+                                 q->all || q->cgroup ? HOTLINES_ALL_LINES : HOTLINES_PEER_LINES, &res) < 0)
                 return NULL;
         if (q->cgroup)
-                filter_lines(&res.lines, sym, q->cgroup, q->limit);
+                filter_lines(&res.lines, sym, q->cgroup, q->all, q->limit);
         o = agg_hotlines_json(&res, sym);
         store_hotlines_result_done(&res);
         return o;
@@ -600,6 +610,25 @@ static json_t *query_latency(const struct store_snapshot *snap, const struct que
         o = agg_latency_json(&res);
         store_latency_result_done(&res);
         return o;
+}
+
+/*
+ * What a pid= or cgroup= filter applied to: the rows (and, on /hotlines,
+ * the counts of lines) are of the processes it keeps; the header fields in
+ * host_wide are the window's over every process, the base of the
+ * percentages, as perf report's default --percentage absolute keeps them.
+ */
+static json_t *filter_json(const struct query *q, const char *const *host_wide) {
+        json_t *f = json_object(), *hw = json_array();
+
+        if (q->pid != STORE_PID_ANY)
+                json_object_set_new(f, "pid", json_integer(q->pid));
+        if (q->cgroup)
+                json_object_set_new(f, "cgroup", json_string(q->cgroup));
+        for (size_t i = 0; host_wide[i]; i++)
+                json_array_append_new(hw, json_string(host_wide[i]));
+        json_object_set_new(f, "host_wide", hw);
+        return f;
 }
 
 static void handle_aggregate(struct api *a, const struct http_request *req, struct http_response *resp,
@@ -624,6 +653,8 @@ static void handle_aggregate(struct api *a, const struct http_request *req, stru
                 http_response_error(resp, 500, "query failed");
                 return;
         }
+        if (e->host_wide && (q.pid != STORE_PID_ANY || q.cgroup))
+                json_object_set_new(o, "filter", filter_json(&q, e->host_wide));
         /* The query ran once; every rendering is of its one document. */
         answer(a, req, resp, o, q.how, &(struct view_request) { e->view, true, q.window, q.keep }, e->pb,
                e->pb_content_type);
@@ -631,24 +662,27 @@ static void handle_aggregate(struct api *a, const struct http_request *req, stru
 }
 
 static void handle_hotpcs(void *userdata, const struct http_request *req, struct http_response *resp) {
+        static const char *const host_wide[] = { "samples", "capacity", "error_bound", "evictions", NULL };
         static const struct aggregate_endpoint e = {
-                HOTPCS_DEFAULT_LIMIT, HOTPCS_MAX_LIMIT, false, query_hotpcs, &armprofd__v1__hot_pcs__descriptor,
-                "application/x-protobuf; proto=armprofd.v1.HotPcs", view_hotpcs,
+                HOTPCS_DEFAULT_LIMIT, HOTPCS_MAX_LIMIT, false, host_wide, query_hotpcs,
+                &armprofd__v1__hot_pcs__descriptor, "application/x-protobuf; proto=armprofd.v1.HotPcs", view_hotpcs,
         };
         handle_aggregate(userdata, req, resp, &e);
 }
 
 static void handle_hotlines(void *userdata, const struct http_request *req, struct http_response *resp) {
+        static const char *const host_wide[] = { "records", "peer_snoops", "evictions", "offset_evictions", NULL };
         static const struct aggregate_endpoint e = {
-                HOTLINES_DEFAULT_LIMIT, HOTLINES_MAX_LIMIT, true, query_hotlines, &armprofd__v1__hot_lines__descriptor,
-                "application/x-protobuf; proto=armprofd.v1.HotLines", view_hotlines,
+                HOTLINES_DEFAULT_LIMIT, HOTLINES_MAX_LIMIT, true, host_wide, query_hotlines,
+                &armprofd__v1__hot_lines__descriptor, "application/x-protobuf; proto=armprofd.v1.HotLines",
+                view_hotlines,
         };
         handle_aggregate(userdata, req, resp, &e);
 }
 
 static void handle_latency(void *userdata, const struct http_request *req, struct http_response *resp) {
         static const struct aggregate_endpoint e = {
-                0, 0, false, query_latency, &armprofd__v1__latency__descriptor,
+                0, 0, false, NULL, query_latency, &armprofd__v1__latency__descriptor,
                 "application/x-protobuf; proto=armprofd.v1.Latency", view_latency,
         };
         handle_aggregate(userdata, req, resp, &e);

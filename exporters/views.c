@@ -122,6 +122,31 @@ static void context_facts(struct view *v, const json_t *answer, const struct vie
         }
 }
 
+/*
+ * A pid= or cgroup= filter (the answer's "filter"): what it keeps, and which
+ * of the facts below are of every process all the same (its host_wide).
+ */
+static void filter_fact(struct view *v, const json_t *answer) {
+        const json_t *f = json_object_get(answer, "filter"), *x;
+        struct strbuf b = STRBUF_INIT;
+        size_t i;
+
+        if (!f)
+                return;
+        if (json_object_get(f, "pid"))
+                strbuf_printf(&b, "pid %" PRIu64, ju(f, "pid"));
+        if (js(f, "cgroup"))
+                strbuf_printf(&b, "%scgroup %s", b.len ? ", " : "", js(f, "cgroup"));
+        strbuf_puts(&b, ": the rows are of the processes it keeps; of every process:");
+        json_array_foreach(json_object_get(f, "host_wide"), i, x) {
+                strbuf_puts(&b, i ? ", " : " ");
+                for (const char *c = json_string_value(x); c && *c; c++)
+                        strbuf_putc(&b, *c == '_' ? ' ' : *c);
+        }
+        fact(v, "filter", "%s", b.buf);
+        strbuf_done(&b);
+}
+
 /* perf's symbol column: "[.] name" in user space, "[k] name" in the kernel (EL1/EL2). */
 static void cell_symbol(struct table *t, const json_t *o) {
         const char *name = js(o, "symbol");
@@ -262,6 +287,7 @@ int view_hotlines(const json_t *answer, const struct view_context *ctx, struct v
         v->title = "Hot cache lines";
         context_facts(v, answer, ctx);
         why_none(v, answer, ctx, "hot lines (the data addresses of loads and stores)");
+        filter_fact(v, answer);
         fact(v, "records", "%" PRIu64 " loads and stores", ju(answer, "records"));
         fact(v, "peer snoops", "%" PRIu64 " (local %" PRIu64 ", remote %" PRIu64 ")", peers,
              ju2(answer, "peer_snoops", "local"), ju2(answer, "peer_snoops", "remote"));
@@ -381,6 +407,7 @@ int view_hotpcs(const json_t *answer, const struct view_context *ctx, struct vie
                 return -EINVAL;
         v->title = "Hot PCs";
         context_facts(v, answer, ctx);
+        filter_fact(v, answer);
         fact(v, "samples", "%" PRIu64, samples);
         fact(v, "table", "%" PRIu64 " entries, %" PRIu64 " evictions, counts at most %" PRIu64 " over",
              ju(answer, "capacity"), ju(answer, "evictions"), ju(answer, "error_bound"));

@@ -11,6 +11,10 @@ and against `perf c2c report` on the same file:
   snoop, was true_sharing) are checked by name;
 - loads, stores and peer snoops per line, and the mean latency of each (offset, pc),
   equal the truth; each PC's object is the generator's ELF (user) or [kernel];
+- under pid= and cgroup= the lines and their counts (lines_seen, lines_with_peer_snoops)
+  are the filter's (the generator's one pid 4242 keeps all, pid 1 none; a replay's
+  processes are in no cgroup of this host), the header's records and peer snoops stay
+  the file's, and the answer and its text say so (filter, host_wide);
 - by default only the lines with peer snoops are listed (item 8): the same set as
   perf c2c's Shared Data Cache Line Table, in its order; all=1 lists the others;
 - with a table far smaller than the lines (evictions), every line's records <= its
@@ -35,7 +39,7 @@ import time
 sys.path.insert(0, os.path.join(os.environ["ARMPROFD_SOURCE_DIR"], "tests", "integration"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from armprofd_test import Daemon  # noqa: E402
-from spegen_truth import CONFIG, check_lines, truth_lines  # noqa: E402
+from spegen_truth import CONFIG, check_lines, read_facts, truth_lines  # noqa: E402
 
 build = os.environ["ARMPROFD_BUILD_DIR"]
 spegen = os.path.join(build, "tests", "spegen", "armprofd-spegen")
@@ -76,6 +80,7 @@ with tempfile.TemporaryDirectory(prefix="armprofd-hl-truth-") as tmp:
     subprocess.run([spegen, "--out-dir", tmp, "--prefix", "t", "--scenario", "all", "--records", "50000", "--ts"],
                    check=True, stdout=subprocess.DEVNULL)
     data, elf = os.path.join(tmp, "t.data"), os.path.join(tmp, "t.elf")
+    facts = read_facts(os.path.join(tmp, "t.truth.txt"))
     with open(os.path.join(tmp, "t.truth.csv"), newline="") as f:
         rows = list(csv.DictReader(f))
     truth = truth_lines(rows, "va")
@@ -115,6 +120,24 @@ with tempfile.TemporaryDirectory(prefix="armprofd-hl-truth-") as tmp:
             assert [a for a, _ in table] == got, ([hex(a) for a, _ in table], [hex(a) for a in got])
             print(f"default: {[hex(a) for a in got]} = perf c2c's shared lines, in its order")
         assert all("node" not in l for l in default["lines"])  # VA keying: no PA, no node
+
+        peers = sum(t["local"] + t["remote"] for t in truth.values())
+        for q, kept in (("pid=4242", len(truth)), ("pid=1", 0), ("cgroup=/system.slice/", 0),
+                        ("pid=4242&cgroup=/", 0)):
+            f = get(d, f"/hotlines?window=all&all=1&limit=500&{q}")
+            assert (f["lines_seen"], len(f["lines"])) == (kept, min(kept, 500)), (q, f["lines_seen"], kept)
+            assert f["lines_with_peer_snoops"] == (len(peer_lines) if kept else 0), (q, f)
+            assert f["records"] == records and f["peer_snoops"]["local"] + f["peer_snoops"]["remote"] == peers, q
+            want = {k: v for k, v in (x.split("=") for x in q.split("&"))}
+            assert {k: str(v) for k, v in f["filter"].items() if k != "host_wide"} == want, (q, f["filter"])
+            assert f["filter"]["host_wide"] == ["records", "peer_snoops", "evictions", "offset_evictions"], f
+            text = d.get(f"/hotlines?window=all&{q}&format=text")[2].decode()
+            assert re.search(r"^# filter\s+: .*of every process: records, peer snoops", text, re.M), text[:600]
+            p = get(d, f"/hotpcs?window=all&{q}")
+            assert p["samples"] == int(facts["records"]) and p["filter"]["host_wide"][0] == "samples", (q, p)
+        assert "filter" not in get(d, "/hotlines?window=all") and "filter" not in get(d, "/hotpcs?window=all")
+        print("pid= and cgroup=: the lines and their counts are the filter's, records and peer snoops the file's, "
+              "and the answer and its text say so")
 
         for path, word in (("/hotlines?all=2", "all"), ("/hotlines?all=", "all"), ("/hotpcs?all=1", "all"),
                            ("/latency?all=1", "all")):
