@@ -64,6 +64,16 @@ int safe_atoi32(const char *s, int32_t *ret) {
         return 0;
 }
 
+int hex_digit_value(char c) {
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
+
 int parse_line_size(const char *s, uint32_t *ret) {
         uint32_t v;
         int r;

@@ -18,6 +18,8 @@
 int safe_atou64(const char *s, uint64_t *ret);
 int safe_atou32(const char *s, uint32_t *ret);
 int safe_atoi32(const char *s, int32_t *ret);
+/* The value of a hex digit (either case), or -1 for any other character. */
+int hex_digit_value(char c);
 
 /* "yes/no/true/false/on/off/1/0", case-insensitive. */
 int parse_bool(const char *s, bool *ret);

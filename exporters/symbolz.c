@@ -8,19 +8,10 @@
 #include <string.h>
 
 #include "macro.h"
+#include "parse-util.h"
 
 static bool is_separator(char c) {
         return c == '+' || c == ' ' || c == '\t' || c == '\r' || c == '\n';
-}
-
-static int hex_digit(char c) {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
 }
 
 /*
@@ -33,7 +24,7 @@ static bool parse_word(const char *w, size_t len, uint64_t *ret) {
 
         if (len > 2 && w[0] == '0' && (w[1] == 'x' || w[1] == 'X')) {
                 for (size_t i = 2; i < len; i++) {
-                        int d = hex_digit(w[i]);
+                        int d = hex_digit_value(w[i]);
 
                         if (d < 0 || v >> 60)
                                 return false;

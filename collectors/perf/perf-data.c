@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "macro.h"
+#include "parse-util.h"
 #include "strbuf.h"
 
 /*
@@ -287,16 +288,6 @@ const char *perf_data_reader_cpuid(const struct perf_data_reader *reader) {
         return reader->cpuid;
 }
 
-static int hex_digit(char c) {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
 /*
  * arm64 perf writes HEADER_CPUID as "0x%016lx" of MIDR_EL1
  * (tools/perf/arch/arm64/util/header.c); strtoul() would accept blanks,
@@ -309,7 +300,7 @@ int perf_data_parse_midr(const char *s, uint64_t *ret_midr) {
         if (!s || s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
                 return -EINVAL;
         for (s += 2; *s; s++, n++) {
-                int d = hex_digit(*s);
+                int d = hex_digit_value(*s);
 
                 if (d < 0)
                         return -EINVAL;

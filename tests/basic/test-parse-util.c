@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <ctype.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <setjmp.h>
@@ -53,6 +54,18 @@ static void test_safe_atou32_atoi32(void **state) {
         assert_int_equal(safe_atoi32("2147483648", &i), -ERANGE);
         assert_int_equal(safe_atoi32("-2147483649", &i), -ERANGE);
         assert_int_equal(safe_atoi32("--1", &i), -EINVAL);
+}
+
+static void test_hex_digit_value(void **state) {
+        static const char digits[] = "0123456789abcdef";
+
+        for (int i = 0; i < 16; i++) {
+                assert_int_equal(hex_digit_value(digits[i]), i);
+                assert_int_equal(hex_digit_value((char) toupper((unsigned char) digits[i])), i);
+        }
+        for (const char *c = "gGxX /:@`\x7f"; *c; c++)
+                assert_int_equal(hex_digit_value(*c), -1);
+        assert_int_equal(hex_digit_value('\0'), -1);
 }
 
 static void test_parse_bool(void **state) {
@@ -243,6 +256,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_safe_atou64),
                 cmocka_unit_test(test_safe_atou32_atoi32),
+                cmocka_unit_test(test_hex_digit_value),
                 cmocka_unit_test(test_parse_bool),
                 cmocka_unit_test(test_parse_duration),
                 cmocka_unit_test(test_parse_size),
