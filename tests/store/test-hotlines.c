@@ -504,9 +504,45 @@ static void test_issue_lines(void **state) {
  */
 #define BOUND_LINES     2048
 #define BOUND_EPOCHS    6
+#define BOUND_OFFSETS   8                       /* each line's accesses land on 8 offsets, 8 bytes apart */
 #define BOUND_BASE      L(0x7d0000000000)       /* line i is at BOUND_BASE + i * LINE */
 
-static void check_records_bound(const struct hotlines_merged *m, uint64_t (*truth)[BOUND_LINES],
+/*
+ * The churning stream of the bound tests into a store with table options o
+ * (epochs: BOUND_EPOCHS and more): Zipf lines, offsets skewed within each
+ * line (the first often, the last seldom), 1 in 8 a peer-snoop load;
+ * truth[epoch][line][offset] counts it. Returns the store's snapshot.
+ */
+static struct store_snapshot *bound_stream(struct store_options *o, uint64_t st,
+                                           uint64_t (*truth)[BOUND_LINES][BOUND_OFFSETS], struct store **ret_store) {
+        struct store *s = NULL;
+        struct tu_zipf z;
+        uint64_t now = 0;
+
+        assert_int_equal(store_new(o, 0, &s), 0);
+        tu_zipf_init(&z, BOUND_LINES, 1.05);
+        for (size_t e = 0; e < BOUND_EPOCHS; e++) {
+                for (size_t i = 0; i < nrecords / 16; i++) {
+                        size_t id = tu_zipf_next(&z, &st);
+                        size_t off = (size_t) (tu_rand(&st) % BOUND_OFFSETS & tu_rand(&st) % BOUND_OFFSETS);
+                        uint64_t va = BOUND_BASE + id * LINE + off * 8, r = tu_rand(&st) % 8;
+                        uint32_t cpu = (uint32_t) (tu_rand(&st) % 16);
+                        struct spe_record rec = r == 0 ? tu_rec_load(0x600000 + id * 4, va, cpu, SPE_DATA_SRC_PEER_CORE, 90) :
+                                                r < 5  ? tu_rec_load(0x600000 + id * 4, va, cpu, SPE_DATA_SRC_L1D, 4) :
+                                                         tu_rec_store(0x600000 + id * 4, va, cpu, 6);
+
+                        store_add(s, &rec, 100, 1000 + cpu);
+                        truth[e][id][off]++;
+                }
+                now += NS_PER_EPOCH;
+                store_epoch_end(s, now);
+        }
+        tu_zipf_done(&z);
+        *ret_store = s;
+        return store_snapshot_get(s);
+}
+
+static void check_records_bound(const struct hotlines_merged *m, uint64_t (*truth)[BOUND_LINES][BOUND_OFFSETS],
                                 size_t first_epoch, unsigned *exact, unsigned *short_of) {
         for (size_t i = 0; i < m->n; i++) {
                 const struct hotlines_line *l = &m->line[i].l;
@@ -515,7 +551,8 @@ static void check_records_bound(const struct hotlines_merged *m, uint64_t (*trut
 
                 assert_true(id < BOUND_LINES);
                 for (size_t e = first_epoch; e < BOUND_EPOCHS; e++)
-                        true_n += truth[e][id];
+                        for (size_t k = 0; k < BOUND_OFFSETS; k++)
+                                true_n += truth[e][id][k];
                 if (seen > true_n || true_n > seen + l->error)
                         fail_msg("line %zu: seen %" PRIu64 ", true %" PRIu64 ", error %" PRIu64, id, seen, true_n,
                                  l->error);
@@ -527,35 +564,15 @@ static void check_records_bound(const struct hotlines_merged *m, uint64_t (*trut
 static void test_records_bound(void **state) {
         _cleanup_(store_freep) struct store *s = NULL;
         _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = NULL;
-        static uint64_t truth[BOUND_EPOCHS][BOUND_LINES];
+        static uint64_t truth[BOUND_EPOCHS][BOUND_LINES][BOUND_OFFSETS];
         struct store_options o;
         struct store_hotlines_result res;
-        struct tu_zipf z;
-        uint64_t st = 29, now = 0;
         unsigned exact = 0, short_of = 0;
 
         store_options_init(&o);
         o.hotlines = 64;
         o.epochs = 8;
-        assert_int_equal(store_new(&o, 0, &s), 0);
-        tu_zipf_init(&z, BOUND_LINES, 1.05);
-        for (size_t e = 0; e < BOUND_EPOCHS; e++) {
-                for (size_t i = 0; i < nrecords / 16; i++) {
-                        size_t id = tu_zipf_next(&z, &st);
-                        uint64_t va = BOUND_BASE + id * LINE + (tu_rand(&st) % 8) * 8, r = tu_rand(&st) % 8;
-                        uint32_t cpu = (uint32_t) (tu_rand(&st) % 16);
-                        struct spe_record rec = r == 0 ? tu_rec_load(0x600000 + id * 4, va, cpu, SPE_DATA_SRC_PEER_CORE, 90) :
-                                                r < 5  ? tu_rec_load(0x600000 + id * 4, va, cpu, SPE_DATA_SRC_L1D, 4) :
-                                                         tu_rec_store(0x600000 + id * 4, va, cpu, 6);
-
-                        store_add(s, &rec, 100, 1000 + cpu);
-                        truth[e][id]++;
-                }
-                now += NS_PER_EPOCH;
-                store_epoch_end(s, now);
-        }
-        tu_zipf_done(&z);
-        snap = store_snapshot_get(s);
+        snap = bound_stream(&o, 29, truth, &s);
 
         assert_int_equal(store_query_hotlines(snap, STORE_WINDOW_ALL, SIZE_MAX, STORE_PID_ANY, HOTLINES_ALL_LINES, &res), 0);
         assert_int_equal(res.iv.epochs, BOUND_EPOCHS);
@@ -583,8 +600,6 @@ static void test_records_bound(void **state) {
  * epoch and merged over epochs (where an entry was out of its line's table
  * in some of them), against the same recount per offset.
  */
-#define BOUND_OFFSETS   8
-
 static void check_entry_bound(const struct hotlines_merged *m, uint64_t (*truth)[BOUND_LINES][BOUND_OFFSETS],
                               size_t first_epoch, unsigned *exact, unsigned *short_of) {
         for (size_t i = 0; i < m->n; i++) {
@@ -614,35 +629,13 @@ static void test_entry_records_bound(void **state) {
         static uint64_t truth[BOUND_EPOCHS][BOUND_LINES][BOUND_OFFSETS];
         struct store_options o;
         struct store_hotlines_result res;
-        struct tu_zipf z;
-        uint64_t st = 31, now = 0;
         unsigned exact = 0, short_of = 0;
 
         store_options_init(&o);
         o.hotlines = 64;
         o.line_offsets = 3;
         o.epochs = 8;
-        assert_int_equal(store_new(&o, 0, &s), 0);
-        tu_zipf_init(&z, BOUND_LINES, 1.05);
-        for (size_t e = 0; e < BOUND_EPOCHS; e++) {
-                for (size_t i = 0; i < nrecords / 16; i++) {
-                        size_t id = tu_zipf_next(&z, &st), off = (size_t) (tu_rand(&st) % BOUND_OFFSETS);
-                        /* Offsets skewed within a line too: off 0 often, the others less and less. */
-                        uint64_t va = BOUND_BASE + id * LINE + (off & tu_rand(&st) % BOUND_OFFSETS) * 8,
-                                 r = tu_rand(&st) % 8;
-                        uint32_t cpu = (uint32_t) (tu_rand(&st) % 16);
-                        struct spe_record rec = r == 0 ? tu_rec_load(0x600000 + id * 4, va, cpu, SPE_DATA_SRC_PEER_CORE, 90) :
-                                                r < 5  ? tu_rec_load(0x600000 + id * 4, va, cpu, SPE_DATA_SRC_L1D, 4) :
-                                                         tu_rec_store(0x600000 + id * 4, va, cpu, 6);
-
-                        store_add(s, &rec, 100, 1000 + cpu);
-                        truth[e][id][(va - BOUND_BASE - id * LINE) / 8]++;
-                }
-                now += NS_PER_EPOCH;
-                store_epoch_end(s, now);
-        }
-        tu_zipf_done(&z);
-        snap = store_snapshot_get(s);
+        snap = bound_stream(&o, 31, truth, &s);
 
         assert_int_equal(store_query_hotlines(snap, STORE_WINDOW_ALL, SIZE_MAX, STORE_PID_ANY, HOTLINES_ALL_LINES, &res), 0);
         assert_true(res.lines.evictions > 0 && res.lines.off_evictions > 0);
