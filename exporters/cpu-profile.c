@@ -137,6 +137,34 @@ static int resolve(struct pprof_builder *b, struct loc_cache *c, const struct pr
         return 0;
 }
 
+/*
+ * The samples the store's full stack tables could not hold, as one sample
+ * of its own (CPU_PROFILE_DROPPED_FUNCTION): what the stored stacks leave
+ * of the interval's totals. Not for stacks of one pid or cgroup, whose own
+ * share of the drops is not known.
+ */
+static int add_dropped(struct pprof_builder *b, const struct store_stacks_result *r) {
+        uint64_t count = 0, weight = 0, mapping, loc;
+        int64_t values[_VALUE_MAX];
+        int k;
+
+        if (r->filtered || r->dropped == 0)
+                return 0;
+        for (size_t i = 0; i < r->n; i++) {
+                count += r->stacks[i].count;
+                weight += r->stacks[i].weight;
+        }
+        if (count + r->dropped != r->samples || weight > r->weight)
+                return 0;       /* not the interval's whole: nothing to say of the rest */
+        values[VALUE_SAMPLES] = (int64_t) r->dropped;
+        values[VALUE_CPU] = (int64_t) (r->weight - weight);
+        mapping = pprof_mapping(b, 0, 0, 0, CPU_PROFILE_DROPPED_MAPPING, NULL, true);
+        k = pprof_location(b, 0, mapping, CPU_PROFILE_DROPPED_FUNCTION, &loc);
+        if (k < 0)
+                return k;
+        return pprof_sample_stack(b, &loc, 1, values, NULL, 0);
+}
+
 static int64_t unix_ns(const struct store_interval *iv, uint64_t t) {
         return (int64_t) t + (iv->clock.kind == STORE_CLOCK_UNIX ? iv->clock.unix_offset_ns : 0);
 }
@@ -255,6 +283,8 @@ int cpu_profile_builder(const struct store_stacks_result *r, const struct profil
                         labels[n_labels++] = (struct pprof_label) { .key = "service", .str = st->service };
                 k = pprof_sample_stack(b, locs, n, values, labels, n_labels);
         }
+        if (k >= 0)
+                k = add_dropped(b, r);
         free(services);
         free(locs);
         free(cache.slot);

@@ -38,6 +38,15 @@
 
 /* The function of kernel frames nobody named. */
 #define CPU_PROFILE_KERNEL_FUNCTION "[kernel]"
+/*
+ * The one frame of the samples whose stacks the store's full tables could
+ * not hold (store_stacks_result.dropped, [store] stacks), in a mapping of
+ * its own: a profile of all stacks sums to the CPU time sampled, as Go's
+ * runtime/pprof shows the samples it lost under runtime._LostExternalCode.
+ * pprof takes a mapping named "[...]" for one it cannot symbolize.
+ */
+#define CPU_PROFILE_DROPPED_FUNCTION "[stacks beyond the table: [store] stacks]"
+#define CPU_PROFILE_DROPPED_MAPPING "[armprofd]"
 
 /*
  * sym may be NULL (no symbols). period_ns: the CPU time one sample stands

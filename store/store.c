@@ -792,6 +792,7 @@ static int merge_stacks(const struct store_snapshot *snap, size_t first, size_t 
         size_t nv = 0;
         int r;
 
+        res->filtered = pid != STORE_PID_ANY || (cgroup_prefix && cgroup_prefix[0]);
         for (size_t i = 0; i < n; i++) {
                 const struct store_epoch *e = snap->epoch[first + i];
 

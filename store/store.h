@@ -388,6 +388,7 @@ struct store_stacks_result {
         size_t n;
         uint64_t samples, weight;       /* all samples of the interval, stored or not, whatever the filter */
         uint64_t dropped;               /* samples of it the full tables could not hold */
+        bool filtered;                  /* stacks of one pid or cgroup: the totals above are not theirs */
         /* private: what the pointers point into */
         char *strings;
         uint64_t *frames;

@@ -430,6 +430,94 @@ static void test_kernel_withheld(void **state) {
         strbuf_done(&raw);
 }
 
+/*
+ * A stack table of 4 entries under 10 distinct stacks: the samples it could
+ * not hold are one sample of their own, so the profile's totals are the
+ * interval's (store_stacks_result samples and weight, every sample counted
+ * as it was added); a profile of one pid has no such sample (its share of
+ * the drops is not known).
+ */
+static void test_dropped(void **state) {
+        enum { DISTINCT = 10, TABLE = 4 };
+        _cleanup_(store_freep) struct store *s = NULL;
+        struct store_options o;
+        uint64_t fed_samples = 0, fed_weight = 0;
+
+        store_options_init(&o);
+        o.stacks = TABLE;
+        assert_int_equal(store_new(&o, 100 * SEC, &s), 0);
+        for (uint32_t i = 0; i < DISTINCT; i++) {
+                const uint64_t frames[] = { 0x401010 + i * 0x10, 0x403030 };
+
+                for (uint32_t c = 0; c <= i; c++) {
+                        store_add_stack(s, &(struct store_stack_sample) {
+                                .pid = 100, .tid = 100, .comm = "nginx", .frames = frames, .n_frames = 2,
+                                .weight = PERIOD + i,
+                        });
+                        fed_samples++;
+                        fed_weight += PERIOD + i;
+                }
+        }
+        store_epoch_end(s, 110 * SEC);
+        _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = store_snapshot_get(s);
+
+        for (int filtered = 0; filtered <= 1; filtered++) {
+                struct fake_sym fs = {};
+                const struct profile_symbolizer sym = { fake_locate, &fs };
+                struct strbuf gz = STRBUF_INIT, raw = STRBUF_INIT;
+                struct store_stacks_result res;
+                uint64_t samples = 0, weight = 0, stored = 0, dropped_samples = 0, dropped_weight = 0;
+                unsigned dropped_seen = 0;
+                Profile *p;
+
+                assert_int_equal(store_query_stacks(snap, STORE_WINDOW_ALL, filtered ? 100 : STORE_PID_ANY, NULL,
+                                                    &res), 0);
+                assert_int_equal(res.n, TABLE);
+                assert_true(res.dropped > 0);
+                assert_int_equal(res.samples, fed_samples);
+                assert_int_equal(res.weight, fed_weight);
+                for (size_t i = 0; i < res.n; i++)
+                        stored += res.stacks[i].count;
+                assert_int_equal(cpu_profile_build(&res, &sym, PERIOD, &gz), 0);
+                test_gunzip(&gz, 0, &raw);
+                p = perftools__profiles__profile__unpack(NULL, raw.len, (const uint8_t *) raw.buf);
+                assert_non_null(p);
+                for (size_t i = 0; i < p->n_sample; i++) {
+                        const Perftools__Profiles__Sample *sm = p->sample[i];
+                        const Perftools__Profiles__Location *l = location(p, sm->location_id[0]);
+                        const char *fn = function_name(p, l);
+
+                        samples += (uint64_t) sm->value[0];
+                        weight += (uint64_t) sm->value[1];
+                        if (fn && streq(fn, CPU_PROFILE_DROPPED_FUNCTION)) {
+                                dropped_seen++;
+                                dropped_samples += (uint64_t) sm->value[0];
+                                dropped_weight += (uint64_t) sm->value[1];
+                                assert_int_equal(sm->n_location_id, 1);
+                                assert_int_equal(sm->n_label, 0);
+                                assert_true(l->mapping_id >= 1);
+                                assert_string_equal(str(p, p->mapping[l->mapping_id - 1]->filename),
+                                                    CPU_PROFILE_DROPPED_MAPPING);
+                        }
+                }
+                if (filtered) {
+                        assert_int_equal(dropped_seen, 0);
+                        assert_int_equal(samples, stored);
+                } else {
+                        /* The table kept the first 4 stacks (1 + 2 + 3 + 4 samples); the other 45 went. */
+                        assert_int_equal(dropped_seen, 1);
+                        assert_int_equal(dropped_samples, fed_samples - 10);
+                        assert_int_equal(samples, fed_samples);
+                        assert_int_equal(weight, fed_weight);
+                        assert_int_equal(dropped_weight, fed_weight - (10 * PERIOD + 1 * 2 + 2 * 3 + 3 * 4));
+                }
+                perftools__profiles__profile__free_unpacked(p, NULL);
+                store_stacks_result_done(&res);
+                strbuf_done(&gz);
+                strbuf_done(&raw);
+        }
+}
+
 static void test_errors(void **state) {
         struct store_stacks_result res = {};
         struct strbuf gz = STRBUF_INIT;
@@ -541,6 +629,7 @@ int main(int argc, char **argv) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_profile),
                 cmocka_unit_test(test_kernel_withheld),
+                cmocka_unit_test(test_dropped),
                 cmocka_unit_test(test_errors),
                 cmocka_unit_test(test_has_functions_when_read),
         };
