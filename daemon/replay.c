@@ -74,7 +74,7 @@ int replay_open(const struct replay_args *a, int *ret_fd) {
 }
 
 int replay_run(const struct replay_args *a, int fd, int cancel_fd, const struct source_sink *sink,
-               struct spe_replay **ret) {
+               struct task_map *tasks, struct spe_replay **ret) {
         return spe_replay_run(&(struct spe_replay_input) {
                                       .fd = fd,
                                       .cancel_fd = cancel_fd,
@@ -83,7 +83,7 @@ int replay_run(const struct replay_args *a, int fd, int cancel_fd, const struct 
                                       .raw_cpu = a->cpu,
                                       .raw_midr = a->midr,
                               },
-                              sink, ret);
+                              sink, tasks, ret);
 }
 
 bool replay_complete(const struct spe_replay *replay, int run_result) {
@@ -292,7 +292,7 @@ int replay_once(const struct replay_args *a, const char *records_path, const str
         }
 
         /* A replay is one epoch covering the whole file: the file's first to last timestamp. */
-        rr = replay_run(a, fd, -1, &sink, &replay);
+        rr = replay_run(a, fd, -1, &sink, NULL, &replay);
         complete = replay_complete(replay, rr);
         n_warnings = spe_replay_warnings(replay, rr, warnings);
         replay_clock_finish(&once.clock);

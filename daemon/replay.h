@@ -25,9 +25,13 @@ struct replay_args {
  */
 int replay_open(const struct replay_args *a, int *ret_fd);
 
-/* Run the replay from fd (replay_open()) into sink; cancel_fd as in struct spe_replay_input. */
+/*
+ * Run the replay from fd (replay_open()) into sink; cancel_fd as in struct
+ * spe_replay_input; the input's task records into tasks (NULL: the replay's
+ * own map).
+ */
 int replay_run(const struct replay_args *a, int fd, int cancel_fd, const struct source_sink *sink,
-               struct spe_replay **ret);
+               struct task_map *tasks, struct spe_replay **ret);
 
 /* The whole input was read and every SPE byte of it went to a decoder. */
 bool replay_complete(const struct spe_replay *replay, int run_result);

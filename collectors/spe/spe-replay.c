@@ -353,8 +353,9 @@ static const struct perf_data_ops replay_ops = {
         .on_time_conv = on_time_conv,
 };
 
-static int run(struct perf_data_reader *reader, const struct source_sink *sink, struct spe_replay **replay_out) {
-        struct spe_replay *replay = replay_alloc(sink, NULL);
+static int run(struct perf_data_reader *reader, const struct source_sink *sink, struct task_map *tasks,
+               struct spe_replay **replay_out) {
+        struct spe_replay *replay = replay_alloc(sink, tasks);
         int k;
 
         replay->reader = reader;
@@ -392,8 +393,9 @@ static struct spe_replay *raw_new(const struct spe_replay_input *in, const struc
 }
 
 /* Raw SPE bytes of one CPU, read to the end (no perf.data framing): the steps, waiting for a pipe between them. */
-static int run_raw(const struct spe_replay_input *in, const struct source_sink *sink, struct spe_replay **replay_out) {
-        struct spe_replay *replay = raw_new(in, sink, NULL);
+static int run_raw(const struct spe_replay_input *in, const struct source_sink *sink, struct task_map *tasks,
+                   struct spe_replay **replay_out) {
+        struct spe_replay *replay = raw_new(in, sink, tasks);
         int k = replay->result;
 
         while (!replay->finished) {
@@ -416,22 +418,23 @@ static int run_raw(const struct spe_replay_input *in, const struct source_sink *
         return k;
 }
 
-int spe_replay_run(const struct spe_replay_input *in, const struct source_sink *sink, struct spe_replay **replay_out) {
+int spe_replay_run(const struct spe_replay_input *in, const struct source_sink *sink, struct task_map *tasks,
+                   struct spe_replay **replay_out) {
         struct perf_data_reader *reader = NULL;
         int k;
 
         if (in->raw)
-                return run_raw(in, sink, replay_out);
+                return run_raw(in, sink, tasks, replay_out);
         k = perf_data_reader_new_fd(in->fd, false, &reader);
         if (k < 0) {
-                struct spe_replay *replay = replay_alloc(sink, NULL);
+                struct spe_replay *replay = replay_alloc(sink, tasks);
 
                 snprintf(replay->error, sizeof(replay->error), "%s: %s", in->name, strerror(-k));
                 *replay_out = replay;
                 return k;
         }
         perf_data_reader_set_cancel_fd(reader, in->cancel_fd);
-        return run(reader, sink, replay_out);
+        return run(reader, sink, tasks, replay_out);
 }
 
 int spe_replay_path(const char *path, const struct source_sink *sink, struct spe_replay **replay_out) {
@@ -446,7 +449,7 @@ int spe_replay_path(const char *path, const struct source_sink *sink, struct spe
                 *replay_out = replay;
                 return k;
         }
-        return run(reader, sink, replay_out);
+        return run(reader, sink, NULL, replay_out);
 }
 
 struct spe_replay *spe_replay_free(struct spe_replay *replay) {

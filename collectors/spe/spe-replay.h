@@ -55,9 +55,11 @@ struct spe_replay_input {
  * it is the replay itself, from which callers read the error and the stats
  * of a failed run, so it is not a ret_* output (HACKING.md §2; spe_replay_new()
  * sets its *ret only on success). Blocking: a pipe is waited for, cancel_fd
- * stops the wait. */
+ * stops the wait. spe_replay_run()'s tasks, as spe_replay_new()'s: the task
+ * map the input's COMM, FORK and switch records go into, for the sink to
+ * read (NULL: the replay's own). */
 int spe_replay_path(const char *path, const struct source_sink *sink, struct spe_replay **replay_out);
-int spe_replay_run(const struct spe_replay_input *in, const struct source_sink *sink,
+int spe_replay_run(const struct spe_replay_input *in, const struct source_sink *sink, struct task_map *tasks,
                    struct spe_replay **replay_out);
 struct spe_replay *spe_replay_free(struct spe_replay *replay);
 

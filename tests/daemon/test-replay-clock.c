@@ -179,7 +179,7 @@ static void test_file_clocks(void **state) {
         struct replay_clock t = { .store = s };
         struct source_sink sink = { .userdata = &t, .clock = replay_clock_file };
         assert_int_equal(spe_replay_run(&(struct spe_replay_input) { .fd = fd, .cancel_fd = -1, .name = "clocks.data" },
-                                        &sink, &r), 0);
+                                        &sink, NULL, &r), 0);
         spe_replay_free(r);
         close(fd);
 

@@ -48,7 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                       .raw_cpu = data[0] >> 3,
                                       .raw_midr = midrs[(data[0] & 7) % (sizeof(midrs) / sizeof(midrs[0]))],
                               },
-                              &sink, &r);
+                              &sink, NULL, &r);
         for (size_t i = 0; i < spe_replay_n_cpus(r); i++) {
                 struct spe_stream_stats st;
 

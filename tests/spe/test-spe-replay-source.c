@@ -76,7 +76,7 @@ static char *reference(const char *path, bool raw) {
         assert_true(fd >= 0);
         assert_int_equal(spe_replay_run(&(struct spe_replay_input) { .fd = fd, .cancel_fd = -1, .name = "ref",
                                                                      .raw = raw, .raw_midr = 0x410fd0c0 },
-                                        &sink, &r), 0);
+                                        &sink, NULL, &r), 0);
         for (size_t i = 0; i < spe_replay_n_cpus(r); i++) {
                 struct spe_stream_stats st;
 
