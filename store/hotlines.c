@@ -259,6 +259,8 @@ static void off_merge(struct hotlines_off *d, const struct hotlines_off *o) {
                 hotlines_off_note_tid(d, o->tids[i]);
         d->cpus_more |= o->cpus_more;
         d->tids_more |= o->tids_more;
+        if (!comm_known(&d->comm))
+                d->comm = o->comm;
 }
 
 static bool line_has_pid(const struct lref *ref, uint32_t pid) {

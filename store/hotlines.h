@@ -9,7 +9,11 @@
  * Lines are keyed by (line address, pid) with the data VA, or by physical
  * line address alone when PAs are enabled so that sharing across processes
  * shows as one line. The table holds `capacity` lines; each line holds up to
- * `offsets` (offset, pc, el, pid) entries with the CPUs and TIDs seen.
+ * `offsets` (offset, pc, el, pid) entries with the CPUs and TIDs seen, as
+ * perf c2c groups a line's accesses by offset and code address (its
+ * default coalescing, offset,iaddr, and pid): the threads of a process
+ * share an entry whatever their names, and the entry keeps the command
+ * (comm.h) of the first.
  *
  * Boundedness: both levels are Space-Saving tables (Metwally et al. 2005)
  * over a "hotness" score: 1 per sample, HOTLINES_PEER_WEIGHT per peer-snoop
@@ -45,6 +49,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "comm.h"
 #include "keytab.h"
 #include "macro.h"
 #include "spe-rec.h"
@@ -88,6 +93,7 @@ struct hotlines_off {
         uint8_t tids_more;
         uint16_t cpus[HOTLINES_CPUS];
         uint32_t tids[HOTLINES_TIDS];
+        struct comm comm;               /* the command of its first access's thread, as it was then */
 };
 
 struct hotlines_line {
@@ -113,6 +119,7 @@ struct hotlines_access {
         uint64_t va;
         uint64_t pc;
         uint32_t pid, tid, cpu;
+        const struct comm *comm;        /* the thread's command (comm.h); NULL unknown */
         uint32_t lat;                   /* total latency, 0 without has_lat */
         uint8_t el;
         bool has_lat;
@@ -131,7 +138,7 @@ struct hotlines {
         struct ssum ss;                 /* Space-Saving hotness */
         struct hotlines_line *line;
         struct hotlines_off *off;       /* capacity x offsets */
-        /* Per (offset, pc) entry, beside the 120-byte entries so that the
+        /* Per (offset, pc) entry, beside the 136-byte entries so that the
          * per-record scan of a line's entries reads one or two cache lines:
          * a 64-bit hash tag of the entry's key and its hotness. */
         uint64_t *offtag;               /* capacity x offsets */
@@ -206,9 +213,13 @@ static inline void hotlines_off_init(struct hotlines_off *o, uint16_t offset, co
         o->el = a->el;
         o->ncpus = o->ntids = 0;
         o->cpus_more = o->tids_more = 0;
+        if (a->comm)
+                o->comm = *a->comm;
+        else
+                comm_set(&o->comm, NULL);
 }
 
-/* Hotness inside a line is u32 (beside 112-byte entries); saturate, never wrap. */
+/* Hotness inside a line is u32 (beside 136-byte entries); saturate, never wrap. */
 static inline uint32_t hotlines_sat_add32(uint32_t x, uint32_t w) {
         return x > UINT32_MAX - w ? UINT32_MAX : x + w;
 }

@@ -102,14 +102,14 @@ static uint64_t min_count(const struct hotpcs *h) {
 }
 
 void hotpcs_add_key(struct hotpcs *h, uint64_t pc, uint64_t b, uint32_t pid, uint8_t el,
-                    enum hotpcs_op op, uint64_t ev_bits, uint32_t lat) {
-        hotpcs_add_hashed(h, hotpcs_hash(pc, b), pc, b, pid, el, op, hotpcs_events(ev_bits), lat);
+                    const struct comm *comm, enum hotpcs_op op, uint64_t ev_bits, uint32_t lat) {
+        hotpcs_add_hashed(h, hotpcs_hash(pc, b), pc, b, pid, el, comm, op, hotpcs_events(ev_bits), lat);
 }
 
-void hotpcs_add_pc(struct hotpcs *h, uint32_t pid, uint64_t pc, uint8_t el) {
-        uint64_t b = hotpcs_pc_key(pid, el);
+void hotpcs_add_pc(struct hotpcs *h, uint32_t pid, uint64_t pc, uint8_t el, const struct comm *comm) {
+        uint64_t b = hotpcs_pc_key(pid, el, comm ? comm_hash(comm) : 0);
 
-        (void) hotpcs_count(h, hotpcs_hash(pc, b), pc, b, pid, el);
+        (void) hotpcs_count(h, hotpcs_hash(pc, b), pc, b, pid, el, comm);
 }
 
 struct hotpcs_summary *hotpcs_freeze(const struct hotpcs *h) {

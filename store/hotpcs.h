@@ -3,7 +3,9 @@
 
 /*
  * Hot PCs: a Space-Saving top-K summary per epoch (Metwally, Agrawal,
- * El Abbadi, ICDT 2005), keyed by (pid, pc, el).
+ * El Abbadi, ICDT 2005), keyed by (pid, pc, el, command): the threads of a
+ * process that perf names apart (their comm) are counted apart, as perf
+ * report's Command column does, and each entry keeps its command (comm.h).
  *
  * Per epoch with N samples and K counters, every entry's count c satisfies
  * true <= c <= true + error, with error <= min counter <= N/K, and every key
@@ -32,6 +34,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "comm.h"
 #include "keytab.h"
 #include "spe-pkt.h"
 #include "ssum.h"
@@ -63,15 +66,20 @@ struct hotpcs_item {
         uint64_t events[_HOTPCS_EV_MAX];
         uint64_t lat_sum;               /* total latency, cycles */
         uint64_t key;                   /* the table's second key word (see below) */
+        struct comm comm;               /* the command that ran it (comm.h), as it was then */
 };
 
 /*
  * Key layout in the hash: a = pc, b = `key`. The hot-PC table uses
- * b = pid | el << 32 (hotpcs_add); other tables may key PCs by a richer
- * context word with hotpcs_add_key() (the store's pprof sample table packs
- * pid, tid, cpu, el, op and data source into it).
+ * b = pid | el << 32 | comm_hash() << 34, of which the command's 30 bits:
+ * two commands of one process meet in one entry (the first one's) only
+ * when they ran the same PC and their hashes agree, 1 in 2^30 for two.
+ * Other tables may key PCs by a richer context word with hotpcs_add_key()
+ * (the store's pprof sample table packs pid, tid, cpu, el, op and data
+ * source into it); their entries keep the command of the first sample.
  */
 #define HOTPCS_EL_SHIFT 32
+#define HOTPCS_COMM_SHIFT 34
 
 /* Writer-side table for the current epoch. */
 struct hotpcs {
@@ -117,8 +125,8 @@ static inline uint32_t hotpcs_hash(uint64_t pc, uint64_t key) {
         return (uint32_t) keytab_hash(pc, key);
 }
 
-static inline uint64_t hotpcs_pc_key(uint32_t pid, uint8_t el) {
-        return pid | (uint64_t) el << HOTPCS_EL_SHIFT;
+static inline uint64_t hotpcs_pc_key(uint32_t pid, uint8_t el, uint32_t comm_hash) {
+        return pid | (uint64_t) (el & 3) << HOTPCS_EL_SHIFT | (uint64_t) comm_hash << HOTPCS_COMM_SHIFT;
 }
 
 static inline void hotpcs_prefetch(const struct hotpcs *h, uint32_t hash) {
@@ -138,12 +146,14 @@ void hotpcs_build(struct hotpcs *h);
 
 /*
  * Count one sample of (pc, b), whose hotpcs_hash() is `hash`, and return
- * its entry: Space-Saving's update (see above). Inline: the store's
- * per-record path runs it twice.
+ * its entry: Space-Saving's update (see above); a new entry takes pid, el
+ * and comm (NULL: unknown). Inline: the store's per-record path runs it
+ * twice.
  */
 static inline __attribute__((always_inline)) struct hotpcs_item *hotpcs_count(struct hotpcs *h, uint32_t hash,
                                                                               uint64_t pc, uint64_t b,
-                                                                              uint32_t pid, uint8_t el) {
+                                                                              uint32_t pid, uint8_t el,
+                                                                              const struct comm *comm) {
         struct keytab_slot *s = keytab_lookup_h(&h->tab, pc, b, hash);
         struct hotpcs_item *it, *item = h->item;
         uint32_t idx;
@@ -187,14 +197,17 @@ static inline __attribute__((always_inline)) struct hotpcs_item *hotpcs_count(st
         it->key = b;
         it->pid = pid;
         it->el = el;
+        if (comm)
+                it->comm = *comm;
         return it;
 }
 
 /* hotpcs_add_key() with the key's hash and the events as hotpcs_events() gives them. */
 static inline __attribute__((always_inline)) void hotpcs_add_hashed(struct hotpcs *h, uint32_t hash, uint64_t pc,
                                                                     uint64_t key, uint32_t pid, uint8_t el,
-                                                                    enum hotpcs_op op, unsigned events, uint32_t lat) {
-        struct hotpcs_item *it = hotpcs_count(h, hash, pc, key, pid, el);
+                                                                    const struct comm *comm, enum hotpcs_op op,
+                                                                    unsigned events, uint32_t lat) {
+        struct hotpcs_item *it = hotpcs_count(h, hash, pc, key, pid, el, comm);
 
         it->ops[op]++;
         /* Straight-line: most records carry one of the four. */
@@ -206,19 +219,21 @@ static inline __attribute__((always_inline)) void hotpcs_add_hashed(struct hotpc
 }
 
 void hotpcs_add_key(struct hotpcs *h, uint64_t pc, uint64_t key, uint32_t pid, uint8_t el,
-                    enum hotpcs_op op, uint64_t ev_bits, uint32_t lat);
+                    const struct comm *comm, enum hotpcs_op op, uint64_t ev_bits, uint32_t lat);
 
+/* One sample of (pid, pc, el) by an unknown command. */
 static inline void hotpcs_add(struct hotpcs *h, uint32_t pid, uint64_t pc, uint8_t el,
                               enum hotpcs_op op, uint64_t ev_bits, uint32_t lat) {
-        hotpcs_add_key(h, pc, hotpcs_pc_key(pid, el), pid, el, op, ev_bits, lat);
+        hotpcs_add_key(h, pc, hotpcs_pc_key(pid, el, 0), pid, el, NULL, op, ev_bits, lat);
 }
 
 /*
- * One sample of (pid, pc, el) with no breakdown: a sampled pc (the
+ * One sample of (pid, pc, el, comm) with no breakdown: a sampled pc (the
  * cpu-clock sampler's leaf frame) is no operation, so its op, event and
- * latency counts stay zero and only the count says how hot it is.
+ * latency counts stay zero and only the count says how hot it is. comm
+ * NULL: unknown.
  */
-void hotpcs_add_pc(struct hotpcs *h, uint32_t pid, uint64_t pc, uint8_t el);
+void hotpcs_add_pc(struct hotpcs *h, uint32_t pid, uint64_t pc, uint8_t el, const struct comm *comm);
 
 /* Copy of the epoch's table (allocates; epoch boundary only). */
 struct hotpcs_summary *hotpcs_freeze(const struct hotpcs *h);

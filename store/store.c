@@ -339,8 +339,23 @@ static inline void lat_add(struct store *s, enum store_lat_kind k, enum hotpcs_o
         lathist_add(&h[op == HOTPCS_OP_LOAD ? STORE_LAT_GROUP_SOURCE(src) : STORE_LAT_GROUP_OP(op)], v);
 }
 
+void store_task_init(struct store_task *t, uint32_t pid, uint32_t tid, const char *comm) {
+        t->pid = pid;
+        t->tid = tid;
+        comm_set(&t->comm, comm);
+        t->comm_hash = comm_hash(&t->comm);
+}
+
 void store_add(struct store *s, const struct spe_record *rec, uint32_t pid, uint32_t tid) {
+        struct store_task task;
+
+        store_task_init(&task, pid, tid, NULL);
+        store_add_task(s, rec, &task);
+}
+
+void store_add_task(struct store *s, const struct spe_record *rec, const struct store_task *task) {
         struct store_totals *t = &s->cur;
+        uint32_t pid = task->pid, tid = task->tid;
         /* The record's fields read once: with -fno-strict-aliasing each
          * store into a table would otherwise make the compiler read them again. */
         uint32_t present = rec->present;
@@ -361,7 +376,7 @@ void store_add(struct store *s, const struct spe_record *rec, uint32_t pid, uint
 
         /* The three hash probes start now and overlap with the counting below. */
         if (has_pc) {
-                pc_key = hotpcs_pc_key(pid, el);
+                pc_key = hotpcs_pc_key(pid, el, task->comm_hash);
                 pc_hash = hotpcs_hash(pc, pc_key);
                 hotpcs_prefetch(s->pcs, pc_hash);
                 sample_key = store_sample_key(pid, tid, cpu, el, op, src);
@@ -376,6 +391,7 @@ void store_add(struct store *s, const struct spe_record *rec, uint32_t pid, uint
                         .pid = pid,
                         .tid = tid,
                         .cpu = cpu,
+                        .comm = &task->comm,
                         .lat = lat,
                         .el = has_pc ? el : 0,
                         .has_lat = present & SPE_REC_LAT_TOTAL,
@@ -417,8 +433,8 @@ void store_add(struct store *s, const struct spe_record *rec, uint32_t pid, uint
         if (has_pc) {
                 unsigned ev = (present & SPE_REC_EVENTS) ? hotpcs_events(rec->events) : 0;
 
-                hotpcs_add_hashed(s->pcs, pc_hash, pc, pc_key, pid, el, op, ev, lat);
-                hotpcs_add_hashed(s->samples, sample_hash, pc, sample_key, pid, el, op, ev, lat);
+                hotpcs_add_hashed(s->pcs, pc_hash, pc, pc_key, pid, el, &task->comm, op, ev, lat);
+                hotpcs_add_hashed(s->samples, sample_hash, pc, sample_key, pid, el, &task->comm, op, ev, lat);
         } else
                 t->no_pc++;
 
@@ -431,8 +447,12 @@ void store_add_stack(struct store *s, const struct store_stack_sample *ss) {
 
         t->cpu_samples++;
         t->cpu_weight_ns += ss->weight;
-        if (ss->n_frames > 0)
-                hotpcs_add_pc(s->pcs, ss->pid, ss->frames[0], ss->kernel ? 1 : 0);
+        if (ss->n_frames > 0) {
+                struct comm comm;
+
+                comm_set(&comm, ss->thread && ss->thread[0] ? ss->thread : ss->comm);
+                hotpcs_add_pc(s->pcs, ss->pid, ss->frames[0], ss->kernel ? 1 : 0, &comm);
+        }
         if (s->stacks) {
                 const struct stacks_task task = {
                         .pid = ss->pid,

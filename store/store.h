@@ -49,8 +49,8 @@
  *   of capacity K: the hot PCs, and the pprof samples keyed by context):
  *       sizeof(struct store) + 2 hotpcs_bytes(K) + hotlines_bytes(L, O)
  *       + H x 5088 + 8 E
- *     = 608 + 2 [120 + 24 slots(K) + 24 (K + 1) + 24 K + 112 K]
- *       + [136 + 24 slots(L) + 24 (L + 1) + 12 L + 168 L + 132 L O]
+ *     = 608 + 2 [120 + 24 slots(K) + 24 (K + 1) + 24 K + 128 K]
+ *       + [136 + 24 slots(L) + 24 (L + 1) + 12 L + 168 L + 148 L O]
  *       + 213696 + 8 E
  *   T, the writer's stack table (stacks.h), 0 when N = 0:
  *       stacks_bytes(N, F, X, Y)
@@ -59,7 +59,7 @@
  *      entry used, every histogram non-empty):
  *       sizeof(struct store_epoch) + 2 hotpcs_summary_bytes(K)
  *       + hotlines_summary_bytes(L, O) + H x 5088
- *     = 592 + 2 [32 + 112 K] + [72 + 168 L + 120 L O] + 213696
+ *     = 592 + 2 [32 + 128 K] + [72 + 168 L + 136 L O] + 213696
  *   U, its stack table at its largest (every count, frame, context and
  *      string byte used), 0 when N = 0:
  *       stacks_summary_bytes(N, F, X, Y) = 88 + 8 F + 40 N + 24 X + Y
@@ -76,9 +76,11 @@
  * so this is at most one or two in practice. Frozen epochs are compact
  * (used entries only, empty histograms not stored), so they are usually
  * far below P + U. Defaults (K 1024, L 256, O 8, E 60, N 4096, F 131072,
- * X 1024, Y 65536): 127373784 bytes, 121.5 MiB, of which 13.4 MiB are
+ * X 1024, Y 65536): 131437016 bytes, 125.3 MiB, of which 13.4 MiB are
  * histograms and 77.4 MiB stack tables (1.2 MiB an epoch at most, 1 MiB
- * of it frames); with N = 0 (no stack table) 46185528 bytes, 44.0 MiB.
+ * of it frames); with N = 0 (no stack table) 50248760 bytes, 47.9 MiB.
+ * The commands kept with the counts (comm.h, 16 bytes a PC and an
+ * (offset, pc) entry) are 3.9 MiB of it.
  * Query results are allocated by the reader per request and freed by it:
  * at most E x (K items + L lines, each with up to E x O entries); a stack
  * query up to E x U bytes of copies and 3 x slots(E x N) index slots.
@@ -88,6 +90,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "comm.h"
 #include "hotlines.h"
 #include "hotpcs.h"
 #include "lathist.h"
@@ -220,7 +223,26 @@ struct store_clock {
 /* Applies to the snapshots published from now on (publishes one at once). Writer thread. */
 void store_set_clock(struct store *s, const struct store_clock *c);
 
-/* Per record (writer thread). pid/tid as attributed by the collector. */
+/*
+ * Who ran what the store counts: the process and thread as the collector
+ * attributed them, and the thread's command (comm.h) as the sources' task
+ * map named it at the time (PERF_RECORD_COMM, the parent's at FORK, /proc
+ * for what ran before the source started). The tables keep the command with
+ * the counts, so an answer names what it covers after the process exited.
+ * Filled once for a run of records of one thread (store_task_init()).
+ */
+struct store_task {
+        uint32_t pid, tid;
+        struct comm comm;
+        uint32_t comm_hash;             /* comm_hash(&comm) */
+};
+
+/* comm NULL or "": unknown. */
+void store_task_init(struct store_task *t, uint32_t pid, uint32_t tid, const char *comm);
+
+/* Per record (writer thread), with who ran it. */
+void store_add_task(struct store *s, const struct spe_record *rec, const struct store_task *task);
+/* The same for a record of an unknown command (tests, tools). */
 void store_add(struct store *s, const struct spe_record *rec, uint32_t pid, uint32_t tid);
 
 /* The kernel part of a stack when kernel addresses may not leave the host: one frame, "[kernel]". */
@@ -230,7 +252,7 @@ void store_add(struct store *s, const struct spe_record *rec, uint32_t pid, uint
 struct store_stack_sample {
         uint32_t pid, tid, cpu;
         const char *comm;               /* process name, "" unknown; at most 15 bytes used */
-        const char *thread;             /* thread name, "" unknown; at most 15 bytes used */
+        const char *thread;             /* thread name (perf's comm), "" unknown; at most 15 bytes used */
         const char *cgroup;             /* cgroup v2 path ("/system.slice/nginx.service"), "" unknown */
         const char *service;            /* what the cgroup stands for ("nginx.service", a container id), "" unknown */
         const uint64_t *frames;         /* leaf first: kernel frames (or STORE_KERNEL_FRAME), then user */
@@ -243,8 +265,10 @@ struct store_stack_sample {
  * Per sample (writer thread): the stack into the epoch's stack table
  * (stacks.h; counted in evict_stacks when a table is full, or when the
  * sample has no frame), and its leaf pc into the hot PCs with count 1 and
- * no op, event or latency counts (hotpcs_add_pc()), el 1 when `kernel`.
- * Strings are copied (NULL is ""); nothing the sample points to is kept.
+ * no op, event or latency counts (hotpcs_add_pc()), el 1 when `kernel`,
+ * under the thread's name (the process's when the thread has none), the
+ * command perf would give it. Strings are copied (NULL is ""); nothing
+ * the sample points to is kept.
  */
 void store_add_stack(struct store *s, const struct store_stack_sample *ss);
 

@@ -3,7 +3,8 @@
  * The store: window parsing, window merges equal to a recount of the
  * records of the epochs they cover (totals, hot PCs and hot lines with few
  * keys, latency counts and quantiles), the interval an answer covers, the
- * epoch ring, snapshot immutability and the attachment's lifetime.
+ * epoch ring, snapshot immutability and the attachment's lifetime, and the
+ * commands kept with the counts.
  */
 #include <errno.h>
 #include <math.h>
@@ -520,10 +521,10 @@ static void test_options(void **state) {
                 size_t W, P, S, C, T, U;
 
                 /* Two K-sized PC tables: hot PCs and the pprof sample table. */
-                W = 608 + 2 * (120 + 24 * slots(K) + 24 * (K + 1) + 24 * K + 112 * K) +
-                        (136 + 24 * slots(L) + 24 * (L + 1) + 12 * L + 168 * L + 132 * L * O) +
+                W = 608 + 2 * (120 + 24 * slots(K) + 24 * (K + 1) + 24 * K + 128 * K) +
+                        (136 + 24 * slots(L) + 24 * (L + 1) + 12 * L + 168 * L + 148 * L * O) +
                         213696 + 8 * E;
-                P = 592 + 2 * (32 + 112 * K) + (72 + 168 * L + 120 * L * O) + 213696;
+                P = 592 + 2 * (32 + 128 * K) + (72 + 168 * L + 136 * L * O) + 213696;
                 S = 264 + 8 * E;
                 /* 3 kinds x 4 ops of (u64 n, u64 sum, 1269 u64 buckets), and a reference count. */
                 C = 8 + 3 * 4 * (8 + 8 + 1269 * 8);
@@ -641,6 +642,117 @@ static void test_latency_cumulative(void **state) {
         assert_int_equal(c->h[STORE_LAT_TOTAL][HOTPCS_OP_LOAD].sum, 110);
 }
 
+/* The hot-PC item of (pid, pc, comm) in a merged answer, or NULL. */
+static const struct hotpcs_item *find_pc(const struct store_hotpcs_result *res, uint32_t pid, uint64_t pc,
+                                         const char *comm) {
+        for (size_t i = 0; i < res->pcs.n; i++) {
+                const struct hotpcs_item *it = &res->pcs.item[i];
+
+                if (it->pid == pid && it->pc == pc && streq(it->comm.name, comm))
+                        return it;
+        }
+        return NULL;
+}
+
+/*
+ * Commands: the hot PCs count the threads of a process apart by their
+ * names (perf report's Command), keep each name with its counts across the
+ * epochs of a window, and name a process that exec'd under its old name
+ * for what it ran before; a CPU sample counts under its thread's name; a
+ * hot line's entry keeps the name of its first access's thread.
+ */
+static void test_commands(void **state) {
+        _cleanup_(store_freep) struct store *s = NULL;
+        struct store_hotpcs_result res;
+        struct store_hotlines_result lr;
+        struct store_task io0, io1, execd, unnamed;
+        struct store_options o;
+        struct spe_record r;
+        const struct hotpcs_item *it;
+        uint64_t frame = 0x500000;
+
+        store_options_init(&o);
+        o.epochs = 4;
+        assert_int_equal(store_new(&o, 0, &s), 0);
+        store_task_init(&io0, 7, 8, "kv_io0");
+        store_task_init(&io1, 7, 9, "kv_io1");
+        /* Longer than a comm: cut at 15 bytes, as the kernel does. */
+        store_task_init(&execd, 7, 7, "a-name-longer-than-sixteen");
+        store_task_init(&unnamed, 7, 10, "");
+        assert_string_equal(execd.comm.name, "a-name-longer-t");
+        assert_int_equal(comm_hash(&unnamed.comm), 0);
+
+        /* Epoch 1: 3 loads of kv_io0 and 2 of kv_io1 at one PC; a line shared by both. */
+        for (int i = 0; i < 3; i++) {
+                r = tu_rec_load(0x400000, 0x10000, 0, SPE_DATA_SRC_L1D, 10);
+                store_add_task(s, &r, &io0);
+        }
+        for (int i = 0; i < 2; i++) {
+                r = tu_rec_load(0x400000, 0x10000, 1, SPE_DATA_SRC_L1D, 10);
+                store_add_task(s, &r, &io1);
+        }
+        store_epoch_end(s, 10 * SEC);
+        /* Epoch 2: kv_io0 once more, the exec'd image at the same PC twice, an unnamed thread once. */
+        r = tu_rec_load(0x400000, 0x10000, 0, SPE_DATA_SRC_L1D, 10);
+        store_add_task(s, &r, &io0);
+        for (int i = 0; i < 2; i++) {
+                r = tu_rec_load(0x400000, 0x20000, 0, SPE_DATA_SRC_L1D, 10);
+                store_add_task(s, &r, &execd);
+        }
+        r = tu_rec_load(0x400000, 0x30000, 0, SPE_DATA_SRC_L1D, 10);
+        store_add_task(s, &r, &unnamed);
+        /* A CPU sample: counted under its thread's name, else its process's. */
+        store_add_stack(s, &(struct store_stack_sample) { .pid = 11, .tid = 12, .comm = "server",
+                                                          .thread = "worker-3", .frames = &frame, .n_frames = 1,
+                                                          .weight = 1 });
+        store_add_stack(s, &(struct store_stack_sample) { .pid = 11, .tid = 11, .comm = "server", .thread = "",
+                                                          .frames = &frame, .n_frames = 1, .weight = 1 });
+        store_epoch_end(s, 20 * SEC);
+
+        _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = store_snapshot_get(s);
+        assert_int_equal(store_query_hotpcs(snap, STORE_WINDOW_ALL, SIZE_MAX, STORE_PID_ANY, &res), 0);
+        assert_int_equal(res.pcs.n, 6);
+        it = find_pc(&res, 7, 0x400000, "kv_io0");
+        assert_non_null(it);
+        assert_int_equal(it->count, 4);         /* 3 + 1, merged over both epochs by name */
+        assert_int_equal(it->ops[HOTPCS_OP_LOAD], 4);
+        it = find_pc(&res, 7, 0x400000, "kv_io1");
+        assert_non_null(it);
+        assert_int_equal(it->count, 2);
+        it = find_pc(&res, 7, 0x400000, "a-name-longer-t");
+        assert_non_null(it);
+        assert_int_equal(it->count, 2);
+        it = find_pc(&res, 7, 0x400000, "");
+        assert_non_null(it);
+        assert_int_equal(it->count, 1);
+        it = find_pc(&res, 11, frame, "worker-3");
+        assert_non_null(it);
+        assert_int_equal(it->count, 1);
+        it = find_pc(&res, 11, frame, "server");
+        assert_non_null(it);
+        assert_int_equal(it->count, 1);
+        store_hotpcs_result_done(&res);
+
+        /* The line at 0x10000: one (offset, pc) entry of pid 7 for both threads, named by the first. */
+        assert_int_equal(store_query_hotlines(snap, STORE_WINDOW_ALL, SIZE_MAX, STORE_PID_ANY, HOTLINES_ALL_LINES,
+                                              &lr), 0);
+        assert_int_equal(lr.lines.n, 3);
+        for (size_t i = 0; i < lr.lines.n; i++) {
+                const struct hotlines_result *l = &lr.lines.line[i];
+
+                assert_int_equal(l->noffs, 1);
+                if (l->l.addr == 0x10000) {
+                        assert_int_equal(l->off[0].loads, 6);
+                        assert_int_equal(l->off[0].ntids, 2);
+                        assert_string_equal(l->off[0].comm.name, "kv_io0");
+                } else if (l->l.addr == 0x20000)
+                        assert_string_equal(l->off[0].comm.name, "a-name-longer-t");
+                else
+                        assert_string_equal(l->off[0].comm.name, "");
+        }
+        store_hotlines_result_done(&lr);
+}
+
 int main(int argc, char **argv) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_window_parse),
@@ -652,6 +764,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_snapshot_immutable),
                 cmocka_unit_test(test_attachment),
                 cmocka_unit_test(test_latency_cumulative),
+                cmocka_unit_test(test_commands),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
