@@ -22,7 +22,6 @@
 #include "parse-util.h"
 #include "perf-data.h"
 #include "pmu-sysfs.h"
-#include "procfs.h"
 #include "replay-clock.h"
 #include "replay-source.h"
 #include "spe-live-source.h"
@@ -719,14 +718,25 @@ static void *collector_main(void *userdata) {
         return NULL;
 }
 
+void collector_store_task(const struct task_map *tasks, uint32_t pid, uint32_t tid, struct store_task *ret) {
+        const struct task_info *t = tid != SOURCE_NO_ID ? task_map_get(tasks, tid) : NULL;
+
+        if (!t && pid != SOURCE_NO_ID)
+                t = task_map_get(tasks, pid);
+        store_task_init(ret, pid, tid, t ? t->comm : NULL);
+}
+
 /* The sink of the collector's sources (userdata: the collector): the store, by the replay's clock. */
 static void replay_sink(void *userdata, const struct spe_record *recs, const uint32_t *pids,
                         const uint32_t *tids, size_t n) {
         struct collector *c = userdata;
+        struct store_task task;
 
         for (size_t i = 0; i < n; i++) {
+                if (i == 0 || tids[i] != task.tid || pids[i] != task.pid)
+                        collector_store_task(c->tasks, pids[i], tids[i], &task);
                 replay_clock_record(&c->clock, &recs[i]);
-                store_add(c->store, &recs[i], pids[i], tids[i]);
+                store_add_task(c->store, &recs[i], &task);
         }
 }
 
@@ -734,9 +744,13 @@ static void replay_sink(void *userdata, const struct spe_record *recs, const uin
 static void live_sink(void *userdata, const struct spe_record *recs, const uint32_t *pids, const uint32_t *tids,
                       size_t n) {
         struct collector *c = userdata;
+        struct store_task task;
 
-        for (size_t i = 0; i < n; i++)
-                store_add(c->store, &recs[i], pids[i], tids[i]);
+        for (size_t i = 0; i < n; i++) {
+                if (i == 0 || tids[i] != task.tid || pids[i] != task.pid)
+                        collector_store_task(c->tasks, pids[i], tids[i], &task);
+                store_add_task(c->store, &recs[i], &task);
+        }
 }
 
 static void replay_clock_cb(void *userdata, const struct source_clock *clock) {
@@ -834,10 +848,6 @@ bool collector_cgroup(struct collector *c, uint32_t pid, char *path, size_t path
                 return sample_sink_cgroup(c->samples, pid, path, path_len, service, service_len);
         /* No sampler (SPE samples this host): what /proc says of a process that still runs; a replay's are not ours. */
         return !c->has_replay && cgroup_describe_pid(NULL, pid, path, path_len, service, service_len);
-}
-
-bool collector_comm(struct collector *c, uint32_t pid, char *buf, size_t len) {
-        return !c->has_replay && procfs_comm(NULL, pid, pid, buf, len) >= 0;
 }
 
 bool collector_replaying(struct collector *c) {

@@ -93,6 +93,12 @@ struct collector;
 
 /* [store] settings as store options; the line size from sysfs when not set. */
 void collector_store_options(const struct config *cfg, struct store_options *ret);
+/*
+ * Who ran a record, for store_add_task(): its thread's command as the task
+ * map the sources fed says it now (a record without a thread: its
+ * process's leader's). The sinks call it once for a run of one thread.
+ */
+void collector_store_task(const struct task_map *tasks, uint32_t pid, uint32_t tid, struct store_task *ret);
 /* Everything the collector takes from the configuration. */
 void collector_options_from_config(const struct config *cfg, struct collector_options *ret);
 
@@ -166,8 +172,6 @@ uint64_t collector_now_ns(struct collector *c);
 /* Whether the collector replays a file (its epochs follow the file's clock), not live sources. Any thread. */
 bool collector_replaying(struct collector *c);
 
-/* A process's name, from /proc while it runs (a replay's processes are not ours); false when unknown. Any thread. */
-bool collector_comm(struct collector *c, uint32_t pid, char *buf, size_t len);
 /* A process's cgroup path and service (sample-sink.h); false when unknown. Any thread. */
 bool collector_cgroup(struct collector *c, uint32_t pid, char *path, size_t path_len, char *service,
                       size_t service_len);

@@ -202,12 +202,6 @@ static bool provider_cgroup(void *userdata, uint32_t pid, char *path, size_t pat
         return collector_cgroup(m->collector, pid, path, path_len, service, service_len);
 }
 
-static bool provider_comm(void *userdata, uint32_t pid, char *buf, size_t len) {
-        struct manager *m = userdata;
-
-        return collector_comm(m->collector, pid, buf, len);
-}
-
 static void provider_bare_symbols(void *userdata, const uint64_t *addrs, size_t n, symbolz_found_fn found,
                                   void *ctx) {
         struct manager *m = userdata;
@@ -627,7 +621,6 @@ static int serve(struct manager *m) {
                 .object = provider_object,
                 .node = provider_node,
                 .cgroup = provider_cgroup,
-                .comm = provider_comm,
                 .epoch_end_at = provider_epoch_end_at,
                 .region = provider_region,
                 .bare_symbols = provider_bare_symbols,

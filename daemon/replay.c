@@ -21,12 +21,14 @@
 #include "store.h"
 #include "symbolizer.h"
 #include "symbols.h"
+#include "task-map.h"
 
 #define REPORT_HOTPCS 50
 #define REPORT_HOTLINES 20
 
 struct once {
         struct store *store;
+        struct task_map *tasks;         /* what the file's COMM and FORK records said: who ran a record */
         struct symbols *symbols;
         FILE *records; /* --records FILE, or NULL */
         struct replay_clock clock;
@@ -149,10 +151,13 @@ static void write_record(FILE *f, const struct spe_record *rec, uint32_t pid, ui
 static void sink_records(void *userdata, const struct spe_record *recs, const uint32_t *pids,
                          const uint32_t *tids, size_t n) {
         struct once *o = userdata;
+        struct store_task task;
 
         for (size_t i = 0; i < n; i++) {
+                if (i == 0 || tids[i] != task.tid || pids[i] != task.pid)
+                        collector_store_task(o->tasks, pids[i], tids[i], &task);
                 replay_clock_record(&o->clock, &recs[i]);
-                store_add(o->store, &recs[i], pids[i], tids[i]);
+                store_add_task(o->store, &recs[i], &task);
                 if (o->records)
                         write_record(o->records, &recs[i], pids[i], tids[i]);
         }
@@ -273,6 +278,7 @@ int replay_once(const struct replay_args *a, const char *records_path, const str
         if (k < 0)
                 return log_error_errno(k, "Failed to create the aggregate store: %m");
         struct once once = { .store = s, .symbols = symbols_new(NULL), .clock = { .store = s } };
+        (void) task_map_new(&once.tasks);
         struct source_sink sink = { .userdata = &once, .records = sink_records, .mapping = sink_mapping,
                                     .clock = sink_clock, .feature = sink_feature };
         struct privacy_policy privacy;
@@ -287,12 +293,13 @@ int replay_once(const struct replay_args *a, const char *records_path, const str
                         k = log_error_errno(-errno, "replay: cannot create %s: %m", records_path);
                         store_free(s);
                         symbols_free(once.symbols);
+                        task_map_free(once.tasks);
                         return k;
                 }
         }
 
         /* A replay is one epoch covering the whole file: the file's first to last timestamp. */
-        rr = replay_run(a, fd, -1, &sink, NULL, &replay);
+        rr = replay_run(a, fd, -1, &sink, once.tasks, &replay);
         complete = replay_complete(replay, rr);
         n_warnings = spe_replay_warnings(replay, rr, warnings);
         replay_clock_finish(&once.clock);
@@ -344,6 +351,7 @@ int replay_once(const struct replay_args *a, const char *records_path, const str
         if (rr < 0)
                 log_error("replay: %s", spe_replay_error(replay));
         spe_replay_free(replay);
+        task_map_free(once.tasks);
         if (rr < 0)
                 return rr;
         if (k < 0)

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "macro.h"
+#include "strbuf.h"
 
 /* "0x", a u64's 16 hex digits, the NUL. */
 #define AGG_HEX_STR_MAX (2U + 16U + 1U)
@@ -136,12 +137,27 @@ static void add_cgroup(json_t *o, const struct agg_symbolizer *sym, uint32_t pid
                 json_object_set_new(o, "service", json_string(service));
 }
 
-/* What the process is called (perf report's "Command"). */
-static void add_comm(json_t *o, const struct agg_symbolizer *sym, uint32_t pid) {
-        char comm[AGG_COMM_MAX];
+/* A command's bytes as escape_bytes() writes them: each as \xNN at most, and the NUL. */
+#define AGG_COMM_ESCAPED_MAX (4 * COMM_MAX)
 
-        if (sym && sym->comm && sym->comm(sym->userdata, pid, comm, sizeof(comm)) && comm[0])
-                json_object_set_new(o, "comm", json_string(comm));
+/*
+ * The command that ran it (perf report's "Command"), as the store kept it
+ * with the counts. A thread may name itself with any bytes (prctl(2)
+ * PR_SET_NAME): a name that is not UTF-8 is served escaped, \xNN.
+ */
+static void add_comm(json_t *o, const struct comm *comm) {
+        size_t len = strnlen(comm->name, sizeof(comm->name));
+        char escaped[AGG_COMM_ESCAPED_MAX];
+        json_t *s;
+
+        if (len == 0)
+                return;
+        s = json_stringn(comm->name, len);
+        if (!s) {
+                escape_bytes(escaped, sizeof(escaped), comm->name, len);
+                s = json_string(escaped);
+        }
+        json_object_set_new(o, "comm", s);
 }
 
 bool agg_pid_in_cgroup(const struct agg_symbolizer *sym, uint32_t pid, const char *prefix) {
@@ -274,7 +290,7 @@ json_t *agg_hotpcs_json(const struct store_hotpcs_result *res, const struct agg_
                                                    "ops", o, "events", e, "latency_sum_cycles",
                                                    (json_int_t) it->lat_sum));
                 add_pc_names(item, sym, it->pid, it->el, it->pc, true);
-                add_comm(item, sym, it->pid);
+                add_comm(item, &it->comm);
                 add_cgroup(item, sym, it->pid);
                 json_array_append_new(items, item);
         }
@@ -346,7 +362,7 @@ json_t *agg_hotlines_json(const struct store_hotlines_result *res, const struct 
                                           "tids", u32_list(o->tids, o->ntids), "tids_truncated",
                                           (int) o->tids_more));
                         add_pc_names(entry, sym, o->pid, o->el, o->pc, true);
-                        add_comm(entry, sym, o->pid);
+                        add_comm(entry, &o->comm);
                         add_cgroup(entry, sym, o->pid);
                         /* As the line's: what the entry's table missed of it is bounded (hotlines.h). */
                         json_object_set_new(entry, "records_max",

@@ -41,15 +41,11 @@ struct agg_symbolizer {
         privacy_region_fn region;
         /* What may be served of addresses (privacy.h); NULL: PRIVACY_POLICY_DEFAULT. */
         const struct privacy_policy *privacy;
-        /* The name of a process (perf report's Command), for "comm"; may be NULL. */
-        bool (*comm)(void *userdata, uint32_t pid, char *buf, size_t len);
 };
 
 /* A cgroup path (PATH_MAX) and a service name (a unit name is at most 255 bytes, unit_name_is_valid()). */
 #define AGG_CGROUP_MAX 4096
 #define AGG_SERVICE_MAX 256
-/* A process's name: TASK_COMM_EXT_LEN (64) on Linux 6.x, and the NUL. */
-#define AGG_COMM_MAX 65
 
 /*
  * Whether pid's cgroup path starts with prefix ("/system.slice/" keeps the

@@ -648,7 +648,7 @@ static void handle_aggregate(struct api *a, const struct http_request *req, stru
                      a->provider.symbol ? &(struct agg_symbolizer) { a->provider.userdata, a->provider.symbol,
                                                                      a->provider.object, a->provider.node,
                                                                      a->provider.cgroup, a->provider.region,
-                                                                     a->provider.privacy, a->provider.comm } : NULL);
+                                                                     a->provider.privacy } : NULL);
         if (!o) {
                 http_response_error(resp, 500, "query failed");
                 return;

@@ -52,8 +52,6 @@ struct api_provider {
         privacy_region_fn region;
         /* What /hotpcs and /hotlines may say of addresses; NULL: PRIVACY_POLICY_DEFAULT. Must outlive the api. */
         const struct privacy_policy *privacy;
-        /* A process's name, for "comm" fields; false when unknown. */
-        bool (*comm)(void *userdata, uint32_t pid, char *buf, size_t len);
         /*
          * /debug/pprof/symbol: names of addresses that come without a process
          * (symbolz.h); NULL: none is known. The daemon's answer is

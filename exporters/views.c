@@ -246,7 +246,7 @@ static const struct table_column pareto_cols[] = {
           "the most loads and stores the PC can have made at this offset: more than Total records when its entry "
           "took an evicted one's place, or its line an evicted line's" },
         { NULL, "TIDs", TABLE_LEFT, "threads that made the accesses" },
-        { NULL, "Command", TABLE_LEFT, "the process's name, while it runs" },
+        { NULL, "Command", TABLE_LEFT, "the command of the first thread seen at this offset and PC (perf's comm)" },
 };
 
 /* A line's address as served: the address, or the region [privacy] says in its place. */
@@ -379,7 +379,7 @@ static const struct table_column pc_cols[] = {
         { NULL, "Error", TABLE_RIGHT, "Space-Saving's bound on the overcount" },
         { NULL, "PC", TABLE_RIGHT, NULL },
         { NULL, "Pid", TABLE_RIGHT, NULL },
-        { NULL, "Command", TABLE_LEFT, "the process's name, while it runs" },
+        { NULL, "Command", TABLE_LEFT, "the command that ran it (perf's comm), as it was then" },
         { NULL, "Service", TABLE_LEFT, "the systemd unit or container the process runs in" },
         { NULL, "Shared Object", TABLE_LEFT, NULL },
         { NULL, "Symbol", TABLE_LEFT, NULL },

@@ -97,3 +97,35 @@ def check_lines(listed, truth, elf):
             if elf is not None:
                 want = "[kernel]" if int(o["pc"], 16) >> 56 == 0xFF else elf
                 assert o.get("object") == want, (l["address"], o.get("object"), want)
+
+
+def perf_names(rows, facts):
+    """Per record, in CSV order, the (command, function) perf names it by.
+
+    The command is that of the thread the last CONTEXT packet on the record's CPU named
+    (perf's Arm SPE decoder keeps it for the records without one: tools/perf/util/arm-spe.c,
+    arm_spe_set_tid()), as the file's COMM records name the thread (truth.txt thread.TID),
+    None before any; the function is the generator's symbol holding the PC, "[kernel]" for
+    a kernel PC, None outside every symbol."""
+    comms = {int(k.split(".", 1)[1]): v.split(",")[0] for k, v in facts.items() if k.startswith("thread.")}
+    symbols = []
+    for k, v in facts.items():
+        if k.startswith("symbol."):
+            start, size = (num(x) for x in v.split(","))
+            symbols.append((start, start + size, k.split(".", 1)[1]))
+    order = sorted(range(len(rows)), key=lambda i: (int(rows[i]["cpu"] or 0), int(rows[i]["index"] or 0)))
+    tid, names = {}, [None] * len(rows)
+    for i in order:
+        r = rows[i]
+        if r["kind"] != "record":
+            continue
+        cpu = int(r["cpu"])
+        if r["context"]:
+            tid[cpu] = int(r["context"])
+        pc = decoded_pc(r)
+        if pc >> 56 == 0xFF:
+            fn = "[kernel]"
+        else:
+            fn = next((name for lo, hi, name in symbols if lo <= pc < hi), None)
+        names[i] = (comms.get(tid.get(cpu)), fn)
+    return names

@@ -6,6 +6,7 @@ by data source, peer snoops, decode errors, the hottest PC, the false-sharing li
 (first, with its offsets, PCs and CPUs), the other scenarios' classes, latency
 quantiles; and it fails clearly, keeping what decoded, on damaged input."""
 
+import collections
 import csv
 import json
 import math
@@ -15,7 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from spegen_truth import read_facts
+from spegen_truth import decoded_pc, perf_names, read_facts
 
 build = os.environ["ARMPROFD_BUILD_DIR"]
 spegen = os.path.join(build, "tests", "spegen", "armprofd-spegen")
@@ -86,12 +87,18 @@ def check_report(rep, facts, rows):
     assert rep["decode_errors"]["dropped_records"] == 0
     assert rep["sample_period"] == 4096, rep["sample_period"]  # the generator's SPE interval
 
-    # Hot PCs: the generator's hottest PC first, its count inside the Space-Saving bound.
+    # Hot PCs: a command at a PC, as perf names the records (the file's COMM records, the
+    # CPU's last CONTEXT), each count inside the Space-Saving bound of the truth's; a process's
+    # withheld kernel PCs summed. The hottest first, at the generator's hottest PC.
+    names = perf_names(rows, facts)
+    want_pc = collections.Counter((n[0], decoded_pc(r)) for r, n in zip(rows, names) if n)
+    kernel = sum(1 for n in names if n and n[1] == "[kernel]")
+    for p in rep["hotpcs"]["pcs"]:
+        n = want_pc[(p.get("comm"), int(p["pc"], 16))] if "pc" in p else kernel
+        assert p["samples"] - p["error"] <= n <= p["samples"], (p, n)
     top = rep["hotpcs"]["pcs"][0]
-    assert top["pc"] == facts["hottest.pc"], (top, facts["hottest.pc"])
-    true_count = int(facts["hottest.count"])
-    assert top["samples"] - top["error"] <= true_count <= top["samples"], (top, true_count)
-    assert top["symbol"] == facts["hottest.symbol"], top
+    assert top["pc"] == facts["hottest.pc"] and top["symbol"] == facts["hottest.symbol"], top
+    assert (top["comm"], int(top["pc"], 16)) == want_pc.most_common(1)[0][0], (top, want_pc.most_common(1))
 
     # Hot lines: the false-sharing line ranks first, classified, with the right offsets/PCs/CPUs.
     lines = {l["address"]: l for l in rep["hotlines"]["lines"]}
