@@ -265,6 +265,7 @@ int replay_once(const struct replay_args *a, const char *records_path, const str
         struct store_snapshot *snap;
         struct store_totals_result totals;
         struct store_hotpcs_result pcs;
+        struct agg_pc_rows pc_rows;
         struct store_hotlines_result lines;
         struct store_latency_result lat;
         json_t *report, *jw;
@@ -306,9 +307,9 @@ int replay_once(const struct replay_args *a, const char *records_path, const str
 
         snap = store_snapshot_get(s);
         store_query_totals(snap, STORE_WINDOW_ALL, &totals);
-        /* Every PC, so that a process's withheld kernel PCs are summed into one (agg_hotpcs_withhold()). */
+        /* Every PC, so that each row sums all of its command's PCs in its function (agg_hotpcs_rows()). */
         store_query_hotpcs(snap, STORE_WINDOW_ALL, SIZE_MAX, STORE_PID_ANY, &pcs);
-        agg_hotpcs_withhold(&pcs.pcs, &privacy, REPORT_HOTPCS);
+        agg_hotpcs_rows(&pcs.pcs, &sym, NULL, REPORT_HOTPCS, &pc_rows);
         store_query_hotlines(snap, STORE_WINDOW_ALL, REPORT_HOTLINES, STORE_PID_ANY, HOTLINES_ALL_LINES, &lines);
         store_query_latency(snap, STORE_WINDOW_ALL, &lat);
 
@@ -329,13 +330,14 @@ int replay_once(const struct replay_args *a, const char *records_path, const str
         json_object_set_new(report, "unattributed_records", json_integer((json_int_t) spe_replay_unattributed(replay)));
         json_object_set_new(report, "sample_period", json_integer((json_int_t) spe_replay_sample_period(replay)));
         json_object_set_new(report, "totals", agg_totals_json(&totals.t));
-        json_object_set_new(report, "hotpcs", agg_hotpcs_json(&pcs, &sym));
+        json_object_set_new(report, "hotpcs", agg_hotpcs_json(&pcs, &pc_rows, &sym));
         json_object_set_new(report, "hotlines", agg_hotlines_json(&lines, &sym));
         json_object_set_new(report, "latency", agg_latency_json(&lat));
         json_dumpf(report, out, JSON_INDENT(2) | AGG_JSON_REAL_PRECISION);
         fputc('\n', out);
 
         json_decref(report);
+        agg_pc_rows_done(&pc_rows);
         store_hotpcs_result_done(&pcs);
         store_hotlines_result_done(&lines);
         store_latency_result_done(&lat);

@@ -206,100 +206,6 @@ static json_t *object_then(json_t *first, json_t *rest) {
         return first;
 }
 
-/* By count, descending; ties by pid then pc, so that the order does not depend on the merge's. */
-static int count_cmp(const void *x, const void *y) {
-        const struct hotpcs_item *a = x, *b = y;
-
-        if (a->count != b->count)
-                return a->count > b->count ? -1 : 1;
-        if (a->pid != b->pid)
-                return a->pid < b->pid ? -1 : 1;
-        return a->pc < b->pc ? -1 : a->pc > b->pc;
-}
-
-/* The entries served as they are first; the withheld after them, by process and EL, then by count. */
-static int withheld_cmp(const void *x, const void *y, void *policy) {
-        const struct hotpcs_item *a = x, *b = y;
-        bool wa = !privacy_pc_shown(policy, a->el, a->pc), wb = !privacy_pc_shown(policy, b->el, b->pc);
-
-        if (wa != wb)
-                return wa ? 1 : -1;
-        if (wa && a->pid != b->pid)
-                return a->pid < b->pid ? -1 : 1;
-        if (wa && a->el != b->el)
-                return a->el < b->el ? -1 : 1;
-        return count_cmp(a, b);
-}
-
-void agg_hotpcs_withhold(struct hotpcs_merged *m, const struct privacy_policy *p, size_t limit) {
-        size_t n = 0;
-        bool any = false;
-
-        for (size_t i = 0; i < m->n && !any; i++)
-                any = !privacy_pc_shown(p, m->item[i].el, m->item[i].pc);
-        /* Nothing withheld: the store's order stands. */
-        if (!any) {
-                m->n = MIN(m->n, limit);
-                return;
-        }
-        qsort_r(m->item, m->n, sizeof(*m->item), withheld_cmp, (void *) p);
-        /* Each run of withheld entries of one process and EL summed into its first (the hottest). */
-        for (size_t i = 0; i < m->n; i++) {
-                struct hotpcs_item *last = n > 0 ? &m->item[n - 1] : NULL, *it = &m->item[i];
-
-                if (!last || privacy_pc_shown(p, it->el, it->pc) || privacy_pc_shown(p, last->el, last->pc) ||
-                    last->pid != it->pid || last->el != it->el) {
-                        m->item[n++] = *it;
-                        continue;
-                }
-                last->count += it->count;
-                last->error += it->error;
-                for (int j = 0; j < _HOTPCS_OP_MAX; j++)
-                        last->ops[j] += it->ops[j];
-                for (int j = 0; j < _HOTPCS_EV_MAX; j++)
-                        last->events[j] += it->events[j];
-                last->lat_sum += it->lat_sum;
-        }
-        m->n = n;
-        qsort(m->item, m->n, sizeof(*m->item), count_cmp);
-        if (m->n > limit)
-                m->n = limit;
-}
-
-json_t *agg_hotpcs_json(const struct store_hotpcs_result *res, const struct agg_symbolizer *sym) {
-        static const char *const ops[_HOTPCS_OP_MAX] = { "load", "store", "branch", "other" };
-        static const char *const evs[_HOTPCS_EV_MAX] = { "l1d_refill", "llc_miss", "tlb_walk", "mispredict" };
-        json_t *items = json_array();
-
-        for (size_t i = 0; i < res->pcs.n; i++) {
-                const struct hotpcs_item *it = &res->pcs.item[i];
-                json_t *o = json_object(), *e = json_object();
-
-                for (int k = 0; k < _HOTPCS_OP_MAX; k++)
-                        if (it->ops[k])
-                                json_object_set_new(o, ops[k], json_integer((json_int_t) it->ops[k]));
-                for (int k = 0; k < _HOTPCS_EV_MAX; k++)
-                        if (it->events[k])
-                                json_object_set_new(e, evs[k], json_integer((json_int_t) it->events[k]));
-                json_t *item = json_object();
-
-                add_pc(item, sym, it->el, it->pc);
-                item = object_then(item, json_pack("{s:I, s:i, s:I, s:I, s:o, s:o, s:I}", "pid",
-                                                   (json_int_t) it->pid, "el", (int) it->el, "samples",
-                                                   (json_int_t) it->count, "error", (json_int_t) it->error,
-                                                   "ops", o, "events", e, "latency_sum_cycles",
-                                                   (json_int_t) it->lat_sum));
-                add_pc_names(item, sym, it->pid, it->el, it->pc, true);
-                add_comm(item, &it->comm);
-                add_cgroup(item, sym, it->pid);
-                json_array_append_new(items, item);
-        }
-        return json_pack("{s:o, s:I, s:i, s:I, s:I, s:o}", "interval", agg_interval_json(&res->iv), "samples",
-                         (json_int_t) res->pcs.total, "capacity", (int) res->pcs.capacity, "error_bound",
-                         (json_int_t) res->pcs.error_bound, "evictions", (json_int_t) res->pcs.evictions, "pcs",
-                         items);
-}
-
 static json_t *u16_list(const uint16_t *v, size_t n) {
         json_t *a = json_array();
 
@@ -314,6 +220,219 @@ static json_t *u32_list(const uint32_t *v, size_t n) {
         for (size_t i = 0; i < n; i++)
                 json_array_append_new(a, json_integer(v[i]));
         return a;
+}
+
+/* What makes a hot PC part of a row (agg_hotpcs_rows()), found once per PC. */
+struct pc_ident {
+        const struct hotpcs_item *it;
+        char *symbol, *object;          /* NULL: not known */
+        bool function;                  /* symbol names a function (not "[kernel]" for a kernel PC) */
+        bool withheld;                  /* a kernel PC the policy withholds: "[kernel]" */
+};
+
+/* A PC with no function to count it in is a row of its own process and address. */
+static bool ident_named(const struct pc_ident *x) {
+        return x->withheld || x->function;
+}
+
+static int strcmp_null(const char *a, const char *b) {
+        return strcmp(a ?: "", b ?: "");
+}
+
+/*
+ * The row's identity: the command (a task with none is its pid, as perf
+ * names it), the EL, then the function and its file, or the process and
+ * the address of a PC with no function.
+ */
+static int ident_cmp(const void *x, const void *y) {
+        const struct pc_ident *a = x, *b = y;
+        bool ka = comm_known(&a->it->comm), kb = comm_known(&b->it->comm);
+        int c;
+
+        if (ka != kb)
+                return ka ? -1 : 1;
+        c = ka ? strncmp(a->it->comm.name, b->it->comm.name, sizeof(a->it->comm.name)) : 0;
+        if (c == 0 && !ka && a->it->pid != b->it->pid)
+                c = a->it->pid < b->it->pid ? -1 : 1;
+        if (c == 0 && a->it->el != b->it->el)
+                c = a->it->el < b->it->el ? -1 : 1;
+        if (c == 0 && ident_named(a) != ident_named(b))
+                c = ident_named(a) ? -1 : 1;
+        if (c == 0 && a->withheld != b->withheld)
+                c = a->withheld ? -1 : 1;
+        if (c == 0 && ident_named(a)) {
+                c = strcmp_null(a->object, b->object);
+                if (c == 0)
+                        c = strcmp_null(a->symbol, b->symbol);
+                return c;
+        }
+        if (c == 0 && a->it->pid != b->it->pid)
+                c = a->it->pid < b->it->pid ? -1 : 1;
+        if (c == 0 && a->it->pc != b->it->pc)
+                c = a->it->pc < b->it->pc ? -1 : 1;
+        return c;
+}
+
+/* By samples, descending; ties by command, function, then the hottest PC's process and address. */
+static int row_cmp(const void *x, const void *y) {
+        const struct agg_pc_row *a = x, *b = y;
+        int c;
+
+        if (a->sum.count != b->sum.count)
+                return a->sum.count > b->sum.count ? -1 : 1;
+        c = strncmp(a->sum.comm.name, b->sum.comm.name, sizeof(a->sum.comm.name));
+        if (c == 0)
+                c = strcmp_null(a->symbol, b->symbol);
+        if (c == 0 && a->sum.pid != b->sum.pid)
+                c = a->sum.pid < b->sum.pid ? -1 : 1;
+        if (c == 0 && a->sum.pc != b->sum.pc)
+                c = a->sum.pc < b->sum.pc ? -1 : 1;
+        return c;
+}
+
+static int u32_cmp(const void *x, const void *y) {
+        uint32_t a = *(const uint32_t *) x, b = *(const uint32_t *) y;
+
+        return a < b ? -1 : a > b;
+}
+
+/* The run x[0, n) of one identity as a row: counts summed, its hottest PC's pc and pid, the pids. */
+static void row_of(struct agg_pc_row *row, struct pc_ident *x, size_t n) {
+        const struct hotpcs_item *hot = x[0].it;
+        size_t k = 0;
+
+        *row = (struct agg_pc_row) {
+                .sum = *hot,
+                .symbol = TAKE_PTR(x[0].symbol),
+                .object = TAKE_PTR(x[0].object),
+                .withheld = x[0].withheld,
+                .pids = xmalloc(n * sizeof(uint32_t)),
+        };
+        row->sum.count = row->sum.error = row->sum.lat_sum = 0;
+        memset(row->sum.ops, 0, sizeof(row->sum.ops));
+        memset(row->sum.events, 0, sizeof(row->sum.events));
+        for (size_t i = 0; i < n; i++) {
+                const struct hotpcs_item *it = x[i].it;
+
+                /* Ties to the lowest pid and pc: the same answer whatever order the merge left. */
+                if (it->count > hot->count ||
+                    (it->count == hot->count && (it->pid < hot->pid || (it->pid == hot->pid && it->pc < hot->pc))))
+                        hot = it;
+                row->sum.count += it->count;
+                row->sum.error += it->error;
+                for (int j = 0; j < _HOTPCS_OP_MAX; j++)
+                        row->sum.ops[j] += it->ops[j];
+                for (int j = 0; j < _HOTPCS_EV_MAX; j++)
+                        row->sum.events[j] += it->events[j];
+                row->sum.lat_sum += it->lat_sum;
+                row->pids[i] = it->pid;
+                free(x[i].symbol);
+                free(x[i].object);
+        }
+        row->sum.pc = hot->pc;
+        row->sum.pid = hot->pid;
+        qsort(row->pids, n, sizeof(uint32_t), u32_cmp);
+        for (size_t i = 0; i < n; i++)
+                if (k == 0 || row->pids[k - 1] != row->pids[i])
+                        row->pids[k++] = row->pids[i];
+        row->n_pids = k;
+}
+
+void agg_hotpcs_rows(const struct hotpcs_merged *m, const struct agg_symbolizer *sym, const char *cgroup_prefix,
+                     size_t limit, struct agg_pc_rows *ret) {
+        struct pc_ident *x = xmalloc(MAX(m->n, (size_t) 1) * sizeof(*x));
+        struct agg_pc_rows rows = {};
+        size_t n = 0;
+
+        for (size_t i = 0; i < m->n; i++) {
+                const struct hotpcs_item *it = &m->item[i];
+                char name[SYMBOL_MAX], path[OBJECT_MAX];
+
+                if (cgroup_prefix && !agg_pid_in_cgroup(sym, it->pid, cgroup_prefix))
+                        continue;
+                x[n] = (struct pc_ident) { .it = it, .withheld = !privacy_pc_shown(policy(sym), it->el, it->pc) };
+                if (!x[n].withheld && sym && sym->name(sym->userdata, it->pid, it->pc, name, sizeof(name))) {
+                        x[n].symbol = xstrdup(name);
+                        /* "[kernel]" names a kernel address served without kallsyms: a PC, not a function. */
+                        x[n].function = !streq(name, PRIVACY_KERNEL);
+                        if (sym->object && sym->object(sym->userdata, it->pid, it->pc, path, sizeof(path)))
+                                x[n].object = xstrdup(path);
+                }
+                n++;
+        }
+        qsort(x, n, sizeof(*x), ident_cmp);
+        rows.row = xmalloc(MAX(n, (size_t) 1) * sizeof(*rows.row));
+        for (size_t i = 0, j; i < n; i = j) {
+                for (j = i + 1; j < n && ident_cmp(&x[i], &x[j]) == 0; j++)
+                        ;
+                row_of(&rows.row[rows.n++], &x[i], j - i);
+        }
+        free(x);
+        qsort(rows.row, rows.n, sizeof(*rows.row), row_cmp);
+        while (rows.n > limit) {
+                struct agg_pc_row *r = &rows.row[--rows.n];
+
+                free(r->symbol);
+                free(r->object);
+                free(r->pids);
+        }
+        *ret = rows;
+}
+
+void agg_pc_rows_done(struct agg_pc_rows *rows) {
+        if (!rows)
+                return;
+        for (size_t i = 0; i < rows->n; i++) {
+                free(rows->row[i].symbol);
+                free(rows->row[i].object);
+                free(rows->row[i].pids);
+        }
+        free(rows->row);
+        *rows = (struct agg_pc_rows) {};
+}
+
+json_t *agg_hotpcs_json(const struct store_hotpcs_result *res, const struct agg_pc_rows *rows,
+                        const struct agg_symbolizer *sym) {
+        static const char *const ops[_HOTPCS_OP_MAX] = { "load", "store", "branch", "other" };
+        static const char *const evs[_HOTPCS_EV_MAX] = { "l1d_refill", "llc_miss", "tlb_walk", "mispredict" };
+        json_t *items = json_array();
+
+        for (size_t i = 0; i < rows->n; i++) {
+                const struct agg_pc_row *row = &rows->row[i];
+                const struct hotpcs_item *it = &row->sum;
+                json_t *o = json_object(), *e = json_object();
+
+                for (int k = 0; k < _HOTPCS_OP_MAX; k++)
+                        if (it->ops[k])
+                                json_object_set_new(o, ops[k], json_integer((json_int_t) it->ops[k]));
+                for (int k = 0; k < _HOTPCS_EV_MAX; k++)
+                        if (it->events[k])
+                                json_object_set_new(e, evs[k], json_integer((json_int_t) it->events[k]));
+                json_t *item = json_object();
+
+                /* The hottest of its PCs, unless withheld; its process's pid, then every pid summed. */
+                if (row->withheld)
+                        json_object_set_new(item, "region", json_string(PRIVACY_KERNEL));
+                else
+                        json_object_set_new(item, "pc", agg_hex(it->pc));
+                item = object_then(item, json_pack("{s:I, s:i, s:I, s:I, s:o, s:o, s:I}", "pid",
+                                                   (json_int_t) it->pid, "el", (int) it->el, "samples",
+                                                   (json_int_t) it->count, "error", (json_int_t) it->error,
+                                                   "ops", o, "events", e, "latency_sum_cycles",
+                                                   (json_int_t) it->lat_sum));
+                if (row->withheld || row->symbol)
+                        json_object_set_new(item, "symbol", json_string(row->withheld ? PRIVACY_KERNEL : row->symbol));
+                if (row->object)
+                        json_object_set_new(item, "object", json_string(row->object));
+                add_comm(item, &it->comm);
+                add_cgroup(item, sym, it->pid);
+                json_object_set_new(item, "pids", u32_list(row->pids, row->n_pids));
+                json_array_append_new(items, item);
+        }
+        return json_pack("{s:o, s:I, s:i, s:I, s:I, s:o}", "interval", agg_interval_json(&res->iv), "samples",
+                         (json_int_t) res->pcs.total, "capacity", (int) res->pcs.capacity, "error_bound",
+                         (json_int_t) res->pcs.error_bound, "evictions", (json_int_t) res->pcs.evictions, "pcs",
+                         items);
 }
 
 /*

@@ -55,14 +55,41 @@ struct agg_symbolizer {
 bool agg_pid_in_cgroup(const struct agg_symbolizer *sym, uint32_t pid, const char *prefix);
 
 /*
- * The hot PCs as the privacy policy (NULL: PRIVACY_POLICY_DEFAULT) lets
- * them be served: the withheld kernel PCs of a process at one EL become one
- * [kernel] entry (counts, errors, ops, events and latency summed: the sum of
- * upper bounds bounds the sum), as the CPU profile's kernel frames are one
- * [kernel] frame; then at most `limit` entries, by count. Query the store
- * without a limit before, so a process's kernel entries are all summed.
+ * One /hotpcs row: the hot PCs a person counts as one, by perf report's
+ * default sort keys (comm,dso,sym): one command at one EL in one function
+ * of one file, its PCs and the processes that ran them summed (counts,
+ * errors, ops, events, latency: the sum of upper bounds bounds the sum),
+ * so 500 short processes of one program are one row. A PC the privacy
+ * policy withholds is in the function "[kernel]" (a command's kernel PCs
+ * at one EL are one row, as the CPU profile's kernel frames are one frame);
+ * a PC no function names (a kernel PC served but not in kallsyms, which
+ * the symbolizer names "[kernel]", included) stays a row of its own
+ * process and address, and so do the PCs of a task with no command (perf
+ * names it by its pid).
  */
-void agg_hotpcs_withhold(struct hotpcs_merged *m, const struct privacy_policy *p, size_t limit);
+struct agg_pc_row {
+        struct hotpcs_item sum;         /* the counts summed; pc and pid of its hottest PC, its el and comm */
+        char *symbol, *object;          /* NULL: not known */
+        bool withheld;                  /* kernel PCs the policy withholds: no pc, "[kernel]" */
+        uint32_t *pids;                 /* every process summed, ascending */
+        size_t n_pids;
+};
+
+struct agg_pc_rows {
+        struct agg_pc_row *row;         /* by samples, descending */
+        size_t n;
+};
+
+/*
+ * The rows of m's PCs, at most `limit`, of the processes whose cgroup path
+ * starts with cgroup_prefix (NULL: all; agg_pid_in_cgroup()). Query the
+ * store without a limit before, so that each row sums all of its PCs.
+ * `sym` may be NULL: no names (a row per process and PC), and
+ * PRIVACY_POLICY_DEFAULT. Free with agg_pc_rows_done().
+ */
+void agg_hotpcs_rows(const struct hotpcs_merged *m, const struct agg_symbolizer *sym, const char *cgroup_prefix,
+                     size_t limit, struct agg_pc_rows *ret);
+void agg_pc_rows_done(struct agg_pc_rows *rows);
 
 /*
  * `sym` may be NULL: no "symbol", "object" or "node" fields, and
@@ -70,9 +97,11 @@ void agg_hotpcs_withhold(struct hotpcs_merged *m, const struct privacy_policy *p
  * ("pc" of a kernel PC; "address" and "va" of a line whose data address is
  * withheld; 0 in protobuf) and a "region" string says what it was:
  * "[kernel]", "[unknown]" or "MAPPING+0xOFFSET" (privacy.h); a kernel PC's
- * "symbol" is "[kernel]".
+ * "symbol" is "[kernel]". /hotpcs renders res's table facts and the rows
+ * agg_hotpcs_rows() made of it.
  */
-json_t *agg_hotpcs_json(const struct store_hotpcs_result *res, const struct agg_symbolizer *sym);
+json_t *agg_hotpcs_json(const struct store_hotpcs_result *res, const struct agg_pc_rows *rows,
+                        const struct agg_symbolizer *sym);
 json_t *agg_hotlines_json(const struct store_hotlines_result *res, const struct agg_symbolizer *sym);
 json_t *agg_latency_json(const struct store_latency_result *res);
 json_t *agg_hex(uint64_t v);

@@ -519,28 +519,20 @@ struct aggregate_endpoint {
 static json_t *query_hotpcs(const struct store_snapshot *snap, const struct query *q,
                             const struct agg_symbolizer *sym) {
         struct store_hotpcs_result res;
-        size_t n = 0;
+        struct agg_pc_rows rows;
         json_t *o;
 
         /*
-         * Filtered by cgroup: every merged entry is looked at, so a small
-         * service on a busy host is found below the top N, and the limit
-         * applies to what the filter keeps. `samples` stays the window's.
+         * Every merged entry is looked at: a row sums all the PCs of its
+         * command and function (agg_hotpcs_rows()), a small service on a
+         * busy host is found below the top N when filtered by cgroup, and
+         * the limit applies to the rows. `samples` stays the window's.
          */
-        const struct privacy_policy *privacy = sym ? sym->privacy : NULL;
-        /* A process's withheld kernel PCs are summed into one entry (privacy.h): all of them, so no limit first. */
-        bool whole = q->cgroup || !privacy || !privacy->kernel_addresses;
-
-        if (store_query_hotpcs(snap, q->window_ns, whole ? SIZE_MAX : q->limit, q->pid, &res) < 0)
+        if (store_query_hotpcs(snap, q->window_ns, SIZE_MAX, q->pid, &res) < 0)
                 return NULL;
-        agg_hotpcs_withhold(&res.pcs, privacy, q->cgroup ? SIZE_MAX : q->limit);
-        if (q->cgroup) {
-                for (size_t i = 0; i < res.pcs.n && n < q->limit; i++)
-                        if (agg_pid_in_cgroup(sym, res.pcs.item[i].pid, q->cgroup))
-                                res.pcs.item[n++] = res.pcs.item[i];
-                res.pcs.n = n;
-        }
-        o = agg_hotpcs_json(&res, sym);
+        agg_hotpcs_rows(&res.pcs, sym, q->cgroup, q->limit, &rows);
+        o = agg_hotpcs_json(&res, &rows, sym);
+        agg_pc_rows_done(&rows);
         store_hotpcs_result_done(&res);
         return o;
 }

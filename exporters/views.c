@@ -371,14 +371,37 @@ int view_hotlines(const json_t *answer, const struct view_context *ctx, struct v
 
 /* ---- /hotpcs: perf report --stdio ---- */
 
+/* A row's processes as a cell: the hottest PC's pid, then the others; a long list cut. */
+#define VIEW_PIDS_SHOWN 8
+
+static void cell_pids(struct table *t, const json_t *o) {
+        const json_t *pids = json_object_get(o, "pids"), *x;
+        uint64_t pid = ju(o, "pid");
+        struct strbuf b = STRBUF_INIT;
+        size_t i, n = 1;
+
+        strbuf_printf(&b, "%" PRIu64, pid);
+        json_array_foreach(pids, i, x) {
+                if ((uint64_t) json_integer_value(x) == pid)
+                        continue;
+                if (n++ == VIEW_PIDS_SHOWN) {
+                        strbuf_puts(&b, ",...");
+                        break;
+                }
+                strbuf_printf(&b, ",%" JSON_INTEGER_FORMAT, json_integer_value(x));
+        }
+        table_text(t, b.buf);
+        strbuf_done(&b);
+}
+
 /* The first PC_COLS_NAMED columns every PC has; the rest only SPE's operations. */
 #define PC_COLS_NAMED 9
 static const struct table_column pc_cols[] = {
         { NULL, "Overhead", TABLE_RIGHT, "share of the window's samples" },
         { NULL, "Samples", TABLE_RIGHT, "an upper bound: at most Error more than the true count" },
         { NULL, "Error", TABLE_RIGHT, "Space-Saving's bound on the overcount" },
-        { NULL, "PC", TABLE_RIGHT, NULL },
-        { NULL, "Pid", TABLE_RIGHT, NULL },
+        { NULL, "PC", TABLE_RIGHT, "the hottest of the PCs the row sums" },
+        { NULL, "Pids", TABLE_LEFT, "the processes the row sums, its hottest PC's first" },
         { NULL, "Command", TABLE_LEFT, "the command that ran it (perf's comm), as it was then" },
         { NULL, "Service", TABLE_LEFT, "the systemd unit or container the process runs in" },
         { NULL, "Shared Object", TABLE_LEFT, NULL },
@@ -426,7 +449,7 @@ int view_hotpcs(const json_t *answer, const struct view_context *ctx, struct vie
                 table_u64(t, n);
                 table_u64(t, ju(o, "error"));
                 table_text(t, js(o, "pc") ?: js(o, "region"));
-                table_u64(t, ju(o, "pid"));
+                cell_pids(t, o);
                 table_text(t, js(o, "comm"));
                 table_text(t, js(o, "service"));
                 cell_object(t, o);

@@ -87,18 +87,24 @@ def check_report(rep, facts, rows):
     assert rep["decode_errors"]["dropped_records"] == 0
     assert rep["sample_period"] == 4096, rep["sample_period"]  # the generator's SPE interval
 
-    # Hot PCs: a command at a PC, as perf names the records (the file's COMM records, the
-    # CPU's last CONTEXT), each count inside the Space-Saving bound of the truth's; a process's
-    # withheld kernel PCs summed. The hottest first, at the generator's hottest PC.
+    # Hot PCs: a row per command and function, as perf names the records (the file's COMM
+    # records, the CPU's last CONTEXT): each row's count inside the Space-Saving bound of the
+    # truth's; a kernel PC served by address is no function: a row per PC. The hottest first,
+    # at the generator's hottest PC.
     names = perf_names(rows, facts)
+    want = collections.Counter(n for n in names if n and n[1])
     want_pc = collections.Counter((n[0], decoded_pc(r)) for r, n in zip(rows, names) if n)
-    kernel = sum(1 for n in names if n and n[1] == "[kernel]")
-    for p in rep["hotpcs"]["pcs"]:
-        n = want_pc[(p.get("comm"), int(p["pc"], 16))] if "pc" in p else kernel
+    pcs = rep["hotpcs"]["pcs"]
+    for p in pcs:
+        if "pc" in p and int(p["pc"], 16) >> 56 == 0xFF:
+            n = want_pc[(p.get("comm"), int(p["pc"], 16))]
+        else:
+            n = want[(p.get("comm"), p.get("symbol"))]
         assert p["samples"] - p["error"] <= n <= p["samples"], (p, n)
-    top = rep["hotpcs"]["pcs"][0]
-    assert top["pc"] == facts["hottest.pc"] and top["symbol"] == facts["hottest.symbol"], top
-    assert (top["comm"], int(top["pc"], 16)) == want_pc.most_common(1)[0][0], (top, want_pc.most_common(1))
+        assert p["pids"] == [int(facts["pid"])], p
+    top = pcs[0]
+    assert (top["comm"], top["symbol"]) == want.most_common(1)[0][0], (top, want.most_common(1))
+    assert top["symbol"] == facts["hottest.symbol"] and top["pc"] == facts["hottest.pc"], (top, facts["hottest.pc"])
 
     # Hot lines: the false-sharing line ranks first, classified, with the right offsets/PCs/CPUs.
     lines = {l["address"]: l for l in rep["hotlines"]["lines"]}

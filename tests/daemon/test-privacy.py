@@ -145,7 +145,7 @@ with tempfile.TemporaryDirectory(prefix="armprofd-privacy-") as tmp:
         kpcs = [p for p in pcs if p.get("region") == "[kernel]"]
         assert all("pc" not in p and p["symbol"] == "[kernel]" for p in kpcs), kpcs[:3]
         assert sum(p["samples"] for p in kpcs) == kernel_samples, (sum(p["samples"] for p in kpcs), kernel_samples)
-        # One [kernel] entry per process and EL, as the CPU profile's one [kernel] frame.
+        # One [kernel] entry per command and EL (here one command a process), as the CPU profile's one [kernel] frame.
         kernel_ctx = {(int(r["pid"]), int(r["el"])) for r in pc_rows if decoded_pc(r) in kernel_pcs}
         assert sorted((p["pid"], p["el"]) for p in kpcs) == sorted(kernel_ctx), (kpcs, kernel_ctx)
         assert all(int(p["pc"], 16) >> 56 != KERNEL_TOP for p in pcs if "pc" in p)

@@ -7,12 +7,13 @@ to read for a file's processes.
 
 - perf's (command, function) of every record equals the generator's truth read the
   same way (spegen_truth.perf_names()): the oracle and the truth agree;
-- `--replay FILE --once`: every hot PC is one command at one PC, with perf's count
-  exactly (the tables hold every entry), in perf's order of counts;
-- a daemon serving the replay: /hotpcs?window=all has exactly perf's (command, PC)
-  pairs and counts, and its text view the command of each; every /hotlines
-  entry's command is one perf gives the records at its offset and PC, the only
-  one where perf gives one.
+- `--replay FILE --once`: every hot-PC row is one command in one function, with
+  perf's count exactly (the tables hold every entry), the rows in perf's order of
+  counts; a kernel PC served by address is a row of its own with perf's count;
+- a daemon serving the replay: /hotpcs?window=all has exactly perf's rows and
+  counts, each with the process's pid beside it, and its text view the command
+  of each; every /hotlines entry's command is one perf gives the records at its
+  offset and PC, the only one where perf gives one.
 """
 
 import collections
@@ -56,13 +57,15 @@ def perf_records(data):
 
 
 def row_key(p):
-    """A /hotpcs entry's identity: command and PC."""
-    return (p.get("comm"), int(p["pc"], 16))
+    """A /hotpcs row's identity: command and function, or command and PC for a kernel PC served by address."""
+    if "pc" in p and int(p["pc"], 16) >> 56 == 0xFF:
+        return (p.get("comm"), int(p["pc"], 16))
+    return (p.get("comm"), p.get("symbol"))
 
 
 def perf_rows(recs):
     """perf's counts by the same identity."""
-    return collections.Counter((c, ip) for c, _, ip, _, _ in recs)
+    return collections.Counter((c, ip if ip >> 56 == 0xFF else sym) for c, _, ip, _, sym in recs)
 
 
 tmp = tempfile.mkdtemp(prefix="armprofd-comm-")
@@ -87,16 +90,16 @@ try:
     with open(conf, "w") as f:
         f.write(CONFIG)
 
-    # --once: the top 50 entries, each perf's count exactly, in perf's order of counts.
+    # --once: the top 50 rows, each perf's count exactly, in perf's order of counts.
     r = subprocess.run([armprofd, "-c", conf, "--replay", data, "--once"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     pcs = json.loads(r.stdout)["hotpcs"]["pcs"]
     got = [(row_key(p), p["samples"]) for p in pcs]
-    assert all(p["error"] == 0 and p["pid"] == pid for p in pcs), pcs[:2]
+    assert all(p["error"] == 0 and p["pids"] == [pid] for p in pcs), pcs[:2]
     for k, n in got:
         assert want[k] == n, (k, n, want[k])
     assert [n for _, n in got] == sorted(want.values(), reverse=True)[:len(got)], got[:10]
-    print(f"--once: {len(got)} hot PCs, each a command at a PC with perf's count")
+    print(f"--once: {len(got)} rows, each a command in a function with perf's count")
 
     # The daemon: every row, and the commands of the hot lines' entries.
     with Daemon(args=["--replay", data], config_text=CONFIG) as d:
@@ -111,7 +114,7 @@ try:
             time.sleep(0.2)
         rows_got = collections.Counter()
         for p in ans["pcs"]:
-            assert p["error"] == 0 and p["pid"] == pid, p
+            assert p["error"] == 0 and p["pids"] == [pid] and p["pid"] == pid, p
             assert row_key(p) not in rows_got, p
             rows_got[row_key(p)] = p["samples"]
         assert rows_got == want, (rows_got - want, want - rows_got)
@@ -119,7 +122,7 @@ try:
         for p in ans["pcs"]:
             if p.get("comm"):
                 assert any(f" {p['comm']} " in l and p.get("pc", p.get("region")) in l for l in text.splitlines()), p
-        print(f"/hotpcs: perf's {len(want)} (command, PC) pairs, every count equal")
+        print(f"/hotpcs: perf's {len(want)} rows of (command, function), every count equal")
 
         # Per (line, offset, pc): the commands perf gives the records there.
         at = collections.defaultdict(set)

@@ -102,33 +102,38 @@ static void test_withhold(void **state) {
                 item(PID + 1, 1, KPC, 20), item(PID, 0, 0xaaaac0001020, 15), item(PID, 1, KPC + 8, 5),
                 item(PID, 2, KPC + 12, 3),
         };
-        struct hotpcs_merged m = { .n = ELEMENTSOF(items) };
+        struct hotpcs_merged m = { .n = ELEMENTSOF(items), .item = items };
+        static const uint64_t by_count[] = { 50, 40, 30, 20, 15, 5, 3 };
+        struct agg_symbolizer yes = { .name = name_none, .privacy = &kernel_yes };
+        struct agg_pc_rows rows;
 
-        m.item = malloc(sizeof(items));
-        memcpy(m.item, items, sizeof(items));
-        agg_hotpcs_withhold(&m, &kernel_yes, SIZE_MAX);
-        assert_int_equal(m.n, ELEMENTSOF(items));
-        assert_memory_equal(m.item, items, sizeof(items));
+        /* Kernel PCs served, no names, no commands: a row per process and PC, by count. */
+        agg_hotpcs_rows(&m, &yes, NULL, SIZE_MAX, &rows);
+        assert_int_equal(rows.n, ELEMENTSOF(items));
+        for (size_t i = 0; i < rows.n; i++)
+                assert_int_equal(rows.row[i].sum.count, by_count[i]);
+        agg_pc_rows_done(&rows);
 
-        agg_hotpcs_withhold(&m, NULL, SIZE_MAX);
+        agg_hotpcs_rows(&m, NULL, NULL, SIZE_MAX, &rows);
         /* PID's EL1 entries summed (85), then user 40, PID+1's EL1 20, user 15, PID's EL2 3. */
-        assert_int_equal(m.n, 5);
-        assert_int_equal(m.item[0].pid, PID);
-        assert_int_equal(m.item[0].el, 1);
-        assert_int_equal(m.item[0].count, 85);
-        assert_int_equal(m.item[0].error, 3);
-        assert_int_equal(m.item[0].ops[0], 85);
-        assert_int_equal(m.item[0].lat_sum, 850);
-        assert_int_equal(m.item[1].pc, 0xaaaac0001010);
-        assert_int_equal(m.item[2].pid, PID + 1);
-        assert_int_equal(m.item[2].count, 20);
-        assert_int_equal(m.item[3].pc, 0xaaaac0001020);
-        assert_int_equal(m.item[4].el, 2);
-        assert_int_equal(m.item[4].count, 3);
+        assert_int_equal(rows.n, 5);
+        assert_int_equal(rows.row[0].sum.pid, PID);
+        assert_int_equal(rows.row[0].sum.el, 1);
+        assert_true(rows.row[0].withheld);
+        assert_int_equal(rows.row[0].sum.count, 85);
+        assert_int_equal(rows.row[0].sum.error, 3);
+        assert_int_equal(rows.row[0].sum.ops[0], 85);
+        assert_int_equal(rows.row[0].sum.lat_sum, 850);
+        assert_int_equal(rows.row[1].sum.pc, 0xaaaac0001010);
+        assert_int_equal(rows.row[2].sum.pid, PID + 1);
+        assert_int_equal(rows.row[2].sum.count, 20);
+        assert_int_equal(rows.row[3].sum.pc, 0xaaaac0001020);
+        assert_int_equal(rows.row[4].sum.el, 2);
+        assert_int_equal(rows.row[4].sum.count, 3);
 
         /* The JSON: no pc for the withheld ones, region and symbol [kernel]; the others as they are. */
         struct store_hotpcs_result res = { .pcs = m };
-        json_t *o = agg_hotpcs_json(&res, NULL), *pcs = json_object_get(o, "pcs");
+        json_t *o = agg_hotpcs_json(&res, &rows, NULL), *pcs = json_object_get(o, "pcs");
         char *text;
 
         assert_int_equal(json_array_size(pcs), 5);
@@ -141,10 +146,11 @@ static void test_withhold(void **state) {
         assert_null(strstr(text, "0xffff"));
         free(text);
         json_decref(o);
+        agg_pc_rows_done(&rows);
 
-        agg_hotpcs_withhold(&m, NULL, 2);
-        assert_int_equal(m.n, 2);
-        free(m.item);
+        agg_hotpcs_rows(&m, NULL, NULL, 2, &rows);
+        assert_int_equal(rows.n, 2);
+        agg_pc_rows_done(&rows);
 }
 
 /* /hotlines: a kernel line and a heap line, under each policy. */

@@ -63,14 +63,15 @@ with Daemon(args=["--replay", os.path.join(tmp, "a.data")], config_text="[http]\
     assert len(get_json(f"/hotlines?window=all&pid={facts['pid']}")["lines"]) > 0
     assert get_json("/hotlines?window=all&pid=1")["lines"] == []
 
-    # /hotpcs: the hottest PC first; its entries (one per command that ran it) hold its count
-    # within the Space-Saving bound.
+    # /hotpcs: a row per command and function, the hottest PC's first; the rows of the hottest
+    # function (one per command that ran it) hold its count within the Space-Saving bound.
     hp = get_json("/hotpcs?window=all&limit=3")
     assert len(hp["pcs"]) == 3
     top = hp["pcs"][0]
-    assert top["pc"] == facts["hottest.pc"] and top["symbol"] == facts["hottest.symbol"] and top["comm"], top
-    at = [p for p in get_json("/hotpcs?window=all&limit=1000")["pcs"] if p.get("pc") == facts["hottest.pc"]]
-    assert sum(p["samples"] - p["error"] for p in at) <= int(facts["hottest.count"]) <= sum(p["samples"] for p in at), at
+    assert top["pc"] == facts["hottest.pc"] and top["symbol"] == facts["hottest.symbol"], top
+    assert top["comm"] and top["pids"] == [int(facts["pid"])], top
+    fn = [p for p in get_json("/hotpcs?window=all&limit=1000")["pcs"] if p.get("symbol") == facts["hottest.symbol"]]
+    assert sum(p["samples"] - p["error"] for p in fn) <= int(facts["hottest.count"]) <= sum(p["samples"] for p in fn), fn
 
     # /latency: the count of loads with a latency equals the truth.
     lat = get_json("/latency?window=all")

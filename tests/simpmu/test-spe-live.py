@@ -157,28 +157,33 @@ def check_aggregates(c):
                 checked += 1
     assert checked > 0
 
-    pcs = {}
-    for r in rows:
-        pcs[decoded_pc(r)] = pcs.get(decoded_pc(r), 0) + 1
-    hot = get(c.d, "/hotpcs?window=all&limit=1000")
-    assert hot["samples"] == len(rows) and hot["error_bound"] == 0, (hot["samples"], len(rows))
-    got = {int(p["pc"], 16): p["samples"] for p in hot["pcs"]}
-    assert got == pcs, (len(got), len(pcs))
-    # User PCs named from the ELF the MMAP2 record mapped, as the truth's symbols place them.
+    # User PCs named from the ELF the MMAP2 record mapped, as the truth's symbols place them; a
+    # /hotpcs row sums a command's PCs in one function (a kernel PC, named by no kallsyms, is one
+    # of its own): over the commands, each function's count and each kernel PC's is the truth's.
     symbols = []
     for k, v in c.facts.items():
         if k.startswith("symbol."):
             start, size = (int(x, 16) for x in v.split(","))
             symbols.append((start, start + size, k[len("symbol."):]))
-    named = 0
+
+    def function(pc):
+        return pc if pc >> 56 == 0xFF else next((n for a, b, n in symbols if a <= pc < b), None)
+    pcs = {}
+    for r in rows:
+        pcs[function(decoded_pc(r))] = pcs.get(function(decoded_pc(r)), 0) + 1
+    hot = get(c.d, "/hotpcs?window=all&limit=1000")
+    assert hot["samples"] == len(rows) and hot["error_bound"] == 0, (hot["samples"], len(rows))
+    got, named = {}, 0
     for p in hot["pcs"]:
         pc = int(p["pc"], 16)
-        want = [n for a, b, n in symbols if a <= pc < b]
+        assert p["pids"] == [4242], p
         if pc >> 56 == 0xFF:
             assert "symbol" not in p or p["symbol"] == "[kernel]", p
         else:
-            assert want and p.get("symbol") == want[0], (hex(pc), p.get("symbol"), want)
+            assert p.get("symbol") == function(pc), (hex(pc), p.get("symbol"), function(pc))
             named += 1
+        got[function(pc)] = got.get(function(pc), 0) + p["samples"]
+    assert got == pcs, (sorted(got.items(), key=str), sorted(pcs.items(), key=str))
     assert named > 0
 
     lat = get(c.d, "/latency?window=all")["latency_cycles"]["total"]["by_op"]
@@ -206,7 +211,8 @@ def case_truth(tmp):
         assert sum(per_cpu(m, "armprofd_spe_unattributed_records_total").values()) == 0
         assert sum(per_cpu(m, "armprofd_spe_discontinuities_total").values()) == 0
         print(f"truth: {len(c.truth())} records on 4 CPUs through 64 KiB AUX areas: {lines} lines (objects from "
-              f"the live MMAP2), {pcs} PCs (symbols) and the load/store latency sums equal the generator's truth")
+              f"the live MMAP2), {pcs} functions and kernel PCs (symbols) and the load/store latency sums equal the "
+              f"generator's truth")
     finally:
         c.close()
 
