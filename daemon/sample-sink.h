@@ -46,11 +46,11 @@ struct task_map;
 /* Cgroup ids the id -> path map keeps. */
 #define SAMPLE_SINK_MAX_CGROUPS 4096
 /*
- * An exited process's unwinding state (its Dwfl: libdw's CFI tables of
- * every file it mapped, megabytes for a process mapping libLLVM) is dropped
- * once a sample is this much perf time past its exit: until then another
- * CPU's ring may still hand on samples it took before. At most
- * SAMPLE_SINK_MAX_EXITED wait; past that the oldest goes at once.
+ * An exited process's unwinding state (its mappings, and the files only it
+ * mapped with their CFI: megabytes for libLLVM) is dropped once a sample is
+ * this much perf time past its exit: until then another CPU's ring may
+ * still hand on samples it took before. At most SAMPLE_SINK_MAX_EXITED
+ * wait; past that the oldest goes at once.
  */
 #define SAMPLE_SINK_EXIT_GRACE_NS       UINT64_C(1000000000)
 #define SAMPLE_SINK_MAX_EXITED          256

@@ -18,8 +18,9 @@
 #include <asm/perf_regs.h>
 #endif
 
+#include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <elfutils/libdwelf.h>
-#include <elfutils/libdwfl.h>
 #include <gelf.h>
 #include <libelf.h>
 
@@ -32,11 +33,17 @@
 #define VDSO_NAME "[vdso]"
 /* The vDSO is a few pages; more is not one (bounds the copy of our own). */
 #define VDSO_SIZE_MAX (UINT64_C(1) << 20)
+/*
+ * A CFI expression's evaluation stack and its steps: the expressions of
+ * .eh_frame are a few operations (a register plus an offset, glibc's signal
+ * frames a dozen), so more is a broken or hostile file, refused.
+ */
+#define EXPR_STACK_MAX 64
+#define EXPR_STEPS_MAX 1024
 
 /*
- * The perf registers a sample carries, by DWARF register number: the frame
- * API takes the initial registers by their DWARF numbers
- * (dwfl_thread_state_registers()), perf gives them in the bit order of its
+ * The perf registers a sample carries, by DWARF register number: CFI names
+ * registers by their DWARF numbers, perf gives them in the bit order of its
  * own enum (arch/<arch>/include/uapi/asm/perf_regs.h).
  */
 #if defined(__x86_64__)
@@ -54,13 +61,15 @@ static const uint8_t dwarf_to_perf[] = {
 #define ARCH_PERF_PC    PERF_REG_X86_IP
 #define ARCH_PERF_SP    PERF_REG_X86_SP
 #define ARCH_DWARF_SP   7U
+#define ARCH_DWARF_FP   6U      /* rbp */
+#define ARCH_DWARF_RA   16U
 #define ARCH_MACHINE    EM_X86_64
 #define ARCH_SUPPORTED  1
 #elif defined(__aarch64__)
 /*
  * "DWARF for the Arm 64-bit Architecture" (AADWARF64), 4.1: x0..x30 are
- * 0..30, sp is 31; the pc has no DWARF number of its own and is passed with
- * dwfl_thread_state_register_pc().
+ * 0..30, sp is 31; the pc has no DWARF number of its own (the return
+ * address column is x30).
  */
 static const uint8_t dwarf_to_perf[] = {
         PERF_REG_ARM64_X0, PERF_REG_ARM64_X1, PERF_REG_ARM64_X2, PERF_REG_ARM64_X3,
@@ -75,10 +84,18 @@ static const uint8_t dwarf_to_perf[] = {
 #define ARCH_PERF_PC    PERF_REG_ARM64_PC
 #define ARCH_PERF_SP    PERF_REG_ARM64_SP
 #define ARCH_DWARF_SP   31U
+#define ARCH_DWARF_FP   29U     /* x29 */
+#define ARCH_DWARF_RA   30U     /* x30, the link register */
 #define ARCH_MACHINE    EM_AARCH64
 #define ARCH_SUPPORTED  1
 #else
 #define ARCH_SUPPORTED  0
+#define ARCH_MACHINE    EM_NONE
+#define ARCH_NREGS      1U
+#endif
+#if ARCH_SUPPORTED
+/* The registers a frame has, by DWARF number: those the sample carries. */
+#define ARCH_NREGS      ELEMENTSOF(dwarf_to_perf)
 #endif
 
 struct mapping {
@@ -94,8 +111,13 @@ struct mapping {
  * An ELF file some process maps, read once for every process that maps it
  * (by device and inode: the same path may be another file in another mount
  * namespace): mapped by libelf, its descriptor closed, so that a module costs
- * no file descriptor. Each module's Elf is a reference to this one
- * (elf_begin(3) with a reference Elf).
+ * no file descriptor; and its CFI, read once too. CFI is in the file's own
+ * addresses, so one Dwarf_CFI serves every process whatever its load
+ * address: what libdw keeps of it (each FDE it looked up, and every FDE
+ * before one when it cannot use the file's .eh_frame_hdr, whose section
+ * must come first for libdw 0.188's dwarf_getcfi_elf()) is paid once a
+ * file, not once a process (a Dwfl per process paid megabytes each for
+ * libLLVM).
  */
 struct elf_file {
         dev_t dev;
@@ -104,14 +126,19 @@ struct elf_file {
         size_t refs;                    /* modules of our processes using it */
         uint8_t build_id[UNWIND_BUILD_ID_MAX];
         size_t build_id_len;            /* 0: none, or longer than MMAP2 carries */
+        bool eh_read, debug_read;       /* eh_cfi, debug_cfi were looked for */
+        Dwarf_CFI *eh_cfi;              /* .eh_frame (dwarf_getcfi_elf()), NULL: none */
+        Dwarf *dwarf;                   /* for .debug_frame, where .eh_frame has no FDE */
+        Dwarf_CFI *debug_cfi;           /* dwarf's (dwarf_getcfi()), NULL: none */
 };
 
-/* A file reported to the process's Dwfl: a module. */
+/* A file a process maps, where it runs: a module. */
 struct module {
-        char *name;                     /* the mapping's filename, the Dwfl module's name */
-        uint64_t low, high;
+        char *name;                     /* the mapping's filename */
+        uint64_t low, high;             /* [low, high): its segments in the process */
+        uint64_t bias;                  /* the process's address of the file's vaddr 0 */
         struct elf_file *file;
-        bool kept;                      /* reported again in the report under way */
+        bool kept;                      /* seen again in the report under way */
 };
 
 struct proc {
@@ -121,20 +148,20 @@ struct proc {
         size_t n_maps, cap_maps;
         struct module *mods;
         size_t n_mods, cap_mods;
-        Dwfl *dwfl;                     /* NULL until its first sample */
-        bool attached;                  /* dwfl_attach_state() done */
         bool dirty;                     /* mappings changed since the last report */
 };
 
-/* The sample being unwound: what the thread callbacks answer from. */
+/* A frame's registers, by DWARF number. */
+struct regs {
+        uint64_t v[ARCH_NREGS];
+        uint64_t known;                 /* bit r: v[r] holds the register's value */
+};
+
+/* The sample being unwound. */
 struct walk {
         const struct unwind_input *in;
-        Dwfl *dwfl;
+        const struct proc *proc;
         uint64_t sp;                    /* the sampled sp: the stack copy's address */
-        uint64_t last_sp;
-        uint64_t *ret;
-        size_t n, max;
-        bool started;                   /* the initial frame was seen */
         bool stack_end, no_module, truncated;
 };
 
@@ -145,9 +172,6 @@ struct unwind {
         struct elf_file **files;
         size_t n_files, cap_files;
         uint64_t tick, seq;
-        /* The architecture for dwfl_attach_state(): an ELF header alone, so no module's Elf is needed. */
-        Elf64_Ehdr arch_ehdr;
-        Elf *arch_elf;
         /*
          * Our own vDSO image, in a memfd: every 64-bit process of this kernel
          * maps the same one (vdso(7)), so its .eh_frame unwinds theirs.
@@ -206,6 +230,11 @@ static void elf_file_unref(struct unwind *u, struct elf_file *f) {
                         u->files[i] = u->files[--u->n_files];
                         break;
                 }
+        /* The CFI before the Dwarf and the Elf it was read from (dwarf_getcfi_elf(3), dwarf_getcfi(3)). */
+        if (f->eh_cfi)
+                dwarf_cfi_end(f->eh_cfi);
+        if (f->dwarf)
+                dwarf_end(f->dwarf);
         elf_end(f->elf);
         free(f);
 }
@@ -218,9 +247,6 @@ static void module_done(struct unwind *u, struct module *mod) {
 static void proc_free(struct unwind *u, struct proc *p) {
         if (!p)
                 return;
-        /* The Dwfl first: its modules' references to our Elfs go with it. */
-        if (p->dwfl)
-                dwfl_end(p->dwfl);
         for (size_t i = 0; i < p->n_maps; i++)
                 free(p->maps[i].filename);
         for (size_t i = 0; i < p->n_mods; i++)
@@ -296,17 +322,6 @@ struct unwind *unwind_new(const struct unwind_limits *l) {
         u->procs = xcalloc(u->limits.max_pids, sizeof(u->procs[0]));
 
         elf_version(EV_CURRENT);
-#if ARCH_SUPPORTED
-        memcpy(u->arch_ehdr.e_ident, ELFMAG, SELFMAG);
-        u->arch_ehdr.e_ident[EI_CLASS] = ELFCLASS64;
-        u->arch_ehdr.e_ident[EI_DATA] = ELFDATA2LSB;
-        u->arch_ehdr.e_ident[EI_VERSION] = EV_CURRENT;
-        u->arch_ehdr.e_type = ET_EXEC;
-        u->arch_ehdr.e_machine = ARCH_MACHINE;
-        u->arch_ehdr.e_version = EV_CURRENT;
-        u->arch_ehdr.e_ehsize = sizeof(Elf64_Ehdr);
-        u->arch_elf = elf_memory((char *) &u->arch_ehdr, sizeof(u->arch_ehdr));
-#endif
         /* Without it, pcs in the vDSO are in no module: the walk stops there. */
         u->vdso_fd = vdso_memfd();
         return u;
@@ -320,9 +335,6 @@ struct unwind *unwind_free(struct unwind *u) {
         free(u->procs);
         assert(u->n_files == 0);
         free(u->files);
-        /* After every Dwfl: dwfl_attach_state(3) wants the Elf valid for a Dwfl's lifetime. */
-        if (u->arch_elf)
-                elf_end(u->arch_elf);
         safe_close(u->vdso_fd);
         free(u);
         return NULL;
@@ -438,7 +450,7 @@ int unwind_add_mapping(struct unwind *u, uint32_t pid, uint64_t start, uint64_t 
         return 0;
 }
 
-/* ---- Reporting a process's files to its Dwfl ---- */
+/* ---- A process's files: its modules ---- */
 
 /*
  * The file a mapping of pid maps: while the process lives, the mapping's own
@@ -506,7 +518,7 @@ static int mapping_bias(Elf *elf, const struct mapping *m, uint64_t *ret) {
 
 /*
  * The ELF file open as fd, from the cache or read now. Only ELF64 files of
- * our machine are kept: the frame API unwinds with one architecture.
+ * our machine are kept: the registers are this architecture's.
  */
 static int elf_file_get(struct unwind *u, int fd, struct elf_file **ret) {
         struct stat st;
@@ -528,7 +540,7 @@ static int elf_file_get(struct unwind *u, int fd, struct elf_file **ret) {
         if (!elf)
                 return -EBADMSG;
         if (elf_kind(elf) != ELF_K_ELF || gelf_getclass(elf) != ELFCLASS64 || !gelf_getehdr(elf, &ehdr) ||
-            ehdr.e_machine != u->arch_ehdr.e_machine ||
+            ehdr.e_machine != ARCH_MACHINE ||
             /* All of it in memory (mapped, or read where mmap failed), then the descriptor is let go (as FDDONE). */
             elf_cntl(elf, ELF_C_FDREAD) < 0) {
                 elf_end(elf);
@@ -555,10 +567,8 @@ static int elf_file_get(struct unwind *u, int fd, struct elf_file **ret) {
 
 /*
  * Where the module of a file loaded with bias spans: from its first PT_LOAD's
- * p_vaddr rounded down to its alignment to the end of the last one. libdwfl
- * takes the module's bias as low minus that rounded p_vaddr
- * (dwfl_module_getdwarf.c, __libdwfl_getelf()), so low is chosen to make it
- * ours.
+ * p_vaddr rounded down to its alignment (where the loader maps it) to the
+ * end of the last one.
  */
 static int elf_file_range(Elf *elf, uint64_t bias, uint64_t *ret_low, uint64_t *ret_high) {
         uint64_t low = 0, high = 0;
@@ -585,13 +595,11 @@ static int elf_file_range(Elf *elf, uint64_t bias, uint64_t *ret_low, uint64_t *
         return 0;
 }
 
-/* Report the file of m as a new module of p's Dwfl. */
+/* The file of m as a new module of p. */
 static int module_report_new(struct unwind *u, struct proc *p, struct mapping *m) {
         _cleanup_close_ int fd = -1;
         struct elf_file *f = NULL;
         uint64_t bias, low, high, page;
-        Dwfl_Module *mod;
-        void **userdata;
         int r;
 
         if (streq(m->filename, VDSO_NAME)) {
@@ -629,12 +637,6 @@ static int module_report_new(struct unwind *u, struct proc *p, struct mapping *m
         if (m->start < (low & ~(page - 1)) || m->end > ((high + page - 1) & ~(page - 1)))
                 goto fail;
 
-        /* Its Elf comes from find_elf_shared() when libdw first needs it. */
-        mod = dwfl_report_module(p->dwfl, m->filename, low, high);
-        if (!mod || !dwfl_module_info(mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL))
-                goto fail;
-        *userdata = f;
-
         if (p->n_mods == p->cap_mods) {
                 p->cap_mods = p->cap_mods ? 2 * p->cap_mods : 8;
                 p->mods = xrealloc(p->mods, p->cap_mods * sizeof(p->mods[0]));
@@ -643,6 +645,7 @@ static int module_report_new(struct unwind *u, struct proc *p, struct mapping *m
                 .name = xstrdup(m->filename),
                 .low = low,
                 .high = high,
+                .bias = bias,
                 .file = f,
                 .kept = true,
         };
@@ -660,57 +663,12 @@ static struct module *module_covering(struct proc *p, const struct mapping *m) {
         return NULL;
 }
 
-static int find_elf_shared(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
-                           char **file_name, Elf **elfp) {
-        struct elf_file *f = *userdata;
-
-        /*
-         * A reference to the file's one Elf (elf_begin(3): a reference Elf
-         * that is no archive is counted and returned), no descriptor: the
-         * module ends its reference when it goes.
-         */
-        if (f)
-                *elfp = elf_begin(-1, ELF_C_READ_MMAP, f->elf);
-        return -1;
-}
-
-static int find_no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
-                             const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
-                             char **debuginfo_file_name) {
-        /*
-         * Unwinding needs .eh_frame, which the binary itself carries; looking
-         * for detached debug files (or asking debuginfod, as the standard
-         * callback may) would put file or network I/O on the sample path.
-         */
-        return -1;
-}
-
-static const Dwfl_Callbacks dwfl_callbacks = {
-        .find_elf = find_elf_shared,
-        .find_debuginfo = find_no_debuginfo,
-        .section_address = dwfl_offline_section_address,
-};
-
-static const Dwfl_Thread_Callbacks thread_callbacks;
-
+/* The process's modules anew from its mappings: a module still mapped is kept with its file. */
 static void proc_report(struct unwind *u, struct proc *p) {
-        size_t kept = 0;
+        size_t n_old = p->n_mods, kept = 0;
 
         p->dirty = false;
         u->stats.reports++;
-        if (!p->dwfl) {
-                p->dwfl = dwfl_begin(&dwfl_callbacks);
-                if (!p->dwfl)
-                        return;
-        }
-        if (!p->attached && u->arch_elf)
-                p->attached = dwfl_attach_state(p->dwfl, u->arch_elf, (pid_t) p->pid, &thread_callbacks, u);
-
-        /*
-         * Modules not reported again before dwfl_report_end() are dropped;
-         * those reported again keep their Elf and CFI.
-         */
-        dwfl_report_begin(p->dwfl);
         for (size_t i = 0; i < p->n_mods; i++)
                 p->mods[i].kept = false;
         for (size_t i = 0; i < p->n_maps; i++) {
@@ -721,8 +679,7 @@ static void proc_report(struct unwind *u, struct proc *p) {
                         continue;
                 mod = module_covering(p, m);
                 if (mod) {
-                        if (!mod->kept && dwfl_report_module(p->dwfl, mod->name, mod->low, mod->high))
-                                mod->kept = true;
+                        mod->kept = true;
                         continue;
                 }
                 if (module_report_new(u, p, m) < 0) {
@@ -730,10 +687,9 @@ static void proc_report(struct unwind *u, struct proc *p) {
                         u->stats.module_errors++;
                 }
         }
-        dwfl_report_end(p->dwfl, NULL, NULL);
-
+        /* Those of the old ones no mapping holds any more go; the new ones (after n_old) stay. */
         for (size_t i = 0; i < p->n_mods; i++) {
-                if (p->mods[i].kept)
+                if (i >= n_old || p->mods[i].kept)
                         p->mods[kept++] = p->mods[i];
                 else
                         module_done(u, &p->mods[i]);
@@ -742,6 +698,15 @@ static void proc_report(struct unwind *u, struct proc *p) {
 }
 
 /* ---- The walk ---- */
+
+#if ARCH_SUPPORTED
+/* The module that holds addr: the first reported of those whose segments span it. */
+static const struct module *module_at(const struct proc *p, uint64_t addr) {
+        for (size_t i = 0; i < p->n_mods; i++)
+                if (p->mods[i].low <= addr && addr < p->mods[i].high)
+                        return &p->mods[i];
+        return NULL;
+}
 
 static bool perf_reg(const struct unwind_input *in, unsigned reg, uint64_t *ret) {
         size_t i;
@@ -755,162 +720,452 @@ static bool perf_reg(const struct unwind_input *in, unsigned reg, uint64_t *ret)
         return true;
 }
 
-static pid_t next_thread(Dwfl *dwfl, void *dwfl_arg, void **thread_argp) {
-        struct unwind *u = dwfl_arg;
-
-        /* One thread: the sample's. */
-        if (*thread_argp)
-                return 0;
-        *thread_argp = u;
-        return (pid_t) u->walk.in->tid;
-}
-
-static bool get_thread(Dwfl *dwfl, pid_t tid, void *dwfl_arg, void **thread_argp) {
-        *thread_argp = dwfl_arg;
+static bool reg_get(const struct regs *r, uint64_t regno, uint64_t *ret) {
+        if (regno >= ARCH_NREGS || !(r->known & (UINT64_C(1) << regno)))
+                return false;
+        *ret = r->v[regno];
         return true;
 }
 
+static void reg_set(struct regs *r, unsigned regno, uint64_t v) {
+        r->v[regno] = v;
+        r->known |= UINT64_C(1) << regno;
+}
+
 /* Memory at addr of a module's file, where a PT_LOAD segment holds it (CFI expressions may read code or data). */
-static bool module_read(Dwfl *dwfl, uint64_t addr, Dwarf_Word *result) {
-        Dwfl_Module *mod;
-        GElf_Addr bias;
-        Elf *elf;
+static bool module_read(const struct proc *p, uint64_t addr, uint64_t *ret) {
+        const struct module *mod = module_at(p, addr);
         const char *raw;
         size_t raw_size, phnum;
         uint64_t vaddr;
 
-        mod = dwfl_addrmodule(dwfl, addr);
-        if (!mod)
+        if (!mod || elf_getphdrnum(mod->file->elf, &phnum) < 0)
                 return false;
-        elf = dwfl_module_getelf(mod, &bias);
-        if (!elf || elf_getphdrnum(elf, &phnum) < 0)
-                return false;
-        raw = elf_rawfile(elf, &raw_size);
+        raw = elf_rawfile(mod->file->elf, &raw_size);
         if (!raw)
                 return false;
-        vaddr = addr - bias;
+        vaddr = addr - mod->bias;
         for (size_t i = 0; i < phnum; i++) {
                 GElf_Phdr ph;
                 uint64_t off;
 
-                if (!gelf_getphdr(elf, (int) i, &ph) || ph.p_type != PT_LOAD)
+                if (!gelf_getphdr(mod->file->elf, (int) i, &ph) || ph.p_type != PT_LOAD)
                         continue;
                 if (vaddr < ph.p_vaddr || vaddr - ph.p_vaddr >= ph.p_filesz ||
-                    ph.p_filesz - (vaddr - ph.p_vaddr) < sizeof(*result))
+                    ph.p_filesz - (vaddr - ph.p_vaddr) < sizeof(*ret))
                         continue;
                 off = ph.p_offset + (vaddr - ph.p_vaddr);
-                if (off > raw_size || raw_size - off < sizeof(*result))
+                if (off > raw_size || raw_size - off < sizeof(*ret))
                         return false;
-                memcpy(result, raw + off, sizeof(*result));
+                memcpy(ret, raw + off, sizeof(*ret));
                 return true;
         }
         return false;
 }
 
-static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *dwfl_arg) {
-        struct unwind *u = dwfl_arg;
-        struct walk *w = &u->walk;
+/* The word at addr: from the stack copy, else from a module's file; nothing else of the process is at hand. */
+static bool memory_read(struct walk *w, uint64_t addr, uint64_t *ret) {
         uint64_t off = addr - w->sp;
 
         /* The stack copy: stack_len bytes at the sampled sp (perf_event_open(2), PERF_SAMPLE_STACK_USER). */
-        if (addr >= w->sp && off < w->in->stack_len && w->in->stack_len - off >= sizeof(*result)) {
-                memcpy(result, w->in->stack + off, sizeof(*result));
+        if (addr >= w->sp && off < w->in->stack_len && w->in->stack_len - off >= sizeof(*ret)) {
+                memcpy(ret, w->in->stack + off, sizeof(*ret));
                 return true;
         }
-        if (module_read(dwfl, addr, result))
+        if (module_read(w->proc, addr, ret))
                 return true;
         /* Above the copy, in no file: the stack went on beyond what the kernel copied. */
-        if (addr >= w->sp && off + sizeof(*result) > w->in->stack_len)
+        if (addr >= w->sp && off + sizeof(*ret) > w->in->stack_len)
                 w->stack_end = true;
         return false;
 }
 
-static bool set_initial_registers(Dwfl_Thread *thread, void *thread_arg) {
-#if ARCH_SUPPORTED
-        struct unwind *u = thread_arg;
-        const struct unwind_input *in = u->walk.in;
-        uint64_t pc;
+/*
+ * A CFI expression (DWARF 5, 2.5 "DWARF Expressions"; 6.4.2 "Call Frame
+ * Instructions") as libdw hands it over (dwarf_frame_cfa(3),
+ * dwarf_frame_register(3)): of the callee's registers `r`, with `cfa` for
+ * DW_OP_call_frame_cfa (0: not known yet, computing the CFA itself). A
+ * rule that starts from the CFA gives an address, where the caller's value
+ * is saved, unless it ends with DW_OP_stack_value (a value rule); a rule in
+ * registers alone gives the value. Anything this does not know, a stack
+ * past EXPR_STACK_MAX, more than EXPR_STEPS_MAX steps, or memory it cannot
+ * read fail it: the register stays unknown.
+ */
+static bool expr_eval(struct walk *w, const struct regs *r, uint64_t cfa, uint64_t bias, const Dwarf_Op *ops,
+                      size_t nops, uint64_t *ret) {
+        uint64_t stack[EXPR_STACK_MAX], a, b, c;
+        size_t sp = 0, steps = 0;
+        bool location = false;
 
-        for (unsigned i = 0; i < ELEMENTSOF(dwarf_to_perf); i++) {
-                Dwarf_Word val;
+#define PUSH(x) do { if (sp == EXPR_STACK_MAX) return false; stack[sp++] = (x); } while (0)
+#define POP(x) do { if (sp == 0) return false; (x) = stack[--sp]; } while (0)
+        if (nops == 0)
+                return false;
+        for (size_t i = 0; i < nops; i++) {
+                const Dwarf_Op *op = &ops[i];
+
+                if (++steps > EXPR_STEPS_MAX)
+                        return false;
+                switch (op->atom) {
+                case DW_OP_lit0 ... DW_OP_lit31:
+                        PUSH((uint64_t) (op->atom - DW_OP_lit0));
+                        break;
+                case DW_OP_addr:
+                        PUSH(op->number + bias);
+                        break;
+                case DW_OP_const1u: case DW_OP_const1s: case DW_OP_const2u: case DW_OP_const2s:
+                case DW_OP_const4u: case DW_OP_const4s: case DW_OP_const8u: case DW_OP_const8s:
+                case DW_OP_constu: case DW_OP_consts:
+                        PUSH(op->number);
+                        break;
+                case DW_OP_reg0 ... DW_OP_reg31:
+                        if (!reg_get(r, op->atom - DW_OP_reg0, &a))
+                                return false;
+                        PUSH(a);
+                        break;
+                case DW_OP_regx:
+                        if (!reg_get(r, op->number, &a))
+                                return false;
+                        PUSH(a);
+                        break;
+                case DW_OP_breg0 ... DW_OP_breg31:
+                        if (!reg_get(r, op->atom - DW_OP_breg0, &a))
+                                return false;
+                        PUSH(a + op->number);
+                        break;
+                case DW_OP_bregx:
+                        if (!reg_get(r, op->number, &a))
+                                return false;
+                        PUSH(a + op->number2);
+                        break;
+                case DW_OP_dup:
+                        POP(a);
+                        PUSH(a);
+                        PUSH(a);
+                        break;
+                case DW_OP_drop:
+                        POP(a);
+                        break;
+                case DW_OP_pick:
+                        if (op->number >= sp)
+                                return false;
+                        a = stack[sp - 1 - op->number];
+                        PUSH(a);
+                        break;
+                case DW_OP_over:
+                        if (sp < 2)
+                                return false;
+                        a = stack[sp - 2];
+                        PUSH(a);
+                        break;
+                case DW_OP_swap:
+                        POP(a);
+                        POP(b);
+                        PUSH(a);
+                        PUSH(b);
+                        break;
+                case DW_OP_rot:
+                        /* The top three: the first (top) goes third, the others move up. */
+                        POP(a);
+                        POP(b);
+                        POP(c);
+                        PUSH(a);
+                        PUSH(c);
+                        PUSH(b);
+                        break;
+                case DW_OP_deref:
+                case DW_OP_deref_size:
+                        POP(a);
+                        if (!memory_read(w, a, &a))
+                                return false;
+                        if (op->atom == DW_OP_deref_size) {
+                                if (op->number == 0 || op->number > sizeof(uint64_t))
+                                        return false;
+                                /* Little-endian, both architectures: the low bytes are the first. */
+                                if (op->number < sizeof(uint64_t))
+                                        a &= (UINT64_C(1) << (op->number * 8)) - 1;
+                        }
+                        PUSH(a);
+                        break;
+                case DW_OP_abs:
+                        POP(a);
+                        PUSH((int64_t) a < 0 ? -a : a);
+                        break;
+                case DW_OP_neg:
+                        POP(a);
+                        PUSH(-a);
+                        break;
+                case DW_OP_not:
+                        POP(a);
+                        PUSH(~a);
+                        break;
+                case DW_OP_plus_uconst:
+                        POP(a);
+                        PUSH(a + op->number);
+                        break;
+                case DW_OP_and: case DW_OP_div: case DW_OP_minus: case DW_OP_mod: case DW_OP_mul:
+                case DW_OP_or: case DW_OP_plus: case DW_OP_shl: case DW_OP_shr: case DW_OP_shra:
+                case DW_OP_xor: case DW_OP_le: case DW_OP_ge: case DW_OP_eq: case DW_OP_lt:
+                case DW_OP_gt: case DW_OP_ne:
+                        POP(b);
+                        POP(a);
+                        switch (op->atom) {
+                        case DW_OP_and: a &= b; break;
+                        case DW_OP_div:
+                                if (b == 0 || ((int64_t) a == INT64_MIN && (int64_t) b == -1))
+                                        return false;
+                                a = (uint64_t) ((int64_t) a / (int64_t) b);
+                                break;
+                        case DW_OP_minus: a -= b; break;
+                        case DW_OP_mod:
+                                if (b == 0)
+                                        return false;
+                                a %= b;
+                                break;
+                        case DW_OP_mul: a *= b; break;
+                        case DW_OP_or: a |= b; break;
+                        case DW_OP_plus: a += b; break;
+                        case DW_OP_shl: a = b < 64 ? a << b : 0; break;
+                        case DW_OP_shr: a = b < 64 ? a >> b : 0; break;
+                        case DW_OP_shra: a = (uint64_t) ((int64_t) a >> (b < 64 ? b : 63)); break;
+                        case DW_OP_xor: a ^= b; break;
+                        case DW_OP_le: a = (int64_t) a <= (int64_t) b; break;
+                        case DW_OP_ge: a = (int64_t) a >= (int64_t) b; break;
+                        case DW_OP_eq: a = a == b; break;
+                        case DW_OP_lt: a = (int64_t) a < (int64_t) b; break;
+                        case DW_OP_gt: a = (int64_t) a > (int64_t) b; break;
+                        default: a = a != b; break;
+                        }
+                        PUSH(a);
+                        break;
+                case DW_OP_bra:
+                        POP(a);
+                        if (a == 0)
+                                break;
+                        __attribute__((fallthrough));
+                case DW_OP_skip: {
+                        /* Its 2-byte operand counts from the end of the 3-byte operation. */
+                        uint64_t to = op->offset + 3 + (uint64_t) (int64_t) (int16_t) op->number;
+                        size_t j;
+
+                        for (j = 0; j < nops && ops[j].offset != to; j++)
+                                ;
+                        if (j == nops)
+                                return false;
+                        i = j - 1;      /* the loop's i++ lands on it */
+                        break;
+                }
+                case DW_OP_nop:
+                        break;
+                case DW_OP_call_frame_cfa:
+                        if (cfa == 0)
+                                return false;
+                        PUSH(cfa);
+                        location = true;
+                        break;
+                case DW_OP_stack_value:
+                        location = false;
+                        break;
+                default:
+                        return false;
+                }
+        }
+#undef PUSH
+#undef POP
+        if (sp == 0)
+                return false;
+        *ret = stack[sp - 1];
+        return !location || memory_read(w, *ret, ret);
+}
+
+/*
+ * The CFI frame of a pc of mod, from the file's .eh_frame, else its
+ * .debug_frame (each read the first time a walk needs it, then kept with
+ * the file: the DWARF of a file whose .eh_frame covers its code is never
+ * opened). NULL when neither has an FDE for it; free() it.
+ */
+static Dwarf_Frame *cfi_frame(const struct module *mod, uint64_t pc) {
+        struct elf_file *f = mod->file;
+        Dwarf_Frame *frame;
+
+        if (!f->eh_read) {
+                f->eh_read = true;
+                f->eh_cfi = dwarf_getcfi_elf(f->elf);
+        }
+        if (f->eh_cfi && dwarf_cfi_addrframe(f->eh_cfi, pc - mod->bias, &frame) == 0)
+                return frame;
+        if (!f->debug_read) {
+                f->debug_read = true;
+                /* A file without DWARF has no Dwarf, and no .debug_frame. */
+                f->dwarf = dwarf_begin_elf(f->elf, DWARF_C_READ, NULL);
+                if (f->dwarf)
+                        f->debug_cfi = dwarf_getcfi(f->dwarf);
+        }
+        if (f->debug_cfi && dwarf_cfi_addrframe(f->debug_cfi, pc - mod->bias, &frame) == 0)
+                return frame;
+        return NULL;
+}
+
+/*
+ * A step by the frame pointer, for a pc of a module that has no CFI for it
+ * (Go's binaries have none; a PLT entry may have none): the frame record
+ * the x86-64 psABI's and AAPCS64's frame-pointer convention pushes, the
+ * caller's frame pointer at [fp] and the return address at [fp + 8], the
+ * caller's sp above them, as libdwfl's backends do where CFI is missing
+ * (elfutils backends/x86_64_unwind.c, aarch64_unwind.c). The sampled frame
+ * of arm64 is not popped so: a leaf keeps its return address in x30 with
+ * no frame record of its own, so [fp + 8] would skip its caller.
+ */
+static bool fp_step(struct walk *w, const struct regs *r, bool initial, uint64_t *cfa, struct regs *ret_regs,
+                    uint64_t *ret_pc) {
+        struct regs caller = {};
+        uint64_t fp, prev_fp, ra;
+
+#if defined(__aarch64__)
+        if (initial)
+                return false;
+#endif
+        if (!reg_get(r, ARCH_DWARF_FP, &fp) || fp == 0 || !memory_read(w, fp + 8, &ra))
+                return false;
+        /* The sp after the frame record: a CFA the CFI steps' monotony holds to. */
+        if (*cfa && fp + 16 <= *cfa)
+                return false;
+        if (memory_read(w, fp, &prev_fp))
+                reg_set(&caller, ARCH_DWARF_FP, prev_fp);
+        reg_set(&caller, ARCH_DWARF_SP, fp + 16);
+        reg_set(&caller, ARCH_DWARF_RA, ra);
+        *cfa = fp + 16;
+        *ret_regs = caller;
+        *ret_pc = ra;
+        return true;
+}
+
+/*
+ * One step up the stack (DWARF 5, 6.4.4 "Call Frame Information Example"):
+ * from the callee's registers `r`, at pc, the caller's registers, its pc
+ * (the return address column's value) in *ret_pc, and whether the callee is
+ * a signal frame (its caller's pc is then the interrupted one, not after a
+ * call). `activation`: pc is where the callee is (the sampled pc, or a pc a
+ * signal interrupted), not a return address (which points after the call,
+ * so its CFI row is that of pc - 1). *cfa is the callee's CFA on entry (0
+ * for the sampled frame), then the caller's: each must be above the last.
+ * Where the module has no CFI for pc, a frame-pointer step (fp_step()).
+ * False where the walk ends: a pc in no module, no CFA, the return address
+ * undefined (the outermost frame) or not recovered.
+ */
+static bool step(struct walk *w, const struct regs *r, uint64_t pc, bool activation, uint64_t *cfa,
+                 struct regs *ret_regs, uint64_t *ret_pc, bool *ret_signal) {
+        uint64_t lookup = activation ? pc : pc - 1, new_cfa, ra_value = 0;
+        const struct module *mod = module_at(w->proc, lookup);
+        struct regs caller = {};
+        Dwarf_Frame *frame;
+        Dwarf_Op *ops;
+        size_t nops;
+        bool signal = false, ra_known = false;
+        int ra;
+
+        if (!mod)
+                return false;
+        frame = cfi_frame(mod, lookup);
+        if (!frame) {
+                if (!fp_step(w, r, *cfa == 0, cfa, ret_regs, ret_pc))
+                        return false;
+                *ret_signal = false;
+                return true;
+        }
+        ra = dwarf_frame_info(frame, NULL, NULL, &signal);
+        if (ra < 0 || dwarf_frame_cfa(frame, &ops, &nops) != 0 ||
+            !expr_eval(w, r, 0, mod->bias, ops, nops, &new_cfa) || new_cfa == 0 || (*cfa && new_cfa <= *cfa)) {
+                free(frame);
+                return false;
+        }
+        for (unsigned regno = 0; regno < ARCH_NREGS; regno++) {
+                Dwarf_Op ops_mem[3];
                 uint64_t v;
 
-                /* A register the sample lacks stays undefined: a rule that needs it fails, not guesses. */
-                if (!perf_reg(in, dwarf_to_perf[i], &v))
+                if (dwarf_frame_register(frame, (int) regno, ops_mem, &ops, &nops) != 0)
                         continue;
-                val = v;
-                if (!dwfl_thread_state_registers(thread, (int) i, 1, &val))
-                        return false;
+                if (nops == 0) {
+                        /* ops_mem: undefined (call-clobbered); NULL: the same value as the callee's. */
+                        if (ops == NULL && reg_get(r, regno, &v))
+                                reg_set(&caller, regno, v);
+                } else if (expr_eval(w, r, new_cfa, mod->bias, ops, nops, &v))
+                        reg_set(&caller, regno, v);
         }
-        if (!perf_reg(in, ARCH_PERF_PC, &pc))
+        /* aarch64's return address column is x30, in the registers; a column beyond them is not one we have. */
+        if ((unsigned) ra < ARCH_NREGS)
+                ra_known = reg_get(&caller, (unsigned) ra, &ra_value);
+        free(frame);
+        if (!ra_known)
                 return false;
-        dwfl_thread_state_register_pc(thread, pc);
+        *cfa = new_cfa;
+        *ret_regs = caller;
+        *ret_pc = ra_value;
+        *ret_signal = signal;
         return true;
-#else
-        return false;
-#endif
 }
 
-static const Dwfl_Thread_Callbacks thread_callbacks = {
-        .next_thread = next_thread,
-        .get_thread = get_thread,
-        .memory_read = memory_read,
-        .set_initial_registers = set_initial_registers,
-};
+/* The walk from the sampled frame: ret[0] is its pc already; returns the frames in ret. */
+static size_t walk_frames(struct walk *w, const struct unwind_input *in, uint64_t pc, uint64_t sp, uint64_t *ret,
+                          size_t max) {
+        struct regs r = {};
+        uint64_t cfa = 0, last_sp = sp;
+        bool activation = true;
+        size_t n = 1;
 
-static int frame_callback(Dwfl_Frame *state, void *arg) {
-        struct unwind *u = arg;
-        struct walk *w = &u->walk;
-        Dwarf_Addr pc;
-        bool activation;
-#if ARCH_SUPPORTED
-        Dwarf_Word sp;
-#endif
+        /* A register the sample lacks stays unknown: a rule that needs it fails, not guesses. */
+        for (unsigned i = 0; i < ARCH_NREGS; i++) {
+                uint64_t v;
 
-        if (!dwfl_frame_pc(state, &pc, &activation))
-                return DWARF_CB_ABORT;
-
-        if (!w->started) {
-                /* The initial frame: the sampled pc, ret[0] already. Code outside every module has no CFI. */
-                w->started = true;
-                if (!dwfl_addrmodule(w->dwfl, pc)) {
-                        w->no_module = true;
-                        return DWARF_CB_ABORT;
-                }
-                return DWARF_CB_OK;
+                if (perf_reg(in, dwarf_to_perf[i], &v))
+                        reg_set(&r, i, v);
         }
-
-        /* A zero return address ends a stack (the x86-64 psABI's and AAPCS64's outermost frame). */
-        if (pc == 0)
-                return DWARF_CB_ABORT;
-#if ARCH_SUPPORTED
-        /*
-         * Each caller's frame is above its callee's (the stack grows down on
-         * both): an sp that did not move up means CFI applied to garbage, which
-         * could otherwise loop until max_frames.
-         */
-        if (dwfl_frame_reg(state, ARCH_DWARF_SP, &sp) == 0) {
-                if (sp <= w->last_sp)
-                        return DWARF_CB_ABORT;
-                w->last_sp = sp;
-        }
-#endif
-        if (w->n >= w->max) {
-                w->truncated = true;
-                return DWARF_CB_ABORT;
-        }
-        w->ret[w->n++] = pc;
-        /*
-         * A return address into no module (JIT code): no CFI to go on with.
-         * pc - 1 is in the call itself; a frame interrupted by a signal
-         * (activation) is at its pc.
-         */
-        if (!dwfl_addrmodule(w->dwfl, activation ? pc : pc - 1)) {
+        /* Code outside every module has no CFI. */
+        if (!module_at(w->proc, pc)) {
                 w->no_module = true;
-                return DWARF_CB_ABORT;
+                return n;
         }
-        return DWARF_CB_OK;
+        for (;;) {
+                struct regs caller;
+                uint64_t caller_pc, caller_sp;
+                bool signal;
+
+                if (!step(w, &r, pc, activation, &cfa, &caller, &caller_pc, &signal))
+                        break;
+                /* A zero return address ends a stack (the x86-64 psABI's and AAPCS64's outermost frame). */
+                if (caller_pc == 0)
+                        break;
+                /*
+                 * Each caller's frame is above its callee's (the stack grows
+                 * down on both): an sp that did not move up means CFI applied
+                 * to garbage, which could otherwise loop until max_frames.
+                 */
+                if (reg_get(&caller, ARCH_DWARF_SP, &caller_sp)) {
+                        if (caller_sp <= last_sp)
+                                break;
+                        last_sp = caller_sp;
+                }
+                if (n >= max) {
+                        w->truncated = true;
+                        break;
+                }
+                ret[n++] = caller_pc;
+                /*
+                 * A return address into no module (JIT code): no CFI to go on
+                 * with. pc - 1 is in the call itself; the pc a signal
+                 * interrupted is where it was.
+                 */
+                if (!module_at(w->proc, signal ? caller_pc : caller_pc - 1)) {
+                        w->no_module = true;
+                        break;
+                }
+                r = caller;
+                pc = caller_pc;
+                activation = signal;
+        }
+        return n;
 }
+#endif
 
 uint64_t unwind_regs_mask(void) {
 #if ARCH_SUPPORTED
@@ -928,6 +1183,7 @@ int unwind_user(struct unwind *u, const struct unwind_input *in, uint64_t *ret, 
 #if ARCH_SUPPORTED
         struct proc *p;
         uint64_t pc, sp;
+        size_t n = 1;
 
         if (!in->regs || in->regs_abi == PERF_SAMPLE_REGS_ABI_NONE)
                 return -EINVAL;
@@ -944,21 +1200,14 @@ int unwind_user(struct unwind *u, const struct unwind_input *in, uint64_t *ret, 
 
         u->stats.samples++;
         ret[0] = pc;
-        u->walk = (struct walk) {
-                .in = in,
-                .sp = sp,
-                .last_sp = sp,
-                .ret = ret,
-                .n = 1,
-                .max = MIN(max, u->limits.max_frames),
-        };
+        u->walk = (struct walk) { .in = in, .sp = sp };
 
         p = proc_get(u, in->pid, false);
         if (p && p->dirty)
                 proc_report(u, p);
-        if (p && p->attached && p->n_mods > 0) {
-                u->walk.dwfl = p->dwfl;
-                (void) dwfl_getthread_frames(p->dwfl, (pid_t) (in->tid ? in->tid : in->pid), frame_callback, u);
+        if (p && p->n_mods > 0) {
+                u->walk.proc = p;
+                n = walk_frames(&u->walk, in, pc, sp, ret, MIN(max, u->limits.max_frames));
         } else
                 u->walk.no_module = true;
 
@@ -968,11 +1217,11 @@ int unwind_user(struct unwind *u, const struct unwind_input *in, uint64_t *ret, 
                 u->stats.no_module++;
         else if (u->walk.stack_end)
                 u->stats.stack_end++;
-        if (u->walk.n <= 1)
+        if (n <= 1)
                 u->stats.failed++;
-        u->stats.frames += u->walk.n;
-        u->walk.in = NULL;
-        return (int) u->walk.n;
+        u->stats.frames += n;
+        u->walk = (struct walk) {};
+        return (int) n;
 #else
         return -EOPNOTSUPP;
 #endif

@@ -9,12 +9,13 @@
  * perf unwinds them (tools/perf/util/unwind-libdw.c).
  *
  * The frames come from the .eh_frame (else .debug_frame) of the binaries the
- * process maps, read by elfutils' libdw (libdwfl.h, the dwfl frame API): one
- * Dwfl per process, its modules reported from the process's mappings, its
- * thread callbacks answering from the sample being unwound: registers from
- * the sample's, memory from the stack copy or, inside a module, from the ELF
- * file's bytes. An address nowhere in those is unreadable: the walk stops
- * there.
+ * process maps, read by elfutils' libdw (dwarf_getcfi_elf(3),
+ * dwarf_cfi_addrframe(3)) once a file for every process that maps it: CFI
+ * is in the file's own addresses, so each process needs only where it
+ * mapped the file (its modules, from its mappings). A frame's rules are
+ * evaluated here (DWARF 5, 6.4) on the sample's registers, reading memory
+ * from the stack copy or, inside a module, from the ELF file's bytes. An
+ * address nowhere in those is unreadable: the walk stops there.
  *
  * Files: a mapping's file is opened through /proc/PID/map_files while the
  * process lives (the very file mapped, even deleted by an upgrade or in a
@@ -22,17 +23,23 @@
  * own vDSO (the same kernel's image, vdso(7)). A file is used only when its
  * build id is the mapping's, when the mapping carries one. Each file (device
  * and inode) is read once for every process that maps it, kept mapped while
- * a module uses it, with no descriptor held: a thousand processes mapping
- * libc cost one mapping of libc and no descriptor.
+ * a module uses it, with no descriptor held, its CFI with it: a thousand
+ * processes mapping libc cost one mapping of libc, one copy of what libdw
+ * keeps of its CFI and no descriptor. The memory is bounded by the files
+ * mapped, not by the processes: a process costs its mappings, a few
+ * kilobytes.
  *
  * Everything is bounded (struct unwind_limits): processes are evicted least
- * recently used, with their mappings and Dwfl; a process's mappings, oldest
- * first; a walk stops at max_frames, and at a frame whose stack pointer does
- * not move up the stack, so a garbage stack copy always ends.
+ * recently used, with their mappings (a file no process maps any more goes
+ * with its CFI); a process's mappings, oldest first; a walk stops at
+ * max_frames, and at a frame whose stack pointer or CFA does not move up
+ * the stack, so a garbage stack copy always ends; an expression stops at a
+ * bounded stack and number of steps.
  *
- * Cost: a sample allocates nothing but what libdw allocates for the walk's
- * frames, and opens no file; files are opened (and closed) when a process's
- * mappings changed, at its next sample.
+ * Cost: a sample allocates nothing but libdw's row of each frame (freed at
+ * once), and the CFI it reads the first time a file is walked through;
+ * files are opened (and closed) when a process's mappings changed, at its
+ * next sample.
  *
  * Library code: one thread at a time per struct unwind, no logging, errors are
  * negative errno values, allocation failure aborts (strbuf.h).
@@ -46,7 +53,7 @@
 #define UNWIND_MAX_FRAMES               127
 
 struct unwind_limits {
-        size_t max_pids;                /* processes with a cached Dwfl, LRU, default UNWIND_MAX_PIDS */
+        size_t max_pids;                /* processes with their mappings, LRU, default UNWIND_MAX_PIDS */
         size_t max_mappings_per_pid;    /* default UNWIND_MAX_MAPPINGS_PER_PID */
         size_t max_frames;              /* default UNWIND_MAX_FRAMES */
 };
@@ -62,7 +69,7 @@ struct unwind_stats {
         uint64_t no_module;             /* stopped on a pc no mapping covers (JIT, unknown) */
         uint64_t stack_end;             /* stopped because the copied stack ended */
         uint64_t truncated;             /* stopped at max_frames */
-        uint64_t pid_evictions, reports;/* Dwfl evicted; module (re)reports */
+        uint64_t pid_evictions, reports;/* processes evicted; modules made anew from changed mappings */
         uint64_t mapping_evictions;     /* mappings dropped from a full process */
         uint64_t module_errors;         /* mapped files not reported: unreadable, not ELF, another build */
         uint64_t pids;                  /* processes with unwinding state now (at most max_pids) */

@@ -12,7 +12,8 @@
  * Needs root (perf_event_open(2) on another process with REGS_USER and
  * STACK_USER): exits 77 without.
  *
- * Usage: test-unwind SPIN-NOFP SPIN-FP VDSO-SPIN SPIN-NOPIE SPIN-LLD ("" when not built)
+ * Usage: test-unwind SPIN-NOFP SPIN-FP VDSO-SPIN SPIN-NOPIE SPIN-LLD LLVM-SPIN SPIN-DEBUGFRAME SPIN-NOCFI
+ * ("" when not built)
  */
 #include <elf.h>
 #include <dirent.h>
@@ -27,7 +28,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <spawn.h>
 #include <sys/auxv.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <linux/perf_event.h>
 
@@ -49,7 +52,8 @@
 #define GARBAGE_MAX_FRAMES 64U
 #define FUNCTION_MAX    128U
 
-static const char *spin_nofp, *spin_fp, *vdso_spin, *spin_nopie, *spin_lld;
+static const char *spin_nofp, *spin_fp, *vdso_spin, *spin_nopie, *spin_lld, *llvm_spin, *spin_debugframe,
+                  *spin_nocfi;
 static char skip_reason[MESSAGE_MAX];
 
 static unsigned last_cpu(void) {
@@ -232,6 +236,31 @@ static void test_spin_fp(void **state) {
         assert_true(res.same_addresses * 10 >= res.inner * 9);
 }
 
+/*
+ * No .eh_frame for spin's own code (the PLT's and _start's FDEs only) and
+ * no frame pointers: its CFI in .debug_frame is all there is.
+ */
+static void test_spin_debugframe(void **state) {
+        struct spin_result res;
+
+        if (!unwind_spin(spin_debugframe, &res))
+                skip();
+        assert_cfi_whole(&res);
+}
+
+/*
+ * No CFI at all for spin's own code (as Go's binaries have none), but frame
+ * pointers: the walk goes on by the frame records, as libdwfl's did, and
+ * finds the whole chain.
+ */
+static void test_spin_nocfi(void **state) {
+        struct spin_result res;
+
+        if (!unwind_spin(spin_nocfi, &res))
+                skip();
+        assert_cfi_whole(&res);
+}
+
 /* The GNU build id of an ELF file (NT_GNU_BUILD_ID), into buf; its length. */
 static size_t file_build_id(const char *path, uint8_t *buf, size_t len) {
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -364,6 +393,115 @@ static void test_many_processes(void **state) {
         unwind_get_stats(u, &st);
         assert_int_equal(st.pid_evictions, 50 - 16);
         assert_int_equal(st.reports, 50);
+        unwind_free(u);
+        capture_done(&c);
+}
+
+/* VmRSS, proc(5): what the kernel says this process has resident, in bytes. */
+static size_t rss_bytes(void) {
+        char line[MESSAGE_MAX];
+        size_t kb = 0;
+        FILE *f = fopen("/proc/self/status", "re");
+
+        assert_non_null(f);
+        while (fgets(line, sizeof(line), f))
+                if (sscanf(line, "VmRSS: %zu kB", &kb) == 1)
+                        break;
+        fclose(f);
+        return kb * 1024;
+}
+
+/*
+ * Many processes mapping one large library (libLLVM, its .eh_frame some
+ * megabytes): samples of llvm-spin, all over the library, unwound as
+ * SHARED_PROCS processes. The first one's walks cost what libdw keeps of
+ * the library's CFI (every FDE it looked up, or passed on its way); each
+ * further process adds its mappings only, a few kilobytes, as the kernel's
+ * VmRSS of this process says: the CFI is read once a file, not once a
+ * process. (With a Dwfl per process each one paid the first one's price
+ * again: 3.4 MiB a process mapping libLLVM in the daemon.)
+ */
+#define SHARED_PROCS            48U
+#define SHARED_SAMPLES          400U
+#define SHARED_PROC_BYTES_MAX   (64U << 10)
+
+static void test_shared_cfi(void **state) {
+        char err[MESSAGE_MAX] = "", *argv[] = { (char *) llvm_spin, (char *) "--probe", NULL };
+        uint64_t frames[UNWIND_MAX_FRAMES], lo = 0, hi = 0;
+        size_t rss0, rss1, rss2, deep = 0, in_llvm = 0;
+        struct unwind_limits l = { .max_pids = SHARED_PROCS };
+        struct unwind_stats st;
+        struct capture c;
+        struct unwind *u;
+        pid_t child;
+        int status, r;
+
+        if (geteuid() != 0) {
+                snprintf(skip_reason, sizeof(skip_reason), "not root: perf_event_open on another process needs it");
+                skip();
+        }
+        assert_int_equal(posix_spawn(&child, llvm_spin, NULL, NULL, argv, environ), 0);
+        assert_int_equal(waitpid(child, &status, 0), child);
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
+                snprintf(skip_reason, sizeof(skip_reason), "no libLLVM to load (Debian: libllvm15, which clang brings)");
+                skip();
+        }
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        r = capture_run(llvm_spin, last_cpu(), unwind_regs_mask(), SHARED_SAMPLES, false, &c, err, sizeof(err));
+        if (r == -EACCES || r == -EPERM || r == -ENOENT || r == -ENOSYS || r == -EOPNOTSUPP) {
+                snprintf(skip_reason, sizeof(skip_reason), "%s", err);
+                skip();
+        }
+        assert_int_equal(r, 0);
+        for (size_t i = 0; i < c.n_maps; i++)
+                if (c.maps[i].exec && strstr(c.maps[i].filename, "/libLLVM")) {
+                        lo = c.maps[i].start;
+                        hi = c.maps[i].start + c.maps[i].len;
+                }
+        assert_true(hi > lo);
+
+        u = unwind_new(&l);
+        rss0 = rss_bytes();
+        for (uint32_t k = 0; k < SHARED_PROCS; k++) {
+                /* The same process under another pid: same mappings, same stacks. */
+                uint32_t pid = (uint32_t) c.pid + 100000 + k;
+
+                for (size_t i = 0; i < c.n_maps; i++)
+                        if (c.maps[i].exec)
+                                assert_int_equal(unwind_add_mapping(u, pid, c.maps[i].start, c.maps[i].len,
+                                                                    c.maps[i].pgoff, c.maps[i].filename, NULL, 0),
+                                                 0);
+                for (size_t i = 0; i < c.n_samples; i++) {
+                        struct unwind_input in = capture_input(&c.samples[i]);
+                        int n;
+
+                        if (c.samples[i].pid != (uint32_t) c.pid)
+                                continue;
+                        in.pid = in.tid = pid;
+                        n = unwind_user(u, &in, frames, ELEMENTSOF(frames));
+                        assert_true(n >= 1);
+                        if (k == 0 && frames[0] >= lo && frames[0] < hi) {
+                                in_llvm++;
+                                /* Out of the library through its C++ frames, to llvm-spin's own. */
+                                deep += n >= 4 && !(frames[n - 1] >= lo && frames[n - 1] < hi);
+                        }
+                }
+                if (k == 0)
+                        rss1 = rss_bytes();
+        }
+        rss2 = rss_bytes();
+        unwind_get_stats(u, &st);
+        printf("%s: %zu samples in libLLVM, %zu unwound out of it; VmRSS +%zu KiB for the first process, "
+               "+%zu KiB for %u more (%zu bytes each); %" PRIu64 " processes, %" PRIu64 " evicted\n",
+               llvm_spin, in_llvm, deep, (rss1 - rss0) >> 10, (rss2 - rss1) >> 10, SHARED_PROCS - 1,
+               (rss2 - rss1) / (SHARED_PROCS - 1), st.pids, st.pid_evictions);
+        assert_true(in_llvm >= SHARED_SAMPLES / 2);
+        assert_true(deep * 10 >= in_llvm * 8);
+        assert_int_equal(st.pids, SHARED_PROCS);
+        assert_int_equal(st.pid_evictions, 0);
+        /* ASan keeps what is freed in quarantine: the resident set says nothing of what is held then. */
+        if (!streq(getenv("ARMPROFD_SANITIZED") ?: "0", "1"))
+                assert_true(rss2 - rss1 <= (size_t) (SHARED_PROCS - 1) * SHARED_PROC_BYTES_MAX);
         unwind_free(u);
         capture_done(&c);
 }
@@ -982,9 +1120,12 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_spin_fp),
                 cmocka_unit_test(test_spin_nopie),
                 cmocka_unit_test(test_spin_lld),
+                cmocka_unit_test(test_spin_debugframe),
+                cmocka_unit_test(test_spin_nocfi),
                 cmocka_unit_test(test_remap),
                 cmocka_unit_test(test_build_id),
                 cmocka_unit_test(test_many_processes),
+                cmocka_unit_test(test_shared_cfi),
                 cmocka_unit_test(test_vdso),
                 cmocka_unit_test(test_proc_root),
                 cmocka_unit_test(test_deleted),
@@ -993,8 +1134,9 @@ int main(int argc, char **argv) {
         };
         int r;
 
-        if (argc != 6) {
-                fprintf(stderr, "usage: %s SPIN-NOFP SPIN-FP VDSO-SPIN SPIN-NOPIE SPIN-LLD\n", argv[0]);
+        if (argc != 9) {
+                fprintf(stderr, "usage: %s SPIN-NOFP SPIN-FP VDSO-SPIN SPIN-NOPIE SPIN-LLD LLVM-SPIN "
+                        "SPIN-DEBUGFRAME SPIN-NOCFI\n", argv[0]);
                 return 2;
         }
         spin_nofp = argv[1];
@@ -1002,6 +1144,9 @@ int main(int argc, char **argv) {
         vdso_spin = argv[3];
         spin_nopie = argv[4];
         spin_lld = argv[5];
+        llvm_spin = argv[6];
+        spin_debugframe = argv[7];
+        spin_nocfi = argv[8];
         r = cmocka_run_group_tests(tests, NULL, NULL);
         if (r == 0 && skip_reason[0]) {
                 printf("SKIP: %s: the tests that need it did not run; the others passed\n", skip_reason);
