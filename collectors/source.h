@@ -49,12 +49,20 @@ struct source_mapping {
         bool data;                 /* not executable (PERF_RECORD_MISC_MMAP_DATA): names data addresses only */
 };
 
-/* What a task did (PERF_RECORD_COMM/FORK/EXIT/CGROUP, perf_event_open(2)). */
+/* What a task did (PERF_RECORD_COMM/FORK/EXIT/CGROUP, perf_event_open(2)), and when a process is gone. */
 enum source_task_kind {
         SOURCE_TASK_COMM,
         SOURCE_TASK_FORK,
         SOURCE_TASK_EXIT,
         SOURCE_TASK_CGROUP,
+        /*
+         * The process pid exited and no sample of it is left to hand on: the
+         * source says so once, when it has read every ring past the exit
+         * (its samples on other CPUs included). Each consumer drops what it
+         * kept for the process's samples and keeps what its answers need.
+         * Only the cpu-clock sampler says it; pid is the process's.
+         */
+        SOURCE_TASK_GONE,
 };
 
 struct source_task {

@@ -43,11 +43,6 @@ struct sample_sink {
 
         struct sample_sink_stats counting; /* collector thread; copied to stats after each batch */
 
-        /* Exited processes the unwinder still knows, oldest first (a ring). */
-        struct exited { uint32_t pid; uint64_t time_ns; } exited[SAMPLE_SINK_MAX_EXITED];
-        size_t exited_head, n_exited;
-        uint64_t now_ns;                /* the latest sample's perf time */
-
         pthread_mutex_t lock;           /* guards pids' contents and stats, for readers */
         struct pid_slot pids[SAMPLE_SINK_MAX_PIDS];
         struct sample_sink_stats stats;
@@ -303,35 +298,10 @@ static void add_one(struct sample_sink *s, const struct source_sample *x) {
         s->counting.samples++;
 }
 
-/* Forget the oldest exited process's unwinding state (pid 0: its pid was taken again since). */
-static void exited_pop(struct sample_sink *s) {
-        if (s->exited[s->exited_head].pid != 0)
-                unwind_remove_pid(s->unwind, s->exited[s->exited_head].pid);
-        s->exited_head = (s->exited_head + 1) % SAMPLE_SINK_MAX_EXITED;
-        s->n_exited--;
-}
-
-/* A new process took pid: the unwinding state under it is the new one's (its parent's mappings), kept. */
-static void exited_keep(struct sample_sink *s, uint32_t pid) {
-        for (size_t i = 0; i < s->n_exited; i++) {
-                struct exited *e = &s->exited[(s->exited_head + i) % SAMPLE_SINK_MAX_EXITED];
-
-                if (e->pid == pid)
-                        e->pid = 0;
-        }
-}
-
-void sample_sink_samples(struct sample_sink *s, const struct source_sample *samples, size_t n) {
+/* The unwinder's figures and the sink's own, for readers. */
+static void publish_stats(struct sample_sink *s) {
         struct unwind_stats us = {};
 
-        for (size_t i = 0; i < n; i++) {
-                add_one(s, &samples[i]);
-                s->now_ns = MAX(s->now_ns, samples[i].time_ns);
-        }
-        /* Exited long enough ago that no ring still holds a sample of theirs. */
-        while (s->n_exited > 0 && s->now_ns >= s->exited[s->exited_head].time_ns &&
-               s->now_ns - s->exited[s->exited_head].time_ns >= SAMPLE_SINK_EXIT_GRACE_NS)
-                exited_pop(s);
         if (s->unwind)
                 unwind_get_stats(s->unwind, &us);
         s->counting.cfi_failed = us.failed;
@@ -342,6 +312,12 @@ void sample_sink_samples(struct sample_sink *s, const struct source_sample *samp
         s->stats = s->counting;
         s->stats.cgroup_evictions += cgroup_map_evictions(s->cgroups);
         pthread_mutex_unlock(&s->lock);
+}
+
+void sample_sink_samples(struct sample_sink *s, const struct source_sample *samples, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                add_one(s, &samples[i]);
+        publish_stats(s);
 }
 
 void sample_sink_mapping(struct sample_sink *s, const struct source_mapping *m) {
@@ -362,13 +338,11 @@ void sample_sink_task(struct sample_sink *s, const struct source_task *t) {
                 if (t->cgroup_path)
                         cgroup_map_add(s->cgroups, t->cgroup_id, t->cgroup_path);
                 break;
-        case SOURCE_TASK_EXIT:
-                /* The process (its leader thread) exited: its unwinding state goes after the grace. */
-                if (s->unwind && t->pid == t->tid && t->pid != 0 && t->pid != SOURCE_NO_ID) {
-                        if (s->n_exited == SAMPLE_SINK_MAX_EXITED)
-                                exited_pop(s);
-                        s->exited[(s->exited_head + s->n_exited++) % SAMPLE_SINK_MAX_EXITED] =
-                                (struct exited) { t->pid, t->time_ns };
+        case SOURCE_TASK_GONE:
+                /* No sample of it is left: its unwinding state goes; its cgroup stays for the answers. */
+                if (s->unwind) {
+                        unwind_remove_pid(s->unwind, t->pid);
+                        publish_stats(s);
                 }
                 break;
         case SOURCE_TASK_FORK:
@@ -376,7 +350,6 @@ void sample_sink_task(struct sample_sink *s, const struct source_task *t) {
                 if (t->pid == t->tid) {
                         struct pid_slot *slot = &s->pids[pid_hash(t->pid)];
 
-                        exited_keep(s, t->pid);
                         if (slot->used && slot->pid == t->pid) {
                                 pthread_mutex_lock(&s->lock);
                                 free(slot->path);

@@ -21,6 +21,10 @@
  *    reused, keeps the names it had); its cgroup from the sample's cgroup
  *    id (PERF_RECORD_CGROUP, a scan of the cgroup2 mount) or else
  *    /proc/PID/cgroup, and what that cgroup stands for (cgroup_service()).
+ *  - A process the source says is gone (SOURCE_TASK_GONE: no sample of it
+ *    is left) takes its unwinding state with it (its mappings, and the
+ *    files only it mapped with their CFI); its cgroup stays in the table,
+ *    for the answers that cover it.
  *
  * The pid -> cgroup table is also what /hotpcs and /hotlines show and
  * filter by (sample_sink_cgroup(), any thread, under its own lock).
@@ -45,15 +49,6 @@ struct task_map;
 #define SAMPLE_SINK_MAX_PIDS    4096
 /* Cgroup ids the id -> path map keeps. */
 #define SAMPLE_SINK_MAX_CGROUPS 4096
-/*
- * An exited process's unwinding state (its mappings, and the files only it
- * mapped with their CFI: megabytes for libLLVM) is dropped once a sample is
- * this much perf time past its exit: until then another CPU's ring may
- * still hand on samples it took before. At most SAMPLE_SINK_MAX_EXITED
- * wait; past that the oldest goes at once.
- */
-#define SAMPLE_SINK_EXIT_GRACE_NS       UINT64_C(1000000000)
-#define SAMPLE_SINK_MAX_EXITED          256
 
 struct sample_sink_options {
         enum config_unwind unwind;
@@ -71,7 +66,7 @@ struct sample_sink_stats {
         uint64_t cfi_failed;            /* CFI gave no frame beyond the first */
         uint64_t cfi_truncated;         /* stopped at max_stack or the end of the stack copy */
         uint64_t unwind_evictions;      /* processes whose unwinding state was evicted */
-        uint64_t unwind_processes;      /* processes with unwinding state now: live, or exited within the grace */
+        uint64_t unwind_processes;      /* processes with unwinding state now: live, or exited and not yet gone */
         uint64_t cgroup_evictions;      /* pid -> cgroup entries and cgroup ids evicted */
         uint64_t no_cgroup;             /* samples whose cgroup could not be named */
         uint64_t user_kernel_half;      /* user frames in the kernel's half: a leaf made [kernel], a caller cut */

@@ -34,6 +34,12 @@ struct thread_entry {
         uint64_t named_ns;              /* perf time of the name the task map holds (COMM, or /proc at a sample) */
 };
 
+/* A process that exited, to be told gone (pid 0: a FORK took its pid since). */
+struct gone_pending {
+        uint32_t pid;
+        uint64_t tick;                  /* the ticks done when its EXIT came */
+};
+
 struct sampler_procs {
         char *procfs_root, *cgroup_root;
         const struct source_sink *sink;
@@ -41,6 +47,9 @@ struct sampler_procs {
         uint64_t now_ns;                /* the newest perf time seen */
         uint64_t losses;
         uint32_t next_gen;
+        uint64_t ticks;                 /* sampler_procs_age() calls: drains of every ring */
+        struct gone_pending gone[SAMPLER_PROCS_GONE_PENDING]; /* a ring, oldest first */
+        size_t gone_head, n_gone;
         struct sampler_procs_stats st;
         struct proc_entry procs[SAMPLER_PROCS_SETS][SAMPLER_PROCS_WAYS];
         struct thread_entry threads[SAMPLER_THREADS_SIZE];
@@ -362,11 +371,35 @@ void sampler_procs_comm(struct sampler_procs *p, const struct perf_data_comm *c)
         name_thread(p, c->pid, c->tid, c->comm, time);
 }
 
+/* Tell the oldest waiting exit gone (unless a FORK took its pid since). */
+static void gone_pop(struct sampler_procs *p) {
+        uint32_t pid = p->gone[p->gone_head].pid;
+
+        p->gone_head = (p->gone_head + 1) % SAMPLER_PROCS_GONE_PENDING;
+        p->n_gone--;
+        if (pid == 0)
+                return;
+        p->st.gone++;
+        task_event(p, &(struct source_task) { .kind = SOURCE_TASK_GONE, .pid = pid, .tid = pid });
+}
+
+/* A new process took pid: what is kept under it is the new one's, nothing of it is gone. */
+static void gone_cancel(struct sampler_procs *p, uint32_t pid) {
+        for (size_t i = 0; i < p->n_gone; i++) {
+                struct gone_pending *g = &p->gone[(p->gone_head + i) % SAMPLER_PROCS_GONE_PENDING];
+
+                if (g->pid == pid)
+                        g->pid = 0;
+        }
+}
+
 void sampler_procs_task(struct sampler_procs *p, const struct perf_data_task *t) {
         bool fork = t->rec.type == PERF_RECORD_FORK;
         struct proc_entry *e;
 
         p->now_ns = MAX(p->now_ns, t->time);
+        if (fork && t->pid == t->tid)
+                gone_cancel(p, t->pid);
         if (fork) {
                 struct thread_entry *th = thread_slot(p, t->tid);
                 /*
@@ -395,12 +428,19 @@ void sampler_procs_task(struct sampler_procs *p, const struct perf_data_task *t)
                 /* A new thread has its parent thread's name (task_map_fork()) until a COMM. */
                 if (e && !named_since)
                         mark_thread(p, t->pid, t->tid, e->gen, t->time);
-        } else if (t->pid == t->tid) {
+        } else if (t->pid == t->tid && t->pid != 0 && t->pid != SOURCE_NO_ID) {
                 e = find(p, t->pid);
                 if (e) {
                         e->exited = true;
                         e->exit_ns = t->time;
                 }
+                /* Every process's, met or not: its consumers may hold its mappings all the same. */
+                if (p->n_gone == SAMPLER_PROCS_GONE_PENDING) {
+                        p->st.gone_early++;
+                        gone_pop(p);
+                }
+                p->gone[(p->gone_head + p->n_gone++) % SAMPLER_PROCS_GONE_PENDING] =
+                        (struct gone_pending) { t->pid, p->ticks };
         }
         task_event(p, &(struct source_task) {
                 .kind = fork ? SOURCE_TASK_FORK : SOURCE_TASK_EXIT,
@@ -443,6 +483,10 @@ void sampler_procs_lost(struct sampler_procs *p) {
 }
 
 void sampler_procs_age(struct sampler_procs *p) {
+        /* Exits read before the last call: this drain read every ring past them. */
+        while (p->n_gone > 0 && p->gone[p->gone_head].tick < p->ticks)
+                gone_pop(p);
+        p->ticks++;
         for (size_t s = 0; s < SAMPLER_PROCS_SETS; s++)
                 for (size_t w = 0; w < SAMPLER_PROCS_WAYS; w++) {
                         struct proc_entry *e = &p->procs[s][w];

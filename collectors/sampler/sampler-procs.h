@@ -30,6 +30,17 @@
  * out of a full set (an eviction, counted) is read from /proc again if it
  * comes back. Thread names: a direct-mapped table of SAMPLER_THREADS_SIZE.
  *
+ * Gone: a process's EXIT (its leader's) is handed on as it comes; once
+ * every ring was read past it, SOURCE_TASK_GONE says no sample of the
+ * process is left, the one announcement the consumers drop their state
+ * for its samples on (the unwinder's), each keeping what its answers need.
+ * The source drains every ring at each tick and then calls
+ * sampler_procs_age(): a process whose EXIT was read before one tick is
+ * told gone at the next, after a whole drain. At most
+ * SAMPLER_PROCS_GONE_PENDING wait; past that the oldest is told at once
+ * (counted: gone_early). A FORK that takes a waiting pid cancels it: what
+ * is kept under the pid is the new process's.
+ *
  * Threads: the collector thread's, like the sources.
  */
 
@@ -44,6 +55,8 @@
 #define SAMPLER_THREADS_SIZE    8192
 /* How long an exited process is still answered (perf time): samples read from other CPUs' rings after its EXIT. */
 #define SAMPLER_PROCS_EXITED_NS (30 * UINT64_C(1000000000))
+/* Exited processes waiting to be told gone: the exits of one tick (a drain interval) on a busy build host. */
+#define SAMPLER_PROCS_GONE_PENDING 1024
 
 struct sampler_procs_stats {
         uint64_t procs;                 /* processes in the table now */
@@ -54,6 +67,8 @@ struct sampler_procs_stats {
         uint64_t reused;                /* PIDs found reused without their FORK seen */
         uint64_t evictions;             /* live processes pushed out of a full set */
         uint64_t aged_out;              /* exited processes dropped */
+        uint64_t gone;                  /* processes told gone (SOURCE_TASK_GONE) */
+        uint64_t gone_early;            /* of them, told before a whole drain: too many were waiting */
 };
 
 struct sampler_procs;
@@ -85,7 +100,11 @@ void sampler_procs_mapping(struct sampler_procs *p, const struct perf_data_mmap 
 void sampler_procs_cgroup(struct sampler_procs *p, const struct perf_data_cgroup *c);
 /* The data ring lost records: FORK or EXIT may be among them, start times are compared again. */
 void sampler_procs_lost(struct sampler_procs *p);
-/* Drop the processes that exited SAMPLER_PROCS_EXITED_NS before the newest time seen. */
+/*
+ * After a drain of every ring: tell gone the processes whose EXIT came
+ * before the previous call (SOURCE_TASK_GONE), and drop the processes that
+ * exited SAMPLER_PROCS_EXITED_NS before the newest time seen.
+ */
 void sampler_procs_age(struct sampler_procs *p);
 
 void sampler_procs_stats(const struct sampler_procs *p, struct sampler_procs_stats *ret);

@@ -750,11 +750,11 @@ static void test_cgroup_id_late(void **state) {
 }
 
 /*
- * An exited process's unwinding state goes once a sample is
- * SAMPLE_SINK_EXIT_GRACE_NS of perf time past its exit, not before (other
- * CPUs' rings may hold its samples still); a process forked under a pid
- * that is waiting to go keeps it. unwind_processes is the unwinder's own
- * count of the processes it holds.
+ * A process's unwinding state goes when the source says it is gone
+ * (SOURCE_TASK_GONE: no sample of it is left), not at its EXIT (other
+ * CPUs' rings may still hold its samples then), and a FORK of its pid
+ * keeps what is under it. unwind_processes is the unwinder's own count of
+ * the processes it holds.
  */
 static void fx_exec_mapping(struct fx *f, uint32_t pid) {
         sample_sink_mapping(f->sink, &(struct source_mapping) {
@@ -767,9 +767,8 @@ static void fx_task(struct fx *f, enum source_task_kind kind, uint32_t pid, uint
                                                           .ptid = 1, .time_ns = time_ns });
 }
 
-static void test_exited_forgotten(void **state) {
+static void test_gone_forgotten(void **state) {
         struct fx f;
-        uint64_t t0;
 
         fx_open(&f, CONFIG_UNWIND_AUTO, false, 64);
         fx_exec_mapping(&f, 700);
@@ -779,33 +778,20 @@ static void test_exited_forgotten(void **state) {
         fx_sample(&f, 900, 900, U(1), NULL, 0, 0, PERIOD_19HZ);
         assert_int_equal(fx_stats(&f).unwind_processes, 3);
 
-        /* 700 exits; a thread of 701 exits (not the process); 702 exits and its pid is forked again. */
-        t0 = f.now;
-        fx_task(&f, SOURCE_TASK_EXIT, 700, t0);
-        sample_sink_task(f.sink, &(struct source_task) { .kind = SOURCE_TASK_EXIT, .pid = 701, .tid = 7011,
-                                                         .time_ns = t0 });
-        fx_task(&f, SOURCE_TASK_EXIT, 702, t0);
-        fx_task(&f, SOURCE_TASK_FORK, 702, t0 + 1000);
-
-        /* Within the grace: all kept, for samples that other CPUs took before the exit. */
-        f.now = t0 + SAMPLE_SINK_EXIT_GRACE_NS - 2;
+        /* Their EXITs, and a FORK of 702's pid: everything kept, whatever time passes. */
+        fx_task(&f, SOURCE_TASK_EXIT, 700, f.now);
+        fx_task(&f, SOURCE_TASK_EXIT, 701, f.now);
+        fx_task(&f, SOURCE_TASK_EXIT, 702, f.now);
+        fx_task(&f, SOURCE_TASK_FORK, 702, f.now + 1000);
+        f.now += 60 * SEC;
         fx_sample(&f, 900, 900, U(1), NULL, 0, 0, PERIOD_19HZ);
         assert_int_equal(fx_stats(&f).unwind_processes, 3);
 
-        /* Past it: 700's state is gone, 701's (alive) and the new 702's stay. */
-        f.now = t0 + SAMPLE_SINK_EXIT_GRACE_NS;
-        fx_sample(&f, 900, 900, U(1), NULL, 0, 0, PERIOD_19HZ);
+        /* 700 and 701 gone: their state goes at once, 702's stays. */
+        fx_task(&f, SOURCE_TASK_GONE, 700, 0);
         assert_int_equal(fx_stats(&f).unwind_processes, 2);
-
-        /* More exits waiting than the ring holds: the oldest go at once, within the grace. */
-        for (uint32_t pid = 1000; pid < 1010; pid++)
-                fx_exec_mapping(&f, pid);
-        fx_sample(&f, 900, 900, U(1), NULL, 0, 0, PERIOD_19HZ);
-        assert_int_equal(fx_stats(&f).unwind_processes, 12);
-        for (uint32_t pid = 1000; pid < 1000 + SAMPLE_SINK_MAX_EXITED + 10; pid++)
-                fx_task(&f, SOURCE_TASK_EXIT, pid, f.now);
-        fx_sample(&f, 900, 900, U(1), NULL, 0, 0, PERIOD_19HZ);
-        assert_int_equal(fx_stats(&f).unwind_processes, 2);
+        fx_task(&f, SOURCE_TASK_GONE, 701, 0);
+        assert_int_equal(fx_stats(&f).unwind_processes, 1);
         fx_close(&f);
 }
 
@@ -826,7 +812,7 @@ int main(void) {
                 cmocka_unit_test(test_cgroup_unsampled),
                 cmocka_unit_test(test_markers_only),
                 cmocka_unit_test(test_cgroup_id_late),
-                cmocka_unit_test(test_exited_forgotten),
+                cmocka_unit_test(test_gone_forgotten),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -7,7 +7,8 @@
  * given to the new one, while a late sample of the old one keeps them; a
  * child forked without exec that is gone already named by its parent's
  * image; a process that exec'd after the sampler started not read at all;
- * exited processes aged out.
+ * exited processes aged out, and told gone once every ring was read past
+ * their exit.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -35,6 +36,8 @@ struct events {
         size_t n_maps;
         char tasks[MAX_EVENTS][PATH_MAX + 32];  /* "COMM pid tid name", "CGROUP pid id path"... */
         size_t n_tasks;
+        uint32_t gone[SAMPLER_PROCS_GONE_PENDING * 2]; /* the pids told gone, in order */
+        size_t n_gone;
 };
 
 static void on_mapping(void *userdata, const struct source_mapping *m) {
@@ -63,6 +66,10 @@ static void on_task(void *userdata, const struct source_task *t) {
                 break;
         case SOURCE_TASK_EXIT:
                 snprintf(e->tasks[e->n_tasks++], sizeof(e->tasks[0]), "EXIT %" PRIu32, t->pid);
+                break;
+        case SOURCE_TASK_GONE:
+                assert_true(e->n_gone < ELEMENTSOF(e->gone));
+                e->gone[e->n_gone++] = t->pid;
                 break;
         }
 }
@@ -290,6 +297,64 @@ static void test_lifecycle(void **state) {
         }
 }
 
+/*
+ * Gone: a process's EXIT is told gone at the second sampler_procs_age()
+ * after it, once the source drained every ring past it (the first may come
+ * right after the EXIT, in the same tick), met by a sample or not; a
+ * thread's exit is no process's; a FORK of the pid before that cancels it
+ * (the pid is the new process's); more exits waiting than the ring holds
+ * tell the oldest at once, counted.
+ */
+static void feed(struct sampler_procs *p, uint32_t type, uint32_t pid, uint32_t tid, uint64_t time) {
+        struct perf_data_task t = task_rec(type, pid, 1, tid, time);
+
+        sampler_procs_task(p, &t);
+}
+
+static void test_gone(void **state) {
+        static struct events ev;
+        struct source_sink sink = { .userdata = &ev, .task = on_task };
+        struct sampler_procs_stats st;
+        struct sampler_procs *p = NULL;
+        struct task_map *tasks = NULL;
+
+        assert_int_equal(task_map_new(&tasks), 0);
+        assert_int_equal(sampler_procs_new("/nonexistent", "/nonexistent", &sink, tasks, &p), 0);
+        sampler_procs_sample(p, 300, 300, 10, 0);
+        feed(p, PERF_RECORD_EXIT, 300, 300, 20);
+        feed(p, PERF_RECORD_EXIT, 900, 900, 21);        /* never sampled */
+        feed(p, PERF_RECORD_EXIT, 400, 401, 22);        /* a thread of 400 */
+        feed(p, PERF_RECORD_EXIT, 500, 500, 23);        /* its pid forked again below */
+        assert_int_equal(ev.n_gone, 0);
+        sampler_procs_age(p);
+        assert_int_equal(ev.n_gone, 0);
+        feed(p, PERF_RECORD_FORK, 500, 500, 24);
+        sampler_procs_age(p);
+        assert_int_equal(ev.n_gone, 2);
+        assert_int_equal(ev.gone[0], 300);
+        assert_int_equal(ev.gone[1], 900);
+        sampler_procs_age(p);
+        assert_int_equal(ev.n_gone, 2);
+
+        /* More waiting than the ring holds: the oldest told at once. */
+        for (uint32_t pid = 1000; pid < 1000 + SAMPLER_PROCS_GONE_PENDING + 5; pid++) {
+                ev.n_tasks = 0;         /* the EXITs as they came: not what is looked at */
+                feed(p, PERF_RECORD_EXIT, pid, pid, 30);
+        }
+        assert_int_equal(ev.n_gone, 2 + 5);
+        assert_int_equal(ev.gone[2], 1000);
+        assert_int_equal(ev.gone[6], 1004);
+        sampler_procs_age(p);
+        sampler_procs_age(p);
+        assert_int_equal(ev.n_gone, 2 + SAMPLER_PROCS_GONE_PENDING + 5);
+        assert_int_equal(ev.gone[ev.n_gone - 1], 1000 + SAMPLER_PROCS_GONE_PENDING + 4);
+        sampler_procs_stats(p, &st);
+        assert_int_equal(st.gone, ev.n_gone);
+        assert_int_equal(st.gone_early, 5);
+        sampler_procs_free(p);
+        task_map_free(tasks);
+}
+
 /* More processes than a set holds: the oldest live one is evicted and counted, an exited one goes first. */
 static void test_bounded(void **state) {
         struct source_sink sink = {};
@@ -315,6 +380,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_lifecycle),
                 cmocka_unit_test(test_bounded),
+                cmocka_unit_test(test_gone),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
