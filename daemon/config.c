@@ -579,10 +579,10 @@ void config_init(struct config *c) {
                         .line_offsets = 8,
                         .stacks = STORE_STACKS_DEFAULT,
                         /*
-                         * The defaults need 121 MiB (store.h, MEMORY), 77 MiB of it CPU stack
-                         * tables, 44 MiB without them ([sampler] enable = no). 256 MiB leaves
-                         * room for 20 minutes of history with stacks (epochs = 120), an hour
-                         * without (epochs = 360: 255 MiB), and refuses the typo that would
+                         * The defaults need 125 MiB (store.h, MEMORY), 77 MiB of it CPU stack
+                         * tables, 48 MiB without them ([sampler] enable = no). 256 MiB leaves
+                         * room for 20 minutes of history with stacks (epochs = 120: 246 MiB),
+                         * 55 minutes without (epochs = 330: 254 MiB), and refuses the typo that would
                          * ask for gigabytes at start.
                          */
                         .max_memory_bytes = 256 * (UINT64_C(1) << 20),

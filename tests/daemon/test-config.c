@@ -718,7 +718,7 @@ static void test_memory_bound(void **state) {
         assert_int_equal(config_store_bytes(&c), store_bytes(&o));
         assert_int_equal(config_check(&c, "t.conf", &err), 0);
         /*
-         * The default bound holds an hour of 10 s epochs at the default table
+         * The default bound holds 55 minutes of 10 s epochs at the default table
          * sizes on a host that samples no CPU stacks (an SPE host,
          * [sampler] enable = no), and the default 10 minutes with them; the
          * stack tables cost about 1.2 MiB an epoch at most.
@@ -727,7 +727,7 @@ static void test_memory_bound(void **state) {
                 .epochs = c.store.epochs, .hotpcs = c.store.hotpcs, .hotlines = c.store.hotlines,
                 .line_offsets = c.store.line_offsets, .line_size = 64 }));
         c.sampler.enable = CONFIG_SPE_NO;
-        c.store.epochs = 360;
+        c.store.epochs = 330;
         assert_true(config_store_bytes(&c) <= c.store.max_memory_bytes);
         assert_int_equal(c.store.max_memory_bytes, 256 << 20);
         c.sampler.enable = CONFIG_SPE_AUTO;
