@@ -738,13 +738,13 @@ static void test_memory_bound(void **state) {
 
         snprintf(path, sizeof(path), "%s/armprofd.conf", t->path);
         write_file(t->path, "armprofd.conf",
-                   "[store]\nepochs = 8640\nhotpcs = 1048576\nhotlines = 1048576\nline_offsets = 1024\n");
+                   "[store]\nepochs = 4320\nhotpcs = 1048576\nhotlines = 1048576\nline_offsets = 1024\n");
         store_options_init(&o);
-        o.epochs = 8640;
+        o.epochs = 4320;
         o.hotpcs = o.hotlines = 1048576;
         o.line_offsets = 1024;
         snprintf(want, sizeof(want),
-                 "%s: [store] epochs = 8640, hotpcs = 1048576, hotlines = 1048576, line_offsets = 1024, "
+                 "%s: [store] epochs = 4320, hotpcs = 1048576, hotlines = 1048576, line_offsets = 1024, "
                  "stacks = 4096 need up to %zu bytes (%.1f TiB), more than [store] max_memory = 256.0 MiB; make the "
                  "tables smaller (a host that needs no CPU stacks: [sampler] enable = no) or raise max_memory",
                  path, store_bytes(&o), (double) store_bytes(&o) / (double) (UINT64_C(1) << 40));
