@@ -38,6 +38,25 @@ def skip(reason):
     sys.exit(SKIP)
 
 
+# The checks a test made that failed, for its exit status (the tests that print a line a check).
+failures = []
+
+
+def check(cond, msg):
+    """Prints one check's line, "ok" or "FAIL"; a failed one goes into failures. Returns cond."""
+    print(("ok    " if cond else "FAIL  ") + msg, flush=True)
+    if not cond:
+        failures.append(msg)
+    return cond
+
+
+def go_env(tmp):
+    """The environment to run go tool pprof in: its home, build cache and temporary files under tmp,
+    this machine's toolchain (no download), no GOFLAGS of the caller's."""
+    return dict(os.environ, HOME=tmp, GOCACHE=os.path.join(tmp, "gocache"), PPROF_TMPDIR=tmp, GOTOOLCHAIN="local",
+                GOFLAGS="")
+
+
 def simpmu_setup():
     """tests/simpmu/simpmu-setup.py as a module: the simulated SPE PMU's scenarios and sysfs."""
     import importlib.util

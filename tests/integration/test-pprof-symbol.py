@@ -36,7 +36,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from armprofd_test import Daemon, parse_prom_text, skip  # noqa: E402
+from armprofd_test import Daemon, check, failures, go_env, parse_prom_text, skip  # noqa: E402
 
 if os.geteuid() != 0:
     skip("needs root: CPU-wide perf events with callchains")
@@ -53,16 +53,8 @@ CPU = 1 if os.cpu_count() > 1 else 0
 CONFIG = "[pmu]\nenable = no\n[spe]\nenable = no\n"
 
 tmp = tempfile.mkdtemp(prefix="armprofd-pprof-symbol-")
-env = dict(os.environ, HOME=tmp, GOCACHE=os.path.join(tmp, "gocache"), PPROF_TMPDIR=tmp, GOTOOLCHAIN="local",
-           GOFLAGS="")
-failures = []
+env = go_env(tmp)
 
-
-def check(cond, msg):
-    print(("ok    " if cond else "FAIL  ") + msg)
-    if not cond:
-        failures.append(msg)
-    return cond
 
 
 def spin(path, seconds):

@@ -76,7 +76,7 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from armprofd_test import Daemon, binary, parse_prom_text, skip, stat_field  # noqa: E402
+from armprofd_test import Daemon, binary, check, failures, parse_prom_text, skip, stat_field  # noqa: E402
 from pushstore import PushStore, make_certs  # noqa: E402
 
 GROUPS = {"cpu": ["happy", "outage", "kill", "spoolcap", "splitbytes", "maxage", "rejected", "badconfig", "slowstore",
@@ -110,14 +110,7 @@ SPE_TYPES = [("samples", "count"), ("latency", "cycles"), ("l1d_refills", "count
 WAIT = 15.0
 
 tmp = tempfile.mkdtemp(prefix="armprofd-push-")
-failures = []
 
-
-def check(cond, msg):
-    print(("ok    " if cond else "FAIL  ") + msg, flush=True)
-    if not cond:
-        failures.append(msg)
-    return cond
 
 
 def config(store, spool, extra="", source="cpu", store_epoch=None, frequency=97, interval="1s"):

@@ -42,7 +42,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from armprofd_test import Daemon, skip  # noqa: E402
+from armprofd_test import Daemon, check, failures, go_env, skip  # noqa: E402
 
 if os.geteuid() != 0:
     skip("needs root: CPU-wide perf events with callchains")
@@ -62,16 +62,8 @@ TICK = os.sysconf("SC_CLK_TCK")
 CONFIG = "[store]\nepoch = 1s\n[pmu]\nenable = no\n[spe]\nenable = no\n[sampler]\nfrequency = 97\n"
 
 tmp = tempfile.mkdtemp(prefix="armprofd-sampler-")
-env = dict(os.environ, HOME=tmp, GOCACHE=os.path.join(tmp, "gocache"), PPROF_TMPDIR=tmp, GOTOOLCHAIN="local",
-           GOFLAGS="")
-failures = []
+env = go_env(tmp)
 
-
-def check(cond, msg):
-    print(("ok    " if cond else "FAIL  ") + msg)
-    if not cond:
-        failures.append(msg)
-    return cond
 
 
 def pprof(*args):
