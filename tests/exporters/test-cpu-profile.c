@@ -242,6 +242,22 @@ static int match(const Profile *p, const Perftools__Profiles__Sample *s) {
         return -1;
 }
 
+/* The profile of snap's stacks (pid, or STORE_PID_ANY), built and unpacked; ret_res is the query's. */
+static Profile *build_unpacked(const struct store_snapshot *snap, uint32_t pid, const struct profile_symbolizer *sym,
+                               struct store_stacks_result *ret_res) {
+        struct strbuf gz = STRBUF_INIT, raw = STRBUF_INIT;
+        Profile *p;
+
+        assert_int_equal(store_query_stacks(snap, STORE_WINDOW_ALL, pid, NULL, ret_res), 0);
+        assert_int_equal(cpu_profile_build(ret_res, sym, PERIOD, &gz), 0);
+        test_gunzip(&gz, 0, &raw);
+        p = perftools__profiles__profile__unpack(NULL, raw.len, (const uint8_t *) raw.buf);
+        assert_non_null(p);
+        strbuf_done(&gz);
+        strbuf_done(&raw);
+        return p;
+}
+
 static void test_profile(void **state) {
         struct fake_sym fs = {};
         struct strbuf gz = STRBUF_INIT, raw = STRBUF_INIT;
@@ -376,7 +392,6 @@ static void test_kernel_withheld(void **state) {
         struct store_options o;
         struct fake_sym fs = {};
         const struct profile_symbolizer sym = { fake_locate, &fs };     /* privacy NULL: the default */
-        struct strbuf gz = STRBUF_INIT, raw = STRBUF_INIT;
         struct store_stacks_result res;
         unsigned matched = 0;
         Profile *p;
@@ -391,11 +406,7 @@ static void test_kernel_withheld(void **state) {
                 });
         store_epoch_end(s, 110 * SEC);
         _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = store_snapshot_get(s);
-        assert_int_equal(store_query_stacks(snap, STORE_WINDOW_ALL, STORE_PID_ANY, NULL, &res), 0);
-        assert_int_equal(cpu_profile_build(&res, &sym, PERIOD, &gz), 0);
-        test_gunzip(&gz, 0, &raw);
-        p = perftools__profiles__profile__unpack(NULL, raw.len, (const uint8_t *) raw.buf);
-        assert_non_null(p);
+        p = build_unpacked(snap, STORE_PID_ANY, &sym, &res);
 
         for (size_t i = 0; i < p->n_location; i++) {
                 const Perftools__Profiles__Location *l = p->location[i];
@@ -426,8 +437,6 @@ static void test_kernel_withheld(void **state) {
 
         perftools__profiles__profile__free_unpacked(p, NULL);
         store_stacks_result_done(&res);
-        strbuf_done(&gz);
-        strbuf_done(&raw);
 }
 
 /*
@@ -464,24 +473,17 @@ static void test_dropped(void **state) {
         for (int filtered = 0; filtered <= 1; filtered++) {
                 struct fake_sym fs = {};
                 const struct profile_symbolizer sym = { fake_locate, &fs };
-                struct strbuf gz = STRBUF_INIT, raw = STRBUF_INIT;
                 struct store_stacks_result res;
                 uint64_t samples = 0, weight = 0, stored = 0, dropped_samples = 0, dropped_weight = 0;
                 unsigned dropped_seen = 0;
-                Profile *p;
+                Profile *p = build_unpacked(snap, filtered ? 100 : STORE_PID_ANY, &sym, &res);
 
-                assert_int_equal(store_query_stacks(snap, STORE_WINDOW_ALL, filtered ? 100 : STORE_PID_ANY, NULL,
-                                                    &res), 0);
                 assert_int_equal(res.n, TABLE);
                 assert_true(res.dropped > 0);
                 assert_int_equal(res.samples, fed_samples);
                 assert_int_equal(res.weight, fed_weight);
                 for (size_t i = 0; i < res.n; i++)
                         stored += res.stacks[i].count;
-                assert_int_equal(cpu_profile_build(&res, &sym, PERIOD, &gz), 0);
-                test_gunzip(&gz, 0, &raw);
-                p = perftools__profiles__profile__unpack(NULL, raw.len, (const uint8_t *) raw.buf);
-                assert_non_null(p);
                 for (size_t i = 0; i < p->n_sample; i++) {
                         const Perftools__Profiles__Sample *sm = p->sample[i];
                         const Perftools__Profiles__Location *l = location(p, sm->location_id[0]);
@@ -513,8 +515,6 @@ static void test_dropped(void **state) {
                 }
                 perftools__profiles__profile__free_unpacked(p, NULL);
                 store_stacks_result_done(&res);
-                strbuf_done(&gz);
-                strbuf_done(&raw);
         }
 }
 
@@ -556,7 +556,6 @@ static void test_has_functions_when_read(void **state) {
         _cleanup_(store_freep) struct store *s = NULL;
         const struct profile_symbolizer sym = { read_or_not_locate, NULL };
         static const uint64_t frames[] = { 0x600010, 0x700020, 0x600030 };
-        struct strbuf gz = STRBUF_INIT, raw = STRBUF_INIT;
         struct store_stacks_result res;
         struct store_options o;
         Profile *p;
@@ -569,11 +568,7 @@ static void test_has_functions_when_read(void **state) {
         });
         store_epoch_end(s, 110 * SEC);
         _cleanup_(store_snapshot_unrefp) struct store_snapshot *snap = store_snapshot_get(s);
-        assert_int_equal(store_query_stacks(snap, STORE_WINDOW_ALL, STORE_PID_ANY, NULL, &res), 0);
-        assert_int_equal(cpu_profile_build(&res, &sym, PERIOD, &gz), 0);
-        test_gunzip(&gz, 0, &raw);
-        p = perftools__profiles__profile__unpack(NULL, raw.len, (const uint8_t *) raw.buf);
-        assert_non_null(p);
+        p = build_unpacked(snap, STORE_PID_ANY, &sym, &res);
         assert_int_equal(p->n_mapping, 2);
         assert_int_equal(p->n_function, 0);
         for (size_t i = 0; i < p->n_mapping; i++) {
@@ -585,8 +580,6 @@ static void test_has_functions_when_read(void **state) {
         }
         perftools__profiles__profile__free_unpacked(p, NULL);
         store_stacks_result_done(&res);
-        strbuf_done(&raw);
-        strbuf_done(&gz);
 }
 
 /* ---- --write: the profile and the facts for test-cpu-profile.py ---- */
