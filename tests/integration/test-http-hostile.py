@@ -684,13 +684,16 @@ def vm_rss_kib(pid):
     raise AssertionError("no VmRSS")
 
 
-def probe_process(host, port, stop, out):
+def probe_process(host, port, mhd, stop, out):
     """In its own process, so that its latencies are the daemon's and not those of the barrage's
     interpreter: GET /healthz on a fresh connection every PROBE_INTERVAL; (status, connect
-    seconds, total seconds, start) each."""
+    seconds, total seconds, start, run-queue seconds) each. The last is what the probe and the
+    daemon's HTTP thread (schedstat file mhd) waited for a CPU while the probe was out: time
+    the machine's other work took, not the daemon."""
     res = []
     wait0 = schedstat()[1]
     while not stop.is_set():
+        queued0 = schedstat()[1] + schedstat(mhd)[1]
         t0 = time.monotonic()
         s = socket.socket()
         s.settimeout(2.0)
@@ -711,7 +714,8 @@ def probe_process(host, port, stop, out):
             r = repr(e)
         finally:
             s.close()
-        res.append((r, tc, time.monotonic() - t0, t0))
+        took = time.monotonic() - t0
+        res.append((r, tc, took, t0, schedstat()[1] + schedstat(mhd)[1] - queued0))
         stop.wait(max(0.0, PROBE_INTERVAL - (time.monotonic() - t0)))
     out.send((res, schedstat()[1] - wait0))
     out.close()
@@ -810,7 +814,8 @@ def run_barrage(d):
     stop = mp.Event()
     rx, tx = mp.Pipe(duplex=False)
     brx, btx = mp.Pipe(duplex=False)
-    probe = mp.Process(target=probe_process, args=(d.host, d.port, stop, tx))
+    mhd = d.thread_path("MHD-single", "schedstat")
+    probe = mp.Process(target=probe_process, args=(d.host, d.port, mhd, stop, tx))
     clients = mp.Process(target=barrage_process, args=(d.host, d.port, btx))
     peak = [0]
 
@@ -819,7 +824,6 @@ def run_barrage(d):
             peak[0] = max(peak[0], vm_rss_kib(pid))
             stop.wait(0.25)
     watcher = threading.Thread(target=watch_rss)
-    mhd = d.thread_path("MHD-single", "schedstat")
     run0, wait0 = schedstat(mhd)
     probe.start()
     watcher.start()
@@ -844,8 +848,9 @@ def test_barrage():
     """Issue 17: 500 connections from 100 loopback addresses doing real requests, on kept-alive
     and on new connections, and 60 slow-loris clients trickling headers, for 12 s. Meanwhile a
     probe in its own process GETs /healthz on a fresh connection every 50 ms: every probe gets
-    200 in under 100 ms. The daemon's VmRSS 3 s after the barrage is back within
-    RSS_TOLERANCE_KIB of its level after warm-up.
+    200 in under 100 ms, less what it and the HTTP thread waited on a run queue meanwhile. The
+    daemon's VmRSS 3 s after the barrage is back within RSS_TOLERANCE_KIB of its level after
+    warm-up.
 
     max_connections is raised to 1024: at the default 32 the other 468 would wait in the
     kernel's listen backlog (64) and past it behind SYN retransmits (1 s, then 3 s), the probe
@@ -890,9 +895,17 @@ def test_barrage():
         assert d.proc.poll() is None, d.log()
         assert not failed, failed[:10]
         assert len(probes) >= BARRAGE_SECONDS / PROBE_INTERVAL / 2, len(probes)
-        slow = [(round(p[3] - probes[0][3], 2), round(p[2] * 1000, 1)) for p in probes if p[2] >= PROBE_BOUND]
-        assert not slow, (f"{len(slow)} probes over {PROBE_BOUND * 1000:.0f} ms (seconds into the barrage, ms)",
-                          slow[:10], sched)
+        # A probe's latency is the daemon's less what the probe and the HTTP thread waited on a
+        # run queue meanwhile (a loaded machine's, 178 ms once under two CPU hogs and a guest):
+        # time the daemon spent serving the barrage, or blocked, still counts.
+        over = [p for p in probes if p[2] >= PROBE_BOUND]
+        slow = [(round(p[3] - probes[0][3], 2), round(p[2] * 1000, 1), round(p[4] * 1000, 1))
+                for p in over if p[2] - p[4] >= PROBE_BOUND]
+        print(f"{len(over)} probes over {PROBE_BOUND * 1000:.0f} ms, {len(over) - len(slow)} of them under it "
+              f"less their run-queue waits: "
+              f"{[(round(p[2] * 1000, 1), round(p[4] * 1000, 1)) for p in over[:10]]} (ms, ms waited)")
+        assert not slow, (f"{len(slow)} probes over {PROBE_BOUND * 1000:.0f} ms less their run-queue waits "
+                          "(seconds into the barrage, ms, ms waited)", slow[:10], sched)
         assert open_after == 1, open_after
         # Each connection's MHD memory pool (max_request_size + 256 x 64 + 4 KiB = 53 KiB) is
         # mmap()ed and unmapped when it closes, and the answers' buffers are freed, so the peak's
