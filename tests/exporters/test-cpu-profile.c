@@ -245,31 +245,26 @@ static int match(const Profile *p, const Perftools__Profiles__Sample *s) {
 /* The profile of snap's stacks (pid, or STORE_PID_ANY), built and unpacked; ret_res is the query's. */
 static Profile *build_unpacked(const struct store_snapshot *snap, uint32_t pid, const struct profile_symbolizer *sym,
                                struct store_stacks_result *ret_res) {
-        struct strbuf gz = STRBUF_INIT, raw = STRBUF_INIT;
+        struct strbuf gz = STRBUF_INIT;
         Profile *p;
 
         assert_int_equal(store_query_stacks(snap, STORE_WINDOW_ALL, pid, NULL, ret_res), 0);
         assert_int_equal(cpu_profile_build(ret_res, sym, PERIOD, &gz), 0);
-        test_gunzip(&gz, 0, &raw);
-        p = perftools__profiles__profile__unpack(NULL, raw.len, (const uint8_t *) raw.buf);
-        assert_non_null(p);
+        p = test_unpack_profile(&gz, 0, NULL);
         strbuf_done(&gz);
-        strbuf_done(&raw);
         return p;
 }
 
 static void test_profile(void **state) {
         struct fake_sym fs = {};
-        struct strbuf gz = STRBUF_INIT, raw = STRBUF_INIT;
+        struct strbuf gz = STRBUF_INIT;
         struct store_stacks_result res;
         bool seen[ELEMENTSOF(feds)] = {};
         uint64_t total_w = 0, total_c = 0;
         Profile *p;
 
         build(&fs, &gz, &res);
-        test_gunzip(&gz, 0, &raw);
-        p = perftools__profiles__profile__unpack(NULL, raw.len, (const uint8_t *) raw.buf);
-        assert_non_null(p);
+        p = test_unpack_profile(&gz, 0, NULL);
 
         /* Types and period as Go's CPU profile; cpu shown by default. */
         assert_int_equal(p->n_sample_type, 2);
@@ -361,7 +356,6 @@ static void test_profile(void **state) {
         perftools__profiles__profile__free_unpacked(p, NULL);
         store_stacks_result_done(&res);
         strbuf_done(&gz);
-        strbuf_done(&raw);
 }
 
 /*

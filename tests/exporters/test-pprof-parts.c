@@ -38,19 +38,6 @@ static const struct pprof_value_type types[] = {
         { "cpu", "nanoseconds" },
 };
 
-/* Unpack a part; its decompressed size in ret_len. */
-static Profile *unpack(const struct strbuf *gz, size_t *ret_len) {
-        struct strbuf raw = STRBUF_INIT;
-        Profile *p;
-
-        test_gunzip(gz, 0, &raw);
-        p = perftools__profiles__profile__unpack(NULL, raw.len, (const uint8_t *) raw.buf);
-        assert_non_null(p);
-        *ret_len = raw.len;
-        strbuf_done(&raw);
-        return p;
-}
-
 static const char *str(const Profile *p, int64_t i) {
         assert_true(i >= 0 && (size_t) i < p->n_string_table);
         return p->string_table[i];
@@ -103,7 +90,7 @@ struct part_seen {
 
 static void check_part(const struct strbuf *gz, struct part_seen *ret) {
         size_t len;
-        Profile *p = unpack(gz, &len);
+        Profile *p = test_unpack_profile(gz, 0, &len);
 
         *ret = (struct part_seen) { .raw_len = len, .min_weight = INT64_MAX, .max_weight = INT64_MIN };
         assert_true(p->n_string_table >= 1);
@@ -457,7 +444,7 @@ static void test_ties_stable(void **state) {
 
                 for (size_t i = 0; i < parts.n; i++) {
                         size_t len;
-                        Profile *p = unpack(&parts.parts[i], &len);
+                        Profile *p = test_unpack_profile(&parts.parts[i], 0, &len);
 
                         assert_int_equal(p->n_sample, 2);
                         for (size_t j = 0; j < p->n_sample; j++)

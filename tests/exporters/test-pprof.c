@@ -30,18 +30,15 @@
 typedef Perftools__Profiles__Profile Profile;
 
 static Profile *finish_and_unpack(struct pprof_builder *b) {
-        struct strbuf gz = STRBUF_INIT, raw = STRBUF_INIT;
+        struct strbuf gz = STRBUF_INIT;
         Profile *p;
 
         assert_int_equal(pprof_finish(b, &gz), 0);
         assert_true(gz.len > 2);
         assert_int_equal((uint8_t) gz.buf[0], GZIP_MAGIC0);
         assert_int_equal((uint8_t) gz.buf[1], GZIP_MAGIC1);
-        test_gunzip(&gz, 0, &raw);
-        p = perftools__profiles__profile__unpack(NULL, raw.len, (const uint8_t *) raw.buf);
-        assert_non_null(p);
+        p = test_unpack_profile(&gz, 0, NULL);
         strbuf_done(&gz);
-        strbuf_done(&raw);
         return p;
 }
 
@@ -230,12 +227,9 @@ static void test_has_functions(void **state) {
                                             &parts), 0);
         assert_int_equal(parts.n, _N);
         for (size_t i = 0; i < parts.n; i++) {
-                struct strbuf raw = STRBUF_INIT;
                 bool found = false;
 
-                test_gunzip(&parts.parts[i], 0, &raw);
-                p = perftools__profiles__profile__unpack(NULL, raw.len, (const uint8_t *) raw.buf);
-                assert_non_null(p);
+                p = test_unpack_profile(&parts.parts[i], 0, NULL);
                 assert_int_equal(p->n_mapping, 1);
                 for (size_t j = 0; j < _N; j++)
                         if (streq(str(p, p->mapping[0]->filename), files[j])) {
@@ -244,7 +238,6 @@ static void test_has_functions(void **state) {
                         }
                 assert_true(found);
                 perftools__profiles__profile__free_unpacked(p, NULL);
-                strbuf_done(&raw);
         }
         pprof_parts_done(&parts);
         pprof_builder_free(b);
@@ -271,16 +264,11 @@ static void test_comments(void **state) {
         perftools__profiles__profile__free_unpacked(p, NULL);
         assert_int_equal(parts.n, 3);
         for (size_t i = 0; i < parts.n; i++) {
-                struct strbuf raw = STRBUF_INIT;
-
-                test_gunzip(&parts.parts[i], 0, &raw);
-                p = perftools__profiles__profile__unpack(NULL, raw.len, (const uint8_t *) raw.buf);
-                assert_non_null(p);
+                p = test_unpack_profile(&parts.parts[i], 0, NULL);
                 assert_int_equal(p->n_comment, 2);
                 assert_string_equal(str(p, p->comment[0]), "first line");
                 assert_string_equal(str(p, p->comment[1]), "samples");
                 perftools__profiles__profile__free_unpacked(p, NULL);
-                strbuf_done(&raw);
         }
         pprof_parts_done(&parts);
         pprof_builder_free(b);
@@ -322,16 +310,14 @@ static void test_dedup_at_scale(void **state) {
 static void test_finish_appends(void **state) {
         static const struct pprof_value_type type = { "samples", "count" };
         struct pprof_builder *b = pprof_builder_new(&type, 1, NULL, 0, 0, 0);
-        struct strbuf gz = STRBUF_INIT, raw = STRBUF_INIT;
+        struct strbuf gz = STRBUF_INIT;
         Profile *p;
 
         strbuf_puts(&gz, "prefix");
         assert_int_equal(pprof_sample(b, 0x10, 0, "f", (int64_t[]) { 3 }, NULL, 0), 0);
         assert_int_equal(pprof_finish(b, &gz), 0);
         assert_memory_equal(gz.buf, "prefix", 6);
-        test_gunzip(&gz, 6, &raw);
-        p = perftools__profiles__profile__unpack(NULL, raw.len, (const uint8_t *) raw.buf);
-        assert_non_null(p);
+        p = test_unpack_profile(&gz, 6, NULL);
         assert_int_equal(p->n_sample, 1);
         assert_int_equal(p->sample[0]->value[0], 3);
         perftools__profiles__profile__free_unpacked(p, NULL);
@@ -342,7 +328,6 @@ static void test_finish_appends(void **state) {
         assert_int_equal(p->sample[0]->value[0], 7);
         perftools__profiles__profile__free_unpacked(p, NULL);
         strbuf_done(&gz);
-        strbuf_done(&raw);
         pprof_builder_free(b);
 }
 

@@ -39,20 +39,17 @@ typedef Perftools__Profiles__Profile Profile;
 
 /* Finish b (and free it), unpack. */
 static Profile *finish(struct pprof_builder *b, struct strbuf *ret_gz) {
-        struct strbuf gz = STRBUF_INIT, raw = STRBUF_INIT;
+        struct strbuf gz = STRBUF_INIT;
         Profile *p;
 
         assert_non_null(b);
         assert_int_equal(pprof_finish(b, &gz), 0);
         pprof_builder_free(b);
-        test_gunzip(&gz, 0, &raw);
-        p = perftools__profiles__profile__unpack(NULL, raw.len, (const uint8_t *) raw.buf);
-        assert_non_null(p);
+        p = test_unpack_profile(&gz, 0, NULL);
         if (ret_gz)
                 *ret_gz = gz;
         else
                 strbuf_done(&gz);
-        strbuf_done(&raw);
         return p;
 }
 
