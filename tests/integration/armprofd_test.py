@@ -38,6 +38,22 @@ def skip(reason):
     sys.exit(SKIP)
 
 
+def need_cpu_sampling():
+    """Skip unless CPU-wide cpu-clock sampling can run: root and a kernel with perf_event_open."""
+    if os.geteuid() != 0:
+        skip("needs root: CPU-wide perf events")
+    if not os.path.exists("/proc/sys/kernel/perf_event_paranoid"):
+        skip("no perf_event_open on this kernel")
+
+
+def need_go():
+    """The go command, or a skip: no go tool pprof without it."""
+    go = shutil.which("go")
+    if not go:
+        skip("go not installed (Debian package golang-go): no go tool pprof")
+    return go
+
+
 # The checks a test made that failed, for its exit status (the tests that print a line a check).
 failures = []
 

@@ -36,15 +36,10 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from armprofd_test import Daemon, check, failures, go_env, parse_prom_text, skip  # noqa: E402
+from armprofd_test import Daemon, check, failures, go_env, need_cpu_sampling, need_go, parse_prom_text  # noqa: E402
 
-if os.geteuid() != 0:
-    skip("needs root: CPU-wide perf events with callchains")
-if not os.path.exists("/proc/sys/kernel/perf_event_paranoid"):
-    skip("no perf_event_open on this kernel")
-go = shutil.which("go")
-if not go:
-    skip("go not installed (Debian package golang-go): no go tool pprof")
+need_cpu_sampling()
+go = need_go()
 
 BUILD = os.environ["ARMPROFD_BUILD_DIR"]
 SPIN = os.path.join(BUILD, "tests", "sampler", "spin-nofp")

@@ -76,7 +76,7 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from armprofd_test import Daemon, binary, check, failures, parse_prom_text, skip, stat_field  # noqa: E402
+from armprofd_test import Daemon, binary, check, failures, need_cpu_sampling, parse_prom_text, skip, stat_field  # noqa: E402
 from pushstore import PushStore, make_certs  # noqa: E402
 
 GROUPS = {"cpu": ["happy", "outage", "kill", "spoolcap", "splitbytes", "maxage", "rejected", "badconfig", "slowstore",
@@ -92,10 +92,7 @@ for tool, pkg in (("protoc", "protobuf-compiler"), ("go", "golang-go"), ("openss
     if not shutil.which(tool):
         skip(f"{tool} not installed (Debian package {pkg})")
 if GROUP == "cpu":
-    if os.geteuid() != 0:
-        skip("needs root: CPU-wide perf events")
-    if not os.path.exists("/proc/sys/kernel/perf_event_paranoid"):
-        skip("no perf_event_open on this kernel")
+    need_cpu_sampling()
 
 BUILD = os.environ["ARMPROFD_BUILD_DIR"]
 SPIN = os.path.join(BUILD, "tests", "sampler", "spin-fp")

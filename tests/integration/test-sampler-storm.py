@@ -17,12 +17,9 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from armprofd_test import Daemon, skip  # noqa: E402
+from armprofd_test import Daemon, need_cpu_sampling  # noqa: E402
 
-if os.geteuid() != 0:
-    skip("needs root: CPU-wide perf events")
-if not os.path.exists("/proc/sys/kernel/perf_event_paranoid"):
-    skip("no perf_event_open on this kernel")
+need_cpu_sampling()
 
 BUILD = os.environ["ARMPROFD_BUILD_DIR"]
 SPIN = os.path.join(BUILD, "tests", "sampler", "spin-nofp")

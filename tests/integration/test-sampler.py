@@ -42,15 +42,10 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from armprofd_test import Daemon, check, failures, go_env, skip  # noqa: E402
+from armprofd_test import Daemon, check, failures, go_env, need_cpu_sampling, need_go  # noqa: E402
 
-if os.geteuid() != 0:
-    skip("needs root: CPU-wide perf events with callchains")
-if not os.path.exists("/proc/sys/kernel/perf_event_paranoid"):
-    skip("no perf_event_open on this kernel")
-go = shutil.which("go")
-if not go:
-    skip("go not installed (Debian package golang-go): no go tool pprof")
+need_cpu_sampling()
+go = need_go()
 
 BUILD = os.environ["ARMPROFD_BUILD_DIR"]
 SPIN = {b: os.path.join(BUILD, "tests", "sampler", f"spin-{b}") for b in ("fp", "nofp")}
