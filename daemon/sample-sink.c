@@ -188,7 +188,8 @@ static size_t user_frames(struct sample_sink *s, const struct source_sample *x, 
                 if (k > 0) {
                         s->counting.unwound++;
                         if (s->opts.unwind == CONFIG_UNWIND_AUTO) {
-                                n = unwind_merge_fp(s->cfi, (size_t) k, s->user, nu, s->merged, s->max);
+                                n = unwind_merge_fp(s->cfi, (size_t) k, unwind_last_whole(s->unwind), s->user, nu,
+                                                    s->merged, s->max);
                                 src = s->merged;
                         } else {
                                 n = (size_t) k;

@@ -156,6 +156,7 @@ struct walk {
         const struct proc *proc;
         uint64_t sp;                    /* the sampled sp: the stack copy's address */
         bool stack_end, no_module, truncated;
+        bool outermost;                 /* ended where the psABI ends a stack: nothing is beyond */
 };
 
 struct unwind {
@@ -171,6 +172,7 @@ struct unwind {
          */
         int vdso_fd;
         struct walk walk;
+        bool last_whole;                /* the last walk's walk.outermost */
         struct unwind_stats stats;
 };
 
@@ -858,7 +860,7 @@ static bool fp_step(struct walk *w, const struct regs *r, bool initial, uint64_t
  * for the sampled frame), then the caller's: each must be above the last.
  * Where the module has no CFI for pc, a frame-pointer step (fp_step()).
  * False where the walk ends: a pc in no module, no CFA, the return address
- * undefined (the outermost frame) or not recovered.
+ * undefined (the outermost frame: w->outermost) or not recovered.
  */
 static bool step(struct walk *w, const struct regs *r, uint64_t pc, bool activation, uint64_t *cfa,
                  struct regs *ret_regs, uint64_t *ret_pc, bool *ret_signal) {
@@ -868,7 +870,7 @@ static bool step(struct walk *w, const struct regs *r, uint64_t pc, bool activat
         Dwarf_Frame *frame;
         Dwarf_Op *ops;
         size_t nops;
-        bool signal = false, ra_known = false;
+        bool signal = false, ra_known = false, ra_undefined = false;
         int ra;
 
         if (!mod)
@@ -896,6 +898,7 @@ static bool step(struct walk *w, const struct regs *r, uint64_t pc, bool activat
                         /* ops_mem: undefined (call-clobbered); NULL: the same value as the callee's. */
                         if (ops == NULL && reg_get(r, regno, &v))
                                 reg_set(&caller, regno, v);
+                        ra_undefined |= ops != NULL && (int) regno == ra;
                 } else if (expr_eval(w, r, new_cfa, mod->bias, ops, nops, &v))
                         reg_set(&caller, regno, v);
         }
@@ -903,8 +906,15 @@ static bool step(struct walk *w, const struct regs *r, uint64_t pc, bool activat
         if ((unsigned) ra < ARCH_NREGS)
                 ra_known = reg_get(&caller, (unsigned) ra, &ra_value);
         free(frame);
-        if (!ra_known)
+        if (!ra_known) {
+                /*
+                 * The return address undefined is how CFI marks the outermost
+                 * frame (DWARF 5 6.4.4; glibc's _start and clone3 say
+                 * cfi_undefined of rip, x30).
+                 */
+                w->outermost = ra_undefined;
                 return false;
+        }
         *cfa = new_cfa;
         *ret_regs = caller;
         *ret_pc = ra_value;
@@ -940,8 +950,10 @@ static size_t walk_frames(struct walk *w, const struct unwind_input *in, uint64_
                 if (!step(w, &r, pc, activation, &cfa, &caller, &caller_pc, &signal))
                         break;
                 /* A zero return address ends a stack (the x86-64 psABI's and AAPCS64's outermost frame). */
-                if (caller_pc == 0)
+                if (caller_pc == 0) {
+                        w->outermost = true;
                         break;
+                }
                 /*
                  * Each caller's frame is above its callee's (the stack grows
                  * down on both): an sp that did not move up means CFI applied
@@ -992,6 +1004,7 @@ int unwind_user(struct unwind *u, const struct unwind_input *in, uint64_t *ret, 
         uint64_t pc, sp;
         size_t n = 1;
 
+        u->last_whole = false;
         if (!in->regs || in->regs_abi == PERF_SAMPLE_REGS_ABI_NONE)
                 return -EINVAL;
         if (in->regs_abi != PERF_SAMPLE_REGS_ABI_64)
@@ -1027,6 +1040,8 @@ int unwind_user(struct unwind *u, const struct unwind_input *in, uint64_t *ret, 
         if (n <= 1)
                 u->stats.failed++;
         u->stats.frames += n;
+        u->last_whole = u->walk.outermost;
+        u->stats.whole += u->last_whole;
         u->walk = (struct walk) {};
         return (int) n;
 #else
@@ -1042,10 +1057,19 @@ static void copy_frames(uint64_t *ret, const uint64_t *src, size_t n) {
                 memcpy(ret, src, n * sizeof(ret[0]));
 }
 
-size_t unwind_merge_fp(const uint64_t *cfi, size_t n_cfi, const uint64_t *fp, size_t n_fp,
+bool unwind_last_whole(const struct unwind *u) {
+        return u->last_whole;
+}
+
+size_t unwind_merge_fp(const uint64_t *cfi, size_t n_cfi, bool cfi_whole, const uint64_t *fp, size_t n_fp,
                        uint64_t *ret, size_t max) {
         size_t occurrence = 0, j, n;
 
+        if (cfi_whole && n_cfi > 0) {
+                n = MIN(n_cfi, max);
+                copy_frames(ret, cfi, n);
+                return n;
+        }
         if (n_cfi == 0) {
                 n = MIN(n_fp, max);
                 copy_frames(ret, fp, n);

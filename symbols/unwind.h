@@ -45,6 +45,7 @@
  * negative errno values, allocation failure aborts (strbuf.h).
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -69,6 +70,7 @@ struct unwind_stats {
         uint64_t no_module;             /* stopped on a pc no mapping covers (JIT, unknown) */
         uint64_t stack_end;             /* stopped because the copied stack ended */
         uint64_t truncated;             /* stopped at max_frames */
+        uint64_t whole;                 /* reached the outermost frame (unwind_last_whole()) */
         uint64_t pid_evictions, reports;/* processes evicted; modules made anew from changed mappings */
         uint64_t mapping_evictions;     /* mappings dropped from a full process */
         uint64_t module_errors;         /* mapped files not reported: unreadable, not ELF, another build */
@@ -129,19 +131,32 @@ uint64_t unwind_regs_mask(void);
 int unwind_user(struct unwind *u, const struct unwind_input *in, uint64_t *ret, size_t max);
 
 /*
+ * Whether the last unwind_user() walk ended at the outermost frame: CFI left
+ * the return address undefined (glibc's _start and thread start say so), or
+ * it was zero (the x86-64 psABI's and AAPCS64's end of a stack). Its frames
+ * are then the whole stack. False after an error, a truncated walk, or one
+ * that stopped for want of CFI, a module or stack bytes.
+ */
+bool unwind_last_whole(const struct unwind *u);
+
+/*
  * [sampler] unwind = auto: the CFI frames, and where they stop short for want
  * of CFI or a module (JIT code, a binary without .eh_frame), the kernel's
  * frame-pointer chain of the same sample (user part, PERF_CONTEXT_* markers
  * removed by the caller) from the first return address after the last CFI
- * frame; the FP chain alone when it is longer than what CFI gave. Returns the
- * count written to ret (at most max).
+ * frame; the FP chain alone when it is longer than what CFI gave. When the
+ * CFI walk was whole (cfi_whole, unwind_last_whole()) the CFI frames alone:
+ * nothing is beyond the outermost frame, and a frame-pointer chain longer
+ * than a whole stack is a walk through a register that held no frame
+ * pointer (code built without them). Returns the count written to ret (at
+ * most max).
  *
  * The last CFI frame is found in the FP chain as the same occurrence of its
  * address (the third time a recursive return address appears in the CFI
  * frames is its third time in the FP chain). When the FP chain does not have
  * it, the longer of the two is taken whole, the CFI frames on a tie.
  */
-size_t unwind_merge_fp(const uint64_t *cfi, size_t n_cfi, const uint64_t *fp, size_t n_fp,
+size_t unwind_merge_fp(const uint64_t *cfi, size_t n_cfi, bool cfi_whole, const uint64_t *fp, size_t n_fp,
                        uint64_t *ret, size_t max);
 
 void unwind_get_stats(const struct unwind *u, struct unwind_stats *ret);

@@ -48,7 +48,7 @@ need_cpu_sampling()
 go = need_go()
 
 BUILD = os.environ["ARMPROFD_BUILD_DIR"]
-SPIN = {b: os.path.join(BUILD, "tests", "sampler", f"spin-{b}") for b in ("fp", "nofp")}
+SPIN = {b: os.path.join(BUILD, "tests", "sampler", f"spin-{b}") for b in ("fp", "nofp", "fakefp")}
 CASES = set((os.environ.get("SAMPLER_CASES") or "chain,short,cgroup,kernel,pprof,nospe,valgrind").split(","))
 CPU = 1 if os.cpu_count() > 1 else 0
 TICK = os.sysconf("SC_CLK_TCK")
@@ -191,7 +191,10 @@ def chain_in(funcs):
 
 
 def case_chain(d):
-    for build in ("fp", "nofp"):
+    # fakefp: without frame pointers, and the frame-pointer register at 16 decoy frame records while
+    # inner_spin burns (tests/sampler/spin.c): unwind = auto must keep the whole CFI walk, not the
+    # kernel's longer chain through decoy().
+    for build in ("fp", "nofp", "fakefp"):
         # The span holds spin's whole life (2.5 s of CPU, longer by the wall on a busy machine): its CPU
         # time is compared with the process's total.
         done = profile_during(d, 8, f"chain-{build}")
@@ -212,6 +215,8 @@ def case_chain(d):
         check(len(whole) > 0 and mine[0][1][:3] == ["inner_spin", "outer_work", "main"],
               f"{build}: the heaviest stack is inner_spin <- outer_work <- main "
               f"({len(whole)} of {len(mine)} stacks have the chain; heaviest {mine[0][1][:4] if mine else None})")
+        decoys = [f for lab, f in mine if "decoy" in f]
+        check(not decoys, f"{build}: no stack goes through decoy() ({len(decoys)} do: {decoys[:1]})")
         got_ns = cpu_ns_of(path, spin.pid)
         check(truth_ns > 0 and abs(got_ns - truth_ns) <= 0.10 * truth_ns,
               f"{build}: cpu/nanoseconds of pid {spin.pid} {got_ns} within 10% of /proc's {truth_ns}")

@@ -12,7 +12,7 @@
  * Needs root (perf_event_open(2) on another process with REGS_USER and
  * STACK_USER): exits 77 without.
  *
- * Usage: test-unwind SPIN-NOFP SPIN-FP VDSO-SPIN SPIN-NOPIE SPIN-LLD LLVM-SPIN SPIN-DEBUGFRAME SPIN-NOCFI
+ * Usage: test-unwind SPIN-NOFP SPIN-FP VDSO-SPIN SPIN-NOPIE SPIN-LLD LLVM-SPIN SPIN-DEBUGFRAME SPIN-NOCFI SPIN-FAKEFP
  * ("" when not built)
  */
 #include <elf.h>
@@ -53,7 +53,7 @@
 #define FUNCTION_MAX    128U
 
 static const char *spin_nofp, *spin_fp, *vdso_spin, *spin_nopie, *spin_lld, *llvm_spin, *spin_debugframe,
-                  *spin_nocfi;
+                  *spin_nocfi, *spin_fakefp;
 static char skip_reason[MESSAGE_MAX];
 
 static unsigned last_cpu(void) {
@@ -143,6 +143,8 @@ static bool fp_agrees(const uint64_t *cfi, size_t n_cfi, const uint64_t *fp, siz
 
 struct spin_result {
         size_t samples, inner, cfi_whole, fp_whole, same_addresses;
+        size_t outermost;               /* of inner, walks unwind_last_whole() says reached the outermost frame */
+        size_t fp_taken;                /* of those, where merging without it would not have kept the CFI frames */
         struct unwind_stats stats;
 };
 
@@ -182,14 +184,23 @@ static bool unwind_spin(const char *program, struct spin_result *ret) {
                         res.fp_whole++;
                 if (fp_agrees(frames, (size_t) n, cs->fp, cs->n_fp))
                         res.same_addresses++;
+                if (unwind_last_whole(u)) {
+                        uint64_t merged[UNWIND_MAX_FRAMES];
+                        size_t m = unwind_merge_fp(frames, (size_t) n, false, cs->fp, cs->n_fp, merged,
+                                                   ELEMENTSOF(merged));
+
+                        res.outermost++;
+                        res.fp_taken += m != (size_t) n || memcmp(merged, frames, m * sizeof(uint64_t)) != 0;
+                }
         }
         unwind_get_stats(u, &res.stats);
         printf("%s: %zu samples, %zu in inner_spin: whole chain by CFI %zu, by the kernel's FP chain %zu, "
-               "same addresses %zu; frames %" PRIu64 ", failed %" PRIu64 ", no_module %" PRIu64
-               ", stack_end %" PRIu64 ", reports %" PRIu64 ", module_errors %" PRIu64 "\n",
-               program, res.samples, res.inner, res.cfi_whole, res.fp_whole, res.same_addresses,
-               res.stats.frames, res.stats.failed, res.stats.no_module, res.stats.stack_end,
-               res.stats.reports, res.stats.module_errors);
+               "same addresses %zu, CFI to the outermost frame %zu (of which the FP chain longer or past it %zu); "
+               "frames %" PRIu64 ", failed %" PRIu64 ", no_module %" PRIu64 ", stack_end %" PRIu64
+               ", whole %" PRIu64 ", reports %" PRIu64 ", module_errors %" PRIu64 "\n",
+               program, res.samples, res.inner, res.cfi_whole, res.fp_whole, res.same_addresses, res.outermost,
+               res.fp_taken, res.stats.frames, res.stats.failed, res.stats.no_module, res.stats.stack_end,
+               res.stats.whole, res.stats.reports, res.stats.module_errors);
         symbols_free(s);
         unwind_free(u);
         capture_done(&c);
@@ -259,6 +270,23 @@ static void test_spin_nocfi(void **state) {
         if (!unwind_spin(spin_nocfi, &res))
                 skip();
         assert_cfi_whole(&res);
+}
+
+/*
+ * spin-fakefp: while it burns, the frame-pointer register points at 16
+ * decoy frame records (tests/sampler/spin.c). The kernel's chain follows
+ * them; CFI reaches the outermost frame all the same, and merging (unwind =
+ * auto) told so keeps the CFI frames, where the longer chain used to win.
+ */
+static void test_spin_fakefp(void **state) {
+        struct spin_result res;
+
+        if (!unwind_spin(spin_fakefp, &res))
+                skip();
+        assert_cfi_whole(&res);
+        assert_true(res.outermost * 10 >= res.inner * 9);
+        /* The decoys were there: merging without knowing the walk whole would have taken them. */
+        assert_true(res.fp_taken * 10 >= res.outermost * 9);
 }
 
 /* The GNU build id of an ELF file (NT_GNU_BUILD_ID), into buf; its length. */
@@ -538,7 +566,7 @@ static void test_merge_fp(void **state) {
                 const uint64_t fp[] = { 0x10, 0x70, 0x80, 0x90 };
                 const uint64_t want[] = { 0x10, 0x20, 0x70, 0x80, 0x90 };
 
-                n = unwind_merge_fp(cfi, ELEMENTSOF(cfi), fp, ELEMENTSOF(fp), out, ELEMENTSOF(out));
+                n = unwind_merge_fp(cfi, ELEMENTSOF(cfi), false, fp, ELEMENTSOF(fp), out, ELEMENTSOF(out));
                 assert_int_equal(n, ELEMENTSOF(want));
                 assert_memory_equal(out, want, sizeof(want));
         }
@@ -547,7 +575,7 @@ static void test_merge_fp(void **state) {
                 const uint64_t cfi[] = { 0x10, 0x20, 0x30, 0x40 };
                 const uint64_t fp[] = { 0x10, 0xdead };
 
-                n = unwind_merge_fp(cfi, ELEMENTSOF(cfi), fp, ELEMENTSOF(fp), out, ELEMENTSOF(out));
+                n = unwind_merge_fp(cfi, ELEMENTSOF(cfi), false, fp, ELEMENTSOF(fp), out, ELEMENTSOF(out));
                 assert_int_equal(n, ELEMENTSOF(cfi));
                 assert_memory_equal(out, cfi, sizeof(cfi));
         }
@@ -556,7 +584,7 @@ static void test_merge_fp(void **state) {
                 const uint64_t cfi[] = { 0x10 };
                 const uint64_t fp[] = { 0x10, 0x20, 0x30 };
 
-                n = unwind_merge_fp(cfi, ELEMENTSOF(cfi), fp, ELEMENTSOF(fp), out, ELEMENTSOF(out));
+                n = unwind_merge_fp(cfi, ELEMENTSOF(cfi), false, fp, ELEMENTSOF(fp), out, ELEMENTSOF(out));
                 assert_int_equal(n, ELEMENTSOF(fp));
                 assert_memory_equal(out, fp, sizeof(fp));
         }
@@ -565,7 +593,7 @@ static void test_merge_fp(void **state) {
                 const uint64_t cfi[] = { 0x10, 0x20 };
                 const uint64_t fp[] = { 0x10, 0x30, 0x40, 0x50 };
 
-                n = unwind_merge_fp(cfi, ELEMENTSOF(cfi), fp, ELEMENTSOF(fp), out, ELEMENTSOF(out));
+                n = unwind_merge_fp(cfi, ELEMENTSOF(cfi), false, fp, ELEMENTSOF(fp), out, ELEMENTSOF(out));
                 assert_int_equal(n, ELEMENTSOF(fp));
                 assert_memory_equal(out, fp, sizeof(fp));
         }
@@ -575,7 +603,7 @@ static void test_merge_fp(void **state) {
                 const uint64_t fp[] = { 0x10, 0x20, 0x20, 0x20, 0x30 };
                 const uint64_t want[] = { 0x10, 0x20, 0x20, 0x20, 0x30 };
 
-                n = unwind_merge_fp(cfi, ELEMENTSOF(cfi), fp, ELEMENTSOF(fp), out, ELEMENTSOF(out));
+                n = unwind_merge_fp(cfi, ELEMENTSOF(cfi), false, fp, ELEMENTSOF(fp), out, ELEMENTSOF(out));
                 assert_int_equal(n, ELEMENTSOF(want));
                 assert_memory_equal(out, want, sizeof(want));
         }
@@ -584,21 +612,42 @@ static void test_merge_fp(void **state) {
                 const uint64_t cfi[] = { 0x10, 0x20 };
                 const uint64_t fp[] = { 0x10, 0x20, 0x30, 0x40, 0x50 };
 
-                n = unwind_merge_fp(cfi, ELEMENTSOF(cfi), fp, ELEMENTSOF(fp), out, 3);
+                n = unwind_merge_fp(cfi, ELEMENTSOF(cfi), false, fp, ELEMENTSOF(fp), out, 3);
                 assert_int_equal(n, 3);
                 assert_int_equal(out[2], 0x30);
-                n = unwind_merge_fp(fp, ELEMENTSOF(fp), cfi, 1, out, 2);
+                n = unwind_merge_fp(fp, ELEMENTSOF(fp), false, cfi, 1, out, 2);
                 assert_int_equal(n, 2);
                 assert_int_equal(out[1], 0x20);
+        }
+        /*
+         * CFI reached the outermost frame: its frames alone, though a longer FP
+         * chain (a register that held no frame pointer, walked into garbage)
+         * would have been taken whole, or its frames after the last CFI one.
+         */
+        {
+                const uint64_t cfi[] = { 0x10, 0x20, 0x30 };
+                const uint64_t garbage[] = { 0x10, 0x7f00, 0x7f10, 0x7f20, 0x7f30 };
+                const uint64_t past[] = { 0x10, 0x20, 0x30, 0x7f00 };
+
+                n = unwind_merge_fp(cfi, ELEMENTSOF(cfi), false, garbage, ELEMENTSOF(garbage), out, ELEMENTSOF(out));
+                assert_int_equal(n, ELEMENTSOF(garbage));
+                n = unwind_merge_fp(cfi, ELEMENTSOF(cfi), true, garbage, ELEMENTSOF(garbage), out, ELEMENTSOF(out));
+                assert_int_equal(n, ELEMENTSOF(cfi));
+                assert_memory_equal(out, cfi, sizeof(cfi));
+                n = unwind_merge_fp(cfi, ELEMENTSOF(cfi), true, past, ELEMENTSOF(past), out, ELEMENTSOF(out));
+                assert_int_equal(n, ELEMENTSOF(cfi));
+                assert_memory_equal(out, cfi, sizeof(cfi));
+                n = unwind_merge_fp(cfi, ELEMENTSOF(cfi), true, garbage, ELEMENTSOF(garbage), out, 2);
+                assert_int_equal(n, 2);
         }
         /* Nothing from CFI: the FP chain; nothing at all: nothing. */
         {
                 const uint64_t fp[] = { 0x10, 0x20 };
 
-                n = unwind_merge_fp(NULL, 0, fp, ELEMENTSOF(fp), out, ELEMENTSOF(out));
+                n = unwind_merge_fp(NULL, 0, false, fp, ELEMENTSOF(fp), out, ELEMENTSOF(out));
                 assert_int_equal(n, 2);
                 assert_memory_equal(out, fp, sizeof(fp));
-                assert_int_equal(unwind_merge_fp(NULL, 0, NULL, 0, out, ELEMENTSOF(out)), 0);
+                assert_int_equal(unwind_merge_fp(NULL, 0, false, NULL, 0, out, ELEMENTSOF(out)), 0);
         }
 }
 
@@ -1122,6 +1171,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_spin_lld),
                 cmocka_unit_test(test_spin_debugframe),
                 cmocka_unit_test(test_spin_nocfi),
+                cmocka_unit_test(test_spin_fakefp),
                 cmocka_unit_test(test_remap),
                 cmocka_unit_test(test_build_id),
                 cmocka_unit_test(test_many_processes),
@@ -1134,9 +1184,9 @@ int main(int argc, char **argv) {
         };
         int r;
 
-        if (argc != 9) {
+        if (argc != 10) {
                 fprintf(stderr, "usage: %s SPIN-NOFP SPIN-FP VDSO-SPIN SPIN-NOPIE SPIN-LLD LLVM-SPIN "
-                        "SPIN-DEBUGFRAME SPIN-NOCFI\n", argv[0]);
+                        "SPIN-DEBUGFRAME SPIN-NOCFI SPIN-FAKEFP\n", argv[0]);
                 return 2;
         }
         spin_nofp = argv[1];
@@ -1147,6 +1197,7 @@ int main(int argc, char **argv) {
         llvm_spin = argv[6];
         spin_debugframe = argv[7];
         spin_nocfi = argv[8];
+        spin_fakefp = argv[9];
         r = cmocka_run_group_tests(tests, NULL, NULL);
         if (r == 0 && skip_reason[0]) {
                 printf("SKIP: %s: the tests that need it did not run; the others passed\n", skip_reason);
