@@ -85,7 +85,7 @@ __attribute__((noinline)) unsigned long inner_spin(unsigned long n) {
 
         /*
          * The loop in one asm statement, so no code of the compiler's runs
-         * while the register points at the records; it is a clobber, so the
+         * while the register points at the records. rbp is a clobber, so the
          * function saves and restores it (and its CFI says where).
          */
 #if defined(__x86_64__)
@@ -100,15 +100,18 @@ __attribute__((noinline)) unsigned long inner_spin(unsigned long n) {
                            [add] "r"(1442695040888963407UL)
                          : "rbp", "cc");
 #else
-        __asm__ volatile("mov x29, %[fake]\n"
+        /* GCC neither saves nor restores x29 for a clobber (GCC 12 -fomit-frame-pointer): the asm does, in x9. */
+        __asm__ volatile("mov x9, x29\n\t"
+                         "mov x29, %[fake]\n"
                          "1:\n\t"
                          "madd %[v], %[v], %[mul], %[add]\n\t"
                          "subs %[n], %[n], #1\n\t"
                          "b.ne 1b\n\t"
+                         "mov x29, x9\n\t"
                          : [v] "+r"(v), [n] "+r"(n)
                          : [fake] "r"(fake_frames), [mul] "r"(6364136223846793005UL),
                            [add] "r"(1442695040888963407UL)
-                         : "x29", "cc");
+                         : "x9", "cc");
 #endif
         x = v;
 #else
