@@ -199,6 +199,20 @@ struct sampler_cpu_stats {
         char note[SPE_STREAM_NOTE_MAX]; /* what is wrong on this CPU, "" when nothing */
 };
 
+/* The sampler's process table (collectors/sampler/sampler-procs.h), since start but procs. */
+struct sampler_procs_stats {
+        uint64_t procs;                 /* processes in the table now */
+        uint64_t procs_read;            /* processes whose /proc was read */
+        uint64_t procs_gone;            /* ... that had exited before (names and mappings unknown) */
+        uint64_t mappings_read;         /* executable mappings read from /proc/PID/maps */
+        uint64_t threads_read;          /* thread names read from /proc */
+        uint64_t reused;                /* PIDs found reused without their FORK seen */
+        uint64_t evictions;             /* live processes pushed out of a full set */
+        uint64_t aged_out;              /* exited processes dropped */
+        uint64_t gone;                  /* processes told gone (SOURCE_TASK_GONE) */
+        uint64_t gone_early;            /* of them, told before a whole drain: too many were waiting */
+};
+
 #define SOURCE_REASON_MAX 512
 #define SOURCE_WARNINGS_MAX 3
 #define SOURCE_WARNING_LEN 256
@@ -220,6 +234,7 @@ struct source_status {
         /* The sampler's CPUs, ascending; owned by the status (source_status_done()). */
         struct sampler_cpu_stats *sampler_cpus;
         size_t n_sampler_cpus;
+        struct sampler_procs_stats sampler_procs;       /* the sampler's; zero for the others */
 };
 
 void source_status_done(struct source_status *s);

@@ -387,7 +387,8 @@ void sample_sink_get_stats(struct sample_sink *s, struct sample_sink_stats *ret)
         pthread_mutex_unlock(&s->lock);
 }
 
-size_t sample_sink_metric_rows(const struct sample_sink_stats *st, struct prom_counter_row rows[SAMPLE_SINK_METRIC_ROWS]) {
+size_t sample_sink_metric_rows(const struct sample_sink_stats *st, const struct sampler_procs_stats *procs,
+                               struct prom_counter_row rows[SAMPLE_SINK_METRIC_ROWS]) {
         static const char evictions[] = "armprofd_cpu_sampler_evictions_total",
                           evictions_help[] = "Entries the sampler's bounded tables evicted to stay within their capacity.";
         size_t n = 0;
@@ -413,6 +414,9 @@ size_t sample_sink_metric_rows(const struct sample_sink_stats *st, struct prom_c
         rows[n++] = (struct prom_counter_row) { evictions, evictions_help, "table", "unwind_processes",
                                                 st->unwind_evictions };
         rows[n++] = (struct prom_counter_row) { evictions, evictions_help, "table", "cgroups", st->cgroup_evictions };
+        /* Live processes pushed out of the sampler's full table: read from /proc again if sampled again. */
+        rows[n++] = (struct prom_counter_row) { evictions, evictions_help, "table", "processes",
+                                                procs ? procs->evictions : 0 };
         rows[n++] = (struct prom_counter_row) {
                 "armprofd_cpu_user_frames_kernel_half_total",
                 "User stack frames in the kernel's half of the address space: a leaf (x86-64's vsyscall page) is "

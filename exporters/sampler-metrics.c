@@ -36,6 +36,25 @@ void sampler_metrics_write(const struct sampler_metrics_input *in, struct prom_w
         per_cpu(w, in, "armprofd_cpu_stack_copy_truncated_total",
                 "User stack copies that filled [sampler] stack_size (CFI unwinding may stop short), by CPU.",
                 offsetof(struct sampler_cpu_stats, stack_truncated));
+        if (in->procs) {
+                const struct sampler_procs_stats *p = in->procs;
+
+                prom_family(w, "armprofd_cpu_sampler_processes", PROM_GAUGE,
+                            "Processes in the sampler's table now: running ones, and exited ones kept 30 s for "
+                            "their samples read late.");
+                prom_sample_u64(w, NULL, p->procs);
+                prom_family(w, "armprofd_cpu_sampler_proc_reads_total", PROM_COUNTER,
+                            "Processes the sampler looked up in /proc for what no record had told it (name, "
+                            "mappings, cgroup): read, or gone (exited before it looked, its parent too).");
+                prom_sample_u64(w, (const char *const[]) { "result", "read", NULL }, p->procs_read - p->procs_gone);
+                prom_sample_u64(w, (const char *const[]) { "result", "gone", NULL }, p->procs_gone);
+                prom_family(w, "armprofd_cpu_sampler_processes_exited_total", PROM_COUNTER,
+                            "Exited processes whose unwinding state was let go: once every CPU's ring was read past "
+                            "their exit (drained), or before it, when 1024 were waiting (early: a sample of theirs "
+                            "read later loses its user stack).");
+                prom_sample_u64(w, (const char *const[]) { "when", "drained", NULL }, p->gone - p->gone_early);
+                prom_sample_u64(w, (const char *const[]) { "when", "early", NULL }, p->gone_early);
+        }
         if (!in->totals)
                 return;
         prom_family(w, "armprofd_cpu_samples_stored_total", PROM_COUNTER,

@@ -3,9 +3,9 @@
 
 /*
  * The cpu-clock sampler's families on /metrics: samples, losses and
- * truncations per CPU (the source's status), and what became of them
- * (the store's cumulative totals: samples stored, dropped by full stack
- * tables). Never a pid, comm, symbol or cgroup label: those are unbounded
+ * truncations per CPU (the source's status), its process table, and what
+ * became of the samples (the store's cumulative totals: samples stored,
+ * dropped by full stack tables). Never a pid, comm, symbol or cgroup label: those are unbounded
  * and belong in /hotpcs and the profiles.
  */
 
@@ -19,6 +19,7 @@ struct sampler_metrics_input {
         const struct store_totals *totals;              /* cumulative */
         const struct sampler_cpu_stats *cpus;
         size_t n_cpus;
+        const struct sampler_procs_stats *procs;        /* NULL: no sampler */
 };
 
 void sampler_metrics_write(const struct sampler_metrics_input *in, struct prom_writer *w);

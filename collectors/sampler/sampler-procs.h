@@ -58,19 +58,6 @@
 /* Exited processes waiting to be told gone: the exits of one tick (a drain interval) on a busy build host. */
 #define SAMPLER_PROCS_GONE_PENDING 1024
 
-struct sampler_procs_stats {
-        uint64_t procs;                 /* processes in the table now */
-        uint64_t procs_read;            /* processes whose /proc was read */
-        uint64_t procs_gone;            /* ... that had exited before (names and mappings unknown) */
-        uint64_t mappings_read;         /* executable mappings read from /proc/PID/maps */
-        uint64_t threads_read;          /* thread names read from /proc */
-        uint64_t reused;                /* PIDs found reused without their FORK seen */
-        uint64_t evictions;             /* live processes pushed out of a full set */
-        uint64_t aged_out;              /* exited processes dropped */
-        uint64_t gone;                  /* processes told gone (SOURCE_TASK_GONE) */
-        uint64_t gone_early;            /* of them, told before a whole drain: too many were waiting */
-};
-
 struct sampler_procs;
 
 /*

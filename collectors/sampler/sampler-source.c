@@ -716,6 +716,7 @@ static void sampler_status(struct source *s, struct source_status *ret) {
                 .throttle_shift = src->shift,
         };
         memcpy(ret->reason, src->reason, sizeof(ret->reason));
+        sampler_procs_stats(src->procs, &ret->sampler_procs);
         if (src->state == SOURCE_FAILED)
                 for (size_t i = 0; i < src->n_cpus; i++)
                         if (src->cpus[i] && src->cpus[i]->error < 0) {
@@ -739,10 +740,6 @@ static void sampler_status(struct source *s, struct source_status *ret) {
                 *st = c->st;
                 st->state = cpu_state_names[c->state];
         }
-}
-
-void sampler_source_procs_stats(struct source *s, struct sampler_procs_stats *ret) {
-        sampler_procs_stats(of(s)->procs, ret);
 }
 
 static void sampler_free(struct source *s) {

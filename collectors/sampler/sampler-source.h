@@ -115,5 +115,3 @@ int sampler_event_parse(const char *name, uint32_t *ret_type, uint64_t *ret_conf
 int sampler_source_new(const struct sampler_options *o, const struct source_sink *sink,
                        struct task_map *tasks, struct source **ret);
 
-/* The process table's counters (sampler-procs.h) of a source made by sampler_source_new(). */
-void sampler_source_procs_stats(struct source *s, struct sampler_procs_stats *ret);

@@ -17,7 +17,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from armprofd_test import Daemon, need_cpu_sampling  # noqa: E402
+from armprofd_test import Daemon, need_cpu_sampling, parse_prom_text  # noqa: E402
 
 need_cpu_sampling()
 
@@ -50,6 +50,18 @@ def storm():
     return set(pids)
 
 
+def process_table(d):
+    """The sampler's process table on /metrics: (processes now, exited processes let go since start)."""
+    status, _, body = d.get("/metrics")
+    assert status == 200, status
+    m = parse_prom_text(body.decode())
+    exited = [m.get(("armprofd_cpu_sampler_processes_exited_total", frozenset({("when", w)})))
+              for w in ("drained", "early")]
+    now = m.get(("armprofd_cpu_sampler_processes", frozenset()))
+    assert now is not None and None not in exited, sorted(k for k in m if "sampler_proc" in k[0])
+    return now, sum(exited)
+
+
 def get_json(d, path):
     status, _, body = d.get(path)
     assert status == 200, (path, status, body[:300])
@@ -58,6 +70,7 @@ def get_json(d, path):
 
 with Daemon(config_text=CONFIG) as d:
     d.wait_ready()
+    _, exited_before = process_table(d)
     started = storm()
     done = time.time()
     comm = os.path.basename(SPIN)[:15]
@@ -89,3 +102,16 @@ with Daemon(config_text=CONFIG) as d:
     assert f" {row['pid']}," in lines[0] and f" {comm} " in lines[0] and "inner_spin" in lines[0], lines[0]
     print(f"{RUNS} runs of {comm}: one inner_spin row, {row['samples']} samples, "
           f"{len(row['pids'])} of the pids the test started, named after they exited")
+
+    # /metrics: every one of those exited processes was let go by the sampler's table (others of the
+    # machine's may have been too), and the table is within its bound, 1024 sets of 4.
+    deadline = time.monotonic() + 30
+    while True:
+        now, exited = process_table(d)
+        if exited - exited_before >= len(row["pids"]) or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    print(f"the sampler's table: {now:.0f} processes now, {exited - exited_before:.0f} exited ones let go "
+          f"during the storm, {len(row['pids'])} of them the test's")
+    assert exited - exited_before >= len(row["pids"]), (exited_before, exited, len(row["pids"]))
+    assert 0 < now <= 4096, now
