@@ -199,7 +199,7 @@ struct sampler_cpu_stats {
         char note[SPE_STREAM_NOTE_MAX]; /* what is wrong on this CPU, "" when nothing */
 };
 
-/* The sampler's process table (collectors/sampler/sampler-procs.h), since start but procs. */
+/* The sampler's process table (collectors/sampler/sampler-procs.h): counts since start, procs now. */
 struct sampler_procs_stats {
         uint64_t procs;                 /* processes in the table now */
         uint64_t procs_read;            /* processes whose /proc was read */

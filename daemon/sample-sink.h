@@ -89,8 +89,10 @@ bool sample_sink_cgroup(struct sample_sink *s, uint32_t pid, char *path, size_t 
 /* Any thread. */
 void sample_sink_get_stats(struct sample_sink *s, struct sample_sink_stats *ret);
 
-/* Its counters as /metrics families (prom_write_counter_rows()). */
+/*
+ * Its counters as /metrics families (prom_write_counter_rows()), with the
+ * evictions of procs (the sampler's process table; NULL: none) beside its own.
+ */
 #define SAMPLE_SINK_METRIC_ROWS 10
-/* The sink's counters as /metrics rows; procs (the sampler's process table, NULL: none) has an evictions row. */
 size_t sample_sink_metric_rows(const struct sample_sink_stats *st, const struct sampler_procs_stats *procs,
                                struct prom_counter_row rows[SAMPLE_SINK_METRIC_ROWS]);

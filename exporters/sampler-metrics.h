@@ -5,8 +5,8 @@
  * The cpu-clock sampler's families on /metrics: samples, losses and
  * truncations per CPU (the source's status), its process table, and what
  * became of the samples (the store's cumulative totals: samples stored,
- * dropped by full stack tables). Never a pid, comm, symbol or cgroup label: those are unbounded
- * and belong in /hotpcs and the profiles.
+ * dropped by full stack tables). Never a pid, comm, symbol or cgroup
+ * label: those are unbounded and belong in /hotpcs and the profiles.
  */
 
 #include <stddef.h>

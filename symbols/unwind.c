@@ -910,7 +910,9 @@ static bool step(struct walk *w, const struct regs *r, uint64_t pc, bool activat
                 /*
                  * The return address undefined is how CFI marks the outermost
                  * frame (DWARF 5 6.4.4; glibc's _start and clone3 say
-                 * cfi_undefined of rip, x30).
+                 * cfi_undefined of rip, x30). Never by default: elfutils'
+                 * x86_64_abi_cfi() and aarch64_abi_cfi() give the return
+                 * address column the same-value rule.
                  */
                 w->outermost = ra_undefined;
                 return false;
