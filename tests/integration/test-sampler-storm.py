@@ -84,10 +84,19 @@ with Daemon(config_text=CONFIG) as d:
             break
         assert time.monotonic() < deadline, ans["interval"]
         time.sleep(0.5)
-    # Other engineers' spin-fp may run here too: the rows of this program, by its pids.
+    # Other engineers' spin-fp may run here too: the rows of this program, by its pids. One named
+    # row; a run whose COMM and FORK records a full ring lost, and that exited before /proc was
+    # read, has no name to give (perf shows such a thread as ":PID"): a row of its own, never more
+    # of its pids than records were lost.
     rows = [p for p in ans["pcs"] if p.get("symbol") == "inner_spin" and set(p["pids"]) & started]
-    assert len(rows) == 1, [(r.get("comm"), r["pid"], r["samples"]) for r in rows][:20]
-    row = rows[0]
+    named = [r for r in rows if r.get("comm")]
+    unnamed = {pid for r in rows if not r.get("comm") for pid in r["pids"]}
+    assert len(named) == 1, [(r.get("comm"), r["pid"], r["samples"]) for r in rows][:20]
+    if unnamed:
+        lost = process_table(d)[2] - lost_before
+        print(f"{len(unnamed)} runs without a name: {lost:.0f} records lost by the sampler's rings")
+        assert unnamed <= started and lost >= len(unnamed), (sorted(unnamed)[:10], lost)
+    row = named[0]
     assert row.get("comm") == comm, (row.get("comm"), comm)
     assert row.get("object") == os.path.realpath(SPIN), (row.get("object"), SPIN)
     assert row["pid"] in row["pids"] and row["pids"] == sorted(row["pids"]), row
