@@ -100,7 +100,10 @@ __attribute__((noinline)) unsigned long inner_spin(unsigned long n) {
                            [add] "r"(1442695040888963407UL)
                          : "rbp", "cc");
 #else
-        /* GCC neither saves nor restores x29 for a clobber (GCC 12 -fomit-frame-pointer): the asm does, in x9. */
+        /*
+         * x29 is a clobber so that no operand is put there, but GCC 12 does
+         * not save it for one under -fomit-frame-pointer: the asm does, in x9.
+         */
         __asm__ volatile("mov x9, x29\n\t"
                          "mov x29, %[fake]\n"
                          "1:\n\t"
@@ -111,7 +114,7 @@ __attribute__((noinline)) unsigned long inner_spin(unsigned long n) {
                          : [v] "+r"(v), [n] "+r"(n)
                          : [fake] "r"(fake_frames), [mul] "r"(6364136223846793005UL),
                            [add] "r"(1442695040888963407UL)
-                         : "x9", "cc");
+                         : "x9", "x29", "cc");
 #endif
         x = v;
 #else
