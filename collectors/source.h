@@ -176,6 +176,10 @@ struct spe_stream_stats {
         uint64_t lost_samples;          /* PERF_RECORD_LOST_SAMPLES */
         uint64_t throttles;             /* PERF_RECORD_THROTTLE: the kernel stopped sampling for a while */
         uint64_t unattributed;          /* records handed on with no pid */
+        /* Of them, records whose thread no record could name (no CONTEXT packet, and a switch may have
+         * been missed since the last one the data ring reported), by the window that hid it: */
+        uint64_t thread_unknown_off;    /* the event was off (a truncation, a DISABLE flush, an ENABLE) */
+        uint64_t thread_unknown_lost;   /* the data ring lost records (PERF_RECORD_LOST) */
         uint64_t switch_overflows;      /* task switches applied early: more in one AUX chunk than the log holds */
         /* A live event (the replay leaves these zero and `state` "replay"): */
         uint64_t reenables;             /* PERF_EVENT_IOC_ENABLE after a session ended */

@@ -465,6 +465,10 @@ static void provider_fill_status(void *userdata, json_t *status) {
                                               "aux_truncated", (json_int_t) cs->aux_truncated, "lost",
                                               (json_int_t) cs->lost, "unattributed", (json_int_t) cs->unattributed);
 
+                        /* Of the unattributed: no thread either, and why (spe-stream.h). */
+                        json_object_set_new(o, "thread_unknown",
+                                            json_pack("{s:I, s:I}", "event_off", (json_int_t) cs->thread_unknown_off,
+                                                      "lost", (json_int_t) cs->thread_unknown_lost));
                         if (cs->note[0])
                                 json_object_set_new(o, "note", json_string(cs->note));
                         json_array_append_new(cpus, o);

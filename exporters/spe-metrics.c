@@ -140,6 +140,15 @@ void spe_metrics_write(const struct spe_metrics_input *in, struct prom_writer *w
         per_cpu(w, in, cpus, "armprofd_spe_unattributed_records_total",
                 "SPE records that no process could be named for (kept, with no pid).",
                 offsetof(struct spe_stream_stats, unattributed));
+        prom_family(w, "armprofd_spe_thread_unknown_records_total", PROM_COUNTER,
+                    "Unattributed SPE records with no CONTEXT packet whose thread a switch may have hidden, by why: "
+                    "the event was off (truncated, flushed) or the data ring lost records.");
+        for (size_t i = 0; i < in->n_cpus; i++) {
+                prom_sample_u64(w, (const char *const[]) { "cpu", cpus[i], "reason", "event_off", NULL },
+                                in->cpus[i].thread_unknown_off);
+                prom_sample_u64(w, (const char *const[]) { "cpu", cpus[i], "reason", "lost", NULL },
+                                in->cpus[i].thread_unknown_lost);
+        }
         per_cpu(w, in, cpus, "armprofd_spe_switch_overflows_total",
                 "Task switches applied before their records were read: more in one AUX chunk than the log holds.",
                 offsetof(struct spe_stream_stats, switch_overflows));

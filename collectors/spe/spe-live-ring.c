@@ -54,9 +54,23 @@ static void note_sampling_resumed(struct spe_live_ring *r) {
         r->cut_timestamp = 0;
 }
 
+/*
+ * A PERF_RECORD_LOST read since the last look (aux-ring.c counts them, in
+ * the order of the ring: before the record that follows it): the lost
+ * records may have held switches, so the task is unknown from there.
+ */
+static void note_lost(struct spe_live_ring *r) {
+        if (r->ring.stats.lost == r->lost_seen)
+                return;
+        r->lost_seen = r->ring.stats.lost;
+        spe_stream_doubt(r->stream, r->out->tasks, SPE_STREAM_DOUBT_LOST);
+}
+
 static int on_aux(void *userdata, const struct aux_ring_chunk *ch, const uint8_t *data, size_t len, bool last) {
         struct spe_live_ring *r = userdata;
         struct spe_stream *s = r->stream;
+
+        note_lost(r);
 
         /* Data lost before this chunk: the decoder must not join the halves around it. Once per
          * chunk: one that wraps the ring comes in two pieces, both with gap. */
@@ -94,6 +108,7 @@ static int on_record(void *userdata, const uint8_t *raw, size_t len) {
         struct perf_data_record rec;
         uint32_t tlen;
 
+        note_lost(r);
         if (perf_rd32(raw) == PERF_RECORD_THROTTLE) { /* header.type */
                 r->stream->st.throttles++;
                 return 0;
@@ -182,6 +197,10 @@ int spe_live_ring_init(struct spe_live_ring *r, struct perf_event_mmap_page *pag
         return 0;
 }
 
+void spe_live_ring_enabled(struct spe_live_ring *r) {
+        spe_stream_doubt(r->stream, r->out->tasks, SPE_STREAM_DOUBT_OFF);
+}
+
 void spe_live_ring_done(struct spe_live_ring *r) {
         spe_stream_set_clock(r->stream, NULL);
         aux_ring_done(&r->ring);
@@ -195,6 +214,7 @@ int spe_live_ring_drain(struct spe_live_ring *r, bool *ret_ended) {
 
         read_clock(r);
         k = aux_ring_drain(&r->ring, &ring_ops, r, &truncated);
+        note_lost(r);
         /* The ring's counts are this event's; the stream's are the CPU's since start. */
         r->stream->st.lost += r->ring.stats.lost - lost;
         r->stream->st.lost_samples += r->ring.stats.lost_samples - lost_samples;

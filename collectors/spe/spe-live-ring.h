@@ -16,7 +16,8 @@
  *    the stream's statistics, and the time not sampled after a truncation
  *    (last record before, first record after, by their Timestamp packets);
  *  - SWITCH_CPU_WIDE and ITRACE_START switch tasks at their time (records
- *    without CONTEXT packets are attributed by them), COMM/FORK/EXIT feed
+ *    without CONTEXT packets are attributed by them), a PERF_RECORD_LOST
+ *    makes the task unknown where it came (spe_stream_doubt()), COMM/FORK/EXIT feed
  *    the task map and the sink, MMAP/MMAP2 the sink's mappings;
  *  - the user page's time_zero/time_mult/time_shift turn SPE timestamps
  *    into perf time.
@@ -37,6 +38,7 @@ struct spe_live_ring {
         struct spe_stream_out *out;     /* shared by the source's CPUs */
         uint64_t cut_timestamp;         /* last record's SPE time before a truncation, 0 none pending */
         bool in_chunk;                  /* the first piece of a wrapping chunk was decoded, not its last */
+        uint64_t lost_seen;             /* ring.stats.lost when the stream was last told of a loss */
 };
 
 /*
@@ -49,6 +51,12 @@ int spe_live_ring_init(struct spe_live_ring *r, struct perf_event_mmap_page *pag
                        size_t data_size, const void *aux, size_t aux_size, const struct perf_event_attr *attr,
                        struct spe_stream *stream, struct spe_stream_out *out);
 void spe_live_ring_done(struct spe_live_ring *r);
+
+/*
+ * The event is enabled again (PERF_EVENT_IOC_ENABLE), after a time it may
+ * have been off: switches meanwhile went unreported (spe_stream_doubt()).
+ */
+void spe_live_ring_enabled(struct spe_live_ring *r);
 
 /*
  * Read and release everything the kernel published. *ret_ended: a session

@@ -157,16 +157,32 @@ static uint32_t pid_of(void *userdata, uint32_t tid) {
 static void close_cpu(struct live_cpu *c, enum cpu_state state);
 static void retry_later(struct live_cpu *c, int error, const char *what);
 
+/*
+ * PERF_EVENT_IOC_ENABLE: 0 or -errno. Every ENABLE the source makes is of an
+ * event that may have been off (a truncation, a flush, a ring found stalled
+ * or quiet): a switch meanwhile went unreported, the stream must not carry
+ * the task that ran before over it (spe_live_ring_enabled()).
+ */
+static int enable_event(struct live_cpu *c) {
+        if (ioctl(c->fd, PERF_EVENT_IOC_ENABLE, 0) < 0)
+                return -errno;
+        if (c->ring_ready)
+                spe_live_ring_enabled(&c->ring);
+        return 0;
+}
+
 /* Everything the kernel published on this CPU; a session that ended is restarted (spe-live-ring.h). */
 static void drain_cpu(struct live_cpu *c) {
         bool ended = false;
+        int k;
 
         if (c->state != CPU_ACTIVE || !c->ring_ready)
                 return;
         if (spe_live_ring_drain(&c->ring, &ended) < 0 || !ended)
                 return;
-        if (ioctl(c->fd, PERF_EVENT_IOC_ENABLE, 0) < 0) {
-                retry_later(c, -errno, "re-enabling the event after its session ended");
+        k = enable_event(c);
+        if (k < 0) {
+                retry_later(c, k, "re-enabling the event after its session ended");
                 return;
         }
         c->stream.st.reenables++;
@@ -457,8 +473,7 @@ static int open_cpu(struct live_cpu *c) {
         }
         c->watched = true;
         c->woke_usec = 0;
-        if (src->armed && ioctl(c->fd, PERF_EVENT_IOC_ENABLE, 0) < 0) {
-                k = -errno;
+        if (src->armed && (k = enable_event(c)) < 0) {
                 cpu_note(c, "cannot enable the event: %s", strerror(-k));
                 goto fail;
         }
@@ -610,8 +625,10 @@ static int on_timer(sd_event_source *es, uint64_t usec, void *userdata) {
                         c->quiet_ticks = 0;
                         if (ioctl(c->fd, PERF_EVENT_IOC_DISABLE, 0) == 0) {
                                 drain_cpu(c);
-                                if (c->state == CPU_ACTIVE && ioctl(c->fd, PERF_EVENT_IOC_ENABLE, 0) < 0)
-                                        retry_later(c, -errno, "re-enabling the event after a flush");
+                                int k = c->state == CPU_ACTIVE ? enable_event(c) : 0;
+
+                                if (k < 0)
+                                        retry_later(c, k, "re-enabling the event after a flush");
                         }
                 }
                 c->aux_at_tick = c->stream.st.aux_records;
@@ -681,9 +698,10 @@ static int on_arm(sd_event_source *es, void *userdata) {
         src->armed = true;
         for (size_t i = 0; i < src->n_cpus; i++) {
                 struct live_cpu *c = src->cpus[i];
+                int k = c && c->state == CPU_ACTIVE ? enable_event(c) : 0;
 
-                if (c && c->state == CPU_ACTIVE && ioctl(c->fd, PERF_EVENT_IOC_ENABLE, 0) < 0) {
-                        cpu_note(c, "cannot enable the event: %s", strerror(errno));
+                if (k < 0) {
+                        cpu_note(c, "cannot enable the event: %s", strerror(-k));
                         close_cpu(c, CPU_FAILED);
                 }
         }

@@ -49,24 +49,31 @@ void spe_stream_reset(struct spe_stream *s) {
 void spe_stream_switch_in(struct spe_stream *s, struct task_map *tasks, uint32_t pid, uint32_t tid) {
         s->cur_pid = pid;
         s->cur_tid = tid;
+        /* A switch names the task: whatever was missed before, it is known from here. */
+        s->unknown = SPE_STREAM_SWITCH;
+        s->no_prev = false;
         if (pid != SOURCE_NO_ID)
                 task_map_set_pid(tasks, tid, pid);
+}
+
+static void apply_doubt(struct spe_stream *s, enum spe_stream_doubt why) {
+        s->cur_pid = s->cur_tid = SOURCE_NO_ID;
+        s->unknown = why;
+        s->no_prev = s->no_prev || why == SPE_STREAM_DOUBT_LOST;
 }
 
 static void apply_oldest(struct spe_stream *s, struct task_map *tasks) {
         const struct spe_stream_switch *sw = &s->pending[s->pending_first];
 
-        spe_stream_switch_in(s, tasks, sw->pid, sw->tid);
+        if (sw->doubt != SPE_STREAM_SWITCH)
+                apply_doubt(s, sw->doubt);
+        else
+                spe_stream_switch_in(s, tasks, sw->pid, sw->tid);
         s->pending_first = (s->pending_first + 1) % s->cap_pending;
         s->n_pending--;
 }
 
-void spe_stream_switch_at(struct spe_stream *s, struct task_map *tasks, uint64_t time_ns, uint32_t pid,
-                          uint32_t tid, uint32_t prev_pid, uint32_t prev_tid) {
-        if (!s->clock) {
-                spe_stream_switch_in(s, tasks, pid, tid);
-                return;
-        }
+static void queue(struct spe_stream *s, struct task_map *tasks, const struct spe_stream_switch *sw) {
         if (s->n_pending == s->cap_pending && s->cap_pending < SPE_STREAM_SWITCHES_MAX) {
                 size_t cap = s->cap_pending ? 2 * s->cap_pending : SPE_STREAM_SWITCHES_MIN;
                 struct spe_stream_switch *p = xcalloc(cap, sizeof(*p));
@@ -83,14 +90,47 @@ void spe_stream_switch_at(struct spe_stream *s, struct task_map *tasks, uint64_t
                 apply_oldest(s, tasks);
                 s->st.switch_overflows++;
         }
-        s->pending[(s->pending_first + s->n_pending) % s->cap_pending] = (struct spe_stream_switch) {
+        s->pending[(s->pending_first + s->n_pending) % s->cap_pending] = *sw;
+        s->n_pending++;
+}
+
+void spe_stream_switch_at(struct spe_stream *s, struct task_map *tasks, uint64_t time_ns, uint32_t pid,
+                          uint32_t tid, uint32_t prev_pid, uint32_t prev_tid) {
+        if (!s->clock) {
+                spe_stream_switch_in(s, tasks, pid, tid);
+                return;
+        }
+        s->last_queued_ns = time_ns;
+        queue(s, tasks, &(struct spe_stream_switch) {
                 .time_ns = time_ns,
                 .pid = pid,
                 .tid = tid,
                 .prev_pid = prev_pid,
                 .prev_tid = prev_tid,
-        };
-        s->n_pending++;
+                .doubt = SPE_STREAM_SWITCH,
+        });
+}
+
+void spe_stream_doubt(struct spe_stream *s, struct task_map *tasks, enum spe_stream_doubt why) {
+        if (why == SPE_STREAM_SWITCH)
+                return;
+        if (!s->clock) {
+                apply_doubt(s, why);
+                return;
+        }
+        /*
+         * After every switch queued so far: the records decoded from now on were written
+         * after them (the data ring is read in order, an AUX chunk's records before its
+         * PERF_RECORD_AUX), so none of them is earlier than the last one's time.
+         */
+        queue(s, tasks, &(struct spe_stream_switch) {
+                .time_ns = s->last_queued_ns,
+                .pid = SOURCE_NO_ID,
+                .tid = SOURCE_NO_ID,
+                .prev_pid = SOURCE_NO_ID,
+                .prev_tid = SOURCE_NO_ID,
+                .doubt = why,
+        });
 }
 
 /* The switches that happened up to the record's time (perf time), applied in order. */
@@ -114,9 +154,14 @@ static bool reach(struct spe_stream *s, struct task_map *tasks, const struct spe
                 apply_oldest(s, tasks);
         if (s->n_pending == 0)
                 return applied;
-        /* Before the next switch, its previous task ran: whatever was missed before. */
+        /*
+         * Before the next switch, its previous task ran: whatever was missed while the event
+         * was off (it reports every switch while on). Not after a loss until a switch applied:
+         * the lost records may hold a switch between this record and the next one.
+         */
         next = &s->pending[s->pending_first];
-        if (next->prev_tid != SOURCE_NO_ID && (next->prev_tid != s->cur_tid || next->prev_pid != s->cur_pid)) {
+        if (next->doubt == SPE_STREAM_SWITCH && !s->no_prev && next->prev_tid != SOURCE_NO_ID &&
+            (next->prev_tid != s->cur_tid || next->prev_pid != s->cur_pid)) {
                 spe_stream_switch_in(s, tasks, next->prev_pid, next->prev_tid);
                 applied = true;
         }
@@ -140,6 +185,8 @@ static void emit(struct spe_stream *s, struct spe_stream_out *out, size_t n) {
                         s->cur_tid = rec->context;
                         s->cur_pid = SOURCE_NO_ID;
                 }
+                if (rec->present & SPE_REC_CONTEXT)
+                        s->unknown = SPE_STREAM_SWITCH;
                 tid = s->cur_tid;
                 if (tid != map_tid) {
                         map_tid = tid;
@@ -151,8 +198,14 @@ static void emit(struct spe_stream *s, struct spe_stream_out *out, size_t n) {
                 /* The switched-in task's pid is known even without its COMM. */
                 if (pid == SOURCE_NO_ID)
                         pid = s->cur_pid;
-                if (pid == SOURCE_NO_ID)
+                if (pid == SOURCE_NO_ID) {
                         s->st.unattributed++;
+                        /* No thread either, since a window that may have hidden a switch. */
+                        if (tid == SOURCE_NO_ID && s->unknown == SPE_STREAM_DOUBT_OFF)
+                                s->st.thread_unknown_off++;
+                        else if (tid == SOURCE_NO_ID && s->unknown == SPE_STREAM_DOUBT_LOST)
+                                s->st.thread_unknown_lost++;
+                }
                 out->tids[i] = tid;
                 out->pids[i] = pid;
         }

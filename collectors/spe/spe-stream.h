@@ -16,6 +16,11 @@
  *    packets reach the switch's time (spe_stream_switch_at(): a live ring,
  *    where one AUX chunk spans many switches that the data ring delivered
  *    before it);
+ *  - but not across a window where a switch may have gone unreported
+ *    (spe_stream_doubt(): the event was off, or the data ring lost
+ *    records): from there the thread is unknown, and its records are
+ *    counted unattributed (thread_unknown_*), never given to the thread
+ *    that ran before, until a switch names one again;
  *  - the pid of a tid from the shared task map, else from the switch.
  *
  * Records with no pid are counted (unattributed), never dropped.
@@ -64,10 +69,18 @@ struct spe_stream_out {
         uint32_t pids[SPE_STREAM_BATCH], tids[SPE_STREAM_BATCH];
 };
 
+/* Why the task running may be unknown from some point on (spe_stream_doubt()). */
+enum spe_stream_doubt {
+        SPE_STREAM_SWITCH,              /* not a doubt: a switch record */
+        SPE_STREAM_DOUBT_OFF,           /* the event was off: no switch is reported meanwhile */
+        SPE_STREAM_DOUBT_LOST,          /* the data ring lost records, switches perhaps among them */
+};
+
 struct spe_stream_switch {
         uint64_t time_ns;               /* perf time */
         uint32_t pid, tid;              /* the task switched in */
         uint32_t prev_pid, prev_tid;    /* the task switched out, SOURCE_NO_ID unknown */
+        enum spe_stream_doubt doubt;    /* SPE_STREAM_SWITCH, or a doubt (pid, tid unknown) */
 };
 
 struct spe_stream {
@@ -76,6 +89,9 @@ struct spe_stream {
         bool started;
         uint64_t next_offset;           /* stream position where the next chunk should begin */
         uint32_t cur_pid, cur_tid;      /* the task running, as far as the records have reached */
+        enum spe_stream_doubt unknown;  /* SPE_STREAM_SWITCH: cur_* known (or never named); else why not */
+        bool no_prev;                   /* since a loss, no switch applied: its prev_* are no proof */
+        uint64_t last_queued_ns;        /* the time of the last switch queued, 0 none yet */
         uint64_t last_timestamp;        /* of the last record that had one (SPE ticks), 0 none yet */
         uint64_t first_timestamp;       /* of the first record that had one since it was zeroed, 0 none yet */
         /* Timed switches (spe_stream_set_clock()): a ring in time order. */
@@ -129,6 +145,19 @@ void spe_stream_switch_in(struct spe_stream *s, struct task_map *tasks, uint32_t
  */
 void spe_stream_switch_at(struct spe_stream *s, struct task_map *tasks, uint64_t time_ns, uint32_t pid,
                           uint32_t tid, uint32_t prev_pid, uint32_t prev_tid);
+
+/*
+ * From here on (after every switch queued so far, before the records decoded
+ * next) a switch may have gone unreported: the event was off (a truncation,
+ * a DISABLE, an ENABLE of an event that may have been off: the kernel
+ * reports no switch to an event that is off, perf_iterate_ctx() skips it)
+ * or the data ring lost records (PERF_RECORD_LOST: a switch may have been
+ * one). Records without a CONTEXT packet are unattributed from there until
+ * a switch names the task; after an OFF window, the next switch's previous
+ * task names the records before it (it ran since the event came back on);
+ * after a loss, it does not (the lost switch may lie between).
+ */
+void spe_stream_doubt(struct spe_stream *s, struct task_map *tasks, enum spe_stream_doubt why);
 
 /*
  * The task and mapping records of a recording or a live ring, as every

@@ -632,8 +632,56 @@ static void test_aux_record_lost(void **state) {
         assert_int_equal(f.stream->st.lost, 3);
         assert_int_equal(f.stream->st.discontinuities, 0);
         assert_int_equal(f.sink->n, 12);
-        check_records(&f, 0, 0, 12);
+        check_records(&f, 0, 0, 4);
+        /* The records read after the LOST: the lost ones may have switched the task, and no switch
+         * came since to say who ran: no thread, never the one before. */
+        for (size_t i = 4; i < 12; i++)
+                if (f.sink->r[i].pid != SOURCE_NO_ID || f.sink->r[i].tid != SOURCE_NO_ID)
+                        fail_msg("record %zu after the LOST: pid/tid %u/%u", i, f.sink->r[i].pid, f.sink->r[i].tid);
+        assert_int_equal(f.stream->st.thread_unknown_lost, 8);
+        assert_int_equal(f.stream->st.unattributed, 8);
         assert_int_equal(f.stream->dec.stats.flushed_records, 0);
+        fixture_done(&f);
+}
+
+/*
+ * The event off (a truncation, a DISABLE flush) and enabled again: a switch
+ * while it was off is never reported (perf_iterate_ctx() skips an event that
+ * is off). The records after the ENABLE ran in a task no record named until
+ * the next switch, whose previous task names them; with no switch after
+ * them, they stay unattributed, never the task of before.
+ */
+static void test_switch_missed_while_off(void **state) {
+        struct fixture f = {};
+        size_t a, b;
+
+        fixture_init(&f, 8192, 4096);
+        kernel_itrace_start(&f.k, perf_ns(FIRST_TS) - 1000, 100, 101);
+        /* 0-3 run in 101; off; 4-6 in 102 (the switch unreported), a switch to 103; 7-9 in 103; off;
+         * 10-11 in 104 (unreported, nothing after). */
+        for (int i = 0; i < 12; i++)
+                add_record(f.sb, 100, i < 4 ? 101 : i < 7 ? 102 : i < 10 ? 103 : 104, false);
+        a = f.sb->t[4].offset;
+        b = f.sb->t[10].offset;
+        kernel_aux_chunk(&f.k, f.sb->buf, a, PERF_AUX_FLAG_TRUNCATED, true);
+        drain(&f, NULL);
+        spe_live_ring_enabled(&f.ring);
+        kernel_switch(&f.k, between(f.sb, 6), 100, 102, 100, 103);
+        kernel_aux_chunk(&f.k, f.sb->buf + a, b - a, PERF_AUX_FLAG_TRUNCATED, true);
+        drain(&f, NULL);
+        spe_live_ring_enabled(&f.ring);
+        kernel_aux_chunk(&f.k, f.sb->buf + b, f.sb->len - b, 0, true);
+        drain(&f, NULL);
+
+        assert_int_equal(f.sink->n, 12);
+        check_records(&f, 0, 0, 10);
+        for (size_t i = 10; i < 12; i++)
+                if (f.sink->r[i].pid != SOURCE_NO_ID || f.sink->r[i].tid != SOURCE_NO_ID)
+                        fail_msg("record %zu after the event was off: pid/tid %u/%u", i, f.sink->r[i].pid,
+                                 f.sink->r[i].tid);
+        assert_int_equal(f.stream->st.thread_unknown_off, 2);
+        assert_int_equal(f.stream->st.thread_unknown_lost, 0);
+        assert_int_equal(f.stream->st.unattributed, 2);
         fixture_done(&f);
 }
 
@@ -964,6 +1012,7 @@ int main(int argc, char *argv[]) {
                 cmocka_unit_test(test_split_record),
                 cmocka_unit_test(test_truncated),
                 cmocka_unit_test(test_aux_record_lost),
+                cmocka_unit_test(test_switch_missed_while_off),
                 cmocka_unit_test(test_gap_lost),
                 cmocka_unit_test(test_gap_lost_wrapping_chunk),
                 cmocka_unit_test(test_side_band),
