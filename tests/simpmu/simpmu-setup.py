@@ -127,6 +127,17 @@ def dropped(scen_dir, cpu):
     return dict(drops(scen_dir, cpu))
 
 
+def unknown(scen_dir, cpu):
+    """Indices of cpuN.unknown (cx=0): records committed whose thread no reader following the data ring
+    could know (a switch may have gone unreported or been lost since the last one, and none after names
+    them before their PERF_RECORD_AUX). Empty without the file."""
+    path = os.path.join(scen_dir, f'cpu{cpu}.unknown')
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [int(x) for x in f.read().split()]
+
+
 def done(scen_dir):
     """{cpu: (written, dropped)} of the `cpu=N done written=W dropped=D` lines of sim.log."""
     out = {}

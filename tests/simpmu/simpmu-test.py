@@ -55,6 +55,16 @@ CASES = [
     # new event afterwards; rate 0, so no record is lost.
     ('offline', ['--seed', '13', '--records', '12000', '--no-context'], {'cpus': '0-1'}, ['rate=0'],
      ['drain', '64', '8', '0', 'offline']),
+    # A kernel without CONFIG_PID_IN_CONTEXTIDR (cx=0): the generator's records
+    # have CONTEXT packets, the AUX area none (test-simpmu cuts them out of the
+    # truth with the daemon's packet decoder); a 2-page area, many truncations.
+    ('nocx', ['--seed', '14', '--records', '8000'], {}, ['rate=0', 'cx=0'],
+     ['drain', '256', '2', '1024', 'no-cx']),
+    # Linux 6.1: attr_size 128 and an ITRACE_START at every ENABLE that starts
+    # the event (perf_log_itrace_start() before 87f78017e8c8), one per
+    # truncation here.
+    ('kernel61', ['--seed', '15', '--records', '8000', '--no-context'], {'cpus': '0-1'}, ['rate=0', 'kernel=6.1'],
+     ['drain', '256', '2', '1024', 'itrace-each']),
     ('errors', ['--seed', '12', '--records', '200'],
      {'cpus': '0-3', 'possible': '0-5', 'online': '0-2,4'},
      ['noperfmon=1', 'eacces_cpus=1', 'ebusy=2:2', 'mmap_limit=65536', 'mmap_errno=ENOMEM'],

@@ -373,6 +373,10 @@ static const struct fault *find_fault(const struct fault_list *l, unsigned cpu, 
         return NULL;
 }
 
+static bool ctx_key(const char *k, const char *v);
+static void ctx_apply(void);
+static void ctx_load_cpu(struct sim_cpu *c);
+
 static void load_scenario(void) {
         const char *dir = getenv("ARMPROFD_SIMPMU_DIR"), *root = getenv("ARMPROFD_SYSFS_ROOT");
         char path[PATH_MAX + 32], line[512];
@@ -421,6 +425,8 @@ static void load_scenario(void) {
                 if (!v)
                         continue;
                 *v++ = 0;
+                if (ctx_key(k, v))
+                        continue;
                 if (!strcmp(k, "type"))
                         S.type = (uint32_t) strtoul(v, NULL, 10);
                 else if (!strcmp(k, "cpus"))
@@ -505,6 +511,7 @@ static void load_scenario(void) {
                         sim_log("scenario: unknown key %s", k);
         }
         fclose(f);
+        ctx_apply();
         if (S.align == 0 || (S.align & (S.align - 1)))
                 S.align = 1;
         if (root) {
@@ -604,6 +611,7 @@ static void load_cpu(struct sim_cpu *c) {
         }
         snprintf(path, sizeof(path), "%s/cpu%u.dropped", S.dir, c->cpu);
         c->dropped_f = fopen(path, "we");
+        ctx_load_cpu(c);
 }
 
 /* ---- time: perf's tsc_to_perf_time() (tools/perf/util/tsc.c) ------------------ */
@@ -612,6 +620,248 @@ static uint64_t perf_time(uint64_t cyc) {
         uint64_t quot = cyc >> S.time_shift, rem = cyc & ((UINT64_C(1) << S.time_shift) - 1);
 
         return S.time_zero + quot * S.time_mult + ((rem * S.time_mult) >> S.time_shift);
+}
+
+/* ---- kernels and cores: cx, itrace_start, kernel=, and who a reader can know ran a record ---- */
+
+/*
+ * The kernel versions a fleet runs, as defaults of the keys where they
+ * differ (a key given in the scenario wins, whatever its line):
+ *  - attr_size: sizeof(struct perf_event_attr), include/uapi/linux/perf_event.h
+ *    PERF_ATTR_SIZE_VER6 120 (aux_sample_size, 5.5), VER7 128 (sig_data,
+ *    5.13), VER8 136 (config3, 6.3): perf_copy_attr() refuses non-zero bytes
+ *    past it with E2BIG;
+ *  - itrace_start: every kernel up to 6.12 writes PERF_RECORD_ITRACE_START at
+ *    each event_sched_in() (kernel/events/core.c perf_log_itrace_start(): it
+ *    returns early only once PERF_ATTACH_ITRACE is set, which
+ *    perf_event_itrace_started() does, and the arm_spe driver only calls it
+ *    since 87f78017e8c8 "perf: arm_spe: Suppress redundant ITRACE start
+ *    records", after 6.12): so at every ENABLE of an event that was off;
+ *  - PA/PCT without CAP_PERFMON (noperfmon): EACCES in all of them
+ *    (arm_spe_pmu_event_init(): perfmon_capable() since cea7d0d4a59b, 5.8),
+ *    so kernel= leaves noperfmon alone;
+ *  - cap_user_time_short: absent before 5.12 (arm64 user-page time_cycles,
+ *    time_mask); that key (time_short=) is the clock fields' own, modelled
+ *    beside: kernel=5.10 is to set time_short=0 once it exists here.
+ */
+static const struct kernel_profile {
+        const char *name;
+        unsigned attr_size;
+        bool itrace_each;
+} KERNELS[] = {
+        { "5.10", 120, true },
+        { "5.15", 128, true },
+        { "6.1", 128, true },
+        { "6.6", 136, true },
+        { "6.12", 136, true },
+};
+
+static struct {
+        const struct kernel_profile *kernel;
+        bool cx;                        /* CONFIG_PID_IN_CONTEXTIDR: CONTEXT packets (with CAP_PERFMON) */
+        int itrace_each;                /* -1: the kernel's (default once, the current driver) */
+        bool attr_size_given;
+        FILE *unknown_f;                /* cpuN.unknown of the records no reader could attribute */
+} X = { .cx = true, .itrace_each = -1 };
+
+/*
+ * Per CPU, what a reader that follows the data ring (as the kernel wrote it)
+ * can know of the task running: known since a switch or ITRACE_START named
+ * it and nothing since may have hidden one; `savable`: no data-ring loss
+ * since the last switch, so the next switch-out's previous task names the
+ * records before it (none is unreported while the event is on).
+ */
+enum { KN_UNKNOWN, KN_KNOWN, KN_SAVABLE };
+static struct {
+        bool known, savable;
+        uint64_t last_sw;               /* perf time of the last switch or ITRACE_START written */
+        uint8_t *kn;                    /* per record index: KN_* when written */
+        FILE *unknown_f;
+} KN[SIM_MAX_CPUS];
+
+/* Called for every scenario key first: true when it is one of these (consumed). */
+static bool ctx_key(const char *k, const char *v) {
+        if (!strcmp(k, "attr_size"))
+                X.attr_size_given = true;
+        if (!strcmp(k, "cx")) {
+                X.cx = atoi(v) != 0;
+                return true;
+        }
+        if (!strcmp(k, "itrace_start")) {
+                X.itrace_each = !strcmp(v, "each");
+                if (strcmp(v, "each") && strcmp(v, "once"))
+                        sim_log("scenario: itrace_start=%s is not each or once: once", v);
+                return true;
+        }
+        if (!strcmp(k, "kernel")) {
+                X.kernel = NULL;
+                for (size_t i = 0; i < sizeof(KERNELS) / sizeof(KERNELS[0]); i++)
+                        if (!strcmp(v, KERNELS[i].name))
+                                X.kernel = &KERNELS[i];
+                if (!X.kernel)
+                        sim_log("scenario: kernel=%s unknown (5.10, 5.15, 6.1, 6.6, 6.12): ignored", v);
+                return true;
+        }
+        return false;
+}
+
+/* After the scenario: the kernel profile's defaults where no key was given. */
+static void ctx_apply(void) {
+        if (X.kernel && !X.attr_size_given)
+                S.attr_size = X.kernel->attr_size;
+        if (X.itrace_each < 0)
+                X.itrace_each = X.kernel ? X.kernel->itrace_each : 0;
+        sim_log("scenario kernel=%s attr_size=%u itrace_start=%s cx=%d", X.kernel ? X.kernel->name : "none",
+                S.attr_size, X.itrace_each ? "each" : "once", (int) (X.cx && !S.noperfmon));
+}
+
+/*
+ * PMSCR_EL1.CX: the driver sets it only with CONFIG_PID_IN_CONTEXTIDR and an
+ * opener that is perfmon_capable() (drivers/perf/arm_spe_pmu.c,
+ * set_spe_event_has_cx() at arm_spe_pmu_event_init(), read by
+ * arm_spe_event_to_pmscr()); without it the hardware writes no CONTEXT
+ * packet at all.
+ */
+static bool ctx_cx(void) {
+        return X.cx && !S.noperfmon;
+}
+
+/*
+ * One SPE packet's length at p (n bytes left), 0 if cut: the header's
+ * bits [5:4] give the payload as 1 << sz bytes, an extended header (0b001000xx)
+ * is two bytes with the size in the second, PAD (0x00) and END (0x01) have
+ * none (Arm ARM, "Statistical Profiling Extension" packet headers; tools/perf
+ * arm-spe-pkt-decoder.c arm_spe_payload_len() reads them so).
+ */
+static size_t spe_packet_len(const uint8_t *p, size_t n) {
+        size_t len;
+
+        if (n == 0)
+                return 0;
+        if (p[0] == 0x00 || p[0] == 0x01)
+                return 1;
+        if ((p[0] & 0xfc) == 0x20)
+                len = n < 2 ? SIZE_MAX : 2 + ((size_t) 1 << ((p[1] >> 4) & 3));
+        else
+                len = 1 + ((size_t) 1 << ((p[0] >> 4) & 3));
+        return len <= n ? len : 0;
+}
+
+/* The CONTEXT packet header: 0b011001xx, xx the EL (CONTEXTIDR_EL1 or _EL2). */
+static bool spe_is_context(uint8_t h) {
+        return (h & 0xfc) == 0x64;
+}
+
+/*
+ * With CX off, the CPU's records as the hardware writes them: without their
+ * CONTEXT packets (each record shorter by 5 bytes). A copy; the index's
+ * offsets and sizes follow it.
+ */
+static void ctx_strip(struct sim_cpu *c) {
+        uint8_t *out;
+        size_t at = 0;
+
+        if (ctx_cx() || !c->n_rec)
+                return;
+        out = malloc(c->bin_size);
+        if (!out)
+                abort();
+        for (size_t i = 0; i < c->n_rec; i++) {
+                struct rec *r = &c->rec[i];
+                const uint8_t *p = c->bin + r->off;
+                size_t left = (size_t) r->size, start = at;
+
+                while (left > 0) {
+                        size_t n = spe_packet_len(p, left);
+
+                        if (n == 0)
+                                n = left;       /* not a packet: kept as it is */
+                        else if (spe_is_context(p[0])) {
+                                p += n;
+                                left -= n;
+                                continue;
+                        }
+                        memcpy(out + at, p, n);
+                        at += n;
+                        p += n;
+                        left -= n;
+                }
+                r->off = start;
+                r->size = at - start;
+        }
+        real_munmap(c->bin, c->bin_size);
+        c->bin = out;
+        c->bin_size = at;
+}
+
+static void ctx_load_cpu(struct sim_cpu *c) {
+        char path[PATH_MAX + 32];
+
+        ctx_strip(c);
+        if (ctx_cx() || !c->n_rec)
+                return;
+        KN[c->cpu].kn = calloc(c->n_rec, 1);
+        snprintf(path, sizeof(path), "%s/cpu%u.unknown", S.dir, c->cpu);
+        KN[c->cpu].unknown_f = fopen(path, "we");
+}
+
+static bool ctx_tracked(const struct sim_event *e) {
+        return KN[e->cpu].kn != NULL;
+}
+
+/* A doubt: from here a switch may go unreported (the event is off), or may have been lost. */
+static void ctx_doubt(const struct sim_event *e, bool lost) {
+        if (!ctx_tracked(e))
+                return;
+        KN[e->cpu].known = false;
+        for (size_t i = 0; i < e->n_pending; i++) {
+                size_t idx = e->pending[i];
+
+                /*
+                 * A loss: the reader's doubt starts after the last switch it read (it cannot
+                 * place the lost records among the SPE ones), the records since are not its
+                 * to know, even when a later switch-out names its previous task.
+                 */
+                if (KN[e->cpu].kn[idx] == KN_SAVABLE ||
+                    (lost && perf_time(CPU[e->cpu].rec[idx].ts) >= KN[e->cpu].last_sw))
+                        KN[e->cpu].kn[idx] = KN_UNKNOWN;
+        }
+        if (lost)
+                KN[e->cpu].savable = false;
+}
+
+/* Record idx goes into the AUX area. */
+static void ctx_written(const struct sim_event *e, size_t idx) {
+        if (!ctx_tracked(e))
+                return;
+        KN[e->cpu].kn[idx] = KN[e->cpu].known ? KN_KNOWN : KN[e->cpu].savable ? KN_SAVABLE : KN_UNKNOWN;
+}
+
+/* A data-ring record written (time: its sample_id's); lost_first: a PERF_RECORD_LOST went first. */
+static void ctx_data_ok(const struct sim_event *e, uint32_t type, uint16_t misc, uint64_t time, bool lost_first) {
+        if (!ctx_tracked(e))
+                return;
+        if (lost_first || type == PERF_RECORD_LOST)
+                ctx_doubt(e, true);
+        if (type == PERF_RECORD_SWITCH_CPU_WIDE || type == PERF_RECORD_ITRACE_START) {
+                /* A switch-out names the task that ran before it: the records since the doubt. */
+                if (type == PERF_RECORD_SWITCH_CPU_WIDE && (misc & PERF_RECORD_MISC_SWITCH_OUT))
+                        for (size_t i = 0; i < e->n_pending; i++)
+                                if (KN[e->cpu].kn[e->pending[i]] == KN_SAVABLE)
+                                        KN[e->cpu].kn[e->pending[i]] = KN_KNOWN;
+                KN[e->cpu].known = KN[e->cpu].savable = true;
+                KN[e->cpu].last_sw = time;
+        }
+}
+
+/* The records of a delivered PERF_RECORD_AUX: those no reader could attribute, to cpuN.unknown. */
+static void ctx_committed(const struct sim_event *e) {
+        if (!ctx_tracked(e) || !KN[e->cpu].unknown_f)
+                return;
+        for (size_t i = 0; i < e->n_pending; i++)
+                if (KN[e->cpu].kn[e->pending[i]] != KN_KNOWN)
+                        fprintf(KN[e->cpu].unknown_f, "%zu\n", e->pending[i]);
+        fflush(KN[e->cpu].unknown_f);
 }
 
 /* ---- the data ring: kernel/events/ring_buffer.c ---------------------------------- */
@@ -702,6 +952,7 @@ static bool data_output(struct sim_event *e, uint8_t *rec, size_t len, uint64_t 
 
         if (!e->data_size || len + n_id > sizeof(buf)) {
                 e->data_lost++;
+                ctx_doubt(e, true);
                 return false;
         }
         memcpy(buf, rec, len);
@@ -725,6 +976,7 @@ static bool data_output(struct sim_event *e, uint8_t *rec, size_t len, uint64_t 
         tail = __atomic_load_n(&e->up->data_tail, __ATOMIC_ACQUIRE);
         if (circ_space(e->data_head, tail, e->data_size) < total) {
                 e->data_lost++;
+                ctx_doubt(e, true);
                 return false;
         }
         if (lost_len) {
@@ -741,6 +993,7 @@ static bool data_output(struct sim_event *e, uint8_t *rec, size_t len, uint64_t 
                 e->data_wakeup += e->data_watermark;
                 signal_event(e);
         }
+        ctx_data_ok(e, h.type, h.misc, time, lost_len != 0);
         return true;
 }
 
@@ -863,6 +1116,7 @@ static void pending_add(struct sim_event *e, size_t idx) {
                 e->cap_pending = cap;
         }
         e->pending[e->n_pending++] = idx;
+        ctx_written(e, idx);
 }
 
 /* rb_need_aux_wakeup() */
@@ -889,6 +1143,9 @@ static void set_on(struct sim_event *e, bool on) {
                 e->enabled_ns += now - e->on_since_ns;
         e->on = on;
         e->on_since_ns = now;
+        /* perf_iterate_ctx() skips an event that is off: the switches from now on go unreported. */
+        if (!on)
+                ctx_doubt(e, false);
 }
 
 /* perf_aux_output_end(): commit size bytes from handle->head. */
@@ -928,6 +1185,7 @@ static void aux_output_end(struct sim_event *e, uint64_t size) {
                 } else {
                         sim_log("cpu=%u aux n=%" PRIu64 " offset=%" PRIu64 " size=%" PRIu64 " flags=0x%" PRIx64
                                 " records=%zu", e->cpu, e->n_aux_records, aux_head, size, flags, e->n_pending);
+                        ctx_committed(e);
                 }
         }
         e->n_pending = 0;
@@ -1111,6 +1369,9 @@ static void emit_mmap2(struct sim_event *e, const struct sim_task *t) {
 }
 
 static void hw_start(struct sim_event *e) {
+        /* perf_log_itrace_start() at each event_sched_in() before 87f78017e8c8, at the first after (see KERNELS). */
+        if (e->itrace_done && X.itrace_each && e->data_size)
+                emit_itrace_start(e);
         if (!e->itrace_done && e->data_size) {
                 e->itrace_done = true;
                 emit_itrace_start(e);

@@ -38,12 +38,16 @@
 
 #include "aux-ring.h"
 #include "perf-record.h"
+#include "spe-pkt.h"
 #include "spe-pmu.h"
 
 #define MAX_CPUS 16
 
 static const char *scen_dir, *sysfs_root;
 static bool arg_all_ids;   /* sample_type with ID and STREAM_ID too: every sample_id field */
+static bool arg_no_cx;     /* the scenario's PMSCR_EL1.CX is off (cx=0): records come without CONTEXT */
+static bool arg_itrace_each; /* its kernel writes ITRACE_START at every start (kernel= before 87f78017e8c8) */
+static bool arg_offline;
 static size_t page_size;
 
 /* ---- the scenario's faults, read back from its file ---- */
@@ -110,6 +114,7 @@ struct cpu_state {
         size_t n_sw, cap_sw;
         bool itrace;
         uint32_t itrace_pid, itrace_tid;
+        uint64_t itraces;               /* ITRACE_START records */
         uint64_t switch_out, throttle, unthrottle;
         /* the truth */
         uint8_t *bin;
@@ -143,6 +148,58 @@ static void *read_all(const char *path, size_t *ret_size) {
         return b;
 }
 
+/*
+ * PMSCR_EL1.CX off: the hardware writes no CONTEXT packet (Arm ARM, PMSCR_EL1.CX;
+ * drivers/perf/arm_spe_pmu.c sets it only with CONFIG_PID_IN_CONTEXTIDR and
+ * CAP_PERFMON). The records as it writes them: the generator's, each CONTEXT
+ * packet cut out by our own packet decoder (spe-pkt.h), not the shim's.
+ */
+static void strip_context(struct cpu_state *s) {
+        uint8_t *out = malloc(s->bin_size ? s->bin_size : 1);
+        size_t at = 0, cut = 0;
+
+        assert_non_null(out);
+        for (size_t i = 0; i < s->n_rec; i++) {
+                struct rec *r = &s->rec[i];
+                size_t off = (size_t) r->off, end = off + (size_t) r->size, start = at;
+
+                while (off < end) {
+                        struct spe_pkt pkt;
+                        int n = spe_pkt_decode(s->bin + off, end - off, &pkt);
+
+                        assert_true(n > 0);
+                        if (pkt.type == SPE_PKT_CONTEXT)
+                                cut++;
+                        else {
+                                memcpy(out + at, s->bin + off, (size_t) n);
+                                at += (size_t) n;
+                        }
+                        off += (size_t) n;
+                }
+                r->off = start;
+                r->size = at - start;
+        }
+        /* The generator wrote CONTEXT packets: the case strips some. */
+        assert_true(cut > 0);
+        free(s->bin);
+        s->bin = out;
+        s->bin_size = at;
+}
+
+/* Lines of the shim's sim.log that hold `what`. */
+static size_t log_count(const char *what) {
+        char path[4096];
+        size_t size, n = 0;
+        char *log;
+
+        snprintf(path, sizeof(path), "%s/sim.log", scen_dir);
+        log = read_all(path, &size);
+        for (const char *p = log; p && (p = strstr(p, what)); p++)
+                n++;
+        free(log);
+        return n;
+}
+
 static void load_truth(struct cpu_state *s) {
         char path[4096], line[256];
         size_t cap = 0;
@@ -168,6 +225,8 @@ static void load_truth(struct cpu_state *s) {
                 s->rec[s->n_rec++] = r;
         }
         fclose(f);
+        if (arg_no_cx)
+                strip_context(s);
         snprintf(path, sizeof(path), "%s/cpu%u.dropped", scen_dir, s->cpu);
         f = fopen(path, "re");
         if (f) {
@@ -266,6 +325,7 @@ static int on_record(void *userdata, const uint8_t *rec, size_t len) {
                 assert_int_equal(perf_record_parse_trailer(&s->attr.attr, &pr,
                                                            perf_record_fixed_size(h.type) - sizeof(h), &tlen), 0);
                 assert_int_equal(perf_record_parse_itrace_start(&pr, tlen, &it), 0);
+                s->itraces++;
                 if (!s->itrace) {
                         s->itrace = true;
                         s->itrace_pid = it.pid;
@@ -473,6 +533,20 @@ static void verify(struct cpu_state *s) {
         /* Each truncation was answered with one ENABLE. */
         assert_int_equal(s->enables, s->prev.truncated);
         assert_true(s->itrace);
+        /*
+         * ITRACE_START at every start of the event (perf_log_itrace_start() at each
+         * event_sched_in(), before 87f78017e8c8): the first, one for each ENABLE after a
+         * truncation, and one for each quiet ENABLE that found the event off (the shim's
+         * "enable active=" lines count every start); else one per event.
+         */
+        if (arg_itrace_each) {
+                char what[64];
+
+                snprintf(what, sizeof(what), "cpu=%u enable active=", s->cpu);
+                assert_true(s->itraces >= 1 + s->enables);
+                assert_int_equal(s->itraces, log_count(what));
+        } else if (!arg_offline)
+                assert_int_equal(s->itraces, 1);
         if (switches_complete)
                 assert_int_equal(s->itrace_tid, s->rec[0].tid);
         if (!kernel_lost)
@@ -567,7 +641,6 @@ static void sleep_ms(unsigned ms) {
         nanosleep(&ts, NULL);
 }
 
-static bool arg_offline;
 
 static void test_drain(void **state) {
         static struct cpu_state cs[MAX_CPUS];
@@ -836,6 +909,10 @@ int main(int argc, char **argv) {
                                 arg_offline = true;
                         else if (!strcmp(argv[i], "all-ids"))
                                 arg_all_ids = true;
+                        else if (!strcmp(argv[i], "no-cx"))
+                                arg_no_cx = true;
+                        else if (!strcmp(argv[i], "itrace-each"))
+                                arg_itrace_each = true;
                         else
                                 arg_sleep_ms = (unsigned) atoi(argv[i]);
                 return cmocka_run_group_tests(drain, NULL, NULL);

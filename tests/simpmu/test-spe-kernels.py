@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The real armprofd on the simulated arm_spe PMU as the kernels and cores of a fleet have it.
+
+  cx0         a kernel without CONFIG_PID_IN_CONTEXTIDR (simpmu cx=0: the shim strips
+              the generator's CONTEXT packets, as PMSCR_EL1.CX off does), paced cores
+              whose threads switch every record or two, small AUX areas that fill
+              and stop the event while threads go on switching unreported: every
+              record's thread, per CPU and PC, equals the generator's truth
+              (truth.csv tid) for the records the simulation says a reader could
+              know (cpuN.unknown, from the records the shim emitted), and is none
+              for the others; armprofd_spe_thread_unknown_records_total and
+              /status count exactly those, none of them given to anyone
+  cx0-each    the same on kernel=6.1 (attr_size 128, ITRACE_START at every
+              ENABLE, as before 87f78017e8c8): each ENABLE names the task, so
+              the simulation says every record can be known, and the daemon
+              attributes every one to the truth's thread
+"""
+
+import collections
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+SRC = os.environ["ARMPROFD_SOURCE_DIR"]
+sys.path.insert(0, os.path.join(SRC, "tests", "integration"))
+sys.path.insert(0, os.path.join(SRC, "tests", "daemon"))
+from armprofd_test import Daemon, parse_prom_text, simpmu_setup  # noqa: E402
+from pushstore import Profile  # noqa: E402
+from spegen_truth import CONFIG, decoded_pc  # noqa: E402
+
+simpmu = simpmu_setup()
+
+spegen, shim = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+os.environ.setdefault("ARMPROFD_BIN", os.path.join(os.environ["ARMPROFD_BUILD_DIR"], "daemon", "armprofd"))
+N1_MIDR = "0x00000000413fd0c1"
+# A 'lost' or 'datalost' chunk lost only its PERF_RECORD_AUX: its bytes are read (aux-ring.h).
+READABLE = {"lost", "datalost"}
+LIVE = "epoch = 1s\n[spe]\ndrain_interval = 100ms\n"
+# Every (pid, tid, cpu, op, source, pc) a row of its own, none evicted.
+STORE = "[store]\nhotpcs = 65536\n"
+RUN = 300
+
+
+def metrics(d):
+    status, _, body = d.get("/metrics")
+    assert status == 200, status
+    return parse_prom_text(body.decode() if isinstance(body, bytes) else body)
+
+
+def per_cpu(m, name, **want):
+    out = {}
+    for (n, labels), v in m.items():
+        labels = dict(labels)
+        if n == name and all(labels.get(k) == x for k, x in want.items()):
+            out[int(labels["cpu"])] = v
+    return out
+
+
+def get(d, path):
+    status, _, body = d.get(path)
+    assert status == 200, (path, status, body[:300])
+    return body
+
+
+def sim_log(scen):
+    path = os.path.join(scen, "sim.log")
+    return open(path).read().splitlines() if os.path.exists(path) else []
+
+
+def schedule(scen, rows, run):
+    """Threads that run `run` records in a row on each CPU, three of them in turn, of two processes:
+    cpuN.idx's pid and tid, and the truth's rows with them. The records carry no CONTEXT packet (cx=0):
+    who ran them is the simulation's schedule alone, which the shim's switch records report."""
+    for cpu, rs in rows.items():
+        lines = open(os.path.join(scen, f"cpu{cpu}.idx")).read().split("\n")
+        for i, r in enumerate(rs):
+            tid = 5000 + 10 * cpu + (i // run) % 3
+            r["pid"], r["tid"] = str(4242 if tid % 2 else 4343), str(tid)
+            f = lines[i].split()
+            lines[i] = " ".join(f[:3] + [r["pid"], r["tid"]])
+        simpmu.write(os.path.join(scen, f"cpu{cpu}.idx"), "\n".join(lines))
+
+
+class Case:
+    def __init__(self, tmp, name, spegen_args, keys=(), config="", run=0):
+        self.name = name
+        gen, self.scen, self.sysfs = (os.path.join(tmp, name, x) for x in ("gen", "scen", "sys"))
+        os.makedirs(gen)
+        subprocess.run([spegen, "--out-dir", gen, "--prefix", "g", "--ts", "--cpus", "4", *spegen_args],
+                       check=True, stdout=subprocess.DEVNULL)
+        self.rows = simpmu.setup(gen, self.scen, self.sysfs, cpus="0-3", prefix="g", keys=list(keys))
+        if run:
+            schedule(self.scen, self.rows, run)
+        for cpu in range(4):
+            simpmu.write(os.path.join(self.sysfs, "devices", "system", "cpu", f"cpu{cpu}", "regs",
+                                      "identification", "midr_el1"), N1_MIDR + "\n")
+        env = dict(os.environ, LD_PRELOAD=shim, ARMPROFD_SIMPMU_DIR=self.scen, ARMPROFD_SYSFS_ROOT=self.sysfs)
+        # Under ASan the shim comes before the runtime the daemon links (README.md).
+        env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
+        self.d = Daemon(config_text=CONFIG + STORE + LIVE + config, env=env)
+        self.d.wait_serving()
+
+    def wait_done(self, timeout=90):
+        """Until each core went through its stream and the daemon has every record it can have."""
+        deadline = time.monotonic() + timeout
+        while sum(" done " in l for l in sim_log(self.scen)) < 4:
+            assert time.monotonic() < deadline, (self.name, sim_log(self.scen)[-10:], self.d.log()[-2000:])
+            time.sleep(0.1)
+        self.expect = {}
+        for cpu in range(4):
+            gone = {i for i, r in simpmu.dropped(self.scen, cpu).items() if r not in READABLE}
+            self.expect[cpu] = [(i, r) for i, r in enumerate(self.rows[cpu]) if i not in gone]
+        want = {cpu: len(rows) for cpu, rows in self.expect.items()}
+        while True:
+            got = per_cpu(metrics(self.d), "armprofd_spe_records_total")
+            if got == want:
+                break
+            assert time.monotonic() < deadline, (self.name, got, want, self.d.log()[-2000:])
+            time.sleep(0.1)
+        # Queries read closed epochs: wait for the one that holds the last records.
+        while json.loads(get(self.d, "/hotlines?window=all&limit=1"))["records"] != sum(want.values()):
+            assert time.monotonic() < deadline, (self.name, self.d.log()[-2000:])
+            time.sleep(0.1)
+
+    def close(self):
+        self.d.close()
+
+
+def attribution(c):
+    """{(cpu, pc, pid, tid): records} the daemon's SPE profile gives (None: no pid, no thread)."""
+    p = Profile(get(c.d, "/debug/pprof/spe?window=all"))
+    at = [t for t, _ in p.sample_types].index("samples")
+    got = collections.Counter()
+    for values, labels, locs in p.samples:
+        assert len(locs) == 1, locs
+        pc = p.locations[locs[0]][0]
+        pid = int(labels["pid"][0]) if "pid" in labels else None
+        tid = int(labels["tid"][0]) if "tid" in labels else None
+        got[(int(labels["cpu"][0]), pc, pid, tid)] += values[at]
+    return got
+
+
+def case_cx0(tmp, name="cx0", kernel_keys=(), each=False):
+    # 20,000 records a second a core, 55 bytes each: an 8 KiB area with its wakeup at 6 KiB has
+    # 2 ms of room past it, often not enough for the daemon: the event stops (TRUNCATED) and the
+    # threads go on switching unreported. They run RUN records in a row, longer than a chunk
+    # (about 110 records): the records after the event came back are often committed before the
+    # next switch says who ran them. A 1 MiB data ring loses none of the switches.
+    c = Case(tmp, name, ["--records", "24000", "--seed", "5", "--scenario", "false-sharing,true-sharing,remote"],
+             keys=["rate=20000", "cx=0", *kernel_keys],
+             config="aux_buffer = 8KiB\nwatermark = 6KiB\ndata_buffer = 1MiB\n", run=RUN)
+    try:
+        c.wait_done()
+        m = metrics(c.d)
+        # No CONTEXT packet reached the daemon: the shim stripped them all (cx=0).
+        log = "\n".join(sim_log(c.scen))
+        assert "cx=0" in log and f"itrace_start={'each' if each else 'once'}" in log, sim_log(c.scen)[:3]
+        assert sum(per_cpu(m, "armprofd_spe_lost_records_total").values()) == 0
+        assert sum(per_cpu(m, "armprofd_spe_switch_overflows_total").values()) == 0
+        trunc = sum(per_cpu(m, "armprofd_spe_aux_truncated_total").values())
+        unknown = {cpu: set(simpmu.unknown(c.scen, cpu)) for cpu in range(4)}
+        n_unknown = sum(len(u) for u in unknown.values())
+        # The window this is about happened: truncations, and (ITRACE_START at the first enable only)
+        # records after them no reader could know; with ITRACE_START at every ENABLE, none.
+        assert trunc > 0 and (n_unknown > 0 if not each else n_unknown == 0), (trunc, n_unknown)
+
+        want = collections.Counter()
+        for cpu, rows in c.expect.items():
+            for i, r in rows:
+                who = (None, None) if i in unknown[cpu] else (int(r["pid"]), int(r["tid"]))
+                want[(cpu, decoded_pc(r), *who)] += 1
+        got = attribution(c)
+        if got != want:
+            wrong = {k: (got[k], want[k]) for k in set(got) | set(want) if got[k] != want[k]}
+            raise AssertionError(f"{name}: (cpu, pc, pid, tid): (daemon, truth) {sorted(wrong.items(), key=str)[:20]}")
+
+        # Counted, per CPU, as the simulation says, and all of them for a window the event was off.
+        off = per_cpu(m, "armprofd_spe_thread_unknown_records_total", reason="event_off")
+        lost = per_cpu(m, "armprofd_spe_thread_unknown_records_total", reason="lost")
+        assert off == {cpu: len(unknown[cpu]) for cpu in range(4)}, (off, {cpu: len(u) for cpu, u in unknown.items()})
+        assert sum(lost.values()) == 0, lost
+        assert per_cpu(m, "armprofd_spe_unattributed_records_total") == off
+        spe = [x for x in json.loads(get(c.d, "/status"))["collectors"] if x["name"] == "spe"][0]
+        assert {x["cpu"]: x["thread_unknown"]["event_off"] for x in spe["cpus"]} == off, spe["cpus"]
+        switches = sum(1 for cpu in range(4) for (_, a), (_, b) in zip(c.expect[cpu], c.expect[cpu][1:])
+                       if a["tid"] != b["tid"])
+        itrace = sum(1 for l in sim_log(c.scen) if re.search(r" enable active=", l))
+        records = sum(len(r) for r in c.expect.values())
+        print(f"{name}: {records} records without CONTEXT, {switches} thread changes, {trunc} truncations, "
+              f"{itrace} enables: the {records - n_unknown} a reader could attribute have the truth's pid and thread "
+              f"per CPU and PC, the {n_unknown} it could not (cpuN.unknown) have none and are counted as such")
+        return n_unknown, records
+    finally:
+        c.close()
+
+
+def case_cx0_each(tmp):
+    return case_cx0(tmp, "cx0-each", ["kernel=6.1"], each=True)
+
+
+CASES = {"cx0": case_cx0, "cx0-each": case_cx0_each}
+
+if os.environ.get("SPE_KERNELS_KEEP"):  # a directory to keep, to look at the shim's logs
+    for name in os.environ.get("SPE_KERNELS_CASES", ",".join(CASES)).split(","):
+        CASES[name](os.environ["SPE_KERNELS_KEEP"])
+else:
+    with tempfile.TemporaryDirectory(prefix="armprofd-spe-kernels-") as tmp:
+        for name in os.environ.get("SPE_KERNELS_CASES", ",".join(CASES)).split(","):
+            CASES[name](tmp)
