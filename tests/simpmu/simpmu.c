@@ -622,6 +622,87 @@ static uint64_t perf_time(uint64_t cyc) {
         return S.time_zero + quot * S.time_mult + ((rem * S.time_mult) >> S.time_shift);
 }
 
+/*
+ * page_size=N: the kernel's PAGE_SIZE (64 KiB on RHEL's, Ampere's and
+ * Grace's arm64 kernels). The user page, the data ring and the AUX area are
+ * in those pages (perf_mmap(): 1 + 2^n pages, aux_offset and aux_size in
+ * pages), and the driver rounds its limits to them (__arm_spe_pmu_next_off():
+ * the page below the tail, the page after the wakeup point): a 256 KiB
+ * area is four pages. The process sees it where a program asks the page
+ * size (sysconf(_SC_PAGESIZE), getpagesize()); the host's 4 KiB mappings
+ * of the memfd at 64 KiB offsets are fine. Read from the scenario file at
+ * the first question, without stdio or malloc: a program asks before
+ * anything else (the daemon's configuration sizes its rings in pages).
+ */
+static long (*real_sysconf)(int);
+static int (*real_getpagesize)(void);
+static long model_page;                 /* 0: not read yet, -1: the host's */
+
+static long ctx_read_page_size(void) {
+        static char buf[16384];
+        const char *dir = getenv("ARMPROFD_SIMPMU_DIR");
+        char path[PATH_MAX];
+        long page = -1;
+        ssize_t n = -1;
+        int fd;
+
+        REAL(read);
+        REAL(close);
+        if (!dir || snprintf(path, sizeof(path), "%s/scenario", dir) >= (int) sizeof(path))
+                return -1;
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+                n = real_read(fd, buf, sizeof(buf) - 1);
+                real_close(fd);
+        }
+        for (char *l = buf; n > 0 && l && l < buf + n; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+                buf[n] = 0;
+                if (!strncmp(l, "page_size=", 10)) {
+                        long v = strtol(l + 10, NULL, 0);
+
+                        /* PAGE_SIZE of arm64: 4, 16 or 64 KiB. */
+                        page = v == 4096 || v == 16384 || v == 65536 ? v : -1;
+                }
+        }
+        return page;
+}
+
+static long ctx_page_size(void) {
+        long p = __atomic_load_n(&model_page, __ATOMIC_ACQUIRE);
+
+        if (p == 0) {
+                p = ctx_read_page_size();
+                __atomic_store_n(&model_page, p, __ATOMIC_RELEASE);
+        }
+        return p;
+}
+
+/* The simulated kernel's page: the scenario's, else the host's. */
+static size_t sim_page(void) {
+        long p = ctx_page_size();
+
+        REAL(sysconf);
+        return p > 0 ? (size_t) p : (size_t) real_sysconf(_SC_PAGESIZE);
+}
+
+SIM_EXPORT long sysconf(int name) {
+        long p = name == _SC_PAGESIZE ? ctx_page_size() : -1;
+
+        if (p > 0)
+                return p;
+        REAL(sysconf);
+        return real_sysconf(name);
+}
+
+SIM_EXPORT int getpagesize(void) {
+        long p = ctx_page_size();
+
+        if (p > 0)
+                return (int) p;
+        REAL(getpagesize);
+        return real_getpagesize();
+}
+
 /* ---- kernels and cores: cx, itrace_start, kernel=, and who a reader can know ran a record ---- */
 
 /*
@@ -687,6 +768,8 @@ static bool ctx_key(const char *k, const char *v) {
                 X.cx = atoi(v) != 0;
                 return true;
         }
+        if (!strcmp(k, "page_size"))
+                return true;    /* read at the first question (ctx_page_size()) */
         if (!strcmp(k, "itrace_start")) {
                 X.itrace_each = !strcmp(v, "each");
                 if (strcmp(v, "each") && strcmp(v, "once"))
@@ -711,8 +794,9 @@ static void ctx_apply(void) {
                 S.attr_size = X.kernel->attr_size;
         if (X.itrace_each < 0)
                 X.itrace_each = X.kernel ? X.kernel->itrace_each : 0;
-        sim_log("scenario kernel=%s attr_size=%u itrace_start=%s cx=%d", X.kernel ? X.kernel->name : "none",
-                S.attr_size, X.itrace_each ? "each" : "once", (int) (X.cx && !S.noperfmon));
+        sim_log("scenario kernel=%s attr_size=%u itrace_start=%s cx=%d page_size=%zu",
+                X.kernel ? X.kernel->name : "none", S.attr_size, X.itrace_each ? "each" : "once",
+                (int) (X.cx && !S.noperfmon), sim_page());
 }
 
 /*
@@ -1770,7 +1854,7 @@ static long sim_open(struct perf_event_attr *uattr, pid_t pid, int cpu, int grou
                 .id = next_id++,
                 .attr = attr,
                 .memfd = memfd,
-                .page = (size_t) sysconf(_SC_PAGESIZE),
+                .page = sim_page(),
                 .on = !attr.disabled,
                 .on_since_ns = mono_ns(),
         };
