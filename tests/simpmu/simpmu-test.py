@@ -65,6 +65,10 @@ CASES = [
     # truncation here.
     ('kernel61', ['--seed', '15', '--records', '8000', '--no-context'], {'cpus': '0-1'}, ['rate=0', 'kernel=6.1'],
      ['drain', '256', '2', '1024', 'itrace-each']),
+    # A kernel with 64 KiB pages: test-simpmu's sysconf(_SC_PAGESIZE) says so,
+    # its AUX area is 2 such pages, the driver pads to 64 KiB page limits.
+    ('page64k', ['--seed', '16', '--records', '40000', '--no-context'], {'cpus': '0-1'},
+     ['rate=0', 'page_size=65536'], ['drain', '4', '2', '0', 'page=65536']),
     ('errors', ['--seed', '12', '--records', '200'],
      {'cpus': '0-3', 'possible': '0-5', 'online': '0-2,4'},
      ['noperfmon=1', 'eacces_cpus=1', 'ebusy=2:2', 'mmap_limit=65536', 'mmap_errno=ENOMEM'],

@@ -913,6 +913,13 @@ int main(int argc, char **argv) {
                                 arg_no_cx = true;
                         else if (!strcmp(argv[i], "itrace-each"))
                                 arg_itrace_each = true;
+                        else if (!strncmp(argv[i], "page=", 5)) {
+                                /* The scenario's page_size=: the shim answers sysconf() with it. */
+                                if (page_size != (size_t) atol(argv[i] + 5)) {
+                                        fprintf(stderr, "page size %zu, the scenario's %s\n", page_size, argv[i] + 5);
+                                        return 1;
+                                }
+                        }
                         else
                                 arg_sleep_ms = (unsigned) atoi(argv[i]);
                 return cmocka_run_group_tests(drain, NULL, NULL);
