@@ -31,9 +31,13 @@ counters with the faults the scenario injected (sim.log):
               memlock limit (ENOMEM, then a smaller one), physical addresses without
               CAP_PERFMON (dropped and said), a CPU offlined and back, another
               offlined and back at once (its dead event reopened):
-              /status and /metrics say so and the daemon keeps serving
+              /status and /metrics say so and the daemon keeps serving; no
+              CONTEXT packets either (no PMSCR_EL1.CX without CAP_PERFMON):
+              the records no reader could attribute are no process's
+              (per CPU and thread, against the shim's cpuN.unknown)
 """
 
+import collections
 import json
 import os
 import re
@@ -46,6 +50,7 @@ SRC = os.environ["ARMPROFD_SOURCE_DIR"]
 sys.path.insert(0, os.path.join(SRC, "tests", "integration"))
 sys.path.insert(0, os.path.join(SRC, "tests", "daemon"))
 from armprofd_test import Daemon, parse_prom_text, simpmu_setup  # noqa: E402
+from pushstore import Profile  # noqa: E402
 from spegen_truth import CONFIG, LINE, check_lines, decoded, decoded_pc, num, read_facts, truth_lines  # noqa: E402
 
 simpmu = simpmu_setup()
@@ -397,7 +402,35 @@ def case_errors(tmp):
         spe, _ = wait_status(c.d, lambda s, cp: s["state"] == "idle", "idle once nothing comes")
         assert not spe["up"] and "no SPE records for" in spe["reason"], spe
         assert metrics(c.d)[("armprofd_collector_up", frozenset({("collector", "spe")}))] == 0
-        check_lines(get(c.d, "/hotlines?window=all&all=1&limit=500")["lines"], truth_lines(c.truth(), "pa"), None)
+        # Without CAP_PERFMON the driver sets no PMSCR_EL1.CX: no CONTEXT packets (simpmu: noperfmon is
+        # cx=0). The records whose thread no reader could know (cpuN.unknown: the events went off and
+        # were reopened here) have no thread and no pid, the others the truth's, per CPU.
+        want = collections.Counter()
+        for cpu in range(4):
+            gone = {i for i, r in simpmu.dropped(c.scen, cpu).items() if r not in READABLE}
+            nobody = set(simpmu.unknown(c.scen, cpu))
+            for i, r in enumerate(c.rows[cpu]):
+                if cpu != 1 and i not in gone:
+                    want[(cpu, None, None) if i in nobody else (cpu, 4242, int(r["tid"]))] += 1
+        p = Profile(c.d.get("/debug/pprof/spe?window=all")[2])
+        at = [t for t, _ in p.sample_types].index("samples")
+        got = collections.Counter()
+        for values, labels, _ in p.samples:
+            who = tuple(int(labels[k][0]) if k in labels else None for k in ("pid", "tid"))
+            got[(int(labels["cpu"][0]), *who)] += values[at]
+        assert got == want and want[(0, None, None)] > 0, (sorted(got.items(), key=str), sorted(want.items(), key=str))
+        # A line's (offset, PC) rows are per process: summed over them, each line is the truth's.
+        lines = get(c.d, "/hotlines?window=all&all=1&limit=500")["lines"]
+        for l in lines:
+            merged = {}
+            for o in l["offsets"]:
+                m = merged.setdefault((o["offset"], o["pc"]), dict(o, latency_samples=0, latency_mean_cycles=0.0))
+                m["latency_mean_cycles"] += o["latency_mean_cycles"] * o["latency_samples"]
+                m["latency_samples"] += o["latency_samples"]
+            for m in merged.values():
+                m["latency_mean_cycles"] /= m["latency_samples"] or 1
+            l["offsets"] = list(merged.values())
+        check_lines(lines, truth_lines(c.truth(), "pa"), None)
         reasons = {}
         for cpu in range(4):
             for r in simpmu.dropped(c.scen, cpu).values():
