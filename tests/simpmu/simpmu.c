@@ -636,7 +636,7 @@ static uint64_t perf_time(uint64_t cyc) {
  */
 static long (*real_sysconf)(int);
 static int (*real_getpagesize)(void);
-static long model_page;                 /* 0: not read yet, -1: the host's */
+static long model_page;                 /* 0: not read (yet), -1: the host's */
 
 static long ctx_read_page_size(void) {
         static char buf[16384];
@@ -648,13 +648,19 @@ static long ctx_read_page_size(void) {
 
         REAL(read);
         REAL(close);
-        if (!dir || snprintf(path, sizeof(path), "%s/scenario", dir) >= (int) sizeof(path))
+        /* No environment yet either (asked from a runtime's start): ask again next time. */
+        if (!dir)
+                return 0;
+        if (snprintf(path, sizeof(path), "%s/scenario", dir) >= (int) sizeof(path))
                 return -1;
         fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd >= 0) {
                 n = real_read(fd, buf, sizeof(buf) - 1);
                 real_close(fd);
         }
+        /* Not readable yet (a sanitizer runtime asking before it is set up): ask again next time. */
+        if (n < 0)
+                return 0;
         for (char *l = buf; n > 0 && l && l < buf + n; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
                 buf[n] = 0;
                 if (!strncmp(l, "page_size=", 10)) {
@@ -672,7 +678,8 @@ static long ctx_page_size(void) {
 
         if (p == 0) {
                 p = ctx_read_page_size();
-                __atomic_store_n(&model_page, p, __ATOMIC_RELEASE);
+                if (p != 0)
+                        __atomic_store_n(&model_page, p, __ATOMIC_RELEASE);
         }
         return p;
 }
@@ -912,6 +919,46 @@ static void ctx_doubt(const struct sim_event *e, bool lost) {
         }
         if (lost)
                 KN[e->cpu].savable = false;
+}
+
+/*
+ * PMSCR_EL1.E0SPE and E1SPE: the driver samples EL0 unless exclude_user and
+ * the kernel unless exclude_kernel (arm_spe_event_to_pmscr()); the hardware
+ * makes no record of an operation at an exception level it does not sample
+ * (Arm ARM, PMSCR_EL1; with VHE the kernel runs at EL2 and the same write is
+ * PMSCR_EL2.E2SPE's). A record's level is in its PC packet: Address packet
+ * index 0, payload bits [62:61] the EL, bit 63 NS (Arm ARM, "Address
+ * packet"); a record without one is kept.
+ */
+static int record_el(const uint8_t *p, size_t n) {
+        while (n > 0) {
+                size_t len = spe_packet_len(p, n);
+                bool ext;
+                uint8_t h;
+                uint64_t v;
+
+                if (len == 0)
+                        return -1;
+                ext = (p[0] & 0xfc) == 0x20;
+                h = ext ? p[1] : p[0];
+                /* Address: 0b10110xxx, index xxx (and the extended header's [1:0] above it). */
+                if ((h & 0xf8) == 0xb0 && (h & 7) == 0 && (!ext || (p[0] & 3) == 0) && len == (ext ? 10u : 9u)) {
+                        memcpy(&v, p + (ext ? 2 : 1), sizeof(v));
+                        return (int) ((v >> 61) & 3);
+                }
+                p += len;
+                n -= len;
+        }
+        return -1;
+}
+
+static bool ctx_el_filtered(const struct sim_event *e, const struct sim_cpu *c, size_t i) {
+        int el;
+
+        if (!e->attr.exclude_kernel && !e->attr.exclude_user)
+                return false;
+        el = record_el(c->bin + c->rec[i].off, (size_t) c->rec[i].size);
+        return el == 0 ? e->attr.exclude_user : el > 0 ? e->attr.exclude_kernel : false;
 }
 
 /* Record idx goes into the AUX area. */
@@ -1572,6 +1619,11 @@ static void process_record(struct sim_cpu *c, size_t i) {
         }
         if (c->offline) {
                 drop(c, i, "offline");
+                return;
+        }
+        /* An operation at an exception level the event does not sample makes no record. */
+        if (e && ctx_el_filtered(e, c, i)) {
+                drop(c, i, "filtered");
                 return;
         }
         if (!writable(c, i)) {

@@ -19,6 +19,11 @@
               sizes and maps its rings in them (a 256 KiB area is four
               pages), every record is counted against the truth, the lost
               PERF_RECORD_AUX and the kernel's own LOST records counted
+  el          kernel records (EL1): with exclude_kernel (the default) the
+              shim filters exactly the truth's EL1 records as PMSCR_EL1.E1SPE
+              off does, the daemon counts the rest; with exclude_kernel = no
+              all come, and with [privacy] kernel_addresses = no no kernel
+              address is served (/hotpcs, /hotlines, the SPE profile)
 """
 
 import collections
@@ -91,7 +96,7 @@ def schedule(scen, rows, run):
 
 
 class Case:
-    def __init__(self, tmp, name, spegen_args, keys=(), config="", run=0):
+    def __init__(self, tmp, name, spegen_args, keys=(), config="", run=0, base=CONFIG):
         self.name = name
         gen, self.scen, self.sysfs = (os.path.join(tmp, name, x) for x in ("gen", "scen", "sys"))
         os.makedirs(gen)
@@ -106,7 +111,7 @@ class Case:
         env = dict(os.environ, LD_PRELOAD=shim, ARMPROFD_SIMPMU_DIR=self.scen, ARMPROFD_SYSFS_ROOT=self.sysfs)
         # Under ASan the shim comes before the runtime the daemon links (README.md).
         env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
-        self.d = Daemon(config_text=CONFIG + STORE + LIVE + config, env=env)
+        self.d = Daemon(config_text=base + STORE + LIVE + config, env=env)
         self.d.wait_serving()
 
     def wait_done(self, timeout=90):
@@ -127,7 +132,7 @@ class Case:
             assert time.monotonic() < deadline, (self.name, got, want, self.d.log()[-2000:])
             time.sleep(0.1)
         # Queries read closed epochs: wait for the one that holds the last records.
-        while json.loads(get(self.d, "/hotlines?window=all&limit=1"))["records"] != sum(want.values()):
+        while json.loads(get(self.d, "/hotpcs?window=all&limit=1"))["samples"] != sum(want.values()):
             assert time.monotonic() < deadline, (self.name, self.d.log()[-2000:])
             time.sleep(0.1)
 
@@ -246,7 +251,44 @@ def case_page64k(tmp):
         c.close()
 
 
-CASES = {"cx0": case_cx0, "cx0-each": case_cx0_each, "page64k": case_page64k}
+KERNEL_ADDR = re.compile(r"0x[fF]{2}[0-9a-fA-F]{14}")
+
+
+def case_el(tmp):
+    # PMSCR_EL1.E1SPE off (exclude_kernel, the daemon's default): the hardware makes no record of
+    # a kernel operation, and the shim drops each as filtered; on ([spe] exclude_kernel = no), they
+    # come, and [privacy] kernel_addresses = no (the default) keeps their addresses home.
+    args = ["--records", "16000", "--seed", "19", "--scenario", "kernel,false-sharing"]
+    kernel = None
+    for name, config in (("el-user", ""), ("el-all", "exclude_kernel = no\n")):
+        c = Case(tmp, name, args, keys=["rate=0"], config=config, base="[store]\nmax_memory = 64GiB\n")
+        try:
+            c.wait_done()
+            m = metrics(c.d)
+            kernel = {cpu: {i for i, r in enumerate(c.rows[cpu]) if r["el"] != "0"} for cpu in range(4)}
+            filtered = {cpu: {i for i, r in simpmu.dropped(c.scen, cpu).items() if r == "filtered"} for cpu in range(4)}
+            assert sum(len(k) for k in kernel.values()) > 0
+            # Exactly the truth's EL1/EL2 records filtered with exclude_kernel, none without.
+            assert filtered == (kernel if name == "el-user" else {cpu: set() for cpu in range(4)}), \
+                (name, {cpu: len(f) for cpu, f in filtered.items()}, {cpu: len(k) for cpu, k in kernel.items()})
+            want = {cpu: len(c.rows[cpu]) - len(filtered[cpu]) for cpu in range(4)}
+            assert per_cpu(m, "armprofd_spe_records_total") == want, (per_cpu(m, "armprofd_spe_records_total"), want)
+            hot = json.loads(get(c.d, "/hotpcs?window=all&limit=1000"))
+            served = get(c.d, "/hotpcs?window=all&limit=1000").decode() + \
+                get(c.d, "/hotlines?window=all&all=1&limit=500").decode()
+            prof = Profile(get(c.d, "/debug/pprof/spe?window=all"))
+            assert not KERNEL_ADDR.search(served), (name, KERNEL_ADDR.search(served).group(0))
+            assert all(a < 0xFF << 56 for a, _, _ in prof.locations.values()), name
+            # The kernel's records, without their addresses: [kernel] rows, as many as the truth's.
+            n_kernel = sum(p["samples"] for p in hot["pcs"] if p.get("symbol") == "[kernel]" or "pc" not in p)
+            assert n_kernel == (0 if name == "el-user" else sum(len(k) for k in kernel.values())), (name, n_kernel)
+            print(f"{name}: {sum(want.values())} records counted; {sum(len(f) for f in filtered.values())} kernel "
+                  f"records filtered as the hardware would, {n_kernel} served as [kernel] with no address")
+        finally:
+            c.close()
+
+
+CASES = {"cx0": case_cx0, "cx0-each": case_cx0_each, "page64k": case_page64k, "el": case_el}
 
 if os.environ.get("SPE_KERNELS_KEEP"):  # a directory to keep, to look at the shim's logs
     for name in os.environ.get("SPE_KERNELS_CASES", ",".join(CASES)).split(","):
