@@ -608,6 +608,7 @@ static int on_timer(sd_event_source *es, uint64_t usec, void *userdata) {
                 struct live_cpu *c = src->cpus[i];
                 uint64_t records;
                 bool quiet;
+                int k;
 
                 if (!c)
                         continue;
@@ -625,8 +626,7 @@ static int on_timer(sd_event_source *es, uint64_t usec, void *userdata) {
                         c->quiet_ticks = 0;
                         if (ioctl(c->fd, PERF_EVENT_IOC_DISABLE, 0) == 0) {
                                 drain_cpu(c);
-                                int k = c->state == CPU_ACTIVE ? enable_event(c) : 0;
-
+                                k = c->state == CPU_ACTIVE ? enable_event(c) : 0;
                                 if (k < 0)
                                         retry_later(c, k, "re-enabling the event after a flush");
                         }
