@@ -634,9 +634,20 @@ static uint64_t perf_time(uint64_t cyc) {
  * the first question, without stdio or malloc: a program asks before
  * anything else (the daemon's configuration sizes its rings in pages).
  */
-static long (*real_sysconf)(int);
-static int (*real_getpagesize)(void);
+/*
+ * glibc's own entry points: a sanitizer runtime asks the page size while it
+ * starts, before dlsym() may be called (ThreadSanitizer crashes in it), and
+ * before the environment is to be trusted; until this library's
+ * constructor ran, every question goes to them untouched.
+ */
+extern long __sysconf(int name);
+extern int __getpagesize(void);
+static bool page_ready;
 static long model_page;                 /* 0: not read (yet), -1: the host's */
+
+__attribute__((constructor)) static void page_init(void) {
+        __atomic_store_n(&page_ready, true, __ATOMIC_RELEASE);
+}
 
 static long ctx_read_page_size(void) {
         static char buf[16384];
@@ -688,26 +699,19 @@ static long ctx_page_size(void) {
 static size_t sim_page(void) {
         long p = ctx_page_size();
 
-        REAL(sysconf);
-        return p > 0 ? (size_t) p : (size_t) real_sysconf(_SC_PAGESIZE);
+        return p > 0 ? (size_t) p : (size_t) __sysconf(_SC_PAGESIZE);
 }
 
 SIM_EXPORT long sysconf(int name) {
-        long p = name == _SC_PAGESIZE ? ctx_page_size() : -1;
+        long p = name == _SC_PAGESIZE && __atomic_load_n(&page_ready, __ATOMIC_ACQUIRE) ? ctx_page_size() : -1;
 
-        if (p > 0)
-                return p;
-        REAL(sysconf);
-        return real_sysconf(name);
+        return p > 0 ? p : __sysconf(name);
 }
 
 SIM_EXPORT int getpagesize(void) {
-        long p = ctx_page_size();
+        long p = __atomic_load_n(&page_ready, __ATOMIC_ACQUIRE) ? ctx_page_size() : -1;
 
-        if (p > 0)
-                return (int) p;
-        REAL(getpagesize);
-        return real_getpagesize();
+        return p > 0 ? (int) p : __getpagesize();
 }
 
 /* ---- kernels and cores: cx, itrace_start, kernel=, and who a reader can know ran a record ---- */
