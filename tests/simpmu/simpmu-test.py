@@ -69,6 +69,11 @@ CASES = [
     # its AUX area is 2 such pages, the driver pads to 64 KiB page limits.
     ('page64k', ['--seed', '16', '--records', '40000', '--no-context'], {'cpus': '0-1'},
      ['rate=0', 'page_size=65536'], ['drain', '4', '2', '0', 'page=65536']),
+    # Events that leave the kernel out (exclude_kernel): the shim never makes
+    # the EL1/EL2 records, exactly those (test-simpmu reads each record's EL
+    # with the daemon's packet decoder); the other cases keep them all.
+    ('user', ['--seed', '17', '--records', '8000', '--no-context'], {'cpus': '0-1'}, ['rate=0'],
+     ['drain', '256', '4', '0', 'exclude-kernel']),
     ('errors', ['--seed', '12', '--records', '200'],
      {'cpus': '0-3', 'possible': '0-5', 'online': '0-2,4'},
      ['noperfmon=1', 'eacces_cpus=1', 'ebusy=2:2', 'mmap_limit=65536', 'mmap_errno=ENOMEM'],

@@ -48,6 +48,7 @@ static bool arg_all_ids;   /* sample_type with ID and STREAM_ID too: every sampl
 static bool arg_no_cx;     /* the scenario's PMSCR_EL1.CX is off (cx=0): records come without CONTEXT */
 static bool arg_itrace_each; /* its kernel writes ITRACE_START at every start (kernel= before 87f78017e8c8) */
 static bool arg_offline;
+static bool arg_exclude_kernel; /* the events leave the kernel out (PMSCR_EL1.E1SPE off) */
 static size_t page_size;
 
 /* ---- the scenario's faults, read back from its file ---- */
@@ -448,6 +449,48 @@ static uint64_t data_lost(unsigned cpu, uint64_t *ret_faults_written) {
         return sum;
 }
 
+/* The exception level of record i, from its PC packet (our packet decoder, not the shim's); -1 none. */
+static int record_el(const struct cpu_state *s, size_t i) {
+        const uint8_t *p = s->bin + s->rec[i].off;
+        size_t n = (size_t) s->rec[i].size;
+
+        while (n > 0) {
+                struct spe_pkt pkt;
+                int k = spe_pkt_decode(p, n, &pkt);
+
+                assert_true(k > 0);
+                if (pkt.type == SPE_PKT_ADDRESS && pkt.index == SPE_ADDR_IDX_PC)
+                        return (int) SPE_ADDR_EL(pkt.payload);
+                p += k;
+                n -= (size_t) k;
+        }
+        return -1;
+}
+
+/*
+ * PMSCR_EL1.E1SPE off (exclude_kernel, arm_spe_event_to_pmscr()): the
+ * hardware makes no record of an operation at EL1 or EL2; with it on, every
+ * level is sampled. The records the shim dropped as `filtered` are exactly
+ * the kernel's.
+ */
+static size_t kernel_records;   /* over every CPU verified */
+
+static void verify_filtered(const struct cpu_state *s) {
+        size_t kernel = 0, filtered = 0;
+
+        for (size_t i = 0; i < s->n_rec; i++) {
+                bool k = record_el(s, i) > 0, f = !strcmp(s->rec[i].dropped, "filtered");
+
+                if (f != (k && arg_exclude_kernel))
+                        fail_msg("cpu %u: record %zu at EL%d %s", s->cpu, i, record_el(s, i),
+                                 f ? "filtered" : "not filtered");
+                kernel += k;
+                filtered += f;
+        }
+        kernel_records += kernel;
+        print_message("cpu %u: %zu kernel records, %zu filtered\n", s->cpu, kernel, filtered);
+}
+
 static void verify(struct cpu_state *s) {
         uint64_t exp_partial = 0, exp_collision = 0, exp_lost = 0, exp_lost_samples = 0, exp_throttle = 0;
         uint64_t n_written = 0, n_lost_chunks = 0, misattributed = 0, faults_written = 0;
@@ -457,6 +500,7 @@ static void verify(struct cpu_state *s) {
         bool switches_complete = kernel_lost == 0;
 
         load_truth(s);
+        verify_filtered(s);
         /* Switches while the event is off are not reported (perf_iterate_ctx() skips it). */
         for (size_t i = 0; i < s->n_rec; i++)
                 if (!strcmp(s->rec[i].dropped, "disabled") || !strcmp(s->rec[i].dropped, "stopped") ||
@@ -556,10 +600,11 @@ static void verify(struct cpu_state *s) {
 static unsigned arg_data_pages = 8, arg_aux_pages = 16, arg_watermark, arg_sleep_ms;
 
 static void open_cpu(struct cpu_state *s, int ep, unsigned slot) {
-        struct spe_pmu_options o = { .exclude_kernel = false };
+        struct spe_pmu_options o = { .exclude_kernel = arg_exclude_kernel };
         uint8_t *m;
 
         base_attr(&s->attr, &o);
+        assert_int_equal(s->attr.attr.exclude_kernel, arg_exclude_kernel);
         s->attr.attr.context_switch = 1;
         s->attr.attr.aux_watermark = arg_watermark;
         if (arg_all_ids)
@@ -719,6 +764,9 @@ static void test_drain(void **state) {
                 close_cpu(&cs[i]);
                 verify(&cs[i]);
         }
+        /* The generator's kernel scenario is in the streams (--scenario all): filtering was tested. */
+        if (arg_exclude_kernel)
+                assert_true(kernel_records > 0);
         close(ep);
         (void) state;
 }
@@ -913,6 +961,8 @@ int main(int argc, char **argv) {
                                 arg_no_cx = true;
                         else if (!strcmp(argv[i], "itrace-each"))
                                 arg_itrace_each = true;
+                        else if (!strcmp(argv[i], "exclude-kernel"))
+                                arg_exclude_kernel = true;
                         else if (!strncmp(argv[i], "page=", 5)) {
                                 /* The scenario's page_size=: the shim answers sysconf() with it. */
                                 if (page_size != (size_t) atol(argv[i] + 5)) {
