@@ -723,12 +723,14 @@ SIM_EXPORT int getpagesize(void) {
  *    PERF_ATTR_SIZE_VER6 120 (aux_sample_size, 5.5), VER7 128 (sig_data,
  *    5.13), VER8 136 (config3, 6.3): perf_copy_attr() refuses non-zero bytes
  *    past it with E2BIG;
- *  - itrace_start: every kernel up to 6.12 writes PERF_RECORD_ITRACE_START at
- *    each event_sched_in() (kernel/events/core.c perf_log_itrace_start(): it
+ *  - itrace_start: all of them write PERF_RECORD_ITRACE_START at each
+ *    event_sched_in() (kernel/events/core.c perf_log_itrace_start(): it
  *    returns early only once PERF_ATTACH_ITRACE is set, which
- *    perf_event_itrace_started() does, and the arm_spe driver only calls it
+ *    perf_event_itrace_started() does, and the arm_spe driver calls it only
  *    since 87f78017e8c8 "perf: arm_spe: Suppress redundant ITRACE start
- *    records", after 6.12): so at every ENABLE of an event that was off;
+ *    records", seen in a 2026 linux-next push, in none of these; its
+ *    arm_spe_pmu_start() of mainline as read here does not call it): so at
+ *    every ENABLE of an event that was off;
  *  - PA/PCT without CAP_PERFMON (noperfmon): EACCES in all of them
  *    (arm_spe_pmu_event_init(): perfmon_capable() since cea7d0d4a59b, 5.8),
  *    so kernel= leaves noperfmon alone;
@@ -753,7 +755,6 @@ static struct {
         bool cx;                        /* CONFIG_PID_IN_CONTEXTIDR: CONTEXT packets (with CAP_PERFMON) */
         int itrace_each;                /* -1: the kernel's (default once, the current driver) */
         bool attr_size_given;
-        FILE *unknown_f;                /* cpuN.unknown of the records no reader could attribute */
 } X = { .cx = true, .itrace_each = -1 };
 
 /*
