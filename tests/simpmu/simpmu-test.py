@@ -55,6 +55,12 @@ CASES = [
     # new event afterwards; rate 0, so no record is lost.
     ('offline', ['--seed', '13', '--records', '12000', '--no-context'], {'cpus': '0-1'}, ['rate=0'],
      ['drain', '64', '8', '0', 'offline']),
+    # Fatal buffer faults (stage 1 and 2 aborts on the buffer): the session
+    # ends with no TRUNCATED, the event stays on with its hardware stopped;
+    # only DISABLE + ENABLE restarts it. Rate 0: nothing else is dropped.
+    ('fault', ['--seed', '14', '--records', '8000', '--no-context'], {'cpus': '0-1'},
+     ['rate=0', 'fault=0:1000:s1', 'fault=1:700:s2', 'fault=1:1800:s1'],
+     ['drain', '16', '8', '0', 'fault']),
     ('errors', ['--seed', '12', '--records', '200'],
      {'cpus': '0-3', 'possible': '0-5', 'online': '0-2,4'},
      ['noperfmon=1', 'eacces_cpus=1', 'ebusy=2:2', 'mmap_limit=65536', 'mmap_errno=ENOMEM'],

@@ -163,6 +163,7 @@ static struct {
         uint32_t time_mult;
         uint16_t time_shift;
         struct fault_list collision, partial, split, lost, lost_samples, throttle;
+        struct fault_list buf_fault;    /* fault=CPU:IDX:s1|s2: b = the translation stage */
         /* Tasks and mappings the kernel reports at an event's first start (attr.comm, attr.mmap2). */
         struct sim_task {
                 uint32_t pid, tid;
@@ -242,6 +243,7 @@ struct sim_event {
         bool dead;                      /* its CPU went offline: never scheduled again */
         uint64_t enabled_ns, on_since_ns; /* total_time_enabled: on and not dead (perf_event_update_time()) */
         bool itrace_done;
+        bool faulted;                   /* stopped by a fatal buffer fault, still on (buffer_fault()) */
         uint64_t n_aux_records;
         size_t *pending;                /* records written since the last commit */
         size_t n_pending, cap_pending;
@@ -373,6 +375,26 @@ static const struct fault *find_fault(const struct fault_list *l, unsigned cpu, 
         return NULL;
 }
 
+/*
+ * "CPU:IDX:s1" or "CPU:IDX:s2": a stage 1 or stage 2 data abort on the
+ * profiling buffer's write of record IDX (PMBSR_EL1.EC = FAULT_S1, FAULT_S2).
+ * Anything else is not a fault the driver knows this way: logged, ignored.
+ */
+static void add_buf_fault(const char *v) {
+        struct fault_list l = {};
+        const char *st = strrchr(v, ':');
+
+        if (!st || (strcmp(st, ":s1") && strcmp(st, ":s2"))) {
+                sim_log("scenario: fault=%s: want CPU:IDX:s1|s2", v);
+                return;
+        }
+        add_fault(&l, v);
+        if (l.n == 0 || S.buf_fault.n >= SIM_MAX_FAULTS)
+                return;
+        l.f[0].b = st[2] == '1' ? 1 : 2;
+        S.buf_fault.f[S.buf_fault.n++] = l.f[0];
+}
+
 static void load_scenario(void) {
         const char *dir = getenv("ARMPROFD_SIMPMU_DIR"), *root = getenv("ARMPROFD_SYSFS_ROOT");
         char path[PATH_MAX + 32], line[512];
@@ -477,6 +499,8 @@ static void load_scenario(void) {
                         add_fault(&S.lost_samples, v);
                 else if (!strcmp(k, "throttle"))
                         add_fault(&S.throttle, v);
+                else if (!strcmp(k, "fault"))
+                        add_buf_fault(v);
                 else if (!strcmp(k, "comm") && S.n_comms < SIM_MAX_TASKS) {
                         struct sim_task *t = &S.comms[S.n_comms];
                         int at = 0;
@@ -1187,6 +1211,47 @@ static bool writable(struct sim_cpu *c, size_t i) {
         return !c->offline && e && hw_room(e, c->rec[i].size);
 }
 
+/*
+ * A fatal buffer fault on the write of record i (fault=CPU:IDX:s1|s2), as
+ * drivers/perf/arm_spe_pmu.c handles it: arm_spe_pmu_buf_get_fault_act()
+ * finds PMBSR_EL1.EC = FAULT_S1 or FAULT_S2, not a buffer management event
+ * ("Unexpected buffer fault"): SPE_PMU_BUF_FAULT_ACT_FATAL, after
+ * arm_spe_perf_aux_output_end() committed [handle->head, PMBPTR_EL1) with
+ * the flags seen; PMBSR_EL1.DL is clear, so no TRUNCATED, no PARTIAL: a
+ * PERF_RECORD_AUX with no flag, and a wakeup only when the watermark was
+ * crossed (perf_aux_output_end()). arm_spe_pmu_irq_handler() then calls
+ * arm_spe_pmu_disable_and_drain_local() and, unlike ACT_OK, begins no new
+ * session. Nothing set pending_disable: the event stays ACTIVE (its times
+ * run, PERF_EVENT_IOC_ENABLE finds it on and does nothing, _perf_event_enable()),
+ * its hardware stopped with no handle, until pmu->stop() + pmu->start():
+ * PERF_EVENT_IOC_DISABLE (arm_spe_pmu_stop(): perf_get_aux() finds no
+ * handle, nothing to commit) then ENABLE (arm_spe_pmu_start() ->
+ * arm_spe_perf_aux_output_begin()). PMBPTR_EL1 stops at the faulting write:
+ * the record is not in the buffer (dropped, `fault`). G held.
+ */
+static bool buffer_fault(struct sim_cpu *c, struct sim_event *e, size_t i) {
+        const struct fault *f = find_fault(&S.buf_fault, c->cpu, i);
+        uint64_t off = e->h_head, size = e->hw_pos - e->h_head;
+        size_t records = e->n_pending;
+
+        if (!f)
+                return false;
+        aux_output_end(e, size);
+        e->faulted = true;
+        drop(c, i, "fault");
+        sim_log("cpu=%u fault s%" PRIu64 " idx=%zu offset=%" PRIu64 " size=%" PRIu64 " records=%zu", c->cpu, f->b, i,
+                off, size, records);
+        return true;
+}
+
+/* PERF_EVENT_IOC_ENABLE of an event that is off: a faulted one starts a new session (buffer_fault()). */
+static void fault_restarted(struct sim_event *e) {
+        if (!e->faulted)
+                return;
+        e->faulted = false;
+        sim_log("cpu=%u restart after fault active=%d", e->cpu, (int) e->hw_active);
+}
+
 static void process_record(struct sim_cpu *c, size_t i) {
         const struct rec *r = &c->rec[i];
         struct sim_event *e = c->ev;
@@ -1233,6 +1298,8 @@ static void process_record(struct sim_cpu *c, size_t i) {
                 drop(c, i, !e ? "noevent" : e->dead ? "offline" : !e->on ? "disabled" : "stopped");
                 return;
         }
+        if (buffer_fault(c, e, i))
+                return;
         if (find_fault(&S.partial, c->cpu, i)) {
                 /* PMBSR_EL1.DL: the record is cut, TRUNCATED|PARTIAL, the event stops. */
                 aux_put(e, c->bin + r->off, half);
@@ -1766,6 +1833,7 @@ static int sim_ioctl(struct sim_event *e, unsigned long req, void *arg) {
                 set_on(e, true);
                 hw_start(e);
                 sim_log("cpu=%u enable active=%d", e->cpu, (int) e->hw_active);
+                fault_restarted(e);
                 wake_core(e);
                 return 0;
         case PERF_EVENT_IOC_DISABLE: {

@@ -15,6 +15,9 @@
  *       PERF_RECORD_AUX was lost are read all the same) with 0x00 padding
  *       between them, the flag and LOST counts are the scenario's, and
  *       the SWITCH_CPU_WIDE records give every record the truth's tid.
+ *       With `fault` (fault=CPU:IDX:s1|s2 in the scenario): a quiet CPU
+ *       whose buffer a fault stopped is not restarted by ENABLE, is by
+ *       DISABLE + ENABLE; each fault's record is dropped, nothing else.
  *   test-simpmu errors
  *       each refusal's errno (scenario of simpmu-test.py's errors case).
  */
@@ -102,6 +105,7 @@ struct cpu_state {
         bool fill_is_lost;              /* the fill being read follows a PERF_RECORD_LOST */
         uint64_t next, chunk_bytes;     /* where the last chunk ended; bytes of this one so far */
         uint64_t enables, truncations;
+        uint64_t fault_restarts;        /* DISABLE + ENABLE after a fatal buffer fault (recover_fault()) */
         struct aux_ring_stats prev;     /* the closed events' counts (close_cpu()) */
         uint64_t id;                    /* PERF_EVENT_IOC_ID */
         struct perf_event_mmap_page time; /* the user page's time fields, kept after unmapping */
@@ -479,6 +483,86 @@ static void verify(struct cpu_state *s) {
                 assert_int_equal(s->switch_out, s->n_sw);
 }
 
+/* ---- fatal buffer faults (fault=CPU:IDX:s1|s2) ---- */
+
+static bool arg_fault;
+
+/* Lines of sim.log that start with "cpu=N " followed by what. */
+static uint64_t log_count(unsigned cpu, const char *what) {
+        char path[4096], pat[128];
+        uint64_t n = 0;
+        size_t size;
+        char *log;
+
+        snprintf(path, sizeof(path), "%s/sim.log", scen_dir);
+        log = read_all(path, &size);
+        if (!log)
+                return 0;
+        snprintf(pat, sizeof(pat), "\ncpu=%u %s", cpu, what);
+        /* The first line is the scenario's, never a CPU's: every CPU line follows a newline. */
+        for (char *p = log; (p = strstr(p, pat + 1)); p++)
+                n += p > log && p[-1] == '\n';
+        free(log);
+        return n;
+}
+
+/*
+ * A quiet CPU whose buffer a fault stopped (the shim logged more faults than
+ * restarts): PERF_EVENT_IOC_ENABLE alone must not restart it (the event is on:
+ * _perf_event_enable() does nothing), DISABLE + ENABLE must (arm_spe_pmu_stop()
+ * then arm_spe_pmu_start()). The DISABLE commits nothing: the fault ended the
+ * session and its bytes went out with the fault's PERF_RECORD_AUX.
+ */
+static void recover_fault(struct cpu_state *s) {
+        uint64_t n_faults_seen = log_count(s->cpu, "fault s"), restarts = log_count(s->cpu, "restart after fault");
+        uint64_t aux_records = s->ring.stats.aux_records;
+
+        if (n_faults_seen == restarts)
+                return;
+        assert_int_equal(n_faults_seen, restarts + 1);
+        drain_one(s);
+        aux_records = s->ring.stats.aux_records;
+        assert_int_equal(ioctl(s->fd, PERF_EVENT_IOC_ENABLE, 0), 0);
+        assert_int_equal(log_count(s->cpu, "restart after fault"), restarts);
+        assert_int_equal(ioctl(s->fd, PERF_EVENT_IOC_DISABLE, 0), 0);
+        drain_one(s);
+        assert_int_equal(s->ring.stats.aux_records, aux_records);
+        assert_int_equal(ioctl(s->fd, PERF_EVENT_IOC_ENABLE, 0), 0);
+        assert_int_equal(log_count(s->cpu, "restart after fault"), restarts + 1);
+        s->fault_restarts++;
+}
+
+/* Each fault of the scenario on this CPU: its record dropped as `fault`, one restart for it. */
+static void verify_faults(struct cpu_state *s) {
+        uint64_t want = 0;
+        char path[4096], line[256];
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/scenario", scen_dir);
+        f = fopen(path, "re");
+        assert_non_null(f);
+        while (fgets(line, sizeof(line), f)) {
+                unsigned cpu;
+                size_t idx;
+                char stage[4];
+
+                if (sscanf(line, "fault=%u:%zu:%3s", &cpu, &idx, stage) != 3 || cpu != s->cpu)
+                        continue;
+                assert_true(idx < s->n_rec);
+                assert_string_equal(s->rec[idx].dropped, "fault");
+                want++;
+        }
+        fclose(f);
+        print_message("cpu %u: %" PRIu64 " buffer faults, %" PRIu64 " restarted by DISABLE + ENABLE\n", s->cpu, want,
+                      s->fault_restarts);
+        assert_int_equal(log_count(s->cpu, "fault s"), want);
+        assert_int_equal(s->fault_restarts, want);
+        /* rate 0: the core waited while its buffer was stopped, nothing else was dropped. */
+        for (size_t i = 0; i < s->n_rec; i++)
+                if (s->rec[i].dropped[0])
+                        assert_string_equal(s->rec[i].dropped, "fault");
+}
+
 static unsigned arg_data_pages = 8, arg_aux_pages = 16, arg_watermark, arg_sleep_ms;
 
 static void open_cpu(struct cpu_state *s, int ep, unsigned slot) {
@@ -610,6 +694,8 @@ static void test_drain(void **state) {
                          */
                         if (k == 0 && !arg_sleep_ms)
                                 assert_int_equal(ioctl(cs[i].fd, PERF_EVENT_IOC_ENABLE, 0), 0);
+                        if (k == 0 && arg_fault)
+                                recover_fault(&cs[i]);
                 }
                 if (off == OFF_NONE && n > 1 && cs[1].ring.stats.aux_records >= 2) {
                         /* CPU 1 goes offline under its event (the last CPU of the list stays). */
@@ -645,6 +731,8 @@ static void test_drain(void **state) {
         for (unsigned i = 0; i < n; i++) {
                 close_cpu(&cs[i]);
                 verify(&cs[i]);
+                if (arg_fault)
+                        verify_faults(&cs[i]);
         }
         close(ep);
         (void) state;
@@ -836,6 +924,8 @@ int main(int argc, char **argv) {
                                 arg_offline = true;
                         else if (!strcmp(argv[i], "all-ids"))
                                 arg_all_ids = true;
+                        else if (!strcmp(argv[i], "fault"))
+                                arg_fault = true;
                         else
                                 arg_sleep_ms = (unsigned) atoi(argv[i]);
                 return cmocka_run_group_tests(drain, NULL, NULL);
