@@ -180,6 +180,7 @@ struct spe_stream_stats {
         /* A live event (the replay leaves these zero and `state` "replay"): */
         uint64_t reenables;             /* PERF_EVENT_IOC_ENABLE after a session ended */
         uint64_t aux_stalls;            /* of which: ended with no TRUNCATED seen (its record lost) */
+        uint64_t aux_fault_restarts;    /* sessions found stopped, event on, no TRUNCATED: restarted (a buffer fault) */
         uint64_t not_sampling_ns;       /* from the last record before each truncation to the first after */
         const char *state;              /* "active", "retrying", "failed", "offline"...: a static string */
         char note[SPE_STREAM_NOTE_MAX]; /* what is wrong or was given up on this CPU, "" when nothing */

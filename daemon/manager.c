@@ -465,6 +465,8 @@ static void provider_fill_status(void *userdata, json_t *status) {
                                               "aux_truncated", (json_int_t) cs->aux_truncated, "lost",
                                               (json_int_t) cs->lost, "unattributed", (json_int_t) cs->unattributed);
 
+                        /* A fatal buffer fault left its buffer stopped, the event on: restarted. */
+                        json_object_set_new(o, "aux_fault_restarts", json_integer((json_int_t) cs->aux_fault_restarts));
                         if (cs->note[0])
                                 json_object_set_new(o, "note", json_string(cs->note));
                         json_array_append_new(cpus, o);

@@ -73,6 +73,9 @@ struct live_cpu {
         unsigned stopped_ticks;         /* ticks in a row its time enabled did not advance */
         uint64_t retry_at_usec, retry_usec;
         uint64_t records_at_tick;       /* stream records when the drain timer last looked */
+        bool ended_unasked;             /* the last PERF_RECORD_AUX read ended a session the daemon did not end */
+        bool fault_suspect;             /* the last flush found it stopped that way (note_fault_restart()) */
+        uint64_t records_at_flush;      /* stream records after that flush */
 };
 
 struct spe_live_source {
@@ -160,10 +163,17 @@ static void retry_later(struct live_cpu *c, int error, const char *what);
 /* Everything the kernel published on this CPU; a session that ended is restarted (spe-live-ring.h). */
 static void drain_cpu(struct live_cpu *c) {
         bool ended = false;
+        uint64_t aux_records;
+        int k;
 
         if (c->state != CPU_ACTIVE || !c->ring_ready)
                 return;
-        if (spe_live_ring_drain(&c->ring, &ended) < 0 || !ended)
+        aux_records = c->stream.st.aux_records;
+        k = spe_live_ring_drain(&c->ring, &ended);
+        /* A buffer-full interrupt's commit, or a fault's: none but a truncation stops on its own. */
+        if (c->stream.st.aux_records != aux_records)
+                c->ended_unasked = !(c->ring.last_aux_flags & PERF_AUX_FLAG_TRUNCATED);
+        if (k < 0 || !ended)
                 return;
         if (ioctl(c->fd, PERF_EVENT_IOC_ENABLE, 0) < 0) {
                 retry_later(c, -errno, "re-enabling the event after its session ended");
@@ -576,6 +586,49 @@ static bool event_stopped(struct live_cpu *c, bool quiet, uint64_t interval_usec
 }
 
 /*
+ * A fatal buffer fault: drivers/perf/arm_spe_pmu.c arm_spe_pmu_buf_get_fault_act()
+ * answers a stage 1 or stage 2 abort on the buffer (PMBSR_EL1.EC FAULT_S1,
+ * FAULT_S2) with SPE_PMU_BUF_FAULT_ACT_FATAL: it commits what was written
+ * with no TRUNCATED flag (PMBSR_EL1.DL is clear), arm_spe_pmu_irq_handler()
+ * disables the buffer and begins no new session, and nothing disables the
+ * event: it stays on, PERF_EVENT_IOC_ENABLE does nothing, and the CPU is
+ * quiet until pmu->stop() + pmu->start(), which is what the flush of a quiet
+ * CPU does (DISABLE + ENABLE). The kernel says so only in its log ("Unexpected
+ * buffer fault on CPU N"). A flush that found it so: the last chunk read ended
+ * a session the daemon did not end, with no TRUNCATED, and the DISABLE had
+ * nothing to commit (a live session commits what it wrote: on a quiet CPU
+ * the flush usually finds some); the restart is counted once records come
+ * after it, before the next flush. A CPU that went idle right after a
+ * buffer-full interrupt and runs again just after a flush counts too; a
+ * fault before a session's first byte (no PERF_RECORD_AUX) is restarted
+ * by the flush all the same, uncounted.
+ */
+static void note_fault_restart(struct live_cpu *c) {
+        if (c->fault_suspect && c->stream.st.records != c->records_at_flush) {
+                c->stream.st.aux_fault_restarts++;
+                c->fault_suspect = false;
+        }
+}
+
+/* The flush of a quiet CPU: DISABLE commits its partial buffer, ENABLE starts a new session. */
+static void flush_cpu(struct live_cpu *c) {
+        uint64_t aux_records = c->stream.st.aux_records;
+        bool unasked = c->ended_unasked;
+
+        c->quiet_ticks = 0;
+        if (ioctl(c->fd, PERF_EVENT_IOC_DISABLE, 0) < 0)
+                return;
+        drain_cpu(c);
+        note_fault_restart(c);
+        /* What that DISABLE committed ended a session the daemon ended. */
+        c->ended_unasked = false;
+        c->fault_suspect = c->state == CPU_ACTIVE && unasked && c->stream.st.aux_records == aux_records;
+        c->records_at_flush = c->stream.st.records;
+        if (c->state == CPU_ACTIVE && ioctl(c->fd, PERF_EVENT_IOC_ENABLE, 0) < 0)
+                retry_later(c, -errno, "re-enabling the event after a flush");
+}
+
+/*
  * The drain timer: every CPU is read; one that brought no PERF_RECORD_AUX
  * for SPE_LIVE_FLUSH_TICKS ticks has its partial buffer committed (DISABLE
  * stops the session, the driver writes the PERF_RECORD_AUX of what it has)
@@ -604,16 +657,11 @@ static int on_timer(sd_event_source *es, uint64_t usec, void *userdata) {
                 /* Since the last tick: what its wakeups brought, and this drain. */
                 records = c->records_at_tick;
                 drain_cpu(c);
+                note_fault_restart(c);
                 quiet = c->stream.st.aux_records == c->aux_at_tick;
                 c->quiet_ticks = quiet ? c->quiet_ticks + 1 : 0;
-                if (c->state == CPU_ACTIVE && c->quiet_ticks >= SPE_LIVE_FLUSH_TICKS) {
-                        c->quiet_ticks = 0;
-                        if (ioctl(c->fd, PERF_EVENT_IOC_DISABLE, 0) == 0) {
-                                drain_cpu(c);
-                                if (c->state == CPU_ACTIVE && ioctl(c->fd, PERF_EVENT_IOC_ENABLE, 0) < 0)
-                                        retry_later(c, -errno, "re-enabling the event after a flush");
-                        }
-                }
+                if (c->state == CPU_ACTIVE && c->quiet_ticks >= SPE_LIVE_FLUSH_TICKS)
+                        flush_cpu(c);
                 c->aux_at_tick = c->stream.st.aux_records;
                 if (c->state == CPU_ACTIVE &&
                     event_stopped(c, quiet && c->stream.st.records == records, src->opts.drain_interval_usec))
