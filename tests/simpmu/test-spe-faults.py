@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The real armprofd sampling SPE live from the simulated arm_spe PMU (README.md
+beside this file) under the faults and kernels fleets meet, compared with the
+generator's truth and the simulation's own logs:
+
+  fault    fatal buffer faults (stage 1 and stage 2 aborts on the buffer,
+           fault=CPU:IDX:s1|s2): the driver ends the session with no
+           TRUNCATED and leaves the event on with its buffer stopped. The
+           daemon restarts each such CPU (DISABLE + ENABLE; the cores, at
+           rate 0, wait until then and go through their streams only if it
+           does), counts each restart where the shim logged the fault
+           (/metrics and /status), and every record but the faulting ones
+           arrives: per CPU, and each cache line with every count, equal to
+           the truth minus exactly the records cpuN.dropped lists.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+SRC = os.environ["ARMPROFD_SOURCE_DIR"]
+sys.path.insert(0, os.path.join(SRC, "tests", "integration"))
+sys.path.insert(0, os.path.join(SRC, "tests", "daemon"))
+from armprofd_test import Daemon, parse_prom_text, simpmu_setup  # noqa: E402
+from spegen_truth import CONFIG, check_lines, read_facts, truth_lines  # noqa: E402
+
+simpmu = simpmu_setup()
+
+spegen, shim = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+os.environ.setdefault("ARMPROFD_BIN", os.path.join(os.environ["ARMPROFD_BUILD_DIR"], "daemon", "armprofd"))
+N1_MIDR = "0x00000000413fd0c1"
+LIVE = "epoch = 1s\n[spe]\ndrain_interval = 100ms\n"
+# Reasons a record never reaches the daemon; a 'lost' or 'datalost' chunk lost only its
+# PERF_RECORD_AUX: its bytes stay in the ring and are read (collectors/perf/aux-ring.h).
+READABLE = {"lost", "datalost"}
+
+
+def metrics(d):
+    status, _, body = d.get("/metrics")
+    assert status == 200, status
+    return parse_prom_text(body.decode() if isinstance(body, bytes) else body)
+
+
+def per_cpu(m, name):
+    return {int(dict(labels)["cpu"]): v for (n, labels), v in m.items() if n == name}
+
+
+def get(d, path):
+    status, _, body = d.get(path)
+    assert status == 200, (path, status, body[:300])
+    return json.loads(body)
+
+
+def sim_log(scen):
+    path = os.path.join(scen, "sim.log")
+    return open(path).read().splitlines() if os.path.exists(path) else []
+
+
+def status_cpus(d):
+    spe = [x for x in get(d, "/status")["collectors"] if x["name"] == "spe"][0]
+    return {x["cpu"]: x for x in spe.get("cpus", [])}
+
+
+class Case:
+    def __init__(self, tmp, name, spegen_args, keys=(), config="", cpus=4):
+        self.name, self.n = name, cpus
+        gen, self.scen, self.sysfs = (os.path.join(tmp, name, x) for x in ("gen", "scen", "sys"))
+        os.makedirs(gen)
+        subprocess.run([spegen, "--out-dir", gen, "--prefix", "g", "--ts", "--cpus", str(cpus), *spegen_args],
+                       check=True, stdout=subprocess.DEVNULL)
+        self.elf = os.path.join(gen, "g.elf")
+        self.facts = read_facts(os.path.join(gen, "g.truth.txt"))
+        task = [f"comm=4242:4242:{self.facts['thread.4242'].split(',')[0]}",
+                f"mmap2=4242:4242:{self.facts['elf.text_base']}:{self.facts['elf.text_map_len']}:0:{self.elf}"]
+        self.rows = simpmu.setup(gen, self.scen, self.sysfs, cpus=f"0-{cpus - 1}", prefix="g",
+                                 keys=task + list(keys))
+        for cpu in range(cpus):
+            simpmu.write(os.path.join(self.sysfs, "devices", "system", "cpu", f"cpu{cpu}", "regs",
+                                      "identification", "midr_el1"), N1_MIDR + "\n")
+        env = dict(os.environ, LD_PRELOAD=shim, ARMPROFD_SIMPMU_DIR=self.scen, ARMPROFD_SYSFS_ROOT=self.sysfs)
+        # Under ASan the shim comes before the runtime the daemon links (README.md).
+        env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
+        self.d = Daemon(config_text=CONFIG + LIVE + config, env=env)
+        self.d.wait_serving()
+
+    def wait_done(self, timeout=90):
+        """Until each core went through its stream and the daemon has every record it can have."""
+        deadline = time.monotonic() + timeout
+        while sum(" done " in l for l in sim_log(self.scen)) < self.n:
+            assert time.monotonic() < deadline, (self.name, sim_log(self.scen)[-10:], self.d.log()[-2000:])
+            time.sleep(0.1)
+        self.expect = {}
+        for cpu in range(self.n):
+            gone = {i for i, r in simpmu.dropped(self.scen, cpu).items() if r not in READABLE}
+            self.expect[cpu] = [r for i, r in enumerate(self.rows[cpu]) if i not in gone]
+        want = {cpu: len(rows) for cpu, rows in self.expect.items()}
+        while True:
+            got = per_cpu(metrics(self.d), "armprofd_spe_records_total")
+            if got == want:
+                break
+            assert time.monotonic() < deadline, (self.name, got, want, self.d.log()[-2000:])
+            time.sleep(0.1)
+        # Queries read closed epochs: wait for the one that holds the last records.
+        while get(self.d, "/hotlines?window=all&limit=1")["records"] != sum(want.values()):
+            assert time.monotonic() < deadline, (self.name, self.d.log()[-2000:])
+            time.sleep(0.1)
+        return want
+
+    def truth(self):
+        return [r for rows in self.expect.values() for r in rows]
+
+    def close(self):
+        self.d.close()
+
+
+def case_fault(tmp):
+    # Rate 0: a core waits (drops nothing) while its buffer is stopped; only a restart lets it
+    # go on through its stream, so `done` on every CPU is itself the proof of recovery.
+    faults = {1: [(1500, "s1")], 2: [(800, "s2"), (4000, "s1")]}
+    keys = ["rate=0"] + [f"fault={cpu}:{i}:{s}" for cpu, fs in faults.items() for i, s in fs]
+    c = Case(tmp, "fault", ["--records", "24000", "--seed", "21", "--scenario",
+                            "false-sharing,true-sharing,read-only,padded,remote,dram"],
+             keys=keys, config="aux_buffer = 64KiB\ndata_buffer = 1MiB\n")
+    try:
+        want = c.wait_done()
+        log = sim_log(c.scen)
+        logged = {cpu: sum(l.startswith(f"cpu={cpu} fault s") for l in log) for cpu in range(4)}
+        restarted = {cpu: sum(l.startswith(f"cpu={cpu} restart after fault") for l in log) for cpu in range(4)}
+        injected = {cpu: len(faults.get(cpu, [])) for cpu in range(4)}
+        assert logged == restarted == injected, (logged, restarted, injected)
+        # The records missing are exactly the faulting ones: nothing else was lost.
+        dropped = {cpu: {i: r for i, r in simpmu.dropped(c.scen, cpu).items() if r not in READABLE}
+                   for cpu in range(4)}
+        assert dropped == {cpu: {i: "fault" for i, _ in faults.get(cpu, [])} for cpu in range(4)}, dropped
+        # A fault is no truncation: the chunk it ended carried no flag.
+        for l in log:
+            m = re.match(r"cpu=(\d+) fault s\d idx=(\d+) offset=(\d+) size=(\d+)", l)
+            if m and int(m.group(4)):
+                aux = [x for x in log if x.startswith(f"cpu={m.group(1)} aux n=") and f" offset={m.group(3)} " in x
+                       and f" size={m.group(4)} " in x]
+                assert len(aux) <= 1 and all(" flags=0x0 " in x for x in aux), (l, aux)
+        m = metrics(c.d)
+        got = per_cpu(m, "armprofd_spe_aux_fault_restarts_total")
+        assert got == injected, (got, injected)
+        st = status_cpus(c.d)
+        assert {cpu: st[cpu]["aux_fault_restarts"] for cpu in range(4)} == injected, st
+        # Truncations: those of full areas only, as many as the delivered records flagged.
+        trunc = {cpu: sum(1 for l in log if l.startswith(f"cpu={cpu} aux n=")
+                          and int(re.search(r"flags=(0x[0-9a-f]+)", l).group(1), 16) & 1) for cpu in range(4)}
+        assert per_cpu(m, "armprofd_spe_aux_truncated_total") == trunc, trunc
+        every = get(c.d, "/hotlines?window=all&all=1&limit=500")
+        truth = truth_lines(c.truth(), "va")
+        assert every["evictions"] == 0 and every["lines_seen"] == len(truth), (every["lines_seen"], len(truth))
+        check_lines(every["lines"], truth, c.elf)
+        print(f"fault: {sum(injected.values())} buffer faults {injected} (stage 1 and 2), each CPU restarted by "
+              f"the daemon and counted on /metrics and /status; records {want} = truth minus the faulting ones; "
+              f"{len(truth)} lines equal the truth")
+    finally:
+        c.close()
+
+
+CASES = {"fault": case_fault}
+
+with tempfile.TemporaryDirectory(prefix="armprofd-spe-faults-") as tmp:
+    for name in os.environ.get("SPE_FAULTS_CASES", ",".join(CASES)).split(","):
+        CASES[name](tmp)
