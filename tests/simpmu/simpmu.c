@@ -162,6 +162,8 @@ static struct {
         uint64_t time_zero;
         uint32_t time_mult;
         uint16_t time_shift;
+        uint64_t time_cycles, time_mask; /* sched_clock's epoch_cyc and sched_clock_mask (clock_page()) */
+        bool time_short, time_zero_cap; /* cap_user_time_short (5.12+), cap_user_time_zero (arch timer) */
         struct fault_list collision, partial, split, lost, lost_samples, throttle;
         struct fault_list buf_fault;    /* fault=CPU:IDX:s1|s2: b = the translation stage */
         /* Tasks and mappings the kernel reports at an event's first start (attr.comm, attr.mmap2). */
@@ -416,6 +418,8 @@ static void load_scenario(void) {
         S.time_zero = UINT64_C(1000000000);
         S.time_shift = 24;
         S.time_mult = 40U << 24;        /* 40 ns per tick */
+        S.time_mask = (UINT64_C(1) << 56) - 1;
+        S.time_short = S.time_zero_cap = true;
         S.nr_cpu_ids = SIM_MAX_CPUS;
         if (!dir)
                 return;
@@ -487,6 +491,14 @@ static void load_scenario(void) {
                         S.time_mult = (uint32_t) strtoul(v, NULL, 0);
                 else if (!strcmp(k, "time_shift"))
                         S.time_shift = (uint16_t) strtoul(v, NULL, 0);
+                else if (!strcmp(k, "time_cycles"))
+                        S.time_cycles = strtoull(v, NULL, 0);
+                else if (!strcmp(k, "time_mask"))
+                        S.time_mask = strtoull(v, NULL, 0);
+                else if (!strcmp(k, "time_short"))
+                        S.time_short = atoi(v) != 0;
+                else if (!strcmp(k, "time_zero_cap"))
+                        S.time_zero_cap = atoi(v) != 0;
                 else if (!strcmp(k, "collision"))
                         add_fault(&S.collision, v);
                 else if (!strcmp(k, "partial"))
@@ -630,12 +642,62 @@ static void load_cpu(struct sim_cpu *c) {
         c->dropped_f = fopen(path, "we");
 }
 
-/* ---- time: perf's tsc_to_perf_time() (tools/perf/util/tsc.c) ------------------ */
+/* ---- time: the kernel's clock and the user page's conversion ------------------ */
 
+/* mul_u64_u32_shr() of include/linux/math64.h: (a * mul) >> shift without losing the high bits. */
+static uint64_t mul_shr(uint64_t a, uint32_t mul, unsigned shift) {
+        return (uint64_t) (((unsigned __int128) a * mul) >> shift);
+}
+
+/*
+ * The kernel's perf time of a generic-timer value (a Timestamp packet): arm64's
+ * sched_clock() is the arch timer's (kernel/time/sched_clock.c sched_clock():
+ * epoch_ns + cyc_to_ns((cyc - epoch_cyc) & sched_clock_mask, mult, shift)),
+ * with the unclamped mult and shift. The user page's time_zero is epoch_ns less
+ * mul_u64_u32_shr(epoch_cyc, mult, shift) (arch_perf_update_userpage()), so the
+ * scenario's time_zero and time_cycles give epoch_ns. With the defaults
+ * (time_cycles 0, a 56-bit mask) this is time_zero + cyc * mult >> shift, what
+ * perf's tsc_to_perf_time() (tools/perf/util/tsc.c) computes from the page.
+ */
 static uint64_t perf_time(uint64_t cyc) {
-        uint64_t quot = cyc >> S.time_shift, rem = cyc & ((UINT64_C(1) << S.time_shift) - 1);
+        uint64_t epoch_ns = S.time_zero + mul_shr(S.time_cycles, S.time_mult, S.time_shift);
 
-        return S.time_zero + quot * S.time_mult + ((rem * S.time_mult) >> S.time_shift);
+        return epoch_ns + mul_shr((cyc - S.time_cycles) & S.time_mask, S.time_mult, S.time_shift);
+}
+
+/*
+ * The user page's clock as arm64 writes it: arch_perf_update_userpage()
+ * (drivers/perf/arm_pmuv3.c today, arch/arm64/kernel/perf_event.c before the
+ * driver moved; read at torvalds/linux 009d6dc8). Every cap_user_time* bit is
+ * cleared first; when sched_clock is not the arch timer (rd->read_sched_clock
+ * != arch_timer_read_counter: time_zero_cap=0) it returns there, the caps
+ * clear and no time field written. Else time_mult, time_shift, time_zero =
+ * epoch_ns - mul_u64_u32_shr(epoch_cyc, mult, shift), time_cycles =
+ * epoch_cyc, time_mask = sched_clock_mask; a shift of 32 is clamped to 31 with
+ * mult halved ("the original published conversion algorithm shifting a
+ * 32-bit value"); then cap_user_time, _zero and _short are set. Kernels
+ * before "arm64: perf: Implement correct cap_user_time" (Linux 5.12;
+ * time_short=0) wrote time_zero the same way but neither time_cycles nor
+ * time_mask, and set no cap_user_time_short: a reader converts as if the
+ * counter never wrapped.
+ */
+static void clock_page(struct perf_event_mmap_page *up) {
+        up->cap_user_time = up->cap_user_time_zero = up->cap_user_time_short = 0;
+        if (!S.time_zero_cap)
+                return;
+        up->time_mult = S.time_mult;
+        up->time_shift = S.time_shift;
+        up->time_zero = S.time_zero;
+        if (S.time_short) {
+                up->time_cycles = S.time_cycles;
+                up->time_mask = S.time_mask;
+        }
+        if (up->time_shift == 32) {
+                up->time_shift = 31;
+                up->time_mult >>= 1;
+        }
+        up->cap_user_time = up->cap_user_time_zero = 1;
+        up->cap_user_time_short = S.time_short;
 }
 
 /* ---- the data ring: kernel/events/ring_buffer.c ---------------------------------- */
@@ -1677,13 +1739,7 @@ static void *sim_mmap(struct sim_event *e, void *addr, size_t len, int prot, int
                         /* perf_event_init_userpage(), arch_perf_update_userpage() of arm64. */
                         e->up->version = 0;
                         e->up->compat_version = 0;
-                        e->up->cap_user_time_zero = 1;
-                        e->up->cap_user_time_short = 1;
-                        e->up->time_zero = S.time_zero;
-                        e->up->time_mult = S.time_mult;
-                        e->up->time_shift = S.time_shift;
-                        e->up->time_cycles = 0;
-                        e->up->time_mask = (UINT64_C(1) << 56) - 1;
+                        clock_page(e->up);
                         e->up->data_offset = e->page;
                         e->up->data_size = e->data_size;
                         /* ring_buffer_init(): wakeup_watermark or half the ring. */

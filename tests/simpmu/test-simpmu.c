@@ -18,6 +18,10 @@
  *       With `fault` (fault=CPU:IDX:s1|s2 in the scenario): a quiet CPU
  *       whose buffer a fault stopped is not restarted by ENABLE, is by
  *       DISABLE + ENABLE; each fault's record is dropped, nothing else.
+ *       With `clock`: the user page's time fields are those the time_*
+ *       keys give as arm64's arch_perf_update_userpage() writes them, and
+ *       with a conversion the switches (kernel time) attribute every
+ *       record through perf's tsc_to_perf_time() of the page.
  *   test-simpmu errors
  *       each refusal's errno (scenario of simpmu-test.py's errors case).
  */
@@ -398,7 +402,8 @@ static void verify(struct cpu_state *s) {
         uint64_t kernel_lost = data_lost(s->cpu, &faults_written);
         size_t pos = 0, sw = 0;
         uint32_t tid = s->itrace_tid;
-        bool switches_complete = kernel_lost == 0;
+        /* No time conversion (cap_user_time_zero clear): records cannot be placed among the switches. */
+        bool switches_complete = kernel_lost == 0 && s->time.cap_user_time_zero;
 
         load_truth(s);
         /* Switches while the event is off are not reported (perf_iterate_ctx() skips it). */
@@ -563,6 +568,57 @@ static void verify_faults(struct cpu_state *s) {
                         assert_string_equal(s->rec[i].dropped, "fault");
 }
 
+/* ---- the user page's clock (time_* keys) ---- */
+
+static bool arg_clock;
+
+/* A numeric key of the scenario file, or def. */
+static uint64_t scenario_u64(const char *key, uint64_t def) {
+        char path[4096], line[256];
+        size_t n = strlen(key);
+        uint64_t v = def;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/scenario", scen_dir);
+        f = fopen(path, "re");
+        assert_non_null(f);
+        while (fgets(line, sizeof(line), f))
+                if (!strncmp(line, key, n) && line[n] == '=')
+                        v = strtoull(line + n + 1, NULL, 0);
+        fclose(f);
+        return v;
+}
+
+/*
+ * The page as arm64's arch_perf_update_userpage() writes it, worked out here
+ * from the scenario's keys: nothing but clear caps when sched_clock is not
+ * the arch timer; a shift of 32 becomes 31 with mult halved; time_cycles and
+ * time_mask only with cap_user_time_short (5.12+).
+ */
+static void check_clock_page(const struct perf_event_mmap_page *up) {
+        uint64_t mult = scenario_u64("time_mult", 40U << 24), shift = scenario_u64("time_shift", 24);
+        bool cap = scenario_u64("time_zero_cap", 1), short_ = scenario_u64("time_short", 1);
+
+        assert_int_equal(up->cap_user_time_zero, cap);
+        assert_int_equal(up->cap_user_time, cap);
+        assert_int_equal(up->cap_user_time_short, cap && short_);
+        if (!cap) {
+                assert_int_equal(up->time_zero, 0);
+                assert_int_equal(up->time_mult, 0);
+                assert_int_equal(up->time_shift, 0);
+                return;
+        }
+        if (shift == 32) {
+                shift = 31;
+                mult >>= 1;
+        }
+        assert_int_equal(up->time_shift, shift);
+        assert_int_equal(up->time_mult, mult);
+        assert_int_equal(up->time_zero, scenario_u64("time_zero", 1000000000));
+        assert_int_equal(up->time_cycles, short_ ? scenario_u64("time_cycles", 0) : 0);
+        assert_int_equal(up->time_mask, short_ ? scenario_u64("time_mask", (UINT64_C(1) << 56) - 1) : 0);
+}
+
 static unsigned arg_data_pages = 8, arg_aux_pages = 16, arg_watermark, arg_sleep_ms;
 
 static void open_cpu(struct cpu_state *s, int ep, unsigned slot) {
@@ -583,7 +639,10 @@ static void open_cpu(struct cpu_state *s, int ep, unsigned slot) {
         s->up = (struct perf_event_mmap_page *) m;
         assert_int_equal(s->up->data_offset, page_size);
         assert_int_equal(s->up->data_size, arg_data_pages * page_size);
-        assert_true(s->up->cap_user_time_zero);
+        if (arg_clock)
+                check_clock_page(s->up);
+        else
+                assert_true(s->up->cap_user_time_zero);
         s->time = *s->up;
         s->aux_len = arg_aux_pages * page_size;
         s->up->aux_offset = s->data_len;
@@ -926,6 +985,8 @@ int main(int argc, char **argv) {
                                 arg_all_ids = true;
                         else if (!strcmp(argv[i], "fault"))
                                 arg_fault = true;
+                        else if (!strcmp(argv[i], "clock"))
+                                arg_clock = true;
                         else
                                 arg_sleep_ms = (unsigned) atoi(argv[i]);
                 return cmocka_run_group_tests(drain, NULL, NULL);
