@@ -826,6 +826,33 @@ static int live_throttle(struct source *s, unsigned shift) {
         return r;
 }
 
+/*
+ * CPUs whose user page has no time conversion: arm64's arch_perf_update_userpage()
+ * leaves cap_user_time_zero clear when sched_clock is not the arch timer (and
+ * 4.x kernels had no arm64 arch_perf_update_userpage() at all). SPE timestamps then cannot be placed
+ * among the kernel's switch records: records without a CONTEXT packet take
+ * the thread of the last switch read, and the time not sampled after a
+ * truncation is not measured. Said once, with how many CPUs.
+ */
+static void no_time_warning(const struct spe_live_source *src, struct source_status *ret) {
+        size_t n = 0, first = SIZE_MAX;
+
+        for (size_t i = 0; i < src->n_cpus; i++) {
+                const struct live_cpu *c = src->cpus[i];
+
+                if (c && c->state == CPU_ACTIVE && c->ring_ready && !c->ring.clock.has_time_conv) {
+                        n++;
+                        first = MIN(first, i);
+                }
+        }
+        if (n == 0 || ret->n_warnings >= SOURCE_WARNINGS_MAX)
+                return;
+        snprintf(ret->warnings[ret->n_warnings++], SOURCE_WARNING_LEN,
+                 "no SPE time conversion on %zu CPUs (CPU %zu first): the kernel's user page has no "
+                 "cap_user_time_zero (sched_clock is not the arch timer); records without CONTEXT packets take "
+                 "the thread of the last switch read", n, first);
+}
+
 static void live_status(struct source *s, struct source_status *ret) {
         struct spe_live_source *src = of(s);
         size_t n = 0;
@@ -840,6 +867,7 @@ static void live_status(struct source *s, struct source_status *ret) {
         memcpy(ret->reason, src->reason, sizeof(ret->reason));
         if (src->warning[0])
                 memcpy(ret->warnings[ret->n_warnings++], src->warning, sizeof(src->warning));
+        no_time_warning(src, ret);
         for (size_t i = 0; i < src->n_cpus; i++)
                 n += src->cpus[i] != NULL;
         if (n == 0)

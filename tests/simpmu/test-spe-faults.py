@@ -13,6 +13,16 @@ generator's truth and the simulation's own logs:
            (/metrics and /status), and every record but the faulting ones
            arrives: per CPU, and each cache line with every count, equal to
            the truth minus exactly the records cpuN.dropped lists.
+  clock    the user page's clock as arm64 writes it (arch_perf_update_userpage()):
+           a counter that wrapped since sched_clock's epoch (time_cycles,
+           a 32-bit time_mask) with a shift of 32 clamped to 31; a kernel
+           before 5.12 (no cap_user_time_short, a counter that did not
+           wrap); no conversion at all
+           (cap_user_time_zero clear). Per CPU, the perf time the daemon
+           gives its last record (/status last_record_ns) equals perf's
+           tsc_to_perf_time() worked out here from the scenario's keys; with
+           no conversion it gives none, says so, and every record still
+           arrives with its line and thread (CONTEXT packets).
 """
 
 import json
@@ -27,7 +37,7 @@ SRC = os.environ["ARMPROFD_SOURCE_DIR"]
 sys.path.insert(0, os.path.join(SRC, "tests", "integration"))
 sys.path.insert(0, os.path.join(SRC, "tests", "daemon"))
 from armprofd_test import Daemon, parse_prom_text, simpmu_setup  # noqa: E402
-from spegen_truth import CONFIG, check_lines, read_facts, truth_lines  # noqa: E402
+from spegen_truth import CONFIG, LINE, check_lines, decoded, decoded_pc, read_facts, truth_lines  # noqa: E402
 
 simpmu = simpmu_setup()
 
@@ -164,7 +174,90 @@ def case_fault(tmp):
         c.close()
 
 
-CASES = {"fault": case_fault}
+# The user page as arch_perf_update_userpage() writes it from the scenario's keys
+# (tests/simpmu/README.md), and perf's tsc_to_perf_time() (tools/perf/util/tsc.c) of it.
+CLOCK = {"time_zero": 10**9, "time_mult": 40 << 24, "time_shift": 24, "time_cycles": 0,
+         "time_mask": 2**56 - 1, "time_short": 1, "time_zero_cap": 1}
+
+
+def user_page(keys):
+    k = dict(CLOCK, **{a: int(b, 0) for a, b in (x.split("=", 1) for x in keys) if a in CLOCK})
+    if not k["time_zero_cap"]:
+        return None
+    mult, shift = k["time_mult"], k["time_shift"]
+    if shift == 32:
+        shift, mult = 31, mult >> 1
+    short = bool(k["time_short"])
+    return {"zero": k["time_zero"], "mult": mult, "shift": shift, "short": short,
+            "cycles": k["time_cycles"] if short else 0, "mask": k["time_mask"] if short else 0}, k
+
+
+def tsc_to_perf_time(p, cyc):
+    if p["short"]:
+        cyc = p["cycles"] + ((cyc - p["cycles"]) & p["mask"])
+    quot, rem = cyc >> p["shift"], cyc & ((1 << p["shift"]) - 1)
+    return (p["zero"] + quot * p["mult"] + ((rem * p["mult"]) >> p["shift"])) % 2**64
+
+
+def kernel_time(k, cyc):
+    """sched_clock(): epoch_ns + ((cyc - epoch_cyc) & mask) * mult >> shift, the unclamped mult and shift."""
+    epoch_ns = k["time_zero"] + ((k["time_cycles"] * k["time_mult"]) >> k["time_shift"])
+    return epoch_ns + ((((cyc - k["time_cycles"]) & k["time_mask"]) * k["time_mult"]) >> k["time_shift"])
+
+
+def case_clock(tmp):
+    # Timestamps of spegen start near 10^9 ticks: time_cycles past them with a 32-bit mask is a
+    # counter that wrapped since the epoch. An odd mult: the clamp to shift 31 drops its low bit.
+    wrapped = ["time_cycles=0xF0000000", "time_mask=0xFFFFFFFF"]
+    variants = {"clock-wrap": wrapped + ["time_shift=32", "time_mult=0xC0000001"],
+                # Before 5.12 the page could not say the counter wrapped (it does not here: a reader
+                # converting as if it never did is right, to the rounding of the epoch's ticks).
+                "clock-old": ["time_cycles=0x10000000", "time_short=0"],
+                "clock-none": ["time_zero_cap=0"]}
+    for name, keys in variants.items():
+        c = Case(tmp, name, ["--records", "8000", "--seed", "23", "--scenario",
+                             "false-sharing,true-sharing,read-only,remote"],
+                 keys=["rate=0"] + keys, config="aux_buffer = 64KiB\ndata_buffer = 1MiB\n", cpus=2)
+        try:
+            c.wait_done()
+            st = status_cpus(c.d)
+            spe = [x for x in get(c.d, "/status")["collectors"] if x["name"] == "spe"][0]
+            page = user_page(keys)
+            last = {cpu: int(c.expect[cpu][-1]["timestamp"]) for cpu in range(2)}
+            if page is None:
+                assert all(not st[cpu]["time_conversion"] and "last_record_ns" not in st[cpu] for cpu in range(2)), st
+                assert any("no SPE time conversion on 2 CPUs" in w for w in spe["warnings"]), spe
+                said = "no time conversion, said on /status"
+            else:
+                p, k = page
+                want = {cpu: tsc_to_perf_time(p, last[cpu]) for cpu in range(2)}
+                got = {cpu: st[cpu].get("last_record_ns") for cpu in range(2)}
+                assert all(st[cpu]["time_conversion"] for cpu in range(2)), st
+                assert got == want, (name, got, want)
+                assert not any("time conversion" in w for w in spe["warnings"]), spe
+                off = {cpu: want[cpu] - kernel_time(k, last[cpu]) for cpu in range(2)}
+                said = f"last records at {want} ns as tsc_to_perf_time() of the page ({off} ns from the kernel's time)"
+            # Nothing lost, every line and thread right (CONTEXT packets name the threads).
+            assert all(not simpmu.dropped(c.scen, cpu) for cpu in range(2))
+            every = get(c.d, "/hotlines?window=all&all=1&limit=500")
+            check_lines(every["lines"], truth_lines(c.truth(), "va"), c.elf)
+            tids = {}
+            for r in c.truth():
+                if r["op_class"] == "1" and r["va"]:
+                    a = decoded(r["va"])
+                    tids.setdefault((a & ~(LINE - 1), a & (LINE - 1), decoded_pc(r)), set()).add(int(r["tid"]))
+            for l in every["lines"]:
+                for o in l["offsets"]:
+                    if not o["tids_truncated"]:
+                        key = (int(l["address"], 16), int(o["offset"], 16), int(o["pc"], 16))
+                        assert set(o["tids"]) == tids[key], (key, o["tids"], tids[key])
+            print(f"{name}: {' '.join(keys)}: {said}; {len(c.truth())} records, their lines and threads equal "
+                  f"the truth")
+        finally:
+            c.close()
+
+
+CASES = {"fault": case_fault, "clock": case_clock}
 
 with tempfile.TemporaryDirectory(prefix="armprofd-spe-faults-") as tmp:
     for name in os.environ.get("SPE_FAULTS_CASES", ",".join(CASES)).split(","):
