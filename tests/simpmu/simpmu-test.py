@@ -75,6 +75,10 @@ CASES = [
     # sched_clock not the arch timer: no cap_user_time_zero, no time fields.
     ('clock-none', ['--seed', '17', '--records', '4000', '--no-context'], {'cpus': '0-1'},
      ['rate=0', 'time_zero_cap=0'], ['drain', '16', '8', '0', 'clock']),
+    # Two SPE PMUs (arm_spe_0 on CPUs 0-1, arm_spe_1 on 2-3, types 42 and
+    # 43): each CPU opened with its own PMU's type, the other's is ENOENT.
+    ('two-pmus', ['--seed', '18', '--records', '8000', '--no-context'], {'cpus': '0-1'},
+     ['rate=0', 'type2=43', 'cpus2=2-3'], ['drain', '16', '8', '0']),
     ('errors', ['--seed', '12', '--records', '200'],
      {'cpus': '0-3', 'possible': '0-5', 'online': '0-2,4'},
      ['noperfmon=1', 'eacces_cpus=1', 'ebusy=2:2', 'mmap_limit=65536', 'mmap_errno=ENOMEM'],

@@ -143,6 +143,8 @@ static struct {
         char online_path[PATH_MAX];
         uint32_t type;
         bool cpus[SIM_MAX_CPUS];
+        uint32_t type2;                 /* a second PMU, arm_spe_1 (type2=, cpus2=): UINT32_MAX none */
+        bool cpus2[SIM_MAX_CPUS];
         unsigned nr_cpu_ids;            /* possible CPUs: perf_event_alloc() wants cpu below it */
         double rate;                    /* records per second per CPU, 0: as fast as the ring allows */
         double rate_spread;             /* each CPU's rate (or ops_per_sec) differs by up to this share */
@@ -409,7 +411,7 @@ static void load_scenario(void) {
         for (unsigned cpu = 0; cpu < SIM_MAX_CPUS; cpu++)
                 CPU[cpu].cpu = cpu;
         /* Defaults: an N1 (PMSIDR_EL1.MaxSize 64 bytes), a 25 MHz generic timer. */
-        S.type = UINT32_MAX;
+        S.type = S.type2 = UINT32_MAX;
         S.mmap_errno = EPERM;
         S.attr_size = ATTR_SIZE_VER8;
         S.pmsver = 2;
@@ -451,6 +453,10 @@ static void load_scenario(void) {
                         S.type = (uint32_t) strtoul(v, NULL, 10);
                 else if (!strcmp(k, "cpus"))
                         (void) parse_cpulist(v, S.cpus, NULL);
+                else if (!strcmp(k, "type2"))
+                        S.type2 = (uint32_t) strtoul(v, NULL, 10);
+                else if (!strcmp(k, "cpus2"))
+                        (void) parse_cpulist(v, S.cpus2, NULL);
                 else if (!strcmp(k, "rate"))
                         S.rate = strtod(v, NULL);
                 else if (!strcmp(k, "rate_spread"))
@@ -555,7 +561,8 @@ static void load_scenario(void) {
                         fclose(f);
                 }
         }
-        sim_log("scenario type=%" PRIu32 " rate=%g rate_spread=%g", S.type, S.rate, S.rate_spread);
+        sim_log("scenario type=%" PRIu32 " type2=%" PRId64 " rate=%g rate_spread=%g", S.type,
+                S.type2 == UINT32_MAX ? INT64_C(-1) : (int64_t) S.type2, S.rate, S.rate_spread);
 }
 
 /*
@@ -1527,6 +1534,23 @@ static void wake_core(struct sim_event *e) {
 
 /* ---- perf_event_open ----------------------------------------------------------- */
 
+/*
+ * One of the simulated PMUs: arm_spe_0 (type=, cpus=) or, on a host with two
+ * kinds of cores that have SPE (big.LITTLE, or two SPE implementations),
+ * arm_spe_1 (type2=, cpus2=). Each probed device is its own PMU: its own
+ * name (arm_spe_pmu_perf_init(): "arm_spe_%d" of a counter), its own type
+ * (perf_pmu_register() with -1: a dynamic one) and its own supported_cpus
+ * (the PPI partition of its interrupt, arm_spe_pmu_irq_probe()).
+ */
+static bool sim_type(uint32_t type) {
+        return type == S.type || (S.type2 != UINT32_MAX && type == S.type2);
+}
+
+/* arm_spe_pmu_event_init(): the event's CPU must be in this PMU's supported_cpus, else ENOENT. */
+static bool pmu_covers(uint32_t type, unsigned cpu) {
+        return type == S.type ? S.cpus[cpu] : S.cpus2[cpu];
+}
+
 static long fail(int e) {
         errno = e;
         return -1;
@@ -1583,7 +1607,7 @@ static long sim_open(struct perf_event_attr *uattr, pid_t pid, int cpu, int grou
          * outside the format fields are not checked by the driver (only
          * event_filter's RES0 bits are): ignored here too.
          */
-        if (!S.cpus[cpu]) {
+        if (!pmu_covers(attr.type, (unsigned) cpu)) {
                 sim_log("cpu=%d open errno=ENOENT (not in cpumask)", cpu);
                 return fail(ENOENT);
         }
@@ -1649,8 +1673,8 @@ static long sim_open(struct perf_event_attr *uattr, pid_t pid, int cpu, int grou
         __atomic_store_n(&c->period, attr.sample_period, __ATOMIC_RELAXED);
         EVS[n_evs++] = e;
         __atomic_store_n(&FD[fd], e, __ATOMIC_RELEASE);
-        sim_log("cpu=%d open fd=%d id=%" PRIu64 " context_switch=%d aux_watermark=%u", cpu, fd, e->id,
-                (int) attr.context_switch, attr.aux_watermark);
+        sim_log("cpu=%d open fd=%d id=%" PRIu64 " context_switch=%d aux_watermark=%u type=%" PRIu32, cpu, fd, e->id,
+                (int) attr.context_switch, attr.aux_watermark, attr.type);
         if (!c->started && c->n_rec) {
                 c->started = true;
                 if (pthread_create(&c->thread, NULL, producer, c) != 0)
@@ -1681,7 +1705,7 @@ SIM_EXPORT long syscall(long nr, ...) {
 
                 pthread_mutex_lock(&G);
                 load_scenario();
-                if (S.dir[0] && attr->type == S.type) {
+                if (S.dir[0] && sim_type(attr->type)) {
                         uint64_t delay = S.open_delay_ns;
 
                         r = sim_open(attr, (pid_t) a[1], (int) a[2], (int) a[3], (unsigned long) a[4]);

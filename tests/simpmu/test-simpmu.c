@@ -310,6 +310,7 @@ static long perf_open(struct perf_event_attr *attr, int cpu, int pid) {
 
 static struct spe_pmu *pmus;
 static size_t n_pmus;
+static uint64_t scenario_u64(const char *key, uint64_t def);
 
 static void discover(void) {
         char err[256] = "";
@@ -317,7 +318,19 @@ static void discover(void) {
         if (pmus)
                 return;
         assert_int_equal(spe_pmu_discover(sysfs_root, &pmus, &n_pmus, err, sizeof(err)), 0);
-        assert_int_equal(n_pmus, 1);
+        /* arm_spe_0, and arm_spe_1 when the scenario has a second PMU (type2=, cpus2=). */
+        assert_int_equal(n_pmus, scenario_u64("type2", UINT64_MAX) != UINT64_MAX ? 2 : 1);
+}
+
+/* The attr of the PMU covering cpu (each PMU its own type), for arm_spe_0's CPUs base_attr(). */
+static void cpu_attr(struct spe_pmu_event_attr *a, const struct spe_pmu_options *o, unsigned cpu) {
+        const struct spe_pmu *p;
+        char err[256] = "";
+
+        discover();
+        p = spe_pmu_for_cpu(pmus, n_pmus, cpu);
+        assert_non_null(p);
+        assert_int_equal(spe_pmu_attr(p, o, a, NULL, err, sizeof(err)), 0);
 }
 
 static void base_attr(struct spe_pmu_event_attr *a, const struct spe_pmu_options *o) {
@@ -625,7 +638,7 @@ static void open_cpu(struct cpu_state *s, int ep, unsigned slot) {
         struct spe_pmu_options o = { .exclude_kernel = false };
         uint8_t *m;
 
-        base_attr(&s->attr, &o);
+        cpu_attr(&s->attr, &o, s->cpu);
         s->attr.attr.context_switch = 1;
         s->attr.attr.aux_watermark = arg_watermark;
         if (arg_all_ids)
@@ -712,6 +725,30 @@ static void sleep_ms(unsigned ms) {
 
 static bool arg_offline;
 
+/*
+ * Two PMUs: each CPU opened with its own PMU's type (open_cpu()); with the
+ * other's, arm_spe_pmu_event_init() refuses it: ENOENT, the CPU is not in
+ * that PMU's supported_cpus (before the exclusive check: not EBUSY).
+ */
+static void two_pmus(const struct cpu_state *cs, unsigned n) {
+        if (n_pmus < 2)
+                return;
+        for (unsigned i = 0; i < n; i++) {
+                const struct spe_pmu *mine = spe_pmu_for_cpu(pmus, n_pmus, cs[i].cpu);
+                const struct spe_pmu *other = mine == &pmus[0] ? &pmus[1] : &pmus[0];
+                struct spe_pmu_event_attr a;
+                struct spe_pmu_options o = {};
+                char err[256] = "";
+
+                assert_int_equal(cs[i].attr.attr.type, mine->type);
+                assert_int_equal(spe_pmu_attr(other, &o, &a, NULL, err, sizeof(err)), 0);
+                assert_true(perf_open(&a.attr, (int) cs[i].cpu, -1) < 0);
+                assert_int_equal(errno, ENOENT);
+        }
+        print_message("%u CPUs on %s (type %" PRIu32 ") and %s (type %" PRIu32 "), each opened with its own\n", n,
+                      pmus[0].name, pmus[0].type, pmus[1].name, pmus[1].type);
+}
+
 static void test_drain(void **state) {
         static struct cpu_state cs[MAX_CPUS];
         struct epoll_event evs[MAX_CPUS];
@@ -724,13 +761,14 @@ static void test_drain(void **state) {
         ep = epoll_create1(EPOLL_CLOEXEC);
         assert_true(ep >= 0);
         for (unsigned cpu = 0; cpu < MAX_CPUS; cpu++) {
-                if (!cpulist_has(&pmus[0].cpus, cpu))
+                if (!spe_pmu_for_cpu(pmus, n_pmus, cpu))
                         continue;
                 cs[n].cpu = cpu;
                 open_cpu(&cs[n], ep, n);
                 n++;
         }
         assert_true(n > 0);
+        two_pmus(cs, n);
 
         /* Drain on wakeups, and on a timer for a quiet CPU, until every core is done. */
         for (;;) {
