@@ -23,6 +23,11 @@ generator's truth and the simulation's own logs:
            tsc_to_perf_time() worked out here from the scenario's keys; with
            no conversion it gives none, says so, and every record still
            arrives with its line and thread (CONTEXT packets).
+  two-pmus two arm_spe PMUs (arm_spe_0 on CPUs 0-1, arm_spe_1 on 2-3, types
+           42 and 43, as a host with two kinds of cores has): the daemon
+           finds both and opens each CPU with its own PMU's type (the shim
+           refuses the other's, ENOENT); every CPU's records arrive, per
+           CPU and per cache line, equal to the truth.
 """
 
 import json
@@ -77,7 +82,7 @@ def status_cpus(d):
 
 
 class Case:
-    def __init__(self, tmp, name, spegen_args, keys=(), config="", cpus=4):
+    def __init__(self, tmp, name, spegen_args, keys=(), config="", cpus=4, pmu_cpus=None):
         self.name, self.n = name, cpus
         gen, self.scen, self.sysfs = (os.path.join(tmp, name, x) for x in ("gen", "scen", "sys"))
         os.makedirs(gen)
@@ -87,7 +92,8 @@ class Case:
         self.facts = read_facts(os.path.join(gen, "g.truth.txt"))
         task = [f"comm=4242:4242:{self.facts['thread.4242'].split(',')[0]}",
                 f"mmap2=4242:4242:{self.facts['elf.text_base']}:{self.facts['elf.text_map_len']}:0:{self.elf}"]
-        self.rows = simpmu.setup(gen, self.scen, self.sysfs, cpus=f"0-{cpus - 1}", prefix="g",
+        # pmu_cpus: arm_spe_0's CPUs when the keys put the others on a second PMU (cpus2=).
+        self.rows = simpmu.setup(gen, self.scen, self.sysfs, cpus=pmu_cpus or f"0-{cpus - 1}", prefix="g",
                                  keys=task + list(keys))
         for cpu in range(cpus):
             simpmu.write(os.path.join(self.sysfs, "devices", "system", "cpu", f"cpu{cpu}", "regs",
@@ -257,7 +263,34 @@ def case_clock(tmp):
             c.close()
 
 
-CASES = {"fault": case_fault, "clock": case_clock}
+def case_two_pmus(tmp):
+    c = Case(tmp, "two-pmus", ["--records", "16000", "--seed", "25", "--scenario",
+                               "false-sharing,true-sharing,read-only,remote,dram"],
+             keys=["rate=0", "type2=43", "cpus2=2-3"], config="aux_buffer = 64KiB\ndata_buffer = 1MiB\n",
+             pmu_cpus="0-1")
+    try:
+        want = c.wait_done()
+        opens = {}
+        for l in sim_log(c.scen):
+            m = re.match(r"cpu=(\d+) open fd=\d+ .* type=(\d+)$", l)
+            if m:
+                opens.setdefault(int(m.group(1)), set()).add(int(m.group(2)))
+        assert opens == {0: {42}, 1: {42}, 2: {43}, 3: {43}}, opens
+        assert not any("errno=ENOENT" in l for l in sim_log(c.scen)), "an open with the other PMU's type"
+        assert all(len(c.rows[cpu]) > 0 and want[cpu] == len(c.rows[cpu]) for cpu in range(4)), want
+        st = status_cpus(c.d)
+        assert all(st[cpu]["state"] == "active" for cpu in range(4)), st
+        every = get(c.d, "/hotlines?window=all&all=1&limit=500")
+        truth = truth_lines(c.truth(), "va")
+        assert every["evictions"] == 0 and every["lines_seen"] == len(truth), (every["lines_seen"], len(truth))
+        check_lines(every["lines"], truth, c.elf)
+        print(f"two-pmus: arm_spe_0 (type 42) on CPUs 0-1, arm_spe_1 (type 43) on 2-3, each CPU opened with its "
+              f"own; records {want} equal the truth, {len(truth)} lines too")
+    finally:
+        c.close()
+
+
+CASES = {"fault": case_fault, "clock": case_clock, "two-pmus": case_two_pmus}
 
 with tempfile.TemporaryDirectory(prefix="armprofd-spe-faults-") as tmp:
     for name in os.environ.get("SPE_FAULTS_CASES", ",".join(CASES)).split(","):
