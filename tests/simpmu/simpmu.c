@@ -168,6 +168,7 @@ static struct {
         bool time_short, time_zero_cap; /* cap_user_time_short (5.12+), cap_user_time_zero (arch timer) */
         struct fault_list collision, partial, split, lost, lost_samples, throttle;
         struct fault_list buf_fault;    /* fault=CPU:IDX:s1|s2: b = the translation stage */
+        struct fault_list storm;        /* sideband_storm=CPU:IDX:N (sideband_storm()) */
         /* Tasks and mappings the kernel reports at an event's first start (attr.comm, attr.mmap2). */
         struct sim_task {
                 uint32_t pid, tid;
@@ -519,6 +520,8 @@ static void load_scenario(void) {
                         add_fault(&S.throttle, v);
                 else if (!strcmp(k, "fault"))
                         add_buf_fault(v);
+                else if (!strcmp(k, "sideband_storm"))
+                        add_fault(&S.storm, v);
                 else if (!strcmp(k, "comm") && S.n_comms < SIM_MAX_TASKS) {
                         struct sim_task *t = &S.comms[S.n_comms];
                         int at = 0;
@@ -1313,6 +1316,103 @@ static bool buffer_fault(struct sim_cpu *c, struct sim_event *e, size_t i) {
         return true;
 }
 
+/* perf_event_task_output(): PERF_RECORD_FORK or _EXIT {pid, ppid, tid, ptid, time}. */
+static bool storm_task(struct sim_event *e, uint32_t type, uint32_t pid, uint32_t ppid, uint32_t ptid, uint64_t t) {
+        uint8_t r[8 + 24];
+        struct perf_event_header h = { .type = type };
+
+        memcpy(r, &h, sizeof(h));
+        memcpy(r + 8, &pid, 4);
+        memcpy(r + 12, &ppid, 4);
+        memcpy(r + 16, &pid, 4);
+        memcpy(r + 20, &ptid, 4);
+        memcpy(r + 24, &t, 8);
+        return data_output(e, r, sizeof(r), t);
+}
+
+/* perf_event_comm_output() of an exec (misc PERF_RECORD_MISC_COMM_EXEC): {pid, tid, comm[16]}. */
+static bool storm_comm(struct sim_event *e, uint32_t pid, const char *name, uint64_t t) {
+        uint8_t r[8 + 8 + 16] = { 0 };
+        struct perf_event_header h = { .type = PERF_RECORD_COMM, .misc = PERF_RECORD_MISC_COMM_EXEC };
+
+        memcpy(r, &h, sizeof(h));
+        memcpy(r + 8, &pid, 4);
+        memcpy(r + 12, &pid, 4);
+        memcpy(r + 16, name, strnlen(name, 15));
+        return data_output(e, r, sizeof(r), t);
+}
+
+/* perf_event_mmap_output(): an MMAP2 without a build id, the process's text. */
+static bool storm_mmap2(struct sim_event *e, uint32_t pid, const char *path, uint64_t t) {
+        uint8_t r[72 + 64] = { 0 };
+        struct perf_event_header h = { .type = PERF_RECORD_MMAP2, .misc = PERF_RECORD_MISC_USER };
+        uint64_t start = 0x400000, len = 0x10000;
+        uint32_t prot = PROT_READ | PROT_EXEC, flags = MAP_PRIVATE;
+        size_t n = strnlen(path, 63);
+
+        memcpy(r, &h, sizeof(h));
+        memcpy(r + 8, &pid, 4);
+        memcpy(r + 12, &pid, 4);
+        memcpy(r + 16, &start, 8);
+        memcpy(r + 24, &len, 8);
+        memcpy(r + 64, &prot, 4);
+        memcpy(r + 68, &flags, 4);
+        memcpy(r + 72, path, n);
+        return data_output(e, r, 72 + ((n + 1 + 7) & ~(size_t) 7), t);
+}
+
+/*
+ * A fork and exec storm on the CPU before record i (sideband_storm=CPU:IDX:N):
+ * N short-lived processes, each forked by the task running, exec'd, mapping
+ * its text and exiting there, all at once (a shell loop, a build). The kernel
+ * writes their side-band records into every ring of a CPU-wide event that is
+ * on on that CPU and asked for them (kernel/events/core.c perf_event_task(),
+ * perf_event_comm(), perf_event_mmap() through perf_iterate_sb(): attr.task,
+ * attr.comm, attr.mmap2; an event that is off is skipped): FORK (sample_id
+ * the parent), COMM with COMM_EXEC, MMAP2 and EXIT (the child). What the
+ * data ring has no room for is counted (perf_output_begin(): rb->lost) and
+ * reported by the PERF_RECORD_LOST that precedes the next record that fits:
+ * data_output(). The pids are 200000 + 20000 * CPU + n, names storm-n.
+ * Logged `storm idx= n= records= written= lost=`. G held.
+ */
+static void sideband_storm(struct sim_cpu *c, struct sim_event *e, size_t i) {
+        const struct fault *f = find_fault(&S.storm, c->cpu, i);
+        uint32_t ppid = c->cur_pid, ptid = c->cur_tid;
+        uint64_t t = c->now, records = 0, written = 0;
+        static uint32_t seq[SIM_MAX_CPUS];
+
+        if (!f || !e || !e->on || e->dead || !e->data_size)
+                return;
+        for (uint64_t k = 0; k < f->b; k++) {
+                uint32_t pid = 200000 + 20000 * c->cpu + seq[c->cpu]++ % 20000;
+                char name[16], path[64];
+
+                snprintf(name, sizeof(name), "storm-%" PRIu32, pid);
+                snprintf(path, sizeof(path), "/usr/libexec/storm/%" PRIu32, pid);
+                if (e->attr.task) {
+                        written += storm_task(e, PERF_RECORD_FORK, pid, ppid, ptid, t);
+                        records++;
+                }
+                c->cur_pid = c->cur_tid = pid;
+                if (e->attr.comm) {
+                        written += storm_comm(e, pid, name, t);
+                        records++;
+                }
+                if (e->attr.mmap2) {
+                        written += storm_mmap2(e, pid, path, t);
+                        records++;
+                }
+                if (e->attr.task) {
+                        written += storm_task(e, PERF_RECORD_EXIT, pid, ppid, ptid, t);
+                        records++;
+                }
+                c->cur_pid = ppid;
+                c->cur_tid = ptid;
+        }
+        sim_log("cpu=%u storm idx=%zu n=%" PRIu64 " records=%" PRIu64 " written=%" PRIu64 " lost=%" PRIu64, c->cpu, i,
+                f->b, records, written, records - written);
+}
+
 /* PERF_EVENT_IOC_ENABLE of an event that is off: a faulted one starts a new session (buffer_fault()). */
 static void fault_restarted(struct sim_event *e) {
         if (!e->faulted)
@@ -1344,6 +1444,7 @@ static void process_record(struct sim_cpu *c, size_t i) {
                 c->cur_pid = r->pid;
                 c->cur_tid = r->tid;
         }
+        sideband_storm(c, e, i);
         f = find_fault(&S.lost_samples, c->cpu, i);
         if (f && e && e->data_size)
                 emit_lost_samples(e, f->b);

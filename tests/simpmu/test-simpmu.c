@@ -22,6 +22,8 @@
  *       keys give as arm64's arch_perf_update_userpage() writes them, and
  *       with a conversion the switches (kernel time) attribute every
  *       record through perf's tsc_to_perf_time() of the page.
+ *       With `storm`: attr.task, comm and mmap2 set; every storm record the
+ *       ring took (sim.log) is read, the rest are in the LOST counts.
  *   test-simpmu errors
  *       each refusal's errno (scenario of simpmu-test.py's errors case).
  */
@@ -110,6 +112,7 @@ struct cpu_state {
         uint64_t next, chunk_bytes;     /* where the last chunk ended; bytes of this one so far */
         uint64_t enables, truncations;
         uint64_t fault_restarts;        /* DISABLE + ENABLE after a fatal buffer fault (recover_fault()) */
+        uint64_t storm_seen;            /* FORK, COMM, MMAP2, EXIT of storm processes read (sideband_storm=) */
         struct aux_ring_stats prev;     /* the closed events' counts (close_cpu()) */
         uint64_t id;                    /* PERF_EVENT_IOC_ID */
         struct perf_event_mmap_page time; /* the user page's time fields, kept after unmapping */
@@ -287,6 +290,18 @@ static int on_record(void *userdata, const uint8_t *rec, size_t len) {
                         s->n_sw++;
                         s->switch_out++;
                 }
+                break;
+        }
+        case PERF_RECORD_FORK:
+        case PERF_RECORD_EXIT:
+        case PERF_RECORD_COMM:
+        case PERF_RECORD_MMAP2: {
+                uint32_t pid;
+
+                /* Only a storm's (the attr asks for them in `storm` mode): pid, first word after the header. */
+                memcpy(&pid, rec + sizeof(h), sizeof(pid));
+                assert_true(pid >= 200000 + 20000 * s->cpu && pid < 200000 + 20000 * (s->cpu + 1));
+                s->storm_seen++;
                 break;
         }
         case PERF_RECORD_THROTTLE:
@@ -632,6 +647,47 @@ static void check_clock_page(const struct perf_event_mmap_page *up) {
         assert_int_equal(up->time_mask, short_ ? scenario_u64("time_mask", (UINT64_C(1) << 56) - 1) : 0);
 }
 
+/* ---- side-band storms (sideband_storm=CPU:IDX:N) ---- */
+
+static bool arg_storm;
+
+/* The `written=` of this CPU's storm lines in sim.log: the storm records the ring took. */
+static uint64_t storm_written(unsigned cpu, uint64_t *ret_lost) {
+        char path[4096], pat[64];
+        uint64_t w = 0, l = 0;
+        size_t size;
+        char *log;
+
+        snprintf(path, sizeof(path), "%s/sim.log", scen_dir);
+        log = read_all(path, &size);
+        assert_non_null(log);
+        snprintf(pat, sizeof(pat), "cpu=%u storm ", cpu);
+        for (char *p = log; (p = strstr(p, pat)); p++) {
+                char *x = strstr(p, " written="), *y = strstr(p, " lost=");
+
+                assert_true(x && y);
+                w += strtoull(x + 9, NULL, 10);
+                l += strtoull(y + 6, NULL, 10);
+        }
+        free(log);
+        *ret_lost = l;
+        return w;
+}
+
+/*
+ * Every storm record the ring took was read, and the kernel's
+ * PERF_RECORD_LOST counts (verify() checks them against sim.log) hold
+ * those it had no room for.
+ */
+static void verify_storm(struct cpu_state *s) {
+        uint64_t lost, written = storm_written(s->cpu, &lost);
+
+        print_message("cpu %u: storm records %" PRIu64 " written, %" PRIu64 " read, %" PRIu64 " lost; ring LOST %" PRIu64
+                      "\n", s->cpu, written, s->storm_seen, lost, s->prev.lost);
+        assert_int_equal(s->storm_seen, written);
+        assert_true(s->prev.lost >= lost);
+}
+
 static unsigned arg_data_pages = 8, arg_aux_pages = 16, arg_watermark, arg_sleep_ms;
 
 static void open_cpu(struct cpu_state *s, int ep, unsigned slot) {
@@ -641,6 +697,8 @@ static void open_cpu(struct cpu_state *s, int ep, unsigned slot) {
         cpu_attr(&s->attr, &o, s->cpu);
         s->attr.attr.context_switch = 1;
         s->attr.attr.aux_watermark = arg_watermark;
+        /* The side-band records a storm writes (perf_event_task(), _comm(), _mmap()). */
+        s->attr.attr.task = s->attr.attr.comm = s->attr.attr.mmap2 = arg_storm;
         if (arg_all_ids)
                 s->attr.attr.sample_type |= PERF_SAMPLE_ID | PERF_SAMPLE_STREAM_ID;
         s->fd = (int) perf_open(&s->attr.attr, (int) s->cpu, -1);
@@ -830,6 +888,8 @@ static void test_drain(void **state) {
                 verify(&cs[i]);
                 if (arg_fault)
                         verify_faults(&cs[i]);
+                if (arg_storm)
+                        verify_storm(&cs[i]);
         }
         close(ep);
         (void) state;
@@ -1025,6 +1085,8 @@ int main(int argc, char **argv) {
                                 arg_fault = true;
                         else if (!strcmp(argv[i], "clock"))
                                 arg_clock = true;
+                        else if (!strcmp(argv[i], "storm"))
+                                arg_storm = true;
                         else
                                 arg_sleep_ms = (unsigned) atoi(argv[i]);
                 return cmocka_run_group_tests(drain, NULL, NULL);
