@@ -1633,6 +1633,22 @@ static void wake_core(struct sim_event *e) {
         pthread_cond_broadcast(&CPU[e->cpu].cond);
 }
 
+/*
+ * PERF_EVENT_IOC_PERIOD: __perf_event_period() (kernel/events/core.c) stops
+ * an ACTIVE event (pmu->stop(PERF_EF_UPDATE)) and starts it again
+ * (pmu->start(PERF_EF_RELOAD)). Modelled for an event a fault stopped
+ * (buffer_fault()): arm_spe_pmu_stop() finds no handle, arm_spe_pmu_start()
+ * begins a new session. A live session is left running (the kernel's stop
+ * would commit its bytes and the start begin another: not modelled).
+ */
+static void period_restart(struct sim_event *e) {
+        if (!e->faulted || !e->on || e->dead)
+                return;
+        hw_start(e);
+        fault_restarted(e);
+        wake_core(e);
+}
+
 /* ---- perf_event_open ----------------------------------------------------------- */
 
 /*
@@ -2051,6 +2067,7 @@ static int sim_ioctl(struct sim_event *e, unsigned long req, void *arg) {
                 e->attr.sample_period = *(const uint64_t *) arg;
                 __atomic_store_n(&CPU[e->cpu].period, e->attr.sample_period, __ATOMIC_RELAXED);
                 sim_log("cpu=%u period=%" PRIu64, e->cpu, (uint64_t) e->attr.sample_period);
+                period_restart(e);
                 return 0;
         case PERF_EVENT_IOC_SET_BPF:
         case PERF_EVENT_IOC_REFRESH:

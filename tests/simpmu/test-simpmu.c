@@ -17,7 +17,8 @@
  *       the SWITCH_CPU_WIDE records give every record the truth's tid.
  *       With `fault` (fault=CPU:IDX:s1|s2 in the scenario): a quiet CPU
  *       whose buffer a fault stopped is not restarted by ENABLE, is by
- *       DISABLE + ENABLE; each fault's record is dropped, nothing else.
+ *       DISABLE + ENABLE or PERIOD; each fault's record is dropped, nothing
+ *       else.
  *       With `clock`: the user page's time fields are those the time_*
  *       keys give as arm64's arch_perf_update_userpage() writes them, and
  *       with a conversion the switches (kernel time) attribute every
@@ -543,8 +544,9 @@ static uint64_t log_count(unsigned cpu, const char *what) {
  * A quiet CPU whose buffer a fault stopped (the shim logged more faults than
  * restarts): PERF_EVENT_IOC_ENABLE alone must not restart it (the event is on:
  * _perf_event_enable() does nothing), DISABLE + ENABLE must (arm_spe_pmu_stop()
- * then arm_spe_pmu_start()). The DISABLE commits nothing: the fault ended the
- * session and its bytes went out with the fault's PERF_RECORD_AUX.
+ * then arm_spe_pmu_start()), and so must PERF_EVENT_IOC_PERIOD (every other
+ * fault). The DISABLE commits nothing: the fault ended the session and its
+ * bytes went out with the fault's PERF_RECORD_AUX.
  */
 static void recover_fault(struct cpu_state *s) {
         uint64_t n_faults_seen = log_count(s->cpu, "fault s"), restarts = log_count(s->cpu, "restart after fault");
@@ -557,10 +559,17 @@ static void recover_fault(struct cpu_state *s) {
         aux_records = s->ring.stats.aux_records;
         assert_int_equal(ioctl(s->fd, PERF_EVENT_IOC_ENABLE, 0), 0);
         assert_int_equal(log_count(s->cpu, "restart after fault"), restarts);
-        assert_int_equal(ioctl(s->fd, PERF_EVENT_IOC_DISABLE, 0), 0);
-        drain_one(s);
-        assert_int_equal(s->ring.stats.aux_records, aux_records);
-        assert_int_equal(ioctl(s->fd, PERF_EVENT_IOC_ENABLE, 0), 0);
+        if (restarts % 2 == 0) {
+                assert_int_equal(ioctl(s->fd, PERF_EVENT_IOC_DISABLE, 0), 0);
+                drain_one(s);
+                assert_int_equal(s->ring.stats.aux_records, aux_records);
+                assert_int_equal(ioctl(s->fd, PERF_EVENT_IOC_ENABLE, 0), 0);
+        } else {
+                /* Every other one: a new period stops and starts the event too (__perf_event_period()). */
+                uint64_t period = s->attr.attr.sample_period;
+
+                assert_int_equal(ioctl(s->fd, PERF_EVENT_IOC_PERIOD, &period), 0);
+        }
         assert_int_equal(log_count(s->cpu, "restart after fault"), restarts + 1);
         s->fault_restarts++;
 }
@@ -586,7 +595,7 @@ static void verify_faults(struct cpu_state *s) {
                 want++;
         }
         fclose(f);
-        print_message("cpu %u: %" PRIu64 " buffer faults, %" PRIu64 " restarted by DISABLE + ENABLE\n", s->cpu, want,
+        print_message("cpu %u: %" PRIu64 " buffer faults, %" PRIu64 " restarted (DISABLE + ENABLE, PERIOD)\n", s->cpu, want,
                       s->fault_restarts);
         assert_int_equal(log_count(s->cpu, "fault s"), want);
         assert_int_equal(s->fault_restarts, want);
