@@ -827,12 +827,14 @@ static int live_throttle(struct source *s, unsigned shift) {
 }
 
 /*
- * CPUs whose user page has no time conversion: arm64's arch_perf_update_userpage()
- * leaves cap_user_time_zero clear when sched_clock is not the arch timer (and
- * 4.x kernels had no arm64 arch_perf_update_userpage() at all). SPE timestamps then cannot be placed
- * among the kernel's switch records: records without a CONTEXT packet take
- * the thread of the last switch read, and the time not sampled after a
- * truncation is not measured. Said once, with how many CPUs.
+ * CPUs whose user page has no time conversion: arm64's
+ * arch_perf_update_userpage() (drivers/perf/arm_pmuv3.c) leaves
+ * cap_user_time_zero clear when sched_clock is not the arch timer, and 4.x
+ * kernels had no arm64 arch_perf_update_userpage() at all. SPE timestamps
+ * then cannot be placed among the kernel's switch records: records without
+ * a CONTEXT packet take the thread of the last switch read, and the time
+ * not sampled after a truncation is not measured. Said once, with how many
+ * CPUs.
  */
 static void no_time_warning(const struct spe_live_source *src, struct source_status *ret) {
         size_t n = 0, first = SIZE_MAX;
