@@ -70,6 +70,7 @@ struct live_cpu {
         unsigned quiet_ticks;           /* drain timer ticks without a PERF_RECORD_AUX */
         uint64_t aux_hint;              /* the AUX size the memlock limit allowed last time, 0: the configured */
         uint64_t enabled_ns;            /* the event's time enabled at the last tick (read(2)) */
+        uint64_t enabled_read_usec;     /* when enabled_ns was read, 0: not since the event opened */
         unsigned stopped_ticks;         /* ticks in a row its time enabled did not advance */
         uint64_t retry_at_usec, retry_usec;
         uint64_t records_at_tick;       /* stream records when the drain timer last looked */
@@ -474,6 +475,7 @@ static int open_cpu(struct live_cpu *c) {
         }
         c->state = CPU_ACTIVE;
         c->enabled_ns = 0;
+        c->enabled_read_usec = 0;
         c->stopped_ticks = 0;
         return 0;
 fail:
@@ -582,6 +584,7 @@ static bool event_stopped(struct live_cpu *c, bool quiet, uint64_t interval_usec
                 return false;
         c->stopped_ticks = v[1] - c->enabled_ns < interval_usec * 1000 / 4 ? c->stopped_ticks + 1 : 0;
         c->enabled_ns = v[1];
+        c->enabled_read_usec = now_usec();
         return c->stopped_ticks > SPE_LIVE_FLUSH_TICKS + 1;
 }
 
@@ -595,13 +598,16 @@ static bool event_stopped(struct live_cpu *c, bool quiet, uint64_t interval_usec
  * quiet until pmu->stop() + pmu->start(), which is what the flush of a quiet
  * CPU does (DISABLE + ENABLE). The kernel says so only in its log ("Unexpected
  * buffer fault on CPU N"). A flush that found it so: the last chunk read ended
- * a session the daemon did not end, with no TRUNCATED, and the DISABLE had
- * nothing to commit (a live session commits what it wrote: on a quiet CPU
- * the flush usually finds some); the restart is counted once records come
+ * a session the daemon did not end, with no TRUNCATED; the event was on all
+ * along (its time enabled ran since the last tick's read: an event the kernel
+ * turned off, after a TRUNCATED record the full data ring lost, stops it,
+ * perf_event_update_time() counts only INACTIVE and ACTIVE); and the DISABLE
+ * had nothing to commit (a live session commits what it wrote: on a quiet CPU
+ * the flush usually finds some). The restart is counted once records come
  * after it, before the next flush. A CPU that went idle right after a
  * buffer-full interrupt and runs again just after a flush counts too; a
- * fault before a session's first byte (no PERF_RECORD_AUX) is restarted
- * by the flush all the same, uncounted.
+ * fault before a session's first byte (no PERF_RECORD_AUX) is restarted by
+ * the flush all the same, uncounted.
  */
 static void note_fault_restart(struct live_cpu *c) {
         if (c->fault_suspect && c->stream.st.records != c->records_at_flush) {
@@ -610,10 +616,20 @@ static void note_fault_restart(struct live_cpu *c) {
         }
 }
 
+/* Whether the event's time enabled ran for at least half the time since the last tick read it. */
+static bool event_was_on(struct live_cpu *c) {
+        uint64_t v[3], since;
+
+        if (!c->enabled_read_usec || read(c->fd, v, sizeof(v)) != (ssize_t) sizeof(v))
+                return false;
+        since = now_usec() - c->enabled_read_usec;
+        return v[1] > c->enabled_ns && (v[1] - c->enabled_ns) * 2 >= since * 1000;
+}
+
 /* The flush of a quiet CPU: DISABLE commits its partial buffer, ENABLE starts a new session. */
 static void flush_cpu(struct live_cpu *c) {
         uint64_t aux_records = c->stream.st.aux_records;
-        bool unasked = c->ended_unasked;
+        bool unasked = c->ended_unasked && event_was_on(c);
 
         c->quiet_ticks = 0;
         if (ioctl(c->fd, PERF_EVENT_IOC_DISABLE, 0) < 0)

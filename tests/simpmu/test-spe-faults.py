@@ -87,6 +87,12 @@ def status_cpus(d):
     return {x["cpu"]: x for x in spe.get("cpus", [])}
 
 
+def no_fault_restarts(c):
+    """No fault was injected: the flushes of CPUs gone quiet at the end of their streams are no restarts."""
+    got = per_cpu(metrics(c.d), "armprofd_spe_aux_fault_restarts_total")
+    assert set(got) == set(range(c.n)) and not any(got.values()), got
+
+
 def check_threads(c, lines):
     """The threads /hotlines names per (line, offset, pc) are the truth's: who ran each access."""
     tids = {}
@@ -268,6 +274,7 @@ def case_clock(tmp):
                 said = f"last records at {want} ns as tsc_to_perf_time() of the page ({off} ns from the kernel's time)"
             # Nothing lost, every line and thread right (CONTEXT packets name the threads).
             assert all(not simpmu.dropped(c.scen, cpu) for cpu in range(2))
+            no_fault_restarts(c)
             every = get(c.d, "/hotlines?window=all&all=1&limit=500")
             check_lines(every["lines"], truth_lines(c.truth(), "va"), c.elf)
             check_threads(c, every["lines"])
@@ -294,6 +301,7 @@ def case_two_pmus(tmp):
         assert all(len(c.rows[cpu]) > 0 and want[cpu] == len(c.rows[cpu]) for cpu in range(4)), want
         st = status_cpus(c.d)
         assert all(st[cpu]["state"] == "active" for cpu in range(4)), st
+        no_fault_restarts(c)
         every = get(c.d, "/hotlines?window=all&all=1&limit=500")
         truth = truth_lines(c.truth(), "va")
         assert every["evictions"] == 0 and every["lines_seen"] == len(truth), (every["lines_seen"], len(truth))
@@ -330,6 +338,7 @@ def case_storm(tmp):
         assert lost == kernel_lost, (lost, kernel_lost)
         st = status_cpus(c.d)
         assert {cpu: st[cpu]["lost"] for cpu in range(4)} == kernel_lost, st
+        no_fault_restarts(c)
         hot = get(c.d, "/hotpcs?window=all&limit=1000")
         assert hot["samples"] == sum(want.values()), (hot["samples"], want)
         assert all(p["pids"] == [4242] and not p.get("comm", "").startswith("storm-") for p in hot["pcs"]), \
