@@ -20,7 +20,12 @@
  *  - drivers/perf/arm_spe_pmu.c: arm_spe_pmu_event_init() (errno rules),
  *    arm_spe_pmu_next_off() (padding, limits at the wakeup page), the
  *    buffer-full interrupt (arm_spe_pmu_irq_handler()), arm_spe_pmu_stop()
- *    committing what was written, arm_spe_pmu_buf_get_fault_act() (PARTIAL).
+ *    committing what was written, arm_spe_pmu_buf_get_fault_act() (PARTIAL;
+ *    a stage 1 or 2 buffer fault: SPE_PMU_BUF_FAULT_ACT_FATAL), each probed
+ *    device a PMU of its own (arm_spe_pmu_perf_init()).
+ *  - arm64's arch_perf_update_userpage() (the user page's clock) and
+ *    sched_clock() (the kernel's times); perf_event_task(), perf_event_comm(),
+ *    perf_event_mmap() (side-band storms); __perf_event_period().
  *
  * The "hardware" is one producer thread per CPU writing the records of
  * <dir>/cpuN.bin (as <dir>/cpuN.idx lists them) into the AUX area. The
