@@ -184,7 +184,10 @@ struct spe_stream_stats {
         /* A live event (the replay leaves these zero and `state` "replay"): */
         uint64_t reenables;             /* PERF_EVENT_IOC_ENABLE after a session ended */
         uint64_t aux_stalls;            /* of which: ended with no TRUNCATED seen (its record lost) */
+        uint64_t aux_fault_restarts;    /* sessions found stopped, event on, no TRUNCATED: restarted (a buffer fault) */
         uint64_t not_sampling_ns;       /* from the last record before each truncation to the first after */
+        bool time_conv;                 /* SPE timestamps convert to perf time (the user page's cap_user_time_zero) */
+        uint64_t last_record_ns;        /* the last record's Timestamp in perf time, 0: none or no conversion */
         const char *state;              /* "active", "retrying", "failed", "offline"...: a static string */
         char note[SPE_STREAM_NOTE_MAX]; /* what is wrong or was given up on this CPU, "" when nothing */
 };

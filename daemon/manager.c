@@ -469,6 +469,12 @@ static void provider_fill_status(void *userdata, json_t *status) {
                         json_object_set_new(o, "thread_unknown",
                                             json_pack("{s:I, s:I}", "event_off", (json_int_t) cs->thread_unknown_off,
                                                       "lost", (json_int_t) cs->thread_unknown_lost));
+                        /* A fatal buffer fault left its buffer stopped, the event on: restarted. */
+                        json_object_set_new(o, "aux_fault_restarts", json_integer((json_int_t) cs->aux_fault_restarts));
+                        /* Where its records sit in perf time (the user page's conversion), if anywhere. */
+                        json_object_set_new(o, "time_conversion", json_boolean(cs->time_conv));
+                        if (cs->last_record_ns)
+                                json_object_set_new(o, "last_record_ns", json_integer((json_int_t) cs->last_record_ns));
                         if (cs->note[0])
                                 json_object_set_new(o, "note", json_string(cs->note));
                         json_array_append_new(cpus, o);

@@ -158,6 +158,10 @@ void spe_metrics_write(const struct spe_metrics_input *in, struct prom_writer *w
         per_cpu(w, in, cpus, "armprofd_spe_aux_stalls_total",
                 "Live sessions found ended with no TRUNCATED record read (it was lost): re-enabled too.",
                 offsetof(struct spe_stream_stats, aux_stalls));
+        per_cpu(w, in, cpus, "armprofd_spe_aux_fault_restarts_total",
+                "Live sessions found stopped with the event on and no TRUNCATED (a fatal buffer fault): "
+                "restarted by DISABLE + ENABLE.",
+                offsetof(struct spe_stream_stats, aux_fault_restarts));
         prom_family_unit(w, "armprofd_spe_not_sampling_seconds_total", PROM_COUNTER, "seconds",
                          "Time without samples after full AUX buffers: last record before to first after.");
         for (size_t i = 0; i < in->n_cpus; i++)

@@ -90,6 +90,7 @@ static int on_aux(void *userdata, const struct aux_ring_chunk *ch, const uint8_t
                 s->st.aux_truncated += !!(ch->flags & PERF_AUX_FLAG_TRUNCATED);
                 return 0;
         }
+        r->last_aux_flags = ch->flags;
         if (ch->flags & PERF_AUX_FLAG_TRUNCATED) {
                 /* The session ended there (a full buffer, or PMBSR.DL with PARTIAL: the last
                  * record is cut); the next bytes start a new one, never its continuation. */

@@ -70,9 +70,13 @@ struct live_cpu {
         unsigned quiet_ticks;           /* drain timer ticks without a PERF_RECORD_AUX */
         uint64_t aux_hint;              /* the AUX size the memlock limit allowed last time, 0: the configured */
         uint64_t enabled_ns;            /* the event's time enabled at the last tick (read(2)) */
+        uint64_t enabled_read_usec;     /* when enabled_ns was read, 0: not since the event opened */
         unsigned stopped_ticks;         /* ticks in a row its time enabled did not advance */
         uint64_t retry_at_usec, retry_usec;
         uint64_t records_at_tick;       /* stream records when the drain timer last looked */
+        bool ended_unasked;             /* the last PERF_RECORD_AUX read ended a session the daemon did not end */
+        bool fault_suspect;             /* the last flush found it stopped that way (note_fault_restart()) */
+        uint64_t records_at_flush;      /* stream records after that flush */
 };
 
 struct spe_live_source {
@@ -174,11 +178,17 @@ static int enable_event(struct live_cpu *c) {
 /* Everything the kernel published on this CPU; a session that ended is restarted (spe-live-ring.h). */
 static void drain_cpu(struct live_cpu *c) {
         bool ended = false;
+        uint64_t aux_records;
         int k;
 
         if (c->state != CPU_ACTIVE || !c->ring_ready)
                 return;
-        if (spe_live_ring_drain(&c->ring, &ended) < 0 || !ended)
+        aux_records = c->stream.st.aux_records;
+        k = spe_live_ring_drain(&c->ring, &ended);
+        /* A buffer-full interrupt's commit, or a fault's: none but a truncation stops on its own. */
+        if (c->stream.st.aux_records != aux_records)
+                c->ended_unasked = !(c->ring.last_aux_flags & PERF_AUX_FLAG_TRUNCATED);
+        if (k < 0 || !ended)
                 return;
         k = enable_event(c);
         if (k < 0) {
@@ -479,6 +489,7 @@ static int open_cpu(struct live_cpu *c) {
         }
         c->state = CPU_ACTIVE;
         c->enabled_ns = 0;
+        c->enabled_read_usec = 0;
         c->stopped_ticks = 0;
         return 0;
 fail:
@@ -587,7 +598,66 @@ static bool event_stopped(struct live_cpu *c, bool quiet, uint64_t interval_usec
                 return false;
         c->stopped_ticks = v[1] - c->enabled_ns < interval_usec * 1000 / 4 ? c->stopped_ticks + 1 : 0;
         c->enabled_ns = v[1];
+        c->enabled_read_usec = now_usec();
         return c->stopped_ticks > SPE_LIVE_FLUSH_TICKS + 1;
+}
+
+/*
+ * A fatal buffer fault: drivers/perf/arm_spe_pmu.c arm_spe_pmu_buf_get_fault_act()
+ * answers a stage 1 or stage 2 abort on the buffer (PMBSR_EL1.EC FAULT_S1,
+ * FAULT_S2) with SPE_PMU_BUF_FAULT_ACT_FATAL: it commits what was written
+ * with no TRUNCATED flag (PMBSR_EL1.DL is clear), arm_spe_pmu_irq_handler()
+ * disables the buffer and begins no new session, and nothing disables the
+ * event: it stays on, PERF_EVENT_IOC_ENABLE does nothing, and the CPU is
+ * quiet until pmu->stop() + pmu->start(), which is what the flush of a quiet
+ * CPU does (DISABLE + ENABLE). The kernel says so only in its log ("Unexpected
+ * buffer fault on CPU N"). A flush that found it so: the last chunk read ended
+ * a session the daemon did not end, with no TRUNCATED; the event was on all
+ * along (its time enabled ran since the last tick's read: an event the kernel
+ * turned off, after a TRUNCATED record the full data ring lost, stops it,
+ * perf_event_update_time() counts only INACTIVE and ACTIVE); and the DISABLE
+ * had nothing to commit (a live session commits what it wrote: on a quiet CPU
+ * the flush usually finds some). The restart is counted once records come
+ * after it, before the next flush. A CPU that went idle right after a
+ * buffer-full interrupt and runs again just after a flush counts too; a
+ * fault before a session's first byte (no PERF_RECORD_AUX) is restarted by
+ * the flush all the same, uncounted.
+ */
+static void note_fault_restart(struct live_cpu *c) {
+        if (c->fault_suspect && c->stream.st.records != c->records_at_flush) {
+                c->stream.st.aux_fault_restarts++;
+                c->fault_suspect = false;
+        }
+}
+
+/* Whether the event's time enabled ran for at least half the time since the last tick read it. */
+static bool event_was_on(struct live_cpu *c) {
+        uint64_t v[3], since;
+
+        if (!c->enabled_read_usec || read(c->fd, v, sizeof(v)) != (ssize_t) sizeof(v))
+                return false;
+        since = now_usec() - c->enabled_read_usec;
+        return v[1] > c->enabled_ns && (v[1] - c->enabled_ns) * 2 >= since * 1000;
+}
+
+/* The flush of a quiet CPU: DISABLE commits its partial buffer, ENABLE starts a new session. */
+static void flush_cpu(struct live_cpu *c) {
+        uint64_t aux_records = c->stream.st.aux_records;
+        bool unasked = c->ended_unasked && event_was_on(c);
+        int k;
+
+        c->quiet_ticks = 0;
+        if (ioctl(c->fd, PERF_EVENT_IOC_DISABLE, 0) < 0)
+                return;
+        drain_cpu(c);
+        note_fault_restart(c);
+        /* What that DISABLE committed ended a session the daemon ended. */
+        c->ended_unasked = false;
+        c->fault_suspect = c->state == CPU_ACTIVE && unasked && c->stream.st.aux_records == aux_records;
+        c->records_at_flush = c->stream.st.records;
+        k = c->state == CPU_ACTIVE ? enable_event(c) : 0;
+        if (k < 0)
+                retry_later(c, k, "re-enabling the event after a flush");
 }
 
 /*
@@ -608,7 +678,6 @@ static int on_timer(sd_event_source *es, uint64_t usec, void *userdata) {
                 struct live_cpu *c = src->cpus[i];
                 uint64_t records;
                 bool quiet;
-                int k;
 
                 if (!c)
                         continue;
@@ -620,17 +689,11 @@ static int on_timer(sd_event_source *es, uint64_t usec, void *userdata) {
                 /* Since the last tick: what its wakeups brought, and this drain. */
                 records = c->records_at_tick;
                 drain_cpu(c);
+                note_fault_restart(c);
                 quiet = c->stream.st.aux_records == c->aux_at_tick;
                 c->quiet_ticks = quiet ? c->quiet_ticks + 1 : 0;
-                if (c->state == CPU_ACTIVE && c->quiet_ticks >= SPE_LIVE_FLUSH_TICKS) {
-                        c->quiet_ticks = 0;
-                        if (ioctl(c->fd, PERF_EVENT_IOC_DISABLE, 0) == 0) {
-                                drain_cpu(c);
-                                k = c->state == CPU_ACTIVE ? enable_event(c) : 0;
-                                if (k < 0)
-                                        retry_later(c, k, "re-enabling the event after a flush");
-                        }
-                }
+                if (c->state == CPU_ACTIVE && c->quiet_ticks >= SPE_LIVE_FLUSH_TICKS)
+                        flush_cpu(c);
                 c->aux_at_tick = c->stream.st.aux_records;
                 if (c->state == CPU_ACTIVE &&
                     event_stopped(c, quiet && c->stream.st.records == records, src->opts.drain_interval_usec))
@@ -796,6 +859,35 @@ static int live_throttle(struct source *s, unsigned shift) {
         return r;
 }
 
+/*
+ * CPUs whose user page has no time conversion: arm64's
+ * arch_perf_update_userpage() (drivers/perf/arm_pmuv3.c) leaves
+ * cap_user_time_zero clear when sched_clock is not the arch timer, and 4.x
+ * kernels had no arm64 arch_perf_update_userpage() at all. SPE timestamps
+ * then cannot be placed among the kernel's switch records: records without
+ * a CONTEXT packet take the thread of the last switch read, and the time
+ * not sampled after a truncation is not measured. Said once, with how many
+ * CPUs.
+ */
+static void no_time_warning(const struct spe_live_source *src, struct source_status *ret) {
+        size_t n = 0, first = SIZE_MAX;
+
+        for (size_t i = 0; i < src->n_cpus; i++) {
+                const struct live_cpu *c = src->cpus[i];
+
+                if (c && c->state == CPU_ACTIVE && c->ring_ready && !c->ring.clock.has_time_conv) {
+                        n++;
+                        first = MIN(first, i);
+                }
+        }
+        if (n == 0 || ret->n_warnings >= SOURCE_WARNINGS_MAX)
+                return;
+        snprintf(ret->warnings[ret->n_warnings++], SOURCE_WARNING_LEN,
+                 "no SPE time conversion on %zu CPUs (CPU %zu first): the kernel's user page has no "
+                 "cap_user_time_zero (sched_clock is not the arch timer); records without CONTEXT packets take "
+                 "the thread of the last switch read", n, first);
+}
+
 static void live_status(struct source *s, struct source_status *ret) {
         struct spe_live_source *src = of(s);
         size_t n = 0;
@@ -810,6 +902,7 @@ static void live_status(struct source *s, struct source_status *ret) {
         memcpy(ret->reason, src->reason, sizeof(ret->reason));
         if (src->warning[0])
                 memcpy(ret->warnings[ret->n_warnings++], src->warning, sizeof(src->warning));
+        no_time_warning(src, ret);
         for (size_t i = 0; i < src->n_cpus; i++)
                 n += src->cpus[i] != NULL;
         if (n == 0)

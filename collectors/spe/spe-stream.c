@@ -239,6 +239,9 @@ void spe_stream_stats(const struct spe_stream *s, struct spe_stream_stats *ret) 
         /* The decoder keeps its own counters; the stream's are the rest. */
         *ret = s->st;
         ret->decoder = s->dec.stats;
+        /* The time the stream places records at (among the switches, for the time not sampled). */
+        ret->time_conv = s->clock != NULL;
+        ret->last_record_ns = s->clock && s->last_timestamp ? source_clock_perf_ns(s->clock, s->last_timestamp) : 0;
 }
 
 static void task_event(struct spe_stream_out *out, const struct source_task *t) {

@@ -78,6 +78,7 @@ static void test_per_cpu_labels(void **state) {
                 cpus[i].records = 1000 + i;
                 cpus[i].bytes = 64000 + i;
                 cpus[i].aux_stalls = 10 + i;
+                cpus[i].aux_fault_restarts = 20 + i;
                 cpus[i].not_sampling_ns = 1500000000 + i;
         }
         spe_metrics_write(&(struct spe_metrics_input) { .totals = &totals, .cpus = cpus, .n_cpus = ELEMENTSOF(ids),
@@ -98,6 +99,9 @@ static void test_per_cpu_labels(void **state) {
                 snprintf(want, sizeof(want), "\narmprofd_spe_bytes_total{cpu=\"%" PRIu32 "\"} %zu\n", ids[i], 64000 + i);
                 assert_non_null(strstr(out.buf, want));
                 snprintf(want, sizeof(want), "\narmprofd_spe_aux_stalls_total{cpu=\"%" PRIu32 "\"} %zu\n", ids[i], 10 + i);
+                assert_non_null(strstr(out.buf, want));
+                snprintf(want, sizeof(want), "\narmprofd_spe_aux_fault_restarts_total{cpu=\"%" PRIu32 "\"} %zu\n", ids[i],
+                         20 + i);
                 assert_non_null(strstr(out.buf, want));
                 snprintf(want, sizeof(want), "\narmprofd_spe_not_sampling_seconds_total{cpu=\"%" PRIu32 "\"} %s\n",
                          ids[i], seconds[i]);

@@ -10,7 +10,8 @@ D holds armprofd-spegen output made with --ts (PREFIX.cpuN.bin,
 PREFIX.truth.csv). SCEN gets cpuN.bin, cpuN.idx ("offset size timestamp pid
 tid", one line per record) and the scenario file (type, cpus, then every
 KEY=VALUE given). ROOT gets bus/event_source/devices/arm_spe_0 copied from
-the fixture with cpumask and type rewritten, and devices/system/cpu/online and
+the fixture with cpumask and type rewritten (and arm_spe_1 the same way when the
+keys give a second PMU, type2= and cpus2=), and devices/system/cpu/online and
 possible. The contract is in README.md beside this file; a test imports
 setup() or runs this script.
 """
@@ -41,8 +42,9 @@ def write(path, text):
         f.write(text)
 
 
-def build_sysfs(root, cpus, type_, possible, online, fixture=DEFAULT_FIXTURE):
-    """The arm_spe_0 PMU of the fixture covering cpus, and the CPU lists."""
+def build_sysfs(root, cpus, type_, possible, online, fixture=DEFAULT_FIXTURE, second=None):
+    """The arm_spe_0 PMU of the fixture covering cpus, and the CPU lists; second: (cpus, type)
+    of an arm_spe_1 beside it, the fixture's too (each probed SPE device is a PMU of its own)."""
     src = os.path.join(fixture, 'bus')
     dst = os.path.join(root, 'bus')
     if os.path.exists(dst):
@@ -51,6 +53,11 @@ def build_sysfs(root, cpus, type_, possible, online, fixture=DEFAULT_FIXTURE):
     pmu = os.path.join(dst, 'event_source', 'devices', 'arm_spe_0')
     write(os.path.join(pmu, 'cpumask'), cpus + '\n')
     write(os.path.join(pmu, 'type'), '%d\n' % type_)
+    if second:
+        pmu1 = os.path.join(dst, 'event_source', 'devices', 'arm_spe_1')
+        shutil.copytree(pmu, pmu1)
+        write(os.path.join(pmu1, 'cpumask'), second[0] + '\n')
+        write(os.path.join(pmu1, 'type'), '%d\n' % second[1])
     set_online(root, online)
     write(os.path.join(root, 'devices', 'system', 'cpu', 'possible'), possible + '\n')
 
@@ -87,16 +94,20 @@ def write_streams(spegen_dir, prefix, scen_dir, cpus):
 
 def setup(spegen_dir, scen_dir, sysfs_root, cpus='0-3', type_=42, possible=None, online=None,
           prefix='spegen', fixture=DEFAULT_FIXTURE, keys=()):
-    possible = possible or cpus
+    kv = dict(k.split('=', 1) for k in keys if '=' in k)
+    # A second PMU (type2=, cpus2=): its CPUs' streams too.
+    second = (kv['cpus2'], int(kv['type2'])) if 'type2' in kv and 'cpus2' in kv else None
+    every = sorted(set(cpulist(cpus)) | set(cpulist(second[0]) if second else []))
+    possible = possible or (cpus if not second else ','.join(str(c) for c in every))
     online = online or possible
     for name in os.listdir(scen_dir) if os.path.isdir(scen_dir) else []:
         if name.endswith(('.dropped', '.log')):
             os.unlink(os.path.join(scen_dir, name))
-    rows = write_streams(spegen_dir, prefix, scen_dir, cpulist(cpus))
+    rows = write_streams(spegen_dir, prefix, scen_dir, every)
     text = '# armprofd-simpmu scenario\ntype=%d\ncpus=%s\n' % (type_, cpus)
     text += ''.join(k + '\n' for k in keys)
     write(os.path.join(scen_dir, 'scenario'), text)
-    build_sysfs(sysfs_root, cpus, type_, possible, online, fixture)
+    build_sysfs(sysfs_root, cpus, type_, possible, online, fixture, second)
     return rows
 
 

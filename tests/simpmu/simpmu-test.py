@@ -74,6 +74,35 @@ CASES = [
     # with the daemon's packet decoder); the other cases keep them all.
     ('user', ['--seed', '17', '--records', '8000', '--no-context'], {'cpus': '0-1'}, ['rate=0'],
      ['drain', '256', '4', '0', 'exclude-kernel']),
+    # Fatal buffer faults (stage 1 and 2 aborts on the buffer): the session
+    # ends with no TRUNCATED, the event stays on with its hardware stopped;
+    # only DISABLE + ENABLE restarts it. Rate 0: nothing else is dropped.
+    ('fault', ['--seed', '14', '--records', '8000', '--no-context'], {'cpus': '0-1'},
+     ['rate=0', 'fault=0:1000:s1', 'fault=1:700:s2', 'fault=1:1800:s1'],
+     ['drain', '16', '8', '0', 'fault']),
+    # The user page's clock as arm64 writes it, the switches at the kernel's
+    # sched_clock time: a counter that wrapped since the epoch (a 32-bit
+    # mask, time_cycles past the records' ticks) and a shift of 32 clamped
+    # to 31 (mult halved), so that only a reader that applies time_cycles
+    # and time_mask (cap_user_time_short) attributes the records right.
+    ('clock', ['--seed', '15', '--records', '4000', '--no-context'], {'cpus': '0-1'},
+     ['rate=0', 'time_cycles=0xF0000000', 'time_mask=0xFFFFFFFF', 'time_shift=32', 'time_mult=0xC0000000'],
+     ['drain', '16', '8', '0', 'clock']),
+    # Before Linux 5.12: no cap_user_time_short, time_cycles and time_mask 0.
+    ('clock-old', ['--seed', '16', '--records', '4000', '--no-context'], {'cpus': '0-1'},
+     ['rate=0', 'time_short=0'], ['drain', '16', '8', '0', 'clock']),
+    # sched_clock not the arch timer: no cap_user_time_zero, no time fields.
+    ('clock-none', ['--seed', '17', '--records', '4000', '--no-context'], {'cpus': '0-1'},
+     ['rate=0', 'time_zero_cap=0'], ['drain', '16', '8', '0', 'clock']),
+    # Two SPE PMUs (arm_spe_0 on CPUs 0-1, arm_spe_1 on 2-3, types 42 and
+    # 43): each CPU opened with its own PMU's type, the other's is ENOENT.
+    ('two-pmus', ['--seed', '18', '--records', '8000', '--no-context'], {'cpus': '0-1'},
+     ['rate=0', 'type2=43', 'cpus2=2-3'], ['drain', '16', '8', '0']),
+    # Fork and exec storms: 3000 processes' FORK, COMM, MMAP2, EXIT at once
+    # on CPU 0, 500 on CPU 1, into a 16-page data ring: the kernel's LOST
+    # counts what it had no room for, every record it took is read.
+    ('storm', ['--seed', '19', '--records', '4000', '--no-context'], {'cpus': '0-1'},
+     ['rate=0', 'sideband_storm=0:300:3000', 'sideband_storm=1:900:500'], ['drain', '16', '8', '0', 'storm']),
     ('errors', ['--seed', '12', '--records', '200'],
      {'cpus': '0-3', 'possible': '0-5', 'online': '0-2,4'},
      ['noperfmon=1', 'eacces_cpus=1', 'ebusy=2:2', 'mmap_limit=65536', 'mmap_errno=ENOMEM'],

@@ -20,7 +20,12 @@
  *  - drivers/perf/arm_spe_pmu.c: arm_spe_pmu_event_init() (errno rules),
  *    arm_spe_pmu_next_off() (padding, limits at the wakeup page), the
  *    buffer-full interrupt (arm_spe_pmu_irq_handler()), arm_spe_pmu_stop()
- *    committing what was written, arm_spe_pmu_buf_get_fault_act() (PARTIAL).
+ *    committing what was written, arm_spe_pmu_buf_get_fault_act() (PARTIAL;
+ *    a stage 1 or 2 buffer fault: SPE_PMU_BUF_FAULT_ACT_FATAL), each probed
+ *    device a PMU of its own (arm_spe_pmu_perf_init()).
+ *  - arm64's arch_perf_update_userpage() (the user page's clock) and
+ *    sched_clock() (the kernel's times); perf_event_task(), perf_event_comm(),
+ *    perf_event_mmap() (side-band storms); __perf_event_period().
  *
  * The "hardware" is one producer thread per CPU writing the records of
  * <dir>/cpuN.bin (as <dir>/cpuN.idx lists them) into the AUX area. The
@@ -143,6 +148,8 @@ static struct {
         char online_path[PATH_MAX];
         uint32_t type;
         bool cpus[SIM_MAX_CPUS];
+        uint32_t type2;                 /* a second PMU, arm_spe_1 (type2=, cpus2=): UINT32_MAX none */
+        bool cpus2[SIM_MAX_CPUS];
         unsigned nr_cpu_ids;            /* possible CPUs: perf_event_alloc() wants cpu below it */
         double rate;                    /* records per second per CPU, 0: as fast as the ring allows */
         double rate_spread;             /* each CPU's rate (or ops_per_sec) differs by up to this share */
@@ -162,7 +169,11 @@ static struct {
         uint64_t time_zero;
         uint32_t time_mult;
         uint16_t time_shift;
+        uint64_t time_cycles, time_mask; /* sched_clock's epoch_cyc and sched_clock_mask (clock_page()) */
+        bool time_short, time_zero_cap; /* cap_user_time_short (5.12+), cap_user_time_zero (arch timer) */
         struct fault_list collision, partial, split, lost, lost_samples, throttle;
+        struct fault_list buf_fault;    /* fault=CPU:IDX:s1|s2: b = the translation stage */
+        struct fault_list storm;        /* sideband_storm=CPU:IDX:N (sideband_storm()) */
         /* Tasks and mappings the kernel reports at an event's first start (attr.comm, attr.mmap2). */
         struct sim_task {
                 uint32_t pid, tid;
@@ -242,6 +253,7 @@ struct sim_event {
         bool dead;                      /* its CPU went offline: never scheduled again */
         uint64_t enabled_ns, on_since_ns; /* total_time_enabled: on and not dead (perf_event_update_time()) */
         bool itrace_done;
+        bool faulted;                   /* stopped by a fatal buffer fault, still on (buffer_fault()) */
         uint64_t n_aux_records;
         size_t *pending;                /* records written since the last commit */
         size_t n_pending, cap_pending;
@@ -376,6 +388,25 @@ static const struct fault *find_fault(const struct fault_list *l, unsigned cpu, 
 static bool ctx_key(const char *k, const char *v);
 static void ctx_apply(void);
 static void ctx_load_cpu(struct sim_cpu *c);
+/*
+ * "CPU:IDX:s1" or "CPU:IDX:s2": a stage 1 or stage 2 data abort on the
+ * profiling buffer's write of record IDX (PMBSR_EL1.EC = FAULT_S1, FAULT_S2).
+ * Anything else is not a fault the driver knows this way: logged, ignored.
+ */
+static void add_buf_fault(const char *v) {
+        struct fault_list l = {};
+        const char *st = strrchr(v, ':');
+
+        if (!st || (strcmp(st, ":s1") && strcmp(st, ":s2"))) {
+                sim_log("scenario: fault=%s: want CPU:IDX:s1|s2", v);
+                return;
+        }
+        add_fault(&l, v);
+        if (l.n == 0 || S.buf_fault.n >= SIM_MAX_FAULTS)
+                return;
+        l.f[0].b = st[2] == '1' ? 1 : 2;
+        S.buf_fault.f[S.buf_fault.n++] = l.f[0];
+}
 
 static void load_scenario(void) {
         const char *dir = getenv("ARMPROFD_SIMPMU_DIR"), *root = getenv("ARMPROFD_SYSFS_ROOT");
@@ -389,7 +420,7 @@ static void load_scenario(void) {
         for (unsigned cpu = 0; cpu < SIM_MAX_CPUS; cpu++)
                 CPU[cpu].cpu = cpu;
         /* Defaults: an N1 (PMSIDR_EL1.MaxSize 64 bytes), a 25 MHz generic timer. */
-        S.type = UINT32_MAX;
+        S.type = S.type2 = UINT32_MAX;
         S.mmap_errno = EPERM;
         S.attr_size = ATTR_SIZE_VER8;
         S.pmsver = 2;
@@ -398,6 +429,8 @@ static void load_scenario(void) {
         S.time_zero = UINT64_C(1000000000);
         S.time_shift = 24;
         S.time_mult = 40U << 24;        /* 40 ns per tick */
+        S.time_mask = (UINT64_C(1) << 56) - 1;
+        S.time_short = S.time_zero_cap = true;
         S.nr_cpu_ids = SIM_MAX_CPUS;
         if (!dir)
                 return;
@@ -431,6 +464,10 @@ static void load_scenario(void) {
                         S.type = (uint32_t) strtoul(v, NULL, 10);
                 else if (!strcmp(k, "cpus"))
                         (void) parse_cpulist(v, S.cpus, NULL);
+                else if (!strcmp(k, "type2"))
+                        S.type2 = (uint32_t) strtoul(v, NULL, 10);
+                else if (!strcmp(k, "cpus2"))
+                        (void) parse_cpulist(v, S.cpus2, NULL);
                 else if (!strcmp(k, "rate"))
                         S.rate = strtod(v, NULL);
                 else if (!strcmp(k, "rate_spread"))
@@ -471,6 +508,14 @@ static void load_scenario(void) {
                         S.time_mult = (uint32_t) strtoul(v, NULL, 0);
                 else if (!strcmp(k, "time_shift"))
                         S.time_shift = (uint16_t) strtoul(v, NULL, 0);
+                else if (!strcmp(k, "time_cycles"))
+                        S.time_cycles = strtoull(v, NULL, 0);
+                else if (!strcmp(k, "time_mask"))
+                        S.time_mask = strtoull(v, NULL, 0);
+                else if (!strcmp(k, "time_short"))
+                        S.time_short = atoi(v) != 0;
+                else if (!strcmp(k, "time_zero_cap"))
+                        S.time_zero_cap = atoi(v) != 0;
                 else if (!strcmp(k, "collision"))
                         add_fault(&S.collision, v);
                 else if (!strcmp(k, "partial"))
@@ -483,6 +528,10 @@ static void load_scenario(void) {
                         add_fault(&S.lost_samples, v);
                 else if (!strcmp(k, "throttle"))
                         add_fault(&S.throttle, v);
+                else if (!strcmp(k, "fault"))
+                        add_buf_fault(v);
+                else if (!strcmp(k, "sideband_storm"))
+                        add_fault(&S.storm, v);
                 else if (!strcmp(k, "comm") && S.n_comms < SIM_MAX_TASKS) {
                         struct sim_task *t = &S.comms[S.n_comms];
                         int at = 0;
@@ -526,7 +575,8 @@ static void load_scenario(void) {
                         fclose(f);
                 }
         }
-        sim_log("scenario type=%" PRIu32 " rate=%g rate_spread=%g", S.type, S.rate, S.rate_spread);
+        sim_log("scenario type=%" PRIu32 " type2=%" PRId64 " rate=%g rate_spread=%g", S.type,
+                S.type2 == UINT32_MAX ? INT64_C(-1) : (int64_t) S.type2, S.rate, S.rate_spread);
 }
 
 /*
@@ -614,12 +664,62 @@ static void load_cpu(struct sim_cpu *c) {
         ctx_load_cpu(c);
 }
 
-/* ---- time: perf's tsc_to_perf_time() (tools/perf/util/tsc.c) ------------------ */
+/* ---- time: the kernel's clock and the user page's conversion ------------------ */
 
+/* mul_u64_u32_shr() of include/linux/math64.h: (a * mul) >> shift without losing the high bits. */
+static uint64_t mul_shr(uint64_t a, uint32_t mul, unsigned shift) {
+        return (uint64_t) (((unsigned __int128) a * mul) >> shift);
+}
+
+/*
+ * The kernel's perf time of a generic-timer value (a Timestamp packet): arm64's
+ * sched_clock() is the arch timer's (kernel/time/sched_clock.c sched_clock():
+ * epoch_ns + cyc_to_ns((cyc - epoch_cyc) & sched_clock_mask, mult, shift)),
+ * with the unclamped mult and shift. The user page's time_zero is epoch_ns less
+ * mul_u64_u32_shr(epoch_cyc, mult, shift) (arch_perf_update_userpage()), so the
+ * scenario's time_zero and time_cycles give epoch_ns. With the defaults
+ * (time_cycles 0, a 56-bit mask) this is time_zero + cyc * mult >> shift, what
+ * perf's tsc_to_perf_time() (tools/perf/util/tsc.c) computes from the page.
+ */
 static uint64_t perf_time(uint64_t cyc) {
-        uint64_t quot = cyc >> S.time_shift, rem = cyc & ((UINT64_C(1) << S.time_shift) - 1);
+        uint64_t epoch_ns = S.time_zero + mul_shr(S.time_cycles, S.time_mult, S.time_shift);
 
-        return S.time_zero + quot * S.time_mult + ((rem * S.time_mult) >> S.time_shift);
+        return epoch_ns + mul_shr((cyc - S.time_cycles) & S.time_mask, S.time_mult, S.time_shift);
+}
+
+/*
+ * The user page's clock as arm64 writes it: arch_perf_update_userpage()
+ * (drivers/perf/arm_pmuv3.c today, arch/arm64/kernel/perf_event.c before the
+ * driver moved; read at torvalds/linux 009d6dc8). Every cap_user_time* bit is
+ * cleared first; when sched_clock is not the arch timer (rd->read_sched_clock
+ * != arch_timer_read_counter: time_zero_cap=0) it returns there, the caps
+ * clear and no time field written. Else time_mult, time_shift, time_zero =
+ * epoch_ns - mul_u64_u32_shr(epoch_cyc, mult, shift), time_cycles =
+ * epoch_cyc, time_mask = sched_clock_mask; a shift of 32 is clamped to 31 with
+ * mult halved ("the original published conversion algorithm shifting a
+ * 32-bit value"); then cap_user_time, _zero and _short are set. Kernels
+ * before "arm64: perf: Implement correct cap_user_time" (Linux 5.12;
+ * time_short=0) wrote time_zero the same way but neither time_cycles nor
+ * time_mask, and set no cap_user_time_short: a reader converts as if the
+ * counter never wrapped.
+ */
+static void clock_page(struct perf_event_mmap_page *up) {
+        up->cap_user_time = up->cap_user_time_zero = up->cap_user_time_short = 0;
+        if (!S.time_zero_cap)
+                return;
+        up->time_mult = S.time_mult;
+        up->time_shift = S.time_shift;
+        up->time_zero = S.time_zero;
+        if (S.time_short) {
+                up->time_cycles = S.time_cycles;
+                up->time_mask = S.time_mask;
+        }
+        if (up->time_shift == 32) {
+                up->time_shift = 31;
+                up->time_mult >>= 1;
+        }
+        up->cap_user_time = up->cap_user_time_zero = 1;
+        up->cap_user_time_short = S.time_short;
 }
 
 /*
@@ -734,27 +834,28 @@ SIM_EXPORT int getpagesize(void) {
  *  - PA/PCT without CAP_PERFMON (noperfmon): EACCES in all of them
  *    (arm_spe_pmu_event_init(): perfmon_capable() since cea7d0d4a59b, 5.8),
  *    so kernel= leaves noperfmon alone;
- *  - cap_user_time_short: absent before 5.12 (arm64 user-page time_cycles,
- *    time_mask); that key (time_short=) is the clock fields' own, modelled
- *    beside: kernel=5.10 is to set time_short=0 once it exists here.
+ *  - cap_user_time_short: absent before 5.12 (arm64's user page has no
+ *    time_cycles, time_mask then: clock_page()), so kernel=5.10 means
+ *    time_short=0.
  */
 static const struct kernel_profile {
         const char *name;
         unsigned attr_size;
         bool itrace_each;
+        bool time_short;
 } KERNELS[] = {
-        { "5.10", 120, true },
-        { "5.15", 128, true },
-        { "6.1", 128, true },
-        { "6.6", 136, true },
-        { "6.12", 136, true },
+        { "5.10", 120, true, false },
+        { "5.15", 128, true, true },
+        { "6.1", 128, true, true },
+        { "6.6", 136, true, true },
+        { "6.12", 136, true, true },
 };
 
 static struct {
         const struct kernel_profile *kernel;
         bool cx;                        /* CONFIG_PID_IN_CONTEXTIDR: CONTEXT packets (with CAP_PERFMON) */
         int itrace_each;                /* -1: the kernel's (default once, the current driver) */
-        bool attr_size_given;
+        bool attr_size_given, time_short_given;
 } X = { .cx = true, .itrace_each = -1 };
 
 /*
@@ -776,6 +877,8 @@ static struct {
 static bool ctx_key(const char *k, const char *v) {
         if (!strcmp(k, "attr_size"))
                 X.attr_size_given = true;
+        if (!strcmp(k, "time_short"))
+                X.time_short_given = true;
         if (!strcmp(k, "cx")) {
                 X.cx = atoi(v) != 0;
                 return true;
@@ -804,11 +907,13 @@ static bool ctx_key(const char *k, const char *v) {
 static void ctx_apply(void) {
         if (X.kernel && !X.attr_size_given)
                 S.attr_size = X.kernel->attr_size;
+        if (X.kernel && !X.time_short_given)
+                S.time_short = X.kernel->time_short;
         if (X.itrace_each < 0)
                 X.itrace_each = X.kernel ? X.kernel->itrace_each : 0;
-        sim_log("scenario kernel=%s attr_size=%u itrace_start=%s cx=%d page_size=%zu",
+        sim_log("scenario kernel=%s attr_size=%u itrace_start=%s cx=%d page_size=%zu time_short=%d",
                 X.kernel ? X.kernel->name : "none", S.attr_size, X.itrace_each ? "each" : "once",
-                (int) (X.cx && !S.noperfmon), sim_page());
+                (int) (X.cx && !S.noperfmon), sim_page(), (int) S.time_short);
 }
 
 /*
@@ -1584,6 +1689,144 @@ static bool writable(struct sim_cpu *c, size_t i) {
         return !c->offline && e && hw_room(e, c->rec[i].size);
 }
 
+/*
+ * A fatal buffer fault on the write of record i (fault=CPU:IDX:s1|s2), as
+ * drivers/perf/arm_spe_pmu.c handles it: arm_spe_pmu_buf_get_fault_act()
+ * finds PMBSR_EL1.EC = FAULT_S1 or FAULT_S2, not a buffer management event
+ * ("Unexpected buffer fault"): SPE_PMU_BUF_FAULT_ACT_FATAL, after
+ * arm_spe_perf_aux_output_end() committed [handle->head, PMBPTR_EL1) with
+ * the flags seen; PMBSR_EL1.DL is clear, so no TRUNCATED, no PARTIAL: a
+ * PERF_RECORD_AUX with no flag, and a wakeup only when the watermark was
+ * crossed (perf_aux_output_end()). arm_spe_pmu_irq_handler() then calls
+ * arm_spe_pmu_disable_and_drain_local() and, unlike ACT_OK, begins no new
+ * session. Nothing set pending_disable: the event stays ACTIVE (its times
+ * run, PERF_EVENT_IOC_ENABLE finds it on and does nothing, _perf_event_enable()),
+ * its hardware stopped with no handle, until pmu->stop() + pmu->start():
+ * PERF_EVENT_IOC_DISABLE (arm_spe_pmu_stop(): perf_get_aux() finds no
+ * handle, nothing to commit) then ENABLE (arm_spe_pmu_start() ->
+ * arm_spe_perf_aux_output_begin()). PMBPTR_EL1 stops at the faulting write:
+ * the record is not in the buffer (dropped, `fault`). G held.
+ */
+static bool buffer_fault(struct sim_cpu *c, struct sim_event *e, size_t i) {
+        const struct fault *f = find_fault(&S.buf_fault, c->cpu, i);
+        uint64_t off = e->h_head, size = e->hw_pos - e->h_head;
+        size_t records = e->n_pending;
+
+        if (!f)
+                return false;
+        aux_output_end(e, size);
+        e->faulted = true;
+        drop(c, i, "fault");
+        sim_log("cpu=%u fault s%" PRIu64 " idx=%zu offset=%" PRIu64 " size=%" PRIu64 " records=%zu", c->cpu, f->b, i,
+                off, size, records);
+        return true;
+}
+
+/* perf_event_task_output(): PERF_RECORD_FORK or _EXIT {pid, ppid, tid, ptid, time}. */
+static bool storm_task(struct sim_event *e, uint32_t type, uint32_t pid, uint32_t ppid, uint32_t ptid, uint64_t t) {
+        uint8_t r[8 + 24];
+        struct perf_event_header h = { .type = type };
+
+        memcpy(r, &h, sizeof(h));
+        memcpy(r + 8, &pid, 4);
+        memcpy(r + 12, &ppid, 4);
+        memcpy(r + 16, &pid, 4);
+        memcpy(r + 20, &ptid, 4);
+        memcpy(r + 24, &t, 8);
+        return data_output(e, r, sizeof(r), t);
+}
+
+/* perf_event_comm_output() of an exec (misc PERF_RECORD_MISC_COMM_EXEC): {pid, tid, comm[16]}. */
+static bool storm_comm(struct sim_event *e, uint32_t pid, const char *name, uint64_t t) {
+        uint8_t r[8 + 8 + 16] = { 0 };
+        struct perf_event_header h = { .type = PERF_RECORD_COMM, .misc = PERF_RECORD_MISC_COMM_EXEC };
+
+        memcpy(r, &h, sizeof(h));
+        memcpy(r + 8, &pid, 4);
+        memcpy(r + 12, &pid, 4);
+        memcpy(r + 16, name, strnlen(name, 15));
+        return data_output(e, r, sizeof(r), t);
+}
+
+/* perf_event_mmap_output(): an MMAP2 without a build id, the process's text. */
+static bool storm_mmap2(struct sim_event *e, uint32_t pid, const char *path, uint64_t t) {
+        uint8_t r[72 + 64] = { 0 };
+        struct perf_event_header h = { .type = PERF_RECORD_MMAP2, .misc = PERF_RECORD_MISC_USER };
+        uint64_t start = 0x400000, len = 0x10000;
+        uint32_t prot = PROT_READ | PROT_EXEC, flags = MAP_PRIVATE;
+        size_t n = strnlen(path, 63);
+
+        memcpy(r, &h, sizeof(h));
+        memcpy(r + 8, &pid, 4);
+        memcpy(r + 12, &pid, 4);
+        memcpy(r + 16, &start, 8);
+        memcpy(r + 24, &len, 8);
+        memcpy(r + 64, &prot, 4);
+        memcpy(r + 68, &flags, 4);
+        memcpy(r + 72, path, n);
+        return data_output(e, r, 72 + ((n + 1 + 7) & ~(size_t) 7), t);
+}
+
+/*
+ * A fork and exec storm on the CPU before record i (sideband_storm=CPU:IDX:N):
+ * N short-lived processes, each forked by the task running, exec'd, mapping
+ * its text and exiting there, all at once (a shell loop, a build). The kernel
+ * writes their side-band records into every ring of a CPU-wide event that is
+ * on on that CPU and asked for them (kernel/events/core.c perf_event_task(),
+ * perf_event_comm(), perf_event_mmap() through perf_iterate_sb(): attr.task,
+ * attr.comm, attr.mmap2; an event that is off is skipped): FORK (sample_id
+ * the parent), COMM with COMM_EXEC, MMAP2 and EXIT (the child). What the
+ * data ring has no room for is counted (perf_output_begin(): rb->lost) and
+ * reported by the PERF_RECORD_LOST that precedes the next record that fits:
+ * data_output(). The pids are 200000 + 20000 * CPU + n, names storm-n.
+ * Logged `storm idx= n= records= written= lost=`. G held.
+ */
+static void sideband_storm(struct sim_cpu *c, struct sim_event *e, size_t i) {
+        const struct fault *f = find_fault(&S.storm, c->cpu, i);
+        uint32_t ppid = c->cur_pid, ptid = c->cur_tid;
+        uint64_t t = c->now, records = 0, written = 0;
+        static uint32_t seq[SIM_MAX_CPUS];
+
+        if (!f || !e || !e->on || e->dead || !e->data_size)
+                return;
+        for (uint64_t k = 0; k < f->b; k++) {
+                uint32_t pid = 200000 + 20000 * c->cpu + seq[c->cpu]++ % 20000;
+                char name[16], path[64];
+
+                snprintf(name, sizeof(name), "storm-%" PRIu32, pid);
+                snprintf(path, sizeof(path), "/usr/libexec/storm/%" PRIu32, pid);
+                if (e->attr.task) {
+                        written += storm_task(e, PERF_RECORD_FORK, pid, ppid, ptid, t);
+                        records++;
+                }
+                c->cur_pid = c->cur_tid = pid;
+                if (e->attr.comm) {
+                        written += storm_comm(e, pid, name, t);
+                        records++;
+                }
+                if (e->attr.mmap2) {
+                        written += storm_mmap2(e, pid, path, t);
+                        records++;
+                }
+                if (e->attr.task) {
+                        written += storm_task(e, PERF_RECORD_EXIT, pid, ppid, ptid, t);
+                        records++;
+                }
+                c->cur_pid = ppid;
+                c->cur_tid = ptid;
+        }
+        sim_log("cpu=%u storm idx=%zu n=%" PRIu64 " records=%" PRIu64 " written=%" PRIu64 " lost=%" PRIu64, c->cpu, i,
+                f->b, records, written, records - written);
+}
+
+/* PERF_EVENT_IOC_ENABLE of an event that is off: a faulted one starts a new session (buffer_fault()). */
+static void fault_restarted(struct sim_event *e) {
+        if (!e->faulted)
+                return;
+        e->faulted = false;
+        sim_log("cpu=%u restart after fault active=%d", e->cpu, (int) e->hw_active);
+}
+
 static void process_record(struct sim_cpu *c, size_t i) {
         const struct rec *r = &c->rec[i];
         struct sim_event *e = c->ev;
@@ -1607,6 +1850,7 @@ static void process_record(struct sim_cpu *c, size_t i) {
                 c->cur_pid = r->pid;
                 c->cur_tid = r->tid;
         }
+        sideband_storm(c, e, i);
         f = find_fault(&S.lost_samples, c->cpu, i);
         if (f && e && e->data_size)
                 emit_lost_samples(e, f->b);
@@ -1635,6 +1879,8 @@ static void process_record(struct sim_cpu *c, size_t i) {
                 drop(c, i, !e ? "noevent" : e->dead ? "offline" : !e->on ? "disabled" : "stopped");
                 return;
         }
+        if (buffer_fault(c, e, i))
+                return;
         if (find_fault(&S.partial, c->cpu, i)) {
                 /* PMBSR_EL1.DL: the record is cut, TRUNCATED|PARTIAL, the event stops. */
                 aux_put(e, c->bin + r->off, half);
@@ -1798,7 +2044,40 @@ static void wake_core(struct sim_event *e) {
         pthread_cond_broadcast(&CPU[e->cpu].cond);
 }
 
+/*
+ * PERF_EVENT_IOC_PERIOD: __perf_event_period() (kernel/events/core.c) stops
+ * an ACTIVE event (pmu->stop(PERF_EF_UPDATE)) and starts it again
+ * (pmu->start(PERF_EF_RELOAD)). Modelled for an event a fault stopped
+ * (buffer_fault()): arm_spe_pmu_stop() finds no handle, arm_spe_pmu_start()
+ * begins a new session. A live session is left running (the kernel's stop
+ * would commit its bytes and the start begin another: not modelled).
+ */
+static void period_restart(struct sim_event *e) {
+        if (!e->faulted || !e->on || e->dead)
+                return;
+        hw_start(e);
+        fault_restarted(e);
+        wake_core(e);
+}
+
 /* ---- perf_event_open ----------------------------------------------------------- */
+
+/*
+ * One of the simulated PMUs: arm_spe_0 (type=, cpus=) or, on a host with two
+ * kinds of cores that have SPE (big.LITTLE, or two SPE implementations),
+ * arm_spe_1 (type2=, cpus2=). Each probed device is its own PMU: its own
+ * name (arm_spe_pmu_perf_init(): "arm_spe_%d" of a counter), its own type
+ * (perf_pmu_register() with -1: a dynamic one) and its own supported_cpus
+ * (the PPI partition of its interrupt, arm_spe_pmu_irq_probe()).
+ */
+static bool sim_type(uint32_t type) {
+        return type == S.type || (S.type2 != UINT32_MAX && type == S.type2);
+}
+
+/* arm_spe_pmu_event_init(): the event's CPU must be in this PMU's supported_cpus, else ENOENT. */
+static bool pmu_covers(uint32_t type, unsigned cpu) {
+        return type == S.type ? S.cpus[cpu] : S.cpus2[cpu];
+}
 
 static long fail(int e) {
         errno = e;
@@ -1856,7 +2135,7 @@ static long sim_open(struct perf_event_attr *uattr, pid_t pid, int cpu, int grou
          * outside the format fields are not checked by the driver (only
          * event_filter's RES0 bits are): ignored here too.
          */
-        if (!S.cpus[cpu]) {
+        if (!pmu_covers(attr.type, (unsigned) cpu)) {
                 sim_log("cpu=%d open errno=ENOENT (not in cpumask)", cpu);
                 return fail(ENOENT);
         }
@@ -1922,8 +2201,8 @@ static long sim_open(struct perf_event_attr *uattr, pid_t pid, int cpu, int grou
         __atomic_store_n(&c->period, attr.sample_period, __ATOMIC_RELAXED);
         EVS[n_evs++] = e;
         __atomic_store_n(&FD[fd], e, __ATOMIC_RELEASE);
-        sim_log("cpu=%d open fd=%d id=%" PRIu64 " context_switch=%d aux_watermark=%u", cpu, fd, e->id,
-                (int) attr.context_switch, attr.aux_watermark);
+        sim_log("cpu=%d open fd=%d id=%" PRIu64 " context_switch=%d aux_watermark=%u type=%" PRIu32, cpu, fd, e->id,
+                (int) attr.context_switch, attr.aux_watermark, attr.type);
         if (!c->started && c->n_rec) {
                 c->started = true;
                 if (pthread_create(&c->thread, NULL, producer, c) != 0)
@@ -1954,7 +2233,7 @@ SIM_EXPORT long syscall(long nr, ...) {
 
                 pthread_mutex_lock(&G);
                 load_scenario();
-                if (S.dir[0] && attr->type == S.type) {
+                if (S.dir[0] && sim_type(attr->type)) {
                         uint64_t delay = S.open_delay_ns;
 
                         r = sim_open(attr, (pid_t) a[1], (int) a[2], (int) a[3], (unsigned long) a[4]);
@@ -2012,13 +2291,7 @@ static void *sim_mmap(struct sim_event *e, void *addr, size_t len, int prot, int
                         /* perf_event_init_userpage(), arch_perf_update_userpage() of arm64. */
                         e->up->version = 0;
                         e->up->compat_version = 0;
-                        e->up->cap_user_time_zero = 1;
-                        e->up->cap_user_time_short = 1;
-                        e->up->time_zero = S.time_zero;
-                        e->up->time_mult = S.time_mult;
-                        e->up->time_shift = S.time_shift;
-                        e->up->time_cycles = 0;
-                        e->up->time_mask = (UINT64_C(1) << 56) - 1;
+                        clock_page(e->up);
                         e->up->data_offset = e->page;
                         e->up->data_size = e->data_size;
                         /* ring_buffer_init(): wakeup_watermark or half the ring. */
@@ -2168,6 +2441,7 @@ static int sim_ioctl(struct sim_event *e, unsigned long req, void *arg) {
                 set_on(e, true);
                 hw_start(e);
                 sim_log("cpu=%u enable active=%d", e->cpu, (int) e->hw_active);
+                fault_restarted(e);
                 wake_core(e);
                 return 0;
         case PERF_EVENT_IOC_DISABLE: {
@@ -2204,6 +2478,7 @@ static int sim_ioctl(struct sim_event *e, unsigned long req, void *arg) {
                 e->attr.sample_period = *(const uint64_t *) arg;
                 __atomic_store_n(&CPU[e->cpu].period, e->attr.sample_period, __ATOMIC_RELAXED);
                 sim_log("cpu=%u period=%" PRIu64, e->cpu, (uint64_t) e->attr.sample_period);
+                period_restart(e);
                 return 0;
         case PERF_EVENT_IOC_SET_BPF:
         case PERF_EVENT_IOC_REFRESH:

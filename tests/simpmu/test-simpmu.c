@@ -15,6 +15,16 @@
  *       PERF_RECORD_AUX was lost are read all the same) with 0x00 padding
  *       between them, the flag and LOST counts are the scenario's, and
  *       the SWITCH_CPU_WIDE records give every record the truth's tid.
+ *       With `fault` (fault=CPU:IDX:s1|s2 in the scenario): a quiet CPU
+ *       whose buffer a fault stopped is not restarted by ENABLE, is by
+ *       DISABLE + ENABLE or PERIOD; each fault's record is dropped, nothing
+ *       else.
+ *       With `clock`: the user page's time fields are those the time_*
+ *       keys give as arm64's arch_perf_update_userpage() writes them, and
+ *       with a conversion the switches (kernel time) attribute every
+ *       record through perf's tsc_to_perf_time() of the page.
+ *       With `storm`: attr.task, comm and mmap2 set; every storm record the
+ *       ring took (sim.log) is read, the rest are in the LOST counts.
  *   test-simpmu errors
  *       each refusal's errno (scenario of simpmu-test.py's errors case).
  */
@@ -107,6 +117,8 @@ struct cpu_state {
         bool fill_is_lost;              /* the fill being read follows a PERF_RECORD_LOST */
         uint64_t next, chunk_bytes;     /* where the last chunk ended; bytes of this one so far */
         uint64_t enables, truncations;
+        uint64_t fault_restarts;        /* DISABLE + ENABLE after a fatal buffer fault (recover_fault()) */
+        uint64_t storm_seen;            /* FORK, COMM, MMAP2, EXIT of storm processes read (sideband_storm=) */
         struct aux_ring_stats prev;     /* the closed events' counts (close_cpu()) */
         uint64_t id;                    /* PERF_EVENT_IOC_ID */
         struct perf_event_mmap_page time; /* the user page's time fields, kept after unmapping */
@@ -187,16 +199,21 @@ static void strip_context(struct cpu_state *s) {
         s->bin_size = at;
 }
 
-/* Lines of the shim's sim.log that hold `what`. */
-static size_t log_count(const char *what) {
-        char path[4096];
-        size_t size, n = 0;
+/* The lines of sim.log that begin "cpu=CPU WHAT". */
+static uint64_t log_count(unsigned cpu, const char *what) {
+        char path[4096], pat[128];
+        uint64_t n = 0;
+        size_t size;
         char *log;
 
         snprintf(path, sizeof(path), "%s/sim.log", scen_dir);
         log = read_all(path, &size);
-        for (const char *p = log; p && (p = strstr(p, what)); p++)
-                n++;
+        if (!log)
+                return 0;
+        snprintf(pat, sizeof(pat), "\ncpu=%u %s", cpu, what);
+        /* The first line is the scenario's, never a CPU's: every CPU line follows a newline. */
+        for (char *p = log; (p = strstr(p, pat + 1)); p++)
+                n += p > log && p[-1] == '\n';
         free(log);
         return n;
 }
@@ -342,6 +359,18 @@ static int on_record(void *userdata, const uint8_t *rec, size_t len) {
                 }
                 break;
         }
+        case PERF_RECORD_FORK:
+        case PERF_RECORD_EXIT:
+        case PERF_RECORD_COMM:
+        case PERF_RECORD_MMAP2: {
+                uint32_t pid;
+
+                /* Only a storm's (the attr asks for them in `storm` mode): pid, first word after the header. */
+                memcpy(&pid, rec + sizeof(h), sizeof(pid));
+                assert_true(pid >= 200000 + 20000 * s->cpu && pid < 200000 + 20000 * (s->cpu + 1));
+                s->storm_seen++;
+                break;
+        }
         case PERF_RECORD_THROTTLE:
                 s->throttle++;
                 break;
@@ -363,6 +392,7 @@ static long perf_open(struct perf_event_attr *attr, int cpu, int pid) {
 
 static struct spe_pmu *pmus;
 static size_t n_pmus;
+static uint64_t scenario_u64(const char *key, uint64_t def);
 
 static void discover(void) {
         char err[256] = "";
@@ -370,7 +400,19 @@ static void discover(void) {
         if (pmus)
                 return;
         assert_int_equal(spe_pmu_discover(sysfs_root, &pmus, &n_pmus, err, sizeof(err)), 0);
-        assert_int_equal(n_pmus, 1);
+        /* arm_spe_0, and arm_spe_1 when the scenario has a second PMU (type2=, cpus2=). */
+        assert_int_equal(n_pmus, scenario_u64("type2", UINT64_MAX) != UINT64_MAX ? 2 : 1);
+}
+
+/* The attr of the PMU covering cpu (each PMU its own type), for arm_spe_0's CPUs base_attr(). */
+static void cpu_attr(struct spe_pmu_event_attr *a, const struct spe_pmu_options *o, unsigned cpu) {
+        const struct spe_pmu *p;
+        char err[256] = "";
+
+        discover();
+        p = spe_pmu_for_cpu(pmus, n_pmus, cpu);
+        assert_non_null(p);
+        assert_int_equal(spe_pmu_attr(p, o, a, NULL, err, sizeof(err)), 0);
 }
 
 static void base_attr(struct spe_pmu_event_attr *a, const struct spe_pmu_options *o) {
@@ -497,7 +539,8 @@ static void verify(struct cpu_state *s) {
         uint64_t kernel_lost = data_lost(s->cpu, &faults_written);
         size_t pos = 0, sw = 0;
         uint32_t tid = s->itrace_tid;
-        bool switches_complete = kernel_lost == 0;
+        /* No time conversion (cap_user_time_zero clear): records cannot be placed among the switches. */
+        bool switches_complete = kernel_lost == 0 && s->time.cap_user_time_zero;
 
         load_truth(s);
         verify_filtered(s);
@@ -584,11 +627,8 @@ static void verify(struct cpu_state *s) {
          * "enable active=" lines count every start); else one per event.
          */
         if (arg_itrace_each) {
-                char what[64];
-
-                snprintf(what, sizeof(what), "cpu=%u enable active=", s->cpu);
                 assert_true(s->itraces >= 1 + s->enables);
-                assert_int_equal(s->itraces, log_count(what));
+                assert_int_equal(s->itraces, log_count(s->cpu, "enable active="));
         } else if (!arg_offline)
                 assert_int_equal(s->itraces, 1);
         if (switches_complete)
@@ -597,16 +637,179 @@ static void verify(struct cpu_state *s) {
                 assert_int_equal(s->switch_out, s->n_sw);
 }
 
+/* ---- fatal buffer faults (fault=CPU:IDX:s1|s2) ---- */
+
+static bool arg_fault;
+
+/*
+ * A quiet CPU whose buffer a fault stopped (the shim logged more faults than
+ * restarts): PERF_EVENT_IOC_ENABLE alone must not restart it (the event is on:
+ * _perf_event_enable() does nothing), DISABLE + ENABLE must (arm_spe_pmu_stop()
+ * then arm_spe_pmu_start()), and so must PERF_EVENT_IOC_PERIOD (every other
+ * fault). The DISABLE commits nothing: the fault ended the session and its
+ * bytes went out with the fault's PERF_RECORD_AUX.
+ */
+static void recover_fault(struct cpu_state *s) {
+        uint64_t n_faults_seen = log_count(s->cpu, "fault s"), restarts = log_count(s->cpu, "restart after fault");
+        uint64_t aux_records = s->ring.stats.aux_records;
+
+        if (n_faults_seen == restarts)
+                return;
+        assert_int_equal(n_faults_seen, restarts + 1);
+        drain_one(s);
+        aux_records = s->ring.stats.aux_records;
+        assert_int_equal(ioctl(s->fd, PERF_EVENT_IOC_ENABLE, 0), 0);
+        assert_int_equal(log_count(s->cpu, "restart after fault"), restarts);
+        if (restarts % 2 == 0) {
+                assert_int_equal(ioctl(s->fd, PERF_EVENT_IOC_DISABLE, 0), 0);
+                drain_one(s);
+                assert_int_equal(s->ring.stats.aux_records, aux_records);
+                assert_int_equal(ioctl(s->fd, PERF_EVENT_IOC_ENABLE, 0), 0);
+        } else {
+                /* Every other one: a new period stops and starts the event too (__perf_event_period()). */
+                uint64_t period = s->attr.attr.sample_period;
+
+                assert_int_equal(ioctl(s->fd, PERF_EVENT_IOC_PERIOD, &period), 0);
+        }
+        assert_int_equal(log_count(s->cpu, "restart after fault"), restarts + 1);
+        s->fault_restarts++;
+}
+
+/* Each fault of the scenario on this CPU: its record dropped as `fault`, one restart for it. */
+static void verify_faults(struct cpu_state *s) {
+        uint64_t want = 0;
+        char path[4096], line[256];
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/scenario", scen_dir);
+        f = fopen(path, "re");
+        assert_non_null(f);
+        while (fgets(line, sizeof(line), f)) {
+                unsigned cpu;
+                size_t idx;
+                char stage[4];
+
+                if (sscanf(line, "fault=%u:%zu:%3s", &cpu, &idx, stage) != 3 || cpu != s->cpu)
+                        continue;
+                assert_true(idx < s->n_rec);
+                assert_string_equal(s->rec[idx].dropped, "fault");
+                want++;
+        }
+        fclose(f);
+        print_message("cpu %u: %" PRIu64 " buffer faults, %" PRIu64 " restarted (DISABLE + ENABLE, PERIOD)\n", s->cpu, want,
+                      s->fault_restarts);
+        assert_int_equal(log_count(s->cpu, "fault s"), want);
+        assert_int_equal(s->fault_restarts, want);
+        /* rate 0: the core waited while its buffer was stopped, nothing else was dropped. */
+        for (size_t i = 0; i < s->n_rec; i++)
+                if (s->rec[i].dropped[0])
+                        assert_string_equal(s->rec[i].dropped, "fault");
+}
+
+/* ---- the user page's clock (time_* keys) ---- */
+
+static bool arg_clock;
+
+/* A numeric key of the scenario file, or def. */
+static uint64_t scenario_u64(const char *key, uint64_t def) {
+        char path[4096], line[256];
+        size_t n = strlen(key);
+        uint64_t v = def;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/scenario", scen_dir);
+        f = fopen(path, "re");
+        assert_non_null(f);
+        while (fgets(line, sizeof(line), f))
+                if (!strncmp(line, key, n) && line[n] == '=')
+                        v = strtoull(line + n + 1, NULL, 0);
+        fclose(f);
+        return v;
+}
+
+/*
+ * The page as arm64's arch_perf_update_userpage() writes it, worked out here
+ * from the scenario's keys: nothing but clear caps when sched_clock is not
+ * the arch timer; a shift of 32 becomes 31 with mult halved; time_cycles and
+ * time_mask only with cap_user_time_short (5.12+).
+ */
+static void check_clock_page(const struct perf_event_mmap_page *up) {
+        uint64_t mult = scenario_u64("time_mult", 40U << 24), shift = scenario_u64("time_shift", 24);
+        bool cap = scenario_u64("time_zero_cap", 1), short_ = scenario_u64("time_short", 1);
+
+        assert_int_equal(up->cap_user_time_zero, cap);
+        assert_int_equal(up->cap_user_time, cap);
+        assert_int_equal(up->cap_user_time_short, cap && short_);
+        if (!cap) {
+                assert_int_equal(up->time_zero, 0);
+                assert_int_equal(up->time_mult, 0);
+                assert_int_equal(up->time_shift, 0);
+                return;
+        }
+        if (shift == 32) {
+                shift = 31;
+                mult >>= 1;
+        }
+        assert_int_equal(up->time_shift, shift);
+        assert_int_equal(up->time_mult, mult);
+        assert_int_equal(up->time_zero, scenario_u64("time_zero", 1000000000));
+        assert_int_equal(up->time_cycles, short_ ? scenario_u64("time_cycles", 0) : 0);
+        assert_int_equal(up->time_mask, short_ ? scenario_u64("time_mask", (UINT64_C(1) << 56) - 1) : 0);
+}
+
+/* ---- side-band storms (sideband_storm=CPU:IDX:N) ---- */
+
+static bool arg_storm;
+
+/* The `written=` of this CPU's storm lines in sim.log: the storm records the ring took. */
+static uint64_t storm_written(unsigned cpu, uint64_t *ret_lost) {
+        char path[4096], pat[64];
+        uint64_t w = 0, l = 0;
+        size_t size;
+        char *log;
+
+        snprintf(path, sizeof(path), "%s/sim.log", scen_dir);
+        log = read_all(path, &size);
+        assert_non_null(log);
+        snprintf(pat, sizeof(pat), "cpu=%u storm ", cpu);
+        for (char *p = log; (p = strstr(p, pat)); p++) {
+                char *x = strstr(p, " written="), *y = strstr(p, " lost=");
+
+                assert_true(x && y);
+                w += strtoull(x + 9, NULL, 10);
+                l += strtoull(y + 6, NULL, 10);
+        }
+        free(log);
+        *ret_lost = l;
+        return w;
+}
+
+/*
+ * Every storm record the ring took was read, and the kernel's
+ * PERF_RECORD_LOST counts (verify() checks them against sim.log) hold
+ * those it had no room for.
+ */
+static void verify_storm(struct cpu_state *s) {
+        uint64_t lost, written = storm_written(s->cpu, &lost);
+
+        print_message("cpu %u: storm records %" PRIu64 " written, %" PRIu64 " read, %" PRIu64 " lost; ring LOST %" PRIu64
+                      "\n", s->cpu, written, s->storm_seen, lost, s->prev.lost);
+        assert_int_equal(s->storm_seen, written);
+        assert_true(s->prev.lost >= lost);
+}
+
 static unsigned arg_data_pages = 8, arg_aux_pages = 16, arg_watermark, arg_sleep_ms;
 
 static void open_cpu(struct cpu_state *s, int ep, unsigned slot) {
         struct spe_pmu_options o = { .exclude_kernel = arg_exclude_kernel };
         uint8_t *m;
 
-        base_attr(&s->attr, &o);
+        cpu_attr(&s->attr, &o, s->cpu);
         assert_int_equal(s->attr.attr.exclude_kernel, arg_exclude_kernel);
         s->attr.attr.context_switch = 1;
         s->attr.attr.aux_watermark = arg_watermark;
+        /* The side-band records a storm writes (perf_event_task(), _comm(), _mmap()). */
+        s->attr.attr.task = s->attr.attr.comm = s->attr.attr.mmap2 = arg_storm;
         if (arg_all_ids)
                 s->attr.attr.sample_type |= PERF_SAMPLE_ID | PERF_SAMPLE_STREAM_ID;
         s->fd = (int) perf_open(&s->attr.attr, (int) s->cpu, -1);
@@ -618,7 +821,10 @@ static void open_cpu(struct cpu_state *s, int ep, unsigned slot) {
         s->up = (struct perf_event_mmap_page *) m;
         assert_int_equal(s->up->data_offset, page_size);
         assert_int_equal(s->up->data_size, arg_data_pages * page_size);
-        assert_true(s->up->cap_user_time_zero);
+        if (arg_clock)
+                check_clock_page(s->up);
+        else
+                assert_true(s->up->cap_user_time_zero);
         s->time = *s->up;
         s->aux_len = arg_aux_pages * page_size;
         s->up->aux_offset = s->data_len;
@@ -687,6 +893,30 @@ static void sleep_ms(unsigned ms) {
 }
 
 
+/*
+ * Two PMUs: each CPU opened with its own PMU's type (open_cpu()); with the
+ * other's, arm_spe_pmu_event_init() refuses it: ENOENT, the CPU is not in
+ * that PMU's supported_cpus (before the exclusive check: not EBUSY).
+ */
+static void two_pmus(const struct cpu_state *cs, unsigned n) {
+        if (n_pmus < 2)
+                return;
+        for (unsigned i = 0; i < n; i++) {
+                const struct spe_pmu *mine = spe_pmu_for_cpu(pmus, n_pmus, cs[i].cpu);
+                const struct spe_pmu *other = mine == &pmus[0] ? &pmus[1] : &pmus[0];
+                struct spe_pmu_event_attr a;
+                struct spe_pmu_options o = {};
+                char err[256] = "";
+
+                assert_int_equal(cs[i].attr.attr.type, mine->type);
+                assert_int_equal(spe_pmu_attr(other, &o, &a, NULL, err, sizeof(err)), 0);
+                assert_true(perf_open(&a.attr, (int) cs[i].cpu, -1) < 0);
+                assert_int_equal(errno, ENOENT);
+        }
+        print_message("%u CPUs on %s (type %" PRIu32 ") and %s (type %" PRIu32 "), each opened with its own\n", n,
+                      pmus[0].name, pmus[0].type, pmus[1].name, pmus[1].type);
+}
+
 static void test_drain(void **state) {
         static struct cpu_state cs[MAX_CPUS];
         struct epoll_event evs[MAX_CPUS];
@@ -699,13 +929,14 @@ static void test_drain(void **state) {
         ep = epoll_create1(EPOLL_CLOEXEC);
         assert_true(ep >= 0);
         for (unsigned cpu = 0; cpu < MAX_CPUS; cpu++) {
-                if (!cpulist_has(&pmus[0].cpus, cpu))
+                if (!spe_pmu_for_cpu(pmus, n_pmus, cpu))
                         continue;
                 cs[n].cpu = cpu;
                 open_cpu(&cs[n], ep, n);
                 n++;
         }
         assert_true(n > 0);
+        two_pmus(cs, n);
 
         /* Drain on wakeups, and on a timer for a quiet CPU, until every core is done. */
         for (;;) {
@@ -728,6 +959,8 @@ static void test_drain(void **state) {
                          */
                         if (k == 0 && !arg_sleep_ms)
                                 assert_int_equal(ioctl(cs[i].fd, PERF_EVENT_IOC_ENABLE, 0), 0);
+                        if (k == 0 && arg_fault)
+                                recover_fault(&cs[i]);
                 }
                 if (off == OFF_NONE && n > 1 && cs[1].ring.stats.aux_records >= 2) {
                         /* CPU 1 goes offline under its event (the last CPU of the list stays). */
@@ -763,6 +996,10 @@ static void test_drain(void **state) {
         for (unsigned i = 0; i < n; i++) {
                 close_cpu(&cs[i]);
                 verify(&cs[i]);
+                if (arg_fault)
+                        verify_faults(&cs[i]);
+                if (arg_storm)
+                        verify_storm(&cs[i]);
         }
         /* The generator's kernel scenario is in the streams (--scenario all): filtering was tested. */
         if (arg_exclude_kernel)
@@ -970,6 +1207,12 @@ int main(int argc, char **argv) {
                                         return 1;
                                 }
                         }
+                        else if (!strcmp(argv[i], "fault"))
+                                arg_fault = true;
+                        else if (!strcmp(argv[i], "clock"))
+                                arg_clock = true;
+                        else if (!strcmp(argv[i], "storm"))
+                                arg_storm = true;
                         else
                                 arg_sleep_ms = (unsigned) atoi(argv[i]);
                 return cmocka_run_group_tests(drain, NULL, NULL);
