@@ -25,19 +25,21 @@ network whose forwarded ports the host uses:
   - the cpu-clock sampler profiles tests/sampler/spin.c (main -> outer_work
     -> inner_spin) cross-built three ways: -fno-omit-frame-pointer,
     -fomit-frame-pointer (CFI only) and -mbranch-protection=standard (return
-    addresses signed with PAC on the stack). go tool pprof -traces on the host
-    of /debug/pprof/profile must show, for each: the heaviest stack of its pid
-    is the whole known call tree, inner_spin <- outer_work <- main <- glibc's
-    start (__libc_start_call_main, [libc.so.6] in a stripped libc) <-
-    __libc_start_main <- _start; every stack with inner_spin as leaf is that;
-    every stack through spin's own code (clock_gettime's vDSO calls included)
-    continues as that tree below it; and its CPU time within 15% of what the
-    guest kernel accounted the process (wait4's rusage, read by the driver);
+    addresses signed with PAC on the stack), and tests/symbols/vdso-spin.c
+    (main -> vdso_outer -> vdso_spin -> clock_gettime, in the vDSO). go tool
+    pprof -traces on the host of /debug/pprof/profile must show, for each:
+    every stack whose leaf is the hot one (inner_spin; the vDSO) is the whole
+    known call tree down to glibc's start (__libc_start_call_main,
+    [libc.so.6] in a stripped libc, <- __libc_start_main <- _start), and
+    there is one; spin's heaviest stack is it; every stack through the
+    program's own code continues as that tree below it (no frame lost, none
+    made up); and its CPU time is within 15% of what the guest kernel
+    accounted the process (wait4's rusage, read by the driver);
   - the daemon stops cleanly (exit 0) on SIGTERM.
 
 Exit 77 only when the shared VM tools are absent (tests/arm64vm.py); a cross
 toolchain, arm64 library or go that is missing is a failure: packaging/dev.sh
-installs them. ARM64_GUEST_BUILDS=fp,nofp,pac picks builds,
+installs them. ARM64_GUEST_WORKLOADS=spin-fp,vdso-spin,... picks workloads,
 ARM64_GUEST_SPIN_SECONDS the CPU seconds each burns (2.5), ARM64_GUEST_DEBUG=1
 runs the daemon at debug level and prints the raw profile of a failed stack
 check.
@@ -72,15 +74,21 @@ CONTROL_PORT = 9770  # guest-driver.c
 MODULES = ['net/core/failover.ko', 'drivers/net/net_failover.ko', 'drivers/net/virtio_net.ko',
            'drivers/virtio/virtio_pci_legacy_dev.ko', 'drivers/virtio/virtio_pci_modern_dev.ko',
            'drivers/virtio/virtio_pci.ko']
-SPIN_BUILDS = {
-    'fp': ['-fno-omit-frame-pointer'],
-    'nofp': ['-fomit-frame-pointer'],
-    'pac': ['-fomit-frame-pointer', '-mbranch-protection=standard'],
-}
+# glibc's start below main: _start -> __libc_start_main -> __libc_start_call_main (local: a stripped
+# libc.so.6 has it in no symbol table, its frame is named by the module), leaf first as pprof prints.
 SPIN_SECONDS = float(os.environ.get('ARM64_GUEST_SPIN_SECONDS', '2.5'))
-# main -> outer_work -> inner_spin (tests/sampler/spin.c) under glibc's _start -> __libc_start_main ->
-# __libc_start_call_main (local: stripped libc.so.6 names it by its module), leaf first as pprof prints it.
-WHOLE_STACK = ['inner_spin', 'outer_work', 'main', '[libc.so.6]', '__libc_start_main', '_start']
+START = ['main', '[libc.so.6]', '__libc_start_main', '_start']
+# The workloads, built for arm64 as Debian builds C: name -> (source, flags, the known call tree of
+# its hot leaf, leaf first). spin.c burns in inner_spin; vdso-spin.c in clock_gettime(CLOCK_MONOTONIC),
+# which runs in the vDSO (its pc there, its return address in x30).
+WORKLOADS = {
+    'spin-fp': ('tests/sampler/spin.c', ['-fno-omit-frame-pointer'], ['inner_spin', 'outer_work'] + START),
+    'spin-nofp': ('tests/sampler/spin.c', ['-fomit-frame-pointer'], ['inner_spin', 'outer_work'] + START),
+    'spin-pac': ('tests/sampler/spin.c', ['-fomit-frame-pointer', '-mbranch-protection=standard'],
+                 ['inner_spin', 'outer_work'] + START),
+    'vdso-spin': ('tests/symbols/vdso-spin.c', ['-fomit-frame-pointer', '-mbranch-protection=standard'],
+                  ['[[vdso]]', 'clock_gettime', 'vdso_spin', 'vdso_outer'] + START),
+}
 # The daemon's hardware events ([pmu] events) and their names in a PMUv3's sysfs events/
 # (collectors/pmu/pmu-event.c, drivers/perf/arm_pmuv3.c armv8_pmuv3_event_attrs).
 ARM_EVENTS = {
@@ -356,10 +364,11 @@ def case_pac(guest):
 
 
 def case_stacks(guest, go, work, name):
+    source, _, known = WORKLOADS[name]
     env = go_env(work)
     span = 12
     for attempt in range(3):
-        path = os.path.join(work, f'spin-{name}-{attempt}.pb.gz')
+        path = os.path.join(work, f'{name}-{attempt}.pb.gz')
         box = {}
 
         def fetch():
@@ -370,49 +379,53 @@ def case_stacks(guest, go, work, name):
         t = threading.Thread(target=fetch)
         t.start()
         time.sleep(1.0)  # the span starts when the daemon takes the request
-        answer = guest.control(f'run 1 {SPIN_SECONDS} spin-{name}').split('\n')
-        # spin exited before the span's end: its whole life is in the profile; else a longer span
+        answer = guest.control(f'run 1 {SPIN_SECONDS} {name}').split('\n')
+        # The program exited before the span's end: its whole life is in the profile; else a longer span.
         ended = t.is_alive()
         t.join()
         if len(answer) < 2 or not answer[0].startswith('ready ') or not answer[1].startswith('exit '):
-            check(False, f'spin-{name} ran in the guest: {answer}')
+            check(False, f'{name} ran in the guest: {answer}')
             return
         pid, status = int(answer[0].split()[1]), int(answer[1].split()[1])
         truth_ns = (int(answer[1].split()[2]) + int(answer[1].split()[3])) * 1000
         if ended:
             break
-        print(f'# spin-{name} outlived a {span} s span: again with {span * 2} s')
+        print(f'# {name} outlived a {span} s span: again with {span * 2} s')
         span *= 2
     check(status == 0 and box.get('st') == 200 and ended,
-          f'spin-{name} ran (exit {status}) within the profile\'s {span} s span, answered {box.get("st")}')
+          f'{name} ran (exit {status}) within the profile\'s {span} s span, answered {box.get("st")}')
     mine = [(lab, f) for lab, f in traces(go, env, path) if lab.get('pid') == str(pid)]
+    print(f'# {name} ({source}): pid {pid}, {len(mine)} distinct stacks, {truth_ns / 1e9:.2f} s of CPU, '
+          f'profile span {span} s')
     for lab, f in mine[:3]:
         print(f'#   {lab.get("comm")}: {" <- ".join(f)}')
-    print(f'# spin-{name}: pid {pid}, {len(mine)} distinct stacks, {truth_ns / 1e9:.2f} s of CPU, profile span {span} s')
-    spinning = [f for lab, f in mine if f and f[0] == 'inner_spin']
-    check(len(mine) > 0 and mine[0][1] == WHOLE_STACK,
-          f'spin-{name}: the heaviest stack of pid {pid} is {" <- ".join(WHOLE_STACK)}: '
-          f'{" <- ".join(mine[0][1]) if mine else None}')
-    check(spinning and all(f == WHOLE_STACK for f in spinning) and
-          all(lab.get('comm') == f'spin-{name}' for lab, f in mine if 'inner_spin' in f),
-          f'spin-{name}: every stack with inner_spin as its leaf is whole and named spin-{name} '
-          f'({len(spinning)} stacks: {[f for f in spinning if f != WHOLE_STACK][:2]})')
-    # Wherever a stack goes through spin's own code, what is below it is the known call tree: outer_work is
-    # only ever called by main, main by glibc's start (no frame lost, none made up).
+    # The hot leaf's stacks (a [kernel] frame above it: a sample in a syscall or an interrupt from there).
+    hot = [f[1:] if f[0] == '[kernel]' else f for lab, f in mine if known[0] in f[:2]]
+    check(hot and all(f == known for f in hot) and
+          all(lab.get('comm') == name for lab, f in mine if known[0] in f),
+          f'{name}: every stack with {known[0]} as its leaf is the whole known call tree, '
+          f'{" <- ".join(known)}, and named {name} ({len(hot)} stacks; others: '
+          f'{[" <- ".join(f) for f in hot if f != known][:2]})')
+    if known[0] == 'inner_spin':
+        check(len(mine) > 0 and mine[0][1] == known,
+              f'{name}: the heaviest stack of pid {pid} is that: {" <- ".join(mine[0][1]) if mine else None}')
+    # Wherever a stack goes through the program's own code, what is below it is the known call tree:
+    # no frame lost, none made up.
+    own = [fn for fn in known[:known.index('main') + 1] if not fn.startswith('[') and fn != 'clock_gettime']
     wrong = []
     for lab, f in mine:
         for i, fn in enumerate(f):
-            if fn in WHOLE_STACK[:3]:
-                if f[i:] != WHOLE_STACK[WHOLE_STACK.index(fn):]:
+            if fn in own:
+                if f[i:] != known[known.index(fn):]:
                     wrong.append(f)
                 break
     if wrong and os.environ.get('ARM64_GUEST_DEBUG'):
         print(pprof(go, env, '-raw', path))
-    check(not wrong, f'spin-{name}: every stack through spin\'s code continues as the known call tree below it '
+    check(not wrong, f'{name}: every stack through its own code continues as the known call tree below it '
                      f'({len(wrong)} of {len(mine)} do not: {[" <- ".join(f) for f in wrong[:3]]})')
     got_ns = cpu_ns_of(go, env, path, pid)
     check(truth_ns > 0 and abs(got_ns - truth_ns) <= 0.15 * truth_ns,
-          f'spin-{name}: cpu/nanoseconds of pid {pid} {got_ns} within 15% of the guest kernel\'s '
+          f'{name}: cpu/nanoseconds of pid {pid} {got_ns} within 15% of the guest kernel\'s '
           f'{truth_ns} (wait4 rusage)')
 
 
@@ -440,12 +453,12 @@ def main():
             return 1
         files = {'/usr/bin/armprofd': daemon, '/test': driver,
                  '/etc/armprofd/armprofd.conf': CONFIG.encode()}
-        for name, flags in SPIN_BUILDS.items():
-            out = os.path.join(work, f'spin-{name}')
+        for name, (source, flags, _) in WORKLOADS.items():
+            out = os.path.join(work, name)
             run([arm64vm.CROSS_CC, '-O2', '-g', '-std=gnu17', '-D_GNU_SOURCE', '-Wall', '-Werror', *flags, '-o', out,
-                 os.path.join(src, 'tests', 'sampler', 'spin.c')])
-            files[f'/usr/bin/spin-{name}'] = out
-        for soname, real in library_closure([daemon] + [files[f'/usr/bin/spin-{n}'] for n in SPIN_BUILDS]).items():
+                 os.path.join(src, source)])
+            files[f'/usr/bin/{name}'] = out
+        for soname, real in library_closure([daemon] + [files[f'/usr/bin/{n}'] for n in WORKLOADS]).items():
             files[f'{MULTIARCH}/{soname}'] = real
         files[INTERP] = os.path.realpath(os.path.join(MULTIARCH, os.path.basename(INTERP)))
         for m in guest_modules(cache):
@@ -461,7 +474,7 @@ def main():
             print(f'# guest daemon serving {t_up:.1f}s after qemu started')
             case_pmu(guest)
             case_pac(guest)
-            for name in (os.environ.get('ARM64_GUEST_BUILDS') or ','.join(SPIN_BUILDS)).split(','):
+            for name in (os.environ.get('ARM64_GUEST_WORKLOADS') or ','.join(WORKLOADS)).split(','):
                 case_stacks(guest, go, work, name)
         finally:
             try:
