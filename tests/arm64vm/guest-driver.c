@@ -14,8 +14,13 @@
  *                                 its "ready PID" line, then, once it has
  *                                 exited, "exit STATUS UTIME_US STIME_US"
  *                                 (the kernel's accounting of it, wait4(2))
- *       cat PATH                  a file under /proc or /sys, as it is; a
+ *       cat PATH                  a file (an absolute path), as it is; a
  *                                 directory's entries, one a line
+ *       spe SHIM SCEN SYSFS CONF  start a second daemon with the simulated
+ *                                 SPE PMU preloaded (tests/simpmu/README.md:
+ *                                 LD_PRELOAD=SHIM, ARMPROFD_SIMPMU_DIR=SCEN,
+ *                                 ARMPROFD_SYSFS_ROOT=SYSFS), -c CONF, its
+ *                                 output in /tmp/armprofd-spe.log; "started PID"
  *       log                       the daemon's output so far
  *       pacmask                   the kernel's PAC masks of a user task,
  *                                 "DATA_MASK INSN_MASK" in hex, by ptrace's
@@ -54,6 +59,7 @@
 
 #define CONTROL_PORT 9770
 #define DAEMON_LOG "/tmp/armprofd.log"
+#define SPE_LOG "/tmp/armprofd-spe.log"
 #define GUEST_ADDR "10.0.2.15"
 #define GUEST_MASK "255.255.255.0"
 #define GUEST_GATEWAY "10.0.2.2"
@@ -129,12 +135,11 @@ out:
         return r;
 }
 
-static pid_t start_daemon(char **argv) {
+static pid_t start_daemon(char **argv, char **envp, const char *log) {
         pid_t pid = fork();
 
         if (pid == 0) {
-                int fd = open(DAEMON_LOG, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-                char *envp[] = { "PATH=/usr/bin:/", "HOME=/", NULL };
+                int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 
                 if (fd >= 0) {
                         dup2(fd, 1);
@@ -266,14 +271,14 @@ static int stop_daemon(pid_t daemon) {
         return 128 + SIGKILL;
 }
 
-static void print_log(void) {
+static void print_log(const char *log) {
         char buf[4096];
-        int fd = open(DAEMON_LOG, O_RDONLY | O_CLOEXEC);
+        int fd = open(log, O_RDONLY | O_CLOEXEC);
         ssize_t n;
 
         if (fd < 0)
                 return;
-        printf("--- the daemon's output ---\n");
+        printf("--- %s ---\n", log);
         fflush(stdout);
         while ((n = read(fd, buf, sizeof(buf))) > 0)
                 write_all(1, buf, (size_t) n);
@@ -285,7 +290,8 @@ int main(int argc, char **argv) {
         struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(CONTROL_PORT) };
         double deadline;
         int lfd, one = 1, code = 1, r;
-        pid_t daemon;
+        char *envp[] = { "PATH=/usr/bin:/", "HOME=/", NULL };
+        pid_t daemon, spe_daemon = -1;
 
         if (argc < 3) {
                 fprintf(stderr, "usage: %s LIMIT_SECONDS DAEMON ARGS...\n", argv[0]);
@@ -303,17 +309,19 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "guest: control socket: %s\n", strerror(errno));
                 return 1;
         }
-        daemon = start_daemon(argv + 2);
+        daemon = start_daemon(argv + 2, envp, DAEMON_LOG);
         printf("guest: network up, daemon pid %d, control port %d\n", (int) daemon, CONTROL_PORT);
         for (;;) {
                 struct pollfd p = { .fd = lfd, .events = POLLIN };
-                char cmd[512], a[64], b[64], c[256];
+                char cmd[2048], a[64], b[64], c[256], shim[256], scen[256], sysfs[256], conf[256];
                 ssize_t n;
                 int conn, st;
 
                 if (now() > deadline) {
                         printf("guest: no stop from the host in %s s: giving up\n", argv[1]);
                         stop_daemon(daemon);
+                        if (spe_daemon > 0)
+                                stop_daemon(spe_daemon);
                         break;
                 }
                 if (waitpid(daemon, &st, WNOHANG) == daemon) {
@@ -330,9 +338,23 @@ int main(int argc, char **argv) {
                 cmd[strcspn(cmd, "\r\n")] = 0;
                 if (sscanf(cmd, "run %63s %63s %255s", a, b, c) == 3) {
                         run_workload(conn, a, b, c);
+                } else if (sscanf(cmd, "spe %255s %255s %255s %255s", shim, scen, sysfs, conf) == 4) {
+                        char e_preload[300], e_scen[300], e_sysfs[300];
+                        char *spe_argv[] = { argv[2], "-c", conf, NULL };
+                        char *spe_envp[] = { "PATH=/usr/bin:/", "HOME=/", e_preload, e_scen, e_sysfs, NULL };
+
+                        snprintf(e_preload, sizeof(e_preload), "LD_PRELOAD=%s", shim);
+                        snprintf(e_scen, sizeof(e_scen), "ARMPROFD_SIMPMU_DIR=%s", scen);
+                        snprintf(e_sysfs, sizeof(e_sysfs), "ARMPROFD_SYSFS_ROOT=%s", sysfs);
+                        if (spe_daemon > 0) {
+                                dprintf(conn, "error already started\n");
+                        } else {
+                                spe_daemon = start_daemon(spe_argv, spe_envp, SPE_LOG);
+                                dprintf(conn, "started %d\n", (int) spe_daemon);
+                        }
                 } else if (sscanf(cmd, "cat %255s", c) == 1) {
-                        if ((strncmp(c, "/proc/", 6) && strncmp(c, "/sys/", 5)) || strstr(c, ".."))
-                                dprintf(conn, "error only /proc and /sys\n");
+                        if (c[0] != '/' || strstr(c, ".."))
+                                dprintf(conn, "error an absolute path without ..\n");
                         else
                                 send_file(conn, c);
                 } else if (strcmp(cmd, "pacmask") == 0) {
@@ -341,6 +363,15 @@ int main(int argc, char **argv) {
                         send_file(conn, DAEMON_LOG);
                 } else if (strcmp(cmd, "stop") == 0) {
                         int status = daemon > 0 ? stop_daemon(daemon) : -1;
+
+                        if (spe_daemon > 0) {
+                                int spe_status = stop_daemon(spe_daemon);
+
+                                printf("guest: the SPE daemon stopped with %d\n", spe_status);
+                                spe_daemon = -1;
+                                if (spe_status != 0 && status == 0)
+                                        status = spe_status;
+                        }
 
                         dprintf(conn, "stopped %d\n", status);
                         close(conn);
@@ -351,6 +382,7 @@ int main(int argc, char **argv) {
                 }
                 close(conn);
         }
-        print_log();
+        print_log(DAEMON_LOG);
+        print_log(SPE_LOG);
         return code;
 }

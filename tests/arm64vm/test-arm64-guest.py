@@ -35,14 +35,24 @@ network whose forwarded ports the host uses:
     program's own code continues as that tree below it (no frame lost, none
     made up); and its CPU time is within 15% of what the guest kernel
     accounted the process (wait4's rusage, read by the driver);
-  - the daemon stops cleanly (exit 0) on SIGTERM.
+  - live SPE on arm64: tests/simpmu's shim (the simulated arm_spe PMU),
+    cross-built and preloaded into a second daemon in the guest with a
+    scenario and fake sysfs that tests/simpmu/simpmu-setup.py made on the host
+    from armprofd-spegen's output (2 cores, 12,000 records of six sharing
+    patterns): armprofd_spe_records_total per CPU is the generator's records
+    minus exactly those the simulation dropped (its cpuN.dropped, read back
+    from the guest), and /hotlines (window=all) has every line of the
+    generator's truth with its loads, stores, peer snoops, class and
+    per-offset latency (tests/daemon/spegen_truth.py, as test-spe-live.py);
+  - the daemons stop cleanly (exit 0) on SIGTERM.
 
 Exit 77 only when the shared VM tools are absent (tests/arm64vm.py); a cross
 toolchain, arm64 library or go that is missing is a failure: packaging/dev.sh
 installs them. ARM64_GUEST_WORKLOADS=spin-fp,vdso-spin,... picks workloads,
 ARM64_GUEST_SPIN_SECONDS the CPU seconds each burns (2.5), ARM64_GUEST_DEBUG=1
 runs the daemon at debug level and prints the raw profile of a failed stack
-check.
+check; ARM64_GUEST_SPE=0 leaves SPE out, ARM64_GUEST_SPE_LIMIT bounds its wait
+(300 s).
 """
 
 import argparse
@@ -62,13 +72,37 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), 'integration'))
 import arm64vm  # noqa: E402
-from armprofd_test import check, failures, go_env, parse_prom_text  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), 'daemon'))
+from armprofd_test import check, failures, go_env, parse_prom_text, simpmu_setup  # noqa: E402
+from spegen_truth import check_lines, read_facts, truth_lines  # noqa: E402
 
 CROSS = 'aarch64-linux-gnu-'
 MULTIARCH = '/usr/lib/aarch64-linux-gnu'
 INTERP = '/lib/ld-linux-aarch64.so.1'
 DAEMON_PORT = 9769
 CONTROL_PORT = 9770  # guest-driver.c
+SPE_PORT = 9771  # the daemon with the simulated SPE PMU preloaded
+SHIM = '/usr/lib/armprofd-simpmu.so'
+N1_MIDR = '0x00000000413fd0c1'
+# Live SPE through tests/simpmu in the guest: the generator's records on 2 simulated cores, tables that
+# evict nothing (so every count is exact) and fit the guest's 1 GiB.
+SPE_CONFIG = """[http]
+listen = :%d
+detail = any
+[privacy]
+kernel_addresses = yes
+[pmu]
+enable = no
+[sampler]
+enable = no
+[spe]
+drain_interval = 100ms
+aux_buffer = 64KiB
+[store]
+epoch = 5s
+epochs = 24
+max_memory = 768MiB
+""" % SPE_PORT
 # The virtio-net-pci modules of the Debian kernel (its config: CONFIG_VIRTIO_NET=m, CONFIG_VIRTIO_PCI=m,
 # CONFIG_NET_FAILOVER=m); init.c loads /lib/modules/*.ko, retrying those whose dependency came later.
 MODULES = ['net/core/failover.ko', 'drivers/net/net_failover.ko', 'drivers/net/virtio_net.ko',
@@ -203,9 +237,10 @@ class Guest:
     """qemu-system-aarch64 as run-arm64.sh runs it, plus user networking with two forwarded ports."""
 
     def __init__(self, cache, initrd, work, smp='2'):
-        self.daemon_port, self.control_port = free_port(), free_port()
+        self.daemon_port, self.control_port, self.spe_port = free_port(), free_port(), free_port()
         fwd = (f'hostfwd=tcp:127.0.0.1:{self.daemon_port}-:{DAEMON_PORT},'
-               f'hostfwd=tcp:127.0.0.1:{self.control_port}-:{CONTROL_PORT}')
+               f'hostfwd=tcp:127.0.0.1:{self.control_port}-:{CONTROL_PORT},'
+               f'hostfwd=tcp:127.0.0.1:{self.spe_port}-:{SPE_PORT}')
         self.console = os.path.join(work, 'console.log')
         cmd = ['qemu-system-aarch64', '-M', 'virt,gic-version=3', '-cpu', 'max,pauth-impdef=on', '-smp', smp,
                '-m', '1G', '-nographic', '-no-reboot', '-nic', f'user,model=virtio-net-pci,{fwd}',
@@ -231,11 +266,11 @@ class Guest:
                 chunks.append(b)
         return b''.join(chunks).decode(errors='replace')
 
-    def http(self, path, timeout=60):
-        with urllib.request.urlopen(f'http://127.0.0.1:{self.daemon_port}{path}', timeout=timeout) as r:
+    def http(self, path, timeout=60, port=None):
+        with urllib.request.urlopen(f'http://127.0.0.1:{port or self.daemon_port}{path}', timeout=timeout) as r:
             return r.status, r.read()
 
-    def wait_serving(self, limit):
+    def wait_serving(self, limit, port=None):
         """Until /healthz answers through the forwarded port (slirp accepts at once and closes when nothing
         listens in the guest): boot, module loading, the daemon's start under TCG."""
         deadline = time.monotonic() + limit
@@ -244,12 +279,12 @@ class Guest:
             if self.proc.poll() is not None:
                 break
             try:
-                if self.http('/healthz', timeout=10)[0] == 200:
+                if self.http('/healthz', timeout=10, port=port)[0] == 200:
                     return time.monotonic() - self.t0
             except Exception as e:  # noqa: BLE001 - anything until it answers
                 last = e
             time.sleep(0.5)
-        raise SystemExit(f'FAIL: the guest daemon never answered /healthz ({last}); console:\n{self.output()[-5000:]}')
+        raise AssertionError(f'the guest daemon never answered /healthz ({last}); console:\n{self.output()[-5000:]}')
 
     def finish(self, limit=120):
         try:
@@ -429,10 +464,107 @@ def case_stacks(guest, go, work, name):
           f'{truth_ns} (wait4 rusage)')
 
 
+def prepare_spe(spegen, work):
+    """A simpmu scenario (tests/simpmu/README.md) from the generator's output, as test-spe-live.py's truth
+    case makes it on 2 CPUs: {guest path: host file} (the same paths in the guest) and its truth."""
+    simpmu = simpmu_setup()
+    base = os.path.join(work, 'spe')
+    gen, scen, sysfs = (os.path.join(base, x) for x in ('gen', 'scen', 'sys'))
+    os.makedirs(gen)
+    run([spegen, '--out-dir', gen, '--prefix', 'g', '--ts', '--cpus', '2', '--records', '12000', '--seed', '3',
+         '--scenario', 'false-sharing,true-sharing,read-only,padded,remote,dram'])
+    facts = read_facts(os.path.join(gen, 'g.truth.txt'))
+    elf = os.path.join(gen, 'g.elf')
+    task = [f"comm=4242:4242:{facts['thread.4242'].split(',')[0]}",
+            f"mmap2=4242:4242:{facts['elf.text_base']}:{facts['elf.text_map_len']}:0:{elf}"]
+    rows = simpmu.setup(gen, scen, sysfs, cpus='0-1', prefix='g', keys=task)
+    for cpu in range(2):
+        simpmu.write(os.path.join(sysfs, 'devices', 'system', 'cpu', f'cpu{cpu}', 'regs', 'identification',
+                                  'midr_el1'), N1_MIDR + '\n')
+    # Room for every line of the truth and every (offset, pc) of a line, twice over: none is evicted,
+    # every count is exact.
+    truth = truth_lines([r for cpu in rows for r in rows[cpu]], 'va')
+    offsets = max(len(t['lat']) for t in truth.values())
+    with open(os.path.join(base, 'armprofd.conf'), 'w') as f:
+        f.write(SPE_CONFIG + f'hotlines = {max(256, 2 * len(truth))}\nline_offsets = {max(8, 2 * offsets)}\n')
+    files = {}
+    for d, _, names in os.walk(base):
+        for n in names:
+            files[os.path.join(d, n)] = os.path.join(d, n)
+    return files, {'simpmu': simpmu, 'scen': scen, 'sysfs': sysfs, 'elf': elf, 'rows': rows,
+                   'conf': os.path.join(base, 'armprofd.conf')}
+
+
+def case_spe(guest, spe):
+    """Live SPE from the simulated PMU preloaded into the arm64 daemon: what it serves equals the
+    generator's truth minus exactly what the simulation dropped (tests/simpmu/test-spe-live.py's truth)."""
+    simpmu, scen = spe['simpmu'], spe['scen']
+    started = guest.control(f"spe {SHIM} {scen} {spe['sysfs']} {spe['conf']}").strip()
+    check(started.startswith('started '), f'the SPE daemon started in the guest: {started}')
+    try:
+        guest.wait_serving(120, port=guest.spe_port)
+    except AssertionError as e:
+        check(False, f'the SPE daemon serves: {e}\n{guest.control("cat /tmp/armprofd-spe.log")}')
+        return
+    deadline = time.monotonic() + float(os.environ.get('ARM64_GUEST_SPE_LIMIT', '300'))
+    while True:
+        log = guest.control(f'cat {scen}/sim.log')
+        if sum(' done ' in l for l in log.splitlines()) >= 2 or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    # The simulation's own account of what it dropped, from the guest into the host's copy of the scenario.
+    for cpu in range(2):
+        text = guest.control(f'cat {scen}/cpu{cpu}.dropped')
+        path = os.path.join(scen, f'cpu{cpu}.dropped')
+        if text.startswith('error '):
+            if os.path.exists(path):
+                os.unlink(path)
+        else:
+            with open(path, 'w') as f:
+                f.write(text)
+    expect = {cpu: [r for i, r in enumerate(spe['rows'][cpu])
+                    if i not in {j for j, why in simpmu.dropped(scen, cpu).items() if why not in ('lost', 'datalost')}]
+              for cpu in range(2)}
+    want = {str(cpu): float(len(r)) for cpu, r in expect.items()}
+    got = {}
+    while time.monotonic() < deadline:
+        prom = parse_prom_text(guest.http('/metrics', port=guest.spe_port)[1].decode())
+        got = {dict(k[1]).get('cpu'): v for k, v in prom.items() if k[0] == 'armprofd_spe_records_total'}
+        if got == want:
+            break
+        time.sleep(0.5)
+    if got != want:
+        print('\n'.join(log.splitlines()[-15:]))
+        print('\n'.join(l for l in guest.http('/metrics', port=guest.spe_port)[1].decode().splitlines()
+                        if 'spe' in l and not l.startswith('#'))[:3000])
+    dropped = sum(len(spe['rows'][cpu]) - len(expect[cpu]) for cpu in range(2))
+    check(got == want, f'armprofd_spe_records_total per CPU is the generator\'s records minus the {dropped} the '
+                       f'simulation dropped: {got} vs {want}')
+    rows = [r for cpu in expect for r in expect[cpu]]
+    every = {}
+    while time.monotonic() < deadline:
+        every = json.loads(guest.http('/hotlines?window=all&all=1&limit=500', port=guest.spe_port)[1])
+        if every.get('records') == len(rows):
+            break
+        time.sleep(0.5)
+    truth = truth_lines(rows, 'va')
+    try:
+        assert every['evictions'] == 0 and every['offset_evictions'] == 0, 'evictions'
+        assert every['lines_seen'] == len(truth), (every['lines_seen'], len(truth))
+        check_lines(every['lines'], truth, spe['elf'])
+        assert all(line['pid'] == 4242 for line in every['lines'])
+        ok, why = True, ''
+    except (AssertionError, KeyError) as e:
+        ok, why = False, repr(e)[:500]
+    check(ok, f'/hotlines from the arm64 daemon: {every.get("lines_seen")} lines of {len(rows)} records, every '
+              f'line\'s loads, stores, peer snoops, class and per-offset latency equal the generator\'s truth {why}')
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--source-dir', required=True)
     ap.add_argument('--smp', default='2')
+    ap.add_argument('--spegen', required=True)
     args = ap.parse_args()
 
     vm = arm64vm.VM()
@@ -458,11 +590,18 @@ def main():
             run([arm64vm.CROSS_CC, '-O2', '-g', '-std=gnu17', '-D_GNU_SOURCE', '-Wall', '-Werror', *flags, '-o', out,
                  os.path.join(src, source)])
             files[f'/usr/bin/{name}'] = out
-        for soname, real in library_closure([daemon] + [files[f'/usr/bin/{n}'] for n in WORKLOADS]).items():
+        # tests/simpmu's shim, cross-built as meson builds it (tests/simpmu/meson.build), and its scenario.
+        shim = os.path.join(work, 'armprofd-simpmu.so')
+        run([arm64vm.CROSS_CC, '-O2', '-g', '-std=gnu17', '-D_GNU_SOURCE', '-Wall', '-Werror', '-Wno-format-truncation', '-shared', '-fPIC',
+             '-fvisibility=hidden', '-pthread', '-o', shim, os.path.join(src, 'tests', 'simpmu', 'simpmu.c'), '-ldl'])
+        files[SHIM] = shim
+        for soname, real in library_closure([daemon, shim] + [files[f'/usr/bin/{n}'] for n in WORKLOADS]).items():
             files[f'{MULTIARCH}/{soname}'] = real
         files[INTERP] = os.path.realpath(os.path.join(MULTIARCH, os.path.basename(INTERP)))
         for m in guest_modules(cache):
             files[f'/lib/modules/{os.path.basename(m)}'] = m
+        spe_files, spe = prepare_spe(args.spegen, work)
+        files.update(spe_files)
         initrd = make_initrd(cache, work, files, ['900', '/usr/bin/armprofd', '-c', '/etc/armprofd/armprofd.conf']
                              + (['--log-level=debug'] if os.environ.get('ARM64_GUEST_DEBUG') else []))
         print(f'# cross build {t_cross:.1f}s, initrd {os.path.getsize(initrd) // 1024} KiB, {len(files)} files')
@@ -476,6 +615,8 @@ def main():
             case_pac(guest)
             for name in (os.environ.get('ARM64_GUEST_WORKLOADS') or ','.join(WORKLOADS)).split(','):
                 case_stacks(guest, go, work, name)
+            if os.environ.get('ARM64_GUEST_SPE', '1') == '1':
+                case_spe(guest, spe)
         finally:
             try:
                 stopped = guest.control('stop', timeout=60).strip()
