@@ -735,7 +735,6 @@ static void proc_report(struct unwind *u, struct proc *p) {
 /* ---- The walk ---- */
 
 #if ARCH_SUPPORTED
-/* The module that holds addr: the first reported of those whose segments span it. */
 /* The mapping that covers addr (p->maps is sorted by start and disjoint), or NULL. */
 static const struct mapping *mapping_at(const struct proc *p, uint64_t addr) {
         size_t lo = 0, hi = p->n_maps;
@@ -755,9 +754,9 @@ static const struct mapping *mapping_at(const struct proc *p, uint64_t addr) {
 
 /*
  * The module whose file is at addr. A module spans its file's segments and
- * the gaps between them, and a gap may hold another mapping: arm64's
- * kernel puts the vDSO in the hole between ld.so's text and data (64 KiB
- * aligned segments of 4 KiB pages), so a pc of the vDSO is in ld.so's span
+ * the gaps between them, and a gap may hold another mapping: Debian's arm64
+ * kernel maps the vDSO in the hole between ld.so's text and data (seen in
+ * the arm64 guest of tests/arm64vm), so a pc of the vDSO is in ld.so's span
  * too. Where a mapping covers addr, only the module of that mapping's file
  * is it (none, for an anonymous one: JIT code); where none does, the span.
  */
@@ -926,10 +925,10 @@ static bool fp_step(struct walk *w, const struct regs *r, bool initial, uint64_t
  * lib/vdso/gettimeofday.c inlined) are leaves that keep no frame, so the
  * return address is x30 (signed by the kernel's pac-ret: paciasp at
  * __kernel_clock_gettime's entry, its PAC cleared) and the caller's sp is
- * ours. elfutils' aarch64 backend takes x30 so for the first frame of any
- * module without CFI (backends/aarch64_unwind.c: "The initial frame is
- * special"); only the vDSO is known to be leaves here, elsewhere a stale x30
- * would make up a frame. The caller's x30 is left unknown: its own CFI says
+ * ours. elfutils' aarch64 backend does so for the initial frame of any
+ * code without CFI, its sp unmoved (backends/aarch64_unwind.c,
+ * aarch64_unwind(): "The initial frame is special"); here only the vDSO,
+ * known to be leaves: elsewhere a stale x30 would make up a frame. The caller's x30 is left unknown: its own CFI says
  * where it saved it. False elsewhere, and on other architectures (a call
  * pushes the return address on x86-64, where the CFI of every pc says so).
  */
