@@ -757,8 +757,9 @@ static const struct mapping *mapping_at(const struct proc *p, uint64_t addr) {
  * the gaps between them, and a gap may hold another mapping: Debian's arm64
  * kernel maps the vDSO in the hole between ld.so's text and data (seen in
  * the arm64 guest of tests/arm64vm), so a pc of the vDSO is in ld.so's span
- * too. Where a mapping covers addr, only the module of that mapping's file
- * is it (none, for an anonymous one: JIT code); where none does, the span.
+ * too. Where a reported mapping (a file's, or the vDSO) covers addr, only
+ * the module of that mapping's file is it; where none does, the span
+ * (anonymous mappings are not kept: they only cut the files' ones).
  */
 static const struct module *module_at(const struct proc *p, uint64_t addr) {
         const struct mapping *m = mapping_at(p, addr);
