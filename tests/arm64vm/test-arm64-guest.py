@@ -456,7 +456,10 @@ def case_stacks(guest, go, work, name):
     # no frame lost, none made up.
     own = [fn for fn in known[:known.index('main') + 1] if not fn.startswith('[') and fn != 'clock_gettime']
     wrong, lazy = [], []
+    # The pid's stacks once it is the program (before its exec it is the driver's forked child: its main).
     for lab, f in mine:
+        if lab.get('comm') != name:
+            continue
         for i, fn in enumerate(f):
             if fn in own:
                 if LDSO in f[:i]:
