@@ -70,6 +70,9 @@ int sample_sink_new(const struct sample_sink_options *o, struct store *store, st
         pthread_mutex_init(&s->lock, NULL);
         if (o->unwind != CONFIG_UNWIND_FP)
                 s->unwind = unwind_new(&(struct unwind_limits) { .max_frames = s->max });
+        if (s->unwind && unwind_pac_mask(s->unwind) != 0)
+                log_info("sampler: return addresses signed by pointer authentication have bits 0x%016" PRIx64
+                         " cleared", unwind_pac_mask(s->unwind));
         k = cgroup_map_new(SAMPLE_SINK_MAX_CGROUPS, &s->cgroups);
         if (k < 0) {
                 sample_sink_free(s);

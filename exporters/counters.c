@@ -164,7 +164,7 @@ static json_t *unavailable_json(const struct pmu_snapshot *s) {
                 if (s->events[e].configured && !s->events[e].available)
                         json_object_set_new(o, pmu_event_get(e)->name,
                                             json_pack("{s:s}", "error",
-                                                      s->events[e].error ? strerror(-s->events[e].error)
+                                                      s->events[e].error ? pmu_event_error_string(s->events[e].error)
                                                                          : "not counted on any CPU"));
         return o;
 }
@@ -227,7 +227,7 @@ json_t *counters_status_json(const struct pmu_snapshot *s, const char *disabled_
                         continue;
                 ev = json_pack("{s:b}", "available", s->events[e].available);
                 if (s->events[e].error)
-                        json_object_set_new(ev, "error", json_string(strerror(-s->events[e].error)));
+                        json_object_set_new(ev, "error", json_string(pmu_event_error_string(s->events[e].error)));
                 json_object_set_new(events, pmu_event_get(e)->name, ev);
         }
         json_object_set_new(o, "events", events);

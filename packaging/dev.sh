@@ -50,6 +50,12 @@ test_pkgs=(
         chromium nodejs
         # the fleet benchmark (tests/bench/fleet.py): /metrics under 64 connections
         wrk
+        # the daemon cross-built for arm64 (packaging/cross/aarch64-linux-gnu.ini) and run on a real
+        # arm64 kernel under qemu (tests/arm64-guest): Debian's arm64 multiarch libraries, which
+        # need the arm64 dpkg architecture (add_foreign_arch below)
+        libmicrohttpd-dev:arm64 libsystemd-dev:arm64 libjansson-dev:arm64 libinih-dev:arm64
+        libprotobuf-c-dev:arm64 zlib1g-dev:arm64 libelf-dev:arm64 libdw-dev:arm64
+        libcurl4-openssl-dev:arm64 libyaml-dev:arm64 libgnutls28-dev:arm64 libcrypt-dev:arm64
 )
 
 as_root() {
@@ -65,6 +71,24 @@ install_missing() {
         echo "dev.sh: installing ${missing[*]}" >&2
         as_root apt-get update -q
         as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+# The architectures of the :ARCH packages in a list, added to dpkg (a fresh root has only its
+# own) with their package lists, so that apt-get can install them.
+add_foreign_arch() {
+        local p arch added=0
+        for p in "$@"; do
+                case "$p" in
+                *:*) arch=${p##*:} ;;
+                *) continue ;;
+                esac
+                [ "$arch" = "$(dpkg --print-architecture)" ] && continue
+                dpkg --print-foreign-architectures | grep -qx "$arch" && continue
+                echo "dev.sh: adding the $arch dpkg architecture" >&2
+                as_root dpkg --add-architecture "$arch"
+                added=1
+        done
+        if [ "$added" = 1 ]; then as_root apt-get update -q; fi
 }
 
 # npm for the browser test: Debian 12 packages it apart from nodejs; nodesource's nodejs
@@ -84,7 +108,11 @@ build() {
 case "${1:-}" in
 deps)
         case "${2:-}" in
-        test) install_missing "${build_pkgs[@]}" "${run_pkgs[@]}" "${test_pkgs[@]}"; install_npm ;;
+        test)
+                add_foreign_arch "${test_pkgs[@]}"
+                install_missing "${build_pkgs[@]}" "${run_pkgs[@]}" "${test_pkgs[@]}"
+                install_npm
+                ;;
         ci) install_missing "${ci_host_pkgs[@]}" ;;
         *) install_missing "${build_pkgs[@]}" "${run_pkgs[@]}" ;;
         esac
@@ -99,6 +127,7 @@ run)
         exec build/daemon/armprofd -c packaging/armprofd.conf --listen 127.0.0.1:9769 "${@:2}"
         ;;
 test)
+        add_foreign_arch "${test_pkgs[@]}"
         install_missing "${build_pkgs[@]}" "${run_pkgs[@]}" "${test_pkgs[@]}"
         install_npm
         # A newer perf in a cached chroot, an oracle for what perf 6.1 cannot read.

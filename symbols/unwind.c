@@ -58,6 +58,7 @@ static const uint8_t dwarf_to_perf[] = {
 #define ARCH_DWARF_RA   16U
 #define ARCH_MACHINE    EM_X86_64
 #define ARCH_SUPPORTED  1
+#define ARCH_FRAMELESS_LEAF 0   /* call pushes the return address: every caller's sp is above */
 #elif defined(__aarch64__)
 /*
  * "DWARF for the Arm 64-bit Architecture" (AADWARF64), 4.1: x0..x30 are
@@ -81,10 +82,12 @@ static const uint8_t dwarf_to_perf[] = {
 #define ARCH_DWARF_RA   30U     /* x30, the link register */
 #define ARCH_MACHINE    EM_AARCH64
 #define ARCH_SUPPORTED  1
+#define ARCH_FRAMELESS_LEAF 1   /* bl leaves sp alone: a leaf's caller may have its sp */
 #else
 #define ARCH_SUPPORTED  0
 #define ARCH_MACHINE    EM_NONE
 #define ARCH_NREGS      1U
+#define ARCH_FRAMELESS_LEAF 0
 #endif
 #if ARCH_SUPPORTED
 /* The registers a frame has, by DWARF number: those the sample carries. */
@@ -157,6 +160,7 @@ struct walk {
         uint64_t sp;                    /* the sampled sp: the stack copy's address */
         bool stack_end, no_module, truncated;
         bool outermost;                 /* ended where the psABI ends a stack: nothing is beyond */
+        uint64_t pac_mask;              /* the bits of a return address a PAC may take (pac_insn_mask()) */
 };
 
 struct unwind {
@@ -171,6 +175,7 @@ struct unwind {
          * maps the same one (vdso(7)), so its .eh_frame unwinds theirs.
          */
         int vdso_fd;
+        uint64_t pac_mask;
         struct walk walk;
         bool last_whole;                /* the last walk's walk.outermost */
         struct unwind_stats stats;
@@ -303,6 +308,40 @@ static struct proc *proc_get(struct unwind *u, uint32_t pid, bool create) {
         return p;
 }
 
+/*
+ * arm64 pointer authentication (FEAT_PAuth; GCC and Clang's
+ * -mbranch-protection=standard, pac-ret: paciasp signs x30 before a function
+ * saves it, autiasp checks it before the return): a return address read from
+ * the stack, or x30 sampled between a prologue's paciasp and its epilogue's
+ * autiasp, carries a PAC in its upper bits, and no module contains it until
+ * they are cleared. The kernel clears them in the frame-pointer callchains it
+ * records (arch/arm64/kernel/perf_callchain.c, user_backtrace():
+ * ptrauth_strip_insn_pac(), named ptrauth_strip_user_insn_pac() in later
+ * kernels) with the user instruction PAC mask: GENMASK(54, vabits_actual)
+ * (arch/arm64/include/asm/pointer_auth.h, ptrauth_user_pac_mask()), and in
+ * later kernels bits 63:56 too where TCR_EL1.TBID0 gives the top byte of
+ * instruction addresses to the PAC (asm/compiler.h,
+ * ptrauth_user_insn_pac_mask());
+ * debuggers get that mask from ptrace's NT_ARM_PAC_MASK
+ * (arch/arm64/kernel/ptrace.c, pac_mask_get()). We cannot ptrace the
+ * processes we profile, but every EL0 task of a kernel has the same one (one
+ * vabits_actual, one TCR_EL1 configuration for TTBR0): XPACLRI, which clears
+ * x30's PAC as the hardware defines it for EL0 addresses (bit 55 clear),
+ * shows which bits those are here. It is in the hint space (HINT #7), a NOP
+ * on a CPU without FEAT_PAuth: a mask of 0, nothing to clear.
+ */
+static uint64_t pac_insn_mask(void) {
+#if defined(__aarch64__)
+        const uint64_t probe = ~(UINT64_C(1) << 55);
+        register uint64_t lr __asm__("x30") = probe;
+
+        __asm__ volatile("hint #7" : "+r"(lr)); /* xpaclri */
+        return probe & ~lr;
+#else
+        return 0;
+#endif
+}
+
 struct unwind *unwind_new(const struct unwind_limits *l) {
         struct unwind *u = xcalloc(1, sizeof(*u));
 
@@ -315,6 +354,7 @@ struct unwind *unwind_new(const struct unwind_limits *l) {
         if (u->limits.max_frames == 0)
                 u->limits.max_frames = UNWIND_MAX_FRAMES;
         u->procs = xcalloc(u->limits.max_pids, sizeof(u->procs[0]));
+        u->pac_mask = pac_insn_mask();
 
         elf_version(EV_CURRENT);
         /* Without it, pcs in the vDSO are in no module: the walk stops there. */
@@ -695,10 +735,38 @@ static void proc_report(struct unwind *u, struct proc *p) {
 /* ---- The walk ---- */
 
 #if ARCH_SUPPORTED
-/* The module that holds addr: the first reported of those whose segments span it. */
+/* The mapping that covers addr (p->maps is sorted by start and disjoint), or NULL. */
+static const struct mapping *mapping_at(const struct proc *p, uint64_t addr) {
+        size_t lo = 0, hi = p->n_maps;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+
+                if (addr < p->maps[mid].start)
+                        hi = mid;
+                else if (addr >= p->maps[mid].end)
+                        lo = mid + 1;
+                else
+                        return &p->maps[mid];
+        }
+        return NULL;
+}
+
+/*
+ * The module whose file is at addr. A module spans its file's segments and
+ * the gaps between them, and a gap may hold another mapping: Debian's arm64
+ * kernel maps the vDSO in the hole between ld.so's text and data (seen in
+ * the arm64 guest of tests/arm64vm), so a pc of the vDSO is in ld.so's span
+ * too. Where a reported mapping (a file's, or the vDSO) covers addr, only
+ * the module of that mapping's file is it; where none does, the span
+ * (anonymous mappings are not kept: they only cut the files' ones).
+ */
 static const struct module *module_at(const struct proc *p, uint64_t addr) {
+        const struct mapping *m = mapping_at(p, addr);
+
         for (size_t i = 0; i < p->n_mods; i++)
-                if (p->mods[i].low <= addr && addr < p->mods[i].high)
+                if (p->mods[i].low <= addr && addr < p->mods[i].high &&
+                    (!m || (m->filename && streq(p->mods[i].name, m->filename))))
                         return &p->mods[i];
         return NULL;
 }
@@ -842,11 +910,50 @@ static bool fp_step(struct walk *w, const struct regs *r, bool initial, uint64_t
         if (memory_read(w, fp, &prev_fp))
                 reg_set(&caller, ARCH_DWARF_FP, prev_fp);
         reg_set(&caller, ARCH_DWARF_SP, fp + 16);
+        /* A frame record's return address is signed as a CFI-saved one is (pac_insn_mask()). */
+        ra &= ~w->pac_mask;
         reg_set(&caller, ARCH_DWARF_RA, ra);
         *cfa = fp + 16;
         *ret_regs = caller;
         *ret_pc = ra;
         return true;
+}
+
+/*
+ * A pc where it was (sampled, or interrupted by a signal) in arm64's vDSO,
+ * which has no CFI (Debian's 6.1 kernel links it without .eh_frame): its
+ * functions (arch/arm64/kernel/vdso/vgettimeofday.c, the generic
+ * lib/vdso/gettimeofday.c inlined) are leaves that keep no frame, so the
+ * return address is x30 (signed by the kernel's pac-ret: paciasp at
+ * __kernel_clock_gettime's entry, its PAC cleared) and the caller's sp is
+ * ours. elfutils' aarch64 backend does so for the initial frame of any
+ * code without CFI, its sp unmoved (backends/aarch64_unwind.c,
+ * aarch64_unwind(): "The initial frame is special"); here only the vDSO,
+ * known to be leaves: elsewhere a stale x30 would make up a frame. The caller's x30 is left unknown: its own CFI says
+ * where it saved it. False elsewhere, and on other architectures (a call
+ * pushes the return address on x86-64, where the CFI of every pc says so).
+ */
+static bool vdso_leaf_step(struct walk *w, const struct module *mod, const struct regs *r, uint64_t *cfa,
+                           struct regs *ret_regs, uint64_t *ret_pc) {
+#if defined(__aarch64__)
+        struct regs caller = {};
+        uint64_t lr, sp;
+
+        if (!streq(mod->name, VDSO_NAME) || !reg_get(r, ARCH_DWARF_RA, &lr) || !reg_get(r, ARCH_DWARF_SP, &sp))
+                return false;
+        for (unsigned regno = 0; regno < ARCH_NREGS; regno++) {
+                uint64_t v;
+
+                if (regno != ARCH_DWARF_RA && reg_get(r, regno, &v))
+                        reg_set(&caller, regno, v);
+        }
+        *cfa = sp;
+        *ret_regs = caller;
+        *ret_pc = lr & ~w->pac_mask;
+        return true;
+#else
+        return false;
+#endif
 }
 
 /*
@@ -876,6 +983,10 @@ static bool step(struct walk *w, const struct regs *r, uint64_t pc, bool activat
         if (!mod)
                 return false;
         frame = cfi_frame(mod, lookup);
+        if (!frame && activation && vdso_leaf_step(w, mod, r, cfa, ret_regs, ret_pc)) {
+                *ret_signal = false;
+                return true;
+        }
         if (!frame) {
                 if (!fp_step(w, r, *cfa == 0, cfa, ret_regs, ret_pc))
                         return false;
@@ -917,6 +1028,11 @@ static bool step(struct walk *w, const struct regs *r, uint64_t pc, bool activat
                 w->outermost = ra_undefined;
                 return false;
         }
+        /*
+         * A signed return address (pac_insn_mask()): its PAC cleared, so that
+         * it is a pc in its module; the caller's x30 keeps it as saved.
+         */
+        ra_value &= ~w->pac_mask;
         *cfa = new_cfa;
         *ret_regs = caller;
         *ret_pc = ra_value;
@@ -960,9 +1076,15 @@ static size_t walk_frames(struct walk *w, const struct unwind_input *in, uint64_
                  * Each caller's frame is above its callee's (the stack grows
                  * down on both): an sp that did not move up means CFI applied
                  * to garbage, which could otherwise loop until max_frames.
+                 * Except on arm64 from where the pc was (sampled, or where a
+                 * signal interrupted it): bl pushes nothing (AAPCS64: the
+                 * return address is in x30), so a leaf that keeps no frame
+                 * (CFA = sp) has its caller at the same sp. The step after it
+                 * is from a return address, whose frame must have moved: it
+                 * cannot repeat.
                  */
                 if (reg_get(&caller, ARCH_DWARF_SP, &caller_sp)) {
-                        if (caller_sp <= last_sp)
+                        if (caller_sp < last_sp || (caller_sp == last_sp && !(ARCH_FRAMELESS_LEAF && activation)))
                                 break;
                         last_sp = caller_sp;
                 }
@@ -987,6 +1109,10 @@ static size_t walk_frames(struct walk *w, const struct unwind_input *in, uint64_
         return n;
 }
 #endif
+
+uint64_t unwind_pac_mask(const struct unwind *u) {
+        return u->pac_mask;
+}
 
 uint64_t unwind_regs_mask(void) {
 #if ARCH_SUPPORTED
@@ -1022,7 +1148,7 @@ int unwind_user(struct unwind *u, const struct unwind_input *in, uint64_t *ret, 
 
         u->stats.samples++;
         ret[0] = pc;
-        u->walk = (struct walk) { .in = in, .sp = sp };
+        u->walk = (struct walk) { .in = in, .sp = sp, .pac_mask = u->pac_mask };
 
         p = proc_get(u, in->pid, false);
         if (p && p->dirty)

@@ -140,6 +140,14 @@ int unwind_user(struct unwind *u, const struct unwind_input *in, uint64_t *ret, 
 bool unwind_last_whole(const struct unwind *u);
 
 /*
+ * The bits of a user return address that arm64 pointer authentication may
+ * have filled with a PAC, cleared from every return address a walk recovers
+ * (the kernel's ptrauth_user_insn_pac_mask(), as this CPU's XPACLRI shows
+ * it); 0 on a CPU without it and on other architectures.
+ */
+uint64_t unwind_pac_mask(const struct unwind *u);
+
+/*
  * [sampler] unwind = auto: the CFI frames, and where they stop short for want
  * of CFI or a module (JIT code, a binary without .eh_frame), the kernel's
  * frame-pointer chain of the same sample (user part, PERF_CONTEXT_* markers

@@ -398,7 +398,7 @@ static void update_state(struct pmu_collector *c) {
                         if (ok[ev] || is_listed(no_pmu, ELEMENTSOF(no_pmu), ev))
                                 continue;
                         message_append(c, "%s%s (%s)", first ? "" : ", ", pmu_event_get(ev)->name,
-                                       error[ev] ? strerror(-error[ev]) : "not opened");
+                                       error[ev] ? pmu_event_error_string(error[ev]) : "not opened");
                         first = false;
                 }
         }

@@ -180,6 +180,17 @@ int pmu_event_encode(enum pmu_event_id id, const struct pmu_desc *pmu, bool open
         return 0;
 }
 
+const char *pmu_event_error_string(int error) {
+        switch (error) {
+        case -ENOENT:
+                return "not implemented by this CPU's PMU (ENOENT)";
+        case -EOPNOTSUPP:
+                return "not supported by this CPU's PMU (EOPNOTSUPP)";
+        default:
+                return strerror(-error);
+        }
+}
+
 const struct pmu_event_def *pmu_event_by_name(const char *name) {
         if (!name)
                 return NULL;

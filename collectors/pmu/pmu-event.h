@@ -108,6 +108,15 @@ const struct pmu_event_def *pmu_event_get(enum pmu_event_id id);
  */
 int pmu_event_encode(enum pmu_event_id id, const struct pmu_desc *pmu, bool open_unlisted,
                      uint32_t *ret_type, uint64_t *ret_config);
+/*
+ * Why an event is unavailable, from the negative errno of its encoding or of
+ * perf_event_open(): ENOENT and EOPNOTSUPP mean the CPU's PMU lacks it
+ * (pmu_event_encode()'s "not in events/", and perf_event_open(2)'s "some
+ * unsupported generic events" / "no hardware support"), said so rather than
+ * as strerror()'s "No such file or directory"; anything else is strerror().
+ */
+const char *pmu_event_error_string(int error);
+
 /* By short name; NULL when unknown. */
 const struct pmu_event_def *pmu_event_by_name(const char *name);
 

@@ -33,9 +33,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <linux/perf_event.h>
+#if defined(__x86_64__) || defined(__aarch64__)
+#include <asm/perf_regs.h>
+#endif
 
 #include <cmocka.h>
 #include <elfutils/libdwelf.h>
+#include <gelf.h>
 #include <libelf.h>
 
 #include "macro.h"
@@ -868,6 +872,115 @@ static void test_bounds(void **state) {
         unwind_free(u);
 }
 
+/* Our vDSO's image size (as unwind.c copies it) and where its function name is, from its image. */
+static bool vdso_function(const char *name, uint64_t *ret_size, uint64_t *ret_offset) {
+        const uint8_t *image = (const uint8_t *) getauxval(AT_SYSINFO_EHDR);
+        const Elf64_Ehdr *eh = (const Elf64_Ehdr *) image;
+        uint64_t size, first = UINT64_MAX;
+        Elf_Scn *scn = NULL;
+        Elf *elf;
+        bool found = false;
+
+        if (!image)
+                return false;
+        size = eh->e_shoff + (uint64_t) eh->e_shnum * eh->e_shentsize;
+        for (unsigned i = 0; i < eh->e_phnum; i++) {
+                const Elf64_Phdr *ph = (const Elf64_Phdr *) (image + eh->e_phoff + (uint64_t) i * eh->e_phentsize);
+
+                if (ph->p_type == PT_LOAD) {
+                        size = MAX(size, ph->p_offset + ph->p_filesz);
+                        first = MIN(first, ph->p_vaddr);
+                }
+        }
+        elf_version(EV_CURRENT);
+        elf = elf_memory((char *) image, size);
+        while (elf && !found && (scn = elf_nextscn(elf, scn))) {
+                GElf_Shdr sh;
+                Elf_Data *data;
+
+                if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !(data = elf_getdata(scn, NULL)))
+                        continue;
+                for (size_t i = 0; sh.sh_entsize && i < sh.sh_size / sh.sh_entsize; i++) {
+                        GElf_Sym sym;
+                        const char *n;
+
+                        if (gelf_getsym(data, (int) i, &sym) && (n = elf_strptr(elf, sh.sh_link, sym.st_name)) &&
+                            streq(n, name) && sym.st_value >= first) {
+                                *ret_offset = sym.st_value - first;
+                                found = true;
+                                break;
+                        }
+                }
+        }
+        elf_end(elf);
+        *ret_size = size;
+        return found;
+}
+
+/*
+ * A module spans its file's segments and the holes between them, and
+ * another file may be mapped in a hole: Debian's arm64 kernel maps the vDSO
+ * between ld.so's text and data (tests/arm64vm). A pc there is that file's:
+ * here our vDSO is mapped over the pages of spin-nofp's data (its text mapped
+ * as a sampler reports it) and the sample is at the first instruction of its
+ * clock_gettime, whose CFI says the return address is on top of the stack.
+ * Taken for spin-nofp's, the pc has no CFI and the walk ends there.
+ */
+static void test_vdso_in_hole(void **state) {
+#if defined(__x86_64__) || defined(__aarch64__)
+        const uint64_t base = UINT64_C(0x7f0000000000), mask = unwind_regs_mask(), sp = UINT64_C(0x7ffff0000000);
+#if defined(__x86_64__)
+        const unsigned pc_reg = PERF_REG_X86_IP, sp_reg = PERF_REG_X86_SP;
+        const char *function = "__vdso_clock_gettime";
+#else
+        const unsigned pc_reg = PERF_REG_ARM64_PC, sp_reg = PERF_REG_ARM64_SP;
+        const char *function = "__kernel_clock_gettime";
+#endif
+        _cleanup_free_ char *path = realpath(spin_nofp, NULL);
+        uint64_t regs[64] = {}, stack[64] = {}, frames[8], size = 0, offset = 0, page = (uint64_t) sysconf(_SC_PAGESIZE);
+        /* Where spin-nofp's text is: a return address into it. */
+        const uint64_t ret = base + 0x1100;
+        struct unwind_input in = {
+                .pid = 4242, .tid = 4242, .regs_abi = PERF_SAMPLE_REGS_ABI_64, .regs_mask = mask,
+                .regs = regs, .nr_regs = (size_t) __builtin_popcountll(mask),
+                .stack = (const uint8_t *) stack, .stack_len = sizeof(stack),
+        };
+        struct unwind *u;
+        int n;
+
+        assert_non_null(path);
+        if (!vdso_function(function, &size, &offset)) {
+                snprintf(skip_reason, sizeof(skip_reason), "no %s in this vDSO", function);
+                skip();
+        }
+        /* spin-nofp's PT_LOADs span [0, 0x4098) (tests/sampler/meson.build: x86-64 GNU ld's layout). */
+        if (base + 0x2000 + offset >= base + 0x4098) {
+                snprintf(skip_reason, sizeof(skip_reason), "%s at 0x%" PRIx64 " is past spin-nofp's span", function,
+                         offset);
+                skip();
+        }
+        u = unwind_new(NULL);
+        assert_int_equal(unwind_add_mapping(u, 4242, base + 0x1000, 0x1000, 0x1000, path, NULL, 0), 0);
+        assert_int_equal(unwind_add_mapping(u, 4242, base + 0x2000, (size + page - 1) & ~(page - 1), 0, "[vdso]",
+                                            NULL, 0), 0);
+        regs[__builtin_popcountll(mask & ((UINT64_C(1) << sp_reg) - 1))] = sp;
+        regs[__builtin_popcountll(mask & ((UINT64_C(1) << pc_reg) - 1))] = base + 0x2000 + offset;
+#if defined(__x86_64__)
+        stack[0] = ret;         /* call pushed it: the CFI of a function's entry says CFA = rsp + 8 */
+#else
+        regs[__builtin_popcountll(mask & ((UINT64_C(1) << PERF_REG_ARM64_LR) - 1))] = ret;
+#endif
+        n = unwind_user(u, &in, frames, ELEMENTSOF(frames));
+        printf("# %s at vDSO+0x%" PRIx64 " (a %" PRIu64 "-byte image) in spin-nofp's hole: %d frames, the second "
+               "0x%" PRIx64 "\n", function, offset, size, n, n > 1 ? frames[1] : 0);
+        assert_true(n >= 2);
+        assert_int_equal(frames[1], ret);
+        unwind_free(u);
+#else
+        skip();
+#endif
+}
+
 /*
  * Samples in the vDSO: its .eh_frame (from our own, the same kernel's) leads
  * to libc's clock_gettime and on to vdso_spin, vdso_outer, main.
@@ -1165,6 +1278,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_merge_fp),
                 cmocka_unit_test(test_bad_args),
                 cmocka_unit_test(test_bounds),
+                cmocka_unit_test(test_vdso_in_hole),
                 cmocka_unit_test(test_spin_nofp),
                 cmocka_unit_test(test_spin_fp),
                 cmocka_unit_test(test_spin_nopie),
