@@ -180,6 +180,7 @@ struct spe_stream_stats {
          * been missed since the last one the data ring reported), by the window that hid it: */
         uint64_t thread_unknown_off;    /* the event was off (a truncation, a DISABLE flush, an ENABLE) */
         uint64_t thread_unknown_lost;   /* the data ring lost records (PERF_RECORD_LOST) */
+        uint64_t thread_unknown_no_clock; /* no time conversion, a switch in the record's chunk */
         uint64_t switch_overflows;      /* task switches applied early: more in one AUX chunk than the log holds */
         /* A live event (the replay leaves these zero and `state` "replay"): */
         uint64_t reenables;             /* PERF_EVENT_IOC_ENABLE after a session ended */

@@ -467,8 +467,9 @@ static void provider_fill_status(void *userdata, json_t *status) {
 
                         /* Of the unattributed: no thread either, and why (spe-stream.h). */
                         json_object_set_new(o, "thread_unknown",
-                                            json_pack("{s:I, s:I}", "event_off", (json_int_t) cs->thread_unknown_off,
-                                                      "lost", (json_int_t) cs->thread_unknown_lost));
+                                            json_pack("{s:I, s:I, s:I}", "event_off", (json_int_t) cs->thread_unknown_off,
+                                                      "lost", (json_int_t) cs->thread_unknown_lost, "no_clock",
+                                                      (json_int_t) cs->thread_unknown_no_clock));
                         /* A fatal buffer fault left its buffer stopped, the event on: restarted. */
                         json_object_set_new(o, "aux_fault_restarts", json_integer((json_int_t) cs->aux_fault_restarts));
                         /* Where its records sit in perf time (the user page's conversion), if anywhere. */

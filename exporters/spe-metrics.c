@@ -142,12 +142,15 @@ void spe_metrics_write(const struct spe_metrics_input *in, struct prom_writer *w
                 offsetof(struct spe_stream_stats, unattributed));
         prom_family(w, "armprofd_spe_thread_unknown_records_total", PROM_COUNTER,
                     "Unattributed SPE records with no CONTEXT packet whose thread a switch may have hidden, by why: "
-                    "the event was off (truncated, flushed) or the data ring lost records.");
+                    "the event was off (truncated, flushed), the data ring lost records, or no clock places "
+                    "a switch among them.");
         for (size_t i = 0; i < in->n_cpus; i++) {
                 prom_sample_u64(w, (const char *const[]) { "cpu", cpus[i], "reason", "event_off", NULL },
                                 in->cpus[i].thread_unknown_off);
                 prom_sample_u64(w, (const char *const[]) { "cpu", cpus[i], "reason", "lost", NULL },
                                 in->cpus[i].thread_unknown_lost);
+                prom_sample_u64(w, (const char *const[]) { "cpu", cpus[i], "reason", "no_clock", NULL },
+                                in->cpus[i].thread_unknown_no_clock);
         }
         per_cpu(w, in, cpus, "armprofd_spe_switch_overflows_total",
                 "Task switches applied before their records were read: more in one AUX chunk than the log holds.",

@@ -78,6 +78,9 @@ static int on_aux(void *userdata, const struct aux_ring_chunk *ch, const uint8_t
                 spe_stream_gap(s);
         r->in_chunk = !last;
         spe_stream_decode(s, r->out, data, len);
+        /* A fill (padding, the bytes before a chunk that comes after a gap) ends no chunk. */
+        if (last && !ch->fill)
+                spe_stream_chunk_end(s);
         /* A fill (the driver's padding, a chunk whose PERF_RECORD_AUX was lost) has no flags of its own. */
         if (!last || ch->fill)
                 return 0;

@@ -865,7 +865,8 @@ static int live_throttle(struct source *s, unsigned shift) {
  * cap_user_time_zero clear when sched_clock is not the arch timer, and 4.x
  * kernels had no arm64 arch_perf_update_userpage() at all. SPE timestamps
  * then cannot be placed among the kernel's switch records: records without
- * a CONTEXT packet take the thread of the last switch read, and the time
+ * a CONTEXT packet in an AUX chunk that a switch fell in have no thread
+ * (spe_stream_chunk_end()), and the time
  * not sampled after a truncation is not measured. Said once, with how many
  * CPUs.
  */
@@ -884,8 +885,8 @@ static void no_time_warning(const struct spe_live_source *src, struct source_sta
                 return;
         snprintf(ret->warnings[ret->n_warnings++], SOURCE_WARNING_LEN,
                  "no SPE time conversion on %zu CPUs (CPU %zu first): the kernel's user page has no "
-                 "cap_user_time_zero (sched_clock is not the arch timer); records without CONTEXT packets take "
-                 "the thread of the last switch read", n, first);
+                 "cap_user_time_zero (sched_clock is not the arch timer); records without CONTEXT packets in "
+                 "a chunk with a thread switch have no thread", n, first);
 }
 
 static void live_status(struct source *s, struct source_status *ret) {

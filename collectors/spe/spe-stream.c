@@ -98,6 +98,7 @@ void spe_stream_switch_at(struct spe_stream *s, struct task_map *tasks, uint64_t
                           uint32_t tid, uint32_t prev_pid, uint32_t prev_tid) {
         if (!s->clock) {
                 spe_stream_switch_in(s, tasks, pid, tid);
+                s->chunk_switched = true;
                 return;
         }
         s->last_queued_ns = time_ns;
@@ -131,6 +132,10 @@ void spe_stream_doubt(struct spe_stream *s, struct task_map *tasks, enum spe_str
                 .prev_tid = SOURCE_NO_ID,
                 .doubt = why,
         });
+}
+
+void spe_stream_chunk_end(struct spe_stream *s) {
+        s->chunk_switched = false;
 }
 
 /* The switches that happened up to the record's time (perf time), applied in order. */
@@ -172,13 +177,14 @@ static void emit(struct spe_stream *s, struct spe_stream_out *out, size_t n) {
         /* The tid map cannot change during one batch but for switches, and a CPU runs one
          * thread for many records in a row: look each thread up once per run. */
         uint32_t map_tid = SOURCE_NO_ID, map_pid = SOURCE_NO_ID;
+        bool mapped = false;            /* map_pid is map_tid's (SOURCE_NO_ID's is none) */
 
         for (size_t i = 0; i < n; i++) {
                 const struct spe_record *rec = &out->batch[i];
                 uint32_t tid, pid;
 
                 if (s->n_pending > 0 && reach(s, out->tasks, rec))
-                        map_tid = SOURCE_NO_ID; /* a switch may have named a pid */
+                        mapped = false; /* a switch may have named a pid */
                 /* A context packet names the thread and holds until the next one
                  * (or a switch record), as perf carries it over on that CPU. */
                 if (rec->present & SPE_REC_CONTEXT && rec->context != s->cur_tid) {
@@ -188,7 +194,11 @@ static void emit(struct spe_stream *s, struct spe_stream_out *out, size_t n) {
                 if (rec->present & SPE_REC_CONTEXT)
                         s->unknown = SPE_STREAM_SWITCH;
                 tid = s->cur_tid;
-                if (tid != map_tid) {
+                /* No clock: the chunk's switch may come after this record, or before it. */
+                if (s->chunk_switched && !(rec->present & SPE_REC_CONTEXT))
+                        tid = SOURCE_NO_ID;
+                if (!mapped || tid != map_tid) {
+                        mapped = true;
                         map_tid = tid;
                         map_pid = tid == SOURCE_NO_ID ? SOURCE_NO_ID : task_map_pid(out->tasks, tid);
                         if (map_pid == SOURCE_NO_ID && tid != SOURCE_NO_ID && out->pid_of)
@@ -196,7 +206,7 @@ static void emit(struct spe_stream *s, struct spe_stream_out *out, size_t n) {
                 }
                 pid = map_pid;
                 /* The switched-in task's pid is known even without its COMM. */
-                if (pid == SOURCE_NO_ID)
+                if (pid == SOURCE_NO_ID && tid != SOURCE_NO_ID)
                         pid = s->cur_pid;
                 if (pid == SOURCE_NO_ID) {
                         s->st.unattributed++;
@@ -205,6 +215,8 @@ static void emit(struct spe_stream *s, struct spe_stream_out *out, size_t n) {
                                 s->st.thread_unknown_off++;
                         else if (tid == SOURCE_NO_ID && s->unknown == SPE_STREAM_DOUBT_LOST)
                                 s->st.thread_unknown_lost++;
+                        else if (tid == SOURCE_NO_ID && s->chunk_switched)
+                                s->st.thread_unknown_no_clock++;
                 }
                 out->tids[i] = tid;
                 out->pids[i] = pid;

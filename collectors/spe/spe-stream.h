@@ -74,6 +74,7 @@ enum spe_stream_doubt {
         SPE_STREAM_SWITCH,              /* not a doubt: a switch record */
         SPE_STREAM_DOUBT_OFF,           /* the event was off: no switch is reported meanwhile */
         SPE_STREAM_DOUBT_LOST,          /* the data ring lost records, switches perhaps among them */
+        SPE_STREAM_DOUBT_NO_CLOCK,      /* no time conversion, and a switch came during the chunk */
 };
 
 struct spe_stream_switch {
@@ -91,6 +92,7 @@ struct spe_stream {
         uint32_t cur_pid, cur_tid;      /* the task running, as far as the records have reached */
         enum spe_stream_doubt unknown;  /* SPE_STREAM_SWITCH: cur_* known (or never named); else why not */
         bool no_prev;                   /* since a loss, no switch applied: its prev_* are no proof */
+        bool chunk_switched;            /* no clock: a switch came since the last chunk (spe_stream_chunk_end()) */
         uint64_t last_queued_ns;        /* the time of the last switch queued, 0 none yet */
         uint64_t last_timestamp;        /* of the last record that had one (SPE ticks), 0 none yet */
         uint64_t first_timestamp;       /* of the first record that had one since it was zeroed, 0 none yet */
@@ -158,6 +160,14 @@ void spe_stream_switch_at(struct spe_stream *s, struct task_map *tasks, uint64_t
  * after a loss, it does not (the lost switch may lie between).
  */
 void spe_stream_doubt(struct spe_stream *s, struct task_map *tasks, enum spe_stream_doubt why);
+
+/*
+ * The end of one AUX chunk's records (its PERF_RECORD_AUX read and decoded).
+ * Without a clock, a switch read since the chunk before falls somewhere among
+ * this chunk's records: those without a CONTEXT packet get no thread
+ * (SPE_STREAM_DOUBT_NO_CLOCK); from the next chunk on the switched-in one runs.
+ */
+void spe_stream_chunk_end(struct spe_stream *s);
 
 /*
  * The task and mapping records of a recording or a live ring, as every

@@ -869,6 +869,7 @@ enum { KN_UNKNOWN, KN_KNOWN, KN_SAVABLE };
 static struct {
         bool known, savable;
         uint64_t last_sw;               /* perf time of the last switch or ITRACE_START written */
+        bool chunk_switched;            /* no clock: a switch written since the last PERF_RECORD_AUX */
         uint8_t *kn;                    /* per record index: KN_* when written */
         FILE *unknown_f;
 } KN[SIM_MAX_CPUS];
@@ -1075,7 +1076,10 @@ static bool ctx_el_filtered(const struct sim_event *e, const struct sim_cpu *c, 
 static void ctx_written(const struct sim_event *e, size_t idx) {
         if (!ctx_tracked(e))
                 return;
-        KN[e->cpu].kn[idx] = KN[e->cpu].known ? KN_KNOWN : KN[e->cpu].savable ? KN_SAVABLE : KN_UNKNOWN;
+        KN[e->cpu].kn[idx] = KN[e->cpu].chunk_switched ? KN_UNKNOWN :
+                             KN[e->cpu].known          ? KN_KNOWN :
+                             KN[e->cpu].savable        ? KN_SAVABLE :
+                                                         KN_UNKNOWN;
 }
 
 /* A data-ring record written (time: its sample_id's); lost_first: a PERF_RECORD_LOST went first. */
@@ -1092,6 +1096,17 @@ static void ctx_data_ok(const struct sim_event *e, uint32_t type, uint16_t misc,
                                         KN[e->cpu].kn[e->pending[i]] = KN_KNOWN;
                 KN[e->cpu].known = KN[e->cpu].savable = true;
                 KN[e->cpu].last_sw = time;
+                /*
+                 * No time conversion on the user page (time_zero_cap=0, clock_page()): a
+                 * reader cannot place this switch among the SPE records, only between two
+                 * PERF_RECORD_AUX; every record of the chunk it falls in (written before it
+                 * or after, until the chunk's commit) may be either task's.
+                 */
+                if (!S.time_zero_cap) {
+                        KN[e->cpu].chunk_switched = true;
+                        for (size_t i = 0; i < e->n_pending; i++)
+                                KN[e->cpu].kn[e->pending[i]] = KN_UNKNOWN;
+                }
         }
 }
 
@@ -1099,6 +1114,7 @@ static void ctx_data_ok(const struct sim_event *e, uint32_t type, uint16_t misc,
 static void ctx_committed(const struct sim_event *e) {
         if (!ctx_tracked(e) || !KN[e->cpu].unknown_f)
                 return;
+        KN[e->cpu].chunk_switched = false;
         for (size_t i = 0; i < e->n_pending; i++)
                 if (KN[e->cpu].kn[e->pending[i]] != KN_KNOWN)
                         fprintf(KN[e->cpu].unknown_f, "%zu\n", e->pending[i]);

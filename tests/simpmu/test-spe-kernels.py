@@ -11,6 +11,10 @@
               know (cpuN.unknown, from the records the shim emitted), and is none
               for the others; armprofd_spe_thread_unknown_records_total and
               /status count exactly those, none of them given to anyone
+  cx0-noclock the same where the user page has no time conversion (sched_clock not
+              the arch timer): a switch cannot be placed among the records of the
+              AUX chunk it came in, so none of that chunk's records has a thread
+              (reason no_clock), as the simulation says; the others have the truth's
   cx0-each    the same on kernel=6.1 (attr_size 128, ITRACE_START at every
               ENABLE, as before 87f78017e8c8): each ENABLE names the task, so
               the simulation says every record can be known, and the daemon
@@ -154,7 +158,7 @@ def attribution(c):
     return got
 
 
-def case_cx0(tmp, name="cx0", kernel_keys=(), each=False):
+def case_cx0(tmp, name="cx0", kernel_keys=(), each=False, noclock=False):
     # 20,000 records a second a core, 55 bytes each: an 8 KiB area with its wakeup at 6 KiB has
     # 2 ms of room past it, often not enough for the daemon: the event stops (TRUNCATED) and the
     # threads go on switching unreported. They run RUN records in a row, longer than a chunk
@@ -191,11 +195,19 @@ def case_cx0(tmp, name="cx0", kernel_keys=(), each=False):
         # Counted, per CPU, as the simulation says, and all of them for a window the event was off.
         off = per_cpu(m, "armprofd_spe_thread_unknown_records_total", reason="event_off")
         lost = per_cpu(m, "armprofd_spe_thread_unknown_records_total", reason="lost")
-        assert off == {cpu: len(unknown[cpu]) for cpu in range(4)}, (off, {cpu: len(u) for cpu, u in unknown.items()})
+        no_clock = per_cpu(m, "armprofd_spe_thread_unknown_records_total", reason="no_clock")
+        both = {cpu: off[cpu] + no_clock[cpu] for cpu in range(4)}
+        assert both == {cpu: len(unknown[cpu]) for cpu in range(4)}, (off, no_clock,
+                                                                       {cpu: len(u) for cpu, u in unknown.items()})
+        # Without a clock, a switch makes its whole chunk unknown (and it happened: threads switch
+        # within chunks); with one, never.
+        assert (sum(no_clock.values()) > 0) == noclock, no_clock
         assert sum(lost.values()) == 0, lost
-        assert per_cpu(m, "armprofd_spe_unattributed_records_total") == off
+        assert per_cpu(m, "armprofd_spe_unattributed_records_total") == both
         spe = [x for x in json.loads(get(c.d, "/status"))["collectors"] if x["name"] == "spe"][0]
         assert {x["cpu"]: x["thread_unknown"]["event_off"] for x in spe["cpus"]} == off, spe["cpus"]
+        assert {x["cpu"]: x["thread_unknown"]["no_clock"] for x in spe["cpus"]} == no_clock, spe["cpus"]
+        assert all(x["time_conversion"] != noclock for x in spe["cpus"]), spe["cpus"]
         switches = sum(1 for cpu in range(4) for (_, a), (_, b) in zip(c.expect[cpu], c.expect[cpu][1:])
                        if a["tid"] != b["tid"])
         itrace = sum(1 for l in sim_log(c.scen) if re.search(r" enable active=", l))
@@ -206,6 +218,12 @@ def case_cx0(tmp, name="cx0", kernel_keys=(), each=False):
         return n_unknown, records
     finally:
         c.close()
+
+
+def case_cx0_noclock(tmp):
+    # The same on a kernel whose sched_clock is not the arch timer: no time conversion on the user
+    # page (time_zero_cap=0), so a switch falls somewhere in the chunk it was read before.
+    return case_cx0(tmp, "cx0-noclock", ["time_zero_cap=0"], noclock=True)
 
 
 def case_cx0_each(tmp):
@@ -288,7 +306,7 @@ def case_el(tmp):
             c.close()
 
 
-CASES = {"cx0": case_cx0, "cx0-each": case_cx0_each, "page64k": case_page64k, "el": case_el}
+CASES = {"cx0": case_cx0, "cx0-noclock": case_cx0_noclock, "cx0-each": case_cx0_each, "page64k": case_page64k, "el": case_el}
 
 if os.environ.get("SPE_KERNELS_KEEP"):  # a directory to keep, to look at the shim's logs
     for name in os.environ.get("SPE_KERNELS_CASES", ",".join(CASES)).split(","):
