@@ -170,15 +170,18 @@ static bool reach(struct spe_stream *s, struct task_map *tasks, const struct spe
 
 static void emit(struct spe_stream *s, struct spe_stream_out *out, size_t n) {
         /* The tid map cannot change during one batch but for switches, and a CPU runs one
-         * thread for many records in a row: look each thread up once per run. */
+         * thread for many records in a row: look each thread up once per run. A flag, not a
+         * tid, says the lookup is stale: SOURCE_NO_ID is also the thread a doubt leaves, and
+         * the pid of the thread before it must not stay with it. */
         uint32_t map_tid = SOURCE_NO_ID, map_pid = SOURCE_NO_ID;
+        bool map_valid = false;
 
         for (size_t i = 0; i < n; i++) {
                 const struct spe_record *rec = &out->batch[i];
                 uint32_t tid, pid;
 
                 if (s->n_pending > 0 && reach(s, out->tasks, rec))
-                        map_tid = SOURCE_NO_ID; /* a switch may have named a pid */
+                        map_valid = false; /* a switch may have named a pid, a doubt unnamed it */
                 /* A context packet names the thread and holds until the next one
                  * (or a switch record), as perf carries it over on that CPU. */
                 if (rec->present & SPE_REC_CONTEXT && rec->context != s->cur_tid) {
@@ -188,7 +191,8 @@ static void emit(struct spe_stream *s, struct spe_stream_out *out, size_t n) {
                 if (rec->present & SPE_REC_CONTEXT)
                         s->unknown = SPE_STREAM_SWITCH;
                 tid = s->cur_tid;
-                if (tid != map_tid) {
+                if (!map_valid || tid != map_tid) {
+                        map_valid = true;
                         map_tid = tid;
                         map_pid = tid == SOURCE_NO_ID ? SOURCE_NO_ID : task_map_pid(out->tasks, tid);
                         if (map_pid == SOURCE_NO_ID && tid != SOURCE_NO_ID && out->pid_of)
