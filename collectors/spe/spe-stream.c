@@ -133,6 +133,18 @@ void spe_stream_doubt(struct spe_stream *s, struct task_map *tasks, enum spe_str
         });
 }
 
+bool spe_stream_doubt_undo(struct spe_stream *s) {
+        const struct spe_stream_switch *last;
+
+        if (!s->clock || s->n_pending == 0)
+                return false;
+        last = &s->pending[(s->pending_first + s->n_pending - 1) % s->cap_pending];
+        if (last->doubt == SPE_STREAM_SWITCH)
+                return false;
+        s->n_pending--;
+        return true;
+}
+
 /* The switches that happened up to the record's time (perf time), applied in order. */
 /* The switches up to the record's time applied; true when one was (the task map may have learned a pid). */
 static bool reach(struct spe_stream *s, struct task_map *tasks, const struct spe_record *rec) {
