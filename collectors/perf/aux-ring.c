@@ -168,8 +168,9 @@ static int deliver_unannounced(struct aux_ring *ring, uint64_t data_head, bool l
         /*
          * Records the drain has not read came since: the kernel publishes a chunk's
          * PERF_RECORD_AUX (and the switches during it before that) with data_head before it
-         * moves aux_head (perf_aux_output_end(): perf_event_aux_event(), then
-         * local_set(&rb->aux_head)), so a data_head read after this aux_head shows them. Read
+         * moves aux_head (kernel/events/ring_buffer.c perf_aux_output_end():
+         * perf_event_aux_event(), then WRITE_ONCE(rb->user_page->aux_head)), so a data_head
+         * read after this aux_head shows them. Read
          * them first, on the next drain: the bytes after a loss are read then.
          */
         if (lost && __atomic_load_n(&ring->page->data_head, __ATOMIC_ACQUIRE) != data_head) {
