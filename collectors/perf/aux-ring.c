@@ -154,14 +154,30 @@ static int deliver_aux(struct aux_ring *ring, const struct perf_data_aux *b, con
  * announces them later is late: its flags count, its bytes are not read
  * twice.
  */
-static int deliver_unannounced(struct aux_ring *ring, bool lost, bool announced, const struct aux_ring_ops *ops,
-                               void *userdata) {
+static int deliver_unannounced(struct aux_ring *ring, uint64_t data_head, bool lost, bool announced,
+                               const struct aux_ring_ops *ops, void *userdata) {
         uint64_t head = __atomic_load_n(&ring->page->aux_head, __ATOMIC_ACQUIRE), from, n;
 
+        lost = lost || ring->lost_unread;
         from = ring->aux_started ? ring->aux_next : __atomic_load_n(&ring->page->aux_tail, __ATOMIC_RELAXED);
         n = head - from;
-        if (head <= from || n > ring->aux_size)
+        if (head <= from || n > ring->aux_size) {
+                ring->lost_unread = false;
                 return 0;
+        }
+        /*
+         * Records the drain has not read came since: the kernel publishes a chunk's
+         * PERF_RECORD_AUX (and the switches during it before that) with data_head before it
+         * moves aux_head (kernel/events/ring_buffer.c perf_aux_output_end():
+         * perf_event_aux_event(), then WRITE_ONCE(rb->user_page->aux_head)), so a data_head
+         * read after this aux_head shows them. Read
+         * them first, on the next drain: the bytes after a loss are read then.
+         */
+        if (lost && __atomic_load_n(&ring->page->data_head, __ATOMIC_ACQUIRE) != data_head) {
+                ring->lost_unread = true;
+                return 0;
+        }
+        ring->lost_unread = false;
         if (!lost && (announced || n < ring->aux_size - ring->full_slack))
                 return 0;
         if (!lost && head != ring->unannounced_head) {
@@ -175,8 +191,13 @@ static int deliver_unannounced(struct aux_ring *ring, bool lost, bool announced,
         ring->stats.aux_bytes += n;
         if (!ops || !ops->aux)
                 return 0;
-        return deliver_bytes(ring, &(struct aux_ring_chunk) { .aux_offset = from, .fill = true }, from, (size_t) n,
-                             ops, userdata);
+        return deliver_bytes(ring,
+                             &(struct aux_ring_chunk) {
+                                     .aux_offset = from,
+                                     .fill = true,
+                                     .unannounced = true,
+                             },
+                             from, (size_t) n, ops, userdata);
 }
 
 bool aux_ring_pending(const struct aux_ring *ring) {
@@ -308,8 +329,8 @@ int aux_ring_drain_max(struct aux_ring *ring, const struct aux_ring_ops *ops, vo
         }
 
         if (k >= 0 && ring->aux && tail == head)
-                k = deliver_unannounced(ring, ring->stats.lost != lost_before, ring->stats.aux_records != aux_before,
-                                        ops, userdata);
+                k = deliver_unannounced(ring, head, ring->stats.lost != lost_before,
+                                        ring->stats.aux_records != aux_before, ops, userdata);
         if (ops && ops->end) {
                 int e = ops->end(userdata);
 

@@ -96,6 +96,7 @@ struct aux_ring_chunk {
         bool gap;                       /* data was lost before this chunk */
         bool fill;                      /* bytes no PERF_RECORD_AUX announced (padding, a lost record), flags 0 */
         bool late;                      /* its bytes went out before, as a fill: only the rest, or its flags */
+        bool unannounced;               /* a fill read up to aux_head with no PERF_RECORD_AUX (stats.aux_unannounced) */
         struct perf_data_sample_id sid; /* the AUX record's sample_id trailer (aux_ring_set_attr()) */
 };
 
@@ -133,6 +134,7 @@ struct aux_ring {
         uint64_t aux_next;              /* where the next AUX chunk should start */
         bool aux_started;
         uint64_t unannounced_head;      /* the aux_head a drain found nearly full and unannounced, left unread */
+        bool lost_unread;               /* a PERF_RECORD_LOST read, the bytes up to aux_head not yet */
         struct aux_ring_stats stats;
         const struct perf_event_attr *attr; /* the event's attr, for the sample_id trailer; may be NULL */
         size_t full_slack;              /* the area counts as full this close to it (aux_ring_set_full_slack()) */

@@ -66,11 +66,34 @@ static void note_lost(struct spe_live_ring *r) {
         spe_stream_doubt(r->stream, r->out->tasks, SPE_STREAM_DOUBT_LOST);
 }
 
+/*
+ * Bytes read up to aux_head that no PERF_RECORD_AUX announced (aux-ring.c
+ * deliver_unannounced()): their record was lost, and the PERF_RECORD_LOST
+ * that says so may not have come (kernel/events/ring_buffer.c
+ * perf_output_begin() counts rb->lost, and perf_event_lost() writes it only
+ * before the next record that fits); the switches lost with it may lie
+ * among them. Their records after the last switch read have no known task,
+ * as after a LOST. Their records only: the bytes may be older than
+ * switches read since (a LOST read before them made its doubt where it
+ * belongs, note_lost()), or the driver's padding alone, and the records
+ * that come later must not be doubted for them (on_aux() takes the doubt
+ * back if none of them reached it). Once per read (a read that wraps comes
+ * in two pieces).
+ */
+static void note_unannounced(struct spe_live_ring *r, const struct aux_ring_chunk *ch) {
+        if (!ch->unannounced || r->ring.stats.aux_unannounced == r->unannounced_seen)
+                return;
+        r->unannounced_seen = r->ring.stats.aux_unannounced;
+        spe_stream_doubt(r->stream, r->out->tasks, SPE_STREAM_DOUBT_LOST);
+        r->unannounced_doubt = true;
+}
+
 static int on_aux(void *userdata, const struct aux_ring_chunk *ch, const uint8_t *data, size_t len, bool last) {
         struct spe_live_ring *r = userdata;
         struct spe_stream *s = r->stream;
 
         note_lost(r);
+        note_unannounced(r, ch);
 
         /* Data lost before this chunk: the decoder must not join the halves around it. Once per
          * chunk: one that wraps the ring comes in two pieces, both with gap. */
@@ -81,6 +104,10 @@ static int on_aux(void *userdata, const struct aux_ring_chunk *ch, const uint8_t
         /* A fill (padding, the bytes before a chunk that comes after a gap) ends no chunk. */
         if (last && !ch->fill)
                 spe_stream_chunk_end(s);
+        if (last && r->unannounced_doubt) {
+                (void) spe_stream_doubt_undo(s);
+                r->unannounced_doubt = false;
+        }
         /* A fill (the driver's padding, a chunk whose PERF_RECORD_AUX was lost) has no flags of its own. */
         if (!last || ch->fill)
                 return 0;

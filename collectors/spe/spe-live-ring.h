@@ -39,6 +39,8 @@ struct spe_live_ring {
         uint64_t cut_timestamp;         /* last record's SPE time before a truncation, 0 none pending */
         bool in_chunk;                  /* the first piece of a wrapping chunk was decoded, not its last */
         uint64_t lost_seen;             /* ring.stats.lost when the stream was last told of a loss */
+        uint64_t unannounced_seen;      /* ring.stats.aux_unannounced, likewise */
+        bool unannounced_doubt;         /* a doubt queued for the bytes being read (note_unannounced()) */
         uint64_t last_aux_flags;        /* of the last PERF_RECORD_AUX read (not a fill, not late) */
 };
 

@@ -178,18 +178,33 @@ static int enable_event(struct live_cpu *c) {
 /* Everything the kernel published on this CPU; a session that ended is restarted (spe-live-ring.h). */
 static void drain_cpu(struct live_cpu *c) {
         bool ended = false;
-        uint64_t aux_records;
+        uint64_t aux_records, stalls;
         int k;
 
         if (c->state != CPU_ACTIVE || !c->ring_ready)
                 return;
         aux_records = c->stream.st.aux_records;
+        stalls = c->stream.st.aux_stalls;
         k = spe_live_ring_drain(&c->ring, &ended);
         /* A buffer-full interrupt's commit, or a fault's: none but a truncation stops on its own. */
         if (c->stream.st.aux_records != aux_records)
                 c->ended_unasked = !(c->ring.last_aux_flags & PERF_AUX_FLAG_TRUNCATED);
         if (k < 0 || !ended)
                 return;
+        /*
+         * Stalled (its PERF_RECORD_AUX lost, a TRUNCATED one perhaps among them): the event
+         * may be off, or on and writing. An ENABLE cannot tell (_perf_event_enable() in
+         * kernel/events/core.c returns at once for an event already on, and the ioctl says 0
+         * either way), and records of the thread known until now would be doubted with those
+         * after it. DISABLE first (arm_spe_pmu_stop() commits what the hardware wrote, with
+         * its switches before it) and read that: what comes after the ENABLE is all the
+         * window may hide.
+         */
+        if (c->stream.st.aux_stalls != stalls && ioctl(c->fd, PERF_EVENT_IOC_DISABLE, 0) == 0) {
+                k = spe_live_ring_drain(&c->ring, NULL);
+                if (k < 0)
+                        return;
+        }
         k = enable_event(c);
         if (k < 0) {
                 retry_later(c, k, "re-enabling the event after its session ended");

@@ -138,7 +138,18 @@ void spe_stream_chunk_end(struct spe_stream *s) {
         s->chunk_switched = false;
 }
 
-/* The switches that happened up to the record's time (perf time), applied in order. */
+bool spe_stream_doubt_undo(struct spe_stream *s) {
+        const struct spe_stream_switch *last;
+
+        if (!s->clock || s->n_pending == 0)
+                return false;
+        last = &s->pending[(s->pending_first + s->n_pending - 1) % s->cap_pending];
+        if (last->doubt == SPE_STREAM_SWITCH)
+                return false;
+        s->n_pending--;
+        return true;
+}
+
 /* The switches up to the record's time applied; true when one was (the task map may have learned a pid). */
 static bool reach(struct spe_stream *s, struct task_map *tasks, const struct spe_record *rec) {
         const struct spe_stream_switch *next;
@@ -175,16 +186,18 @@ static bool reach(struct spe_stream *s, struct task_map *tasks, const struct spe
 
 static void emit(struct spe_stream *s, struct spe_stream_out *out, size_t n) {
         /* The tid map cannot change during one batch but for switches, and a CPU runs one
-         * thread for many records in a row: look each thread up once per run. */
+         * thread for many records in a row: look each thread up once per run. A flag, not a
+         * tid, says the lookup is stale: SOURCE_NO_ID is also the thread a doubt leaves, and
+         * the pid of the thread before it must not stay with it. */
         uint32_t map_tid = SOURCE_NO_ID, map_pid = SOURCE_NO_ID;
-        bool mapped = false;            /* map_pid is map_tid's (SOURCE_NO_ID's is none) */
+        bool map_valid = false;
 
         for (size_t i = 0; i < n; i++) {
                 const struct spe_record *rec = &out->batch[i];
                 uint32_t tid, pid;
 
                 if (s->n_pending > 0 && reach(s, out->tasks, rec))
-                        mapped = false; /* a switch may have named a pid */
+                        map_valid = false; /* a switch may have named a pid, a doubt unnamed it */
                 /* A context packet names the thread and holds until the next one
                  * (or a switch record), as perf carries it over on that CPU. */
                 if (rec->present & SPE_REC_CONTEXT && rec->context != s->cur_tid) {
@@ -197,8 +210,8 @@ static void emit(struct spe_stream *s, struct spe_stream_out *out, size_t n) {
                 /* No clock: the chunk's switch may come after this record, or before it. */
                 if (s->chunk_switched && !(rec->present & SPE_REC_CONTEXT))
                         tid = SOURCE_NO_ID;
-                if (!mapped || tid != map_tid) {
-                        mapped = true;
+                if (!map_valid || tid != map_tid) {
+                        map_valid = true;
                         map_tid = tid;
                         map_pid = tid == SOURCE_NO_ID ? SOURCE_NO_ID : task_map_pid(out->tasks, tid);
                         if (map_pid == SOURCE_NO_ID && tid != SOURCE_NO_ID && out->pid_of)

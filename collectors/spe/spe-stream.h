@@ -170,6 +170,14 @@ void spe_stream_doubt(struct spe_stream *s, struct task_map *tasks, enum spe_str
 void spe_stream_chunk_end(struct spe_stream *s);
 
 /*
+ * Takes back the doubt spe_stream_doubt() queued last, if no record has
+ * reached it and nothing was queued after it: a doubt for the records of
+ * one piece of data only (spe-live-ring.c, bytes read with no
+ * PERF_RECORD_AUX). True if it was taken back.
+ */
+bool spe_stream_doubt_undo(struct spe_stream *s);
+
+/*
  * The task and mapping records of a recording or a live ring, as every
  * source hands them on: COMM and FORK into the task map, then each to the
  * sink's task callback (EXIT too: the map keeps an exited thread, whose

@@ -145,8 +145,23 @@ def unknown(scen_dir, cpu):
     path = os.path.join(scen_dir, f'cpu{cpu}.unknown')
     if not os.path.exists(path):
         return []
+    return list(unknown_why(scen_dir, cpu))
+
+
+def unknown_why(scen_dir, cpu):
+    """{index: 'off' | 'lost' | 'no_clock'} of cpuN.unknown: the doubt the record met last, as a reader
+    that places the doubts among the switches meets them (a window the event was off, a data-ring loss,
+    or, with no time conversion, a switch in the record's AUX chunk)."""
+    path = os.path.join(scen_dir, f'cpu{cpu}.unknown')
+    if not os.path.exists(path):
+        return {}
+    out = {}
     with open(path) as f:
-        return [int(x) for x in f.read().split()]
+        for line in f:
+            w = line.split()
+            if w:
+                out[int(w[0])] = w[1]
+    return out
 
 
 def done(scen_dir):

@@ -866,11 +866,21 @@ static struct {
  * records before it (none is unreported while the event is on).
  */
 enum { KN_UNKNOWN, KN_KNOWN, KN_SAVABLE };
+/*
+ * Why a record is unknown, as a reader that queues the doubts among the
+ * switches sees it (collectors/spe/spe-stream.c): every doubt since the last
+ * switch written sits at that switch's time, so the last one before the
+ * record's PERF_RECORD_AUX (or before the next switch, whichever comes
+ * first) is the one it meets last.
+ */
+enum { KN_WHY_OFF, KN_WHY_LOST, KN_WHY_NO_CLOCK };
 static struct {
         bool known, savable;
+        uint8_t why;                    /* KN_WHY_* of the last doubt */
         uint64_t last_sw;               /* perf time of the last switch or ITRACE_START written */
         bool chunk_switched;            /* no clock: a switch written since the last PERF_RECORD_AUX */
         uint8_t *kn;                    /* per record index: KN_* when written */
+        uint8_t *kn_why;                /* per record index: KN_WHY_* while unknown */
         FILE *unknown_f;
 } KN[SIM_MAX_CPUS];
 
@@ -1003,6 +1013,9 @@ static void ctx_load_cpu(struct sim_cpu *c) {
         if (ctx_cx() || !c->n_rec)
                 return;
         KN[c->cpu].kn = calloc(c->n_rec, 1);
+        KN[c->cpu].kn_why = calloc(c->n_rec, 1);
+        if (!KN[c->cpu].kn || !KN[c->cpu].kn_why)
+                abort();
         snprintf(path, sizeof(path), "%s/cpu%u.unknown", S.dir, c->cpu);
         KN[c->cpu].unknown_f = fopen(path, "we");
 }
@@ -1016,17 +1029,21 @@ static void ctx_doubt(const struct sim_event *e, bool lost) {
         if (!ctx_tracked(e))
                 return;
         KN[e->cpu].known = false;
+        KN[e->cpu].why = lost ? KN_WHY_LOST : KN_WHY_OFF;
         for (size_t i = 0; i < e->n_pending; i++) {
                 size_t idx = e->pending[i];
+                bool since_sw = perf_time(CPU[e->cpu].rec[idx].ts) >= KN[e->cpu].last_sw;
 
                 /*
                  * A loss: the reader's doubt starts after the last switch it read (it cannot
                  * place the lost records among the SPE ones), the records since are not its
                  * to know, even when a later switch-out names its previous task.
                  */
-                if (KN[e->cpu].kn[idx] == KN_SAVABLE ||
-                    (lost && perf_time(CPU[e->cpu].rec[idx].ts) >= KN[e->cpu].last_sw))
+                if (KN[e->cpu].kn[idx] == KN_SAVABLE || (lost && since_sw))
                         KN[e->cpu].kn[idx] = KN_UNKNOWN;
+                /* The reader meets this doubt before the record: it is the last one it met. */
+                if (KN[e->cpu].kn[idx] == KN_UNKNOWN && since_sw)
+                        KN[e->cpu].kn_why[idx] = KN[e->cpu].why;
         }
         if (lost)
                 KN[e->cpu].savable = false;
@@ -1080,6 +1097,7 @@ static void ctx_written(const struct sim_event *e, size_t idx) {
                              KN[e->cpu].known          ? KN_KNOWN :
                              KN[e->cpu].savable        ? KN_SAVABLE :
                                                          KN_UNKNOWN;
+        KN[e->cpu].kn_why[idx] = KN[e->cpu].chunk_switched ? KN_WHY_NO_CLOCK : KN[e->cpu].why;
 }
 
 /* A data-ring record written (time: its sample_id's); lost_first: a PERF_RECORD_LOST went first. */
@@ -1104,20 +1122,33 @@ static void ctx_data_ok(const struct sim_event *e, uint32_t type, uint16_t misc,
                  */
                 if (!S.time_zero_cap) {
                         KN[e->cpu].chunk_switched = true;
-                        for (size_t i = 0; i < e->n_pending; i++)
+                        for (size_t i = 0; i < e->n_pending; i++) {
                                 KN[e->cpu].kn[e->pending[i]] = KN_UNKNOWN;
+                                KN[e->cpu].kn_why[e->pending[i]] = KN_WHY_NO_CLOCK;
+                        }
                 }
         }
 }
 
-/* The records of a delivered PERF_RECORD_AUX: those no reader could attribute, to cpuN.unknown. */
+/*
+ * The records of a committed chunk: those no reader could attribute, to
+ * cpuN.unknown with the doubt it met last ("IDX off" or "IDX lost"). Called
+ * for a delivered PERF_RECORD_AUX and for a chunk whose PERF_RECORD_AUX the
+ * data ring lost (its bytes stay in the area before the next aux_head, and a
+ * reader reads them: collectors/perf/aux-ring.c); such a chunk's records met
+ * the loss's doubt (its PERF_RECORD_LOST comes before the next record that
+ * fits, perf_output_begin()) if they came after the last switch written.
+ */
 static void ctx_committed(const struct sim_event *e) {
         if (!ctx_tracked(e) || !KN[e->cpu].unknown_f)
                 return;
         KN[e->cpu].chunk_switched = false;
         for (size_t i = 0; i < e->n_pending; i++)
                 if (KN[e->cpu].kn[e->pending[i]] != KN_KNOWN)
-                        fprintf(KN[e->cpu].unknown_f, "%zu\n", e->pending[i]);
+                        fprintf(KN[e->cpu].unknown_f, "%zu %s\n", e->pending[i],
+                                KN[e->cpu].kn_why[e->pending[i]] == KN_WHY_LOST     ? "lost" :
+                                KN[e->cpu].kn_why[e->pending[i]] == KN_WHY_NO_CLOCK ? "no_clock" :
+                                                                                      "off");
         fflush(KN[e->cpu].unknown_f);
 }
 
@@ -1432,6 +1463,7 @@ static void aux_output_end(struct sim_event *e, uint64_t size) {
                         c->written -= e->n_pending;
                         sim_log("cpu=%u lost aux=%" PRIu64 " offset=%" PRIu64 " size=%" PRIu64 " records=%zu n=%" PRIu64
                                 " written=%d", e->cpu, e->n_aux_records, aux_head, size, e->n_pending, f->b, (int) written);
+                        ctx_committed(e);
                 } else if (!emit_aux(e, aux_head, size, flags)) {
                         /* No room in the data ring: a PERF_RECORD_LOST later, the chunk is a gap. */
                         for (size_t i = 0; i < e->n_pending; i++)
@@ -1439,6 +1471,7 @@ static void aux_output_end(struct sim_event *e, uint64_t size) {
                         c->written -= e->n_pending;
                         sim_log("cpu=%u datalost aux=%" PRIu64 " offset=%" PRIu64 " size=%" PRIu64 " records=%zu",
                                 e->cpu, e->n_aux_records, aux_head, size, e->n_pending);
+                        ctx_committed(e);
                 } else {
                         sim_log("cpu=%u aux n=%" PRIu64 " offset=%" PRIu64 " size=%" PRIu64 " flags=0x%" PRIx64
                                 " records=%zu", e->cpu, e->n_aux_records, aux_head, size, flags, e->n_pending);

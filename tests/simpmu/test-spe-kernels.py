@@ -19,6 +19,16 @@
               ENABLE, as before 87f78017e8c8): each ENABLE names the task, so
               the simulation says every record can be known, and the daemon
               attributes every one to the truth's thread
+  cx0-storm   cx=0 and a fork storm that overflows CPU 2's data ring: switches and
+              PERF_RECORD_AUX lost among the storm's records (their bytes read); every
+              record's (cpu, pc, pid, tid) equals the truth, none for the records the shim
+              says no reader could know (cpuN.unknown), and the daemon's thread-unknown
+              counts per CPU and reason (event_off, lost) on /metrics and /status equal the
+              shim's (cpuN.unknown's reasons); LOST per CPU equal the kernel's
+  cx0-datalost  the same with a one-page data ring and threads that change every 10
+              records: the kernel's own LOST all along, PERF_RECORD_AUX lost, the area
+              filled with bytes nothing announced
+  cx0-fault   the same with stage-1 buffer faults, restarted by the daemon's flush
   page64k     a kernel with 64 KiB pages (simpmu page_size=65536): the daemon
               sizes and maps its rings in them (a 256 KiB area is four
               pages), every record is counted against the truth, the lost
@@ -196,9 +206,11 @@ def case_cx0(tmp, name="cx0", kernel_keys=(), each=False, noclock=False):
         off = per_cpu(m, "armprofd_spe_thread_unknown_records_total", reason="event_off")
         lost = per_cpu(m, "armprofd_spe_thread_unknown_records_total", reason="lost")
         no_clock = per_cpu(m, "armprofd_spe_thread_unknown_records_total", reason="no_clock")
+        why = {cpu: simpmu.unknown_why(c.scen, cpu) for cpu in range(4)}
+        for reason, counted in (("off", off), ("no_clock", no_clock)):
+            truth = {cpu: sum(1 for w in why[cpu].values() if w == reason) for cpu in range(4)}
+            assert counted == truth, (name, reason, counted, truth)
         both = {cpu: off[cpu] + no_clock[cpu] for cpu in range(4)}
-        assert both == {cpu: len(unknown[cpu]) for cpu in range(4)}, (off, no_clock,
-                                                                       {cpu: len(u) for cpu, u in unknown.items()})
         # Without a clock, a switch makes its whole chunk unknown (and it happened: threads switch
         # within chunks); with one, never.
         assert (sum(no_clock.values()) > 0) == noclock, no_clock
@@ -306,7 +318,116 @@ def case_el(tmp):
             c.close()
 
 
-CASES = {"cx0": case_cx0, "cx0-noclock": case_cx0_noclock, "cx0-each": case_cx0_each, "page64k": case_page64k, "el": case_el}
+def data_lost(log, cpus=range(4)):
+    """{cpu: records} of the kernel's PERF_RECORD_LOST records, as the shim wrote them (`data_lost n=`)."""
+    return {cpu: sum(int(x) for l in log if l.startswith(f"cpu={cpu} data_lost")
+                     for x in re.findall(r"n=(\d+)", l)) for cpu in cpus}
+
+
+def check_unknown(c, name):
+    """Every record's (cpu, pc, pid, tid) in the daemon's SPE profile against the truth: the truth's pid and
+    thread unless cpuN.unknown says no reader could know it, then none; the daemon's thread-unknown counts
+    per CPU and reason (/metrics, /status) equal the shim's per reason. {reason: records} of the truth."""
+    m = metrics(c.d)
+    why = {cpu: simpmu.unknown_why(c.scen, cpu) for cpu in range(4)}
+    want = collections.Counter()
+    for cpu, rows in c.expect.items():
+        for i, r in rows:
+            who = (None, None) if i in why[cpu] else (int(r["pid"]), int(r["tid"]))
+            want[(cpu, decoded_pc(r), *who)] += 1
+    # Unknown records are committed ones: the truth lists none the daemon cannot have.
+    assert all(set(why[cpu]) <= {i for i, _ in c.expect[cpu]} for cpu in range(4)), name
+    got = attribution(c)
+    if got != want:
+        wrong = {k: (got[k], want[k]) for k in set(got) | set(want) if got[k] != want[k]}
+        raise AssertionError(f"{name}: (cpu, pc, pid, tid): (daemon, truth) {sorted(wrong.items(), key=str)[:20]} "
+                             f"{[(k, v) for k, v in m.items() if 'switch' in k[0] or 'discont' in k[0]]}")
+    spe = [x for x in json.loads(get(c.d, "/status"))["collectors"] if x["name"] == "spe"][0]
+    for reason, shim in (("event_off", "off"), ("lost", "lost"), ("no_clock", "no_clock")):
+        truth = {cpu: sum(1 for w in why[cpu].values() if w == shim) for cpu in range(4)}
+        counted = per_cpu(m, "armprofd_spe_thread_unknown_records_total", reason=reason)
+        assert counted == truth, (name, reason, counted, truth)
+        assert {x["cpu"]: x["thread_unknown"][reason] for x in spe["cpus"]} == truth, (name, reason, spe["cpus"])
+    total = {cpu: len(why[cpu]) for cpu in range(4)}
+    assert per_cpu(m, "armprofd_spe_unattributed_records_total") == total, \
+        (name, per_cpu(m, "armprofd_spe_unattributed_records_total"), total)
+    # Every loss counted: the daemon's LOST per CPU are the kernel's.
+    lost = per_cpu(m, "armprofd_spe_lost_records_total")
+    assert lost == data_lost(sim_log(c.scen)), (name, lost, data_lost(sim_log(c.scen)))
+    return collections.Counter(w for cpu in range(4) for w in why[cpu].values()), m
+
+
+CX0_GEN = ["--records", "24000", "--seed", "5", "--scenario", "false-sharing,true-sharing,remote"]
+
+
+def case_cx0_storm(tmp):
+    # cx=0 and a fork storm on CPU 2 that overflows its 64 KiB data ring: the switches and
+    # PERF_RECORD_AUX that come while it is full are lost among the storm's records. Rate 0: the
+    # core writes on at once. Threads change every 20 records: switches are lost for certain.
+    c = Case(tmp, "cx0-storm", CX0_GEN, keys=["rate=0", "cx=0", "sideband_storm=2:6000:3000"],
+             config="aux_buffer = 64KiB\n", run=20)
+    try:
+        c.wait_done()
+        log = sim_log(c.scen)
+        storm = [l for l in log if l.startswith("cpu=2 storm ")]
+        assert len(storm) == 1 and int(re.search(r" lost=(\d+)", storm[0]).group(1)) > 0, storm
+        why, m = check_unknown(c, "cx0-storm")
+        # The premise: records no reader could know because of the loss, on CPU 2.
+        assert why["lost"] > 0 and data_lost(log)[2] > 0, (why, data_lost(log))
+        datalost = sum(1 for cpu in range(4) for r in simpmu.dropped(c.scen, cpu).values() if r == "datalost")
+        print(f"cx0-storm: {storm[0]}; LOST {data_lost(log)} per CPU counted; {datalost} records whose "
+              f"PERF_RECORD_AUX was lost read; unknown {dict(why)} per reason equal the shim's, every other "
+              f"record the truth's thread")
+    finally:
+        c.close()
+
+
+def case_cx0_datalost(tmp):
+    # cx=0 and a one-page data ring: threads that change every 10 records fill it with switch pairs
+    # (96 bytes each) faster than the daemon drains it: the kernel's LOST, PERF_RECORD_AUX lost
+    # with them (their bytes read), switches lost between records.
+    c = Case(tmp, "cx0-datalost", CX0_GEN, keys=["rate=0", "cx=0"],
+             config="aux_buffer = 64KiB\ndata_buffer = 4KiB\n", run=10)
+    try:
+        c.wait_done()
+        log = sim_log(c.scen)
+        why, m = check_unknown(c, "cx0-datalost")
+        assert sum(data_lost(log).values()) > 0 and why["lost"] > 0, (data_lost(log), why)
+        datalost = sum(1 for cpu in range(4) for r in simpmu.dropped(c.scen, cpu).values() if r == "datalost")
+        print(f"cx0-datalost: a 4 KiB data ring: LOST {data_lost(log)} per CPU counted, {datalost} records whose "
+              f"PERF_RECORD_AUX was lost read; unknown {dict(why)} per reason equal the shim's, every other "
+              f"record the truth's thread")
+    finally:
+        c.close()
+
+
+def case_cx0_fault(tmp):
+    # cx=0 and stage-1 buffer faults: the hardware stops, the daemon's quiet flush (DISABLE +
+    # ENABLE) restarts it; the records after the restart are unknown until a switch names their
+    # thread (ITRACE_START at the first start only), never the thread of before.
+    faults = {1: [1650], 3: [700, 5000]}
+    c = Case(tmp, "cx0-fault", CX0_GEN, keys=["rate=0", "cx=0"] + [f"fault={cpu}:{i}:s1" for cpu, fs in faults.items()
+                                                                  for i in fs],
+             config="aux_buffer = 64KiB\ndata_buffer = 1MiB\n", run=RUN)
+    try:
+        c.wait_done()
+        log = sim_log(c.scen)
+        injected = {cpu: len(faults.get(cpu, [])) for cpu in range(4)}
+        restarted = {cpu: sum(l.startswith(f"cpu={cpu} restart after fault") for l in log) for cpu in range(4)}
+        assert restarted == injected, (restarted, injected)
+        why, m = check_unknown(c, "cx0-fault")
+        assert per_cpu(m, "armprofd_spe_aux_fault_restarts_total") == injected
+        # The faults' windows left records no reader could know, on the faulted CPUs.
+        off = per_cpu(m, "armprofd_spe_thread_unknown_records_total", reason="event_off")
+        assert sum(off.values()) > 0, off
+        print(f"cx0-fault: stage-1 faults {injected} restarted; unknown {dict(why)} per reason equal the shim's "
+              f"({off} after a window off), every other record the truth's thread")
+    finally:
+        c.close()
+
+
+CASES = {"cx0": case_cx0, "cx0-noclock": case_cx0_noclock, "cx0-each": case_cx0_each, "cx0-storm": case_cx0_storm,
+         "cx0-datalost": case_cx0_datalost, "cx0-fault": case_cx0_fault, "page64k": case_page64k, "el": case_el}
 
 if os.environ.get("SPE_KERNELS_KEEP"):  # a directory to keep, to look at the shim's logs
     for name in os.environ.get("SPE_KERNELS_CASES", ",".join(CASES)).split(","):
