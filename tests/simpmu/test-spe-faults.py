@@ -36,50 +36,24 @@ generator's truth and the simulation's own logs:
            each line's threads are the truth's.
 """
 
-import json
 import os
 import re
 import subprocess
-import sys
 import tempfile
 import time
 
-SRC = os.environ["ARMPROFD_SOURCE_DIR"]
-sys.path.insert(0, os.path.join(SRC, "tests", "integration"))
-sys.path.insert(0, os.path.join(SRC, "tests", "daemon"))
-from armprofd_test import Daemon, parse_prom_text, simpmu_setup  # noqa: E402
+from spelive import (LIVE, N1_MIDR, READABLE, get, metrics, per_cpu, shim, sim_log, simpmu, spegen, wait_counted)
+from armprofd_test import Daemon  # noqa: E402
 from spegen_truth import CONFIG, LINE, check_lines, decoded, decoded_pc, read_facts, truth_lines  # noqa: E402
 
-simpmu = simpmu_setup()
-
-spegen, shim = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-os.environ.setdefault("ARMPROFD_BIN", os.path.join(os.environ["ARMPROFD_BUILD_DIR"], "daemon", "armprofd"))
-N1_MIDR = "0x00000000413fd0c1"
-LIVE = "epoch = 1s\n[spe]\ndrain_interval = 100ms\n"
-# Reasons a record never reaches the daemon; a 'lost' or 'datalost' chunk lost only its
-# PERF_RECORD_AUX: its bytes stay in the ring and are read (collectors/perf/aux-ring.h).
-READABLE = {"lost", "datalost"}
 
 
-def metrics(d):
-    status, _, body = d.get("/metrics")
-    assert status == 200, status
-    return parse_prom_text(body.decode() if isinstance(body, bytes) else body)
 
 
-def per_cpu(m, name):
-    return {int(dict(labels)["cpu"]): v for (n, labels), v in m.items() if n == name}
 
 
-def get(d, path):
-    status, _, body = d.get(path)
-    assert status == 200, (path, status, body[:300])
-    return json.loads(body)
 
 
-def sim_log(scen):
-    path = os.path.join(scen, "sim.log")
-    return open(path).read().splitlines() if os.path.exists(path) else []
 
 
 def status_cpus(d):
@@ -144,16 +118,7 @@ class Case:
             gone = {i for i, r in simpmu.dropped(self.scen, cpu).items() if r not in READABLE}
             self.expect[cpu] = [r for i, r in enumerate(self.rows[cpu]) if i not in gone]
         want = {cpu: len(rows) for cpu, rows in self.expect.items()}
-        while True:
-            got = per_cpu(metrics(self.d), "armprofd_spe_records_total")
-            if got == want:
-                break
-            assert time.monotonic() < deadline, (self.name, got, want, self.d.log()[-2000:])
-            time.sleep(0.1)
-        # Queries read closed epochs: wait for the one that holds the last records.
-        while get(self.d, "/hotlines?window=all&limit=1")["records"] != sum(want.values()):
-            assert time.monotonic() < deadline, (self.name, self.d.log()[-2000:])
-            time.sleep(0.1)
+        wait_counted(self.d, want, deadline, self.name)
         return want
 
     def truth(self):

@@ -41,58 +41,29 @@
 """
 
 import collections
-import json
 import os
 import re
 import subprocess
-import sys
 import tempfile
 import time
 
-SRC = os.environ["ARMPROFD_SOURCE_DIR"]
-sys.path.insert(0, os.path.join(SRC, "tests", "integration"))
-sys.path.insert(0, os.path.join(SRC, "tests", "daemon"))
-from armprofd_test import Daemon, parse_prom_text, simpmu_setup  # noqa: E402
+from spelive import (LIVE, N1_MIDR, READABLE, get, get_raw, metrics, per_cpu, shim, sim_log, simpmu, spegen,
+                     wait_counted)
+from armprofd_test import Daemon  # noqa: E402
 from pushstore import Profile  # noqa: E402
 from spegen_truth import CONFIG, decoded_pc  # noqa: E402
 
-simpmu = simpmu_setup()
-
-spegen, shim = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-os.environ.setdefault("ARMPROFD_BIN", os.path.join(os.environ["ARMPROFD_BUILD_DIR"], "daemon", "armprofd"))
-N1_MIDR = "0x00000000413fd0c1"
-# A 'lost' or 'datalost' chunk lost only its PERF_RECORD_AUX: its bytes are read (aux-ring.h).
-READABLE = {"lost", "datalost"}
-LIVE = "epoch = 1s\n[spe]\ndrain_interval = 100ms\n"
 # Every (pid, tid, cpu, op, source, pc) a row of its own, none evicted.
 STORE = "[store]\nhotpcs = 65536\n"
 RUN = 300
 
 
-def metrics(d):
-    status, _, body = d.get("/metrics")
-    assert status == 200, status
-    return parse_prom_text(body.decode() if isinstance(body, bytes) else body)
 
 
-def per_cpu(m, name, **want):
-    out = {}
-    for (n, labels), v in m.items():
-        labels = dict(labels)
-        if n == name and all(labels.get(k) == x for k, x in want.items()):
-            out[int(labels["cpu"])] = v
-    return out
 
 
-def get(d, path):
-    status, _, body = d.get(path)
-    assert status == 200, (path, status, body[:300])
-    return body
 
 
-def sim_log(scen):
-    path = os.path.join(scen, "sim.log")
-    return open(path).read().splitlines() if os.path.exists(path) else []
 
 
 def schedule(scen, rows, run):
@@ -139,16 +110,7 @@ class Case:
             gone = {i for i, r in simpmu.dropped(self.scen, cpu).items() if r not in READABLE}
             self.expect[cpu] = [(i, r) for i, r in enumerate(self.rows[cpu]) if i not in gone]
         want = {cpu: len(rows) for cpu, rows in self.expect.items()}
-        while True:
-            got = per_cpu(metrics(self.d), "armprofd_spe_records_total")
-            if got == want:
-                break
-            assert time.monotonic() < deadline, (self.name, got, want, self.d.log()[-2000:])
-            time.sleep(0.1)
-        # Queries read closed epochs: wait for the one that holds the last records.
-        while json.loads(get(self.d, "/hotpcs?window=all&limit=1"))["samples"] != sum(want.values()):
-            assert time.monotonic() < deadline, (self.name, self.d.log()[-2000:])
-            time.sleep(0.1)
+        wait_counted(self.d, want, deadline, self.name, "/hotpcs?window=all&limit=1", "samples")
 
     def close(self):
         self.d.close()
@@ -156,7 +118,7 @@ class Case:
 
 def attribution(c):
     """{(cpu, pc, pid, tid): records} the daemon's SPE profile gives (None: no pid, no thread)."""
-    p = Profile(get(c.d, "/debug/pprof/spe?window=all"))
+    p = Profile(get_raw(c.d, "/debug/pprof/spe?window=all"))
     at = [t for t, _ in p.sample_types].index("samples")
     got = collections.Counter()
     for values, labels, locs in p.samples:
@@ -216,7 +178,7 @@ def case_cx0(tmp, name="cx0", kernel_keys=(), each=False, noclock=False):
         assert (sum(no_clock.values()) > 0) == noclock, no_clock
         assert sum(lost.values()) == 0, lost
         assert per_cpu(m, "armprofd_spe_unattributed_records_total") == both
-        spe = [x for x in json.loads(get(c.d, "/status"))["collectors"] if x["name"] == "spe"][0]
+        spe = [x for x in get(c.d, "/status")["collectors"] if x["name"] == "spe"][0]
         assert {x["cpu"]: x["thread_unknown"]["event_off"] for x in spe["cpus"]} == off, spe["cpus"]
         assert {x["cpu"]: x["thread_unknown"]["no_clock"] for x in spe["cpus"]} == no_clock, spe["cpus"]
         assert all(x["time_conversion"] != noclock for x in spe["cpus"]), spe["cpus"]
@@ -303,10 +265,10 @@ def case_el(tmp):
                 (name, {cpu: len(f) for cpu, f in filtered.items()}, {cpu: len(k) for cpu, k in kernel.items()})
             want = {cpu: len(c.rows[cpu]) - len(filtered[cpu]) for cpu in range(4)}
             assert per_cpu(m, "armprofd_spe_records_total") == want, (per_cpu(m, "armprofd_spe_records_total"), want)
-            hot = json.loads(get(c.d, "/hotpcs?window=all&limit=1000"))
-            served = get(c.d, "/hotpcs?window=all&limit=1000").decode() + \
-                get(c.d, "/hotlines?window=all&all=1&limit=500").decode()
-            prof = Profile(get(c.d, "/debug/pprof/spe?window=all"))
+            hot = get(c.d, "/hotpcs?window=all&limit=1000")
+            served = get_raw(c.d, "/hotpcs?window=all&limit=1000").decode() + \
+                get_raw(c.d, "/hotlines?window=all&all=1&limit=500").decode()
+            prof = Profile(get_raw(c.d, "/debug/pprof/spe?window=all"))
             assert not KERNEL_ADDR.search(served), (name, KERNEL_ADDR.search(served).group(0))
             assert all(a < 0xFF << 56 for a, _, _ in prof.locations.values()), name
             # The kernel's records, without their addresses: [kernel] rows, as many as the truth's.
@@ -342,9 +304,9 @@ def check_unknown(c, name):
         wrong = {k: (got[k], want[k]) for k in set(got) | set(want) if got[k] != want[k]}
         raise AssertionError(f"{name}: (cpu, pc, pid, tid): (daemon, truth) {sorted(wrong.items(), key=str)[:20]} "
                              f"{[(k, v) for k, v in m.items() if 'switch' in k[0] or 'discont' in k[0]]}")
-    spe = [x for x in json.loads(get(c.d, "/status"))["collectors"] if x["name"] == "spe"][0]
-    for reason, shim in (("event_off", "off"), ("lost", "lost"), ("no_clock", "no_clock")):
-        truth = {cpu: sum(1 for w in why[cpu].values() if w == shim) for cpu in range(4)}
+    spe = [x for x in get(c.d, "/status")["collectors"] if x["name"] == "spe"][0]
+    for reason, shim_why in (("event_off", "off"), ("lost", "lost"), ("no_clock", "no_clock")):
+        truth = {cpu: sum(1 for w in why[cpu].values() if w == shim_why) for cpu in range(4)}
         counted = per_cpu(m, "armprofd_spe_thread_unknown_records_total", reason=reason)
         assert counted == truth, (name, reason, counted, truth)
         assert {x["cpu"]: x["thread_unknown"][reason] for x in spe["cpus"]} == truth, (name, reason, spe["cpus"])

@@ -1,0 +1,76 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""What the daemon tests against the simulated SPE PMU (test-spe-live.py,
+test-spe-kernels.py, test-spe-faults.py) share: their arguments and paths,
+the shim's setup module, the daemon's answers read back (/metrics per CPU,
+JSON endpoints) and the shim's log."""
+
+import json
+import os
+import sys
+import time
+
+SRC = os.environ["ARMPROFD_SOURCE_DIR"]
+sys.path.insert(0, os.path.join(SRC, "tests", "integration"))
+sys.path.insert(0, os.path.join(SRC, "tests", "daemon"))
+from armprofd_test import parse_prom_text, simpmu_setup  # noqa: E402
+
+simpmu = simpmu_setup()
+# Every such test's arguments (meson.build): the generator and the shim.
+spegen, shim = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+os.environ.setdefault("ARMPROFD_BIN", os.path.join(os.environ["ARMPROFD_BUILD_DIR"], "daemon", "armprofd"))
+
+N1_MIDR = "0x00000000413fd0c1"
+# Reasons a record never reaches the daemon; a 'lost' or 'datalost' chunk lost only its
+# PERF_RECORD_AUX: its bytes stay in the ring and are read (collectors/perf/aux-ring.h).
+READABLE = {"lost", "datalost"}
+# Epochs and drains short enough for a test to wait on.
+LIVE = "epoch = 1s\n[spe]\ndrain_interval = 100ms\n"
+
+
+def metrics(d):
+    """/metrics parsed: {(name, labels): value}."""
+    status, _, body = d.get("/metrics")
+    assert status == 200, status
+    return parse_prom_text(body.decode() if isinstance(body, bytes) else body)
+
+
+def per_cpu(m, name, **want):
+    """{cpu: value} of the series `name` whose other labels are `want`."""
+    out = {}
+    for (n, labels), v in m.items():
+        labels = dict(labels)
+        if n == name and all(labels.get(k) == x for k, x in want.items()):
+            out[int(labels["cpu"])] = v
+    return out
+
+
+def get_raw(d, path):
+    """The body of a 200 answer."""
+    status, _, body = d.get(path)
+    assert status == 200, (path, status, body[:300])
+    return body
+
+
+def get(d, path):
+    """A 200 JSON answer, parsed."""
+    return json.loads(get_raw(d, path))
+
+
+def sim_log(scen):
+    """The shim's sim.log, a list of lines ([] before it exists)."""
+    path = os.path.join(scen, "sim.log")
+    return open(path).read().splitlines() if os.path.exists(path) else []
+
+
+def wait_counted(d, want, deadline, name, query="/hotlines?window=all&limit=1", field="records"):
+    """Until the daemon counts `want` ({cpu: records}) on /metrics and a closed epoch holds them all
+    (queries read closed epochs): `query`'s `field` is their sum. Fails past `deadline` (monotonic)."""
+    while True:
+        got = per_cpu(metrics(d), "armprofd_spe_records_total")
+        if got == want:
+            break
+        assert time.monotonic() < deadline, (name, got, want, d.log()[-2000:])
+        time.sleep(0.1)
+    while get(d, query)[field] != sum(want.values()):
+        assert time.monotonic() < deadline, (name, d.log()[-2000:])
+        time.sleep(0.1)
