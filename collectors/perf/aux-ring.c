@@ -156,15 +156,26 @@ static int deliver_aux(struct aux_ring *ring, const struct perf_data_aux *b, con
  */
 static int deliver_unannounced(struct aux_ring *ring, uint64_t data_head, bool lost, bool announced,
                                const struct aux_ring_ops *ops, void *userdata) {
-        uint64_t head = __atomic_load_n(&ring->page->aux_head, __ATOMIC_ACQUIRE), from, n;
+        uint64_t now = __atomic_load_n(&ring->page->aux_head, __ATOMIC_ACQUIRE), from, n;
+        bool deferred = ring->lost_unread;
+        /*
+         * Bytes the drain before left for this one: up to the aux_head it saw, whose
+         * records were published before it and are read now. Not beyond: that would defer
+         * again whenever data_head moved meanwhile, and on a busy CPU it always does.
+         */
+        uint64_t head = deferred ? ring->lost_head : now;
 
-        lost = lost || ring->lost_unread;
+        ring->lost_unread = false;
+        /* A loss since: its bytes after those wait for the next drain. */
+        if (deferred && lost && now != head) {
+                ring->lost_unread = true;
+                ring->lost_head = now;
+        }
+        lost = lost || deferred;
         from = ring->aux_started ? ring->aux_next : __atomic_load_n(&ring->page->aux_tail, __ATOMIC_RELAXED);
         n = head - from;
-        if (head <= from || n > ring->aux_size) {
-                ring->lost_unread = false;
+        if (head <= from || n > ring->aux_size)
                 return 0;
-        }
         /*
          * Records the drain has not read came since: the kernel publishes a chunk's
          * PERF_RECORD_AUX (and the switches during it before that) with data_head before it
@@ -173,11 +184,11 @@ static int deliver_unannounced(struct aux_ring *ring, uint64_t data_head, bool l
          * read after this aux_head shows them. Read
          * them first, on the next drain: the bytes after a loss are read then.
          */
-        if (lost && __atomic_load_n(&ring->page->data_head, __ATOMIC_ACQUIRE) != data_head) {
+        if (lost && !deferred && __atomic_load_n(&ring->page->data_head, __ATOMIC_ACQUIRE) != data_head) {
                 ring->lost_unread = true;
+                ring->lost_head = head;
                 return 0;
         }
-        ring->lost_unread = false;
         if (!lost && (announced || n < ring->aux_size - ring->full_slack))
                 return 0;
         if (!lost && head != ring->unannounced_head) {

@@ -134,7 +134,8 @@ struct aux_ring {
         uint64_t aux_next;              /* where the next AUX chunk should start */
         bool aux_started;
         uint64_t unannounced_head;      /* the aux_head a drain found nearly full and unannounced, left unread */
-        bool lost_unread;               /* a PERF_RECORD_LOST read, the bytes up to aux_head not yet */
+        bool lost_unread;               /* a PERF_RECORD_LOST read, the bytes up to lost_head not yet */
+        uint64_t lost_head;             /* the aux_head the drain that left them saw */
         struct aux_ring_stats stats;
         const struct perf_event_attr *attr; /* the event's attr, for the sample_id trailer; may be NULL */
         size_t full_slack;              /* the area counts as full this close to it (aux_ring_set_full_slack()) */

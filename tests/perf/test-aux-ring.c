@@ -248,6 +248,91 @@ static void test_commit_during_drain(void **state) {
         strbuf_done(&c.g.recs);
 }
 
+/*
+ * A busy CPU after a loss: the bytes up to aux_head wait one drain for the
+ * records published since (deliver_unannounced()), but every drain sees
+ * data_head move again (switches keep coming while it reads). The bytes the
+ * first drain left are read by the second, up to the aux_head the first saw,
+ * whatever data_head did meanwhile; waiting for a quiet data ring would never
+ * read them on a CPU that never goes quiet.
+ */
+struct busy {
+        struct got g;
+        struct kernel *k;
+        unsigned adds;                  /* switches to publish during this drain */
+};
+
+static int busy_on_record(void *u, const uint8_t *rec, size_t len) {
+        struct busy *b = u;
+        uint32_t body[2] = { 6000, 6000 };
+
+        if (b->adds > 0) {
+                b->adds--;
+                if (!kernel_record(b->k, PERF_RECORD_SWITCH, body, 0))
+                        b->k->bug = "no room for the switch";
+                __atomic_store_n(&b->k->page.data_head, b->k->data_head, __ATOMIC_RELEASE);
+        }
+        return on_record(&b->g, rec, len);
+}
+
+static int busy_on_aux(void *u, const struct aux_ring_chunk *ch, const uint8_t *data, size_t len, bool last) {
+        return on_aux(&((struct busy *) u)->g, ch, data, len, last);
+}
+
+static void test_lost_busy(void **state) {
+        static const struct aux_ring_ops ops = { .aux = busy_on_aux, .record = busy_on_record };
+        uint8_t buf[300];
+        struct kernel k;
+        struct aux_ring r;
+        struct busy b = { .g = { STRBUF_INIT, STRBUF_INIT }, .k = &k };
+        bool truncated;
+        uint32_t body[2] = { 5000, 5000 };
+
+        for (size_t i = 0; i < sizeof(buf); i++)
+                buf[i] = (uint8_t) (i * 11 + 3);
+        kernel_init(&k, 1024, 4096);
+        setup_ring(&r, &k);
+
+        /* 200 bytes whose PERF_RECORD_AUX was lost, the LOST before the next switch. */
+        ring_put(k.aux, k.aux_size, 0, buf, 200);
+        k.aux_head = 200;
+        k.pending_lost = 1;
+        assert_true(kernel_record(&k, PERF_RECORD_SWITCH, body, 0));
+        kernel_publish(&k);
+
+        /* A switch comes while the drain reads: the bytes wait for it. */
+        b.adds = 1;
+        assert_int_equal(aux_ring_drain(&r, &ops, &b, &truncated), 2);
+        assert_null(k.bug);
+        assert_int_equal(r.stats.lost, 1);
+        assert_int_equal(b.g.aux.len, 0);
+
+        /* 100 more bytes, and another switch while this drain reads: the first 200 are read,
+         * the rest are a chunk's whose record is still to come. */
+        ring_put(k.aux, k.aux_size, 200, buf + 200, 100);
+        k.aux_head = 300;
+        __atomic_store_n(&k.page.aux_head, k.aux_head, __ATOMIC_RELEASE);
+        b.adds = 1;
+        assert_int_equal(aux_ring_drain(&r, &ops, &b, &truncated), 1);
+        assert_null(k.bug);
+        assert_int_equal(b.g.fills, 1);
+        assert_int_equal(b.g.aux.len, 200);
+        assert_memory_equal(b.g.aux.buf, buf, 200);
+        assert_int_equal(r.stats.aux_unannounced, 1);
+        assert_int_equal(k.page.aux_tail, 200);
+
+        /* Nothing lost since: the 100 bytes wait for their PERF_RECORD_AUX. */
+        b.adds = 0;
+        assert_int_equal(aux_ring_drain(&r, &ops, &b, &truncated), 1);
+        assert_int_equal(b.g.aux.len, 200);
+        assert_int_equal(k.page.aux_tail, 200);
+
+        aux_ring_done(&r);
+        kernel_done(&k);
+        strbuf_done(&b.g.aux);
+        strbuf_done(&b.g.recs);
+}
+
 /* Thousands of chunks of 1..1500 bytes through a 4 KiB AUX ring and a 1 KiB data ring,
  * with odd-sized records between them so that records wrap too. */
 static void test_wraps(void **state) {
@@ -983,6 +1068,7 @@ int main(void) {
                 cmocka_unit_test(test_wraps),
                 cmocka_unit_test(test_losses),
                 cmocka_unit_test(test_unannounced),
+                cmocka_unit_test(test_lost_busy),
                 cmocka_unit_test(test_commit_during_drain),
                 cmocka_unit_test(test_truncated_consumer_error),
                 cmocka_unit_test(test_garbage),
