@@ -83,6 +83,14 @@ static int deliver_bytes(struct aux_ring *ring, const struct aux_ring_chunk *c, 
         return ops->aux(userdata, c, ring->aux, len - first, true);
 }
 
+/* Whether len bytes of the AUX ring from pos are all 0x00: the driver's padding (arm_spe_pmu_pad_buf()). */
+static bool all_padding(const struct aux_ring *ring, uint64_t pos, size_t len) {
+        for (size_t i = 0; i < len; i++)
+                if (ring->aux[(size_t) ((pos + i) & (ring->aux_size - 1))] != 0)
+                        return false;
+        return true;
+}
+
 static int deliver_aux(struct aux_ring *ring, const struct perf_data_aux *b, const struct aux_ring_ops *ops,
                        void *userdata) {
         struct aux_ring_chunk c = {
@@ -163,7 +171,7 @@ static int deliver_unannounced(struct aux_ring *ring, uint64_t data_head, bool l
          * records were published before it and are read now. Not beyond: that would defer
          * again whenever data_head moved meanwhile, and on a busy CPU it always does.
          */
-        uint64_t head = deferred ? ring->lost_head : now;
+        uint64_t head = deferred && !ring->stopped ? ring->lost_head : now;
 
         ring->lost_unread = false;
         /* A loss since: its bytes after those wait for the next drain. */
@@ -171,11 +179,18 @@ static int deliver_unannounced(struct aux_ring *ring, uint64_t data_head, bool l
                 ring->lost_unread = true;
                 ring->lost_head = now;
         }
-        lost = lost || deferred;
         from = ring->aux_started ? ring->aux_next : __atomic_load_n(&ring->page->aux_tail, __ATOMIC_RELAXED);
         n = head - from;
         if (head <= from || n > ring->aux_size)
                 return 0;
+        /*
+         * Stopped, no loss known: what nothing announced is the driver's padding
+         * (perf_aux_output_skip() moves aux_head with no record; the next chunk's gap
+         * covers it), or records whose PERF_RECORD_AUX was lost: only those are read now.
+         */
+        if (ring->stopped && !lost && !deferred && all_padding(ring, from, (size_t) n))
+                return 0;
+        lost = lost || deferred || ring->stopped;
         /*
          * Records the drain has not read came since: the kernel publishes a chunk's
          * PERF_RECORD_AUX (and the switches during it before that) with data_head before it
@@ -184,7 +199,8 @@ static int deliver_unannounced(struct aux_ring *ring, uint64_t data_head, bool l
          * read after this aux_head shows them. Read
          * them first, on the next drain: the bytes after a loss are read then.
          */
-        if (lost && !deferred && __atomic_load_n(&ring->page->data_head, __ATOMIC_ACQUIRE) != data_head) {
+        if (lost && !deferred && !ring->stopped &&
+            __atomic_load_n(&ring->page->data_head, __ATOMIC_ACQUIRE) != data_head) {
                 ring->lost_unread = true;
                 ring->lost_head = head;
                 return 0;
@@ -209,6 +225,16 @@ static int deliver_unannounced(struct aux_ring *ring, uint64_t data_head, bool l
                                      .unannounced = true,
                              },
                              from, (size_t) n, ops, userdata);
+}
+
+int aux_ring_drain_stopped(struct aux_ring *ring, const struct aux_ring_ops *ops, void *userdata,
+                           bool *ret_truncated) {
+        int k;
+
+        ring->stopped = true;
+        k = aux_ring_drain(ring, ops, userdata, ret_truncated);
+        ring->stopped = false;
+        return k;
 }
 
 bool aux_ring_pending(const struct aux_ring *ring) {

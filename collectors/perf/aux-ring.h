@@ -136,6 +136,7 @@ struct aux_ring {
         uint64_t unannounced_head;      /* the aux_head a drain found nearly full and unannounced, left unread */
         bool lost_unread;               /* a PERF_RECORD_LOST read, the bytes up to lost_head not yet */
         uint64_t lost_head;             /* the aux_head the drain that left them saw */
+        bool stopped;                   /* during aux_ring_drain_stopped() */
         struct aux_ring_stats stats;
         const struct perf_event_attr *attr; /* the event's attr, for the sample_id trailer; may be NULL */
         size_t full_slack;              /* the area counts as full this close to it (aux_ring_set_full_slack()) */
@@ -199,5 +200,17 @@ int aux_ring_peek(struct aux_ring *ring, uint64_t *pos, int (*fn)(void *userdata
  */
 int aux_ring_drain_max(struct aux_ring *ring, const struct aux_ring_ops *ops, void *userdata, size_t max,
                        bool *ret_truncated);
+/*
+ * The same once the event is stopped (PERF_EVENT_IOC_DISABLE returned: the
+ * driver's pmu->stop() committed what the hardware wrote, and
+ * perf_aux_output_end() in kernel/events/ring_buffer.c published its
+ * PERF_RECORD_AUX before aux_head): with the data ring read to data_head,
+ * bytes up to aux_head that no record announced never will be. Their
+ * PERF_RECORD_AUX was lost, and the PERF_RECORD_LOST that would say so waits
+ * for the next record that fits, which a stopped event does not write (a CPU
+ * gone quiet after a burst). They are read as after a loss.
+ */
+int aux_ring_drain_stopped(struct aux_ring *ring, const struct aux_ring_ops *ops, void *userdata,
+                           bool *ret_truncated);
 /* Whether the kernel has published records not read yet. */
 bool aux_ring_pending(const struct aux_ring *ring);

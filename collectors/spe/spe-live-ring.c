@@ -225,6 +225,8 @@ int spe_live_ring_init(struct spe_live_ring *r, struct perf_event_mmap_page *pag
         r->out = out;
         r->stream = stream;
         spe_stream_reset(stream);
+        /* The kernel fills the page's clock at mmap (perf_mmap(): perf_event_update_userpage()). */
+        read_clock(r);
         return 0;
 }
 
@@ -237,14 +239,15 @@ void spe_live_ring_done(struct spe_live_ring *r) {
         aux_ring_done(&r->ring);
 }
 
-int spe_live_ring_drain(struct spe_live_ring *r, bool *ret_ended) {
+static int drain(struct spe_live_ring *r, bool stopped, bool *ret_ended) {
         uint64_t lost = r->ring.stats.lost, lost_samples = r->ring.stats.lost_samples;
         uint64_t unannounced = r->ring.stats.aux_unannounced;
         bool truncated = false, stalled;
         int k;
 
         read_clock(r);
-        k = aux_ring_drain(&r->ring, &ring_ops, r, &truncated);
+        k = stopped ? aux_ring_drain_stopped(&r->ring, &ring_ops, r, &truncated) :
+                      aux_ring_drain(&r->ring, &ring_ops, r, &truncated);
         note_lost(r);
         /* The ring's counts are this event's; the stream's are the CPU's since start. */
         r->stream->st.lost += r->ring.stats.lost - lost;
@@ -258,4 +261,12 @@ int spe_live_ring_drain(struct spe_live_ring *r, bool *ret_ended) {
         if (ret_ended)
                 *ret_ended = truncated || stalled;
         return k;
+}
+
+int spe_live_ring_drain(struct spe_live_ring *r, bool *ret_ended) {
+        return drain(r, false, ret_ended);
+}
+
+int spe_live_ring_drain_stopped(struct spe_live_ring *r, bool *ret_ended) {
+        return drain(r, true, ret_ended);
 }

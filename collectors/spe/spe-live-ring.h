@@ -70,3 +70,5 @@ void spe_live_ring_enabled(struct spe_live_ring *r);
  * disabled. Returns the data-ring records read.
  */
 int spe_live_ring_drain(struct spe_live_ring *r, bool *ret_ended);
+/* The same after PERF_EVENT_IOC_DISABLE: the bytes no record announced are read too (aux_ring_drain_stopped()). */
+int spe_live_ring_drain_stopped(struct spe_live_ring *r, bool *ret_ended);

@@ -176,7 +176,8 @@ static int enable_event(struct live_cpu *c) {
 }
 
 /* Everything the kernel published on this CPU; a session that ended is restarted (spe-live-ring.h). */
-static void drain_cpu(struct live_cpu *c) {
+/* stopped: after a PERF_EVENT_IOC_DISABLE of ours (spe_live_ring_drain_stopped()). */
+static void drain_cpu_as(struct live_cpu *c, bool stopped) {
         bool ended = false;
         uint64_t aux_records, stalls;
         int k;
@@ -185,7 +186,7 @@ static void drain_cpu(struct live_cpu *c) {
                 return;
         aux_records = c->stream.st.aux_records;
         stalls = c->stream.st.aux_stalls;
-        k = spe_live_ring_drain(&c->ring, &ended);
+        k = stopped ? spe_live_ring_drain_stopped(&c->ring, &ended) : spe_live_ring_drain(&c->ring, &ended);
         /* A buffer-full interrupt's commit, or a fault's: none but a truncation stops on its own. */
         if (c->stream.st.aux_records != aux_records)
                 c->ended_unasked = !(c->ring.last_aux_flags & PERF_AUX_FLAG_TRUNCATED);
@@ -200,8 +201,8 @@ static void drain_cpu(struct live_cpu *c) {
          * its switches before it) and read that: what comes after the ENABLE is all the
          * window may hide.
          */
-        if (c->stream.st.aux_stalls != stalls && ioctl(c->fd, PERF_EVENT_IOC_DISABLE, 0) == 0) {
-                k = spe_live_ring_drain(&c->ring, NULL);
+        if (c->stream.st.aux_stalls != stalls && !stopped && ioctl(c->fd, PERF_EVENT_IOC_DISABLE, 0) == 0) {
+                k = spe_live_ring_drain_stopped(&c->ring, NULL);
                 if (k < 0)
                         return;
         }
@@ -211,6 +212,10 @@ static void drain_cpu(struct live_cpu *c) {
                 return;
         }
         c->stream.st.reenables++;
+}
+
+static void drain_cpu(struct live_cpu *c) {
+        drain_cpu_as(c, false);
 }
 
 /* ---- opening and closing one CPU ------------------------------------------ */
@@ -664,7 +669,7 @@ static void flush_cpu(struct live_cpu *c) {
         c->quiet_ticks = 0;
         if (ioctl(c->fd, PERF_EVENT_IOC_DISABLE, 0) < 0)
                 return;
-        drain_cpu(c);
+        drain_cpu_as(c, true);
         note_fault_restart(c);
         /* What that DISABLE committed ended a session the daemon ended. */
         c->ended_unasked = false;

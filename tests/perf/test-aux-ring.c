@@ -333,6 +333,56 @@ static void test_lost_busy(void **state) {
         strbuf_done(&b.g.recs);
 }
 
+/*
+ * A CPU gone quiet after a burst whose last PERF_RECORD_AUX was lost: the
+ * PERF_RECORD_LOST waits for a record that fits, and a quiet event writes
+ * none. Drains read nothing (the bytes are not nearly the whole area, and no
+ * loss is known); once the event is stopped (the flush's DISABLE) nothing can
+ * announce them any more and aux_ring_drain_stopped() reads them. The
+ * driver's padding (zeros) is left for the next chunk's gap.
+ */
+static void test_stopped(void **state) {
+        struct got g = { STRBUF_INIT, STRBUF_INIT };
+        uint8_t buf[600], zeros[200] = { 0 };
+        struct kernel k;
+        struct aux_ring r;
+        bool truncated;
+
+        for (size_t i = 0; i < sizeof(buf); i++)
+                buf[i] = (uint8_t) (i * 5 + 1);
+        kernel_init(&k, 256, 4096);
+        setup_ring(&r, &k);
+
+        /* Padding alone, then stopped: nothing is read. */
+        ring_put(k.aux, k.aux_size, 0, zeros, sizeof(zeros));
+        k.aux_head = sizeof(zeros);
+        kernel_publish(&k);
+        assert_int_equal(aux_ring_drain_stopped(&r, &got_ops, &g, &truncated), 0);
+        assert_int_equal(g.aux.len, 0);
+        assert_int_equal(r.stats.aux_unannounced, 0);
+
+        /* Records after it whose PERF_RECORD_AUX was lost (k.pending_lost: the LOST not written). */
+        ring_put(k.aux, k.aux_size, sizeof(zeros), buf, sizeof(buf));
+        k.aux_head = sizeof(zeros) + sizeof(buf);
+        k.pending_lost = 1;
+        kernel_publish(&k);
+        for (int i = 0; i < 3; i++) {
+                assert_int_equal(aux_ring_drain(&r, &got_ops, &g, &truncated), 0);
+                assert_int_equal(g.aux.len, 0);
+        }
+        assert_int_equal(aux_ring_drain_stopped(&r, &got_ops, &g, &truncated), 0);
+        assert_int_equal(g.fills, 1);
+        assert_int_equal(g.aux.len, sizeof(zeros) + sizeof(buf));
+        assert_memory_equal(g.aux.buf + sizeof(zeros), buf, sizeof(buf));
+        assert_int_equal(r.stats.aux_unannounced, 1);
+        assert_int_equal(k.page.aux_tail, sizeof(zeros) + sizeof(buf));
+
+        aux_ring_done(&r);
+        kernel_done(&k);
+        strbuf_done(&g.aux);
+        strbuf_done(&g.recs);
+}
+
 /* Thousands of chunks of 1..1500 bytes through a 4 KiB AUX ring and a 1 KiB data ring,
  * with odd-sized records between them so that records wrap too. */
 static void test_wraps(void **state) {
@@ -1069,6 +1119,7 @@ int main(void) {
                 cmocka_unit_test(test_losses),
                 cmocka_unit_test(test_unannounced),
                 cmocka_unit_test(test_lost_busy),
+                cmocka_unit_test(test_stopped),
                 cmocka_unit_test(test_commit_during_drain),
                 cmocka_unit_test(test_truncated_consumer_error),
                 cmocka_unit_test(test_garbage),
