@@ -207,8 +207,8 @@ struct sampler_cpu_stats {
         char note[SPE_STREAM_NOTE_MAX]; /* what is wrong on this CPU, "" when nothing */
 };
 
-/* The sampler's process table (collectors/sampler/sampler-procs.h): counts since start, procs now. */
-struct sampler_procs_stats {
+/* The sampler's process table (collectors/proc-table.h): counts since start, procs now. */
+struct proc_table_stats {
         uint64_t procs;                 /* processes in the table now */
         uint64_t procs_read;            /* processes whose /proc was read */
         uint64_t procs_gone;            /* ... that had exited before (names and mappings unknown) */
@@ -242,7 +242,7 @@ struct source_status {
         /* The sampler's CPUs, ascending; owned by the status (source_status_done()). */
         struct sampler_cpu_stats *sampler_cpus;
         size_t n_sampler_cpus;
-        struct sampler_procs_stats sampler_procs;       /* the sampler's; zero for the others */
+        struct proc_table_stats procs;  /* the source's process table (collectors/proc-table.h); zero without one */
 };
 
 void source_status_done(struct source_status *s);

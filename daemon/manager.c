@@ -150,11 +150,11 @@ static void provider_write_metrics(void *userdata, struct prom_writer *w) {
                                       .totals = store_snapshot_cumulative(snap),
                                       .cpus = sampler->sampler_cpus,
                                       .n_cpus = sampler->n_sampler_cpus,
-                                      .procs = &sampler->sampler_procs,
+                                      .procs = &sampler->procs,
                               },
                               w);
         if (collector_sample_stats(m->collector, &ss))
-                prom_write_counter_rows(w, rows, sample_sink_metric_rows(&ss, &sampler->sampler_procs, rows));
+                prom_write_counter_rows(w, rows, sample_sink_metric_rows(&ss, &sampler->procs, rows));
         collector_symbols_stats(m->collector, &sym);
         prom_write_counter_rows(w, rows, symbolizer_metric_rows(&sym, rows));
         pthread_mutex_lock(&m->push_lock);

@@ -390,7 +390,7 @@ void sample_sink_get_stats(struct sample_sink *s, struct sample_sink_stats *ret)
         pthread_mutex_unlock(&s->lock);
 }
 
-size_t sample_sink_metric_rows(const struct sample_sink_stats *st, const struct sampler_procs_stats *procs,
+size_t sample_sink_metric_rows(const struct sample_sink_stats *st, const struct proc_table_stats *procs,
                                struct prom_counter_row rows[SAMPLE_SINK_METRIC_ROWS]) {
         static const char evictions[] = "armprofd_cpu_sampler_evictions_total",
                           evictions_help[] = "Entries the sampler's bounded tables evicted to stay within their capacity.";

@@ -94,5 +94,5 @@ void sample_sink_get_stats(struct sample_sink *s, struct sample_sink_stats *ret)
  * evictions of procs (the sampler's process table; NULL: none) beside its own.
  */
 #define SAMPLE_SINK_METRIC_ROWS 10
-size_t sample_sink_metric_rows(const struct sample_sink_stats *st, const struct sampler_procs_stats *procs,
+size_t sample_sink_metric_rows(const struct sample_sink_stats *st, const struct proc_table_stats *procs,
                                struct prom_counter_row rows[SAMPLE_SINK_METRIC_ROWS]);

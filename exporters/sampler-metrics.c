@@ -37,7 +37,7 @@ void sampler_metrics_write(const struct sampler_metrics_input *in, struct prom_w
                 "User stack copies that filled [sampler] stack_size (CFI unwinding may stop short), by CPU.",
                 offsetof(struct sampler_cpu_stats, stack_truncated));
         if (in->procs) {
-                const struct sampler_procs_stats *p = in->procs;
+                const struct proc_table_stats *p = in->procs;
 
                 prom_family(w, "armprofd_cpu_sampler_processes", PROM_GAUGE,
                             "Processes in the sampler's table now: running ones, and exited ones kept 30 s for "

@@ -19,7 +19,7 @@ struct sampler_metrics_input {
         const struct store_totals *totals;              /* cumulative */
         const struct sampler_cpu_stats *cpus;
         size_t n_cpus;
-        const struct sampler_procs_stats *procs;        /* NULL: no sampler */
+        const struct proc_table_stats *procs;        /* NULL: no sampler */
 };
 
 void sampler_metrics_write(const struct sampler_metrics_input *in, struct prom_writer *w);

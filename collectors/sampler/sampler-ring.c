@@ -40,7 +40,7 @@ static void on_sample(struct sampler_ring *r, const struct perf_data_record *rec
                 r->st->bad_records++;
                 return;
         }
-        sampler_procs_sample(r->procs, (s.rec.sid.valid & PERF_DATA_ID_TID) ? s.rec.sid.pid : SOURCE_NO_ID,
+        proc_table_sample(r->procs, (s.rec.sid.valid & PERF_DATA_ID_TID) ? s.rec.sid.pid : SOURCE_NO_ID,
                              (s.rec.sid.valid & PERF_DATA_ID_TID) ? s.rec.sid.tid : SOURCE_NO_ID,
                              s.rec.sid.time, s.cgroup);
         out = &r->batch[r->n_batch++];
@@ -132,7 +132,7 @@ static void sideband(struct sampler_ring *r, const uint8_t *raw, uint32_t type) 
 
                 if (perf_record_parse_comm(&rec, tlen, &c) < 0)
                         break;
-                sampler_procs_comm(r->procs, &c);
+                proc_table_comm(r->procs, &c);
                 return;
         }
         case PERF_RECORD_FORK:
@@ -141,7 +141,7 @@ static void sideband(struct sampler_ring *r, const uint8_t *raw, uint32_t type) 
 
                 if (perf_record_parse_task(&rec, tlen, &t) < 0)
                         break;
-                sampler_procs_task(r->procs, &t);
+                proc_table_task(r->procs, &t);
                 return;
         }
         case PERF_RECORD_MMAP:
@@ -150,7 +150,7 @@ static void sideband(struct sampler_ring *r, const uint8_t *raw, uint32_t type) 
 
                 if (perf_record_parse_mmap(&rec, tlen, &m) < 0)
                         break;
-                sampler_procs_mapping(r->procs, &m);
+                proc_table_mapping(r->procs, &m);
                 return;
         }
         case PERF_RECORD_CGROUP: {
@@ -158,7 +158,7 @@ static void sideband(struct sampler_ring *r, const uint8_t *raw, uint32_t type) 
 
                 if (perf_record_parse_cgroup(&rec, tlen, &c) < 0)
                         break;
-                sampler_procs_cgroup(r->procs, &c);
+                proc_table_cgroup(r->procs, &c);
                 return;
         }
         default:
@@ -175,7 +175,7 @@ static const struct aux_ring_ops ring_ops = {
 
 int sampler_ring_init(struct sampler_ring *r, struct perf_event_mmap_page *page, const void *data, size_t data_size,
                       const struct perf_event_attr *attr, const struct source_sink *sink,
-                      struct sampler_procs *procs, struct sampler_cpu_stats *st) {
+                      struct proc_table *procs, struct sampler_cpu_stats *st) {
         int k;
 
         if (!r || !attr || !sink || !procs || !st)
@@ -216,7 +216,7 @@ int sampler_ring_drain(struct sampler_ring *r, size_t max) {
                 r->prescan_pos = __atomic_load_n(&r->ring.page->data_tail, __ATOMIC_RELAXED);
         }
         if (r->ring.stats.lost != lost)
-                sampler_procs_lost(r->procs);
+                proc_table_lost(r->procs);
         return k;
 }
 

@@ -6,7 +6,7 @@
  * alone), each PERF_RECORD_SAMPLE parsed by the shared parser
  * (perf-record.h) into a struct source_sample and handed to the sink in
  * batches, the side-band records (COMM, FORK, EXIT, MMAP/MMAP2, CGROUP) to
- * the process table (sampler-procs.h) in the order the kernel wrote them,
+ * the process table (proc-table.h) in the order the kernel wrote them,
  * and everything counted into the CPU's struct sampler_cpu_stats: LOST and
  * LOST_SAMPLES, THROTTLE, callchains the kernel cut at sample_max_stack,
  * user stack copies that filled their whole size, records that did not
@@ -26,7 +26,7 @@
 #include <stdint.h>
 
 #include "aux-ring.h"
-#include "sampler-procs.h"
+#include "proc-table.h"
 #include "source.h"
 
 /* Samples handed to the sink per call. */
@@ -38,7 +38,7 @@ struct sampler_ring {
         struct aux_ring ring;
         const struct perf_event_attr *attr;
         const struct source_sink *sink;
-        struct sampler_procs *procs;
+        struct proc_table *procs;
         struct sampler_cpu_stats *st;   /* the CPU's, since start: across its events */
         uint32_t cpu;
         struct source_sample batch[SAMPLER_RING_BATCH];
@@ -56,7 +56,7 @@ struct sampler_ring {
  */
 int sampler_ring_init(struct sampler_ring *r, struct perf_event_mmap_page *page, const void *data, size_t data_size,
                       const struct perf_event_attr *attr, const struct source_sink *sink,
-                      struct sampler_procs *procs, struct sampler_cpu_stats *st);
+                      struct proc_table *procs, struct sampler_cpu_stats *st);
 void sampler_ring_done(struct sampler_ring *r);
 
 /* At most max records (0: all there are) read, handed on and released. Returns the number read. */

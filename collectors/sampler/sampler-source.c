@@ -22,7 +22,7 @@
 #include "macro.h"
 #include "parse-util.h"
 #include "pmu-sysfs.h"
-#include "sampler-procs.h"
+#include "proc-table.h"
 #include "sampler-ring.h"
 #include "strbuf.h"
 
@@ -70,7 +70,7 @@ struct sampler_source {
         char *sysfs_root, *procfs_root, *event_name;
         sd_event *event;
         sd_event_source *timer, *more;
-        struct sampler_procs *procs;
+        struct proc_table *procs;
         struct sampler_cpu **cpus;      /* by CPU number, n_cpus slots */
         size_t n_cpus;
         size_t next_cpu;                /* where the next budgeted drain starts */
@@ -592,7 +592,7 @@ static int on_timer(sd_event_source *es, uint64_t usec, void *userdata) {
                 if (event_stopped(c, quiet, src->opts.drain_interval_usec))
                         retry_later(c, -ENODEV, "the event stopped running (its CPU went offline and back?)");
         }
-        sampler_procs_age(src->procs);
+        proc_table_age(src->procs);
         /* From now: after a stall, one tick, not a burst of them. */
         (void) sd_event_source_set_time(es, now_usec() + src->opts.drain_interval_usec);
         return 0;
@@ -716,7 +716,7 @@ static void sampler_status(struct source *s, struct source_status *ret) {
                 .throttle_shift = src->shift,
         };
         memcpy(ret->reason, src->reason, sizeof(ret->reason));
-        sampler_procs_stats(src->procs, &ret->sampler_procs);
+        proc_table_stats(src->procs, &ret->procs);
         if (src->state == SOURCE_FAILED)
                 for (size_t i = 0; i < src->n_cpus; i++)
                         if (src->cpus[i] && src->cpus[i]->error < 0) {
@@ -753,7 +753,7 @@ static void sampler_free(struct source *s) {
                         free(src->cpus[i]);
                 }
         free(src->cpus);
-        sampler_procs_free(src->procs);
+        proc_table_free(src->procs);
         free(src->sysfs_root);
         free(src->procfs_root);
         free(src->event_name);
@@ -848,7 +848,7 @@ int sampler_source_new(const struct sampler_options *o, const struct source_sink
         src->user_regs = opts.unwind != SAMPLER_UNWIND_FP && src->regs_mask != 0;
         if (opts.unwind != SAMPLER_UNWIND_FP && src->regs_mask == 0)
                 warn(src, "no user registers known for this architecture: call stacks by frame pointers only");
-        k = sampler_procs_new(src->procfs_root, NULL, sink, tasks, &src->procs);
+        k = proc_table_new(src->procfs_root, NULL, sink, tasks, &src->procs);
         if (k < 0) {
                 sampler_free(&src->base);
                 return k;

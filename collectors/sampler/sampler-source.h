@@ -10,7 +10,7 @@
  * unwind = fp, the user registers and a copy of the user stack that a
  * DWARF unwinder needs (perf record --call-graph dwarf). The same event
  * brings the processes' lives (COMM, FORK, EXIT, MMAP2, CGROUP): see
- * sampler-procs.h for what is read from /proc and when.
+ * proc-table.h for what is read from /proc and when.
  *
  * The kernel's side (perf_event_open(2), kernel/events/core.c):
  *  - each event is opened disabled, its data ring mapped, then enabled;
@@ -41,7 +41,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "sampler-procs.h"
+#include "proc-table.h"
 #include "source.h"
 
 enum sampler_unwind {

@@ -69,7 +69,7 @@
 #include "macro.h"
 #include "ring-kernel.h"
 #include "sample-sink.h"
-#include "sampler-procs.h"
+#include "proc-table.h"
 #include "sampler-ring.h"
 #include "sampler-source.h"
 #include "source.h"
@@ -391,7 +391,7 @@ static void encode(const struct perf_event_attr *a, struct program_samples *p) {
 struct ring_play {
         struct kernel k;
         struct sampler_ring r;
-        struct sampler_procs *procs;
+        struct proc_table *procs;
         struct task_map *scratch;       /* the table's: the sink's task map is the captured one */
         struct sampler_cpu_stats st;
 };
@@ -401,14 +401,14 @@ static void ring_play_init(struct ring_play *rp, const struct perf_event_attr *a
         kernel_init(&rp->k, RING_BYTES, 4096);
         /* No /proc to read: the processes are gone, and the process table's reads are not the ring's cost. */
         if (task_map_new(&rp->scratch) < 0 ||
-            sampler_procs_new("/nonexistent", "/nonexistent", sink, rp->scratch, &rp->procs) < 0 ||
+            proc_table_new("/nonexistent", "/nonexistent", sink, rp->scratch, &rp->procs) < 0 ||
             sampler_ring_init(&rp->r, &rp->k.page, rp->k.data, RING_BYTES, a, sink, rp->procs, &rp->st) < 0)
                 abort();
 }
 
 static void ring_play_done(struct ring_play *rp) {
         sampler_ring_done(&rp->r);
-        sampler_procs_free(rp->procs);
+        proc_table_free(rp->procs);
         task_map_free(rp->scratch);
         kernel_free(&rp->k);
 }

@@ -21,7 +21,7 @@
 #include <time.h>
 
 #include "ring-kernel.h"
-#include "sampler-procs.h"
+#include "proc-table.h"
 #include "sampler-ring.h"
 #include "task-map.h"
 
@@ -92,7 +92,7 @@ static void run(const char *name, bool dwarf, uint64_t samples) {
         struct source_sink sink = { .samples = on_samples };
         static uint64_t rec[(STACK + 4096) / 8];
         struct sampler_cpu_stats st = {};
-        struct sampler_procs *procs = NULL;
+        struct proc_table *procs = NULL;
         struct task_map *tasks = NULL;
         double t_base = 0, t_ring = 0, t0;
         struct sampler_ring r;
@@ -106,7 +106,7 @@ static void run(const char *name, bool dwarf, uint64_t samples) {
                 attr.sample_stack_user = STACK;
         }
         kernel_init(&k, DATA_SIZE, 4096);
-        if (task_map_new(&tasks) < 0 || sampler_procs_new("/nonexistent", "/nonexistent", &sink, tasks, &procs) < 0 ||
+        if (task_map_new(&tasks) < 0 || proc_table_new("/nonexistent", "/nonexistent", &sink, tasks, &procs) < 0 ||
             sampler_ring_init(&r, &k.page, k.data, DATA_SIZE, &attr, &sink, procs, &st) < 0)
                 abort();
         len = make_sample(rec, 0, dwarf);
@@ -140,7 +140,7 @@ static void run(const char *name, bool dwarf, uint64_t samples) {
                "ratio %.1fx\n", name, len, (double) st.samples / t_ring, t_ring / (double) st.samples * 1e6,
                (double) done / t_base, t_ring / t_base);
         sampler_ring_done(&r);
-        sampler_procs_free(procs);
+        proc_table_free(procs);
         task_map_free(tasks);
         kernel_free(&k);
 }

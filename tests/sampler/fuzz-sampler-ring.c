@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "macro.h"
-#include "sampler-procs.h"
+#include "proc-table.h"
 #include "sampler-ring.h"
 #include "task-map.h"
 
@@ -69,7 +69,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         static const struct source_sink s = { .samples = on_samples, .mapping = on_mapping, .task = on_task };
         struct perf_event_mmap_page page = {};
         struct sampler_cpu_stats st = {};
-        struct sampler_procs *procs = NULL;
+        struct proc_table *procs = NULL;
         struct sampler_ring r;
         size_t data_size, fill, max;
         uint8_t *dring;
@@ -90,7 +90,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         page.data_tail = start;
         page.data_head = start + (data[2] & 1 ? fill : (uint64_t) data[2] * 97); /* sometimes beyond the ring */
 
-        if (sampler_procs_new("/nonexistent", "/nonexistent", &s, tasks, &procs) == 0 &&
+        if (proc_table_new("/nonexistent", "/nonexistent", &s, tasks, &procs) == 0 &&
             sampler_ring_init(&r, &page, dring, data_size, &attr, &s, procs, &st) == 0) {
                 /* Each drain reads at least one record or ends: bounded by the ring's size. */
                 for (size_t i = 0; i <= data_size / 8 && sampler_ring_pending(&r); i++) {
@@ -103,7 +103,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         abort();
                 sampler_ring_done(&r);
         }
-        sampler_procs_free(procs);
+        proc_table_free(procs);
         free(dring);
         return 0;
 }

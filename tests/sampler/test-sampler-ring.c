@@ -23,7 +23,7 @@
 #include <cmocka.h>
 
 #include "ring-kernel.h"
-#include "sampler-procs.h"
+#include "proc-table.h"
 #include "sampler-ring.h"
 #include "task-map.h"
 
@@ -102,7 +102,7 @@ struct fixture {
         struct got got;
         struct source_sink sink;
         struct task_map *tasks;
-        struct sampler_procs *procs;
+        struct proc_table *procs;
         struct sampler_cpu_stats st;
         struct sampler_ring r;
         char root[64];
@@ -123,7 +123,7 @@ static int setup(void **state) {
         snprintf(f->root, sizeof(f->root), "/tmp/armprofd-ring-XXXXXX");
         assert_non_null(mkdtemp(f->root));
         assert_int_equal(task_map_new(&f->tasks), 0);
-        assert_int_equal(sampler_procs_new(f->root, "/nonexistent", &f->sink, f->tasks, &f->procs), 0);
+        assert_int_equal(proc_table_new(f->root, "/nonexistent", &f->sink, f->tasks, &f->procs), 0);
         f->st.cpu = 3;
         assert_int_equal(sampler_ring_init(&f->r, &f->k.page, f->k.data, DATA_SIZE, &attr, &f->sink, f->procs,
                                            &f->st), 0);
@@ -135,7 +135,7 @@ static int teardown(void **state) {
         struct fixture *f = *state;
 
         sampler_ring_done(&f->r);
-        sampler_procs_free(f->procs);
+        proc_table_free(f->procs);
         task_map_free(f->tasks);
         kernel_free(&f->k);
         rmdir(f->root);

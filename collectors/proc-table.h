@@ -23,21 +23,21 @@
  * /proc is read anew, so the old process's names are never given to the
  * new one.
  *
- * Bounded: a set-associative table of SAMPLER_PROCS_SETS x
- * SAMPLER_PROCS_WAYS processes. An exited process stays for samples of
- * other CPUs read after its EXIT, at most SAMPLER_PROCS_EXITED_NS of perf
+ * Bounded: a set-associative table of PROC_TABLE_SETS x
+ * PROC_TABLE_WAYS processes. An exited process stays for samples of
+ * other CPUs read after its EXIT, at most PROC_TABLE_EXITED_NS of perf
  * time (aged out), and is the first to give its place; a live one pushed
  * out of a full set (an eviction, counted) is read from /proc again if it
- * comes back. Thread names: a direct-mapped table of SAMPLER_THREADS_SIZE.
+ * comes back. Thread names: a direct-mapped table of PROC_TABLE_THREADS.
  *
  * Gone: a process's EXIT (its leader's) is handed on as it comes; once
  * every ring was read past it, SOURCE_TASK_GONE says no sample of the
  * process is left, the one announcement the consumers drop their state
  * for its samples on (the unwinder's), each keeping what its answers need.
  * The source drains every ring at each tick and then calls
- * sampler_procs_age(): a process whose EXIT was read before one tick is
+ * proc_table_age(): a process whose EXIT was read before one tick is
  * told gone at the next, after a whole drain. At most
- * SAMPLER_PROCS_GONE_PENDING wait; past that the oldest is told at once
+ * PROC_TABLE_GONE_PENDING wait; past that the oldest is told at once
  * (counted: gone_early). A FORK that takes a waiting pid cancels it: what
  * is kept under the pid is the new process's.
  *
@@ -50,15 +50,15 @@
 #include "perf-record.h"
 #include "source.h"
 
-#define SAMPLER_PROCS_SETS      1024
-#define SAMPLER_PROCS_WAYS      4
-#define SAMPLER_THREADS_SIZE    8192
+#define PROC_TABLE_SETS      1024
+#define PROC_TABLE_WAYS      4
+#define PROC_TABLE_THREADS    8192
 /* How long an exited process is still answered (perf time): samples read from other CPUs' rings after its EXIT. */
-#define SAMPLER_PROCS_EXITED_NS (30 * UINT64_C(1000000000))
+#define PROC_TABLE_EXITED_NS (30 * UINT64_C(1000000000))
 /* Exited processes waiting to be told gone: the exits of one tick (a drain interval) on a busy build host. */
-#define SAMPLER_PROCS_GONE_PENDING 1024
+#define PROC_TABLE_GONE_PENDING 1024
 
-struct sampler_procs;
+struct proc_table;
 
 /*
  * procfs_root NULL: "/proc"; cgroup_root: where cgroup v2 is mounted, for
@@ -67,9 +67,9 @@ struct sampler_procs;
  * takes the id of the sample that asked). The sink and the task map must
  * outlive the table.
  */
-int sampler_procs_new(const char *procfs_root, const char *cgroup_root, const struct source_sink *sink,
-                      struct task_map *tasks, struct sampler_procs **ret);
-struct sampler_procs *sampler_procs_free(struct sampler_procs *p);
+int proc_table_new(const char *procfs_root, const char *cgroup_root, const struct source_sink *sink,
+                   struct task_map *tasks, struct proc_table **ret);
+struct proc_table *proc_table_free(struct proc_table *p);
 
 /*
  * A sample of thread tid of process pid at perf time time_ns (cgroup_id 0:
@@ -77,21 +77,21 @@ struct sampler_procs *sampler_procs_free(struct sampler_procs *p);
  * their mappings and names handed to the sink before the caller hands the
  * sample on. pid 0 (the idle task) and SOURCE_NO_ID are left alone.
  */
-void sampler_procs_sample(struct sampler_procs *p, uint32_t pid, uint32_t tid, uint64_t time_ns,
-                          uint64_t cgroup_id);
+void proc_table_sample(struct proc_table *p, uint32_t pid, uint32_t tid, uint64_t time_ns,
+                       uint64_t cgroup_id);
 
 /* The kernel's records: into the task map, then to the sink. */
-void sampler_procs_comm(struct sampler_procs *p, const struct perf_data_comm *c);
-void sampler_procs_task(struct sampler_procs *p, const struct perf_data_task *t); /* FORK or EXIT */
-void sampler_procs_mapping(struct sampler_procs *p, const struct perf_data_mmap *m);
-void sampler_procs_cgroup(struct sampler_procs *p, const struct perf_data_cgroup *c);
+void proc_table_comm(struct proc_table *p, const struct perf_data_comm *c);
+void proc_table_task(struct proc_table *p, const struct perf_data_task *t); /* FORK or EXIT */
+void proc_table_mapping(struct proc_table *p, const struct perf_data_mmap *m);
+void proc_table_cgroup(struct proc_table *p, const struct perf_data_cgroup *c);
 /* The data ring lost records: FORK or EXIT may be among them, start times are compared again. */
-void sampler_procs_lost(struct sampler_procs *p);
+void proc_table_lost(struct proc_table *p);
 /*
  * After a drain of every ring: tell gone the processes whose EXIT came
  * before the previous call (SOURCE_TASK_GONE), and drop the processes that
- * exited SAMPLER_PROCS_EXITED_NS before the newest time seen.
+ * exited PROC_TABLE_EXITED_NS before the newest time seen.
  */
-void sampler_procs_age(struct sampler_procs *p);
+void proc_table_age(struct proc_table *p);
 
-void sampler_procs_stats(const struct sampler_procs *p, struct sampler_procs_stats *ret);
+void proc_table_stats(const struct proc_table *p, struct proc_table_stats *ret);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-#include "sampler-procs.h"
+#include "proc-table.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -40,19 +40,19 @@ struct gone_pending {
         uint64_t tick;                  /* the ticks done when its EXIT came */
 };
 
-struct sampler_procs {
+struct proc_table {
         char *procfs_root, *cgroup_root;
         const struct source_sink *sink;
         struct task_map *tasks;
         uint64_t now_ns;                /* the newest perf time seen */
         uint64_t losses;
         uint32_t next_gen;
-        uint64_t ticks;                 /* sampler_procs_age() calls: drains of every ring */
-        struct gone_pending gone[SAMPLER_PROCS_GONE_PENDING]; /* a ring, oldest first */
+        uint64_t ticks;                 /* proc_table_age() calls: drains of every ring */
+        struct gone_pending gone[PROC_TABLE_GONE_PENDING]; /* a ring, oldest first */
         size_t gone_head, n_gone;
-        struct sampler_procs_stats st;
-        struct proc_entry procs[SAMPLER_PROCS_SETS][SAMPLER_PROCS_WAYS];
-        struct thread_entry threads[SAMPLER_THREADS_SIZE];
+        struct proc_table_stats st;
+        struct proc_entry procs[PROC_TABLE_SETS][PROC_TABLE_WAYS];
+        struct thread_entry threads[PROC_TABLE_THREADS];
 };
 
 /*
@@ -93,9 +93,9 @@ static char *find_cgroup2(const char *procfs_root) {
         return found;
 }
 
-int sampler_procs_new(const char *procfs_root, const char *cgroup_root, const struct source_sink *sink,
-                      struct task_map *tasks, struct sampler_procs **ret) {
-        struct sampler_procs *p;
+int proc_table_new(const char *procfs_root, const char *cgroup_root, const struct source_sink *sink,
+                   struct task_map *tasks, struct proc_table **ret) {
+        struct proc_table *p;
 
         if (!sink || !tasks || !ret)
                 return -EINVAL;
@@ -109,7 +109,7 @@ int sampler_procs_new(const char *procfs_root, const char *cgroup_root, const st
         return 0;
 }
 
-struct sampler_procs *sampler_procs_free(struct sampler_procs *p) {
+struct proc_table *proc_table_free(struct proc_table *p) {
         if (!p)
                 return NULL;
         free(p->procfs_root);
@@ -118,32 +118,32 @@ struct sampler_procs *sampler_procs_free(struct sampler_procs *p) {
         return NULL;
 }
 
-static struct proc_entry *set_of(struct sampler_procs *p, uint32_t pid) {
-        return p->procs[task_map_hash(pid) % SAMPLER_PROCS_SETS];
+static struct proc_entry *set_of(struct proc_table *p, uint32_t pid) {
+        return p->procs[task_map_hash(pid) % PROC_TABLE_SETS];
 }
 
-static struct proc_entry *find(struct sampler_procs *p, uint32_t pid) {
+static struct proc_entry *find(struct proc_table *p, uint32_t pid) {
         struct proc_entry *set = set_of(p, pid);
 
-        for (size_t w = 0; w < SAMPLER_PROCS_WAYS; w++)
+        for (size_t w = 0; w < PROC_TABLE_WAYS; w++)
                 if (set[w].used && set[w].pid == pid)
                         return &set[w];
         return NULL;
 }
 
-static void drop(struct sampler_procs *p, struct proc_entry *e) {
+static void drop(struct proc_table *p, struct proc_entry *e) {
         e->used = false;
         p->st.procs--;
 }
 
 /* A new process pid: its old entry (another process with that pid) or a free way, else the oldest. */
-static struct proc_entry *insert(struct sampler_procs *p, uint32_t pid) {
+static struct proc_entry *insert(struct proc_table *p, uint32_t pid) {
         struct proc_entry *set = set_of(p, pid), *e = find(p, pid), *exited = NULL, *oldest = NULL;
 
         if (e)
                 drop(p, e);
         else
-                for (size_t w = 0; w < SAMPLER_PROCS_WAYS && !e; w++) {
+                for (size_t w = 0; w < PROC_TABLE_WAYS && !e; w++) {
                         struct proc_entry *x = &set[w];
 
                         if (!x->used)
@@ -178,12 +178,12 @@ static struct proc_entry *insert(struct sampler_procs *p, uint32_t pid) {
         return e;
 }
 
-static void task_event(struct sampler_procs *p, const struct source_task *t) {
+static void task_event(struct proc_table *p, const struct source_task *t) {
         if (p->sink->task)
                 p->sink->task(p->sink->userdata, t);
 }
 
-static void name_thread(struct sampler_procs *p, uint32_t pid, uint32_t tid, const char *comm, uint64_t time_ns) {
+static void name_thread(struct proc_table *p, uint32_t pid, uint32_t tid, const char *comm, uint64_t time_ns) {
         task_map_comm(p->tasks, pid, tid, comm);
         task_event(p, &(struct source_task) {
                 .kind = SOURCE_TASK_COMM,
@@ -194,17 +194,17 @@ static void name_thread(struct sampler_procs *p, uint32_t pid, uint32_t tid, con
         });
 }
 
-static struct thread_entry *thread_slot(struct sampler_procs *p, uint32_t tid) {
-        return &p->threads[task_map_hash(tid) % SAMPLER_THREADS_SIZE];
+static struct thread_entry *thread_slot(struct proc_table *p, uint32_t tid) {
+        return &p->threads[task_map_hash(tid) % PROC_TABLE_THREADS];
 }
 
-static void mark_thread(struct sampler_procs *p, uint32_t pid, uint32_t tid, uint32_t gen, uint64_t named_ns) {
+static void mark_thread(struct proc_table *p, uint32_t pid, uint32_t tid, uint32_t gen, uint64_t named_ns) {
         *thread_slot(p, tid) = (struct thread_entry) {
                 .tid = tid, .pid = pid, .gen = gen, .used = true, .named_ns = named_ns };
 }
 
 static int on_mapping(void *userdata, const struct source_mapping *m) {
-        struct sampler_procs *p = userdata;
+        struct proc_table *p = userdata;
 
         p->st.mappings_read++;
         if (p->sink->mapping)
@@ -227,7 +227,7 @@ static int on_parent_mapping(void *userdata, const struct source_mapping *m) {
  * (tools/perf/util/cgroup.c read_cgroup_id(), kernel/cgroup/cgroup.c
  * cgroup_id()). 0 when it cannot be read.
  */
-static uint64_t cgroup_id_of(struct sampler_procs *p, const char *path) {
+static uint64_t cgroup_id_of(struct proc_table *p, const char *path) {
         char full[PATH_MAX];
         struct {
                 struct file_handle fh;
@@ -244,7 +244,7 @@ static uint64_t cgroup_id_of(struct sampler_procs *p, const char *path) {
         return h.id;
 }
 
-static void read_proc(struct sampler_procs *p, struct proc_entry *e, uint64_t cgroup_id) {
+static void read_proc(struct proc_table *p, struct proc_entry *e, uint64_t cgroup_id) {
         char comm[PROCFS_COMM_MAX], cg[PROCFS_CGROUP_MAX];
         uint32_t pid = e->pid;
         int k;
@@ -290,8 +290,8 @@ static void read_proc(struct sampler_procs *p, struct proc_entry *e, uint64_t cg
         }
 }
 
-void sampler_procs_sample(struct sampler_procs *p, uint32_t pid, uint32_t tid, uint64_t time_ns,
-                          uint64_t cgroup_id) {
+void proc_table_sample(struct proc_table *p, uint32_t pid, uint32_t tid, uint64_t time_ns,
+                       uint64_t cgroup_id) {
         struct thread_entry *t;
         struct proc_entry *e;
 
@@ -346,7 +346,7 @@ void sampler_procs_sample(struct sampler_procs *p, uint32_t pid, uint32_t tid, u
         }
 }
 
-void sampler_procs_comm(struct sampler_procs *p, const struct perf_data_comm *c) {
+void proc_table_comm(struct proc_table *p, const struct perf_data_comm *c) {
         uint64_t time = (c->rec.sid.valid & PERF_DATA_ID_TIME) ? c->rec.sid.time : 0;
         struct proc_entry *e = find(p, c->pid);
 
@@ -372,10 +372,10 @@ void sampler_procs_comm(struct sampler_procs *p, const struct perf_data_comm *c)
 }
 
 /* Tell the oldest waiting exit gone (unless a FORK took its pid since). */
-static void gone_pop(struct sampler_procs *p) {
+static void gone_pop(struct proc_table *p) {
         uint32_t pid = p->gone[p->gone_head].pid;
 
-        p->gone_head = (p->gone_head + 1) % SAMPLER_PROCS_GONE_PENDING;
+        p->gone_head = (p->gone_head + 1) % PROC_TABLE_GONE_PENDING;
         p->n_gone--;
         if (pid == 0)
                 return;
@@ -384,16 +384,16 @@ static void gone_pop(struct sampler_procs *p) {
 }
 
 /* A new process took pid: what is kept under it is the new one's, nothing of it is gone. */
-static void gone_cancel(struct sampler_procs *p, uint32_t pid) {
+static void gone_cancel(struct proc_table *p, uint32_t pid) {
         for (size_t i = 0; i < p->n_gone; i++) {
-                struct gone_pending *g = &p->gone[(p->gone_head + i) % SAMPLER_PROCS_GONE_PENDING];
+                struct gone_pending *g = &p->gone[(p->gone_head + i) % PROC_TABLE_GONE_PENDING];
 
                 if (g->pid == pid)
                         g->pid = 0;
         }
 }
 
-void sampler_procs_task(struct sampler_procs *p, const struct perf_data_task *t) {
+void proc_table_task(struct proc_table *p, const struct perf_data_task *t) {
         bool fork = t->rec.type == PERF_RECORD_FORK;
         struct proc_entry *e;
 
@@ -435,11 +435,11 @@ void sampler_procs_task(struct sampler_procs *p, const struct perf_data_task *t)
                         e->exit_ns = t->time;
                 }
                 /* Every process's, met or not: its consumers may hold its mappings all the same. */
-                if (p->n_gone == SAMPLER_PROCS_GONE_PENDING) {
+                if (p->n_gone == PROC_TABLE_GONE_PENDING) {
                         p->st.gone_early++;
                         gone_pop(p);
                 }
-                p->gone[(p->gone_head + p->n_gone++) % SAMPLER_PROCS_GONE_PENDING] =
+                p->gone[(p->gone_head + p->n_gone++) % PROC_TABLE_GONE_PENDING] =
                         (struct gone_pending) { t->pid, p->ticks };
         }
         task_event(p, &(struct source_task) {
@@ -452,7 +452,7 @@ void sampler_procs_task(struct sampler_procs *p, const struct perf_data_task *t)
         });
 }
 
-void sampler_procs_mapping(struct sampler_procs *p, const struct perf_data_mmap *m) {
+void proc_table_mapping(struct proc_table *p, const struct perf_data_mmap *m) {
         if (!p->sink->mapping)
                 return;
         p->sink->mapping(p->sink->userdata, &(struct source_mapping) {
@@ -466,7 +466,7 @@ void sampler_procs_mapping(struct sampler_procs *p, const struct perf_data_mmap 
         });
 }
 
-void sampler_procs_cgroup(struct sampler_procs *p, const struct perf_data_cgroup *c) {
+void proc_table_cgroup(struct proc_table *p, const struct perf_data_cgroup *c) {
         /* A cgroup was created: its id and path, no task (the sample id is the task that made it). */
         task_event(p, &(struct source_task) {
                 .kind = SOURCE_TASK_CGROUP,
@@ -478,27 +478,27 @@ void sampler_procs_cgroup(struct sampler_procs *p, const struct perf_data_cgroup
         });
 }
 
-void sampler_procs_lost(struct sampler_procs *p) {
+void proc_table_lost(struct proc_table *p) {
         p->losses++;
 }
 
-void sampler_procs_age(struct sampler_procs *p) {
+void proc_table_age(struct proc_table *p) {
         /* Exits read before the last call: this drain read every ring past them. */
         while (p->n_gone > 0 && p->gone[p->gone_head].tick < p->ticks)
                 gone_pop(p);
         p->ticks++;
-        for (size_t s = 0; s < SAMPLER_PROCS_SETS; s++)
-                for (size_t w = 0; w < SAMPLER_PROCS_WAYS; w++) {
+        for (size_t s = 0; s < PROC_TABLE_SETS; s++)
+                for (size_t w = 0; w < PROC_TABLE_WAYS; w++) {
                         struct proc_entry *e = &p->procs[s][w];
 
                         if (e->used && e->exited && p->now_ns > e->exit_ns &&
-                            p->now_ns - e->exit_ns > SAMPLER_PROCS_EXITED_NS) {
+                            p->now_ns - e->exit_ns > PROC_TABLE_EXITED_NS) {
                                 drop(p, e);
                                 p->st.aged_out++;
                         }
                 }
 }
 
-void sampler_procs_stats(const struct sampler_procs *p, struct sampler_procs_stats *ret) {
+void proc_table_stats(const struct proc_table *p, struct proc_table_stats *ret) {
         *ret = p->st;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * collectors/sampler/sampler-procs.c over a proc root written here: what
+ * collectors/proc-table.c over a proc root written here: what
  * is read of a process met by a sample (its mappings, names, cgroup), and
  * only once; a PID reused (after its EXIT, or found by its start time
  * after lost records) read anew, so the old process's names are never
@@ -26,7 +26,7 @@
 #include <cmocka.h>
 
 #include "macro.h"
-#include "sampler-procs.h"
+#include "proc-table.h"
 #include "task-map.h"
 
 #define MAX_EVENTS 64
@@ -36,7 +36,7 @@ struct events {
         size_t n_maps;
         char tasks[MAX_EVENTS][PATH_MAX + 32];  /* "COMM pid tid name", "CGROUP pid id path"... */
         size_t n_tasks;
-        uint32_t gone[SAMPLER_PROCS_GONE_PENDING * 2]; /* the pids told gone, in order */
+        uint32_t gone[PROC_TABLE_GONE_PENDING * 2]; /* the pids told gone, in order */
         size_t n_gone;
 };
 
@@ -137,19 +137,19 @@ static struct perf_data_task task_rec(uint32_t type, uint32_t pid, uint32_t ppid
 static void test_lifecycle(void **state) {
         struct events ev = {};
         struct source_sink sink = { .userdata = &ev, .mapping = on_mapping, .task = on_task };
-        struct sampler_procs_stats st;
-        struct sampler_procs *p = NULL;
+        struct proc_table_stats st;
+        struct proc_table *p = NULL;
         struct task_map *tasks = NULL;
         struct perf_data_task t;
 
         assert_non_null(mkdtemp(root));
         assert_int_equal(task_map_new(&tasks), 0);
-        assert_int_equal(sampler_procs_new(root, "/nonexistent", &sink, tasks, &p), 0);
+        assert_int_equal(proc_table_new(root, "/nonexistent", &sink, tasks, &p), 0);
         put_process(100, 1000, "oldname", "/usr/bin/old", "/system.slice/old.service");
         put_thread(100, 101, "oldthread");
 
         /* Met by a sample: its executable mappings (the file's and [vdso]), names, cgroup. */
-        sampler_procs_sample(p, 100, 101, 10, 55);
+        proc_table_sample(p, 100, 101, 10, 55);
         assert_int_equal(ev.n_maps, 2);
         assert_string_equal(ev.maps[0], "100 55d000001000 4000 1000 /usr/bin/old");
         assert_string_equal(ev.maps[1], "100 7ffd00000000 2000 0 [vdso]");
@@ -164,73 +164,73 @@ static void test_lifecycle(void **state) {
         assert_int_equal(task_map_get(tasks, 101)->cgroup_id, 55);
 
         /* Once only. */
-        sampler_procs_sample(p, 100, 101, 11, 55);
-        sampler_procs_sample(p, 100, 100, 12, 55);
+        proc_table_sample(p, 100, 101, 11, 55);
+        proc_table_sample(p, 100, 100, 12, 55);
         assert_int_equal(ev.n_maps, 2);
         assert_int_equal(ev.n_tasks, 3);
 
         /* It exits; the PID goes to another program (its FORK lost). */
         t = task_rec(PERF_RECORD_EXIT, 100, 1, 100, 20);
-        sampler_procs_task(p, &t);
+        proc_table_task(p, &t);
         put_process(100, 2000, "newname", "/usr/bin/new", "/system.slice/new.service");
         put_thread(100, 101, "newthread");
         ev.n_maps = ev.n_tasks = 0;
         /* A sample of the old process read late (another CPU's ring): still the old one, nothing read. */
-        sampler_procs_sample(p, 100, 101, 15, 55);
+        proc_table_sample(p, 100, 101, 15, 55);
         assert_int_equal(ev.n_maps, 0);
         assert_string_equal(task_map_get(tasks, 100)->comm, "oldname");
         /* A sample after the exit is the new process: read anew, nothing of the old one kept. */
-        sampler_procs_sample(p, 100, 101, 25, 66);
+        proc_table_sample(p, 100, 101, 25, 66);
         assert_int_equal(ev.n_maps, 2);
         assert_string_equal(ev.maps[0], "100 55d000001000 4000 1000 /usr/bin/new");
         assert_string_equal(task_map_get(tasks, 100)->comm, "newname");
         assert_string_equal(task_map_get(tasks, 101)->comm, "newthread");
-        sampler_procs_stats(p, &st);
+        proc_table_stats(p, &st);
         assert_int_equal(st.reused, 1);
 
         /* Reused again, with the EXIT and FORK lost: the start time after the loss says so. */
         put_process(100, 3000, "third", "/usr/bin/third", "/");
         ev.n_maps = ev.n_tasks = 0;
-        sampler_procs_sample(p, 100, 100, 26, 0);
+        proc_table_sample(p, 100, 100, 26, 0);
         assert_int_equal(ev.n_maps, 0);         /* no loss yet: not looked at */
-        sampler_procs_lost(p);
-        sampler_procs_sample(p, 100, 100, 30, 0);
+        proc_table_lost(p);
+        proc_table_sample(p, 100, 100, 30, 0);
         assert_int_equal(ev.n_maps, 2);
         assert_string_equal(ev.maps[0], "100 55d000001000 4000 1000 /usr/bin/third");
         assert_string_equal(task_map_get(tasks, 100)->comm, "third");
         /* Another loss, the same process: compared, not read again. */
-        sampler_procs_lost(p);
-        sampler_procs_sample(p, 100, 100, 31, 0);
+        proc_table_lost(p);
+        proc_table_sample(p, 100, 100, 31, 0);
         assert_int_equal(ev.n_maps, 2);
-        sampler_procs_stats(p, &st);
+        proc_table_stats(p, &st);
         assert_int_equal(st.reused, 2);
 
         /* A child forked without exec, gone before its first sample: its parent's image, under its pid. */
         t = task_rec(PERF_RECORD_FORK, 200, 100, 200, 32);
-        sampler_procs_task(p, &t);
+        proc_table_task(p, &t);
         ev.n_maps = 0;
-        sampler_procs_sample(p, 200, 200, 33, 0);
+        proc_table_sample(p, 200, 200, 33, 0);
         assert_int_equal(ev.n_maps, 2);
         assert_string_equal(ev.maps[0], "200 55d000001000 4000 1000 /usr/bin/third");
         /* Named as its parent (task_map_fork()), as the kernel names a child until it execs. */
         assert_string_equal(task_map_get(tasks, 200)->comm, "third");
 
         /* Its sample read before its FORK (the rings of two CPUs): the same process, not read twice. */
-        sampler_procs_stats(p, &st);
+        proc_table_stats(p, &st);
         {
                 uint64_t reads = st.procs_read;
 
-                sampler_procs_sample(p, 250, 250, 35, 0);
+                proc_table_sample(p, 250, 250, 35, 0);
                 t = task_rec(PERF_RECORD_FORK, 250, 100, 250, 34);
-                sampler_procs_task(p, &t);
-                sampler_procs_sample(p, 250, 250, 36, 0);
-                sampler_procs_stats(p, &st);
+                proc_table_task(p, &t);
+                proc_table_sample(p, 250, 250, 36, 0);
+                proc_table_stats(p, &st);
                 assert_int_equal(st.procs_read, reads + 1);
                 /* A FORK after the sample that made the entry is another process with that pid. */
                 t = task_rec(PERF_RECORD_FORK, 250, 100, 250, 37);
-                sampler_procs_task(p, &t);
-                sampler_procs_sample(p, 250, 250, 38, 0);
-                sampler_procs_stats(p, &st);
+                proc_table_task(p, &t);
+                proc_table_sample(p, 250, 250, 38, 0);
+                proc_table_stats(p, &st);
                 assert_int_equal(st.procs_read, reads + 2);
         }
 
@@ -242,24 +242,24 @@ static void test_lifecycle(void **state) {
                                             .pid = 300, .tid = 300, .comm = "fresh", .exec = true };
 
                 ev.n_maps = ev.n_tasks = 0;
-                sampler_procs_comm(p, &c);
-                sampler_procs_sample(p, 300, 300, 41, 0);
+                proc_table_comm(p, &c);
+                proc_table_sample(p, 300, 300, 41, 0);
                 assert_int_equal(ev.n_maps, 0);
                 assert_int_equal(ev.n_tasks, 1);
                 assert_string_equal(ev.tasks[0], "COMM 300 300 fresh");
         }
 
-        /* Exited processes go SAMPLER_PROCS_EXITED_NS after their exit. */
-        sampler_procs_stats(p, &st);
+        /* Exited processes go PROC_TABLE_EXITED_NS after their exit. */
+        proc_table_stats(p, &st);
         assert_int_equal(st.procs, 4);
         t = task_rec(PERF_RECORD_EXIT, 300, 1, 300, 50);
-        sampler_procs_task(p, &t);
-        sampler_procs_age(p);
-        sampler_procs_stats(p, &st);
+        proc_table_task(p, &t);
+        proc_table_age(p);
+        proc_table_stats(p, &st);
         assert_int_equal(st.procs, 4);
-        sampler_procs_sample(p, 200, 200, 50 + SAMPLER_PROCS_EXITED_NS + 1, 0);
-        sampler_procs_age(p);
-        sampler_procs_stats(p, &st);
+        proc_table_sample(p, 200, 200, 50 + PROC_TABLE_EXITED_NS + 1, 0);
+        proc_table_age(p);
+        proc_table_stats(p, &st);
         assert_int_equal(st.procs, 3);
         assert_int_equal(st.aged_out, 1);
 
@@ -272,22 +272,22 @@ static void test_lifecycle(void **state) {
                                             .pid = 500, .tid = 500, .comm = "child", .exec = true };
                 uint64_t reads;
 
-                sampler_procs_comm(p, &c);
+                proc_table_comm(p, &c);
                 t = task_rec(PERF_RECORD_FORK, 500, 100, 500, 69);
-                sampler_procs_task(p, &t);
+                proc_table_task(p, &t);
                 assert_string_equal(task_map_get(tasks, 500)->comm, "child");
-                sampler_procs_stats(p, &st);
+                proc_table_stats(p, &st);
                 reads = st.procs_read;
                 ev.n_maps = 0;
-                sampler_procs_sample(p, 500, 500, 71, 0);
-                sampler_procs_stats(p, &st);
+                proc_table_sample(p, 500, 500, 71, 0);
+                proc_table_stats(p, &st);
                 assert_int_equal(ev.n_maps, 0);
                 assert_string_equal(task_map_get(tasks, 500)->comm, "child");
                 /* Its cgroup only (the kernel says nothing of cgroups a process was born in). */
                 assert_int_equal(st.procs_read, reads + 1);
         }
 
-        sampler_procs_free(p);
+        proc_table_free(p);
         task_map_free(tasks);
         {
                 char cmd[PATH_MAX];
@@ -298,81 +298,81 @@ static void test_lifecycle(void **state) {
 }
 
 /*
- * Gone: a process's EXIT is told gone at the second sampler_procs_age()
+ * Gone: a process's EXIT is told gone at the second proc_table_age()
  * after it, once the source drained every ring past it (the first may come
  * right after the EXIT, in the same tick), met by a sample or not; a
  * thread's exit is no process's; a FORK of the pid before that cancels it
  * (the pid is the new process's); more exits waiting than the ring holds
  * tell the oldest at once, counted.
  */
-static void feed(struct sampler_procs *p, uint32_t type, uint32_t pid, uint32_t tid, uint64_t time) {
+static void feed(struct proc_table *p, uint32_t type, uint32_t pid, uint32_t tid, uint64_t time) {
         struct perf_data_task t = task_rec(type, pid, 1, tid, time);
 
-        sampler_procs_task(p, &t);
+        proc_table_task(p, &t);
 }
 
 static void test_gone(void **state) {
         static struct events ev;
         struct source_sink sink = { .userdata = &ev, .task = on_task };
-        struct sampler_procs_stats st;
-        struct sampler_procs *p = NULL;
+        struct proc_table_stats st;
+        struct proc_table *p = NULL;
         struct task_map *tasks = NULL;
 
         assert_int_equal(task_map_new(&tasks), 0);
-        assert_int_equal(sampler_procs_new("/nonexistent", "/nonexistent", &sink, tasks, &p), 0);
-        sampler_procs_sample(p, 300, 300, 10, 0);
+        assert_int_equal(proc_table_new("/nonexistent", "/nonexistent", &sink, tasks, &p), 0);
+        proc_table_sample(p, 300, 300, 10, 0);
         feed(p, PERF_RECORD_EXIT, 300, 300, 20);
         feed(p, PERF_RECORD_EXIT, 900, 900, 21);        /* never sampled */
         feed(p, PERF_RECORD_EXIT, 400, 401, 22);        /* a thread of 400 */
         feed(p, PERF_RECORD_EXIT, 500, 500, 23);        /* its pid forked again below */
         assert_int_equal(ev.n_gone, 0);
-        sampler_procs_age(p);
+        proc_table_age(p);
         assert_int_equal(ev.n_gone, 0);
         feed(p, PERF_RECORD_FORK, 500, 500, 24);
-        sampler_procs_age(p);
+        proc_table_age(p);
         assert_int_equal(ev.n_gone, 2);
         assert_int_equal(ev.gone[0], 300);
         assert_int_equal(ev.gone[1], 900);
-        sampler_procs_age(p);
+        proc_table_age(p);
         assert_int_equal(ev.n_gone, 2);
 
         /* More waiting than the ring holds: the oldest told at once. */
-        for (uint32_t pid = 1000; pid < 1000 + SAMPLER_PROCS_GONE_PENDING + 5; pid++) {
+        for (uint32_t pid = 1000; pid < 1000 + PROC_TABLE_GONE_PENDING + 5; pid++) {
                 ev.n_tasks = 0;         /* the EXITs as they came: not what is looked at */
                 feed(p, PERF_RECORD_EXIT, pid, pid, 30);
         }
         assert_int_equal(ev.n_gone, 2 + 5);
         assert_int_equal(ev.gone[2], 1000);
         assert_int_equal(ev.gone[6], 1004);
-        sampler_procs_age(p);
-        sampler_procs_age(p);
-        assert_int_equal(ev.n_gone, 2 + SAMPLER_PROCS_GONE_PENDING + 5);
-        assert_int_equal(ev.gone[ev.n_gone - 1], 1000 + SAMPLER_PROCS_GONE_PENDING + 4);
-        sampler_procs_stats(p, &st);
+        proc_table_age(p);
+        proc_table_age(p);
+        assert_int_equal(ev.n_gone, 2 + PROC_TABLE_GONE_PENDING + 5);
+        assert_int_equal(ev.gone[ev.n_gone - 1], 1000 + PROC_TABLE_GONE_PENDING + 4);
+        proc_table_stats(p, &st);
         assert_int_equal(st.gone, ev.n_gone);
         assert_int_equal(st.gone_early, 5);
-        sampler_procs_free(p);
+        proc_table_free(p);
         task_map_free(tasks);
 }
 
 /* More processes than a set holds: the oldest live one is evicted and counted, an exited one goes first. */
 static void test_bounded(void **state) {
         struct source_sink sink = {};
-        struct sampler_procs_stats st;
-        struct sampler_procs *p = NULL;
+        struct proc_table_stats st;
+        struct proc_table *p = NULL;
         struct task_map *tasks = NULL;
-        uint32_t n = SAMPLER_PROCS_SETS * SAMPLER_PROCS_WAYS * 2;
+        uint32_t n = PROC_TABLE_SETS * PROC_TABLE_WAYS * 2;
 
         assert_int_equal(task_map_new(&tasks), 0);
-        assert_int_equal(sampler_procs_new("/nonexistent", "/nonexistent", &sink, tasks, &p), 0);
+        assert_int_equal(proc_table_new("/nonexistent", "/nonexistent", &sink, tasks, &p), 0);
         for (uint32_t pid = 1; pid <= n; pid++)
-                sampler_procs_sample(p, pid, pid, pid, 0);
-        sampler_procs_stats(p, &st);
-        assert_int_equal(st.procs, SAMPLER_PROCS_SETS * SAMPLER_PROCS_WAYS);
-        assert_int_equal(st.evictions, n - SAMPLER_PROCS_SETS * SAMPLER_PROCS_WAYS);
+                proc_table_sample(p, pid, pid, pid, 0);
+        proc_table_stats(p, &st);
+        assert_int_equal(st.procs, PROC_TABLE_SETS * PROC_TABLE_WAYS);
+        assert_int_equal(st.evictions, n - PROC_TABLE_SETS * PROC_TABLE_WAYS);
         assert_int_equal(st.procs_read, n);
         assert_int_equal(st.procs_gone, n);
-        sampler_procs_free(p);
+        proc_table_free(p);
         task_map_free(tasks);
 }
 
