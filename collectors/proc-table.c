@@ -463,6 +463,8 @@ void proc_table_mapping(struct proc_table *p, const struct perf_data_mmap *m) {
                 .filename = m->filename,
                 .build_id = m->has_build_id && m->build_id_size > 0 ? m->build_id : NULL,
                 .build_id_len = m->has_build_id ? m->build_id_size : 0,
+                /* perf_event_open(2): MMAP2 of a mapping without PROT_EXEC, sent with attr.mmap_data. */
+                .data = (m->rec.misc & PERF_RECORD_MISC_MMAP_DATA) != 0,
         });
 }
 

@@ -2,19 +2,22 @@
 #pragma once
 
 /*
- * The processes the cpu-clock sampler has met, and what it tells the sink
- * and the task map about them.
+ * The processes a live source has met (the cpu-clock sampler's, live
+ * SPE's: each source its own table), and what it tells the sink and the
+ * task map about them.
  *
  * The kernel states a process's life on the sampling events themselves
  * (attr.comm, comm_exec, task, mmap2, cgroup; perf_event_open(2)): FORK,
  * COMM (with PERF_RECORD_MISC_COMM_EXEC on exec, followed by the MMAP2 of
  * the new image and its interpreter), EXIT, and MMAP2 for each executable
- * mapping after that. So a process that starts after the sampler, even one
+ * mapping after that. So a process that starts after the source, even one
  * that lives 200 ms, is named and mapped from records, never from /proc.
- * What started before the sampler (or forked without exec: fork(2) copies
- * the parent's mappings and the kernel reports none) is read from /proc
- * once, at its first sample: its start time, name, executable mappings and
- * cgroup (procfs.h), the thread's name too when it is not the leader.
+ * What started before the source (every service running when the daemon
+ * restarts; or what forked without exec: fork(2) copies the parent's
+ * mappings and the kernel reports none) is read from /proc once, at its
+ * first sample (an SPE source: its first run of records): its start time,
+ * name, executable mappings and cgroup (procfs.h), the thread's name too
+ * when it is not the leader.
  *
  * A PID may be reused. A process is the pair (pid, start time): a FORK
  * starts a new one; a sample after the process's EXIT is another process
@@ -80,7 +83,10 @@ struct proc_table *proc_table_free(struct proc_table *p);
 void proc_table_sample(struct proc_table *p, uint32_t pid, uint32_t tid, uint64_t time_ns,
                        uint64_t cgroup_id);
 
-/* The kernel's records: into the task map, then to the sink. */
+/*
+ * The kernel's records: into the task map, then to the sink. A mapping
+ * with PERF_RECORD_MISC_MMAP_DATA (attr.mmap_data) is handed on as data.
+ */
 void proc_table_comm(struct proc_table *p, const struct perf_data_comm *c);
 void proc_table_task(struct proc_table *p, const struct perf_data_task *t); /* FORK or EXIT */
 void proc_table_mapping(struct proc_table *p, const struct perf_data_mmap *m);

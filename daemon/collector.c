@@ -202,8 +202,9 @@ void collector_options_from_config(const struct config *cfg, struct collector_op
                 .max_stack = cfg->sampler.max_stack,
         };
         ret->spe = (struct spe_live_options) {
-                /* A test's simulated sysfs; production reads /sys. */
+                /* A test's simulated sysfs and /proc; production reads /sys and /proc. */
                 .sysfs_root = getenv("ARMPROFD_SYSFS_ROOT"),
+                .procfs_root = getenv("ARMPROFD_PROCFS_ROOT"),
                 .pmu = {
                         .interval = cfg->spe.period,
                         .physical_addresses = cfg->privacy.physical_addresses,

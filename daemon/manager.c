@@ -143,6 +143,8 @@ static void provider_write_metrics(void *userdata, struct prom_writer *w) {
                                   .n_cpus = spe->n_cpus,
                                   .latency = store_snapshot_latency(snap),
                                   .store_bytes = v->store_bytes,
+                                  /* Live SPE only: a replay reads no /proc. */
+                                  .procs = spe->n_cpus > 0 && streq(spe->kind, "spe") ? &spe->procs : NULL,
                                   .up = source_status_up(spe),
                           },
                           w);

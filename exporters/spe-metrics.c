@@ -152,6 +152,23 @@ void spe_metrics_write(const struct spe_metrics_input *in, struct prom_writer *w
                 prom_sample_u64(w, (const char *const[]) { "cpu", cpus[i], "reason", "no_clock", NULL },
                                 in->cpus[i].thread_unknown_no_clock);
         }
+        if (in->procs) {
+                const struct proc_table_stats *p = in->procs;
+
+                prom_family(w, "armprofd_spe_processes", PROM_GAUGE,
+                            "Processes in live SPE's table now: running ones, and exited ones kept 30 s for their "
+                            "records read late.");
+                prom_sample_u64(w, NULL, p->procs);
+                prom_family(w, "armprofd_spe_proc_reads_total", PROM_COUNTER,
+                            "Processes live SPE looked up in /proc at their first records, for what no record had "
+                            "told it (they started before the daemon: name, mappings, cgroup): read, or gone "
+                            "(exited before it looked: their PCs stay unnamed).");
+                prom_sample_u64(w, (const char *const[]) { "result", "read", NULL }, p->procs_read - p->procs_gone);
+                prom_sample_u64(w, (const char *const[]) { "result", "gone", NULL }, p->procs_gone);
+                prom_family(w, "armprofd_spe_proc_mappings_read_total", PROM_COUNTER,
+                            "Executable mappings live SPE read from /proc/PID/maps.");
+                prom_sample_u64(w, NULL, p->mappings_read);
+        }
         per_cpu(w, in, cpus, "armprofd_spe_switch_overflows_total",
                 "Task switches applied before their records were read: more in one AUX chunk than the log holds.",
                 offsetof(struct spe_stream_stats, switch_overflows));

@@ -21,6 +21,7 @@ struct spe_metrics_input {
         size_t n_cpus;
         const struct store_latency_cumulative *latency; /* NULL: no latency family */
         uint64_t store_bytes;                           /* the store's memory bound */
+        const struct proc_table_stats *procs;           /* live SPE's process table; NULL: no family */
         bool up;
 };
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "perf-record.h"
+#include "proc-table.h"
 #include "task-map.h"
 
 /*
@@ -64,6 +65,9 @@ static void note_lost(struct spe_live_ring *r) {
                 return;
         r->lost_seen = r->ring.stats.lost;
         spe_stream_doubt(r->stream, r->out->tasks, SPE_STREAM_DOUBT_LOST);
+        /* A FORK or EXIT may be among them: a pid's process is checked again at its next records. */
+        if (r->procs)
+                proc_table_lost(r->procs);
 }
 
 /*
@@ -180,7 +184,11 @@ static int on_record(void *userdata, const uint8_t *raw, size_t len) {
         case PERF_RECORD_COMM: {
                 struct perf_data_comm cm;
 
-                if (perf_record_parse_comm(&rec, tlen, &cm) == 0)
+                if (perf_record_parse_comm(&rec, tlen, &cm) < 0)
+                        break;
+                if (r->procs)
+                        proc_table_comm(r->procs, &cm);
+                else
                         spe_stream_out_comm(r->out, &cm);
                 break;
         }
@@ -188,7 +196,11 @@ static int on_record(void *userdata, const uint8_t *raw, size_t len) {
         case PERF_RECORD_EXIT: {
                 struct perf_data_task t;
 
-                if (perf_record_parse_task(&rec, tlen, &t) == 0)
+                if (perf_record_parse_task(&rec, tlen, &t) < 0)
+                        break;
+                if (r->procs)
+                        proc_table_task(r->procs, &t);
+                else
                         spe_stream_out_task(r->out, &t);
                 break;
         }
@@ -196,7 +208,11 @@ static int on_record(void *userdata, const uint8_t *raw, size_t len) {
         case PERF_RECORD_MMAP2: {
                 struct perf_data_mmap m;
 
-                if (perf_record_parse_mmap(&rec, tlen, &m) == 0)
+                if (perf_record_parse_mmap(&rec, tlen, &m) < 0)
+                        break;
+                if (r->procs)
+                        proc_table_mapping(r->procs, &m);
+                else
                         spe_stream_out_mapping(r->out, &m, NULL, 0);
                 break;
         }

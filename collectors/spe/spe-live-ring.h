@@ -18,7 +18,8 @@
  *  - SWITCH_CPU_WIDE and ITRACE_START switch tasks at their time (records
  *    without CONTEXT packets are attributed by them), a PERF_RECORD_LOST
  *    makes the task unknown where it came (spe_stream_doubt()), COMM/FORK/EXIT feed
- *    the task map and the sink, MMAP/MMAP2 the sink's mappings;
+ *    the task map and the sink, MMAP/MMAP2 the sink's mappings, through the
+ *    process table when the source gave one;
  *  - the user page's time_zero/time_mult/time_shift turn SPE timestamps
  *    into perf time.
  */
@@ -30,12 +31,17 @@
 #include "aux-ring.h"
 #include "spe-stream.h"
 
+struct proc_table;
+
 struct spe_live_ring {
         struct aux_ring ring;
         struct spe_stream *stream;      /* the CPU's, outliving its events (counters survive a reopen) */
         struct source_clock clock;
         const struct perf_event_attr *attr;
         struct spe_stream_out *out;     /* shared by the source's CPUs */
+        /* The source's process table (proc-table.h), also shared: COMM, FORK, EXIT, MMAP2 and
+         * losses go through it; NULL (set after init, or not): to the task map and sink alone. */
+        struct proc_table *procs;
         uint64_t cut_timestamp;         /* last record's SPE time before a truncation, 0 none pending */
         bool in_chunk;                  /* the first piece of a wrapping chunk was decoded, not its last */
         uint64_t lost_seen;             /* ring.stats.lost when the stream was last told of a loss */

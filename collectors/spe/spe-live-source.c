@@ -21,6 +21,7 @@
 
 #include "macro.h"
 #include "pmu-sysfs.h"
+#include "proc-table.h"
 #include "procfs.h"
 #include "spe-live-ring.h"
 #include "strbuf.h"
@@ -107,6 +108,9 @@ struct spe_live_source {
         uint64_t started_usec;
         struct spe_stream_out out;
         uint32_t no_pid[LIVE_NO_PID_CACHE];
+        /* The processes met (proc-table.h), told to procs_sink: the sink but for SOURCE_TASK_GONE. */
+        struct proc_table *procs;
+        struct source_sink procs_sink;
 };
 
 static struct spe_live_source *of(struct source *s) {
@@ -154,6 +158,36 @@ static uint32_t pid_of(void *userdata, uint32_t tid) {
         }
         task_map_set_pid(src->out.tasks, tid, pid);
         return pid;
+}
+
+/*
+ * A run of records of a process: one that started before the source (no
+ * COMM or MMAP2 of it came) is read from /proc once, so its PCs have
+ * mappings and its threads names.
+ */
+static void seen(void *userdata, uint32_t pid, uint32_t tid, uint64_t time_ns) {
+        struct spe_live_source *src = userdata;
+
+        proc_table_sample(src->procs, pid, tid, time_ns, 0);
+}
+
+/*
+ * The table's tasks, to the sink, but SOURCE_TASK_GONE: it says that no
+ * record of a process is left in this source's rings, and its one consumer
+ * (the unwinder's state, sample-sink.h) belongs to the sampler's table.
+ */
+static void procs_task(void *userdata, const struct source_task *t) {
+        const struct source_sink *sink = userdata;
+
+        if (t->kind != SOURCE_TASK_GONE && sink->task)
+                sink->task(sink->userdata, t);
+}
+
+static void procs_mapping(void *userdata, const struct source_mapping *m) {
+        const struct source_sink *sink = userdata;
+
+        if (sink->mapping)
+                sink->mapping(sink->userdata, m);
 }
 
 /* ---- the rings ------------------------------------------------------------- */
@@ -396,6 +430,7 @@ static int map_rings(struct live_cpu *c) {
                                &c->attr.attr, &c->stream, &src->out);
         if (k < 0)
                 return k;
+        c->ring.procs = src->procs;
         /* arm_spe_pmu_next_off(): the hardware stops a page short of the reader's tail. */
         aux_ring_set_full_slack(&c->ring.ring, 2 * src->page_size + SPE_LIVE_MAX_RECORD);
         c->ring_ready = true;
@@ -722,6 +757,8 @@ static int on_timer(sd_event_source *es, uint64_t usec, void *userdata) {
                         src->last_record_usec = now;
                 c->records_at_tick = c->stream.st.records;
         }
+        /* Every ring was read: exits read before the last tick are past, old ones let go. */
+        proc_table_age(src->procs);
         /* From now: after a stall, one tick, not a burst of them. */
         (void) sd_event_source_set_time(es, now_usec() + src->opts.drain_interval_usec);
         return 0;
@@ -921,6 +958,7 @@ static void live_status(struct source *s, struct source_status *ret) {
                 .throttle_shift = src->shift,
         };
         memcpy(ret->reason, src->reason, sizeof(ret->reason));
+        proc_table_stats(src->procs, &ret->procs);
         if (src->warning[0])
                 memcpy(ret->warnings[ret->n_warnings++], src->warning, sizeof(src->warning));
         no_time_warning(src, ret);
@@ -962,6 +1000,7 @@ static void live_free(struct source *s) {
         free(src->cpus);
         safe_close(src->epfd);
         free(src->pmus);
+        proc_table_free(src->procs);
         free(src->sysfs_root);
         free(src->procfs_root);
         free(src);
@@ -981,6 +1020,7 @@ int spe_live_source_new(const struct spe_live_options *o, const struct source_si
                         struct source **ret) {
         struct spe_live_source *src;
         long page = sysconf(_SC_PAGESIZE);
+        int k;
 
         if (!o || !sink || !tasks || !ret || page <= 0)
                 return -EINVAL;
@@ -998,7 +1038,15 @@ int spe_live_source_new(const struct spe_live_options *o, const struct source_si
         src->opts.procfs_root = src->procfs_root;
         src->page_size = (size_t) page;
         src->state = SOURCE_STARTING;
-        src->out = (struct spe_stream_out) { .sink = sink, .tasks = tasks, .pid_of = pid_of, .userdata = src };
+        src->procs_sink = (struct source_sink) { .userdata = (void *) sink, .task = procs_task,
+                                                 .mapping = procs_mapping };
+        k = proc_table_new(src->procfs_root, NULL, &src->procs_sink, tasks, &src->procs);
+        if (k < 0) {
+                live_free(&src->base);
+                return k;
+        }
+        src->out = (struct spe_stream_out) { .sink = sink, .tasks = tasks, .pid_of = pid_of, .seen = seen,
+                                             .userdata = src };
         *ret = &src->base;
         return 0;
 }

@@ -191,6 +191,8 @@ static void emit(struct spe_stream *s, struct spe_stream_out *out, size_t n) {
          * the pid of the thread before it must not stay with it. */
         uint32_t map_tid = SOURCE_NO_ID, map_pid = SOURCE_NO_ID;
         bool map_valid = false;
+        /* The run out->seen() was last told of, in this batch. */
+        uint32_t seen_pid = SOURCE_NO_ID, seen_tid = SOURCE_NO_ID;
 
         for (size_t i = 0; i < n; i++) {
                 const struct spe_record *rec = &out->batch[i];
@@ -230,6 +232,14 @@ static void emit(struct spe_stream *s, struct spe_stream_out *out, size_t n) {
                                 s->st.thread_unknown_lost++;
                         else if (tid == SOURCE_NO_ID && s->chunk_switched)
                                 s->st.thread_unknown_no_clock++;
+                }
+                else if (out->seen && (pid != seen_pid || tid != seen_tid)) {
+                        seen_pid = pid;
+                        seen_tid = tid;
+                        out->seen(out->userdata, pid, tid,
+                                  s->clock && rec->present & SPE_REC_TIMESTAMP
+                                          ? source_clock_perf_ns(s->clock, rec->timestamp)
+                                          : 0);
                 }
                 out->tids[i] = tid;
                 out->pids[i] = pid;

@@ -64,6 +64,13 @@ struct spe_stream_out {
          * NULL: none. Its answers belong in the task map.
          */
         uint32_t (*pid_of)(void *userdata, uint32_t tid);
+        /*
+         * A run of records of thread tid of process pid starts (pid known),
+         * at perf time time_ns (0 unknown), before the sink has them: a live
+         * source reads /proc for a process no record told it of
+         * (proc-table.h). NULL: none.
+         */
+        void (*seen)(void *userdata, uint32_t pid, uint32_t tid, uint64_t time_ns);
         void *userdata;
         struct spe_record batch[SPE_STREAM_BATCH];
         uint32_t pids[SPE_STREAM_BATCH], tids[SPE_STREAM_BATCH];

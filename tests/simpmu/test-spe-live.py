@@ -14,6 +14,9 @@ counters with the faults the scenario injected (sim.log):
               /hotlines (all lines, every count, class, mean latency, thread
               and object), /hotpcs (with the symbols of the ELF a live MMAP2
               maps) and /latency equal the truth; the AUX area wraps often
+  running-first  a process that ran before the daemon (no COMM, no MMAP2 of
+              it): its name, threads' names and mappings read from a /proc
+              written here, once: /hotlines and /hotpcs as in truth
   no-context  records without CONTEXT packets: every record still gets its
               pid, from the SWITCH_CPU_WIDE records of the data ring
   faults      a full AUX buffer (cores faster than the daemon, small areas): truncations
@@ -60,7 +63,7 @@ from spegen_truth import CONFIG, LINE, check_lines, decoded, decoded_pc, num, re
 
 
 class Case:
-    def __init__(self, tmp, name, spegen_args, keys=(), config="", online=None):
+    def __init__(self, tmp, name, spegen_args, keys=(), config="", online=None, announce=True, prepare=None):
         self.name = name
         gen, self.scen, self.sysfs = (os.path.join(tmp, name, x) for x in ("gen", "scen", "sys"))
         os.makedirs(gen)
@@ -69,14 +72,19 @@ class Case:
         # The process and its text, as the kernel reports them once the process maps it (attr.comm, mmap2).
         self.elf = os.path.join(gen, "g.elf")
         self.facts = read_facts(os.path.join(gen, "g.truth.txt"))
+        # announce=False: the process ran before the daemon, and no record of the kernel tells of it.
         task = [f"comm=4242:4242:{self.facts['thread.4242'].split(',')[0]}",
                 f"mmap2=4242:4242:{self.facts['elf.text_base']}:{self.facts['elf.text_map_len']}:0:{self.elf}"]
+        if not announce:
+            task = []
         self.rows = simpmu.setup(gen, self.scen, self.sysfs, cpus="0-3", prefix="g", keys=task + list(keys),
                                  online=online)
         for cpu in range(4):
             simpmu.write(os.path.join(self.sysfs, "devices", "system", "cpu", f"cpu{cpu}", "regs",
                                       "identification", "midr_el1"), N1_MIDR + "\n")
-        env = dict(os.environ, LD_PRELOAD=shim, ARMPROFD_SIMPMU_DIR=self.scen, ARMPROFD_SYSFS_ROOT=self.sysfs)
+        # prepare(self): what the daemon's world needs beside the scenario, its environment's additions.
+        env = dict(os.environ, LD_PRELOAD=shim, ARMPROFD_SIMPMU_DIR=self.scen, ARMPROFD_SYSFS_ROOT=self.sysfs,
+                   **(prepare(self) if prepare else {}))
         # Under ASan the shim comes before the runtime the daemon links (README.md).
         env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
         self.d = Daemon(config_text=CONFIG + LIVE + config, env=env)
@@ -303,6 +311,68 @@ def case_coalesce(tmp):
         c.close()
 
 
+def threads_of(facts):
+    """{tid: name} of the generator's threads."""
+    return {int(k.split(".", 1)[1]): v.split(",")[0] for k, v in facts.items() if k.startswith("thread.")}
+
+
+def fake_proc(root, facts, elf, threads):
+    """A /proc where pid 4242 runs the generator's ELF with the truth's threads, as proc(5) shows it."""
+    def put(rel, text):
+        os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
+        with open(os.path.join(root, rel), "w") as f:
+            f.write(text)
+    base, length = int(facts["elf.text_base"], 16), int(facts["elf.text_map_len"], 16)
+    put("4242/stat", "4242 (spe_demo) S 1 4242 4242 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 %d 0 777 "
+        "1000 100 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n" % len(threads))
+    put("4242/maps", f"{base - 0x1000:x}-{base:x} r--p 00000000 fe:01 1234 {elf}\n"
+        f"{base:x}-{base + length:x} r-xp 00000000 fe:01 1234 {elf}\n"
+        "ffff8a000000-ffff8a100000 rw-p 00000000 00:00 0 [heap]\n")
+    put("4242/comm", threads[4242] + "\n")
+    put("4242/task/4242/cgroup", "0::/system.slice/demo.service\n")
+    for tid, name in threads.items():
+        put(f"{tid}/status", f"Name:\t{name}\nTgid:\t4242\nPid:\t{tid}\n")
+        put(f"4242/task/{tid}/comm", name + "\n")
+
+
+def case_running_first(tmp):
+    # A service that ran before the daemon: no COMM and no MMAP2 of it ever comes, so its name, its
+    # threads' names and its mappings are what /proc says (a /proc written here), read once.
+    proc = os.path.join(tmp, "running-first-proc")
+
+    def prepare(case):
+        fake_proc(proc, case.facts, case.elf, threads_of(case.facts))
+        return {"ARMPROFD_PROCFS_ROOT": proc}
+    c = Case(tmp, "running-first", ["--records", "20000", "--seed", "7", "--scenario",
+                                    "false-sharing,true-sharing,read-only,remote"], announce=False, prepare=prepare)
+    threads = threads_of(c.facts)
+    try:
+        c.wait_done()
+        lines, pcs = check_aggregates(c)
+        # Each access's command is its thread's name as /proc/4242/task/TID/comm gives it.
+        rows = {}
+        for r in c.truth():
+            if r["op_class"] == "1" and r["va"]:
+                a = decoded(r["va"])
+                rows.setdefault((a & ~(LINE - 1), a & (LINE - 1), decoded_pc(r)), set()).add(threads[int(r["tid"])])
+        named = 0
+        for l in get(c.d, "/hotlines?window=all&all=1&limit=500")["lines"]:
+            for o in l["offsets"]:
+                key = (int(l["address"], 16), int(o["offset"], 16), int(o["pc"], 16))
+                assert o.get("comm") in rows[key], (key, o.get("comm"), rows[key])
+                named += 1
+        m = metrics(c.d)
+        reads = {r: m.get(("armprofd_spe_proc_reads_total", frozenset({("result", r)}))) for r in ("read", "gone")}
+        assert reads == {"read": 1, "gone": 0}, reads
+        assert m[("armprofd_spe_proc_mappings_read_total", frozenset())] == 1
+        assert m[("armprofd_spe_processes", frozenset())] == 1
+        print(f"running-first: a process no record announced, read from /proc once: {lines} lines, {pcs} "
+              f"functions named from its /proc/4242/maps and {named} offset rows by its threads' names, as the "
+              f"truth has them")
+    finally:
+        c.close()
+
+
 def status_cpus(d):
     spe = [x for x in get(d, "/status")["collectors"] if x["name"] == "spe"][0]
     return spe, {x["cpu"]: x for x in spe.get("cpus", [])}
@@ -407,7 +477,7 @@ def case_errors(tmp):
         c.close()
 
 
-CASES = {"truth": case_truth, "no-context": case_no_context, "faults": case_faults, "startup": case_startup,
+CASES = {"truth": case_truth, "running-first": case_running_first, "no-context": case_no_context, "faults": case_faults, "startup": case_startup,
          "coalesce": case_coalesce, "errors": case_errors}
 
 with tempfile.TemporaryDirectory(prefix="armprofd-spe-live-") as tmp:
