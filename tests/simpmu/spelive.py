@@ -2,7 +2,7 @@
 """What the daemon tests against the simulated SPE PMU (test-spe-live.py,
 test-spe-kernels.py, test-spe-faults.py) share: their arguments and paths,
 the shim's setup module, the daemon's answers read back (/metrics per CPU,
-JSON endpoints) and the shim's log."""
+JSON endpoints), the shim's log, and the daemon started under the shim."""
 
 import json
 import os
@@ -12,7 +12,7 @@ import time
 SRC = os.environ["ARMPROFD_SOURCE_DIR"]
 sys.path.insert(0, os.path.join(SRC, "tests", "integration"))
 sys.path.insert(0, os.path.join(SRC, "tests", "daemon"))
-from armprofd_test import parse_prom_text, simpmu_setup  # noqa: E402
+from armprofd_test import Daemon, parse_prom_text, simpmu_setup  # noqa: E402
 
 simpmu = simpmu_setup()
 # Every such test's arguments (meson.build): the generator and the shim.
@@ -25,6 +25,20 @@ N1_MIDR = "0x00000000413fd0c1"
 READABLE = {"lost", "datalost"}
 # Epochs and drains short enough for a test to wait on.
 LIVE = "epoch = 1s\n[spe]\ndrain_interval = 100ms\n"
+
+
+def start_daemon(scen, sysfs, cpus, config_text, **env):
+    """The daemon under the shim, serving: scenario scen, sysfs root sysfs whose CPUs (an iterable)
+    are Neoverse N1s; env: additions to its environment."""
+    for cpu in cpus:
+        simpmu.write(os.path.join(sysfs, "devices", "system", "cpu", f"cpu{cpu}", "regs", "identification",
+                                  "midr_el1"), N1_MIDR + "\n")
+    env = dict(os.environ, LD_PRELOAD=shim, ARMPROFD_SIMPMU_DIR=scen, ARMPROFD_SYSFS_ROOT=sysfs, **env)
+    # Under ASan the shim comes before the runtime the daemon links (README.md).
+    env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
+    d = Daemon(config_text=config_text, env=env)
+    d.wait_serving()
+    return d
 
 
 def metrics(d):

@@ -42,8 +42,7 @@ import subprocess
 import tempfile
 import time
 
-from spelive import (LIVE, N1_MIDR, READABLE, get, metrics, per_cpu, shim, sim_log, simpmu, spegen, wait_counted)
-from armprofd_test import Daemon  # noqa: E402
+from spelive import (LIVE, READABLE, get, metrics, per_cpu, sim_log, simpmu, spegen, start_daemon, wait_counted)
 from spegen_truth import CONFIG, LINE, check_lines, decoded, decoded_pc, read_facts, truth_lines  # noqa: E402
 
 
@@ -98,14 +97,7 @@ class Case:
         # pmu_cpus: arm_spe_0's CPUs when the keys put the others on a second PMU (cpus2=).
         self.rows = simpmu.setup(gen, self.scen, self.sysfs, cpus=pmu_cpus or f"0-{cpus - 1}", prefix="g",
                                  keys=task + list(keys))
-        for cpu in range(cpus):
-            simpmu.write(os.path.join(self.sysfs, "devices", "system", "cpu", f"cpu{cpu}", "regs",
-                                      "identification", "midr_el1"), N1_MIDR + "\n")
-        env = dict(os.environ, LD_PRELOAD=shim, ARMPROFD_SIMPMU_DIR=self.scen, ARMPROFD_SYSFS_ROOT=self.sysfs)
-        # Under ASan the shim comes before the runtime the daemon links (README.md).
-        env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
-        self.d = Daemon(config_text=CONFIG + LIVE + config, env=env)
-        self.d.wait_serving()
+        self.d = start_daemon(self.scen, self.sysfs, range(cpus), CONFIG + LIVE + config)
 
     def wait_done(self, timeout=90):
         """Until each core went through its stream and the daemon has every record it can have."""

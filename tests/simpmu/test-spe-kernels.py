@@ -47,9 +47,8 @@ import subprocess
 import tempfile
 import time
 
-from spelive import (LIVE, N1_MIDR, READABLE, get, get_raw, metrics, per_cpu, shim, sim_log, simpmu, spegen,
+from spelive import (LIVE, READABLE, get, get_raw, metrics, per_cpu, sim_log, simpmu, spegen, start_daemon,
                      wait_counted)
-from armprofd_test import Daemon  # noqa: E402
 from pushstore import Profile  # noqa: E402
 from spegen_truth import CONFIG, decoded_pc  # noqa: E402
 
@@ -90,14 +89,7 @@ class Case:
         self.rows = simpmu.setup(gen, self.scen, self.sysfs, cpus="0-3", prefix="g", keys=list(keys))
         if run:
             schedule(self.scen, self.rows, run)
-        for cpu in range(4):
-            simpmu.write(os.path.join(self.sysfs, "devices", "system", "cpu", f"cpu{cpu}", "regs",
-                                      "identification", "midr_el1"), N1_MIDR + "\n")
-        env = dict(os.environ, LD_PRELOAD=shim, ARMPROFD_SIMPMU_DIR=self.scen, ARMPROFD_SYSFS_ROOT=self.sysfs)
-        # Under ASan the shim comes before the runtime the daemon links (README.md).
-        env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
-        self.d = Daemon(config_text=base + STORE + LIVE + config, env=env)
-        self.d.wait_serving()
+        self.d = start_daemon(self.scen, self.sysfs, range(4), base + STORE + LIVE + config)
 
     def wait_done(self, timeout=90):
         """Until each core went through its stream and the daemon has every record it can have."""

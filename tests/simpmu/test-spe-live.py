@@ -47,8 +47,7 @@ import subprocess
 import tempfile
 import time
 
-from spelive import (LIVE, N1_MIDR, READABLE, get, metrics, per_cpu, shim, sim_log, simpmu, spegen, wait_counted)
-from armprofd_test import Daemon  # noqa: E402
+from spelive import (LIVE, READABLE, get, metrics, per_cpu, sim_log, simpmu, spegen, start_daemon, wait_counted)
 from pushstore import Profile  # noqa: E402
 from spegen_truth import CONFIG, LINE, check_lines, decoded, decoded_pc, num, read_facts, truth_lines  # noqa: E402
 
@@ -79,16 +78,9 @@ class Case:
             task = []
         self.rows = simpmu.setup(gen, self.scen, self.sysfs, cpus="0-3", prefix="g", keys=task + list(keys),
                                  online=online)
-        for cpu in range(4):
-            simpmu.write(os.path.join(self.sysfs, "devices", "system", "cpu", f"cpu{cpu}", "regs",
-                                      "identification", "midr_el1"), N1_MIDR + "\n")
         # prepare(self): what the daemon's world needs beside the scenario, its environment's additions.
-        env = dict(os.environ, LD_PRELOAD=shim, ARMPROFD_SIMPMU_DIR=self.scen, ARMPROFD_SYSFS_ROOT=self.sysfs,
-                   **(prepare(self) if prepare else {}))
-        # Under ASan the shim comes before the runtime the daemon links (README.md).
-        env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
-        self.d = Daemon(config_text=CONFIG + LIVE + config, env=env)
-        self.d.wait_serving()
+        self.d = start_daemon(self.scen, self.sysfs, range(4), CONFIG + LIVE + config,
+                              **(prepare(self) if prepare else {}))
 
     def wait_done(self, timeout=60, never=()):
         """Until each core went through its stream and the daemon has every record it can have.
