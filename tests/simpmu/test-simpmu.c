@@ -199,15 +199,20 @@ static void strip_context(struct cpu_state *s) {
         s->bin_size = at;
 }
 
-/* The lines of sim.log that begin "cpu=CPU WHAT". */
-static uint64_t log_count(unsigned cpu, const char *what) {
-        char path[4096], pat[128];
-        uint64_t n = 0;
+/* The shim's sim.log, NUL-terminated (free() it); NULL before it exists. */
+static char *read_sim_log(void) {
+        char path[4096];
         size_t size;
-        char *log;
 
         snprintf(path, sizeof(path), "%s/sim.log", scen_dir);
-        log = read_all(path, &size);
+        return read_all(path, &size);
+}
+
+/* The lines of sim.log that begin "cpu=CPU WHAT". */
+static uint64_t log_count(unsigned cpu, const char *what) {
+        char pat[128], *log = read_sim_log();
+        uint64_t n = 0;
+
         if (!log)
                 return 0;
         snprintf(pat, sizeof(pat), "\ncpu=%u %s", cpu, what);
@@ -423,13 +428,9 @@ static void base_attr(struct spe_pmu_event_attr *a, const struct spe_pmu_options
 }
 
 static bool all_done(unsigned n) {
-        char path[4096];
-        size_t size;
-        char *log;
+        char *log = read_sim_log();
         unsigned done = 0;
 
-        snprintf(path, sizeof(path), "%s/sim.log", scen_dir);
-        log = read_all(path, &size);
         if (!log)
                 return false;
         for (char *p = log; (p = strstr(p, " done written=")); p++)
@@ -468,13 +469,9 @@ static uint64_t perf_time(const struct perf_event_mmap_page *up, uint64_t cyc) {
  * ring (one the ring had no room for joins the kernel's count).
  */
 static uint64_t data_lost(unsigned cpu, uint64_t *ret_faults_written) {
-        char path[4096], pat[64], pat2[64];
+        char pat[64], pat2[64], *log = read_sim_log();
         uint64_t sum = 0, n_faults_written = 0;
-        size_t size;
-        char *log;
 
-        snprintf(path, sizeof(path), "%s/sim.log", scen_dir);
-        log = read_all(path, &size);
         assert_non_null(log);
         snprintf(pat, sizeof(pat), "cpu=%u data_lost n=", cpu);
         for (char *p = log; (p = strstr(p, pat)); p++)
@@ -763,13 +760,9 @@ static bool arg_storm;
 
 /* The `written=` of this CPU's storm lines in sim.log: the storm records the ring took. */
 static uint64_t storm_written(unsigned cpu, uint64_t *ret_lost) {
-        char path[4096], pat[64];
+        char pat[64], *log = read_sim_log();
         uint64_t w = 0, l = 0;
-        size_t size;
-        char *log;
 
-        snprintf(path, sizeof(path), "%s/sim.log", scen_dir);
-        log = read_all(path, &size);
         assert_non_null(log);
         snprintf(pat, sizeof(pat), "cpu=%u storm ", cpu);
         for (char *p = log; (p = strstr(p, pat)); p++) {
