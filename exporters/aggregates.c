@@ -358,6 +358,11 @@ void agg_hotpcs_rows(const struct hotpcs_merged *m, const struct agg_symbolizer 
                         if (sym->object && sym->object(sym->userdata, it->pid, it->pc, path, sizeof(path)))
                                 x[n].object = xstrdup(path);
                 }
+                /* A user PC of a known process (a record with none has SOURCE_NO_ID, STORE_PID_ANY's
+                 * value) with no object: its mapping was never told (a lost MMAP2, a process gone
+                 * before /proc was read) or is anonymous (JIT code). */
+                if (sym && sym->object && it->el == 0 && it->pid != STORE_PID_ANY && !x[n].object)
+                        rows.unmapped += it->count;
                 n++;
         }
         qsort(x, n, sizeof(*x), ident_cmp);
@@ -429,10 +434,10 @@ json_t *agg_hotpcs_json(const struct store_hotpcs_result *res, const struct agg_
                 json_object_set_new(item, "pids", u32_list(row->pids, row->n_pids));
                 json_array_append_new(items, item);
         }
-        return json_pack("{s:o, s:I, s:i, s:I, s:I, s:o}", "interval", agg_interval_json(&res->iv), "samples",
-                         (json_int_t) res->pcs.total, "capacity", (int) res->pcs.capacity, "error_bound",
-                         (json_int_t) res->pcs.error_bound, "evictions", (json_int_t) res->pcs.evictions, "pcs",
-                         items);
+        return json_pack("{s:o, s:I, s:I, s:i, s:I, s:I, s:o}", "interval", agg_interval_json(&res->iv), "samples",
+                         (json_int_t) res->pcs.total, "unmapped_samples", (json_int_t) rows->unmapped, "capacity",
+                         (int) res->pcs.capacity, "error_bound", (json_int_t) res->pcs.error_bound, "evictions",
+                         (json_int_t) res->pcs.evictions, "pcs", items);
 }
 
 /*

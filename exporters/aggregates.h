@@ -78,6 +78,8 @@ struct agg_pc_row {
 struct agg_pc_rows {
         struct agg_pc_row *row;         /* by samples, descending */
         size_t n;
+        /* Samples of the processes kept whose user PC lies in no mapping the daemon knows (0 without sym). */
+        uint64_t unmapped;
 };
 
 /*

@@ -432,6 +432,9 @@ int view_hotpcs(const json_t *answer, const struct view_context *ctx, struct vie
         context_facts(v, answer, ctx);
         filter_fact(v, answer);
         fact(v, "samples", "%" PRIu64, samples);
+        if (ju(answer, "unmapped_samples") > 0)
+                fact(v, "unmapped", "%" PRIu64 " samples at user PCs in no mapping known for their process",
+                     ju(answer, "unmapped_samples"));
         fact(v, "table", "%" PRIu64 " entries, %" PRIu64 " evictions, counts at most %" PRIu64 " over",
              ju(answer, "capacity"), ju(answer, "evictions"), ju(answer, "error_bound"));
 

@@ -17,6 +17,9 @@ counters with the faults the scenario injected (sim.log):
   running-first  a process that ran before the daemon (no COMM, no MMAP2 of
               it): its name, threads' names and mappings read from a /proc
               written here, once: /hotlines and /hotpcs as in truth
+  gone-first  the same process gone before the daemon looked: its user PCs
+              unnamed, and exactly the truth's user records counted in
+              /hotpcs unmapped_samples
   no-context  records without CONTEXT packets: every record still gets its
               pid, from the SWITCH_CPU_WIDE records of the data ring
   faults      a full AUX buffer (cores faster than the daemon, small areas): truncations
@@ -143,6 +146,7 @@ def check_aggregates(c):
         pcs[function(decoded_pc(r))] = pcs.get(function(decoded_pc(r)), 0) + 1
     hot = get(c.d, "/hotpcs?window=all&limit=1000")
     assert hot["samples"] == len(rows) and hot["error_bound"] == 0, (hot["samples"], len(rows))
+    assert hot["unmapped_samples"] == 0, hot["unmapped_samples"]
     got, named = {}, 0
     for p in hot["pcs"]:
         pc = int(p["pc"], 16)
@@ -365,6 +369,34 @@ def case_running_first(tmp):
         c.close()
 
 
+def case_gone_first(tmp):
+    # The same, but the process exited before the daemon looked (a /proc without it): nothing names
+    # its PCs, and /hotpcs says how many samples that leaves unmapped: the truth's user records.
+    proc = os.path.join(tmp, "gone-first-proc")
+    os.makedirs(proc)
+    c = Case(tmp, "gone-first", ["--records", "8000", "--seed", "11", "--scenario", "false-sharing,true-sharing,remote"],
+             announce=False, prepare=lambda case: {"ARMPROFD_PROCFS_ROOT": proc})
+    try:
+        c.wait_done()
+        # The default excludes the kernel (the shim drops its records, as PMSCR_EL1.E1SPE would).
+        user = sum(1 for r in c.truth() if decoded_pc(r) >> 56 != 0xFF)
+        assert user == len(c.truth()) > 0, (user, len(c.truth()))
+        hot = get(c.d, "/hotpcs?window=all&limit=1000")
+        assert hot["samples"] == len(c.truth()) and hot["unmapped_samples"] == user, (hot["samples"],
+                                                                                     hot["unmapped_samples"], user)
+        assert not [p for p in hot["pcs"] if "object" in p and p["object"] != "[kernel]"], hot["pcs"][:3]
+        m = metrics(c.d)
+        reads = {r: m.get(("armprofd_spe_proc_reads_total", frozenset({("result", r)}))) for r in ("read", "gone")}
+        assert reads == {"read": 0, "gone": 1}, reads
+        text = c.d.get("/hotpcs?window=all", headers={"Accept": "text/plain"})[2]
+        text = text.decode() if isinstance(text, bytes) else text
+        assert f"{user} samples at user PCs in no mapping" in text, text[:600]
+        print(f"gone-first: a process gone before /proc was read: {user} of {len(c.truth())} samples at user PCs "
+              f"counted unmapped on /hotpcs, as the truth has them; the read counted gone")
+    finally:
+        c.close()
+
+
 def status_cpus(d):
     spe = [x for x in get(d, "/status")["collectors"] if x["name"] == "spe"][0]
     return spe, {x["cpu"]: x for x in spe.get("cpus", [])}
@@ -469,7 +501,7 @@ def case_errors(tmp):
         c.close()
 
 
-CASES = {"truth": case_truth, "running-first": case_running_first, "no-context": case_no_context, "faults": case_faults, "startup": case_startup,
+CASES = {"truth": case_truth, "running-first": case_running_first, "gone-first": case_gone_first, "no-context": case_no_context, "faults": case_faults, "startup": case_startup,
          "coalesce": case_coalesce, "errors": case_errors}
 
 with tempfile.TemporaryDirectory(prefix="armprofd-spe-live-") as tmp:
