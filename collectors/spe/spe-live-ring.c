@@ -137,14 +137,57 @@ static int on_aux(void *userdata, const struct aux_ring_chunk *ch, const uint8_t
         return 0;
 }
 
+/*
+ * A PERF_RECORD_SWITCH_CPU_WIDE, read in place: with context_switch on
+ * every change of thread writes two, the most frequent records of the data
+ * ring (half a record per SPE record in the fleet harness's streams), and
+ * perf_record_parse_ring() + perf_record_parse_switch() decoded each into
+ * a struct perf_data_record field by field (185 instructions of 1,405 a
+ * record). The layout is the kernel's: perf_event_switch_output()
+ * (kernel/events/core.c) writes the header, {next_prev_pid,
+ * next_prev_tid}, then perf_event__output_id_sample(), whose
+ * __perf_event__output_id_sample() puts {pid, tid} first (PERF_SAMPLE_TID)
+ * and the time after it (PERF_SAMPLE_TIME), at the record's end. The same
+ * checks as the slow path: a record too short for its body and trailer is
+ * skipped; without a time it places nothing (on_record()).
+ */
+static void on_switch(struct spe_live_ring *r, const uint8_t *raw) {
+        uint32_t size = perf_rd16(raw + 6), pid = SOURCE_NO_ID, tid = SOURCE_NO_ID;
+        uint32_t next_prev_pid, next_prev_tid;
+        const uint8_t *trailer;
+        uint64_t time;
+
+        if (size < PERF_RECORD_HEADER_SIZE + 2 * sizeof(uint32_t) + r->switch_tlen)
+                return;
+        next_prev_pid = perf_rd32(raw + PERF_RECORD_HEADER_SIZE);
+        next_prev_tid = perf_rd32(raw + PERF_RECORD_HEADER_SIZE + sizeof(uint32_t));
+        trailer = raw + size - r->switch_tlen;
+        if (r->switch_has_tid) {
+                pid = perf_rd32(trailer);
+                tid = perf_rd32(trailer + sizeof(uint32_t));
+                trailer += sizeof(uint64_t);
+        }
+        time = perf_rd64(trailer);
+        /* perf_event_open(2): on a switch out, the sample id is the task going out and
+         * next_prev_* the one coming in; on a switch in, the other way. */
+        if (perf_rd16(raw + 4) & PERF_RECORD_MISC_SWITCH_OUT)
+                spe_stream_switch_at(r->stream, r->out->tasks, time, next_prev_pid, next_prev_tid, pid, tid);
+        else if (r->switch_has_tid)
+                spe_stream_switch_at(r->stream, r->out->tasks, time, pid, tid, next_prev_pid, next_prev_tid);
+}
+
 static int on_record(void *userdata, const uint8_t *raw, size_t len) {
         struct spe_live_ring *r = userdata;
         struct task_map *tasks = r->out->tasks;
         struct perf_data_record rec;
-        uint32_t tlen;
+        uint32_t type = perf_rd32(raw), tlen; /* header.type */
 
         note_lost(r);
-        if (perf_rd32(raw) == PERF_RECORD_THROTTLE) { /* header.type */
+        if (type == PERF_RECORD_SWITCH_CPU_WIDE && r->switch_fast) {
+                on_switch(r, raw);
+                return 0;
+        }
+        if (type == PERF_RECORD_THROTTLE) {
                 r->stream->st.throttles++;
                 return 0;
         }
@@ -238,6 +281,9 @@ int spe_live_ring_init(struct spe_live_ring *r, struct perf_event_mmap_page *pag
                 return k;
         aux_ring_set_attr(&r->ring, attr);
         r->attr = attr;
+        r->switch_fast = attr && attr->sample_id_all && (attr->sample_type & PERF_SAMPLE_TIME);
+        r->switch_has_tid = attr && (attr->sample_type & PERF_SAMPLE_TID);
+        r->switch_tlen = attr ? perf_record_trailer_size(attr->sample_type) : 0;
         r->out = out;
         r->stream = stream;
         spe_stream_reset(stream);

@@ -48,6 +48,10 @@ struct spe_live_ring {
         uint64_t unannounced_seen;      /* ring.stats.aux_unannounced, likewise */
         bool unannounced_doubt;         /* a doubt queued for the bytes being read (note_unannounced()) */
         uint64_t last_aux_flags;        /* of the last PERF_RECORD_AUX read (not a fill, not late) */
+        /* PERF_RECORD_SWITCH_CPU_WIDE read in place (on_switch()): the attr's sample_id trailer. */
+        bool switch_fast;               /* sample_id_all with PERF_SAMPLE_TIME */
+        bool switch_has_tid;            /* PERF_SAMPLE_TID: {pid, tid} first in the trailer */
+        uint32_t switch_tlen;           /* the trailer's bytes */
 };
 
 /*

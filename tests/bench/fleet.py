@@ -49,12 +49,28 @@ Per N it reports:
   budget      the slowdown [budget] cpu_percent (its default) imposed by the end (1x: none)
   evictions   each bounded table's evictions per 1,000 records the store counted, both over the closed
               epochs (armprofd_store_evictions_total, armprofd_store_records_total)
+  per record  the collector thread's CPU time a record in the window (its busy seconds over the records
+              decoded then) beside the replay's: `armprofd --replay --once` of a perf.data of the same
+              streams (the generator's, 64 CPUs), its CPU time (getrusage of the child, user + system)
+              less that of a replay of 1% of the records, over the records between: what a record costs
+              past the daemon's start. Both are CPU time, not wall time: the machine is shared, and a
+              thread waiting for a CPU costs nothing. And their ratio. Not the same mix of records:
+              the file holds each CPU's stream once (the scenarios' busy CPUs have long streams, the
+              noise CPUs short ones), the simulated cores play each at one rate, looped, so the hosts
+              see more of the noise CPUs' one-off lines: their store evicts more (printed beside the
+              replay's evictions). The collector's involuntary
+              context switches a second in the window (/proc/PID/task/TID/status): how often something
+              else took its CPU (the simulated cores, in the daemon's process, run beside it)
+
+Usage: fleet.py [BUILD [CPUS...]] [--period N]: --period is the `[spe] period` the daemon is given
+(default 1,048,576) and sets the simulated cores' rate to match (3e9 operations/s / N).
 """
 
 import collections
 import json
 import os
 import re
+import resource
 import shutil
 import socket
 import statistics
@@ -76,6 +92,9 @@ SPEGEN = os.path.join(BUILD, "tests", "spegen", "armprofd-spegen")
 SHIM = os.path.join(BUILD, "tests", "simpmu", "libarmprofd-simpmu.so")
 os.environ.setdefault("ARMPROFD_BIN", os.path.join(BUILD, "daemon", "armprofd"))
 
+OPS_PER_SEC = 3e9      # a busy 3 GHz core retiring an operation a cycle
+DEFAULT_PERIOD = 1048576
+PERIOD = DEFAULT_PERIOD   # --period
 RATE = 2861            # records/s per CPU: 3e9 operations/s / the default period 1,048,576
 RATE_SPREAD = 0.25     # each CPU's rate within 25% of RATE, their mean RATE
 GEN_CPUS = 64          # the generator's most; CPU n replays stream n % 64
@@ -173,6 +192,12 @@ def truncated(m):
     return sum(v for k, v in m.items() if k[0] == "armprofd_spe_aux_truncated_total")
 
 
+def collector_preempted(d):
+    """The collector thread's involuntary context switches so far (something else took its CPU)."""
+    with open(d.thread_path("collector", "status")) as f:
+        return int(next(l.split()[1] for l in f if l.startswith("nonvoluntary_ctxt_switches:")))
+
+
 def collector_waited(d):
     """Seconds the collector thread was runnable but waited for a CPU, so far."""
     return schedstat(d.thread_path("collector", "schedstat"))[1]
@@ -205,7 +230,8 @@ def host(tmp, gen, n, store):
                NOTIFY_SOCKET=sock_path)
     env.pop("WATCHDOG_USEC", None)
     # wrk's 64 connections come from one address: the per-client cap (8 by default) is raised for it.
-    config = (f"[pmu]\nenable = no\n[http]\nmax_connections = 128\nper_ip_connections = 64\n"
+    config = (f"[pmu]\nenable = no\n[spe]\nperiod = {PERIOD}\n"
+              f"[http]\nmax_connections = 128\nper_ip_connections = 64\n"
               f"[push]\nurl = {store.url}\ninterval = 10s\n"
               f"spool_dir = {os.path.join(tmp, f'spool{n}')}\n")
     t0 = time.monotonic()
@@ -225,10 +251,12 @@ def host(tmp, gen, n, store):
         time.sleep(WARMUP)
         m0, w0 = metrics(d), time.monotonic()
         drop0, sw0, q0 = lost(drops(scen, n)), d.thread_wakeups("collector"), collector_waited(d)
+        iv0 = collector_preempted(d)
         time.sleep(WINDOW)
         m1, w1 = metrics(d), time.monotonic()
         drop1, sw1, q1 = lost(drops(scen, n)), d.thread_wakeups("collector"), collector_waited(d)
-        row.update(wakeups=(sw1 - sw0) / (w1 - w0))
+        iv1 = collector_preempted(d)
+        row.update(wakeups=(sw1 - sw0) / (w1 - w0), preempted=(iv1 - iv0) / (w1 - w0))
         b0, b1 = busy(m0), busy(m1)
         own = sum(b1[t] - b0.get(t, 0) for t in b1 if t != "other") / (w1 - w0)
         row.update(cpu=own, threads={t: (b1[t] - b0.get(t, 0)) / (w1 - w0) for t in b1},
@@ -236,6 +264,8 @@ def host(tmp, gen, n, store):
                    records=sum(v for k, v in m1.items() if k[0] == "armprofd_spe_records_total"),
                    rate=(sum(v for k, v in m1.items() if k[0] == "armprofd_spe_records_total") -
                          sum(v for k, v in m0.items() if k[0] == "armprofd_spe_records_total")) / (w1 - w0))
+        # The collector thread's CPU time a record decoded in the window.
+        row.update(live_ns=1e9 * (b1["collector"] - b0.get("collector", 0)) / max(row["rate"] * (w1 - w0), 1))
         scrapes, size = timed_gets(d, "/metrics", 1000)
         hot, _ = timed_gets(d, "/hotlines?window=1m", 200)
         row.update(metrics_bytes=size, metrics_p50=statistics.median(scrapes), metrics_p99=percentile(scrapes, 99),
@@ -262,8 +292,40 @@ def host(tmp, gen, n, store):
     return row
 
 
+def replay_cpu(data):
+    """CPU seconds (user + system, getrusage of the child) of `armprofd --replay data --once`, and the
+    records it stored (its JSON report)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    r = subprocess.run([os.environ["ARMPROFD_BIN"], "--replay", data, "--once"], capture_output=True, check=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    totals = json.loads(r.stdout)["totals"]
+    return cpu, totals["records"], totals["evictions"]
+
+
+def replay_ns(tmp, per_cpu):
+    """What a record costs the replay past its start, in ns of CPU: the full file's CPU time less that
+    of 1% of its records (the same streams' start), over the records between; the best of three each
+    (the machine is shared: the least disturbed run)."""
+    small = os.path.join(tmp, "small")
+    subprocess.run([SPEGEN, "--out-dir", small, "--prefix", "g", "--ts", "--cpus", str(GEN_CPUS), "--scenario",
+                    "all", "--records", str(per_cpu * GEN_CPUS // 100), "--padded", "--no-bin", "--no-truth"],
+                   check=True, stdout=subprocess.DEVNULL)
+    full = [replay_cpu(os.path.join(tmp, "gen", "g.data")) for _ in range(3)]
+    part = [replay_cpu(os.path.join(small, "g.data")) for _ in range(3)]
+    (c1, r1, ev), (c0, r0, _) = min(full, key=lambda x: x[0]), min(part, key=lambda x: x[0])
+    return 1e9 * (c1 - c0) / (r1 - r0), r1, {t: 1000 * v / r1 for t, v in ev.items()}
+
+
 def main():
-    cpus = [int(a) for a in sys.argv[2:]] or [64, 192, 384]
+    global PERIOD, RATE
+    args = sys.argv[2:]
+    if "--period" in args:
+        i = args.index("--period")
+        PERIOD = int(args[i + 1])
+        RATE = round(OPS_PER_SEC / PERIOD)
+        del args[i:i + 2]
+    cpus = [int(a) for a in args] or [64, 192, 384]
     for path in (SPEGEN, SHIM):
         if not os.path.exists(path):
             print(f"SKIP: {path} not built")
@@ -272,13 +334,16 @@ def main():
         gen = os.path.join(tmp, "gen")
         per_cpu = RATE * STREAM_SECONDS
         subprocess.run([SPEGEN, "--out-dir", gen, "--prefix", "g", "--ts", "--cpus", str(GEN_CPUS), "--scenario",
-                        "all", "--records", str(per_cpu * GEN_CPUS), "--padded", "--no-perf-data"],
+                        "all", "--records", str(per_cpu * GEN_CPUS), "--padded"],
                        check=True, stdout=subprocess.DEVNULL)
         store = PushStore(go=False)
         store.start()
         rows = [host(tmp, gen, n, store) for n in cpus]
         store.close()
-    print(f"\nfleet: {RATE} records/s per CPU (the default period on a busy 3 GHz core), "
+        # The replay of the same streams, after the hosts: nothing of theirs runs beside it.
+        rep_ns, rep_records, rep_evictions = replay_ns(tmp, per_cpu)
+    period = "the default period" if PERIOD == DEFAULT_PERIOD else f"period {PERIOD:,}"
+    print(f"\nfleet: {RATE} records/s per CPU ({period} on a busy 3 GHz core), "
           f"{WINDOW:.0f} s window after {WARMUP:.0f} s, this machine: {os.cpu_count()} CPUs")
     print(f"{'CPUs':>5} {'startup':>8} {'CPU/s':>7} {'of host':>8} {'rec/s':>9} {'dropped':>8} "
           f"{'RSS':>8} {'peak all':>8} {'rings':>8} {'/metrics':>9} {'p50':>7} {'p99':>7} {'wrk p99':>8} "
@@ -303,6 +368,14 @@ def main():
         records = max(r["store_records"], 1)
         print("      store evictions per 1,000 records: " +
               ", ".join(f"{t} {1000 * v / records:.1f}" for t, v in sorted(r["evictions"].items())))
+        r.update(replay_ns=rep_ns, ratio=r["live_ns"] / rep_ns)
+        print(f"      per record (CPU time): live {r['live_ns']:.0f} ns (the collector thread), replay "
+              f"{rep_ns:.0f} ns (--replay --once of the same streams, {rep_records:,} records on {GEN_CPUS} CPUs): "
+              f"{r['ratio']:.2f}x; the collector preempted {r['preempted']:.0f} times a second")
+    # Not the same mix: the file holds each CPU's stream once (the scenarios' busy CPUs have long
+    # streams, the noise CPUs short ones); the simulated cores play each at one rate, looped.
+    print("replay's store evictions per 1,000 records (its mix, not the hosts'): " +
+          ", ".join(f"{t} {v:.1f}" for t, v in sorted(rep_evictions.items())))
     print(json.dumps(rows))
 
 

@@ -379,6 +379,41 @@ static void test_switch_attribution(void **state) {
         fixture_done(&f);
 }
 
+/*
+ * A PERF_RECORD_SWITCH_CPU_WIDE too short for its body and sample_id trailer
+ * (spe-live-ring.c reads switch records in place, on_switch()) is skipped,
+ * as perf_record_parse_trailer() skips any record so cut: it names no task
+ * and places no switch, and the records after it stay with the task that
+ * ran before until a whole switch comes.
+ */
+static void test_switch_too_short(void **state) {
+        struct { uint32_t pid, tid; } to = { 300, 301 };
+        struct fixture f = {};
+
+        fixture_init(&f, 8192, 4096);
+        for (size_t i = 0; i < 6; i++)
+                add_record(f.sb, 100, 101, false);
+        for (size_t i = 0; i < 4; i++)
+                add_record(f.sb, 200, 201, false);
+        kernel_itrace_start(&f.k, perf_ns(FIRST_TS) - 1000, 100, 101);
+        /* 16 bytes: the header and {next_prev_pid, next_prev_tid}, no trailer. */
+        f.k.sample_id_all = false;
+        assert_true(kernel_record_misc(&f.k, PERF_RECORD_SWITCH_CPU_WIDE, PERF_RECORD_MISC_SWITCH_OUT, &to,
+                                       sizeof(to)));
+        f.k.sample_id_all = true;
+        kernel_switch(&f.k, between(f.sb, 5), 100, 101, 200, 201);
+        kernel_aux_chunk(&f.k, f.sb->buf, f.sb->len, 0, true);
+        assert_int_equal(drain(&f, NULL), 1 + 1 + 2 + 1);
+
+        assert_int_equal(f.sink->n, f.sb->n);
+        check_records(&f, 0, 0, f.sb->n);
+        assert_int_equal(f.stream->st.unattributed, 0);
+        assert_int_equal(f.stream->n_pending, 0);
+        assert_int_equal(task_map_pid(f.tasks, 301), TASK_MAP_NO_ID);
+        assert_int_equal(task_map_pid(f.tasks, 201), 200);
+        fixture_done(&f);
+}
+
 /* ---- 2. CONTEXT packets override the switches ---- */
 
 static void test_context_overrides(void **state) {
@@ -1007,6 +1042,7 @@ static int write_seeds(const char *dir) {
 int main(int argc, char *argv[]) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_switch_attribution),
+                cmocka_unit_test(test_switch_too_short),
                 cmocka_unit_test(test_context_overrides),
                 cmocka_unit_test(test_generator_records),
                 cmocka_unit_test(test_split_record),
