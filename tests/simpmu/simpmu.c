@@ -1624,10 +1624,16 @@ static void hw_stop(struct sim_event *e) {
                 aux_output_end(e, e->hw_pos - e->h_head);
 }
 
-/* perf_event_comm_output(): {pid, tid, comm[] padded with NULs to 8 bytes}. */
+/*
+ * perf_event_comm_output(): {pid, tid, comm[] padded with NULs to 8 bytes}.
+ * The COMM of an exec, as a process that starts after the event has it:
+ * fs/exec.c begin_new_exec() -> __set_task_comm(me, ..., true) ->
+ * perf_event_comm(tsk, exec), which sets PERF_RECORD_MISC_COMM_EXEC
+ * (kernel/events/core.c).
+ */
 static void emit_comm(struct sim_event *e, const struct sim_task *t) {
         uint8_t r[8 + 8 + 24] = { 0 };
-        struct perf_event_header h = { .type = PERF_RECORD_COMM };
+        struct perf_event_header h = { .type = PERF_RECORD_COMM, .misc = PERF_RECORD_MISC_COMM_EXEC };
         size_t n = strnlen(t->name, 15);
 
         memcpy(r, &h, sizeof(h));
