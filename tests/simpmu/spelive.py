@@ -29,10 +29,14 @@ LIVE = "epoch = 1s\n[spe]\ndrain_interval = 100ms\n"
 
 def start_daemon(scen, sysfs, cpus, config_text, **env):
     """The daemon under the shim, serving: scenario scen, sysfs root sysfs whose CPUs (an iterable)
-    are Neoverse N1s; env: additions to its environment."""
+    are Neoverse N1s; env: additions to its environment. Its /proc for the simulated tasks is an
+    empty one (ARMPROFD_PROCFS_ROOT), unless env gives one: the host's pids are not the generator's."""
     for cpu in cpus:
         simpmu.write(os.path.join(sysfs, "devices", "system", "cpu", f"cpu{cpu}", "regs", "identification",
                                   "midr_el1"), N1_MIDR + "\n")
+    if "ARMPROFD_PROCFS_ROOT" not in env:
+        env["ARMPROFD_PROCFS_ROOT"] = os.path.join(scen, "proc")
+        os.makedirs(env["ARMPROFD_PROCFS_ROOT"], exist_ok=True)
     env = dict(os.environ, LD_PRELOAD=shim, ARMPROFD_SIMPMU_DIR=scen, ARMPROFD_SYSFS_ROOT=sysfs, **env)
     # Under ASan the shim comes before the runtime the daemon links (README.md).
     env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
