@@ -2,6 +2,7 @@
 #include "pmu-collector.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <linux/perf_event.h>
@@ -53,6 +54,17 @@ struct cpu_state {
         size_t n_slots;
         struct slot slots[PMU_MAX_GROUPS];
         struct pmu_ratio ratios[_PMU_RATIO_MAX];
+
+        /* Top-down: one group of its own (pmu-topdown.h), never a
+         * catalogue group, so that its fractions share one window. */
+        struct pmu_topdown_plan td_plan;
+        int td_fd[_PMU_TD_INPUT_MAX];
+        uint64_t td_id[_PMU_TD_INPUT_MAX];
+        size_t td_n;                    /* members open, td_plan.n or 0 */
+        char td_error[PMU_TOPDOWN_NOTE_MAX]; /* why the planned group is not open */
+        unsigned td_zero_reads;
+        struct pmu_topdown_window td_window;
+        struct pmu_topdown td;
 };
 
 struct pmu_collector {
@@ -117,7 +129,16 @@ static void group_close(struct group *g) {
         g->n = 0;
 }
 
+static void topdown_close(struct cpu_state *s) {
+        for (size_t i = s->td_n; i > 0; i--)
+                s->td_fd[i - 1] = safe_close(s->td_fd[i - 1]);
+        s->td_n = 0;
+        s->td = (struct pmu_topdown) {};
+        pmu_topdown_window_reset(&s->td_window);
+}
+
 static void cpu_close(struct cpu_state *s) {
+        topdown_close(s);
         for (size_t i = 0; i < s->n_groups; i++)
                 group_close(&s->groups[i]);
         for (size_t i = 0; i < s->n_slots; i++)
@@ -212,6 +233,43 @@ static void group_open(struct pmu_collector *c, struct cpu_state *s, const struc
         s->n_groups++;
 }
 
+/* Open the top-down group planned for s->cpu: all of it or nothing (a
+ * member alone would be a fraction of another window). */
+static void topdown_open(struct pmu_collector *c, struct cpu_state *s, unsigned general, bool cycle_counter) {
+        struct pmu_topdown_plan *p = &s->td_plan;
+        int r;
+
+        s->td_error[0] = '\0';
+        s->td_zero_reads = 0;
+        (void) pmu_topdown_plan_cpu(c->sysfs->root, s->cpu, s->pmu, general, cycle_counter, p);
+        if (p->method == PMU_TOPDOWN_NONE)
+                return;
+
+        for (size_t i = 0; i < p->n; i++) {
+                struct perf_event_attr attr;
+                int leader = i > 0 ? s->td_fd[0] : -1;
+
+                attr_init(&attr, p->type, p->config[i]);
+                attr.disabled = leader < 0;
+                r = perf_event_open(&attr, -1, (int) s->cpu, leader, PERF_FLAG_FD_CLOEXEC);
+                if (r >= 0) {
+                        s->td_fd[i] = r;
+                        s->td_n = i + 1;
+                        if (ioctl(r, PERF_EVENT_IOC_ID, &s->td_id[i]) >= 0)
+                                continue;
+                        r = -errno;
+                }
+                snprintf(s->td_error, sizeof(s->td_error), "cannot open the top-down group's event 0x%" PRIx64 ": %s",
+                         p->config[i], pmu_event_error_string(r));
+                topdown_close(s);
+                return;
+        }
+        if (ioctl(s->td_fd[0], PERF_EVENT_IOC_ENABLE, 0) < 0) {
+                snprintf(s->td_error, sizeof(s->td_error), "cannot enable the top-down group: %s", strerror(errno));
+                topdown_close(s);
+        }
+}
+
 static void cpu_open(struct pmu_collector *c, struct cpu_state *s) {
         enum pmu_event_id pending[_PMU_EVENT_MAX];
         size_t n_pending = c->n_events;
@@ -258,6 +316,12 @@ static void cpu_open(struct pmu_collector *c, struct cpu_state *s) {
                 memcpy(pending, deferred, n_deferred * sizeof(pending[0]));
                 n_pending = n_deferred;
         }
+        if (s->pmu) {
+                size_t idx = pmu_index(c, s->pmu);
+
+                topdown_open(c, s, c->general[idx], c->cycle_counter[idx]);
+        } else
+                topdown_open(c, s, c->general_no_pmu, false);
         s->open = true;
 }
 
@@ -268,6 +332,8 @@ static struct cpu_state *cpu_get(struct pmu_collector *c, unsigned cpu) {
                 for (size_t i = 0; i < PMU_MAX_GROUPS; i++)
                         for (size_t j = 0; j < PMU_GROUP_MAX_EVENTS; j++)
                                 c->cpus[cpu]->groups[i].m[j].fd = -1;
+                for (size_t i = 0; i < _PMU_TD_INPUT_MAX; i++)
+                        c->cpus[cpu]->td_fd[i] = -1;
         }
         return c->cpus[cpu];
 }
@@ -590,6 +656,33 @@ static void read_group(struct pmu_collector *c, struct cpu_state *s, struct grou
                 s->reopen = true;
 }
 
+/* The top-down group's read: fractions of this interval, or none when the
+ * group did not run in it (pmu_topdown_window_advance()). */
+static void read_topdown(struct pmu_collector *c, struct cpu_state *s) {
+        uint64_t buf[PMU_GROUP_READ_SIZE(_PMU_TD_INPUT_MAX) / sizeof(uint64_t)];
+        struct pmu_group_reading rd;
+        struct pmu_topdown t;
+        ssize_t n;
+
+        s->td = (struct pmu_topdown) {};
+        if (s->td_n == 0)
+                return;
+        n = read(s->td_fd[0], buf, PMU_GROUP_READ_SIZE(s->td_n));
+        if (n < 0 || pmu_group_parse_read(buf, (size_t) n, &rd) < 0) {
+                s->reopen = true;
+                return;
+        }
+        if (pmu_topdown_window_advance(&s->td_window, &s->td_plan, s->td_id, &rd, &t) > 0) {
+                s->td = t;
+                s->td_zero_reads = 0;
+                s->td_error[0] = '\0';
+        } else if (rd.running == 0 && rd.enabled > 0 && ++s->td_zero_reads >= c->stuck_reads)
+                /* Left open: it may get counters when others let go; said in /status. */
+                snprintf(s->td_error, sizeof(s->td_error),
+                         "the top-down group (%zu events) has never been scheduled: the PMU's counters are taken",
+                         s->td_n);
+}
+
 static void compute_ratios(struct cpu_state *s) {
         bool counted[_PMU_EVENT_MAX];
         uint64_t delta[_PMU_EVENT_MAX];
@@ -615,6 +708,7 @@ int pmu_collector_read(struct pmu_collector *c) {
                 }
                 for (size_t k = 0; k < s->n_groups; k++)
                         read_group(c, s, &s->groups[k]);
+                read_topdown(c, s);
                 compute_ratios(s);
         }
         c->reads++;
@@ -658,6 +752,14 @@ static void snapshot_cpu(const struct cpu_state *s, struct pmu_cpu_snapshot *out
                 if (s->slots[i].pub.n_events > 0)
                         out->groups[out->n_groups++] = s->slots[i].pub;
         memcpy(out->ratios, s->ratios, sizeof(out->ratios));
+
+        out->topdown.method = s->td_n > 0 ? s->td_plan.method : PMU_TOPDOWN_NONE;
+        snprintf(out->topdown.core, sizeof(out->topdown.core), "%s", s->td_plan.core);
+        snprintf(out->topdown.note, sizeof(out->topdown.note), "%s%s%s", s->td_plan.note,
+                 s->td_plan.note[0] && s->td_error[0] ? "; " : "", s->td_error);
+        for (size_t m = 0; m < _PMU_TOPDOWN_METRIC_MAX; m++)
+                out->topdown.computes[m] = s->td_n > 0 && pmu_topdown_plan_computes(&s->td_plan, m);
+        out->topdown.last = s->td;
 }
 
 int pmu_collector_snapshot(const struct pmu_collector *c, struct pmu_snapshot **ret) {

@@ -14,6 +14,7 @@
 
 #include "pmu-event.h"
 #include "pmu-ratio.h"
+#include "pmu-topdown.h"
 
 #define PMU_MESSAGE_MAX 1024U
 #define PMU_NAME_MAX 64U
@@ -43,6 +44,16 @@ struct pmu_group_times {
         uint64_t running_ns_total;
 };
 
+/* Top-down on one CPU (pmu-topdown.h): what it can compute and the
+ * fractions of the last interval, all from one read of one group. */
+struct pmu_cpu_topdown {
+        enum pmu_topdown_method method; /* NONE: nothing, see note */
+        char core[PMU_TOPDOWN_CORE_MAX];
+        char note[PMU_TOPDOWN_NOTE_MAX]; /* why absent or partial, "" if complete */
+        bool computes[_PMU_TOPDOWN_METRIC_MAX];
+        struct pmu_topdown last; /* present[] false when the group did not run */
+};
+
 struct pmu_cpu_snapshot {
         unsigned cpu;
         char pmu[PMU_NAME_MAX]; /* core PMU name, "" if none */
@@ -50,6 +61,7 @@ struct pmu_cpu_snapshot {
         size_t n_groups;
         struct pmu_group_times groups[PMU_MAX_GROUPS];
         struct pmu_ratio ratios[_PMU_RATIO_MAX];
+        struct pmu_cpu_topdown topdown;
 };
 
 struct pmu_event_status {
