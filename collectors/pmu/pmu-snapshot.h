@@ -49,7 +49,9 @@ struct pmu_group_times {
 struct pmu_cpu_topdown {
         enum pmu_topdown_method method; /* NONE: nothing, see note */
         char core[PMU_TOPDOWN_CORE_MAX];
-        char note[PMU_TOPDOWN_NOTE_MAX]; /* why absent or partial, "" if complete */
+        /* Why absent or partial, "" if complete: the plan's note, "; ", and
+         * why its group is not open or not running (each PMU_TOPDOWN_NOTE_MAX). */
+        char note[2 * PMU_TOPDOWN_NOTE_MAX + 2];
         bool computes[_PMU_TOPDOWN_METRIC_MAX];
         struct pmu_topdown last; /* present[] false when the group did not run */
 };

@@ -386,6 +386,55 @@ static void test_hotplug(void) {
         pmu_collector_free(c);
 }
 
+/* Top-down on the emulated PMU: what it offers is counted (cycles), top-down
+ * is said to be unavailable with the reason naming the MIDR that the kernel
+ * shows (read here from sysfs, not from the library), and nothing reports a
+ * fraction outside [0, 1]. */
+static void test_topdown(void) {
+        struct pmu_collector_config cfg = {};
+        struct pmu_collector *c = NULL;
+        struct pmu_snapshot *s;
+        int r;
+
+        r = pmu_collector_new(&cfg, &c);
+        check(r == 0, "collector with the whole catalogue for top-down: %s", r < 0 ? strerror(-r) : "ok");
+        if (r < 0)
+                return;
+        pin(0);
+        (void) pmu_collector_read(c);
+        busy_loop(LOOP_ITERS / 10);
+        (void) pmu_collector_read(c);
+        s = snap(c);
+        for (size_t i = 0; i < s->n_cpus; i++) {
+                const struct pmu_cpu_snapshot *cs = &s->cpus[i];
+                const struct pmu_cpu_topdown *t = &cs->topdown;
+                char path[128], midr[32] = "", want[32] = "";
+                uint64_t m = 0;
+                bool in_range = true;
+                size_t present = 0;
+
+                snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%u/regs/identification/midr_el1", cs->cpu);
+                if (pmu_sysfs_read_string(path, midr, sizeof(midr)) >= 0 && pmu_sysfs_parse_hex(midr, &m) >= 0)
+                        snprintf(want, sizeof(want), "0x%08x", (unsigned) m);
+                for (size_t k = 0; k < _PMU_TOPDOWN_METRIC_MAX; k++)
+                        if (t->last.present[k]) {
+                                present++;
+                                in_range = in_range && t->last.value[k] >= 0 && t->last.value[k] <= 1;
+                        }
+                printf("# cpu%u midr %s: top-down %s (%s) note: %s\n", cs->cpu, midr,
+                       pmu_topdown_method_to_string(t->method), t->core, t->note);
+                check(cs->events[PMU_EVENT_CYCLES].counted && cs->events[PMU_EVENT_CYCLES].delta > 0,
+                      "cpu%u: cpu_cycles, which the emulated PMU offers, counted (%llu)", cs->cpu,
+                      (unsigned long long) cs->events[PMU_EVENT_CYCLES].delta);
+                check(in_range, "cpu%u: %zu top-down fraction(s), all in [0, 1]", cs->cpu, present);
+                if (t->method == PMU_TOPDOWN_NONE)
+                        check(present == 0 && t->note[0] && want[0] && strstr(t->note, want),
+                              "cpu%u: top-down unavailable, the reason names MIDR %s: %s", cs->cpu, want, t->note);
+        }
+        pmu_snapshot_free(s);
+        pmu_collector_free(c);
+}
+
 int main(void) {
         struct pmu_sysfs *sys = NULL;
 
@@ -399,6 +448,7 @@ int main(void) {
         test_multiplexing();
         test_oversized();
         test_hotplug();
+        test_topdown();
         printf("%s: %u failure(s)\n", vm_failures ? "FAIL" : "PASS", vm_failures);
         return vm_failures ? 1 : 0;
 }
