@@ -115,7 +115,8 @@ void counters_write_metrics(const struct pmu_snapshot *s, struct prom_writer *w)
                                         prom_family(w, "armprofd_topdown_fraction", PROM_GAUGE,
                                                     "Top-down share of the last counting interval by category: "
                                                     "level 1 frontend_bound, bad_speculation, retiring, "
-                                                    "backend_bound sum to 1; formulas per core in README.md.");
+                                                    "backend_bound (and smt_contention on AMD) sum to 1; "
+                                                    "formulas per core in README.md.");
                                         family = true;
                                 }
                                 snprintf(level, sizeof(level), "%u", pmu_topdown_metric_level(m));
@@ -284,9 +285,11 @@ static json_t *topdown_status_json(const struct pmu_snapshot *s) {
                 computes = json_array();
                 cannot = json_object();
                 for (int m = 0; m < _PMU_TOPDOWN_METRIC_MAX; m++) {
-                        /* N1's stall-cycle fractions are listed only where computed. */
+                        /* N1's stall-cycle fractions and AMD's SMT contention are
+                         * categories of one method: listed only where computed. */
                         bool cycles_only = m == PMU_TOPDOWN_FRONTEND_STALLED_CYCLES ||
-                                           m == PMU_TOPDOWN_BACKEND_STALLED_CYCLES;
+                                           m == PMU_TOPDOWN_BACKEND_STALLED_CYCLES ||
+                                           m == PMU_TOPDOWN_SMT_CONTENTION;
 
                         if (t->computes[m])
                                 json_array_append_new(computes, json_string(pmu_topdown_metric_name(m)));

@@ -241,7 +241,7 @@ static void topdown_open(struct pmu_collector *c, struct cpu_state *s, unsigned 
 
         s->td_error[0] = '\0';
         s->td_zero_reads = 0;
-        (void) pmu_topdown_plan_cpu(c->sysfs->root, s->cpu, s->pmu, general, cycle_counter, p);
+        (void) pmu_topdown_plan_cpu(c->sysfs->root, c->procfs_root, s->cpu, s->pmu, general, cycle_counter, p);
         if (p->method == PMU_TOPDOWN_NONE)
                 return;
 

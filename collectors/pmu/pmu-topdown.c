@@ -9,6 +9,20 @@
 
 #include "macro.h"
 
+#define PROCFS_DEFAULT_ROOT "/proc"
+/* /proc/cpuinfo: a line of it ("model name : ..." is the longest we meet). */
+#define CPUINFO_LINE_MAX 512U
+
+/* AMD raw events: the event select's low 8 bits in config 0-7, its high 4 in
+ * config 32-35, the unit mask in 8-15 (AMD64_EVENTSEL_EVENT and
+ * ARCH_PERFMON_EVENTSEL_UMASK, arch/x86/include/asm/perf_event.h). */
+#define AMD_RAW(event, umask) \
+        (((uint64_t) (event) & 0xffU) | (((uint64_t) (event) >> 8) << 32) | ((uint64_t) (umask) << 8))
+/* Dispatch slots per cycle: amdzen4/pipeline.json "6 * ls_not_halted_cyc",
+ * amdzen5/pipeline.json "8 * ls_not_halted_cyc". */
+#define AMD_ZEN4_DISPATCH_SLOTS 6U
+#define AMD_ZEN5_DISPATCH_SLOTS 8U
+
 /* Issue slots per cycle where caps/slots (PMMIR_EL1.SLOTS, exposed by
  * drivers/perf/arm_pmuv3.c as caps/slots since Linux 5.15) reads 0 or is
  * absent: the widths Linux's own metric files write down for these cores
@@ -58,6 +72,15 @@ static const struct input_def inputs[_PMU_TD_INPUT_MAX] = {
         [PMU_TD_BR_MISPREDICT] = { "topdown-br-mispredict", 0 },
         [PMU_TD_FETCH_LAT] = { "topdown-fetch-lat", 0 },
         [PMU_TD_MEM_BOUND] = { "topdown-mem-bound", 0 },
+        /* tools/perf/pmu-events/arch/x86/amdzen4/other.json and core.json
+         * (amdzen5/decode.json: the same codes): the AMD `cpu` PMU lists none
+         * of them in events/, so by number, for the models Linux maps. */
+        [PMU_TD_AMD_NOT_HALTED_CYC] = { NULL, AMD_RAW(0x76, 0x00) },
+        [PMU_TD_AMD_NO_OPS_FROM_FRONTEND] = { NULL, AMD_RAW(0x1a0, 0x01) },
+        [PMU_TD_AMD_BACKEND_STALLS] = { NULL, AMD_RAW(0x1a0, 0x1e) },
+        [PMU_TD_AMD_SMT_CONTENTION] = { NULL, AMD_RAW(0x1a0, 0x60) },
+        [PMU_TD_AMD_OP_DISP_ALL] = { NULL, AMD_RAW(0xaa, 0x07) },
+        [PMU_TD_AMD_RET_OPS] = { NULL, AMD_RAW(0xc1, 0x00) },
 };
 
 static const char *const method_names[_PMU_TOPDOWN_METHOD_MAX] = {
@@ -67,6 +90,7 @@ static const char *const method_names[_PMU_TOPDOWN_METHOD_MAX] = {
         [PMU_TOPDOWN_ARM_V1] = "arm-neoverse-v1",
         [PMU_TOPDOWN_ARM_V3] = "arm-neoverse-v3",
         [PMU_TOPDOWN_INTEL_PERF_METRICS] = "intel-perf-metrics",
+        [PMU_TOPDOWN_AMD_PIPELINE] = "amd-pipeline",
 };
 
 static const char *const metric_names[_PMU_TOPDOWN_METRIC_MAX] = {
@@ -74,6 +98,7 @@ static const char *const metric_names[_PMU_TOPDOWN_METRIC_MAX] = {
         [PMU_TOPDOWN_BAD_SPECULATION] = "bad_speculation",
         [PMU_TOPDOWN_RETIRING] = "retiring",
         [PMU_TOPDOWN_BACKEND_BOUND] = "backend_bound",
+        [PMU_TOPDOWN_SMT_CONTENTION] = "smt_contention",
         [PMU_TOPDOWN_FRONTEND_STALLED_CYCLES] = "frontend_stalled_cycles",
         [PMU_TOPDOWN_BACKEND_STALLED_CYCLES] = "backend_stalled_cycles",
         [PMU_TOPDOWN_FETCH_LATENCY] = "fetch_latency",
@@ -124,6 +149,8 @@ bool pmu_topdown_plan_computes(const struct pmu_topdown_plan *p, enum pmu_topdow
         case PMU_TOPDOWN_ARM_V1:
         case PMU_TOPDOWN_ARM_V3:
                 return m <= PMU_TOPDOWN_BACKEND_BOUND;
+        case PMU_TOPDOWN_AMD_PIPELINE:
+                return m <= PMU_TOPDOWN_SMT_CONTENTION;
         case PMU_TOPDOWN_INTEL_PERF_METRICS:
                 if (m <= PMU_TOPDOWN_BACKEND_BOUND)
                         return true;
@@ -184,7 +211,7 @@ static unsigned general_needed(const struct pmu_topdown_plan *p, bool cycle_coun
                 /* slots is fixed counter 3 and topdown-* are read from
                  * PERF_METRICS, not counters (intel_icl_event_constraints,
                  * METRIC_EVENT_CONSTRAINT in arch/x86/events/intel/core.c) */
-                if (p->in[i] >= PMU_TD_SLOTS)
+                if (p->in[i] >= PMU_TD_SLOTS && p->in[i] <= PMU_TD_MEM_BOUND)
                         continue;
                 n++;
         }
@@ -300,7 +327,88 @@ static void plan_arm(const char *sysfs_root, unsigned cpu, const struct pmu_desc
                 note_append(p, "%sN2 before r0p3: STALL_SLOT and STALL_SLOT_FRONTEND less CPU_CYCLES", p->note[0] ? "; " : "");
 }
 
-static void plan_x86(const struct pmu_desc *pmu, struct pmu_topdown_plan *p) {
+static void fclosep(FILE **f) {
+        if (*f)
+                (void) fclose(*f);
+}
+
+/* vendor_id, cpu family and model of cpu from /proc/cpuinfo (the
+ * "processor : N" block; arch/x86/kernel/cpu/proc.c show_cpuinfo()). */
+static int read_cpuinfo(const char *procfs_root, unsigned cpu, char *vendor, size_t vendor_len, unsigned *ret_family,
+                        unsigned *ret_model) {
+        char path[PATH_MAX], line[CPUINFO_LINE_MAX];
+        _cleanup_(fclosep) FILE *f = NULL;
+        bool mine = false, have_family = false, have_model = false;
+        unsigned family = 0, model = 0, n;
+
+        if (snprintf(path, sizeof(path), "%s/cpuinfo", procfs_root) >= (int) sizeof(path))
+                return -ENAMETOOLONG;
+        f = fopen(path, "re");
+        if (!f)
+                return -errno;
+        vendor[0] = '\0';
+        while (fgets(line, sizeof(line), f)) {
+                char *colon = strchr(line, ':');
+                const char *value;
+
+                if (!colon)
+                        continue;
+                value = colon + 1 + strspn(colon + 1, " \t");
+                if (strncmp(line, "processor", strlen("processor")) == 0) {
+                        if (mine)
+                                break;
+                        mine = sscanf(value, "%u", &n) == 1 && n == cpu;
+                        continue;
+                }
+                if (!mine)
+                        continue;
+                if (strncmp(line, "vendor_id", strlen("vendor_id")) == 0)
+                        snprintf(vendor, vendor_len, "%.*s", (int) strcspn(value, "\n"), value);
+                else if (strncmp(line, "cpu family", strlen("cpu family")) == 0)
+                        have_family = sscanf(value, "%u", &family) == 1;
+                else if (strncmp(line, "model\t", strlen("model\t")) == 0 ||
+                         strncmp(line, "model :", strlen("model :")) == 0)
+                        have_model = sscanf(value, "%u", &model) == 1;
+        }
+        if (!mine || !have_family || !have_model || !vendor[0])
+                return -ENOENT;
+        *ret_family = family;
+        *ret_model = model;
+        return 0;
+}
+
+/* AMD: Zen 4 and Zen 5 publish pipeline utilization (amdzen4/ and
+ * amdzen5/pipeline.json, PipelineL1); the model decides which, as Linux's
+ * tools/perf/pmu-events/arch/x86/mapfile.csv does:
+ *   AuthenticAMD-25-([245][[:xdigit:]]|[[:xdigit:]]) amdzen3
+ *   AuthenticAMD-25-[[:xdigit:]]+                    amdzen4
+ *   AuthenticAMD-26-[[:xdigit:]]+                    amdzen5 */
+static void plan_amd(const struct pmu_desc *pmu, unsigned family, unsigned model, struct pmu_topdown_plan *p) {
+        static const enum pmu_topdown_input amd_in[] = { PMU_TD_AMD_NOT_HALTED_CYC, PMU_TD_AMD_NO_OPS_FROM_FRONTEND,
+                                                         PMU_TD_AMD_BACKEND_STALLS, PMU_TD_AMD_SMT_CONTENTION,
+                                                         PMU_TD_AMD_OP_DISP_ALL,    PMU_TD_AMD_RET_OPS };
+        bool zen3 = family == 25 && (model < 0x10 || (model >= 0x20 && model < 0x60));
+
+        if (family == 25 && !zen3) {
+                snprintf(p->core, sizeof(p->core), "zen4 family 0x%x model 0x%x", family, model);
+                p->slots = AMD_ZEN4_DISPATCH_SLOTS;
+        } else if (family == 26) {
+                snprintf(p->core, sizeof(p->core), "zen5 family 0x%x model 0x%x", family, model);
+                p->slots = AMD_ZEN5_DISPATCH_SLOTS;
+        } else {
+                snprintf(p->core, sizeof(p->core), "%s family 0x%x model 0x%x", zen3 ? "zen3" : "amd", family,
+                         model);
+                note_append(p, "AMD family 0x%x model 0x%x: Linux publishes pipeline utilization (PipelineL1) "
+                               "for Zen 4 and Zen 5 only",
+                            family, model);
+                return;
+        }
+        p->method = PMU_TOPDOWN_AMD_PIPELINE;
+        plan_events(p, pmu, amd_in, ELEMENTSOF(amd_in), true);
+}
+
+static void plan_x86(const char *procfs_root, unsigned cpu, const struct pmu_desc *pmu,
+                     struct pmu_topdown_plan *p) {
         static const enum pmu_topdown_input l1_in[] = { PMU_TD_SLOTS, PMU_TD_RETIRING, PMU_TD_BAD_SPEC,
                                                         PMU_TD_FE_BOUND, PMU_TD_BE_BOUND };
         static const enum pmu_topdown_input l2_in[] = { PMU_TD_SLOTS,     PMU_TD_RETIRING,      PMU_TD_BAD_SPEC,
@@ -308,7 +416,16 @@ static void plan_x86(const struct pmu_desc *pmu, struct pmu_topdown_plan *p) {
                                                         PMU_TD_BR_MISPREDICT, PMU_TD_FETCH_LAT, PMU_TD_MEM_BOUND };
         const char *pmu_name = pmu_desc_attr(pmu->caps, pmu->n_caps, "pmu_name");
 
+        char vendor[CPUINFO_LINE_MAX];
+        unsigned family = 0, model = 0;
+
         snprintf(p->core, sizeof(p->core), "%s", pmu_name ? pmu_name : pmu->name);
+        if (!pmu_desc_event(pmu, "slots") &&
+            read_cpuinfo(procfs_root, cpu, vendor, sizeof(vendor), &family, &model) >= 0 &&
+            streq(vendor, "AuthenticAMD")) {
+                plan_amd(pmu, family, model, p);
+                return;
+        }
         if (!pmu_desc_event(pmu, "slots")) {
                 note_append(p, "%s has no `slots` event (no perf-metrics top-down: a core before Ice Lake, an "
                                "E-core, or AMD); the formulas from model-specific events are not implemented",
@@ -328,7 +445,7 @@ static void plan_x86(const struct pmu_desc *pmu, struct pmu_topdown_plan *p) {
         }
 }
 
-int pmu_topdown_plan_cpu(const char *sysfs_root, unsigned cpu, const struct pmu_desc *pmu,
+int pmu_topdown_plan_cpu(const char *sysfs_root, const char *procfs_root, unsigned cpu, const struct pmu_desc *pmu,
                          unsigned general_counters, bool cycle_counter, struct pmu_topdown_plan *ret) {
         struct pmu_topdown_plan p = { .method = PMU_TOPDOWN_NONE };
         unsigned needed;
@@ -337,6 +454,8 @@ int pmu_topdown_plan_cpu(const char *sysfs_root, unsigned cpu, const struct pmu_
                 return -EINVAL;
         if (!sysfs_root)
                 sysfs_root = PMU_SYSFS_DEFAULT_ROOT;
+        if (!procfs_root)
+                procfs_root = PROCFS_DEFAULT_ROOT;
         if (!pmu) {
                 note_append(&p, "no core PMU counts for this CPU");
                 *ret = p;
@@ -345,7 +464,7 @@ int pmu_topdown_plan_cpu(const char *sysfs_root, unsigned cpu, const struct pmu_
         if (pmu->kind == PMU_KIND_ARM_PMUV3)
                 plan_arm(sysfs_root, cpu, pmu, &p);
         else if (pmu->kind == PMU_KIND_X86)
-                plan_x86(pmu, &p);
+                plan_x86(procfs_root, cpu, pmu, &p);
         else
                 note_append(&p, "%s: no top-down formulas for this kind of PMU", pmu->name);
 
@@ -446,6 +565,27 @@ void pmu_topdown_compute(const struct pmu_topdown_plan *p, const uint64_t delta[
                 set(&t, PMU_TOPDOWN_RETIRING, (op_ret / op_spec) * (1 - s / (slots * c)));
                 set(&t, PMU_TOPDOWN_BACKEND_BOUND, s_be / (slots * c));
                 break;
+
+        case PMU_TOPDOWN_AMD_PIPELINE: {
+                /* tools/perf/pmu-events/arch/x86/amdzen4/pipeline.json (and
+                 * amdzen5/, with 8 slots), total_dispatch_slots = 6 * ls_not_halted_cyc:
+                 *   frontend_bound  = de_no_dispatch_per_slot.no_ops_from_frontend / total_dispatch_slots
+                 *   bad_speculation = (de_src_op_disp.all - ex_ret_ops) / total_dispatch_slots
+                 *   backend_bound   = de_no_dispatch_per_slot.backend_stalls / total_dispatch_slots
+                 *   smt_contention  = de_no_dispatch_per_slot.smt_contention / total_dispatch_slots
+                 *   retiring        = ex_ret_ops / total_dispatch_slots */
+                double total = slots * (double) delta[PMU_TD_AMD_NOT_HALTED_CYC];
+                double ret_ops = (double) delta[PMU_TD_AMD_RET_OPS];
+
+                if (total == 0)
+                        break;
+                set(&t, PMU_TOPDOWN_FRONTEND_BOUND, (double) delta[PMU_TD_AMD_NO_OPS_FROM_FRONTEND] / total);
+                set(&t, PMU_TOPDOWN_BAD_SPECULATION, ((double) delta[PMU_TD_AMD_OP_DISP_ALL] - ret_ops) / total);
+                set(&t, PMU_TOPDOWN_BACKEND_BOUND, (double) delta[PMU_TD_AMD_BACKEND_STALLS] / total);
+                set(&t, PMU_TOPDOWN_SMT_CONTENTION, (double) delta[PMU_TD_AMD_SMT_CONTENTION] / total);
+                set(&t, PMU_TOPDOWN_RETIRING, ret_ops / total);
+                break;
+        }
 
         case PMU_TOPDOWN_INTEL_PERF_METRICS: {
                 /* tools/perf/pmu-events/arch/x86/sapphirerapids/spr-metrics.json

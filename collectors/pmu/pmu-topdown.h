@@ -49,6 +49,7 @@ enum pmu_topdown_method {
         PMU_TOPDOWN_ARM_V1,             /* Neoverse V1: neoverse-v1/metrics.json */
         PMU_TOPDOWN_ARM_V3,             /* Neoverse V3: neoverse-v3/metrics.json */
         PMU_TOPDOWN_INTEL_PERF_METRICS, /* Ice Lake and later P-cores: slots + topdown-* */
+        PMU_TOPDOWN_AMD_PIPELINE,       /* Zen 4, Zen 5: dispatch-slot pipeline utilization */
         _PMU_TOPDOWN_METHOD_MAX,
 };
 
@@ -73,6 +74,12 @@ enum pmu_topdown_input {
         PMU_TD_BR_MISPREDICT,
         PMU_TD_FETCH_LAT,
         PMU_TD_MEM_BOUND,
+        PMU_TD_AMD_NOT_HALTED_CYC, /* ls_not_halted_cyc */
+        PMU_TD_AMD_NO_OPS_FROM_FRONTEND, /* de_no_dispatch_per_slot.no_ops_from_frontend */
+        PMU_TD_AMD_BACKEND_STALLS,       /* de_no_dispatch_per_slot.backend_stalls */
+        PMU_TD_AMD_SMT_CONTENTION,       /* de_no_dispatch_per_slot.smt_contention */
+        PMU_TD_AMD_OP_DISP_ALL,          /* de_src_op_disp.all */
+        PMU_TD_AMD_RET_OPS,              /* ex_ret_ops */
         _PMU_TD_INPUT_MAX,
 };
 
@@ -82,6 +89,8 @@ enum pmu_topdown_metric {
         PMU_TOPDOWN_BAD_SPECULATION,
         PMU_TOPDOWN_RETIRING,
         PMU_TOPDOWN_BACKEND_BOUND,
+        /* AMD's fifth level-1 category: slots the other SMT thread took */
+        PMU_TOPDOWN_SMT_CONTENTION,
         /* Neoverse N1's partial level 1: fractions of cycles, not of slots */
         PMU_TOPDOWN_FRONTEND_STALLED_CYCLES,
         PMU_TOPDOWN_BACKEND_STALLED_CYCLES,
@@ -101,7 +110,7 @@ struct pmu_topdown_plan {
         enum pmu_topdown_method method;
         char core[PMU_TOPDOWN_CORE_MAX];
         uint32_t midr;     /* Arm: MIDR_EL1 of the CPU, 0 when unknown */
-        unsigned slots;    /* Arm: issue slots per cycle (caps/slots, or the core's width) */
+        unsigned slots;    /* Arm: issue slots per cycle (caps/slots, or the core's width); AMD: dispatch width */
         bool n2_stall_slot_quirk; /* N2 before r0p3: STALL_SLOT* count one slot per cycle too many */
         uint32_t type;     /* perf_event_attr.type for every member */
         size_t n;          /* members, [0] the group leader */
@@ -119,13 +128,14 @@ struct pmu_topdown {
 /*
  * Plan top-down for cpu, whose core PMU is pmu (NULL: none), reading
  * <sysfs_root>/devices/system/cpu/cpu<N>/regs/identification/midr_el1 on
- * Arm. general_counters and cycle_counter are the PMU's counter budget: a
+ * Arm, <procfs_root>/cpuinfo (NULL: "/proc") for AMD's family and model.
+ * general_counters and cycle_counter are the PMU's counter budget: a
  * group that would not fit is not planned (no multiplexing inside a group
  * is possible, and splitting it would mix windows). Always fills *ret;
  * method NONE with a note when nothing can be computed. Returns 0, or
  * -EINVAL for bad arguments.
  */
-int pmu_topdown_plan_cpu(const char *sysfs_root, unsigned cpu, const struct pmu_desc *pmu,
+int pmu_topdown_plan_cpu(const char *sysfs_root, const char *procfs_root, unsigned cpu, const struct pmu_desc *pmu,
                          unsigned general_counters, bool cycle_counter, struct pmu_topdown_plan *ret);
 
 /*

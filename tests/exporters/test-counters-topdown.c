@@ -38,13 +38,14 @@ static void set_level1(struct pmu_cpu_topdown *t, double fe, double bad, double 
         }
 }
 
-/* CPUs 0 and 2: Neoverse V2, complete; CPU 1: unknown core; CPU 3: V2 whose group did not run. */
+/* CPUs 0 and 2: Neoverse V2, complete; CPU 1: unknown core; CPU 3: V2 whose group did not run;
+ * CPU 4: AMD Zen 4, five categories. */
 static struct pmu_snapshot *make(void) {
         struct pmu_snapshot *s = xcalloc(1, sizeof(*s));
 
         s->state = PMU_STATE_DEGRADED;
         s->reads = 3;
-        s->n_cpus = 4;
+        s->n_cpus = 5;
         s->cpus = xcalloc(s->n_cpus, sizeof(*s->cpus));
         for (unsigned i = 0; i < 4; i++) {
                 struct pmu_cpu_topdown *t = &s->cpus[i].topdown;
@@ -62,6 +63,13 @@ static struct pmu_snapshot *make(void) {
                 set_level1(t, 0.1, 0.2, 0.3, 0.4);
         }
         set_level1(&s->cpus[2].topdown, 0.25, 0.05, 0.5, 0.2);
+        s->cpus[4].cpu = 4;
+        s->cpus[4].topdown.method = PMU_TOPDOWN_AMD_PIPELINE;
+        snprintf(s->cpus[4].topdown.core, sizeof(s->cpus[4].topdown.core), "zen4 family 0x19 model 0x11");
+        set_level1(&s->cpus[4].topdown, 0.2, 0.05, 0.35, 0.3);
+        s->cpus[4].topdown.computes[PMU_TOPDOWN_SMT_CONTENTION] = true;
+        s->cpus[4].topdown.last.present[PMU_TOPDOWN_SMT_CONTENTION] = true;
+        s->cpus[4].topdown.last.value[PMU_TOPDOWN_SMT_CONTENTION] = 0.1;
         memset(&s->cpus[3].topdown.last, 0, sizeof(s->cpus[3].topdown.last));
         return s;
 }
@@ -80,6 +88,7 @@ static void test_metrics(void **state) {
         /* CPU 1 cannot, CPU 3's group did not run: no sample, never a 0. */
         assert_null(strstr(out.buf, "armprofd_topdown_fraction{cpu=\"1\""));
         assert_null(strstr(out.buf, "armprofd_topdown_fraction{cpu=\"3\""));
+        assert_non_null(strstr(out.buf, "\narmprofd_topdown_fraction{cpu=\"4\",level=\"1\",category=\"smt_contention\"} 0.1\n"));
         strbuf_done(&out);
         pmu_snapshot_free(s);
 }
@@ -89,7 +98,7 @@ static void test_status(void **state) {
         json_t *st = counters_status_json(s, NULL), *td = json_object_get(st, "topdown"), *e;
 
         /* CPUs 0, 2, 3 are alike (same core, method, note): one entry; CPU 1 its own. */
-        assert_int_equal(json_array_size(td), 2);
+        assert_int_equal(json_array_size(td), 3);
         e = json_array_get(td, 0);
         assert_int_equal(json_array_size(json_object_get(e, "cpus")), 3);
         assert_int_equal(json_integer_value(json_array_get(json_object_get(e, "cpus"), 0)), 0);
@@ -100,12 +109,19 @@ static void test_status(void **state) {
         assert_int_equal(json_array_size(json_object_get(e, "computes")), 4);
         /* Level 2 is not computed there, and says so. */
         assert_non_null(json_object_get(json_object_get(e, "cannot"), "memory_bound"));
+        /* AMD's fifth category is no gap elsewhere. */
+        assert_null(json_object_get(json_object_get(e, "cannot"), "smt_contention"));
 
         e = json_array_get(td, 1);
         assert_int_equal(json_integer_value(json_array_get(json_object_get(e, "cpus"), 0)), 1);
         assert_string_equal(json_string_value(json_object_get(e, "level1")), "unavailable");
         assert_int_equal(json_array_size(json_object_get(e, "computes")), 0);
         assert_string_equal(json_string_value(json_object_get(json_object_get(e, "cannot"), "retiring")), NOTE_NONE);
+
+        e = json_array_get(td, 2);
+        assert_int_equal(json_integer_value(json_array_get(json_object_get(e, "cpus"), 0)), 4);
+        assert_string_equal(json_string_value(json_object_get(e, "method")), "amd-pipeline");
+        assert_int_equal(json_array_size(json_object_get(e, "computes")), 5);
         json_decref(st);
         pmu_snapshot_free(s);
 }
@@ -129,6 +145,8 @@ static void test_counters_bar(void **state) {
         assert_non_null(strstr(out.buf, want0));
         assert_non_null(strstr(out.buf, want2));
         assert_non_null(strstr(out.buf, "25.0%"));
+        /* CPU 4: 0.2 0.05 0.35 0.3 0.1 -> cumulative 8, 10, 24, 36, 40 cells. */
+        assert_non_null(strstr(out.buf, "FFFFFFFFSSRRRRRRRRRRRRRRBBBBBBBBBBBBTTTT"));
         /* CPUs 1 and 3 have no bar: no row made of their name and letters. */
         {
                 const char *p = strstr(out.buf, "Top-down");

@@ -42,8 +42,13 @@ static void load(struct fixture *f, const char *name) {
 }
 
 static void plan(struct fixture *f, const char *name, unsigned cpu, unsigned general, struct pmu_topdown_plan *p) {
+        char proc[sizeof(f->root) + 8];
+
         load(f, name);
-        assert_int_equal(pmu_topdown_plan_cpu(f->root, cpu, pmu_sysfs_pmu_for_cpu(f->sysfs, cpu), general, true, p), 0);
+        snprintf(proc, sizeof(proc), "%s/proc", f->root);
+        assert_int_equal(pmu_topdown_plan_cpu(f->root, proc, cpu, pmu_sysfs_pmu_for_cpu(f->sysfs, cpu), general, true,
+                                              p),
+                         0);
         f->sysfs = pmu_sysfs_free(f->sysfs);
 }
 
@@ -351,15 +356,85 @@ static void test_alderlake_hybrid(void **state) {
         assert_non_null(strstr(p.note, "cpu_atom has no `slots` event"));
 }
 
-static void test_zen4_unavailable(void **state) {
+/* AMD raw configs: event bits 0-7 and 32-35 (0x1a0: 0xa0 and 1 << 32), umask 8-15 (arch/x86/include/asm/perf_event.h);
+ * codes from amdzen4/other.json and core.json. */
+static const enum pmu_topdown_input amd_in[] = { PMU_TD_AMD_NOT_HALTED_CYC, PMU_TD_AMD_NO_OPS_FROM_FRONTEND,
+                                                 PMU_TD_AMD_BACKEND_STALLS, PMU_TD_AMD_SMT_CONTENTION,
+                                                 PMU_TD_AMD_OP_DISP_ALL,    PMU_TD_AMD_RET_OPS };
+static const uint64_t amd_cfg[] = { 0x76, 0x1000000a0 | 0x0100, 0x1000000a0 | 0x1e00, 0x1000000a0 | 0x6000,
+                                    0x07aa, 0xc1 };
+
+static void assert_amd_level1(const struct pmu_topdown *t, double fe, double bad, double ret, double be, double smt) {
+        assert_true(t->present[PMU_TOPDOWN_SMT_CONTENTION]);
+        assert_close(t->value[PMU_TOPDOWN_FRONTEND_BOUND], fe);
+        assert_close(t->value[PMU_TOPDOWN_BAD_SPECULATION], bad);
+        assert_close(t->value[PMU_TOPDOWN_RETIRING], ret);
+        assert_close(t->value[PMU_TOPDOWN_BACKEND_BOUND], be);
+        assert_close(t->value[PMU_TOPDOWN_SMT_CONTENTION], smt);
+        assert_close(t->value[PMU_TOPDOWN_FRONTEND_BOUND] + t->value[PMU_TOPDOWN_BAD_SPECULATION] +
+                             t->value[PMU_TOPDOWN_RETIRING] + t->value[PMU_TOPDOWN_BACKEND_BOUND] +
+                             t->value[PMU_TOPDOWN_SMT_CONTENTION],
+                     1.0);
+}
+
+static void test_zen4(void **state) {
         struct fixture f;
         struct pmu_topdown_plan p;
+        struct pmu_topdown t;
+        uint64_t d[_PMU_TD_INPUT_MAX] = {};
 
+        /* Family 25 model 0x11 (Genoa): amdzen4 by mapfile.csv; six general counters. */
+        plan(&f, "topdown-zen4", 1, 6, &p);
+        assert_int_equal(p.method, PMU_TOPDOWN_AMD_PIPELINE);
+        assert_string_equal(p.core, "zen4 family 0x19 model 0x11");
+        assert_int_equal(p.slots, 6);
+        assert_members(&p, amd_in, amd_cfg, 6);
+        assert_true(pmu_topdown_plan_computes(&p, PMU_TOPDOWN_SMT_CONTENTION));
+
+        /* total_dispatch_slots = 6 * 1e6; FE 1.2e6/6e6 = 0.2, BE 1.8e6/6e6 = 0.3, SMT 0.6e6/6e6 = 0.1,
+         * BAD (2.4e6 - 2.1e6)/6e6 = 0.05, RET 2.1e6/6e6 = 0.35 */
+        d[PMU_TD_AMD_NOT_HALTED_CYC] = 1000000;
+        d[PMU_TD_AMD_NO_OPS_FROM_FRONTEND] = 1200000;
+        d[PMU_TD_AMD_BACKEND_STALLS] = 1800000;
+        d[PMU_TD_AMD_SMT_CONTENTION] = 600000;
+        d[PMU_TD_AMD_OP_DISP_ALL] = 2400000;
+        d[PMU_TD_AMD_RET_OPS] = 2100000;
+        pmu_topdown_compute(&p, d, &t);
+        assert_amd_level1(&t, 0.2, 0.05, 0.35, 0.3, 0.1);
+
+        /* The x86 default budget (4, one left to the NMI watchdog): not opened, said so. */
         plan(&f, "topdown-zen4", 0, 4, &p);
         assert_int_equal(p.method, PMU_TOPDOWN_NONE);
-        assert_non_null(strstr(p.note, "no `slots` event"));
+        assert_non_null(strstr(p.note, "needs 6 general counters and cpu has 4"));
         for (int m = 0; m < _PMU_TOPDOWN_METRIC_MAX; m++)
                 assert_false(pmu_topdown_plan_computes(&p, m));
+}
+
+static void test_zen5_and_zen3(void **state) {
+        struct fixture f;
+        struct pmu_topdown_plan p;
+        struct pmu_topdown t;
+        uint64_t d[_PMU_TD_INPUT_MAX] = {};
+
+        plan(&f, "topdown-zen5", 3, 6, &p);
+        assert_int_equal(p.method, PMU_TOPDOWN_AMD_PIPELINE);
+        assert_int_equal(p.slots, 8);
+        assert_members(&p, amd_in, amd_cfg, 6);
+        /* total 8e6: FE 0.25, BE 0.25, SMT 0.1, BAD (3.2e6 - 3.0e6)/8e6 = 0.025, RET 0.375 */
+        d[PMU_TD_AMD_NOT_HALTED_CYC] = 1000000;
+        d[PMU_TD_AMD_NO_OPS_FROM_FRONTEND] = 2000000;
+        d[PMU_TD_AMD_BACKEND_STALLS] = 2000000;
+        d[PMU_TD_AMD_SMT_CONTENTION] = 800000;
+        d[PMU_TD_AMD_OP_DISP_ALL] = 3200000;
+        d[PMU_TD_AMD_RET_OPS] = 3000000;
+        pmu_topdown_compute(&p, d, &t);
+        assert_amd_level1(&t, 0.25, 0.025, 0.375, 0.25, 0.1);
+
+        /* Family 25 model 0x01 (Milan): amdzen3, no pipeline utilization published. */
+        plan(&f, "topdown-zen3", 0, 6, &p);
+        assert_int_equal(p.method, PMU_TOPDOWN_NONE);
+        assert_string_equal(p.core, "zen3 family 0x19 model 0x1");
+        assert_non_null(strstr(p.note, "Zen 4 and Zen 5 only"));
 }
 
 static void test_qemu_unknown_core(void **state) {
@@ -373,7 +448,7 @@ static void test_qemu_unknown_core(void **state) {
 
         /* No core PMU at all (this VM). */
         load(&f, "no-pmu");
-        assert_int_equal(pmu_topdown_plan_cpu(f.root, 0, NULL, 4, false, &p), 0);
+        assert_int_equal(pmu_topdown_plan_cpu(f.root, "/nonexistent", 0, NULL, 4, false, &p), 0);
         assert_int_equal(p.method, PMU_TOPDOWN_NONE);
         assert_string_equal(p.note, "no core PMU counts for this CPU");
         f.sysfs = pmu_sysfs_free(f.sysfs);
@@ -394,7 +469,7 @@ static void test_missing_event(void **state) {
         assert_true(k < pmu->n_events);
         free(pmu->events[k].name);
         pmu->events[k].name = strdup("op_spec_hidden");
-        assert_int_equal(pmu_topdown_plan_cpu(f.root, 0, pmu, 6, true, &p), 0);
+        assert_int_equal(pmu_topdown_plan_cpu(f.root, "/nonexistent", 0, pmu, 6, true, &p), 0);
         assert_int_equal(p.method, PMU_TOPDOWN_NONE);
         assert_non_null(strstr(p.note, "events/ lacks op_spec"));
         f.sysfs = pmu_sysfs_free(f.sysfs);
@@ -527,7 +602,8 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_v3),
                 cmocka_unit_test(test_sapphire_rapids),
                 cmocka_unit_test(test_alderlake_hybrid),
-                cmocka_unit_test(test_zen4_unavailable),
+                cmocka_unit_test(test_zen4),
+                cmocka_unit_test(test_zen5_and_zen3),
                 cmocka_unit_test(test_qemu_unknown_core),
                 cmocka_unit_test(test_missing_event),
                 cmocka_unit_test(test_windows_never_mixed),
