@@ -128,6 +128,32 @@ void counters_write_metrics(const struct pmu_snapshot *s, struct prom_writer *w)
                 }
         }
 
+        /* Memory bandwidth: bytes through each memory-side PMU (pmu-bandwidth.h). */
+        {
+                bool family = false;
+
+                for (size_t i = 0; i < s->n_bandwidth; i++) {
+                        const struct pmu_bandwidth_value *b = &s->bandwidth[i];
+                        char cpu[DECIMAL_STR_MAX(unsigned)];
+
+                        if (b->error != 0)
+                                continue;
+                        if (!family) {
+                                prom_family_unit(w, "armprofd_memory_bytes_total", PROM_COUNTER, "bytes",
+                                                 "Bytes moved to and from memory, counted by a memory-side PMU "
+                                                 "(method cmn-hnf-mc: Arm CMN HN-F requests to the memory "
+                                                 "controllers less their retries, x 64; imc-cas: Intel IMC "
+                                                 "CAS reads and writes, x 64); rate() gives bytes/s.");
+                                family = true;
+                        }
+                        snprintf(cpu, sizeof(cpu), "%u", b->cpu);
+                        prom_sample_u64(w,
+                                        (const char *const[]) { "pmu", b->pmu, "cpu", cpu, "method",
+                                                                pmu_bandwidth_method_to_string(b->method), NULL },
+                                        b->bytes_total);
+                }
+        }
+
         /* Multiplexing made visible: running < enabled means scaled values. */
         for (int which = 0; which < 2; which++) {
                 const char *name = which == 0 ? "armprofd_pmu_enabled_seconds_total"
@@ -308,6 +334,22 @@ static json_t *topdown_status_json(const struct pmu_snapshot *s) {
         return arr;
 }
 
+/* {"sources": [{"pmu", "cpu", "method", "counting", "error"?}], "note": why none or what is missing} */
+static json_t *bandwidth_status_json(const struct pmu_snapshot *s) {
+        json_t *sources = json_array();
+
+        for (size_t i = 0; i < s->n_bandwidth; i++) {
+                const struct pmu_bandwidth_value *b = &s->bandwidth[i];
+                json_t *e = json_pack("{s:s, s:i, s:s, s:b}", "pmu", b->pmu, "cpu", (int) b->cpu, "method",
+                                      pmu_bandwidth_method_to_string(b->method), "counting", b->error == 0);
+
+                if (b->error != 0)
+                        json_object_set_new(e, "error", json_string(pmu_event_error_string(b->error)));
+                json_array_append_new(sources, e);
+        }
+        return json_pack("{s:o, s:s}", "sources", sources, "note", s->bandwidth_note);
+}
+
 json_t *counters_status_json(const struct pmu_snapshot *s, const char *disabled_reason) {
         json_t *o, *events;
 
@@ -332,5 +374,6 @@ json_t *counters_status_json(const struct pmu_snapshot *s, const char *disabled_
         }
         json_object_set_new(o, "events", events);
         json_object_set_new(o, "topdown", topdown_status_json(s));
+        json_object_set_new(o, "bandwidth", bandwidth_status_json(s));
         return o;
 }

@@ -67,6 +67,18 @@ struct cpu_state {
         struct pmu_topdown td;
 };
 
+/* One memory-side PMU group (pmu-bandwidth.h) on one CPU of its cpumask. */
+struct bandwidth {
+        const struct pmu_bandwidth_source *src;
+        int fd[2];
+        uint64_t id[2];
+        bool primed;
+        uint64_t prev[2], prev_enabled, prev_running;
+        uint64_t bytes_total;
+        bool counted; /* bytes were added in the last interval */
+        int error;    /* negative errno of the open, 0 if open */
+};
+
 struct pmu_collector {
         char *procfs_root;
         enum pmu_event_id events[_PMU_EVENT_MAX];
@@ -83,11 +95,16 @@ struct pmu_collector {
         struct cpulist online; /* CPUs we hold groups for */
         struct cpu_state *cpus[CPULIST_MAX_CPUS];
 
+        struct pmu_bandwidth_plan bw_plan;
+        struct bandwidth *bw; /* bw_plan.n */
+
         uint64_t reads;
         unsigned resplits;
         enum pmu_state state;
         char message[PMU_MESSAGE_MAX];
 };
+
+static void bandwidth_open(struct pmu_collector *c);
 
 static const char *const state_names[_PMU_STATE_MAX] = {
         [PMU_STATE_OK] = "ok",
@@ -481,6 +498,11 @@ struct pmu_collector *pmu_collector_free(struct pmu_collector *c) {
                 cpu_close(c->cpus[i]);
                 free(c->cpus[i]);
         }
+        for (size_t i = 0; i < c->bw_plan.n; i++)
+                for (size_t k = 2; k > 0; k--)
+                        c->bw[i].fd[k - 1] = safe_close(c->bw[i].fd[k - 1]);
+        free(c->bw);
+        pmu_bandwidth_plan_done(&c->bw_plan);
         pmu_sysfs_free(c->sysfs);
         free(c->general);
         free(c->cycle_counter);
@@ -538,6 +560,7 @@ int pmu_collector_new(const struct pmu_collector_config *cfg, struct pmu_collect
         c->online = c->sysfs->online;
         CPULIST_FOREACH(cpu, &c->online)
                 cpu_open(c, cpu_get(c, (unsigned) cpu));
+        bandwidth_open(c);
         update_state(c);
 
         *ret = TAKE_PTR(c);
@@ -683,6 +706,75 @@ static void read_topdown(struct pmu_collector *c, struct cpu_state *s) {
                          s->td_n);
 }
 
+/* Open each memory-side PMU's group on its cpumask CPU (uncore PMUs count
+ * for the whole mesh or socket; the kernel refuses them elsewhere,
+ * arm_cmn_event_init() and uncore_pmu_event_init()). */
+static void bandwidth_open(struct pmu_collector *c) {
+        (void) pmu_bandwidth_plan(c->sysfs->root, &c->bw_plan);
+        c->bw = xcalloc(MAX(c->bw_plan.n, 1U), sizeof(*c->bw));
+        for (size_t i = 0; i < c->bw_plan.n; i++) {
+                struct bandwidth *b = &c->bw[i];
+                const struct pmu_bandwidth_source *src = &c->bw_plan.sources[i];
+                int r = 0;
+
+                *b = (struct bandwidth) { .src = src, .fd = { -1, -1 } };
+                for (size_t k = 0; k < src->n && r >= 0; k++) {
+                        struct perf_event_attr attr;
+
+                        attr_init(&attr, src->type, src->config[k]);
+                        attr.disabled = k == 0;
+                        r = perf_event_open(&attr, -1, (int) src->cpu, k == 0 ? -1 : b->fd[0], PERF_FLAG_FD_CLOEXEC);
+                        if (r < 0)
+                                break;
+                        b->fd[k] = r;
+                        if (ioctl(r, PERF_EVENT_IOC_ID, &b->id[k]) < 0)
+                                r = -errno;
+                }
+                if (r >= 0 && ioctl(b->fd[0], PERF_EVENT_IOC_ENABLE, 0) < 0)
+                        r = -errno;
+                if (r < 0) {
+                        b->error = r;
+                        for (size_t k = 2; k > 0; k--)
+                                b->fd[k - 1] = safe_close(b->fd[k - 1]);
+                }
+        }
+}
+
+static void bandwidth_read(struct bandwidth *b) {
+        uint64_t buf[PMU_GROUP_READ_SIZE(2) / sizeof(uint64_t)], value[2] = {}, delta[2], bytes;
+        struct pmu_group_reading rd;
+        ssize_t n;
+        size_t matched = 0;
+
+        b->counted = false;
+        if (b->fd[0] < 0)
+                return;
+        n = read(b->fd[0], buf, PMU_GROUP_READ_SIZE(b->src->n));
+        if (n < 0 || pmu_group_parse_read(buf, (size_t) n, &rd) < 0 || rd.n != b->src->n)
+                return;
+        for (size_t i = 0; i < rd.n; i++)
+                for (size_t k = 0; k < b->src->n; k++)
+                        if (rd.id[i] == b->id[k]) {
+                                value[k] = rd.value[i];
+                                matched++;
+                        }
+        if (matched != b->src->n)
+                return;
+        if (b->primed && rd.running > b->prev_running && value[0] >= b->prev[0] && value[1] >= b->prev[1]) {
+                delta[0] = value[0] - b->prev[0];
+                delta[1] = value[1] - b->prev[1];
+                if (pmu_bandwidth_bytes(b->src, delta, rd.enabled - b->prev_enabled, rd.running - b->prev_running,
+                                        &bytes) >= 0) {
+                        b->bytes_total = b->bytes_total > UINT64_MAX - bytes ? UINT64_MAX : b->bytes_total + bytes;
+                        b->counted = true;
+                }
+        }
+        b->primed = true;
+        memcpy(b->prev, value, sizeof(b->prev));
+        b->prev_enabled = rd.enabled;
+        b->prev_running = rd.running;
+}
+
 static void compute_ratios(struct cpu_state *s) {
         bool counted[_PMU_EVENT_MAX];
         uint64_t delta[_PMU_EVENT_MAX];
@@ -711,6 +803,8 @@ int pmu_collector_read(struct pmu_collector *c) {
                 read_topdown(c, s);
                 compute_ratios(s);
         }
+        for (size_t i = 0; i < c->bw_plan.n; i++)
+                bandwidth_read(&c->bw[i]);
         c->reads++;
 
         CPULIST_FOREACH(cpu, &c->online) {
@@ -781,6 +875,20 @@ int pmu_collector_snapshot(const struct pmu_collector *c, struct pmu_snapshot **
                 n++;
         }
         snap->n_cpus = n;
+
+        snap->n_bandwidth = c->bw_plan.n;
+        snap->bandwidth = xcalloc(MAX(c->bw_plan.n, 1U), sizeof(*snap->bandwidth));
+        for (size_t i = 0; i < c->bw_plan.n; i++) {
+                struct pmu_bandwidth_value *o = &snap->bandwidth[i];
+
+                snprintf(o->pmu, sizeof(o->pmu), "%s", c->bw[i].src->name);
+                o->cpu = c->bw[i].src->cpu;
+                o->method = c->bw[i].src->method;
+                o->bytes_total = c->bw[i].bytes_total;
+                o->counted = c->bw[i].counted;
+                o->error = c->bw[i].error;
+        }
+        snprintf(snap->bandwidth_note, sizeof(snap->bandwidth_note), "%s", c->bw_plan.note);
 
         for (size_t i = 0; i < c->n_events; i++) {
                 enum pmu_event_id ev = c->events[i];
@@ -854,6 +962,7 @@ struct pmu_snapshot *pmu_snapshot_free(struct pmu_snapshot *s) {
         if (!s)
                 return NULL;
         free(s->cpus);
+        free(s->bandwidth);
         free(s);
         return NULL;
 }

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pmu-bandwidth.h"
 #include "pmu-event.h"
 #include "pmu-ratio.h"
 #include "pmu-topdown.h"
@@ -72,6 +73,16 @@ struct pmu_event_status {
         int error;      /* negative errno of the first failure, 0 if none */
 };
 
+/* One memory-side PMU group: bytes moved since the collector started. */
+struct pmu_bandwidth_value {
+        char pmu[PMU_BANDWIDTH_NAME_MAX];
+        unsigned cpu;
+        enum pmu_bandwidth_method method;
+        uint64_t bytes_total;
+        bool counted; /* it ran in the last interval */
+        int error;    /* negative errno of its open, 0 when open */
+};
+
 struct pmu_snapshot {
         uint64_t reads; /* number of pmu_collector_read() calls so far */
         enum pmu_state state;
@@ -85,6 +96,10 @@ struct pmu_snapshot {
          * over the CPUs where both events were counted. */
         struct pmu_event_value host[_PMU_EVENT_MAX];
         struct pmu_ratio host_ratios[_PMU_RATIO_MAX];
+        /* Memory bandwidth (pmu-bandwidth.h), and what is absent. */
+        size_t n_bandwidth;
+        struct pmu_bandwidth_value *bandwidth;
+        char bandwidth_note[PMU_BANDWIDTH_NOTE_MAX];
 };
 
 struct pmu_snapshot *pmu_snapshot_free(struct pmu_snapshot *s);

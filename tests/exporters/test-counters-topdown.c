@@ -6,6 +6,7 @@
  * why not; the /counters text draws each CPU's level-1 bar, its letters
  * counted here from the fractions.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -70,6 +71,14 @@ static struct pmu_snapshot *make(void) {
         s->cpus[4].topdown.computes[PMU_TOPDOWN_SMT_CONTENTION] = true;
         s->cpus[4].topdown.last.present[PMU_TOPDOWN_SMT_CONTENTION] = true;
         s->cpus[4].topdown.last.value[PMU_TOPDOWN_SMT_CONTENTION] = 0.1;
+
+        /* A mesh counting, and one that could not be opened. */
+        s->n_bandwidth = 2;
+        s->bandwidth = xcalloc(2, sizeof(*s->bandwidth));
+        s->bandwidth[0] = (struct pmu_bandwidth_value) { .pmu = "arm_cmn_0", .cpu = 0, .method = PMU_BANDWIDTH_CMN_HNF_MC,
+                                                         .bytes_total = 60800000, .counted = true };
+        s->bandwidth[1] = (struct pmu_bandwidth_value) { .pmu = "arm_cmn_1", .cpu = 2, .method = PMU_BANDWIDTH_CMN_HNF_MC,
+                                                         .error = -EACCES };
         memset(&s->cpus[3].topdown.last, 0, sizeof(s->cpus[3].topdown.last));
         return s;
 }
@@ -89,6 +98,10 @@ static void test_metrics(void **state) {
         assert_null(strstr(out.buf, "armprofd_topdown_fraction{cpu=\"1\""));
         assert_null(strstr(out.buf, "armprofd_topdown_fraction{cpu=\"3\""));
         assert_non_null(strstr(out.buf, "\narmprofd_topdown_fraction{cpu=\"4\",level=\"1\",category=\"smt_contention\"} 0.1\n"));
+        /* Bytes as a counter, for the PMU that counts only. */
+        assert_non_null(strstr(out.buf, "# TYPE armprofd_memory_bytes_total counter\n"));
+        assert_non_null(strstr(out.buf, "\narmprofd_memory_bytes_total{pmu=\"arm_cmn_0\",cpu=\"0\",method=\"cmn-hnf-mc\"} 60800000\n"));
+        assert_null(strstr(out.buf, "arm_cmn_1"));
         strbuf_done(&out);
         pmu_snapshot_free(s);
 }
@@ -122,6 +135,13 @@ static void test_status(void **state) {
         assert_int_equal(json_integer_value(json_array_get(json_object_get(e, "cpus"), 0)), 4);
         assert_string_equal(json_string_value(json_object_get(e, "method")), "amd-pipeline");
         assert_int_equal(json_array_size(json_object_get(e, "computes")), 5);
+
+        e = json_object_get(st, "bandwidth");
+        assert_int_equal(json_array_size(json_object_get(e, "sources")), 2);
+        assert_true(json_is_true(json_object_get(json_array_get(json_object_get(e, "sources"), 0), "counting")));
+        assert_true(json_is_false(json_object_get(json_array_get(json_object_get(e, "sources"), 1), "counting")));
+        assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(e, "sources"), 1), "error")),
+                            "Permission denied");
         json_decref(st);
         pmu_snapshot_free(s);
 }

@@ -246,6 +246,32 @@ def check_topdown(d, pmu):
     print(f"top-down: core PMUs {core_pmus()}; /status {[(e['core'], e['level1']) for e in td]}")
 
 
+def check_bandwidth(d, pmu):
+    """/status lists a bandwidth source per memory-side PMU sysfs lists (and
+    CPU of its cpumask), and says so when there is none (this VM)."""
+    root = "/sys/bus/event_source/devices"
+    want = []
+    for n in sorted(os.listdir(root)):
+        if n.startswith(("arm_cmn_", "uncore_imc")):
+            with open(os.path.join(root, n, "cpumask")) as f:
+                mask = f.read().strip()
+            for part in mask.split(","):
+                lo, _, hi = part.partition("-")
+                want += [(n, c) for c in range(int(lo), int(hi or lo) + 1)]
+    bw = pmu["bandwidth"]
+    got = [(e["pmu"], e["cpu"]) for e in bw["sources"]]
+    s = parse_prom_text(d.get("/metrics")[2].decode())
+    counters = [k for k in s if k[0] == "armprofd_memory_bytes_total"]
+    if not want:
+        assert got == [] and "no memory-side PMU" in bw["note"], bw
+        assert not counters, counters
+        print(f"bandwidth: no memory-side PMU in sysfs; /status says: {bw['note']}")
+        return
+    # Sources whose events are listed; the others are in the note.
+    assert set(got) <= set(want), (got, want)
+    print(f"bandwidth: {got}; note: {bw['note']}")
+
+
 with Daemon(config_text=f"[pmu]\ninterval = {int(INTERVAL * 1000)}ms\n") as d:
     d.wait_ready()
     if not CANNOT_COMPARE:
@@ -292,6 +318,7 @@ with Daemon(config_text=f"[pmu]\ninterval = {int(INTERVAL * 1000)}ms\n") as d:
     pmu = [x for x in st["collectors"] if x["name"] == "pmu"][0]
     assert pmu["up"] and pmu["events"]["page_faults"]["available"], pmu
     check_topdown(d, pmu)
+    check_bandwidth(d, pmu)
     assert d.get("/healthz")[0] == 200
     rc, took = d.stop()
     assert rc == 0, d.log()

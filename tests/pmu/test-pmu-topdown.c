@@ -23,6 +23,7 @@
 
 #include <cmocka.h>
 
+#include "pmu-bandwidth.h"
 #include "pmu-sysfs.h"
 #include "pmu-topdown.h"
 
@@ -592,6 +593,79 @@ static void test_event_terms(void **state) {
         f.sysfs = pmu_sysfs_free(f.sysfs);
 }
 
+/* Memory bandwidth: CMN-700's HN-F requests to the memory controllers. */
+static void test_bandwidth_cmn700(void **state) {
+        char root[1024];
+        struct pmu_bandwidth_plan p;
+        uint64_t bytes, d[2];
+
+        snprintf(root, sizeof(root), "%s/bandwidth-cmn700", fixtures);
+        assert_int_equal(pmu_bandwidth_plan(root, &p), 0);
+        assert_int_equal(p.n, 1);
+        assert_string_equal(p.sources[0].name, "arm_cmn_0");
+        assert_int_equal(p.sources[0].method, PMU_BANDWIDTH_CMN_HNF_MC);
+        assert_int_equal(p.sources[0].type, 42);
+        assert_int_equal(p.sources[0].cpu, 0);
+        /* type 0x5 (HN-F) in config 0-15, eventid in 16-26: 0x0d and 0x0c (drivers/perf/arm-cmn.c) */
+        assert_int_equal(p.sources[0].config[0], 0xd0005);
+        assert_int_equal(p.sources[0].config[1], 0xc0005);
+
+        /* One second: 1,000,000 requests, 50,000 retried: (1e6 - 5e4) x 64 = 60,800,000 bytes/s */
+        d[0] = 1000000;
+        d[1] = 50000;
+        assert_int_equal(pmu_bandwidth_bytes(&p.sources[0], d, 1000000000, 1000000000, &bytes), 0);
+        assert_int_equal(bytes, 60800000);
+        /* Counted half the time (multiplexed): scaled as perf does, x 2 */
+        assert_int_equal(pmu_bandwidth_bytes(&p.sources[0], d, 1000000000, 500000000, &bytes), 0);
+        assert_int_equal(bytes, 121600000);
+        /* Not counted at all: no value, not 0 */
+        assert_int_equal(pmu_bandwidth_bytes(&p.sources[0], d, 1000000000, 0, &bytes), -ENODATA);
+        pmu_bandwidth_plan_done(&p);
+
+        /* hnf_mc_retries not listed: not counted, and said so. */
+        snprintf(root, sizeof(root), "%s/bandwidth-cmn-noretries", fixtures);
+        assert_int_equal(pmu_bandwidth_plan(root, &p), 0);
+        assert_int_equal(p.n, 0);
+        assert_non_null(strstr(p.note, "arm_cmn_0: events/hnf_mc_retries: not listed"));
+        pmu_bandwidth_plan_done(&p);
+}
+
+/* Intel IMC CAS counts, two sockets (cpumask 0,56), four channels. */
+static void test_bandwidth_imc(void **state) {
+        char root[1024];
+        struct pmu_bandwidth_plan p;
+        uint64_t bytes, d[2];
+
+        snprintf(root, sizeof(root), "%s/bandwidth-spr-imc", fixtures);
+        assert_int_equal(pmu_bandwidth_plan(root, &p), 0);
+        assert_int_equal(p.n, 8);
+        for (size_t i = 0; i < p.n; i++) {
+                char want[32];
+
+                snprintf(want, sizeof(want), "uncore_imc_%zu", i / 2);
+                assert_string_equal(p.sources[i].name, want);
+                assert_int_equal(p.sources[i].type, 20 + i / 2);
+                assert_int_equal(p.sources[i].cpu, i % 2 ? 56 : 0);
+                assert_int_equal(p.sources[i].method, PMU_BANDWIDTH_IMC_CAS);
+                /* event 0x05, umask 0xcf / 0xf0 in config 8-15 */
+                assert_int_equal(p.sources[i].config[0], 0xcf05);
+                assert_int_equal(p.sources[i].config[1], 0xf005);
+        }
+        /* 3e6 reads + 1e6 writes: 4e6 x 64 = 256,000,000 bytes */
+        d[0] = 3000000;
+        d[1] = 1000000;
+        assert_int_equal(pmu_bandwidth_bytes(&p.sources[3], d, 1000, 1000, &bytes), 0);
+        assert_int_equal(bytes, 256000000);
+        pmu_bandwidth_plan_done(&p);
+
+        /* No memory-side PMU (this VM, the Neoverse fixtures): said so. */
+        snprintf(root, sizeof(root), "%s/topdown-v2", fixtures);
+        assert_int_equal(pmu_bandwidth_plan(root, &p), 0);
+        assert_int_equal(p.n, 0);
+        assert_non_null(strstr(p.note, "no memory-side PMU"));
+        pmu_bandwidth_plan_done(&p);
+}
+
 int main(int argc, char **argv) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_n1_partial),
@@ -609,6 +683,8 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_windows_never_mixed),
                 cmocka_unit_test(test_clamped),
                 cmocka_unit_test(test_event_terms),
+                cmocka_unit_test(test_bandwidth_cmn700),
+                cmocka_unit_test(test_bandwidth_imc),
         };
 
         if (argc != 2) {
