@@ -109,7 +109,7 @@ void counters_write_metrics(const struct pmu_snapshot *s, struct prom_writer *w)
 
                         snprintf(cpu, sizeof(cpu), "%u", c->cpu);
                         for (int m = 0; m < _PMU_TOPDOWN_METRIC_MAX; m++) {
-                                if (!c->topdown.last.present[m])
+                                if (!c->topdown.last.present[m] || pmu_topdown_metric_is_mpki(m))
                                         continue;
                                 if (!family) {
                                         prom_family(w, "armprofd_topdown_fraction", PROM_GAUGE,
@@ -123,6 +123,35 @@ void counters_write_metrics(const struct pmu_snapshot *s, struct prom_writer *w)
                                 prom_sample_double(w,
                                                    (const char *const[]) { "cpu", cpu, "level", level, "category",
                                                                            pmu_topdown_metric_name(m), NULL },
+                                                   c->topdown.last.value[m]);
+                        }
+                }
+        }
+
+        /* Misses per 1000 instructions, from a group of their own per CPU. */
+        {
+                bool family = false;
+
+                for (size_t i = 0; i < s->n_cpus; i++) {
+                        const struct pmu_cpu_snapshot *c = &s->cpus[i];
+                        char cpu[DECIMAL_STR_MAX(unsigned)], event[PMU_NAME_MAX];
+
+                        snprintf(cpu, sizeof(cpu), "%u", c->cpu);
+                        for (int m = 0; m < _PMU_TOPDOWN_METRIC_MAX; m++) {
+                                const char *name = pmu_topdown_metric_name(m);
+
+                                if (!c->topdown.last.present[m] || !pmu_topdown_metric_is_mpki(m))
+                                        continue;
+                                if (!family) {
+                                        prom_family(w, "armprofd_mpki", PROM_GAUGE,
+                                                    "Misses per 1000 instructions retired over the last counting "
+                                                    "interval, by event (l1i_cache, l1d_cache, l2d_cache, "
+                                                    "ll_cache_read, branch), from one group per CPU.");
+                                        family = true;
+                                }
+                                /* "l1i_cache_mpki" -> "l1i_cache" */
+                                snprintf(event, sizeof(event), "%.*s", (int) (strlen(name) - strlen("_mpki")), name);
+                                prom_sample_double(w, (const char *const[]) { "cpu", cpu, "event", event, NULL },
                                                    c->topdown.last.value[m]);
                         }
                 }
@@ -279,6 +308,7 @@ json_t *counters_to_json(const struct pmu_snapshot *s, double interval_seconds, 
 
 static bool same_topdown(const struct pmu_cpu_topdown *a, const struct pmu_cpu_topdown *b) {
         return a->method == b->method && streq(a->core, b->core) && streq(a->note, b->note) &&
+               streq(a->mpki_note, b->mpki_note) &&
                memcmp(a->computes, b->computes, sizeof(a->computes)) == 0;
 }
 
@@ -321,7 +351,10 @@ static json_t *topdown_status_json(const struct pmu_snapshot *s) {
                                 json_array_append_new(computes, json_string(pmu_topdown_metric_name(m)));
                         else if (!cycles_only)
                                 json_object_set_new(cannot, pmu_topdown_metric_name(m),
-                                                    json_string(t->note[0] ? t->note : "not computed for this core"));
+                                                    json_string(pmu_topdown_metric_is_mpki(m) && t->mpki_note[0]
+                                                                        ? t->mpki_note
+                                                                : t->note[0] ? t->note
+                                                                             : "not computed for this core"));
                 }
                 json_array_append_new(
                         arr, json_pack("{s:[I], s:s, s:s, s:s, s:o, s:o, s:s}", "cpus", (json_int_t) s->cpus[i].cpu,
@@ -330,6 +363,8 @@ static json_t *topdown_status_json(const struct pmu_snapshot *s) {
                                        : pmu_topdown_method_complete(t->method) ? "complete"
                                                                                  : "partial",
                                        "computes", computes, "cannot", cannot, "note", t->note));
+                if (t->mpki_note[0])
+                        json_object_set_new(json_array_get(arr, n - 1), "mpki_note", json_string(t->mpki_note));
         }
         return arr;
 }

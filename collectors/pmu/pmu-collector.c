@@ -42,6 +42,23 @@ struct slot {
         struct pmu_group_time time;
 };
 
+enum {
+        DERIVED_TOPDOWN,
+        DERIVED_MPKI,
+        _DERIVED_MAX,
+};
+
+struct derived {
+        struct pmu_topdown_plan plan;
+        int fd[_PMU_TD_INPUT_MAX];
+        uint64_t id[_PMU_TD_INPUT_MAX];
+        size_t n;                            /* members open, plan.n or 0 */
+        char error[PMU_TOPDOWN_NOTE_MAX];    /* why the planned group is not open or not running */
+        unsigned zero_reads;
+        struct pmu_topdown_window window;
+        struct pmu_topdown last;
+};
+
 struct cpu_state {
         unsigned cpu;
         bool open;
@@ -55,16 +72,11 @@ struct cpu_state {
         struct slot slots[PMU_MAX_GROUPS];
         struct pmu_ratio ratios[_PMU_RATIO_MAX];
 
-        /* Top-down: one group of its own (pmu-topdown.h), never a
-         * catalogue group, so that its fractions share one window. */
-        struct pmu_topdown_plan td_plan;
-        int td_fd[_PMU_TD_INPUT_MAX];
-        uint64_t td_id[_PMU_TD_INPUT_MAX];
-        size_t td_n;                    /* members open, td_plan.n or 0 */
-        char td_error[PMU_TOPDOWN_NOTE_MAX]; /* why the planned group is not open */
-        unsigned td_zero_reads;
-        struct pmu_topdown_window td_window;
-        struct pmu_topdown td;
+        /* Top-down level 1 (and Intel's level 2), and the misses per
+         * kilo-instruction: each a group of its own (pmu-topdown.h), never
+         * a catalogue group, so that what is computed from one shares one
+         * window. */
+        struct derived dg[_DERIVED_MAX];
 };
 
 /* One memory-side PMU group (pmu-bandwidth.h) on one CPU of its cpumask. */
@@ -146,12 +158,17 @@ static void group_close(struct group *g) {
         g->n = 0;
 }
 
+static void derived_close(struct derived *g) {
+        for (size_t i = g->n; i > 0; i--)
+                g->fd[i - 1] = safe_close(g->fd[i - 1]);
+        g->n = 0;
+        g->last = (struct pmu_topdown) {};
+        pmu_topdown_window_reset(&g->window);
+}
+
 static void topdown_close(struct cpu_state *s) {
-        for (size_t i = s->td_n; i > 0; i--)
-                s->td_fd[i - 1] = safe_close(s->td_fd[i - 1]);
-        s->td_n = 0;
-        s->td = (struct pmu_topdown) {};
-        pmu_topdown_window_reset(&s->td_window);
+        for (size_t k = 0; k < _DERIVED_MAX; k++)
+                derived_close(&s->dg[k]);
 }
 
 static void cpu_close(struct cpu_state *s) {
@@ -252,39 +269,47 @@ static void group_open(struct pmu_collector *c, struct cpu_state *s, const struc
 
 /* Open the top-down group planned for s->cpu: all of it or nothing (a
  * member alone would be a fraction of another window). */
-static void topdown_open(struct pmu_collector *c, struct cpu_state *s, unsigned general, bool cycle_counter) {
-        struct pmu_topdown_plan *p = &s->td_plan;
+static void derived_open(struct derived *g, unsigned cpu) {
+        struct pmu_topdown_plan *p = &g->plan;
         int r;
 
-        s->td_error[0] = '\0';
-        s->td_zero_reads = 0;
-        (void) pmu_topdown_plan_cpu(c->sysfs->root, c->procfs_root, s->cpu, s->pmu, general, cycle_counter, p);
+        g->error[0] = '\0';
+        g->zero_reads = 0;
         if (p->method == PMU_TOPDOWN_NONE)
                 return;
-
         for (size_t i = 0; i < p->n; i++) {
                 struct perf_event_attr attr;
-                int leader = i > 0 ? s->td_fd[0] : -1;
+                int leader = i > 0 ? g->fd[0] : -1;
 
                 attr_init(&attr, p->type, p->config[i]);
                 attr.disabled = leader < 0;
-                r = perf_event_open(&attr, -1, (int) s->cpu, leader, PERF_FLAG_FD_CLOEXEC);
+                r = perf_event_open(&attr, -1, (int) cpu, leader, PERF_FLAG_FD_CLOEXEC);
                 if (r >= 0) {
-                        s->td_fd[i] = r;
-                        s->td_n = i + 1;
-                        if (ioctl(r, PERF_EVENT_IOC_ID, &s->td_id[i]) >= 0)
+                        g->fd[i] = r;
+                        g->n = i + 1;
+                        if (ioctl(r, PERF_EVENT_IOC_ID, &g->id[i]) >= 0)
                                 continue;
                         r = -errno;
                 }
-                snprintf(s->td_error, sizeof(s->td_error), "cannot open the top-down group's event 0x%" PRIx64 ": %s",
-                         p->config[i], pmu_event_error_string(r));
-                topdown_close(s);
+                snprintf(g->error, sizeof(g->error), "cannot open the group's event 0x%" PRIx64 ": %s", p->config[i],
+                         pmu_event_error_string(r));
+                derived_close(g);
                 return;
         }
-        if (ioctl(s->td_fd[0], PERF_EVENT_IOC_ENABLE, 0) < 0) {
-                snprintf(s->td_error, sizeof(s->td_error), "cannot enable the top-down group: %s", strerror(errno));
-                topdown_close(s);
+        if (ioctl(g->fd[0], PERF_EVENT_IOC_ENABLE, 0) < 0) {
+                snprintf(g->error, sizeof(g->error), "cannot enable the group: %s", strerror(errno));
+                derived_close(g);
         }
+}
+
+/* Plan and open the top-down and MPKI groups for s->cpu: each all of it or
+ * nothing (a member alone would be a share of another window). */
+static void topdown_open(struct pmu_collector *c, struct cpu_state *s, unsigned general, bool cycle_counter) {
+        (void) pmu_topdown_plan_cpu(c->sysfs->root, c->procfs_root, s->cpu, s->pmu, general, cycle_counter,
+                                    &s->dg[DERIVED_TOPDOWN].plan);
+        (void) pmu_topdown_plan_mpki(s->pmu, general, &s->dg[DERIVED_MPKI].plan);
+        for (size_t k = 0; k < _DERIVED_MAX; k++)
+                derived_open(&s->dg[k], s->cpu);
 }
 
 static void cpu_open(struct pmu_collector *c, struct cpu_state *s) {
@@ -349,8 +374,9 @@ static struct cpu_state *cpu_get(struct pmu_collector *c, unsigned cpu) {
                 for (size_t i = 0; i < PMU_MAX_GROUPS; i++)
                         for (size_t j = 0; j < PMU_GROUP_MAX_EVENTS; j++)
                                 c->cpus[cpu]->groups[i].m[j].fd = -1;
-                for (size_t i = 0; i < _PMU_TD_INPUT_MAX; i++)
-                        c->cpus[cpu]->td_fd[i] = -1;
+                for (size_t k = 0; k < _DERIVED_MAX; k++)
+                        for (size_t i = 0; i < _PMU_TD_INPUT_MAX; i++)
+                                c->cpus[cpu]->dg[k].fd[i] = -1;
         }
         return c->cpus[cpu];
 }
@@ -681,29 +707,33 @@ static void read_group(struct pmu_collector *c, struct cpu_state *s, struct grou
 
 /* The top-down group's read: fractions of this interval, or none when the
  * group did not run in it (pmu_topdown_window_advance()). */
-static void read_topdown(struct pmu_collector *c, struct cpu_state *s) {
+static void read_derived(struct pmu_collector *c, struct cpu_state *s, struct derived *g) {
         uint64_t buf[PMU_GROUP_READ_SIZE(_PMU_TD_INPUT_MAX) / sizeof(uint64_t)];
         struct pmu_group_reading rd;
         struct pmu_topdown t;
         ssize_t n;
 
-        s->td = (struct pmu_topdown) {};
-        if (s->td_n == 0)
+        g->last = (struct pmu_topdown) {};
+        if (g->n == 0)
                 return;
-        n = read(s->td_fd[0], buf, PMU_GROUP_READ_SIZE(s->td_n));
+        n = read(g->fd[0], buf, PMU_GROUP_READ_SIZE(g->n));
         if (n < 0 || pmu_group_parse_read(buf, (size_t) n, &rd) < 0) {
                 s->reopen = true;
                 return;
         }
-        if (pmu_topdown_window_advance(&s->td_window, &s->td_plan, s->td_id, &rd, &t) > 0) {
-                s->td = t;
-                s->td_zero_reads = 0;
-                s->td_error[0] = '\0';
-        } else if (rd.running == 0 && rd.enabled > 0 && ++s->td_zero_reads >= c->stuck_reads)
+        if (pmu_topdown_window_advance(&g->window, &g->plan, g->id, &rd, &t) > 0) {
+                g->last = t;
+                g->zero_reads = 0;
+                g->error[0] = '\0';
+        } else if (rd.running == 0 && rd.enabled > 0 && ++g->zero_reads >= c->stuck_reads)
                 /* Left open: it may get counters when others let go; said in /status. */
-                snprintf(s->td_error, sizeof(s->td_error),
-                         "the top-down group (%zu events) has never been scheduled: the PMU's counters are taken",
-                         s->td_n);
+                snprintf(g->error, sizeof(g->error),
+                         "its group (%zu events) has never been scheduled: the PMU's counters are taken", g->n);
+}
+
+static void read_topdown(struct pmu_collector *c, struct cpu_state *s) {
+        for (size_t k = 0; k < _DERIVED_MAX; k++)
+                read_derived(c, s, &s->dg[k]);
 }
 
 /* Open each memory-side PMU's group on its cpumask CPU (uncore PMUs count
@@ -847,13 +877,23 @@ static void snapshot_cpu(const struct cpu_state *s, struct pmu_cpu_snapshot *out
                         out->groups[out->n_groups++] = s->slots[i].pub;
         memcpy(out->ratios, s->ratios, sizeof(out->ratios));
 
-        out->topdown.method = s->td_n > 0 ? s->td_plan.method : PMU_TOPDOWN_NONE;
-        snprintf(out->topdown.core, sizeof(out->topdown.core), "%s", s->td_plan.core);
-        snprintf(out->topdown.note, sizeof(out->topdown.note), "%s%s%s", s->td_plan.note,
-                 s->td_plan.note[0] && s->td_error[0] ? "; " : "", s->td_error);
-        for (size_t m = 0; m < _PMU_TOPDOWN_METRIC_MAX; m++)
-                out->topdown.computes[m] = s->td_n > 0 && pmu_topdown_plan_computes(&s->td_plan, m);
-        out->topdown.last = s->td;
+        {
+                const struct derived *td = &s->dg[DERIVED_TOPDOWN], *mpki = &s->dg[DERIVED_MPKI];
+
+                out->topdown.method = td->n > 0 ? td->plan.method : PMU_TOPDOWN_NONE;
+                snprintf(out->topdown.core, sizeof(out->topdown.core), "%s", td->plan.core);
+                snprintf(out->topdown.note, sizeof(out->topdown.note), "%s%s%s", td->plan.note,
+                         td->plan.note[0] && td->error[0] ? "; " : "", td->error);
+                snprintf(out->topdown.mpki_note, sizeof(out->topdown.mpki_note), "%s%s%s", mpki->plan.note,
+                         mpki->plan.note[0] && mpki->error[0] ? "; " : "", mpki->error);
+                for (size_t m = 0; m < _PMU_TOPDOWN_METRIC_MAX; m++) {
+                        const struct derived *g = pmu_topdown_metric_is_mpki(m) ? mpki : td;
+
+                        out->topdown.computes[m] = g->n > 0 && pmu_topdown_plan_computes(&g->plan, m);
+                        out->topdown.last.present[m] = g->last.present[m];
+                        out->topdown.last.value[m] = g->last.value[m];
+                }
+        }
 }
 
 int pmu_collector_snapshot(const struct pmu_collector *c, struct pmu_snapshot **ret) {

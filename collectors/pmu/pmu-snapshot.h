@@ -53,6 +53,7 @@ struct pmu_cpu_topdown {
         /* Why absent or partial, "" if complete: the plan's note, "; ", and
          * why its group is not open or not running (each PMU_TOPDOWN_NOTE_MAX). */
         char note[2 * PMU_TOPDOWN_NOTE_MAX + 2];
+        char mpki_note[2 * PMU_TOPDOWN_NOTE_MAX + 2]; /* the same for the MPKI group */
         bool computes[_PMU_TOPDOWN_METRIC_MAX];
         struct pmu_topdown last; /* present[] false when the group did not run */
 };

@@ -81,6 +81,13 @@ static const struct input_def inputs[_PMU_TD_INPUT_MAX] = {
         [PMU_TD_AMD_SMT_CONTENTION] = { NULL, AMD_RAW(0x1a0, 0x60) },
         [PMU_TD_AMD_OP_DISP_ALL] = { NULL, AMD_RAW(0xaa, 0x07) },
         [PMU_TD_AMD_RET_OPS] = { NULL, AMD_RAW(0xc1, 0x00) },
+        /* PMUv3 common events, include/linux/perf/arm_pmuv3.h */
+        [PMU_TD_INST_RETIRED] = { "inst_retired", 0 },
+        [PMU_TD_L1I_CACHE_REFILL] = { "l1i_cache_refill", 0 },
+        [PMU_TD_L1D_CACHE_REFILL] = { "l1d_cache_refill", 0 },
+        [PMU_TD_L2D_CACHE_REFILL] = { "l2d_cache_refill", 0 },
+        [PMU_TD_LL_CACHE_MISS_RD] = { "ll_cache_miss_rd", 0 },
+        [PMU_TD_BR_MIS_PRED_RETIRED] = { "br_mis_pred_retired", 0 },
 };
 
 static const char *const method_names[_PMU_TOPDOWN_METHOD_MAX] = {
@@ -91,6 +98,7 @@ static const char *const method_names[_PMU_TOPDOWN_METHOD_MAX] = {
         [PMU_TOPDOWN_ARM_V3] = "arm-neoverse-v3",
         [PMU_TOPDOWN_INTEL_PERF_METRICS] = "intel-perf-metrics",
         [PMU_TOPDOWN_AMD_PIPELINE] = "amd-pipeline",
+        [PMU_TOPDOWN_ARM_MPKI] = "arm-mpki",
 };
 
 static const char *const metric_names[_PMU_TOPDOWN_METRIC_MAX] = {
@@ -109,7 +117,26 @@ static const char *const metric_names[_PMU_TOPDOWN_METRIC_MAX] = {
         [PMU_TOPDOWN_LIGHT_OPERATIONS] = "light_operations",
         [PMU_TOPDOWN_MEMORY_BOUND] = "memory_bound",
         [PMU_TOPDOWN_CORE_BOUND] = "core_bound",
+        [PMU_TOPDOWN_L1I_MPKI] = "l1i_cache_mpki",
+        [PMU_TOPDOWN_L1D_MPKI] = "l1d_cache_mpki",
+        [PMU_TOPDOWN_L2D_MPKI] = "l2d_cache_mpki",
+        [PMU_TOPDOWN_LL_READ_MPKI] = "ll_cache_read_mpki",
+        [PMU_TOPDOWN_BRANCH_MPKI] = "branch_mpki",
 };
+
+/* The MPKI metrics and the event each counts, in plan order after INST_RETIRED. */
+static const struct {
+        enum pmu_topdown_metric metric;
+        enum pmu_topdown_input in;
+} mpki_events[] = {
+        { PMU_TOPDOWN_L1I_MPKI, PMU_TD_L1I_CACHE_REFILL },     { PMU_TOPDOWN_L1D_MPKI, PMU_TD_L1D_CACHE_REFILL },
+        { PMU_TOPDOWN_L2D_MPKI, PMU_TD_L2D_CACHE_REFILL },     { PMU_TOPDOWN_LL_READ_MPKI, PMU_TD_LL_CACHE_MISS_RD },
+        { PMU_TOPDOWN_BRANCH_MPKI, PMU_TD_BR_MIS_PRED_RETIRED },
+};
+
+bool pmu_topdown_metric_is_mpki(enum pmu_topdown_metric m) {
+        return m >= PMU_TOPDOWN_L1I_MPKI && m <= PMU_TOPDOWN_BRANCH_MPKI;
+}
 
 const char *pmu_topdown_method_to_string(enum pmu_topdown_method m) {
         if (m < 0 || m >= _PMU_TOPDOWN_METHOD_MAX)
@@ -151,10 +178,15 @@ bool pmu_topdown_plan_computes(const struct pmu_topdown_plan *p, enum pmu_topdow
                 return m <= PMU_TOPDOWN_BACKEND_BOUND;
         case PMU_TOPDOWN_AMD_PIPELINE:
                 return m <= PMU_TOPDOWN_SMT_CONTENTION;
+        case PMU_TOPDOWN_ARM_MPKI:
+                for (size_t i = 0; i < ELEMENTSOF(mpki_events); i++)
+                        if (mpki_events[i].metric == m)
+                                return plan_has(p, mpki_events[i].in);
+                return false;
         case PMU_TOPDOWN_INTEL_PERF_METRICS:
                 if (m <= PMU_TOPDOWN_BACKEND_BOUND)
                         return true;
-                return m >= PMU_TOPDOWN_FETCH_LATENCY && plan_has(p, PMU_TD_MEM_BOUND);
+                return m >= PMU_TOPDOWN_FETCH_LATENCY && m <= PMU_TOPDOWN_CORE_BOUND && plan_has(p, PMU_TD_MEM_BOUND);
         }
         return false;
 }
@@ -481,6 +513,49 @@ int pmu_topdown_plan_cpu(const char *sysfs_root, const char *procfs_root, unsign
         return 0;
 }
 
+int pmu_topdown_plan_mpki(const struct pmu_desc *pmu, unsigned general_counters, struct pmu_topdown_plan *ret) {
+        struct pmu_topdown_plan p = { .method = PMU_TOPDOWN_NONE };
+        uint64_t config;
+
+        if (!ret)
+                return -EINVAL;
+        if (!pmu || pmu->kind != PMU_KIND_ARM_PMUV3) {
+                note_append(&p, "misses per kilo-instruction are computed on Arm PMUv3 cores only");
+                *ret = p;
+                return 0;
+        }
+        p.type = pmu->type;
+        if (general_counters < 2 || pmu_desc_event_config(pmu, inputs[PMU_TD_INST_RETIRED].sysfs_name, &config) < 0) {
+                note_append(&p, general_counters < 2 ? "the MPKI group needs 2 general counters at least"
+                                                     : "events/ lacks inst_retired (qemu counts it with -icount only)");
+                *ret = p;
+                return 0;
+        }
+        p.in[p.n] = PMU_TD_INST_RETIRED;
+        p.config[p.n++] = config;
+        for (size_t i = 0; i < ELEMENTSOF(mpki_events); i++) {
+                const char *name = inputs[mpki_events[i].in].sysfs_name;
+
+                if (pmu_desc_event_config(pmu, name, &config) < 0) {
+                        note_append(&p, "%sevents/ lacks %s", p.note[0] ? "; " : "", name);
+                        continue;
+                }
+                if (p.n == general_counters) {
+                        note_append(&p, "%s%s: beyond the %u general counters", p.note[0] ? "; " : "", name,
+                                    general_counters);
+                        continue;
+                }
+                p.in[p.n] = mpki_events[i].in;
+                p.config[p.n++] = config;
+        }
+        if (p.n > 1)
+                p.method = PMU_TOPDOWN_ARM_MPKI;
+        else
+                p.n = 0;
+        *ret = p;
+        return 0;
+}
+
 static double clamp01(double v) {
         return v < 0 ? 0 : v > 1 ? 1 : v;
 }
@@ -584,6 +659,24 @@ void pmu_topdown_compute(const struct pmu_topdown_plan *p, const uint64_t delta[
                 set(&t, PMU_TOPDOWN_BACKEND_BOUND, (double) delta[PMU_TD_AMD_BACKEND_STALLS] / total);
                 set(&t, PMU_TOPDOWN_SMT_CONTENTION, (double) delta[PMU_TD_AMD_SMT_CONTENTION] / total);
                 set(&t, PMU_TOPDOWN_RETIRING, ret_ops / total);
+                break;
+        }
+
+        case PMU_TOPDOWN_ARM_MPKI: {
+                /* tools/perf/pmu-events/arch/arm64/arm/neoverse-n1/metrics.json (and the V1,
+                 * N2/V2, V3 files alike): l1i_cache_mpki = L1I_CACHE_REFILL / INST_RETIRED * 1000,
+                 * l1d_cache_mpki, l2_cache_mpki (L2D_CACHE_REFILL), ll_cache_read_mpki
+                 * (LL_CACHE_MISS_RD), branch_mpki = BR_MIS_PRED_RETIRED / INST_RETIRED * 1000.
+                 * Counts, not fractions: not clamped. */
+                double inst = (double) delta[PMU_TD_INST_RETIRED];
+
+                if (inst == 0)
+                        break;
+                for (size_t i = 0; i < ELEMENTSOF(mpki_events); i++)
+                        if (plan_has(p, mpki_events[i].in)) {
+                                t.present[mpki_events[i].metric] = true;
+                                t.value[mpki_events[i].metric] = (double) delta[mpki_events[i].in] / inst * 1000;
+                        }
                 break;
         }
 

@@ -50,6 +50,7 @@ enum pmu_topdown_method {
         PMU_TOPDOWN_ARM_V3,             /* Neoverse V3: neoverse-v3/metrics.json */
         PMU_TOPDOWN_INTEL_PERF_METRICS, /* Ice Lake and later P-cores: slots + topdown-* */
         PMU_TOPDOWN_AMD_PIPELINE,       /* Zen 4, Zen 5: dispatch-slot pipeline utilization */
+        PMU_TOPDOWN_ARM_MPKI,           /* any PMUv3 core: misses per kilo-instruction, a group of its own */
         _PMU_TOPDOWN_METHOD_MAX,
 };
 
@@ -80,6 +81,12 @@ enum pmu_topdown_input {
         PMU_TD_AMD_SMT_CONTENTION,       /* de_no_dispatch_per_slot.smt_contention */
         PMU_TD_AMD_OP_DISP_ALL,          /* de_src_op_disp.all */
         PMU_TD_AMD_RET_OPS,              /* ex_ret_ops */
+        PMU_TD_INST_RETIRED,
+        PMU_TD_L1I_CACHE_REFILL,
+        PMU_TD_L1D_CACHE_REFILL,
+        PMU_TD_L2D_CACHE_REFILL,
+        PMU_TD_LL_CACHE_MISS_RD,
+        PMU_TD_BR_MIS_PRED_RETIRED,
         _PMU_TD_INPUT_MAX,
 };
 
@@ -103,6 +110,12 @@ enum pmu_topdown_metric {
         PMU_TOPDOWN_LIGHT_OPERATIONS,
         PMU_TOPDOWN_MEMORY_BOUND,
         PMU_TOPDOWN_CORE_BOUND,
+        /* Level 2 on Arm: misses per 1000 instructions (not fractions) */
+        PMU_TOPDOWN_L1I_MPKI,
+        PMU_TOPDOWN_L1D_MPKI,
+        PMU_TOPDOWN_L2D_MPKI,
+        PMU_TOPDOWN_LL_READ_MPKI,
+        PMU_TOPDOWN_BRANCH_MPKI,
         _PMU_TOPDOWN_METRIC_MAX,
 };
 
@@ -137,6 +150,17 @@ struct pmu_topdown {
  */
 int pmu_topdown_plan_cpu(const char *sysfs_root, const char *procfs_root, unsigned cpu, const struct pmu_desc *pmu,
                          unsigned general_counters, bool cycle_counter, struct pmu_topdown_plan *ret);
+
+/*
+ * The MPKI group of a PMUv3 core: INST_RETIRED leading, then those of
+ * L1I_CACHE_REFILL, L1D_CACHE_REFILL, L2D_CACHE_REFILL, LL_CACHE_MISS_RD and
+ * BR_MIS_PRED_RETIRED that events/ lists, as many as general_counters holds
+ * (no cycle counter used); the others are named in the note. Method NONE
+ * with a note elsewhere. Returns 0, or -EINVAL.
+ */
+int pmu_topdown_plan_mpki(const struct pmu_desc *pmu, unsigned general_counters, struct pmu_topdown_plan *ret);
+/* Whether m is one of the MPKI metrics (a count per 1000 instructions, not a fraction). */
+bool pmu_topdown_metric_is_mpki(enum pmu_topdown_metric m);
 
 /*
  * The fractions from delta[in], the counts of one interval of the plan's

@@ -64,6 +64,10 @@ static struct pmu_snapshot *make(void) {
                 set_level1(t, 0.1, 0.2, 0.3, 0.4);
         }
         set_level1(&s->cpus[2].topdown, 0.25, 0.05, 0.5, 0.2);
+        for (unsigned i = 0; i < 4; i += i == 0 ? 2 : 1)
+                s->cpus[i].topdown.computes[PMU_TOPDOWN_L1D_MPKI] = true; /* the V2 CPUs alike */
+        s->cpus[0].topdown.last.present[PMU_TOPDOWN_L1D_MPKI] = true;
+        s->cpus[0].topdown.last.value[PMU_TOPDOWN_L1D_MPKI] = 30;
         s->cpus[4].cpu = 4;
         s->cpus[4].topdown.method = PMU_TOPDOWN_AMD_PIPELINE;
         snprintf(s->cpus[4].topdown.core, sizeof(s->cpus[4].topdown.core), "zen4 family 0x19 model 0x11");
@@ -98,6 +102,9 @@ static void test_metrics(void **state) {
         assert_null(strstr(out.buf, "armprofd_topdown_fraction{cpu=\"1\""));
         assert_null(strstr(out.buf, "armprofd_topdown_fraction{cpu=\"3\""));
         assert_non_null(strstr(out.buf, "\narmprofd_topdown_fraction{cpu=\"4\",level=\"1\",category=\"smt_contention\"} 0.1\n"));
+        /* MPKI on a family of its own, not among the fractions. */
+        assert_non_null(strstr(out.buf, "\narmprofd_mpki{cpu=\"0\",event=\"l1d_cache\"} 30\n"));
+        assert_null(strstr(out.buf, "category=\"l1d_cache_mpki\""));
         /* Bytes as a counter, for the PMU that counts only. */
         assert_non_null(strstr(out.buf, "# TYPE armprofd_memory_bytes_total counter\n"));
         assert_non_null(strstr(out.buf, "\narmprofd_memory_bytes_total{pmu=\"arm_cmn_0\",cpu=\"0\",method=\"cmn-hnf-mc\"} 60800000\n"));
@@ -119,7 +126,7 @@ static void test_status(void **state) {
         assert_int_equal(json_integer_value(json_array_get(json_object_get(e, "cpus"), 2)), 3);
         assert_string_equal(json_string_value(json_object_get(e, "level1")), "complete");
         assert_string_equal(json_string_value(json_object_get(e, "method")), "arm-slots");
-        assert_int_equal(json_array_size(json_object_get(e, "computes")), 4);
+        assert_int_equal(json_array_size(json_object_get(e, "computes")), 5); /* level 1 and l1d_cache_mpki */
         /* Level 2 is not computed there, and says so. */
         assert_non_null(json_object_get(json_object_get(e, "cannot"), "memory_bound"));
         /* AMD's fifth category is no gap elsewhere. */

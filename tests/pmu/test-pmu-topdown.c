@@ -593,6 +593,73 @@ static void test_event_terms(void **state) {
         f.sysfs = pmu_sysfs_free(f.sysfs);
 }
 
+/* Level 2 on Arm: misses per kilo-instruction, a group of its own led by
+ * INST_RETIRED (0x08), with the refill events the core lists, as many as
+ * the general counters hold. */
+static void test_mpki(void **state) {
+        static const enum pmu_topdown_input in[] = { PMU_TD_INST_RETIRED,     PMU_TD_L1I_CACHE_REFILL,
+                                                     PMU_TD_L1D_CACHE_REFILL, PMU_TD_L2D_CACHE_REFILL,
+                                                     PMU_TD_LL_CACHE_MISS_RD, PMU_TD_BR_MIS_PRED_RETIRED };
+        /* include/linux/perf/arm_pmuv3.h: INST_RETIRED 0x08, L1I_CACHE_REFILL 0x01, L1D_CACHE_REFILL 0x03,
+         * L2D_CACHE_REFILL 0x17, LL_CACHE_MISS_RD 0x37, BR_MIS_PRED_RETIRED 0x22 */
+        static const uint64_t cfg[] = { 0x08, 0x01, 0x03, 0x17, 0x37, 0x22 };
+        struct fixture f;
+        struct pmu_topdown_plan p;
+        struct pmu_topdown t;
+        uint64_t d[_PMU_TD_INPUT_MAX] = {};
+
+        load(&f, "topdown-v2");
+        assert_int_equal(pmu_topdown_plan_mpki(&f.sysfs->pmus[0], 6, &p), 0);
+        assert_int_equal(p.method, PMU_TOPDOWN_ARM_MPKI);
+        assert_members(&p, in, cfg, 6);
+        assert_string_equal(p.note, "");
+
+        /* 2e6 instructions: 1e4 L1I refills = 5 MPKI, 6e4 L1D = 30, 2e4 L2D = 10, 5e3 LL reads = 2.5, 8e3 branches = 4 */
+        d[PMU_TD_INST_RETIRED] = 2000000;
+        d[PMU_TD_L1I_CACHE_REFILL] = 10000;
+        d[PMU_TD_L1D_CACHE_REFILL] = 60000;
+        d[PMU_TD_L2D_CACHE_REFILL] = 20000;
+        d[PMU_TD_LL_CACHE_MISS_RD] = 5000;
+        d[PMU_TD_BR_MIS_PRED_RETIRED] = 8000;
+        pmu_topdown_compute(&p, d, &t);
+        assert_close(t.value[PMU_TOPDOWN_L1I_MPKI], 5);
+        assert_close(t.value[PMU_TOPDOWN_L1D_MPKI], 30); /* above 1: not clamped */
+        assert_close(t.value[PMU_TOPDOWN_L2D_MPKI], 10);
+        assert_close(t.value[PMU_TOPDOWN_LL_READ_MPKI], 2.5);
+        assert_close(t.value[PMU_TOPDOWN_BRANCH_MPKI], 4);
+        assert_false(t.present[PMU_TOPDOWN_FRONTEND_BOUND]);
+
+        /* Four counters: INST_RETIRED and the first three; the rest said so. */
+        assert_int_equal(pmu_topdown_plan_mpki(&f.sysfs->pmus[0], 4, &p), 0);
+        assert_members(&p, in, cfg, 4);
+        assert_true(pmu_topdown_plan_computes(&p, PMU_TOPDOWN_L2D_MPKI));
+        assert_false(pmu_topdown_plan_computes(&p, PMU_TOPDOWN_BRANCH_MPKI));
+        assert_non_null(strstr(p.note, "ll_cache_miss_rd: beyond the 4 general counters"));
+        assert_non_null(strstr(p.note, "br_mis_pred_retired: beyond the 4 general counters"));
+        f.sysfs = pmu_sysfs_free(f.sysfs);
+
+        /* V1's fixture lists no l1i/l2d refills nor br_mis_pred_retired: the others only. */
+        load(&f, "topdown-v1");
+        assert_int_equal(pmu_topdown_plan_mpki(&f.sysfs->pmus[0], 6, &p), 0);
+        assert_int_equal(p.n, 3);
+        assert_non_null(strstr(p.note, "events/ lacks l1i_cache_refill"));
+        f.sysfs = pmu_sysfs_free(f.sysfs);
+
+        /* QEMU without -icount: no inst_retired, no group. x86: not planned. */
+        load(&f, "topdown-qemu-max");
+        for (size_t k = 0; k < f.sysfs->pmus[0].n_events; k++)
+                if (strcmp(f.sysfs->pmus[0].events[k].name, "inst_retired") == 0)
+                        f.sysfs->pmus[0].events[k].name[0] = 'X';
+        assert_int_equal(pmu_topdown_plan_mpki(&f.sysfs->pmus[0], 6, &p), 0);
+        assert_int_equal(p.method, PMU_TOPDOWN_NONE);
+        assert_non_null(strstr(p.note, "lacks inst_retired"));
+        f.sysfs = pmu_sysfs_free(f.sysfs);
+        load(&f, "topdown-sapphire-rapids");
+        assert_int_equal(pmu_topdown_plan_mpki(&f.sysfs->pmus[0], 6, &p), 0);
+        assert_int_equal(p.method, PMU_TOPDOWN_NONE);
+        f.sysfs = pmu_sysfs_free(f.sysfs);
+}
+
 /* Memory bandwidth: CMN-700's HN-F requests to the memory controllers. */
 static void test_bandwidth_cmn700(void **state) {
         char root[1024];
@@ -683,6 +750,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_windows_never_mixed),
                 cmocka_unit_test(test_clamped),
                 cmocka_unit_test(test_event_terms),
+                cmocka_unit_test(test_mpki),
                 cmocka_unit_test(test_bandwidth_cmn700),
                 cmocka_unit_test(test_bandwidth_imc),
         };
