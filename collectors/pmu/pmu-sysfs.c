@@ -287,7 +287,8 @@ int pmu_desc_event_config_terms(const struct pmu_desc *p, const char *name, uint
                 r = parse_format_range(format, &lo, &hi);
                 if (r < 0)
                         return r;
-                r = pmu_sysfs_parse_hex(eq + 1, &value);
+                /* "event=0x3c" and "any=1", "cmask=1": hex or decimal, as perf reads them */
+                r = strncasecmp(eq + 1, "0x", 2) == 0 ? pmu_sysfs_parse_hex(eq + 1, &value) : safe_atou64(eq + 1, &value);
                 if (r < 0)
                         return r;
                 mask = hi - lo == 63 ? UINT64_MAX : ((UINT64_C(1) << (hi - lo + 1)) - 1);

@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "macro.h"
@@ -82,6 +83,13 @@ static const struct input_def inputs[_PMU_TD_INPUT_MAX] = {
         [PMU_TD_AMD_OP_DISP_ALL] = { NULL, AMD_RAW(0xaa, 0x07) },
         [PMU_TD_AMD_RET_OPS] = { NULL, AMD_RAW(0xc1, 0x00) },
         /* PMUv3 common events, include/linux/perf/arm_pmuv3.h */
+        /* arch/x86/events/intel/core.c snb_events_attrs: td_total_slots,
+         * td_slots_issued, td_slots_retired, td_fetch_bubbles, td_recovery_bubbles */
+        [PMU_TD_TOTAL_SLOTS] = { "topdown-total-slots", 0 },
+        [PMU_TD_SLOTS_ISSUED] = { "topdown-slots-issued", 0 },
+        [PMU_TD_SLOTS_RETIRED] = { "topdown-slots-retired", 0 },
+        [PMU_TD_FETCH_BUBBLES] = { "topdown-fetch-bubbles", 0 },
+        [PMU_TD_RECOVERY_BUBBLES] = { "topdown-recovery-bubbles", 0 },
         [PMU_TD_INST_RETIRED] = { "inst_retired", 0 },
         [PMU_TD_L1I_CACHE_REFILL] = { "l1i_cache_refill", 0 },
         [PMU_TD_L1D_CACHE_REFILL] = { "l1d_cache_refill", 0 },
@@ -97,6 +105,7 @@ static const char *const method_names[_PMU_TOPDOWN_METHOD_MAX] = {
         [PMU_TOPDOWN_ARM_V1] = "arm-neoverse-v1",
         [PMU_TOPDOWN_ARM_V3] = "arm-neoverse-v3",
         [PMU_TOPDOWN_INTEL_PERF_METRICS] = "intel-perf-metrics",
+        [PMU_TOPDOWN_INTEL_LEGACY] = "intel-tma-legacy",
         [PMU_TOPDOWN_AMD_PIPELINE] = "amd-pipeline",
         [PMU_TOPDOWN_ARM_MPKI] = "arm-mpki",
 };
@@ -178,6 +187,8 @@ bool pmu_topdown_plan_computes(const struct pmu_topdown_plan *p, enum pmu_topdow
                 return m <= PMU_TOPDOWN_BACKEND_BOUND;
         case PMU_TOPDOWN_AMD_PIPELINE:
                 return m <= PMU_TOPDOWN_SMT_CONTENTION;
+        case PMU_TOPDOWN_INTEL_LEGACY:
+                return m <= PMU_TOPDOWN_BACKEND_BOUND;
         case PMU_TOPDOWN_ARM_MPKI:
                 for (size_t i = 0; i < ELEMENTSOF(mpki_events); i++)
                         if (mpki_events[i].metric == m)
@@ -219,11 +230,27 @@ static void plan_events(struct pmu_topdown_plan *p, const struct pmu_desc *pmu, 
                         r = x86_terms ? pmu_desc_event_config_terms(pmu, d->sysfs_name, &config)
                                       : pmu_desc_event_config(pmu, d->sysfs_name, &config);
                 if (r < 0) {
-                        note_append(p, "%s%s", missing++ == 0 ? "events/ lacks " : ", ", d->sysfs_name);
+                        note_append(p, "%s%s%s", missing++ == 0 ? "events/ lacks " : ", ", d->sysfs_name,
+                                    r == -ENOENT ? "" : " (unparsable)");
                         continue;
                 }
                 p->in[p->n] = want[i];
                 p->config[p->n] = config;
+                p->scale[want[i]] = 1;
+                if (d->sysfs_name) {
+                        char scale_name[PMU_EVENT_STRING_MAX];
+                        const char *v;
+                        char *end = NULL;
+                        double f;
+
+                        snprintf(scale_name, sizeof(scale_name), "%s.scale", d->sysfs_name);
+                        v = pmu_desc_event(pmu, scale_name);
+                        if (v) {
+                                f = strtod(v, &end);
+                                if (end != v && *end == '\0' && f > 0)
+                                        p->scale[want[i]] = f;
+                        }
+                }
                 p->n++;
         }
         if (missing > 0) {
@@ -233,7 +260,8 @@ static void plan_events(struct pmu_topdown_plan *p, const struct pmu_desc *pmu, 
         }
 }
 
-/* Hardware counters the group takes beyond a dedicated cycle counter. */
+/* Hardware counters the group takes beyond a dedicated cycle counter and
+ * the fixed ones. */
 static unsigned general_needed(const struct pmu_topdown_plan *p, bool cycle_counter) {
         unsigned n = 0;
 
@@ -244,6 +272,11 @@ static unsigned general_needed(const struct pmu_topdown_plan *p, bool cycle_coun
                  * PERF_METRICS, not counters (intel_icl_event_constraints,
                  * METRIC_EVENT_CONSTRAINT in arch/x86/events/intel/core.c) */
                 if (p->in[i] >= PMU_TD_SLOTS && p->in[i] <= PMU_TD_MEM_BOUND)
+                        continue;
+                /* topdown-total-slots is event 0x3c umask 0 (CPU_CLK_UNHALTED),
+                 * which fixed counter 1 takes: FIXED_EVENT_CONSTRAINT(0x003c, 1)
+                 * in intel_snb_event_constraints and the later tables. */
+                if (p->in[i] == PMU_TD_TOTAL_SLOTS)
                         continue;
                 n++;
         }
@@ -458,9 +491,19 @@ static void plan_x86(const char *procfs_root, unsigned cpu, const struct pmu_des
                 plan_amd(pmu, family, model, p);
                 return;
         }
+        if (!pmu_desc_event(pmu, "slots") && pmu_desc_event(pmu, "topdown-total-slots")) {
+                static const enum pmu_topdown_input legacy_in[] = { PMU_TD_TOTAL_SLOTS, PMU_TD_SLOTS_ISSUED,
+                                                                    PMU_TD_SLOTS_RETIRED, PMU_TD_FETCH_BUBBLES,
+                                                                    PMU_TD_RECOVERY_BUBBLES };
+
+                p->method = PMU_TOPDOWN_INTEL_LEGACY;
+                plan_events(p, pmu, legacy_in, ELEMENTSOF(legacy_in), true);
+                return;
+        }
         if (!pmu_desc_event(pmu, "slots")) {
-                note_append(p, "%s has no `slots` event (no perf-metrics top-down: a core before Ice Lake, an "
-                               "E-core, or AMD); the formulas from model-specific events are not implemented",
+                note_append(p, "%s has no `slots` event (no perf-metrics top-down: an E-core, or a core "
+                               "whose kernel lists neither perf metrics nor topdown-total-slots); the formulas from "
+                               "model-specific events are not implemented",
                             pmu->name);
                 return;
         }
@@ -640,6 +683,32 @@ void pmu_topdown_compute(const struct pmu_topdown_plan *p, const uint64_t delta[
                 set(&t, PMU_TOPDOWN_RETIRING, (op_ret / op_spec) * (1 - s / (slots * c)));
                 set(&t, PMU_TOPDOWN_BACKEND_BOUND, s_be / (slots * c));
                 break;
+
+        case PMU_TOPDOWN_INTEL_LEGACY: {
+                /* tools/perf/util/stat-shadow.c before Linux 6.2 (perf stat --topdown on
+                 * cores without perf metrics), the counts scaled by events/<name>.scale:
+                 *   td_fe_bound = topdown-fetch-bubbles / total_slots
+                 *   td_bad_spec = (topdown-slots-issued - topdown-slots-retired
+                 *                  + topdown-recovery-bubbles) / total_slots
+                 *   td_retiring = topdown-slots-retired / total_slots
+                 *   td_be_bound = 1 - (td_fe_bound + td_bad_spec + td_retiring) */
+                double total = (double) delta[PMU_TD_TOTAL_SLOTS] * p->scale[PMU_TD_TOTAL_SLOTS];
+                double fe, bad, ret_;
+
+                if (total == 0)
+                        break;
+                fe = (double) delta[PMU_TD_FETCH_BUBBLES] * p->scale[PMU_TD_FETCH_BUBBLES] / total;
+                bad = ((double) delta[PMU_TD_SLOTS_ISSUED] * p->scale[PMU_TD_SLOTS_ISSUED] -
+                       (double) delta[PMU_TD_SLOTS_RETIRED] * p->scale[PMU_TD_SLOTS_RETIRED] +
+                       (double) delta[PMU_TD_RECOVERY_BUBBLES] * p->scale[PMU_TD_RECOVERY_BUBBLES]) /
+                      total;
+                ret_ = (double) delta[PMU_TD_SLOTS_RETIRED] * p->scale[PMU_TD_SLOTS_RETIRED] / total;
+                set(&t, PMU_TOPDOWN_FRONTEND_BOUND, fe);
+                set(&t, PMU_TOPDOWN_BAD_SPECULATION, bad);
+                set(&t, PMU_TOPDOWN_RETIRING, ret_);
+                set(&t, PMU_TOPDOWN_BACKEND_BOUND, 1 - (clamp01(fe) + clamp01(bad) + clamp01(ret_)));
+                break;
+        }
 
         case PMU_TOPDOWN_AMD_PIPELINE: {
                 /* tools/perf/pmu-events/arch/x86/amdzen4/pipeline.json (and

@@ -49,6 +49,7 @@ enum pmu_topdown_method {
         PMU_TOPDOWN_ARM_V1,             /* Neoverse V1: neoverse-v1/metrics.json */
         PMU_TOPDOWN_ARM_V3,             /* Neoverse V3: neoverse-v3/metrics.json */
         PMU_TOPDOWN_INTEL_PERF_METRICS, /* Ice Lake and later P-cores: slots + topdown-* */
+        PMU_TOPDOWN_INTEL_LEGACY,       /* Sandy Bridge .. Skylake: topdown-total-slots & co. */
         PMU_TOPDOWN_AMD_PIPELINE,       /* Zen 4, Zen 5: dispatch-slot pipeline utilization */
         PMU_TOPDOWN_ARM_MPKI,           /* any PMUv3 core: misses per kilo-instruction, a group of its own */
         _PMU_TOPDOWN_METHOD_MAX,
@@ -81,6 +82,11 @@ enum pmu_topdown_input {
         PMU_TD_AMD_SMT_CONTENTION,       /* de_no_dispatch_per_slot.smt_contention */
         PMU_TD_AMD_OP_DISP_ALL,          /* de_src_op_disp.all */
         PMU_TD_AMD_RET_OPS,              /* ex_ret_ops */
+        PMU_TD_TOTAL_SLOTS,       /* topdown-total-slots (x .scale) */
+        PMU_TD_SLOTS_ISSUED,      /* topdown-slots-issued */
+        PMU_TD_SLOTS_RETIRED,     /* topdown-slots-retired */
+        PMU_TD_FETCH_BUBBLES,     /* topdown-fetch-bubbles */
+        PMU_TD_RECOVERY_BUBBLES,  /* topdown-recovery-bubbles (x .scale) */
         PMU_TD_INST_RETIRED,
         PMU_TD_L1I_CACHE_REFILL,
         PMU_TD_L1D_CACHE_REFILL,
@@ -129,6 +135,9 @@ struct pmu_topdown_plan {
         size_t n;          /* members, [0] the group leader */
         enum pmu_topdown_input in[_PMU_TD_INPUT_MAX];
         uint64_t config[_PMU_TD_INPUT_MAX];
+        /* By input: the factor the PMU's events/<name>.scale gives a count
+         * (perf applies it too, evsel's scale), 1 when there is none. */
+        double scale[_PMU_TD_INPUT_MAX];
         /* Why there is no plan, or what is partial or missing (level 2). */
         char note[PMU_TOPDOWN_NOTE_MAX];
 };

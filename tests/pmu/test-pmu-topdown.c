@@ -333,6 +333,42 @@ static void test_sapphire_rapids(void **state) {
         assert_intel_level2(&t);
 }
 
+/* Before perf metrics (Skylake, Hyper-Threading on): topdown-total-slots & co. with
+ * their .scale (2 with HT), perf stat --topdown's formulas. */
+static void test_skylake_legacy(void **state) {
+        static const enum pmu_topdown_input in[] = { PMU_TD_TOTAL_SLOTS, PMU_TD_SLOTS_ISSUED, PMU_TD_SLOTS_RETIRED,
+                                                     PMU_TD_FETCH_BUBBLES, PMU_TD_RECOVERY_BUBBLES };
+        /* event | umask << 8 | any << 21 | cmask << 24 (format/) */
+        static const uint64_t cfg[] = { 0x20003c, 0x010e, 0x02c2, 0x019c, 0x120030d };
+        struct fixture f;
+        struct pmu_topdown_plan p;
+        struct pmu_topdown t;
+        uint64_t d[_PMU_TD_INPUT_MAX] = {};
+
+        /* Four general counters: topdown-total-slots goes to fixed counter 1. */
+        plan(&f, "topdown-skylake", 2, 4, &p);
+        assert_int_equal(p.method, PMU_TOPDOWN_INTEL_LEGACY);
+        assert_string_equal(p.core, "skylake");
+        assert_members(&p, in, cfg, 5);
+        assert_close(p.scale[PMU_TD_TOTAL_SLOTS], 2);
+        assert_close(p.scale[PMU_TD_RECOVERY_BUBBLES], 2);
+        assert_close(p.scale[PMU_TD_SLOTS_ISSUED], 1);
+
+        /* total slots 1e6 x 2 = 2e6; FE 0.4e6/2e6 = 0.2; BAD (1.2e6 - 1.0e6 + 0.05e6 x 2)/2e6 = 0.15;
+         * RET 1.0e6/2e6 = 0.5; BE 1 - 0.85 = 0.15 */
+        d[PMU_TD_TOTAL_SLOTS] = 1000000;
+        d[PMU_TD_SLOTS_ISSUED] = 1200000;
+        d[PMU_TD_SLOTS_RETIRED] = 1000000;
+        d[PMU_TD_FETCH_BUBBLES] = 400000;
+        d[PMU_TD_RECOVERY_BUBBLES] = 50000;
+        pmu_topdown_compute(&p, d, &t);
+        assert_level1(&t, 0.2, 0.15, 0.5, 0.15);
+
+        plan(&f, "topdown-skylake", 0, 3, &p);
+        assert_int_equal(p.method, PMU_TOPDOWN_NONE);
+        assert_non_null(strstr(p.note, "needs 4 general counters and cpu has 3"));
+}
+
 static void test_alderlake_hybrid(void **state) {
         struct fixture f;
         struct pmu_topdown_plan p;
@@ -742,6 +778,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_v2),
                 cmocka_unit_test(test_v3),
                 cmocka_unit_test(test_sapphire_rapids),
+                cmocka_unit_test(test_skylake_legacy),
                 cmocka_unit_test(test_alderlake_hybrid),
                 cmocka_unit_test(test_zen4),
                 cmocka_unit_test(test_zen5_and_zen3),
