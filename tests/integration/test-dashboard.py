@@ -41,7 +41,7 @@ RULES_TEST = os.path.join(SRC, "packaging", "prometheus", "armprofd.rules.test.y
 DASHBOARD = os.path.join(SRC, "packaging", "grafana", "armprofd.json")
 
 PANELS = ["IPC per CPU", "IPC per host", "L1D and LLC miss ratios", "TLB walk ratio", "Top-down level 1 per host",
-          "Top-down per CPU", "Memory bandwidth", "SPE loads by data source",
+          "Top-down per CPU", "Memory bandwidth", "Misses per kilo-instruction", "SPE loads by data source",
           "Peer-snoop rate", "Load latency quantiles (classic histogram)", "Load latency quantiles (native histogram)",
           "Sampler and SPE", "Truncations and losses", "Push to the profile store", "armprofd's own CPU and memory"]
 
