@@ -2,9 +2,11 @@
 #include "counters.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "macro.h"
+#include "strbuf.h"
 
 #define NS_PER_SEC 1e9
 
@@ -95,6 +97,92 @@ void counters_write_metrics(const struct pmu_snapshot *s, struct prom_writer *w)
                 }
         }
 
+        /* Top-down over the last interval, from one group per CPU (pmu-topdown.h);
+         * absent where the CPU cannot compute it (/status says why) or its
+         * group did not run in the interval. */
+        {
+                bool family = false;
+
+                for (size_t i = 0; i < s->n_cpus; i++) {
+                        const struct pmu_cpu_snapshot *c = &s->cpus[i];
+                        char cpu[DECIMAL_STR_MAX(unsigned)], level[DECIMAL_STR_MAX(unsigned)];
+
+                        snprintf(cpu, sizeof(cpu), "%u", c->cpu);
+                        for (int m = 0; m < _PMU_TOPDOWN_METRIC_MAX; m++) {
+                                if (!c->topdown.last.present[m] || pmu_topdown_metric_is_mpki(m))
+                                        continue;
+                                if (!family) {
+                                        prom_family(w, "armprofd_topdown_fraction", PROM_GAUGE,
+                                                    "Top-down share of the last counting interval by category: "
+                                                    "level 1 frontend_bound, bad_speculation, retiring, "
+                                                    "backend_bound (and smt_contention on AMD) sum to 1; "
+                                                    "formulas per core in README.md.");
+                                        family = true;
+                                }
+                                snprintf(level, sizeof(level), "%u", pmu_topdown_metric_level(m));
+                                prom_sample_double(w,
+                                                   (const char *const[]) { "cpu", cpu, "level", level, "category",
+                                                                           pmu_topdown_metric_name(m), NULL },
+                                                   c->topdown.last.value[m]);
+                        }
+                }
+        }
+
+        /* Misses per 1000 instructions, from a group of their own per CPU. */
+        {
+                bool family = false;
+
+                for (size_t i = 0; i < s->n_cpus; i++) {
+                        const struct pmu_cpu_snapshot *c = &s->cpus[i];
+                        char cpu[DECIMAL_STR_MAX(unsigned)], event[PMU_NAME_MAX];
+
+                        snprintf(cpu, sizeof(cpu), "%u", c->cpu);
+                        for (int m = 0; m < _PMU_TOPDOWN_METRIC_MAX; m++) {
+                                const char *name = pmu_topdown_metric_name(m);
+
+                                if (!c->topdown.last.present[m] || !pmu_topdown_metric_is_mpki(m))
+                                        continue;
+                                if (!family) {
+                                        prom_family(w, "armprofd_mpki", PROM_GAUGE,
+                                                    "Misses per 1000 instructions retired over the last counting "
+                                                    "interval, by event (l1i_cache, l1d_cache, l2d_cache, "
+                                                    "ll_cache_read, branch), from one group per CPU.");
+                                        family = true;
+                                }
+                                /* "l1i_cache_mpki" -> "l1i_cache" */
+                                snprintf(event, sizeof(event), "%.*s", (int) (strlen(name) - strlen("_mpki")), name);
+                                prom_sample_double(w, (const char *const[]) { "cpu", cpu, "event", event, NULL },
+                                                   c->topdown.last.value[m]);
+                        }
+                }
+        }
+
+        /* Memory bandwidth: bytes through each memory-side PMU (pmu-bandwidth.h). */
+        {
+                bool family = false;
+
+                for (size_t i = 0; i < s->n_bandwidth; i++) {
+                        const struct pmu_bandwidth_value *b = &s->bandwidth[i];
+                        char cpu[DECIMAL_STR_MAX(unsigned)];
+
+                        if (b->error != 0)
+                                continue;
+                        if (!family) {
+                                prom_family_unit(w, "armprofd_memory_bytes_total", PROM_COUNTER, "bytes",
+                                                 "Bytes moved to and from memory, counted by a memory-side PMU "
+                                                 "(method cmn-hnf-mc: Arm CMN HN-F requests to the memory "
+                                                 "controllers less their retries, x 64; imc-cas: Intel IMC "
+                                                 "CAS reads and writes, x 64); rate() gives bytes/s.");
+                                family = true;
+                        }
+                        snprintf(cpu, sizeof(cpu), "%u", b->cpu);
+                        prom_sample_u64(w,
+                                        (const char *const[]) { "pmu", b->pmu, "cpu", cpu, "method",
+                                                                pmu_bandwidth_method_to_string(b->method), NULL },
+                                        b->bytes_total);
+                }
+        }
+
         /* Multiplexing made visible: running < enabled means scaled values. */
         for (int which = 0; which < 2; which++) {
                 const char *name = which == 0 ? "armprofd_pmu_enabled_seconds_total"
@@ -142,6 +230,15 @@ static json_t *events_json(const struct pmu_snapshot *s, const struct pmu_event_
                 }
                 json_object_set_new(o, pmu_event_get(e)->name, ev);
         }
+        return o;
+}
+
+static json_t *topdown_json(const struct pmu_cpu_topdown *t) {
+        json_t *o = json_object();
+
+        for (int m = 0; m < _PMU_TOPDOWN_METRIC_MAX; m++)
+                if (t->last.present[m])
+                        json_object_set_new(o, pmu_topdown_metric_name(m), json_real(t->last.value[m]));
         return o;
 }
 
@@ -195,10 +292,11 @@ json_t *counters_to_json(const struct pmu_snapshot *s, double interval_seconds, 
                                                           (double) c->groups[g].enabled_ns_total / NS_PER_SEC,
                                                           "running_seconds",
                                                           (double) c->groups[g].running_ns_total / NS_PER_SEC));
-                json_array_append_new(cpus, json_pack("{s:i, s:s, s:o, s:o, s:o}", "cpu", (int) c->cpu, "pmu",
+                json_array_append_new(cpus, json_pack("{s:i, s:s, s:o, s:o, s:o, s:o}", "cpu", (int) c->cpu, "pmu",
                                                       c->pmu, "events",
                                                       events_json(s, c->events, interval_seconds), "ratios",
-                                                      ratios_json(c->ratios), "groups", groups));
+                                                      ratios_json(c->ratios), "topdown", topdown_json(&c->topdown),
+                                                      "groups", groups));
         }
         json_object_set_new(root, "cpus", cpus);
         json_object_set_new(root, "host",
@@ -206,6 +304,85 @@ json_t *counters_to_json(const struct pmu_snapshot *s, double interval_seconds, 
                                       "ratios", ratios_json(s->host_ratios)));
         json_object_set_new(root, "unavailable", unavailable_json(s));
         return root;
+}
+
+static bool same_topdown(const struct pmu_cpu_topdown *a, const struct pmu_cpu_topdown *b) {
+        return a->method == b->method && streq(a->core, b->core) && streq(a->note, b->note) &&
+               streq(a->mpki_note, b->mpki_note) &&
+               memcmp(a->computes, b->computes, sizeof(a->computes)) == 0;
+}
+
+/*
+ * What each CPU computes of top-down and what it cannot, and why: CPUs
+ * alike (same core, method, note) share one entry, so a 128-core host says
+ * it once. [{"cpus": [0, 1], "core": "neoverse-n2 r0p3", "method":
+ * "arm-slots", "level1": "complete"|"partial"|"unavailable", "computes":
+ * [...], "cannot": {"metric": "why"}, "note": "..."}].
+ */
+static json_t *topdown_status_json(const struct pmu_snapshot *s) {
+        _cleanup_free_ size_t *first = xcalloc(MAX(s->n_cpus, 1U), sizeof(*first)); /* CPU index of entry k */
+        json_t *arr = json_array();
+        size_t n = 0;
+
+        for (size_t i = 0; i < s->n_cpus; i++) {
+                const struct pmu_cpu_topdown *t = &s->cpus[i].topdown;
+                json_t *computes, *cannot;
+                size_t k;
+
+                for (k = 0; k < n; k++)
+                        if (same_topdown(&s->cpus[first[k]].topdown, t))
+                                break;
+                if (k < n) {
+                        json_array_append_new(json_object_get(json_array_get(arr, k), "cpus"),
+                                              json_integer(s->cpus[i].cpu));
+                        continue;
+                }
+                first[n++] = i;
+                computes = json_array();
+                cannot = json_object();
+                for (int m = 0; m < _PMU_TOPDOWN_METRIC_MAX; m++) {
+                        /* N1's stall-cycle fractions and AMD's SMT contention are
+                         * categories of one method: listed only where computed. */
+                        bool cycles_only = m == PMU_TOPDOWN_FRONTEND_STALLED_CYCLES ||
+                                           m == PMU_TOPDOWN_BACKEND_STALLED_CYCLES ||
+                                           m == PMU_TOPDOWN_SMT_CONTENTION;
+
+                        if (t->computes[m])
+                                json_array_append_new(computes, json_string(pmu_topdown_metric_name(m)));
+                        else if (!cycles_only)
+                                json_object_set_new(cannot, pmu_topdown_metric_name(m),
+                                                    json_string(pmu_topdown_metric_is_mpki(m) && t->mpki_note[0]
+                                                                        ? t->mpki_note
+                                                                : t->note[0] ? t->note
+                                                                             : "not computed for this core"));
+                }
+                json_array_append_new(
+                        arr, json_pack("{s:[I], s:s, s:s, s:s, s:o, s:o, s:s}", "cpus", (json_int_t) s->cpus[i].cpu,
+                                       "core", t->core, "method", pmu_topdown_method_to_string(t->method), "level1",
+                                       t->method == PMU_TOPDOWN_NONE             ? "unavailable"
+                                       : pmu_topdown_method_complete(t->method) ? "complete"
+                                                                                 : "partial",
+                                       "computes", computes, "cannot", cannot, "note", t->note));
+                if (t->mpki_note[0])
+                        json_object_set_new(json_array_get(arr, n - 1), "mpki_note", json_string(t->mpki_note));
+        }
+        return arr;
+}
+
+/* {"sources": [{"pmu", "cpu", "method", "counting", "error"?}], "note": why none or what is missing} */
+static json_t *bandwidth_status_json(const struct pmu_snapshot *s) {
+        json_t *sources = json_array();
+
+        for (size_t i = 0; i < s->n_bandwidth; i++) {
+                const struct pmu_bandwidth_value *b = &s->bandwidth[i];
+                json_t *e = json_pack("{s:s, s:i, s:s, s:b}", "pmu", b->pmu, "cpu", (int) b->cpu, "method",
+                                      pmu_bandwidth_method_to_string(b->method), "counting", b->error == 0);
+
+                if (b->error != 0)
+                        json_object_set_new(e, "error", json_string(pmu_event_error_string(b->error)));
+                json_array_append_new(sources, e);
+        }
+        return json_pack("{s:o, s:s}", "sources", sources, "note", s->bandwidth_note);
 }
 
 json_t *counters_status_json(const struct pmu_snapshot *s, const char *disabled_reason) {
@@ -231,5 +408,7 @@ json_t *counters_status_json(const struct pmu_snapshot *s, const char *disabled_
                 json_object_set_new(events, pmu_event_get(e)->name, ev);
         }
         json_object_set_new(o, "events", events);
+        json_object_set_new(o, "topdown", topdown_status_json(s));
+        json_object_set_new(o, "bandwidth", bandwidth_status_json(s));
         return o;
 }

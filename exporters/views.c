@@ -574,6 +574,62 @@ static const struct table_column ratio_cols[] = {
         { NULL, "value", TABLE_RIGHT, "over the last interval" },
 };
 
+static const struct table_column topdown_cols[] = {
+        { NULL, "CPU", TABLE_LEFT, NULL },
+        { NULL, "bar", TABLE_LEFT,
+          "one letter per 2.5%: F frontend bound, S bad speculation, R retiring, B backend bound, "
+          "T SMT contention (AMD)" },
+        { "level 1, last interval", "frontend", TABLE_RIGHT, NULL },
+        { "level 1, last interval", "bad spec", TABLE_RIGHT, NULL },
+        { "level 1, last interval", "retiring", TABLE_RIGHT, NULL },
+        { "level 1, last interval", "backend", TABLE_RIGHT, NULL },
+        { "level 1, last interval", "SMT", TABLE_RIGHT, "slots the other SMT thread took (AMD Zen 4, Zen 5)" },
+};
+
+/* Letters of the bar: 40, one per 2.5% of the interval. */
+#define TOPDOWN_BAR_CELLS 40U
+
+static const char *const topdown_level1[] = { "frontend_bound", "bad_speculation", "retiring", "backend_bound",
+                                               "smt_contention" };
+
+/* A CPU's level-1 top-down as a bar of letters (text and page alike), or no
+ * row when the CPU has no complete level 1 in this interval. */
+static void topdown_row(struct table *t, const json_t *c) {
+        static const char letters[] = "FSRBT";
+        const json_t *td = json_object_get(c, "topdown");
+        char bar[TOPDOWN_BAR_CELLS + 1];
+        double v[ELEMENTSOF(topdown_level1)] = {}, cum = 0;
+        size_t filled = 0;
+
+        for (size_t k = 0; k < ELEMENTSOF(topdown_level1); k++) {
+                const json_t *x = json_object_get(td, topdown_level1[k]);
+
+                if (json_is_number(x))
+                        v[k] = json_number_value(x);
+                else if (k < 4)
+                        return; /* smt_contention alone is optional */
+        }
+        /* Cumulative rounding, so the cells add up to the whole bar. */
+        for (size_t k = 0; k < ELEMENTSOF(v); k++) {
+                size_t upto;
+
+                cum += v[k];
+                upto = (size_t) (cum * TOPDOWN_BAR_CELLS + 0.5);
+                upto = MIN(upto, (size_t) TOPDOWN_BAR_CELLS);
+                while (filled < upto)
+                        bar[filled++] = letters[k];
+        }
+        while (filled < TOPDOWN_BAR_CELLS)
+                bar[filled++] = '.';
+        bar[filled] = '\0';
+        table_row(t, TABLE_ROW);
+        table_textf(t, "CPU%" PRIu64, ju(c, "cpu"));
+        table_text(t, bar);
+        for (size_t k = 0; k < ELEMENTSOF(v); k++)
+                if (k < 4 || json_is_number(json_object_get(td, topdown_level1[k])))
+                        table_num(t, 100 * v[k], "%.1f%%", 100 * v[k]);
+}
+
 static const struct table_column mux_cols[] = {
         { NULL, "CPU", TABLE_LEFT, NULL },
         { NULL, "group", TABLE_LEFT, NULL },
@@ -694,6 +750,11 @@ int view_counters(const json_t *answer, const struct view_context *ctx, struct v
                 ratio_rows(t, cpu, json_object_get(c, "ratios"));
         }
         ratio_rows(t, "all", json_object_get(host, "ratios"));
+
+        t = section(v, "Top-down", "where the slots of the last interval went, per CPU (level 1; /status says why a CPU has none)",
+                    topdown_cols, ELEMENTSOF(topdown_cols));
+        json_array_foreach(cpus, i, c)
+                topdown_row(t, c);
 
         t = section(v, "Multiplexing", "groups that ran less than enabled were scaled", mux_cols, ELEMENTSOF(mux_cols));
         json_array_foreach(cpus, i, c) {

@@ -2,6 +2,7 @@
 #include "pmu-collector.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <linux/perf_event.h>
@@ -41,6 +42,23 @@ struct slot {
         struct pmu_group_time time;
 };
 
+enum {
+        DERIVED_TOPDOWN,
+        DERIVED_MPKI,
+        _DERIVED_MAX,
+};
+
+struct derived {
+        struct pmu_topdown_plan plan;
+        int fd[_PMU_TD_INPUT_MAX];
+        uint64_t id[_PMU_TD_INPUT_MAX];
+        size_t n;                            /* members open, plan.n or 0 */
+        char error[PMU_TOPDOWN_NOTE_MAX];    /* why the planned group is not open or not running */
+        unsigned zero_reads;
+        struct pmu_topdown_window window;
+        struct pmu_topdown last;
+};
+
 struct cpu_state {
         unsigned cpu;
         bool open;
@@ -53,6 +71,24 @@ struct cpu_state {
         size_t n_slots;
         struct slot slots[PMU_MAX_GROUPS];
         struct pmu_ratio ratios[_PMU_RATIO_MAX];
+
+        /* Top-down level 1 (and Intel's level 2), and the misses per
+         * kilo-instruction: each a group of its own (pmu-topdown.h), never
+         * a catalogue group, so that what is computed from one shares one
+         * window. */
+        struct derived dg[_DERIVED_MAX];
+};
+
+/* One memory-side PMU group (pmu-bandwidth.h) on one CPU of its cpumask. */
+struct bandwidth {
+        const struct pmu_bandwidth_source *src;
+        int fd[2];
+        uint64_t id[2];
+        bool primed;
+        uint64_t prev[2], prev_enabled, prev_running;
+        uint64_t bytes_total;
+        bool counted; /* bytes were added in the last interval */
+        int error;    /* negative errno of the open, 0 if open */
 };
 
 struct pmu_collector {
@@ -71,11 +107,16 @@ struct pmu_collector {
         struct cpulist online; /* CPUs we hold groups for */
         struct cpu_state *cpus[CPULIST_MAX_CPUS];
 
+        struct pmu_bandwidth_plan bw_plan;
+        struct bandwidth *bw; /* bw_plan.n */
+
         uint64_t reads;
         unsigned resplits;
         enum pmu_state state;
         char message[PMU_MESSAGE_MAX];
 };
+
+static void bandwidth_open(struct pmu_collector *c);
 
 static const char *const state_names[_PMU_STATE_MAX] = {
         [PMU_STATE_OK] = "ok",
@@ -117,7 +158,21 @@ static void group_close(struct group *g) {
         g->n = 0;
 }
 
+static void derived_close(struct derived *g) {
+        for (size_t i = g->n; i > 0; i--)
+                g->fd[i - 1] = safe_close(g->fd[i - 1]);
+        g->n = 0;
+        g->last = (struct pmu_topdown) {};
+        pmu_topdown_window_reset(&g->window);
+}
+
+static void topdown_close(struct cpu_state *s) {
+        for (size_t k = 0; k < _DERIVED_MAX; k++)
+                derived_close(&s->dg[k]);
+}
+
 static void cpu_close(struct cpu_state *s) {
+        topdown_close(s);
         for (size_t i = 0; i < s->n_groups; i++)
                 group_close(&s->groups[i]);
         for (size_t i = 0; i < s->n_slots; i++)
@@ -212,6 +267,51 @@ static void group_open(struct pmu_collector *c, struct cpu_state *s, const struc
         s->n_groups++;
 }
 
+/* Open the top-down group planned for s->cpu: all of it or nothing (a
+ * member alone would be a fraction of another window). */
+static void derived_open(struct derived *g, unsigned cpu) {
+        struct pmu_topdown_plan *p = &g->plan;
+        int r;
+
+        g->error[0] = '\0';
+        g->zero_reads = 0;
+        if (p->method == PMU_TOPDOWN_NONE)
+                return;
+        for (size_t i = 0; i < p->n; i++) {
+                struct perf_event_attr attr;
+                int leader = i > 0 ? g->fd[0] : -1;
+
+                attr_init(&attr, p->type, p->config[i]);
+                attr.disabled = leader < 0;
+                r = perf_event_open(&attr, -1, (int) cpu, leader, PERF_FLAG_FD_CLOEXEC);
+                if (r >= 0) {
+                        g->fd[i] = r;
+                        g->n = i + 1;
+                        if (ioctl(r, PERF_EVENT_IOC_ID, &g->id[i]) >= 0)
+                                continue;
+                        r = -errno;
+                }
+                snprintf(g->error, sizeof(g->error), "cannot open the group's event 0x%" PRIx64 ": %s", p->config[i],
+                         pmu_event_error_string(r));
+                derived_close(g);
+                return;
+        }
+        if (ioctl(g->fd[0], PERF_EVENT_IOC_ENABLE, 0) < 0) {
+                snprintf(g->error, sizeof(g->error), "cannot enable the group: %s", strerror(errno));
+                derived_close(g);
+        }
+}
+
+/* Plan and open the top-down and MPKI groups for s->cpu: each all of it or
+ * nothing (a member alone would be a share of another window). */
+static void topdown_open(struct pmu_collector *c, struct cpu_state *s, unsigned general, bool cycle_counter) {
+        (void) pmu_topdown_plan_cpu(c->sysfs->root, c->procfs_root, s->cpu, s->pmu, general, cycle_counter,
+                                    &s->dg[DERIVED_TOPDOWN].plan);
+        (void) pmu_topdown_plan_mpki(s->pmu, general, &s->dg[DERIVED_MPKI].plan);
+        for (size_t k = 0; k < _DERIVED_MAX; k++)
+                derived_open(&s->dg[k], s->cpu);
+}
+
 static void cpu_open(struct pmu_collector *c, struct cpu_state *s) {
         enum pmu_event_id pending[_PMU_EVENT_MAX];
         size_t n_pending = c->n_events;
@@ -258,6 +358,12 @@ static void cpu_open(struct pmu_collector *c, struct cpu_state *s) {
                 memcpy(pending, deferred, n_deferred * sizeof(pending[0]));
                 n_pending = n_deferred;
         }
+        if (s->pmu) {
+                size_t idx = pmu_index(c, s->pmu);
+
+                topdown_open(c, s, c->general[idx], c->cycle_counter[idx]);
+        } else
+                topdown_open(c, s, c->general_no_pmu, false);
         s->open = true;
 }
 
@@ -268,6 +374,9 @@ static struct cpu_state *cpu_get(struct pmu_collector *c, unsigned cpu) {
                 for (size_t i = 0; i < PMU_MAX_GROUPS; i++)
                         for (size_t j = 0; j < PMU_GROUP_MAX_EVENTS; j++)
                                 c->cpus[cpu]->groups[i].m[j].fd = -1;
+                for (size_t k = 0; k < _DERIVED_MAX; k++)
+                        for (size_t i = 0; i < _PMU_TD_INPUT_MAX; i++)
+                                c->cpus[cpu]->dg[k].fd[i] = -1;
         }
         return c->cpus[cpu];
 }
@@ -415,6 +524,11 @@ struct pmu_collector *pmu_collector_free(struct pmu_collector *c) {
                 cpu_close(c->cpus[i]);
                 free(c->cpus[i]);
         }
+        for (size_t i = 0; i < c->bw_plan.n; i++)
+                for (size_t k = 2; k > 0; k--)
+                        c->bw[i].fd[k - 1] = safe_close(c->bw[i].fd[k - 1]);
+        free(c->bw);
+        pmu_bandwidth_plan_done(&c->bw_plan);
         pmu_sysfs_free(c->sysfs);
         free(c->general);
         free(c->cycle_counter);
@@ -472,6 +586,7 @@ int pmu_collector_new(const struct pmu_collector_config *cfg, struct pmu_collect
         c->online = c->sysfs->online;
         CPULIST_FOREACH(cpu, &c->online)
                 cpu_open(c, cpu_get(c, (unsigned) cpu));
+        bandwidth_open(c);
         update_state(c);
 
         *ret = TAKE_PTR(c);
@@ -590,6 +705,106 @@ static void read_group(struct pmu_collector *c, struct cpu_state *s, struct grou
                 s->reopen = true;
 }
 
+/* The top-down group's read: fractions of this interval, or none when the
+ * group did not run in it (pmu_topdown_window_advance()). */
+static void read_derived(struct pmu_collector *c, struct cpu_state *s, struct derived *g) {
+        uint64_t buf[PMU_GROUP_READ_SIZE(_PMU_TD_INPUT_MAX) / sizeof(uint64_t)];
+        struct pmu_group_reading rd;
+        struct pmu_topdown t;
+        ssize_t n;
+
+        g->last = (struct pmu_topdown) {};
+        if (g->n == 0)
+                return;
+        n = read(g->fd[0], buf, PMU_GROUP_READ_SIZE(g->n));
+        if (n < 0 || pmu_group_parse_read(buf, (size_t) n, &rd) < 0) {
+                s->reopen = true;
+                return;
+        }
+        if (pmu_topdown_window_advance(&g->window, &g->plan, g->id, &rd, &t) > 0) {
+                g->last = t;
+                g->zero_reads = 0;
+                g->error[0] = '\0';
+        } else if (rd.running == 0 && rd.enabled > 0 && ++g->zero_reads >= c->stuck_reads)
+                /* Left open: it may get counters when others let go; said in /status. */
+                snprintf(g->error, sizeof(g->error),
+                         "its group (%zu events) has never been scheduled: the PMU's counters are taken", g->n);
+}
+
+static void read_topdown(struct pmu_collector *c, struct cpu_state *s) {
+        for (size_t k = 0; k < _DERIVED_MAX; k++)
+                read_derived(c, s, &s->dg[k]);
+}
+
+/* Open each memory-side PMU's group on its cpumask CPU (uncore PMUs count
+ * for the whole mesh or socket; the kernel refuses them elsewhere,
+ * arm_cmn_event_init() and uncore_pmu_event_init()). */
+static void bandwidth_open(struct pmu_collector *c) {
+        (void) pmu_bandwidth_plan(c->sysfs->root, &c->bw_plan);
+        c->bw = xcalloc(MAX(c->bw_plan.n, 1U), sizeof(*c->bw));
+        for (size_t i = 0; i < c->bw_plan.n; i++) {
+                struct bandwidth *b = &c->bw[i];
+                const struct pmu_bandwidth_source *src = &c->bw_plan.sources[i];
+                int r = 0;
+
+                *b = (struct bandwidth) { .src = src, .fd = { -1, -1 } };
+                for (size_t k = 0; k < src->n && r >= 0; k++) {
+                        struct perf_event_attr attr;
+
+                        attr_init(&attr, src->type, src->config[k]);
+                        attr.disabled = k == 0;
+                        r = perf_event_open(&attr, -1, (int) src->cpu, k == 0 ? -1 : b->fd[0], PERF_FLAG_FD_CLOEXEC);
+                        if (r < 0)
+                                break;
+                        b->fd[k] = r;
+                        if (ioctl(r, PERF_EVENT_IOC_ID, &b->id[k]) < 0)
+                                r = -errno;
+                }
+                if (r >= 0 && ioctl(b->fd[0], PERF_EVENT_IOC_ENABLE, 0) < 0)
+                        r = -errno;
+                if (r < 0) {
+                        b->error = r;
+                        for (size_t k = 2; k > 0; k--)
+                                b->fd[k - 1] = safe_close(b->fd[k - 1]);
+                }
+        }
+}
+
+static void bandwidth_read(struct bandwidth *b) {
+        uint64_t buf[PMU_GROUP_READ_SIZE(2) / sizeof(uint64_t)], value[2] = {}, delta[2], bytes;
+        struct pmu_group_reading rd;
+        ssize_t n;
+        size_t matched = 0;
+
+        b->counted = false;
+        if (b->fd[0] < 0)
+                return;
+        n = read(b->fd[0], buf, PMU_GROUP_READ_SIZE(b->src->n));
+        if (n < 0 || pmu_group_parse_read(buf, (size_t) n, &rd) < 0 || rd.n != b->src->n)
+                return;
+        for (size_t i = 0; i < rd.n; i++)
+                for (size_t k = 0; k < b->src->n; k++)
+                        if (rd.id[i] == b->id[k]) {
+                                value[k] = rd.value[i];
+                                matched++;
+                        }
+        if (matched != b->src->n)
+                return;
+        if (b->primed && rd.running > b->prev_running && value[0] >= b->prev[0] && value[1] >= b->prev[1]) {
+                delta[0] = value[0] - b->prev[0];
+                delta[1] = value[1] - b->prev[1];
+                if (pmu_bandwidth_bytes(b->src, delta, rd.enabled - b->prev_enabled, rd.running - b->prev_running,
+                                        &bytes) >= 0) {
+                        b->bytes_total = b->bytes_total > UINT64_MAX - bytes ? UINT64_MAX : b->bytes_total + bytes;
+                        b->counted = true;
+                }
+        }
+        b->primed = true;
+        memcpy(b->prev, value, sizeof(b->prev));
+        b->prev_enabled = rd.enabled;
+        b->prev_running = rd.running;
+}
+
 static void compute_ratios(struct cpu_state *s) {
         bool counted[_PMU_EVENT_MAX];
         uint64_t delta[_PMU_EVENT_MAX];
@@ -615,8 +830,11 @@ int pmu_collector_read(struct pmu_collector *c) {
                 }
                 for (size_t k = 0; k < s->n_groups; k++)
                         read_group(c, s, &s->groups[k]);
+                read_topdown(c, s);
                 compute_ratios(s);
         }
+        for (size_t i = 0; i < c->bw_plan.n; i++)
+                bandwidth_read(&c->bw[i]);
         c->reads++;
 
         CPULIST_FOREACH(cpu, &c->online) {
@@ -658,6 +876,24 @@ static void snapshot_cpu(const struct cpu_state *s, struct pmu_cpu_snapshot *out
                 if (s->slots[i].pub.n_events > 0)
                         out->groups[out->n_groups++] = s->slots[i].pub;
         memcpy(out->ratios, s->ratios, sizeof(out->ratios));
+
+        {
+                const struct derived *td = &s->dg[DERIVED_TOPDOWN], *mpki = &s->dg[DERIVED_MPKI];
+
+                out->topdown.method = td->n > 0 ? td->plan.method : PMU_TOPDOWN_NONE;
+                snprintf(out->topdown.core, sizeof(out->topdown.core), "%s", td->plan.core);
+                snprintf(out->topdown.note, sizeof(out->topdown.note), "%s%s%s", td->plan.note,
+                         td->plan.note[0] && td->error[0] ? "; " : "", td->error);
+                snprintf(out->topdown.mpki_note, sizeof(out->topdown.mpki_note), "%s%s%s", mpki->plan.note,
+                         mpki->plan.note[0] && mpki->error[0] ? "; " : "", mpki->error);
+                for (size_t m = 0; m < _PMU_TOPDOWN_METRIC_MAX; m++) {
+                        const struct derived *g = pmu_topdown_metric_is_mpki(m) ? mpki : td;
+
+                        out->topdown.computes[m] = g->n > 0 && pmu_topdown_plan_computes(&g->plan, m);
+                        out->topdown.last.present[m] = g->last.present[m];
+                        out->topdown.last.value[m] = g->last.value[m];
+                }
+        }
 }
 
 int pmu_collector_snapshot(const struct pmu_collector *c, struct pmu_snapshot **ret) {
@@ -679,6 +915,20 @@ int pmu_collector_snapshot(const struct pmu_collector *c, struct pmu_snapshot **
                 n++;
         }
         snap->n_cpus = n;
+
+        snap->n_bandwidth = c->bw_plan.n;
+        snap->bandwidth = xcalloc(MAX(c->bw_plan.n, 1U), sizeof(*snap->bandwidth));
+        for (size_t i = 0; i < c->bw_plan.n; i++) {
+                struct pmu_bandwidth_value *o = &snap->bandwidth[i];
+
+                snprintf(o->pmu, sizeof(o->pmu), "%s", c->bw[i].src->name);
+                o->cpu = c->bw[i].src->cpu;
+                o->method = c->bw[i].src->method;
+                o->bytes_total = c->bw[i].bytes_total;
+                o->counted = c->bw[i].counted;
+                o->error = c->bw[i].error;
+        }
+        snprintf(snap->bandwidth_note, sizeof(snap->bandwidth_note), "%s", c->bw_plan.note);
 
         for (size_t i = 0; i < c->n_events; i++) {
                 enum pmu_event_id ev = c->events[i];
@@ -752,6 +1002,7 @@ struct pmu_snapshot *pmu_snapshot_free(struct pmu_snapshot *s) {
         if (!s)
                 return NULL;
         free(s->cpus);
+        free(s->bandwidth);
         free(s);
         return NULL;
 }

@@ -12,8 +12,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pmu-bandwidth.h"
 #include "pmu-event.h"
 #include "pmu-ratio.h"
+#include "pmu-topdown.h"
 
 #define PMU_MESSAGE_MAX 1024U
 #define PMU_NAME_MAX 64U
@@ -43,6 +45,19 @@ struct pmu_group_times {
         uint64_t running_ns_total;
 };
 
+/* Top-down on one CPU (pmu-topdown.h): what it can compute and the
+ * fractions of the last interval, all from one read of one group. */
+struct pmu_cpu_topdown {
+        enum pmu_topdown_method method; /* NONE: nothing, see note */
+        char core[PMU_TOPDOWN_CORE_MAX];
+        /* Why absent or partial, "" if complete: the plan's note, "; ", and
+         * why its group is not open or not running (each PMU_TOPDOWN_NOTE_MAX). */
+        char note[2 * PMU_TOPDOWN_NOTE_MAX + 2];
+        char mpki_note[2 * PMU_TOPDOWN_NOTE_MAX + 2]; /* the same for the MPKI group */
+        bool computes[_PMU_TOPDOWN_METRIC_MAX];
+        struct pmu_topdown last; /* present[] false when the group did not run */
+};
+
 struct pmu_cpu_snapshot {
         unsigned cpu;
         char pmu[PMU_NAME_MAX]; /* core PMU name, "" if none */
@@ -50,12 +65,23 @@ struct pmu_cpu_snapshot {
         size_t n_groups;
         struct pmu_group_times groups[PMU_MAX_GROUPS];
         struct pmu_ratio ratios[_PMU_RATIO_MAX];
+        struct pmu_cpu_topdown topdown;
 };
 
 struct pmu_event_status {
         bool configured;
         bool available; /* open on at least one online CPU */
         int error;      /* negative errno of the first failure, 0 if none */
+};
+
+/* One memory-side PMU group: bytes moved since the collector started. */
+struct pmu_bandwidth_value {
+        char pmu[PMU_BANDWIDTH_NAME_MAX];
+        unsigned cpu;
+        enum pmu_bandwidth_method method;
+        uint64_t bytes_total;
+        bool counted; /* it ran in the last interval */
+        int error;    /* negative errno of its open, 0 when open */
 };
 
 struct pmu_snapshot {
@@ -71,6 +97,10 @@ struct pmu_snapshot {
          * over the CPUs where both events were counted. */
         struct pmu_event_value host[_PMU_EVENT_MAX];
         struct pmu_ratio host_ratios[_PMU_RATIO_MAX];
+        /* Memory bandwidth (pmu-bandwidth.h), and what is absent. */
+        size_t n_bandwidth;
+        struct pmu_bandwidth_value *bandwidth;
+        char bandwidth_note[PMU_BANDWIDTH_NOTE_MAX];
 };
 
 struct pmu_snapshot *pmu_snapshot_free(struct pmu_snapshot *s);

@@ -199,8 +199,7 @@ const char *pmu_desc_attr(const struct pmu_sysfs_attr *attrs, size_t n, const ch
         return NULL;
 }
 
-/* Checked "0x..." parser: hex digits only, no sign, no blanks, no overflow. */
-static int parse_hex_u64(const char *s, uint64_t *ret) {
+int pmu_sysfs_parse_hex(const char *s, uint64_t *ret) {
         static const char digits[] = "0123456789abcdef";
         static const char prefix[] = "0x";
         const unsigned nibble_bits = 4;
@@ -235,7 +234,70 @@ int pmu_desc_event_config(const struct pmu_desc *p, const char *name, uint64_t *
         v += sizeof(prefix) - 1;
         if (strchr(v, ','))
                 return -EOPNOTSUPP;
-        return parse_hex_u64(v, ret);
+        return pmu_sysfs_parse_hex(v, ret);
+}
+
+/* "config:0-7" or "config:63" into the bit range; other words (config1,
+ * config2, split ranges "config:0-7,32-35") are not for us: -EOPNOTSUPP. */
+static int parse_format_range(const char *f, unsigned *ret_lo, unsigned *ret_hi) {
+        static const char prefix[] = "config:";
+        unsigned lo, hi;
+        int n = 0;
+
+        if (strncmp(f, prefix, sizeof(prefix) - 1) != 0)
+                return -EOPNOTSUPP;
+        f += sizeof(prefix) - 1;
+        if (sscanf(f, "%u-%u%n", &lo, &hi, &n) == 2 && f[n] == '\0')
+                ;
+        else if (sscanf(f, "%u%n", &lo, &n) == 1 && f[n] == '\0')
+                hi = lo;
+        else
+                return -EOPNOTSUPP;
+        if (lo > hi || hi > 63)
+                return -EINVAL;
+        *ret_lo = lo;
+        *ret_hi = hi;
+        return 0;
+}
+
+int pmu_desc_event_config_terms(const struct pmu_desc *p, const char *name, uint64_t *ret) {
+        const char *v = pmu_desc_event(p, name);
+        char buf[PMU_EVENT_STRING_MAX];
+        char *save = NULL;
+        uint64_t config = 0;
+        int r;
+
+        if (!v)
+                return -ENOENT;
+        if (strlen(v) >= sizeof(buf))
+                return -E2BIG;
+        snprintf(buf, sizeof(buf), "%s", v);
+        for (char *term = strtok_r(buf, ",", &save); term; term = strtok_r(NULL, ",", &save)) {
+                char *eq = strchr(term, '=');
+                const char *format;
+                unsigned lo, hi;
+                uint64_t value, mask;
+
+                if (!eq)
+                        return -EOPNOTSUPP;
+                *eq = '\0';
+                format = pmu_desc_attr(p->format, p->n_format, term);
+                if (!format)
+                        return -EOPNOTSUPP;
+                r = parse_format_range(format, &lo, &hi);
+                if (r < 0)
+                        return r;
+                /* "event=0x3c" and "any=1", "cmask=1": hex or decimal, as perf reads them */
+                r = strncasecmp(eq + 1, "0x", 2) == 0 ? pmu_sysfs_parse_hex(eq + 1, &value) : safe_atou64(eq + 1, &value);
+                if (r < 0)
+                        return r;
+                mask = hi - lo == 63 ? UINT64_MAX : ((UINT64_C(1) << (hi - lo + 1)) - 1);
+                if (value & ~mask)
+                        return -ERANGE;
+                config |= value << lo;
+        }
+        *ret = config;
+        return 0;
 }
 
 static bool name_has_prefix(const char *name, const char *prefix) {

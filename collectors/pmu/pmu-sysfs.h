@@ -100,6 +100,15 @@ static inline const char *pmu_desc_event(const struct pmu_desc *p, const char *n
 /* Parse an events/ file of the simple form "event=0x0011" (optionally with
  * more ",term=value" terms, which are rejected: -EOPNOTSUPP). */
 int pmu_desc_event_config(const struct pmu_desc *p, const char *name, uint64_t *ret);
+/* An events/ file of several terms ("event=0x00,umask=0x80", as x86
+ * writes them), each placed by the PMU's format/<term> ("config:8-15"):
+ * the way perf builds perf_event_attr.config (tools/perf/util/pmu.c,
+ * pmu_format_value()). Terms outside `config`, or without a format file,
+ * are -EOPNOTSUPP; a value wider than its field is -ERANGE. */
+#define PMU_EVENT_STRING_MAX 256U /* an events/ file: a few "term=0x.." */
+int pmu_desc_event_config_terms(const struct pmu_desc *p, const char *name, uint64_t *ret);
+/* Checked "0x..." parser: hex digits only, no sign, no blanks, no overflow. */
+int pmu_sysfs_parse_hex(const char *s, uint64_t *ret);
 
 const char *pmu_kind_to_string(enum pmu_kind k);
 

@@ -21,7 +21,7 @@ failure naming the file, the line and the rule. Rules:
 The collectors' value types are the headers that describe what flows out of
 them: the seam (source.h), the decoder's record (spe-rec.h, spe-pkt.h) and
 the PMU's published snapshot (pmu-snapshot.h, pmu-event.h, pmu-ratio.h,
-cpulist.h).
+pmu-topdown.h, pmu-bandwidth.h, cpulist.h).
 
 Usage: check-includes.py [SOURCE_DIR]   (default: $ARMPROFD_SOURCE_DIR)
 """
@@ -30,7 +30,8 @@ import re
 import sys
 
 LAYERS = ("common", "collectors", "store", "symbols", "exporters", "daemon")
-VALUE_TYPES = {"source.h", "spe-rec.h", "spe-pkt.h", "pmu-snapshot.h", "pmu-event.h", "pmu-ratio.h", "cpulist.h"}
+VALUE_TYPES = {"source.h", "spe-rec.h", "spe-pkt.h", "pmu-snapshot.h", "pmu-event.h", "pmu-ratio.h", "pmu-topdown.h",
+               "pmu-bandwidth.h", "cpulist.h"}
 ALLOWED = {
     "common": {"common"},
     "collectors": {"collectors", "common"},

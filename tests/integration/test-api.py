@@ -126,6 +126,14 @@ with Daemon(args=["--replay", os.path.join(tmp, "a.data")], config_text="[http]\
                 assert re.search(rf'group: "load"\n\s+count: {count}\n', text), text[:600]
             elif message == "Status":
                 assert f'version: "{js["version"]}"' in text and 'name: "spe"' in text, text[:400]
+                # The PMU's top-down and bandwidth status, field for field.
+                pmu = [x for x in js["collectors"] if x["name"] == "pmu"][0]
+                for e in pmu["topdown"]:
+                    assert f'method: "{e["method"]}"' in text and f'level1: "{e["level1"]}"' in text, text
+                    for name in e["cannot"]:
+                        assert f'name: "{name}"' in text, (name, text)
+                assert text.count("topdown {") == len(pmu["topdown"]), text
+                assert "bandwidth {" in text and f'note: "{pmu["bandwidth"]["note"]}"' in text, text
             elif message == "Counters":
                 assert f'state: "{js["state"]}"' in text, text[:300]
         # /metrics protobuf: split the varint-delimited frames, decode each as a MetricFamily.

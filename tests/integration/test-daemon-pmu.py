@@ -3,7 +3,8 @@
 """The daemon counts real software events per CPU on this machine: page faults made
 on CPU 0 and context switches made on CPU 1 show up on /metrics and /counters, as
 many as the kernel counted for the tasks that made them;
-hardware events this machine lacks are reported unavailable and it keeps serving."""
+hardware events this machine lacks are reported unavailable and it keeps serving;
+/status says for every CPU which top-down fractions it computes and why not."""
 
 import json
 import mmap
@@ -206,6 +207,71 @@ def metric_matches_counters(d, name, event, cpu):
     raise AssertionError("the daemon read between every /counters and /metrics pair")
 
 
+def core_pmus():
+    """The core PMUs sysfs lists, as the kernel registers them: a `cpus` file,
+    or the x86 `cpu` PMU (tools/perf/util/pmu.c is_pmu_core())."""
+    root = "/sys/bus/event_source/devices"
+    return [n for n in sorted(os.listdir(root))
+            if n == "cpu" or os.path.exists(os.path.join(root, n, "cpus"))]
+
+
+def check_topdown(d, pmu):
+    """/status says, for every CPU, what top-down it computes and why not;
+    without a core PMU (this VM) every CPU says so and /metrics has no fraction;
+    wherever fractions are served they are in [0, 1] and level 1 sums to 1."""
+    td = pmu["topdown"]
+    listed = sorted(c for e in td for c in e["cpus"])
+    assert listed == list(range(os.cpu_count())), (listed, td)
+    s = parse_prom_text(d.get("/metrics")[2].decode())
+    fractions = {k: v for k, v in s.items() if k[0] == "armprofd_topdown_fraction"}
+    if not core_pmus():
+        for e in td:
+            assert e["level1"] == "unavailable" and e["method"] == "none", e
+            assert e["note"] == "no core PMU counts for this CPU", e
+            assert set(e["cannot"]) >= {"frontend_bound", "bad_speculation", "retiring", "backend_bound"}, e
+            assert e["computes"] == [], e
+        assert not fractions, fractions
+        print(f"top-down: no core PMU in sysfs; /status says so for CPUs {listed}")
+        return
+    per_cpu = {}
+    for k, v in fractions.items():
+        labels = dict(k[1])
+        assert 0 <= v <= 1, (k, v)
+        if labels["level"] == "1":
+            per_cpu.setdefault(labels["cpu"], {})[labels["category"]] = v
+    level1 = {"frontend_bound", "bad_speculation", "retiring", "backend_bound"}
+    for cpu, cats in per_cpu.items():
+        if level1 <= set(cats):  # with AMD's smt_contention, the five
+            assert abs(sum(v for c, v in cats.items() if "stalled" not in c) - 1) < 1e-6, (cpu, cats)
+    print(f"top-down: core PMUs {core_pmus()}; /status {[(e['core'], e['level1']) for e in td]}")
+
+
+def check_bandwidth(d, pmu):
+    """/status lists a bandwidth source per memory-side PMU sysfs lists (and
+    CPU of its cpumask), and says so when there is none (this VM)."""
+    root = "/sys/bus/event_source/devices"
+    want = []
+    for n in sorted(os.listdir(root)):
+        if n.startswith(("arm_cmn_", "uncore_imc")):
+            with open(os.path.join(root, n, "cpumask")) as f:
+                mask = f.read().strip()
+            for part in mask.split(","):
+                lo, _, hi = part.partition("-")
+                want += [(n, c) for c in range(int(lo), int(hi or lo) + 1)]
+    bw = pmu["bandwidth"]
+    got = [(e["pmu"], e["cpu"]) for e in bw["sources"]]
+    s = parse_prom_text(d.get("/metrics")[2].decode())
+    counters = [k for k in s if k[0] == "armprofd_memory_bytes_total"]
+    if not want:
+        assert got == [] and "no memory-side PMU" in bw["note"], bw
+        assert not counters, counters
+        print(f"bandwidth: no memory-side PMU in sysfs; /status says: {bw['note']}")
+        return
+    # Sources whose events are listed; the others are in the note.
+    assert set(got) <= set(want), (got, want)
+    print(f"bandwidth: {got}; note: {bw['note']}")
+
+
 with Daemon(config_text=f"[pmu]\ninterval = {int(INTERVAL * 1000)}ms\n") as d:
     d.wait_ready()
     if not CANNOT_COMPARE:
@@ -251,6 +317,8 @@ with Daemon(config_text=f"[pmu]\ninterval = {int(INTERVAL * 1000)}ms\n") as d:
     st = json.loads(d.get("/status")[2])
     pmu = [x for x in st["collectors"] if x["name"] == "pmu"][0]
     assert pmu["up"] and pmu["events"]["page_faults"]["available"], pmu
+    check_topdown(d, pmu)
+    check_bandwidth(d, pmu)
     assert d.get("/healthz")[0] == 200
     rc, took = d.stop()
     assert rc == 0, d.log()

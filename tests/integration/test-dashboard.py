@@ -9,8 +9,8 @@ exist, and a sampler-only daemon, each with a push configured to a closed
 port, so the push series exist), is a histogram's series, or a recording
 rule of the rules file. The PMU's hardware-event families are not on a
 machine without a hardware PMU (this one): those must be in the daemon's
-event catalogue (collectors/pmu/pmu-event.c), and are named when accepted
-that way.
+event catalogue (collectors/pmu/pmu-event.c) or families exporters/counters.c
+writes (the top-down fractions), and are named when accepted that way.
 
 Then the real Prometheus scrapes both daemons with the rules loaded and
 evaluates every panel's queries for each: on the sampler-only daemon (what
@@ -40,7 +40,8 @@ RULES = os.path.join(SRC, "packaging", "prometheus", "armprofd.rules.yml")
 RULES_TEST = os.path.join(SRC, "packaging", "prometheus", "armprofd.rules.test.yml")
 DASHBOARD = os.path.join(SRC, "packaging", "grafana", "armprofd.json")
 
-PANELS = ["IPC per CPU", "IPC per host", "L1D and LLC miss ratios", "TLB walk ratio", "SPE loads by data source",
+PANELS = ["IPC per CPU", "IPC per host", "L1D and LLC miss ratios", "TLB walk ratio", "Top-down level 1 per host",
+          "Top-down per CPU", "Memory bandwidth", "Misses per kilo-instruction", "SPE loads by data source",
           "Peer-snoop rate", "Load latency quantiles (classic histogram)", "Load latency quantiles (native histogram)",
           "Sampler and SPE", "Truncations and losses", "Push to the profile store", "armprofd's own CPU and memory"]
 
@@ -90,8 +91,12 @@ def live_names(d):
 
 
 def catalogue_names():
+    """The PMU's families: the event catalogue's, and those exporters/counters.c
+    derives from hardware counts (armprofd_topdown_fraction)."""
     text = open(os.path.join(SRC, "collectors", "pmu", "pmu-event.c")).read()
-    return set(re.findall(r'\.metric\s*=\s*"([a-z0-9_:]+)"', text))
+    names = set(re.findall(r'\.metric\s*=\s*"([a-z0-9_:]+)"', text))
+    text = open(os.path.join(SRC, "exporters", "counters.c")).read()
+    return names | set(re.findall(r'prom_family(?:_unit)?\(\s*w,\s*"(armprofd_[a-z0-9_]+)"', text))
 
 
 def check_promql_syntax(exprs):
