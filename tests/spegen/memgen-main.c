@@ -23,7 +23,9 @@
  * (kind: l1hit llchit lcl_hitm rmt_hitm lcl_dram rmt_dram st_l1hit st_l1miss;
  * scenario: false_sharing true_sharing read_only dram).
  *
- * usage: armprofd-memgen [--seed N] [--scale N] OUT_DIR PREFIX
+ * --pipe writes the pipe-mode layout (perf c2c record -o -) instead.
+ *
+ * usage: armprofd-memgen [--seed N] [--scale N] [--pipe] OUT_DIR PREFIX
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -128,7 +130,7 @@ static int sample_cmp(const void *a, const void *b) {
 }
 
 static int usage(void) {
-        fprintf(stderr, "usage: armprofd-memgen [--seed N] [--scale N] OUT_DIR PREFIX\n");
+        fprintf(stderr, "usage: armprofd-memgen [--seed N] [--scale N] [--pipe] OUT_DIR PREFIX\n");
         return 2;
 }
 
@@ -142,10 +144,16 @@ int main(int argc, char **argv) {
         size_t n = 0, k = 0;
         FILE *truth;
         int fd, r = 0, argi = 1;
+        bool pipe_mode = false;
 
         while (argi < argc && strncmp(argv[argi], "--", 2) == 0) {
                 char *end;
 
+                if (strcmp(argv[argi], "--pipe") == 0) {
+                        pipe_mode = true;
+                        argi++;
+                        continue;
+                }
                 if (argi + 1 >= argc)
                         return usage();
                 errno = 0;
@@ -184,6 +192,7 @@ int main(int argc, char **argv) {
 
         pdw_config_init(&c);
         c.x86_mem = true;
+        c.pipe = pipe_mode;
         c.mem_ldlat = 30;
         c.mem_period = 4000;
         c.n_cpus = N_CPUS;
