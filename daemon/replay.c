@@ -329,6 +329,21 @@ int replay_once(const struct replay_args *a, const char *records_path, const str
         json_object_set_new(report, "decode_errors", decoder_errors_json(&errors));
         json_object_set_new(report, "unattributed_records", json_integer((json_int_t) spe_replay_unattributed(replay)));
         json_object_set_new(report, "sample_period", json_integer((json_int_t) spe_replay_sample_period(replay)));
+        {
+                /* x86 memory samples (perf mem/c2c record files): what became records, what was dropped. */
+                const struct memsample_stats *ms = spe_replay_memsample_stats(replay);
+
+                json_object_set_new(
+                        report, "memory_samples",
+                        json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s}", "samples",
+                                  (json_int_t) ms->samples, "records", (json_int_t) ms->records, "loads",
+                                  (json_int_t) ms->loads, "stores", (json_int_t) ms->stores, "hitm",
+                                  (json_int_t) ms->hitm, "peer_snoops", (json_int_t) ms->peer, "remote_dram",
+                                  (json_int_t) ms->remote_dram, "remote_clean_hits", (json_int_t) ms->remote_clean,
+                                  "dropped_no_data_src", (json_int_t) ms->dropped_no_data_src, "dropped_not_memory",
+                                  (json_int_t) ms->dropped_not_mem, "latency_clamped", (json_int_t) ms->lat_clamped,
+                                  "latency", "weight: PEBS load use latency / IBS miss latency, core cycles"));
+        }
         json_object_set_new(report, "totals", agg_totals_json(&totals.t));
         json_object_set_new(report, "hotpcs", agg_hotpcs_json(&pcs, &pc_rows, &sym));
         json_object_set_new(report, "hotlines", agg_hotlines_json(&lines, &sym));

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "macro.h"
+#include "memsample-decode.h"
 #include "perf-data.h"
 #include "spe-info.h"
 #include "spe-stream.h"
@@ -68,6 +69,10 @@ struct spe_replay {
         int result;
 
         struct spe_stream_out out;
+
+        /* PERF_RECORD_SAMPLEs of x86 memory events (perf mem/c2c record), decoded as they come. */
+        struct memsample_stats memsample;
+        uint64_t memsample_unattributed;
 };
 
 /* A replay with nothing read yet; tasks NULL: a task map of its own. */
@@ -336,6 +341,32 @@ static int on_feature(void *userdata, unsigned feat, const uint8_t *data, size_t
         return 0;
 }
 
+/*
+ * A PERF_RECORD_SAMPLE: an x86 memory event's (PEBS mem-loads/mem-stores, IBS
+ * op with DATA_SRC, as `perf mem record` and `perf c2c record` write them)
+ * becomes a record for the sink at once, attributed by the sample's own
+ * PID/TID (PERF_SAMPLE_TID). Samples of other events (no DATA_SRC: cpu-clock,
+ * an SPE recording's dummy event) are counted in memsample.dropped_* and
+ * change nothing else, so an SPE replay stays as it was.
+ */
+static int on_sample(void *userdata, const struct perf_data_sample *s) {
+        struct spe_replay *replay = userdata;
+        struct spe_record rec;
+        uint32_t pid = SOURCE_NO_ID, tid = SOURCE_NO_ID;
+
+        if (memsample_decode(s, &rec, &replay->memsample) <= 0)
+                return 0;
+        if (s->rec.sid.valid & PERF_DATA_ID_TID) {
+                tid = s->rec.sid.tid;
+                pid = s->rec.sid.pid;
+        }
+        if (pid == SOURCE_NO_ID)
+                replay->memsample_unattributed++;
+        if (replay->sink && replay->sink->records)
+                replay->sink->records(replay->sink->userdata, &rec, &pid, &tid, 1);
+        return 0;
+}
+
 static const struct perf_data_ops replay_ops = {
         .on_feature = on_feature,
         .on_attr = on_attr,
@@ -351,6 +382,7 @@ static const struct perf_data_ops replay_ops = {
         .on_switch = on_switch,
         .on_itrace_start = on_itrace_start,
         .on_time_conv = on_time_conv,
+        .on_sample = on_sample,
 };
 
 static int run(struct perf_data_reader *reader, const struct source_sink *sink, struct task_map *tasks,
@@ -494,11 +526,15 @@ uint64_t spe_replay_sample_period(const struct spe_replay *replay) {
 }
 
 uint64_t spe_replay_unattributed(const struct spe_replay *replay) {
-        uint64_t n = 0;
+        uint64_t n = replay->memsample_unattributed;
 
         for (size_t i = 0; i < replay->n_queues; i++)
                 n += replay->sorted[i]->st.unattributed;
         return n;
+}
+
+const struct memsample_stats *spe_replay_memsample_stats(const struct spe_replay *replay) {
+        return &replay->memsample;
 }
 
 uint64_t spe_replay_tid_evictions(const struct spe_replay *replay) {
@@ -641,7 +677,13 @@ size_t spe_replay_warnings(const struct spe_replay *replay, int run_result,
                          "keeps: not decoded",
                          replay->dropped_payloads, replay->dropped_bytes, SPE_REPLAY_MAX_CPUS);
         /* An input that failed before its end has the error to say what is wrong with it. */
-        if (bytes == 0 && replay->dropped_bytes == 0 && run_result >= 0)
+        if (replay->memsample.samples > 0 && replay->memsample.records == 0 && bytes == 0 && run_result >= 0)
+                snprintf(ret[n++], SOURCE_WARNING_LEN,
+                         "%" PRIu64 " samples and none of a memory access (%" PRIu64 " without DATA_SRC, %" PRIu64
+                         " neither load nor store): record with perf mem record or perf c2c record",
+                         replay->memsample.samples, replay->memsample.dropped_no_data_src,
+                         replay->memsample.dropped_not_mem);
+        else if (bytes == 0 && replay->dropped_bytes == 0 && replay->memsample.records == 0 && run_result >= 0)
                 snprintf(ret[n++], SOURCE_WARNING_LEN, "%s",
                          replay->raw ? "no SPE data: the input is empty"
                                 : "no SPE data: the file has no AUXTRACE payloads (was it recorded "

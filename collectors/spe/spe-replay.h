@@ -23,6 +23,7 @@
 
 #include "source.h"
 #include "spe-rec.h"
+#include "memsample-decode.h"
 
 #define SPE_REPLAY_MAX_CPUS 4096
 /*
@@ -80,6 +81,12 @@ uint64_t spe_replay_sample_period(const struct spe_replay *replay);
 uint64_t spe_replay_build_ids_dropped(const struct spe_replay *replay);
 /* Records whose thread or process could not be named. */
 uint64_t spe_replay_unattributed(const struct spe_replay *replay);
+/*
+ * The x86 memory samples of the input (PERF_RECORD_SAMPLEs with DATA_SRC,
+ * memsample-decode.h): how many became records, how many were dropped and
+ * why. Records without an SPE stream, so not in spe_replay_stream_stats().
+ */
+const struct memsample_stats *spe_replay_memsample_stats(const struct spe_replay *replay);
 /* Threads the task map had to forget (it is bounded; a shared map counts every source's). */
 uint64_t spe_replay_tid_evictions(const struct spe_replay *replay);
 

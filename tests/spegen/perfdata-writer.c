@@ -74,6 +74,16 @@ enum {
 #define PDW_SAMPLE_ID_SIZE          32U
 #define PDW_SPE_SAMPLE_TYPE  (PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | \
                               PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_DATA_SRC | PERF_SAMPLE_PHYS_ADDR)
+/* x86 mode: what perf c2c record -W -d --phys-data --sample-cpu samples (perf 6.1). */
+#define PDW_MEM_SAMPLE_TYPE  (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | \
+                              PERF_SAMPLE_ADDR | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD | PERF_SAMPLE_WEIGHT | \
+                              PERF_SAMPLE_DATA_SRC | PERF_SAMPLE_PHYS_ADDR)
+/* Skylake server encodings (tools/perf/pmu-events/arch/x86/skylakex/memory.json:
+ * MEM_TRANS_RETIRED.LOAD_LATENCY_GT_* event 0xcd umask 0x01; cache.json:
+ * MEM_INST_RETIRED.ALL_STORES event 0xd0 umask 0x82), as sysfs
+ * events/mem-loads and events/mem-stores name them. */
+#define PDW_MEM_LOADS_CONFIG        0x1cdU
+#define PDW_MEM_STORES_CONFIG       0x82d0U
 #define PDW_DUMMY_SAMPLE_TYPE (PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | \
                                PERF_SAMPLE_IDENTIFIER)
 
@@ -266,9 +276,32 @@ static void fill_dummy_attr(struct perf_event_attr *a) {
          * packets (tools/perf/util/arm-spe.c, how perf attributes PIDs). */
 }
 
-/* Attr i: 0 = arm_spe, 1 = dummy:u; and its sample id on a CPU. */
+static void fill_mem_attr(const struct pdw *w, bool store, struct perf_event_attr *a) {
+        memset(a, 0, sizeof(*a));
+        a->type = PERF_TYPE_RAW;
+        a->size = PDW_ATTR_SIZE;
+        a->config = store ? PDW_MEM_STORES_CONFIG : PDW_MEM_LOADS_CONFIG;
+        a->config1 = store ? 0 : w->c.mem_ldlat;
+        a->sample_period = w->c.mem_period;
+        a->sample_type = PDW_MEM_SAMPLE_TYPE;
+        a->precise_ip = 3;
+        a->disabled = 1;
+        a->sample_id_all = 1;
+        if (!store) {
+                a->mmap = 1;
+                a->comm = 1;
+                a->task = 1;
+                a->mmap2 = 1;
+                a->comm_exec = 1;
+                a->mmap_data = 1;
+        }
+}
+
+/* Attr i: 0 = arm_spe, 1 = dummy:u (x86 mode: mem-loads, mem-stores); and its sample id on a CPU. */
 static void fill_attr(const struct pdw *w, unsigned i, struct perf_event_attr *a) {
-        if (i == 0)
+        if (w->c.x86_mem)
+                fill_mem_attr(w, i == 1, a);
+        else if (i == 0)
                 fill_spe_attr(w, a);
         else
                 fill_dummy_attr(a);
@@ -358,6 +391,11 @@ static bool build_feature(struct pdw *w, unsigned bit, struct strbuf *sb) {
                 feat_string(sb, w->cpudesc);
                 return true;
         case FEAT_CPUID:
+                if (w->c.x86_mem) {
+                        /* x86 perf writes "vendor,family,model,stepping" (tools/perf/arch/x86/util/header.c). */
+                        feat_string(sb, w->c.x86_cpuid ?: "GenuineIntel,6,85,4");
+                        return true;
+                }
                 if (w->c.midr == 0)
                         return false;
                 /* arm64 perf writes MIDR_EL1 as "0x%016lx" and reads it
@@ -383,7 +421,12 @@ static bool build_feature(struct pdw *w, unsigned bit, struct strbuf *sb) {
                         fill_attr(w, i, &a);
                         strbuf_append(sb, &a, PDW_ATTR_SIZE);
                         feat_u32(sb, w->c.n_cpus);
-                        feat_string(sb, i == 0 ? "arm_spe_0//" : "dummy:u");
+                        if (w->c.x86_mem) {
+                                snprintf(s, sizeof(s), "cpu/mem-loads,ldlat=%llu/P",
+                                         (unsigned long long) w->c.mem_ldlat);
+                                feat_string(sb, i == 0 ? s : "cpu/mem-stores/P");
+                        } else
+                                feat_string(sb, i == 0 ? "arm_spe_0//" : "dummy:u");
                         for (unsigned cpu = 0; cpu < w->c.n_cpus; cpu++)
                                 feat_u64(sb, attr_id(i, cpu));
                 }
@@ -406,6 +449,14 @@ static bool build_feature(struct pdw *w, unsigned bit, struct strbuf *sb) {
                 }
                 return true;
         case FEAT_PMU_MAPPINGS:
+                if (w->c.x86_mem) {
+                        feat_u32(sb, 2);
+                        feat_u32(sb, PERF_TYPE_SOFTWARE);
+                        feat_string(sb, "software");
+                        feat_u32(sb, PERF_TYPE_RAW);
+                        feat_string(sb, "cpu");
+                        return true;
+                }
                 feat_u32(sb, 2);
                 feat_u32(sb, PERF_TYPE_SOFTWARE);
                 feat_string(sb, "software");
@@ -413,6 +464,8 @@ static bool build_feature(struct pdw *w, unsigned bit, struct strbuf *sb) {
                 feat_string(sb, "arm_spe_0");
                 return true;
         case FEAT_AUXTRACE:
+                if (w->c.x86_mem)
+                        return false;
                 /* auxtrace_index__write(): count, then {file offset of the
                  * AUXTRACE event, its header.size}. Needs file offsets, so
                  * file mode only. */
@@ -581,9 +634,9 @@ int pdw_new(int fd, const struct pdw_config *c, struct pdw **ret) {
                         r = out(w, zeros, MIN(head - done, sizeof(zeros)));
                 w->data_offset = head;
         }
-        if (r >= 0)
+        if (r >= 0 && !c->x86_mem)
                 r = write_time_conv(w);
-        if (r >= 0)
+        if (r >= 0 && !c->x86_mem)
                 r = write_auxtrace_info(w);
         if (r < 0) {
                 pdw_free(TAKE_PTR(w));
@@ -731,6 +784,31 @@ int pdw_aux(struct pdw *w, unsigned cpu, const void *data, size_t len, uint64_t 
         if (ret < 0)
                 return ret;
         return out(w, data, len);
+}
+
+int pdw_mem_sample(struct pdw *w, bool store, unsigned cpu, uint32_t pid, uint32_t tid, uint64_t time,
+                   uint64_t ip, uint64_t addr, uint64_t data_src, uint64_t weight, uint64_t phys_addr,
+                   uint16_t misc) {
+        struct rec r;
+
+        if (!w->c.x86_mem || cpu >= w->c.n_cpus)
+                return -EINVAL;
+        /* perf_event_open(2) PERF_RECORD_SAMPLE, in this order: identifier,
+         * ip, pid/tid, time, addr, cpu/res, period, weight, data_src, phys_addr. */
+        rec_header(&r, PERF_RECORD_SAMPLE, misc);
+        rec_u64(&r, attr_id(store ? 1 : 0, cpu));
+        rec_u64(&r, ip);
+        rec_u32(&r, pid);
+        rec_u32(&r, tid);
+        rec_u64(&r, time);
+        rec_u64(&r, addr);
+        rec_u32(&r, cpu);
+        rec_u32(&r, 0);
+        rec_u64(&r, w->c.mem_period);
+        rec_u64(&r, weight);
+        rec_u64(&r, data_src);
+        rec_u64(&r, phys_addr);
+        return out_rec(w, &r);
 }
 
 void pdw_set_sample_time(struct pdw *w, uint64_t first, uint64_t last) {

@@ -39,6 +39,21 @@ struct pdw_config {
         const char *arch;        /* "aarch64" makes perf c2c default to peer */
         const char *cpudesc;
         const char *cmdline;     /* one string */
+        /*
+         * x86 memory sampling instead of SPE, as `perf c2c record` (perf 6.1,
+         * tools/perf/builtin-c2c.c with tools/perf/arch/x86/util/mem-events.c)
+         * writes it on a Skylake server: attr 0 `cpu/mem-loads,ldlat=N/P`
+         * (PERF_TYPE_RAW, config 0x1cd MEM_TRANS_RETIRED.LOAD_LATENCY,
+         * config1 = ldlat), attr 1 `cpu/mem-stores/P` (config 0x82d0
+         * MEM_INST_RETIRED.ALL_STORES), both precise_ip 3 and sampling
+         * IDENTIFIER|IP|TID|TIME|ADDR|CPU|PERIOD|WEIGHT|DATA_SRC|PHYS_ADDR
+         * (-W -d --phys-data --sample-cpu); attr 0 also tracks mmap/comm/task.
+         * No TIME_CONV, AUXTRACE_INFO or AUXTRACE; samples by pdw_mem_sample().
+         */
+        bool x86_mem;
+        uint64_t mem_ldlat;      /* config1 of mem-loads (30) */
+        uint64_t mem_period;     /* sample_period of both events */
+        const char *x86_cpuid;   /* HEADER_CPUID, "GenuineIntel,6,85,4" */
 };
 
 struct pdw;
@@ -75,6 +90,13 @@ int pdw_aux(struct pdw *w, unsigned cpu, const void *data, size_t len, uint64_t 
             uint64_t time);
 
 /* Optional: first/last sample time for HEADER_SAMPLE_TIME (file mode). */
+/* x86 mode: one PERF_RECORD_SAMPLE of attr 0 (store false: mem-loads) or
+ * attr 1 (store true: mem-stores), fields in the sample_type order of
+ * perf_event_open(2); misc is the cpumode (PERF_RECORD_MISC_USER...). */
+int pdw_mem_sample(struct pdw *w, bool store, unsigned cpu, uint32_t pid, uint32_t tid, uint64_t time,
+                   uint64_t ip, uint64_t addr, uint64_t data_src, uint64_t weight, uint64_t phys_addr,
+                   uint16_t misc);
+
 void pdw_set_sample_time(struct pdw *w, uint64_t first, uint64_t last);
 
 /* Write the features and the header. The writer is unusable afterwards. */
