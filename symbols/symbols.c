@@ -15,6 +15,7 @@
 #include <libelf.h>
 
 #include "macro.h"
+#include "srcline.h"
 #include "strbuf.h"
 
 /* Kernel addresses: the top byte is 0xff (arm64 TTBR1 half, x86-64 upper half). */
@@ -77,6 +78,15 @@ struct elf_file {
         struct sym *syms;       /* sorted by start */
         size_t n_syms;
         char *names;
+        /* Its DWARF (symbols_cache_lines()), opened at the first line asked of it: DWARF_* below. */
+        uint8_t dwarf_state;
+        struct srcline *dwarf;
+};
+
+enum {
+        DWARF_UNKNOWN = 0,      /* not opened yet */
+        DWARF_NONE,             /* none, or refused */
+        DWARF_OPEN,
 };
 
 /* Where a mapping's file was in the cache: valid while the slot's gen is unchanged. */
@@ -723,6 +733,7 @@ struct symbols_cache *symbols_cache_new(const struct symbols_limits *limits) {
 }
 
 static void file_done(struct elf_file *f) {
+        srcline_close(f->dwarf);
         free(f->path);
         free(f->syms);
         free(f->names);
@@ -765,6 +776,8 @@ void symbols_cache_stats(const struct symbols_cache *c, struct symbols_stats *re
         ret->symbols_truncated = cache_counter(&c->st.symbols_truncated);
         ret->build_id_mismatches = cache_counter(&c->st.build_id_mismatches);
         ret->debug_files = cache_counter(&c->st.debug_files);
+        ret->dwarf_loaded = cache_counter(&c->st.dwarf_loaded);
+        ret->dwarf_errors = cache_counter(&c->st.dwarf_errors);
         ret->build_id_cache_files = cache_counter(&c->st.build_id_cache_files);
         ret->perf_maps_loaded = cache_counter(&c->st.perf_maps_loaded);
         ret->bad_symbol_lines = cache_counter(&c->st.bad_symbol_lines);
@@ -1732,13 +1745,109 @@ bool symbols_result_object(const struct symbols_result *r, char *buf, size_t len
         return true;
 }
 
-int symbols_cache_lookup(struct symbols_cache *c, const struct symbols_snapshot *snap, uint32_t pid, uint64_t pc,
-                         struct symbols_result *ret) {
-        struct symbols_result res = {};
+/* The mapping of pid at pc in snap (NULL when none), its file's lookup state made this cache's. */
+static const struct mapping *cache_mapping(const struct symbols_cache *c, const struct symbols_snapshot *snap,
+                                           uint32_t pid, uint64_t pc) {
         const struct mapping *m;
         const struct proc *p;
         size_t i;
         bool found;
+
+        if (!snap)
+                return NULL;
+        i = proc_search(snap->procs, snap->n_procs, pid, &found);
+        if (!found)
+                return NULL;
+        p = &snap->procs[i];
+        proc_touch(snap->shared, p);
+        m = maps_find(p->pm, pc);
+        if (m && m->file->owner != c) {
+                struct map_file *mf = m->file;
+
+                /* First looked up by this cache: its refs name no slot of ours. */
+                mf->owner = c;
+                mf->file.slot = mf->debug.slot = mf->build.slot = SIZE_MAX;
+                mf->debug_state = mf->build_state = LOOKUP_UNKNOWN;
+                mf->counted = false;
+                mf->perf_map_checked = false;
+                mf->perf_map_retry = 0;
+        }
+        return m;
+}
+
+/* The DWARF of f, opened once per load of its slot; NULL when it has none. */
+static struct srcline *file_dwarf(struct symbols_cache *s, struct elf_file *f) {
+        int k;
+
+        if (!f || f->error < 0 || f->perf_map)
+                return NULL;
+        if (f->dwarf_state == DWARF_UNKNOWN) {
+                k = srcline_open(f->path, &f->dwarf);
+                f->dwarf_state = k < 0 ? DWARF_NONE : DWARF_OPEN;
+                if (k >= 0)
+                        cache_count(&s->st.dwarf_loaded, 1);
+                else if (k != -ENODATA)
+                        cache_count(&s->st.dwarf_errors, 1);
+        }
+        return f->dwarf;
+}
+
+int symbols_cache_lines(struct symbols_cache *c, const struct symbols_snapshot *snap, uint32_t pid, uint64_t pc,
+                        struct symbols_frame *ret, size_t max) {
+        struct srcline_frame frames[SRCLINE_MAX_FRAMES];
+        const struct elf_file *layout = NULL, *f;
+        struct srcline *dw = NULL;
+        const struct mapping *m;
+        struct map_file *mf;
+        uint64_t addr;
+        size_t n;
+
+        if ((pc >> KERNEL_ADDR_SHIFT) == KERNEL_ADDR_TOP_BYTE)
+                return 0;
+        m = cache_mapping(c, snap, pid, pc);
+        if (!m)
+                return -ENOENT;
+        mf = m->file;
+        if (!is_file_path(mf->filename) || is_anon_memory(mf->filename))
+                return 0;
+        f = symbol_file(c, mf, &layout);
+        if (!f)
+                return 0;
+        addr = file_vaddr(layout, pc - m->start + m->pgoff);
+        /*
+         * The DWARF of the file that names the function (the binary, or the
+         * debug file of a stripped one), else of the binary when it kept its
+         * DWARF but not .symtab, else of the detached debug file of its build
+         * (GDB's and Debian's layout; perf's build-id cache's "debug"), as
+         * symbol_file() finds it for symbols. Slots are the cache's own,
+         * evicted as ELF files are.
+         */
+        dw = file_dwarf(c, &c->files[f - c->files]);
+        if (!dw && layout != f)
+                dw = file_dwarf(c, &c->files[layout - c->files]);
+        if (!dw) {
+                const char *id = mf->build_id_hex[0] ? mf->build_id_hex : layout->build_id_hex;
+                const struct elf_file *d = id[0] ? file_by_build_id(c, id, debug_layouts, ELEMENTSOF(debug_layouts),
+                                                                    &mf->debug_state, &mf->debug) : NULL;
+
+                dw = d ? file_dwarf(c, &c->files[d - c->files]) : NULL;
+        }
+        if (!dw)
+                return 0;
+        n = srcline_lookup(dw, addr, frames, MIN(max, (size_t) SRCLINE_MAX_FRAMES));
+        for (size_t i = 0; i < n; i++)
+                ret[i] = (struct symbols_frame) {
+                        .function = frames[i].function,
+                        .file = frames[i].file,
+                        .line = frames[i].line,
+                };
+        return (int) n;
+}
+
+int symbols_cache_lookup(struct symbols_cache *c, const struct symbols_snapshot *snap, uint32_t pid, uint64_t pc,
+                         struct symbols_result *ret) {
+        struct symbols_result res = {};
+        const struct mapping *m;
 
         if ((pc >> KERNEL_ADDR_SHIFT) == KERNEL_ADDR_TOP_BYTE) {
                 const struct ksym *k = ksym_find(&c->ksyms, pc);
@@ -1752,14 +1861,7 @@ int symbols_cache_lookup(struct symbols_cache *c, const struct symbols_snapshot 
                 *ret = res;
                 return 0;
         }
-        if (!snap)
-                return -ENOENT;
-        i = proc_search(snap->procs, snap->n_procs, pid, &found);
-        if (!found)
-                return -ENOENT;
-        p = &snap->procs[i];
-        proc_touch(snap->shared, p);
-        m = maps_find(p->pm, pc);
+        m = cache_mapping(c, snap, pid, pc);
         if (!m)
                 return -ENOENT;
 
@@ -1769,17 +1871,6 @@ int symbols_cache_lookup(struct symbols_cache *c, const struct symbols_snapshot 
         res.map_pgoff = m->pgoff;
         res.filename = m->file->filename;
         memcpy(res.build_id_hex, m->file->build_id_hex, sizeof(res.build_id_hex));
-        if (m->file->owner != c) {
-                struct map_file *mf = m->file;
-
-                /* First looked up by this cache: its refs name no slot of ours. */
-                mf->owner = c;
-                mf->file.slot = mf->debug.slot = mf->build.slot = SIZE_MAX;
-                mf->debug_state = mf->build_state = LOOKUP_UNKNOWN;
-                mf->counted = false;
-                mf->perf_map_checked = false;
-                mf->perf_map_retry = 0;
-        }
         if (is_anon_memory(m->file->filename)) {
                 const struct elf_file *f = NULL;
                 const struct sym *y = perf_map_find(c, m->file, pid, pc, &f);
@@ -1857,6 +1948,10 @@ static const struct symbols_snapshot *symbols_current(struct symbols *s) {
 
 int symbols_lookup(struct symbols *s, uint32_t pid, uint64_t pc, struct symbols_result *ret) {
         return symbols_cache_lookup(s->cache, symbols_current(s), pid, pc, ret);
+}
+
+int symbols_lines(struct symbols *s, uint32_t pid, uint64_t pc, struct symbols_frame *ret, size_t max) {
+        return symbols_cache_lines(s->cache, symbols_current(s), pid, pc, ret, max);
 }
 
 int symbols_region(struct symbols *s, uint32_t pid, uint64_t addr, char *name, size_t name_len,

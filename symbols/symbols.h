@@ -124,6 +124,8 @@ struct symbols_stats {
         uint64_t build_id_cache_files;  /* mappings named from perf's copy of their build */
         uint64_t perf_maps_loaded;      /* perf-PID.map files read (a re-read after growth counts again) */
         uint64_t bad_symbol_lines;      /* perf map and kallsyms lines that did not parse, or too long */
+        uint64_t dwarf_loaded;          /* files whose DWARF was opened for source lines (again after an eviction) */
+        uint64_t dwarf_errors;          /* files whose DWARF libdw refused (corrupt, truncated) */
 };
 
 /*
@@ -245,6 +247,29 @@ struct symbols_cache *symbols_cache_free(struct symbols_cache *c);
 int symbols_cache_lookup(struct symbols_cache *c, const struct symbols_snapshot *snap, uint32_t pid, uint64_t pc,
                          struct symbols_result *ret);
 /*
+ * Source lines of pc of pid (symbols/srcline.h): its frames, innermost
+ * first (the inlined functions that hold pc, then the function they are
+ * inlined into), at most max, into ret. Returns how many: 0 for a pc
+ * without lines (no DWARF for its file, or no line table row at it; a
+ * kernel address, anonymous memory), or -ENOENT when no mapping of pid
+ * covers pc. Strings point into the cache, valid until its next lookup.
+ *
+ * The DWARF is read from the file symbols_cache_lookup() names pc from
+ * (the binary, or the detached debug file of its build id), else the
+ * binary, else the debug file of its build id under the debug roots; each
+ * is a slot of the ELF file cache (max_files, its evictions counted),
+ * opened once per load. Reads files: never on a collector's path.
+ */
+#define SYMBOLS_MAX_FRAMES 8
+struct symbols_frame {
+        const char *function;   /* DWARF's name of the (inlined) function; NULL when none */
+        const char *file;       /* source file as the line table gives it; NULL when unknown */
+        uint32_t line;          /* 0: unknown */
+};
+int symbols_cache_lines(struct symbols_cache *c, const struct symbols_snapshot *snap, uint32_t pid, uint64_t pc,
+                        struct symbols_frame *ret, size_t max);
+
+/*
  * The cache's counters into ret (every field but pid_evictions and
  * mapping_evictions, left as they are). Any thread, without the cache's
  * lock, even while a lookup runs: each counter is exact and monotonic, but
@@ -280,6 +305,8 @@ struct symbols_maps *symbols_get_maps(struct symbols *s);
 int symbols_load_kallsyms(struct symbols *s, const char *path);
 /* symbols_cache_lookup() of every mapping added so far. */
 int symbols_lookup(struct symbols *s, uint32_t pid, uint64_t pc, struct symbols_result *ret);
+/* symbols_cache_lines() of every mapping added so far. */
+int symbols_lines(struct symbols *s, uint32_t pid, uint64_t pc, struct symbols_frame *ret, size_t max);
 /* symbols_snapshot_region() of every mapping added so far. */
 int symbols_region(struct symbols *s, uint32_t pid, uint64_t addr, char *name, size_t name_len,
                    uint64_t *ret_offset);

@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Source lines and inlined frames (symbols/srcline.c through symbols_lines())
+# against binutils' addr2line -f -i, an independent reading of the same DWARF,
+# at every instruction of the fixture's functions (their addresses from
+# objdump -d, the mapping from readelf -l: nothing of ours computes them):
+#   - the fixture built -O2 -g: every PC's frames (function, file, line,
+#     innermost first) are addr2line's, and the stores of the inlined
+#     count_hit()/count_miss() name them inside worker_a()/worker_b() at the
+#     lines of the source text that hold them;
+#   - a copy stripped of everything, its debug file only under a build-id
+#     root: the same frames (and names), from the debug file; without the
+#     root, neither names nor lines;
+#   - a copy stripped of its DWARF only: names from .symtab, no lines;
+#   - a copy whose .debug_info is overwritten: no crash, names still given.
+#
+#   test-srcline.py FIXTURE SRCLINE_DUMP
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+BASE = 0x555555554000
+PAGE = 0x1000
+FUNCS = ("worker_a", "worker_b", "node_update", "main")
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def skip(msg):
+    print("SKIP: " + msg)
+    sys.exit(77)
+
+
+def run(cmd):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+
+
+def exec_segment(elf):
+    """(offset, vaddr, filesz) of the executable PT_LOAD, from readelf -lW."""
+    for line in run(["readelf", "-lW", elf]).splitlines():
+        f = line.split()
+        if f and f[0] == "LOAD" and "E" in f[6:-1]:
+            return int(f[1], 16), int(f[2], 16), int(f[4], 16)
+    fail("no executable PT_LOAD in " + elf)
+
+
+def instructions(elf):
+    """ELF vaddrs of every instruction of FUNCS, from objdump -d, within the symbol's size (nm -S): the
+    padding after a function is no function's (addr2line still names it by the symbol before)."""
+    sizes = {}
+    for line in run(["nm", "-S", elf]).splitlines():
+        f = line.split()
+        if len(f) == 4 and f[3] in FUNCS:
+            sizes[f[3]] = (int(f[0], 16), int(f[1], 16))
+    out, cur = [], None
+    for line in run(["objdump", "-d", "--no-show-raw-insn", elf]).splitlines():
+        m = re.match(r"^([0-9a-f]+) <([^>]+)>:$", line)
+        if m:
+            cur = m.group(2)
+            continue
+        m = re.match(r"^\s+([0-9a-f]+):\s", line)
+        if m and cur in sizes and int(m.group(1), 16) < sizes[cur][0] + sizes[cur][1]:
+            out.append(int(m.group(1), 16))
+    if not out:
+        fail("objdump found none of %s" % (FUNCS,))
+    return out
+
+
+def norm_file(path):
+    return os.path.normpath(path) if path not in ("??", "?") else None
+
+
+def addr2line(elf, vaddrs):
+    """vaddr -> [(function, file, line)], innermost first, from addr2line -a -f -i."""
+    res, cur = {}, None
+    lines = run(["addr2line", "-a", "-f", "-i", "-e", elf] + ["0x%x" % v for v in vaddrs]).splitlines()
+    i = 0
+    while i < len(lines):
+        if re.match(r"^0x[0-9a-f]+$", lines[i]):
+            cur = int(lines[i], 16)
+            res[cur] = []
+            i += 1
+            continue
+        func, loc = lines[i], lines[i + 1]
+        i += 2
+        loc = re.sub(r" \(discriminator \d+\)$", "", loc)
+        path, _, num = loc.rpartition(":")
+        res[cur].append((func if func != "??" else None, norm_file(path), int(num) if num.isdigit() else 0))
+    return res
+
+
+def dump(tool, roots, elf, seg, vaddrs):
+    """vaddr -> (symbol, [(function, file, line)]) and the stats line, from our srcline-dump."""
+    off, vaddr, filesz = seg
+    start = BASE + (vaddr & ~(PAGE - 1))
+    pgoff = off & ~(PAGE - 1)
+    length = (vaddr + filesz - (vaddr & ~(PAGE - 1)) + PAGE - 1) & ~(PAGE - 1)
+    out = run([tool, roots, elf, hex(start), hex(length), hex(pgoff)] + ["0x%x" % (BASE + v) for v in vaddrs])
+    res, cur, stats = {}, None, ""
+    for line in out.splitlines():
+        f = line.split(" ")
+        if f[0] == "pc":
+            cur = int(f[1], 16) - BASE
+            res[cur] = (None if f[2] in ("?", "-") else f[2], [])
+        elif f[0] == "frame":
+            path, _, num = f[2].rpartition(":")
+            res[cur][1].append((None if f[1] == "?" else f[1], norm_file(path), int(num)))
+        elif f[0] == "stats":
+            stats = line
+    return res, stats
+
+
+def source_line(src, text):
+    """The 1-based line of the fixture's source that holds text (the truth of where a store is)."""
+    with open(src) as f:
+        for n, line in enumerate(f, 1):
+            if text in line:
+                return n
+    fail("no %r in %s" % (text, src))
+
+
+def check_same(label, ours, theirs, want_names=True):
+    inlined = 0
+    for v, want in theirs.items():
+        sym, frames = ours[v]
+        # "??:0": addr2line found no line table row (its function name then comes from .symtab).
+        rows = [] if want == [(want[0][0], None, 0)] else want
+        if frames != rows:
+            fail("%s: 0x%x: ours %s, addr2line %s" % (label, v, frames, want))
+        if want_names and sym != want[-1][0]:
+            fail("%s: 0x%x: symbol %s, addr2line's outermost function %s" % (label, v, sym, want[-1][0]))
+        inlined += len(frames) > 1
+    return inlined
+
+
+def main():
+    fixture, tool = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    for t in ("addr2line", "objdump", "readelf", "objcopy", "strip", "nm"):
+        if not shutil.which(t):
+            skip("no " + t)
+    src = os.path.join(os.environ.get("ARMPROFD_SOURCE_DIR", "."), "tests/symbols/srcline-fixture.c")
+    seg = exec_segment(fixture)
+    vaddrs = instructions(fixture)
+    want = addr2line(fixture, vaddrs)
+    if not any(f[0][2] for f in want.values()):
+        fail("addr2line gives no line for the fixture: not built with -g?")
+
+    ours, stats = dump(tool, "", fixture, seg, vaddrs)
+    inlined = check_same("-O2 -g", ours, want)
+    if inlined == 0:
+        fail("no PC with inlined frames (addr2line's truth has %d)" % inlined)
+    # The inlined stores, at the source lines that hold them, inside their callers.
+    for inner, outer, text in (("count_hit", "worker_a", "s->hits++"), ("count_miss", "worker_b", "s->misses++")):
+        line = source_line(src, text)
+        hits = [v for v, (_, fr) in ours.items()
+                if len(fr) >= 2 and fr[0][0] == inner and fr[0][2] == line and fr[-1][0] == outer]
+        if not hits:
+            fail("no PC of %s() inlined into %s() at %s:%d" % (inner, outer, src, line))
+    print("ok: %d PCs as addr2line gives them, %d with inlined frames" % (len(vaddrs), inlined))
+
+    with tempfile.TemporaryDirectory() as tmp:
+        # Stripped of everything; the debug file only under ROOT/.build-id/xx/yyyy.debug.
+        stripped = os.path.join(tmp, "fixture-stripped")
+        debug = os.path.join(tmp, "fixture.debug")
+        run(["objcopy", "--only-keep-debug", fixture, debug])
+        run(["strip", "--strip-all", "-o", stripped, fixture])
+        m = re.search(r"Build ID: ([0-9a-f]+)", run(["readelf", "-n", fixture]))
+        if not m:
+            fail("fixture has no build id")
+        bid = m.group(1)
+        root = os.path.join(tmp, "debug")
+        os.makedirs(os.path.join(root, ".build-id", bid[:2]))
+        shutil.copy(debug, os.path.join(root, ".build-id", bid[:2], bid[2:] + ".debug"))
+        ours, stats = dump(tool, root, stripped, seg, vaddrs)
+        check_same("stripped, debug file by build id", ours, want)
+        if "debug_files=1" not in stats or "dwarf_loaded=1" not in stats:
+            fail("stripped: want the debug file read once: %s" % stats)
+        ours, stats = dump(tool, "", stripped, seg, vaddrs)
+        if any(fr for _, fr in ours.values()) or any(s for s, _ in ours.values() if s in FUNCS):
+            fail("stripped without its debug file: names or lines from nowhere")
+        print("ok: stripped binary, debug file by build id: the same frames")
+
+        # Names kept, DWARF gone (strip -g): names, no lines.
+        nodebug = os.path.join(tmp, "fixture-nodebug")
+        run(["strip", "--strip-debug", "-o", nodebug, fixture])
+        ours, stats = dump(tool, "", nodebug, seg, vaddrs)
+        for v in vaddrs:
+            sym, fr = ours[v]
+            if fr or sym != want[v][-1][0]:
+                fail("no DWARF: 0x%x: want %s and no lines, have %s %s" % (v, want[v][-1][0], sym, fr))
+        if "dwarf_loaded=0 dwarf_errors=0" not in stats:
+            fail("no DWARF: %s" % stats)
+        print("ok: without DWARF: names by symbol, no lines")
+
+        # .debug_info overwritten: libdw refuses or reads garbage; never a crash, names stay.
+        bad = os.path.join(tmp, "fixture-bad")
+        shutil.copy(fixture, bad)
+        for line in run(["readelf", "-SW", fixture]).splitlines():
+            m = re.search(r"\]\s+\.debug_info\s+\S+\s+[0-9a-f]+\s+([0-9a-f]+)\s+([0-9a-f]+)", line)
+            if m:
+                off, size = int(m.group(1), 16), int(m.group(2), 16)
+                with open(bad, "r+b") as f:
+                    f.seek(off)
+                    f.write(bytes([0xff]) * min(size, 64))
+                break
+        else:
+            fail("no .debug_info in readelf -S of the fixture")
+        ours, stats = dump(tool, "", bad, seg, vaddrs)
+        for v in vaddrs:
+            if ours[v][0] != want[v][-1][0]:
+                fail("corrupt DWARF: 0x%x: name %s, want %s" % (v, ours[v][0], want[v][-1][0]))
+        print("ok: corrupt .debug_info: %s" % stats)
+
+
+if __name__ == "__main__":
+    main()
