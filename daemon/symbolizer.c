@@ -113,8 +113,18 @@ bool symbolizer_service(void *userdata, uint32_t pid, char *buf, size_t len) {
 bool symbolizer_locate(void *userdata, uint32_t pid, uint64_t pc, struct profile_location *ret) {
         struct symbolizer_locate *l = userdata;
 
-        if (symbols_cache_lookup(l->cache, l->snap, pid, pc, &l->last) < 0)
+        size_t n = 0;
+
+        /* Lines too: a profile is built off the collector's path, with the cache held (symbolizer.h). */
+        if (symbols_cache_lookup_lines(l->cache, l->snap, pid, pc, &l->last, l->frames, ELEMENTSOF(l->frames), &n) < 0)
                 return false;
+        for (size_t i = 0; i < n; i++)
+                l->lines[i] = (struct pprof_line) {
+                        /* The outermost frame is the function the symbol table names, as the rest of the profile. */
+                        .function = i + 1 == n && l->last.function ? l->last.function : l->frames[i].function,
+                        .filename = l->frames[i].file,
+                        .line = l->frames[i].line,
+                };
         *ret = (struct profile_location) {
                 .function = l->last.function,
                 .has_mapping = l->last.has_mapping,
@@ -124,6 +134,8 @@ bool symbolizer_locate(void *userdata, uint32_t pid, uint64_t pc, struct profile
                 .filename = l->last.filename,
                 .build_id_hex = l->last.build_id_hex,
                 .symbols_read = l->last.symbols_read,
+                .lines = n > 0 ? l->lines : NULL,
+                .n_lines = n,
         };
         return true;
 }

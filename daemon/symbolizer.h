@@ -134,6 +134,8 @@ struct symbolizer_locate {
         struct symbols_cache *cache;
         const struct symbols_snapshot *snap;
         struct symbols_result last;     /* what the strings of the last answer point into */
+        struct symbols_frame frames[SYMBOLS_MAX_FRAMES];        /* the last answer's source lines */
+        struct pprof_line lines[SYMBOLS_MAX_FRAMES];
         /* The service a pid runs in (profile_symbolizer.service), NULL: none. */
         bool (*service)(void *userdata, uint32_t pid, char *buf, size_t len);
         void *service_userdata;

@@ -1792,8 +1792,9 @@ static struct srcline *file_dwarf(struct symbols_cache *s, struct elf_file *f) {
         return f->dwarf;
 }
 
-int symbols_cache_lines(struct symbols_cache *c, const struct symbols_snapshot *snap, uint32_t pid, uint64_t pc,
-                        struct symbols_frame *ret, size_t max) {
+/* symbols_cache_lines(), and in *ret_ref the slot whose DWARF the strings point into. */
+static int lines_of(struct symbols_cache *c, const struct symbols_snapshot *snap, uint32_t pid, uint64_t pc,
+                    struct symbols_frame *ret, size_t max, struct file_ref *ret_ref) {
         struct srcline_frame frames[SRCLINE_MAX_FRAMES];
         const struct elf_file *layout = NULL, *f;
         struct srcline *dw = NULL;
@@ -1823,14 +1824,20 @@ int symbols_cache_lines(struct symbols_cache *c, const struct symbols_snapshot *
          * evicted as ELF files are.
          */
         dw = file_dwarf(c, &c->files[f - c->files]);
-        if (!dw && layout != f)
+        if (dw)
+                *ret_ref = (struct file_ref) { (size_t) (f - c->files), f->gen };
+        if (!dw && layout != f) {
                 dw = file_dwarf(c, &c->files[layout - c->files]);
+                *ret_ref = (struct file_ref) { (size_t) (layout - c->files), layout->gen };
+        }
         if (!dw) {
                 const char *id = mf->build_id_hex[0] ? mf->build_id_hex : layout->build_id_hex;
                 const struct elf_file *d = id[0] ? file_by_build_id(c, id, debug_layouts, ELEMENTSOF(debug_layouts),
                                                                     &mf->debug_state, &mf->debug) : NULL;
 
                 dw = d ? file_dwarf(c, &c->files[d - c->files]) : NULL;
+                if (dw)
+                        *ret_ref = (struct file_ref) { (size_t) (d - c->files), d->gen };
         }
         if (!dw)
                 return 0;
@@ -1842,6 +1849,34 @@ int symbols_cache_lines(struct symbols_cache *c, const struct symbols_snapshot *
                         .line = frames[i].line,
                 };
         return (int) n;
+}
+
+int symbols_cache_lines(struct symbols_cache *c, const struct symbols_snapshot *snap, uint32_t pid, uint64_t pc,
+                        struct symbols_frame *ret, size_t max) {
+        struct file_ref ref;
+
+        return lines_of(c, snap, pid, pc, ret, max, &ref);
+}
+
+int symbols_cache_lookup_lines(struct symbols_cache *c, const struct symbols_snapshot *snap, uint32_t pid,
+                               uint64_t pc, struct symbols_result *ret, struct symbols_frame *ret_frames, size_t max,
+                               size_t *ret_n) {
+        struct symbols_result res;
+        struct file_ref ref = { SIZE_MAX, 0 };
+        int n, k;
+
+        n = lines_of(c, snap, pid, pc, ret_frames, max, &ref);
+        if (n < 0)
+                return n;
+        k = symbols_cache_lookup(c, snap, pid, pc, &res);
+        if (k < 0)
+                return k;
+        /* The lookup reads the files the lines' did, all cached; should it have evicted the DWARF's slot, no lines. */
+        if (n > 0 && !ref_valid(c, &ref))
+                n = 0;
+        *ret = res;
+        *ret_n = (size_t) n;
+        return 0;
 }
 
 int symbols_cache_lookup(struct symbols_cache *c, const struct symbols_snapshot *snap, uint32_t pid, uint64_t pc,

@@ -268,6 +268,15 @@ struct symbols_frame {
 };
 int symbols_cache_lines(struct symbols_cache *c, const struct symbols_snapshot *snap, uint32_t pid, uint64_t pc,
                         struct symbols_frame *ret, size_t max);
+/*
+ * Both symbols_cache_lookup() and symbols_cache_lines() of pc, whose strings
+ * all stay valid until the cache's next lookup (each alone may evict the
+ * file the other's strings point into). 0 with ret, ret_frames and *ret_n
+ * filled, or -ENOENT.
+ */
+int symbols_cache_lookup_lines(struct symbols_cache *c, const struct symbols_snapshot *snap, uint32_t pid,
+                               uint64_t pc, struct symbols_result *ret, struct symbols_frame *ret_frames, size_t max,
+                               size_t *ret_n);
 
 /*
  * The cache's counters into ret (every field but pid_evictions and
