@@ -2,6 +2,7 @@
 #include "symbolizer.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 
 #include "log.h"
@@ -85,6 +86,20 @@ bool symbolizer_function(struct symbolizer *z, uint32_t pid, uint64_t pc, char *
 
 bool symbolizer_object(struct symbolizer *z, uint32_t pid, uint64_t pc, char *buf, size_t len) {
         return lookup(z, pid, pc, symbols_result_object, buf, len);
+}
+
+bool symbolizer_source(struct symbolizer *z, uint32_t pid, uint64_t pc, char *buf, size_t len) {
+        _cleanup_(symbols_snapshot_unrefp) struct symbols_snapshot *snap = symbolizer_snapshot(z);
+        struct symbols_frame frames[SYMBOLS_MAX_FRAMES];
+        bool found;
+        int n;
+
+        pthread_mutex_lock(&z->cache_lock);
+        n = symbols_cache_lines(z->cache, snap, pid, pc, frames, ELEMENTSOF(frames));
+        found = n > 0 && frames[0].file && frames[0].line > 0 &&
+                snprintf(buf, len, "%s:%" PRIu32, frames[0].file, frames[0].line) < (int) len;
+        pthread_mutex_unlock(&z->cache_lock);
+        return found;
 }
 
 bool symbolizer_region(struct symbolizer *z, uint32_t pid, uint64_t va, char *name, size_t name_len,

@@ -67,6 +67,13 @@ struct symbols_snapshot *symbolizer_snapshot(struct symbolizer *z);
  */
 bool symbolizer_function(struct symbolizer *z, uint32_t pid, uint64_t pc, char *buf, size_t len);
 bool symbolizer_object(struct symbolizer *z, uint32_t pid, uint64_t pc, char *buf, size_t len);
+/*
+ * `source`: pc's source file and line from DWARF, "FILE:LINE" (perf c2c's
+ * Source:Line: the innermost inlined frame's), copied into buf; false when
+ * unknown. Reads DWARF under cache_lock: a request's thread, never the
+ * collector's.
+ */
+bool symbolizer_source(struct symbolizer *z, uint32_t pid, uint64_t pc, char *buf, size_t len);
 /* The mapping that holds data address va of pid, in the newest snapshot (privacy_region_fn; no ELF file read). */
 bool symbolizer_region(struct symbolizer *z, uint32_t pid, uint64_t va, char *name, size_t name_len,
                        uint64_t *ret_offset);

@@ -126,6 +126,14 @@ static void add_object(json_t *o, const struct agg_symbolizer *sym, uint32_t pid
                 json_object_set_new(o, "object", json_string(path));
 }
 
+/* Its "source", "FILE:LINE" (a path and a decimal line number). */
+static void add_source(json_t *o, const struct agg_symbolizer *sym, uint32_t pid, uint64_t pc) {
+        char src[OBJECT_MAX + DECIMAL_STR_MAX(uint32_t) + 1];
+
+        if (sym && sym->source && sym->source(sym->userdata, pid, pc, src, sizeof(src)))
+                json_object_set_new(o, "source", json_string(src));
+}
+
 /* Who ran it: an operator's name for the process's cgroup (never a Prometheus label: unbounded). */
 static void add_cgroup(json_t *o, const struct agg_symbolizer *sym, uint32_t pid) {
         char path[AGG_CGROUP_MAX], service[AGG_SERVICE_MAX];
@@ -197,6 +205,7 @@ static void add_pc_names(json_t *o, const struct agg_symbolizer *sym, uint32_t p
         add_symbol(o, sym, pid, pc);
         if (with_object)
                 add_object(o, sym, pid, pc);
+        add_source(o, sym, pid, pc);
 }
 
 /* first's members, then rest's (consumed): the field order of the answers stays as it was. */
@@ -424,6 +433,9 @@ json_t *agg_hotpcs_json(const struct store_hotpcs_result *res, const struct agg_
                         json_object_set_new(item, "symbol", json_string(row->withheld ? PRIVACY_KERNEL : row->symbol));
                 if (row->object)
                         json_object_set_new(item, "object", json_string(row->object));
+                /* The hottest PC's line (a row sums a function's PCs: its hottest line leads). */
+                if (!row->withheld)
+                        add_source(item, sym, it->pid, it->pc);
                 add_comm(item, &it->comm);
                 add_cgroup(item, sym, it->pid);
                 json_object_set_new(item, "pids", u32_list(row->pids, row->n_pids));

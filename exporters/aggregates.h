@@ -41,6 +41,11 @@ struct agg_symbolizer {
         privacy_region_fn region;
         /* What may be served of addresses (privacy.h); NULL: PRIVACY_POLICY_DEFAULT. */
         const struct privacy_policy *privacy;
+        /*
+         * pc's source file and line from DWARF, "FILE:LINE" (perf c2c's
+         * Source:Line), for "source" fields; false when unknown. May be NULL.
+         */
+        bool (*source)(void *userdata, uint32_t pid, uint64_t pc, char *buf, size_t len);
 };
 
 /* A cgroup path (PATH_MAX) and a service name (a unit name is at most 255 bytes, unit_name_is_valid()). */

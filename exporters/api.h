@@ -58,6 +58,8 @@ struct api_provider {
          * symbolizer_bare_names() (daemon/symbolizer.h), which says which.
          */
         symbolz_names_fn bare_symbols;
+        /* The source file and line of a PC, "FILE:LINE", for "source" fields; false when unknown. May be NULL. */
+        bool (*source)(void *userdata, uint32_t pid, uint64_t pc, char *buf, size_t len);
 };
 
 struct api;

@@ -12,9 +12,13 @@ go for go tool pprof; skips otherwise), while tests/symbols' srcline-fixture
     worker_a() (its whole loop);
   - go tool pprof -list count_hit shows the fixture's source text at the line
     of `s->hits++` (the line found in the source file by the test), with
-    samples; -lines -top names fixture lines.
+    samples; -lines -top names fixture lines;
+  - /hotpcs?pid=FIXTURE: each row of the fixture's file has the "source"
+    addr2line gives its pc (placed by /proc/PID/maps, the innermost frame's
+    FILE:LINE); the text rendering has a Source:Line column with them.
 """
 
+import json
 import os
 import re
 import subprocess
@@ -114,6 +118,19 @@ def addr2line(vaddrs):
     return res
 
 
+def runtime_vaddr(pid, pc):
+    """The fixture's ELF virtual address of runtime pc in process pid: /proc/PID/maps places it in a file offset."""
+    with open(f"/proc/{pid}/maps") as f:
+        for line in f:
+            fields = line.split(None, 5)
+            if len(fields) < 6 or fields[5].strip() != FIXTURE:
+                continue
+            start, end = (int(x, 16) for x in fields[0].split("-"))
+            if start <= pc < end:
+                return file_vaddr(pc - start + int(fields[2], 16))
+    raise AssertionError(f"{pc:#x} is in no mapping of {FIXTURE} in {pid}")
+
+
 fixture = None
 try:
     with Daemon(config_text=CONFIG) as d:
@@ -170,6 +187,21 @@ try:
         check(m is not None and m.group(2) != ".",
               f"-list count_hit shows {FIXTURE_SRC}:{hit_line} `s->hits++;` with samples: "
               + (m.group(0).strip() if m else listing[-600:]))
+        st, _, body = d.request("GET", f"/hotpcs?pid={fixture.pid}&window=all&limit=50", timeout=30)
+        rows = [r for r in json.loads(body)["pcs"] if r.get("object") == FIXTURE]
+        truth = addr2line([runtime_vaddr(fixture.pid, int(r["pc"], 16)) for r in rows])
+        bad = []
+        for r in rows:
+            want = truth[runtime_vaddr(fixture.pid, int(r["pc"], 16))][0]
+            want = f"{want[1]}:{want[2]}" if want[2] else None
+            if (os.path.normpath(r["source"]) if "source" in r else None) != want:
+                bad.append(f"{r['pc']} {r.get('symbol')}: {r.get('source')}, addr2line {want}")
+        check(rows and not bad and any("source" in r for r in rows),
+              f"/hotpcs: {len(rows)} rows of the fixture, their source as addr2line's: {bad[:4]}")
+        st, _, text = d.request("GET", f"/hotpcs?pid={fixture.pid}&window=all&limit=50&format=text", timeout=30)
+        text = text.decode()
+        check("Source:Line" in text and any(r["source"] in text for r in rows if "source" in r),
+              "/hotpcs?format=text: a Source:Line column with the rows' sources")
         top = run([go, "tool", "pprof", "-symbolize=none", "-lines", "-top", path])
         check(re.search(r"srcline-fixture\.c:\d+", top) is not None,
               "-lines -top names fixture lines: " + " | ".join(top.splitlines()[5:9]))
