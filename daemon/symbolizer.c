@@ -298,5 +298,15 @@ size_t symbolizer_metric_rows(const struct symbols_stats *st, struct prom_counte
                 "(~/.debug/.build-id).",
                 .value = st->build_id_cache_files,
         };
+        rows[n++] = (struct prom_counter_row) {
+                "armprofd_symbols_dwarf_files_loaded_total",
+                "Files whose DWARF was read for source lines (again after an eviction from the file cache).",
+                .value = st->dwarf_loaded,
+        };
+        rows[n++] = (struct prom_counter_row) {
+                "armprofd_symbols_dwarf_errors_total",
+                "Files with DWARF sections that libdw could not read (corrupt, truncated): no source lines from them.",
+                .value = st->dwarf_errors,
+        };
         return n;
 }

@@ -151,5 +151,5 @@ bool symbolizer_locate(void *userdata, uint32_t pid, uint64_t pc, struct profile
 bool symbolizer_service(void *userdata, uint32_t pid, char *buf, size_t len);
 
 /* The symbol cache's counters as /metrics families (prom_write_counter_rows()). */
-#define SYMBOLIZER_METRIC_ROWS 9
+#define SYMBOLIZER_METRIC_ROWS 11
 size_t symbolizer_metric_rows(const struct symbols_stats *st, struct prom_counter_row rows[SYMBOLIZER_METRIC_ROWS]);
