@@ -55,7 +55,7 @@ struct sym {
 };
 
 struct load_seg {
-        uint64_t offset, filesz, vaddr;
+        uint64_t offset, filesz, vaddr, memsz;
 };
 
 /* One cached ELF file. `gen` changes whenever the slot is (re)loaded, so a
@@ -77,6 +77,8 @@ struct elf_file {
         size_t n_loads;
         struct sym *syms;       /* sorted by start */
         size_t n_syms;
+        struct sym *dsyms;      /* data: OBJECT symbols of nonzero size, sorted by start (names in names too) */
+        size_t n_dsyms;
         char *names;
         /* Its DWARF (symbols_cache_lines()), opened at the first line asked of it: DWARF_* below. */
         uint8_t dwarf_state;
@@ -736,6 +738,7 @@ static void file_done(struct elf_file *f) {
         srcline_close(f->dwarf);
         free(f->path);
         free(f->syms);
+        free(f->dsyms);
         free(f->names);
         *f = (struct elf_file) {};
 }
@@ -855,8 +858,8 @@ static void syms_finish(struct elf_file *f, struct sym *syms, size_t n, struct s
 
 static int load_symbols(struct symbols_cache *s, Elf *elf, struct elf_file *f) {
         struct strbuf names = STRBUF_INIT;
-        struct sym *syms = NULL;
-        size_t n = 0, cap = 0, count;
+        struct sym *syms = NULL, *dsyms = NULL;
+        size_t n = 0, cap = 0, nd = 0, capd = 0, count;
         Elf_Scn *scn;
         Elf_Data *data;
         GElf_Shdr sh;
@@ -876,9 +879,35 @@ static int load_symbols(struct symbols_cache *s, Elf *elf, struct elf_file *f) {
 
                 if (!gelf_getsym(data, (int) i, &es))
                         break;
-                if (GELF_ST_TYPE(es.st_info) != STT_FUNC && GELF_ST_TYPE(es.st_info) != STT_GNU_IFUNC)
+                if (es.st_shndx == SHN_UNDEF || es.st_shndx >= SHN_LORESERVE || es.st_value == 0)
                         continue;
-                if (es.st_shndx == SHN_UNDEF || es.st_value == 0)
+                /*
+                 * Data: a variable of .data, .bss, .rodata (STT_OBJECT, ELF
+                 * gABI "Symbol Table"), of its size. Not STT_TLS: its value
+                 * is an offset in each thread's TLS block, not an address.
+                 */
+                if (GELF_ST_TYPE(es.st_info) == STT_OBJECT && es.st_size > 0) {
+                        name = elf_strptr(elf, sh.sh_link, es.st_name);
+                        if (!name || !*name)
+                                continue;
+                        if (nd == s->lim.max_symbols_per_file || names.len > UINT32_MAX) {
+                                cache_count(&s->st.symbols_truncated, 1);
+                                continue;
+                        }
+                        if (nd == capd) {
+                                capd = capd ? capd * 2 : ARRAY_MIN_CAP;
+                                dsyms = xrealloc(dsyms, capd * sizeof(*dsyms));
+                        }
+                        dsyms[nd++] = (struct sym) {
+                                .start = es.st_value,
+                                .size = es.st_size,
+                                .name = (uint32_t) names.len,
+                                .rank = binding_rank(GELF_ST_BIND(es.st_info)),
+                        };
+                        strbuf_append(&names, name, strlen(name) + 1);
+                        continue;
+                }
+                if (GELF_ST_TYPE(es.st_info) != STT_FUNC && GELF_ST_TYPE(es.st_info) != STT_GNU_IFUNC)
                         continue;
                 name = elf_strptr(elf, sh.sh_link, es.st_name);
                 if (!name || !*name)
@@ -904,6 +933,18 @@ static int load_symbols(struct symbols_cache *s, Elf *elf, struct elf_file *f) {
                 strbuf_append(&names, name, strlen(name) + 1);
         }
 
+        /* Aliases of one variable (a global and its local twin): the sort puts the preferred first. */
+        if (nd > 0) {
+                size_t w = 1;
+
+                qsort(dsyms, nd, sizeof(*dsyms), sym_cmp);
+                for (size_t i = 1; i < nd; i++)
+                        if (dsyms[i].start != dsyms[w - 1].start)
+                                dsyms[w++] = dsyms[i];
+                nd = w;
+        }
+        f->dsyms = dsyms;
+        f->n_dsyms = nd;
         syms_finish(f, syms, n, &names, sym_cmp);
         return 0;
 }
@@ -995,6 +1036,7 @@ static int load_file(struct symbols_cache *s, struct elf_file *f) {
                 f->loads[f->n_loads++] = (struct load_seg) {
                         .offset = ph.p_offset,
                         .filesz = ph.p_filesz,
+                        .memsz = ph.p_memsz,
                         .vaddr = ph.p_vaddr,
                 };
         }
@@ -1153,10 +1195,12 @@ static void file_load(struct symbols_cache *s, struct elf_file *f) {
         cache_count(f->perf_map ? &s->st.perf_maps_loaded : &s->st.files_loaded, 1);
         if (f->error < 0) {
                 free(f->syms);
+                free(f->dsyms);
                 free(f->names);
                 f->syms = NULL;
+                f->dsyms = NULL;
                 f->names = NULL;
-                f->n_syms = 0;
+                f->n_syms = f->n_dsyms = 0;
                 cache_count(&s->st.file_errors, 1);
         }
 }
@@ -1775,6 +1819,97 @@ static const struct mapping *cache_mapping(const struct symbols_cache *c, const 
         return m;
 }
 
+/* ---- Data symbols ---- */
+
+/*
+ * The ELF virtual address of file offset off of a data mapping: the PT_LOAD
+ * whose file bytes hold it, else one whose memory image does (the part of a
+ * page past p_filesz that the loader zeroes: .bss, ELF gABI "Program
+ * Loading"). False when none does.
+ */
+static bool data_vaddr(const struct elf_file *f, uint64_t off, uint64_t *ret) {
+        if (!f->relocatable || f->n_loads == 0) {
+                *ret = off;
+                return true;
+        }
+        for (size_t i = 0; i < f->n_loads; i++)
+                if (off >= f->loads[i].offset && off - f->loads[i].offset < f->loads[i].filesz) {
+                        *ret = off - f->loads[i].offset + f->loads[i].vaddr;
+                        return true;
+                }
+        for (size_t i = f->n_loads; i > 0; i--)
+                if (off >= f->loads[i - 1].offset && off - f->loads[i - 1].offset < f->loads[i - 1].memsz) {
+                        *ret = off - f->loads[i - 1].offset + f->loads[i - 1].vaddr;
+                        return true;
+                }
+        return false;
+}
+
+static const struct sym *dsym_find(const struct elf_file *f, uint64_t addr) {
+        size_t lo = 0, hi = f->n_dsyms;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+
+                if (f->dsyms[mid].start <= addr)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        if (lo == 0 || addr - f->dsyms[lo - 1].start >= f->dsyms[lo - 1].size)
+                return NULL;
+        return &f->dsyms[lo - 1];
+}
+
+int symbols_cache_data_symbol(struct symbols_cache *c, const struct symbols_snapshot *snap, uint32_t pid,
+                              uint64_t addr, struct symbols_data *ret) {
+        const struct elf_file *layout = NULL, *f;
+        const struct mapping *m, *file_map;
+        const struct proc *p;
+        const struct sym *y;
+        uint64_t off, vaddr;
+        size_t i;
+        bool found;
+
+        if ((addr >> KERNEL_ADDR_SHIFT) == KERNEL_ADDR_TOP_BYTE)
+                return -ENOENT;
+        m = cache_mapping(c, snap, pid, addr);
+        if (!m)
+                return -ENOENT;
+        file_map = m;
+        off = addr - m->start + m->pgoff;
+        if (!is_file_path(m->file->filename) || is_anon_memory(m->file->filename)) {
+                /*
+                 * The rest of .bss past the file's last page is anonymous
+                 * memory right after the file's mapping (the loader maps it:
+                 * glibc's _dl_map_segments(), the kernel's load_elf_binary()
+                 * set_brk() for the executable): the file's image goes on.
+                 */
+                i = proc_search(snap->procs, snap->n_procs, pid, &found);
+                p = &snap->procs[i];
+                if (m == p->pm->maps || (m - 1)->end != m->start || !is_file_path((m - 1)->file->filename) ||
+                    is_anon_memory((m - 1)->file->filename))
+                        return -ENOENT;
+                file_map = m - 1;
+                if (file_map->file->owner != c)
+                        (void) cache_mapping(c, snap, pid, file_map->start);
+                off = file_map->end - file_map->start + file_map->pgoff + (addr - m->start);
+        }
+        f = symbol_file(c, file_map->file, &layout);
+        if (!f || !data_vaddr(layout, off, &vaddr))
+                return -ENOENT;
+        y = dsym_find(f, vaddr);
+        if (!y)
+                return -ENOENT;
+        *ret = (struct symbols_data) {
+                .symbol = f->names + y->name,
+                .offset = vaddr - y->start,
+                .size = y->size,
+                .filename = file_map->file->filename,
+        };
+        return 0;
+}
+
 /* The DWARF of f, opened once per load of its slot; NULL when it has none. */
 static struct srcline *file_dwarf(struct symbols_cache *s, struct elf_file *f) {
         int k;
@@ -1983,6 +2118,10 @@ static const struct symbols_snapshot *symbols_current(struct symbols *s) {
 
 int symbols_lookup(struct symbols *s, uint32_t pid, uint64_t pc, struct symbols_result *ret) {
         return symbols_cache_lookup(s->cache, symbols_current(s), pid, pc, ret);
+}
+
+int symbols_data_symbol(struct symbols *s, uint32_t pid, uint64_t addr, struct symbols_data *ret) {
+        return symbols_cache_data_symbol(s->cache, symbols_current(s), pid, addr, ret);
 }
 
 int symbols_lines(struct symbols *s, uint32_t pid, uint64_t pc, struct symbols_frame *ret, size_t max) {

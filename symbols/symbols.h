@@ -279,6 +279,26 @@ int symbols_cache_lookup_lines(struct symbols_cache *c, const struct symbols_sna
                                size_t *ret_n);
 
 /*
+ * The variable that holds data address addr of pid (perf c2c's Data
+ * Symbol): an OBJECT symbol (.data, .bss, .rodata; ELF gABI "Symbol Table")
+ * of the file mapped there, or of the file whose mapping ends where the
+ * anonymous one holding addr starts (the rest of its .bss, past the file's
+ * pages), found through the PT_LOAD whose memory image holds addr, by the
+ * symbols that name the file's functions (.symtab, a debug file by build id).
+ * Thread-local variables (STT_TLS) are not addresses and are not found.
+ * Returns 0 with ret filled (strings valid until the cache's next lookup),
+ * or -ENOENT. Reads ELF files: never on a collector's path.
+ */
+struct symbols_data {
+        const char *symbol;
+        uint64_t offset;        /* addr's distance from the symbol's start, < size */
+        uint64_t size;          /* st_size */
+        const char *filename;   /* the file whose symbol it is (its mapping's path) */
+};
+int symbols_cache_data_symbol(struct symbols_cache *c, const struct symbols_snapshot *snap, uint32_t pid,
+                              uint64_t addr, struct symbols_data *ret);
+
+/*
  * The cache's counters into ret (every field but pid_evictions and
  * mapping_evictions, left as they are). Any thread, without the cache's
  * lock, even while a lookup runs: each counter is exact and monotonic, but
@@ -314,6 +334,8 @@ struct symbols_maps *symbols_get_maps(struct symbols *s);
 int symbols_load_kallsyms(struct symbols *s, const char *path);
 /* symbols_cache_lookup() of every mapping added so far. */
 int symbols_lookup(struct symbols *s, uint32_t pid, uint64_t pc, struct symbols_result *ret);
+/* symbols_cache_data_symbol() of every mapping added so far. */
+int symbols_data_symbol(struct symbols *s, uint32_t pid, uint64_t addr, struct symbols_data *ret);
 /* symbols_cache_lines() of every mapping added so far. */
 int symbols_lines(struct symbols *s, uint32_t pid, uint64_t pc, struct symbols_frame *ret, size_t max);
 /* symbols_snapshot_region() of every mapping added so far. */

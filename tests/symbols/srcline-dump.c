@@ -8,11 +8,15 @@
  * maps FILE at [START, START + LEN) from file offset PGOFF in a process,
  * with DEBUG_DIRS as the build-id roots ("" for none), and prints for each
  * PC: "pc 0x... SYMBOL" then one "frame FUNCTION FILE:LINE" per frame,
- * innermost first ("?" for what is unknown).
+ * innermost first ("?" for what is unknown). Among the PCs,
+ * "map:START:LEN:PGOFF:PATH" adds a data mapping (PERF_RECORD_MISC_MMAP_DATA;
+ * PATH "//anon" for anonymous memory) and "d0xADDR" asks for the variable at
+ * a data address: "data 0x... SYMBOL+0xOFFSET SIZE", or "data 0x... -".
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "symbols.h"
 
@@ -38,6 +42,28 @@ int main(int argc, char **argv) {
                 return 2;
         }
         for (int i = 6; i < argc; i++) {
+                if (strncmp(argv[i], "map:", 4) == 0) {
+                        char *p = argv[i] + 4;
+                        uint64_t ms = strtoull(p, &p, 0), ml = strtoull(p + 1, &p, 0), mo = strtoull(p + 1, &p, 0);
+
+                        if (*p != ':' || symbols_maps_add_data(symbols_get_maps(s), DUMP_PID, ms, ml, mo, p + 1) < 0) {
+                                fprintf(stderr, "srcline-dump: bad %s\n", argv[i]);
+                                symbols_free(s);
+                                return 2;
+                        }
+                        continue;
+                }
+                if (argv[i][0] == 'd') {
+                        uint64_t addr = strtoull(argv[i] + 1, NULL, 0);
+                        struct symbols_data dd;
+
+                        if (symbols_data_symbol(s, DUMP_PID, addr, &dd) == 0)
+                                printf("data 0x%" PRIx64 " %s+0x%" PRIx64 " %" PRIu64 "\n", addr, dd.symbol, dd.offset,
+                                       dd.size);
+                        else
+                                printf("data 0x%" PRIx64 " -\n", addr);
+                        continue;
+                }
                 uint64_t pc = strtoull(argv[i], NULL, 0);
                 struct symbols_frame frames[SYMBOLS_MAX_FRAMES];
                 struct symbols_result res;

@@ -4,7 +4,9 @@
  * built -O2 -g: two threads write two members of one global struct (false
  * sharing), a struct in an array and a heap struct through a pointer
  * parameter, each store in a function inlined into its caller, so that its
- * PCs have inlined frames. Runs for argv[1] seconds (default 2).
+ * PCs have inlined frames. `ring` makes .bss longer than the file's last
+ * page, so that its end is in the anonymous memory after the file's mapping.
+ * Runs for argv[1] seconds (default 2).
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -29,6 +31,7 @@ struct node {
 
 struct stats stats;
 struct shard shards[4];
+static volatile uint8_t ring[64 << 10];
 static __thread volatile uint64_t tls_ops;
 
 static inline __attribute__((always_inline)) void count_hit(struct stats *s) {
@@ -81,6 +84,7 @@ static __attribute__((noinline)) void *worker_b(void *arg) {
                 for (unsigned i = 0; i < 100000; i++) {
                         count_miss(&stats);
                         node_update(n, i);
+                        ring[i % sizeof(ring)] = (uint8_t) i;
                 }
         while (!expired(&start));
         free(n);

@@ -13,7 +13,13 @@
 #     root: the same frames (and names), from the debug file; without the
 #     root, neither names nor lines;
 #   - a copy stripped of its DWARF only: names from .symtab, no lines;
-#   - a copy whose .debug_info is overwritten: no crash, names still given.
+#   - a copy whose .debug_info is overwritten: no crash, names still given;
+#   - data symbols (perf c2c's Data Symbol): the fixture's segments mapped as
+#     the loader maps them (readelf -l: each PT_LOAD's file pages, and .bss
+#     past them as anonymous memory after the file's mapping), every sized
+#     OBJECT symbol nm -S lists is named at its first, middle and last byte
+#     as SYMBOL+0xOFFSET, padding between them by none; TLS (tls_ops) is no
+#     address; a stripped copy names them through its debug file.
 #
 #   test-srcline.py FIXTURE SRCLINE_DUMP
 
@@ -118,6 +124,87 @@ def dump(tool, roots, elf, seg, vaddrs):
     return res, stats
 
 
+def load_segments(elf):
+    """[(offset, vaddr, filesz, memsz, flags)] of the PT_LOADs, from readelf -lW."""
+    out = []
+    for line in run(["readelf", "-lW", elf]).splitlines():
+        f = line.split()
+        if f and f[0] == "LOAD":
+            out.append((int(f[1], 16), int(f[2], 16), int(f[4], 16), int(f[5], 16), "".join(f[6:-1])))
+    return out
+
+
+def data_maps(elf):
+    """map: arguments of srcline-dump for the data segments as the loader maps them: each non-executable
+    PT_LOAD's pages of the file, then what its memory image has past them as anonymous memory."""
+    args = []
+    for off, va, filesz, memsz, flags in load_segments(elf):
+        if "E" in flags:
+            continue
+        start = BASE + (va & ~(PAGE - 1))
+        file_end = BASE + ((va + filesz + PAGE - 1) & ~(PAGE - 1))
+        mem_end = BASE + ((va + memsz + PAGE - 1) & ~(PAGE - 1))
+        args.append("map:%#x:%#x:%#x:%s" % (start, file_end - start, off & ~(PAGE - 1), elf))
+        if mem_end > file_end:
+            args.append("map:%#x:%#x:0://anon" % (file_end, mem_end - file_end))
+    return args
+
+
+def object_symbols(elf):
+    """{name: (value, size)} of the sized data symbols nm -S lists (d, b, r: .data, .bss, .rodata)."""
+    # TLS variables (readelf -s type TLS): their value is an offset in a thread's block, not an address.
+    tls = {l.split()[7] for l in run(["readelf", "-sW", elf]).splitlines() if len(l.split()) >= 8 and l.split()[3] == "TLS"}
+    out = {}
+    for line in run(["nm", "-S", elf]).splitlines():
+        f = line.split()
+        if len(f) == 4 and f[2] in "dDbBrR" and int(f[1], 16) > 0 and f[3] not in tls:
+            out[f[3]] = (int(f[0], 16), int(f[1], 16))
+    if "tls_ops" in out:
+        fail("readelf -s does not say tls_ops is TLS")
+    return out
+
+
+def check_data(tool, roots, elf, truth_elf, seg, label):
+    """Every sized OBJECT symbol of truth_elf at its first, middle and last byte; the bytes between them none."""
+    syms = object_symbols(truth_elf)
+    if "stats" not in syms or "ring" not in syms:
+        fail("nm -S lists no stats or ring in the fixture")
+    want, queries = {}, []
+    for name, (v, size) in syms.items():
+        for o in sorted({0, size // 2, size - 1}):
+            want[v + o] = "%s+%#x" % (name, o)
+    taken = sorted((v, v + size) for v, size in syms.values())
+    for (a, b), (c, _) in zip(taken, taken[1:]):
+        if c > b and not any(v <= b < v + z for v, z in syms.values()):
+            want[b] = None  # padding between two variables
+    off, vaddr, filesz = seg
+    start = BASE + (vaddr & ~(PAGE - 1))
+    length = (vaddr + filesz - (vaddr & ~(PAGE - 1)) + PAGE - 1) & ~(PAGE - 1)
+    queries = ["d%#x" % (BASE + a) for a in sorted(want)]
+    out = run([tool, roots, elf, hex(start), hex(length), hex(off & ~(PAGE - 1))] + data_maps(elf) + queries)
+    have = {}
+    for line in out.splitlines():
+        f = line.split(" ")
+        if f[0] == "data":
+            have[int(f[1], 16) - BASE] = None if f[2] == "-" else f[2]
+    bad = ["%#x: %s, want %s" % (a, have.get(a), w) for a, w in sorted(want.items()) if have.get(a) != w]
+    if bad:
+        fail("%s: data symbols: %s" % (label, "; ".join(bad[:6])))
+    v, size = syms["ring"]
+    past_file = [a for a in want if a >= v and BASE + a >= BASE + ((seg_rw(elf)[1] + seg_rw(elf)[2] + PAGE - 1) & ~(PAGE - 1))]
+    if not past_file:
+        fail("%s: no query of ring past the file's pages: the anonymous .bss is untested" % label)
+    print("ok: %s: %d data addresses named as nm -S gives them (%d past the file, in anonymous .bss)"
+          % (label, len(want), len(past_file)))
+
+
+def seg_rw(elf):
+    for s in load_segments(elf):
+        if "W" in s[4]:
+            return s
+    fail("no writable PT_LOAD in " + elf)
+
+
 def source_line(src, text):
     """The 1-based line of the fixture's source that holds text (the truth of where a store is)."""
     with open(src) as f:
@@ -165,6 +252,7 @@ def main():
         if not hits:
             fail("no PC of %s() inlined into %s() at %s:%d" % (inner, outer, src, line))
     print("ok: %d PCs as addr2line gives them, %d with inlined frames" % (len(vaddrs), inlined))
+    check_data(tool, "", fixture, fixture, seg, "-O2 -g")
 
     with tempfile.TemporaryDirectory() as tmp:
         # Stripped of everything; the debug file only under ROOT/.build-id/xx/yyyy.debug.
@@ -186,6 +274,7 @@ def main():
         ours, stats = dump(tool, "", stripped, seg, vaddrs)
         if any(fr for _, fr in ours.values()) or any(s for s, _ in ours.values() if s in FUNCS):
             fail("stripped without its debug file: names or lines from nowhere")
+        check_data(tool, root, stripped, fixture, seg, "stripped, debug file by build id")
         print("ok: stripped binary, debug file by build id: the same frames")
 
         # Names kept, DWARF gone (strip -g): names, no lines.
