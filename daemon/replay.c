@@ -217,6 +217,14 @@ static bool source(void *userdata, uint32_t pid, uint64_t pc, char *buf, size_t 
                snprintf(buf, len, "%s:%" PRIu32, frames[0].file, frames[0].line) < (int) len;
 }
 
+static bool data_symbol(void *userdata, uint32_t pid, uint64_t va, char *buf, size_t len) {
+        const struct once *o = userdata;
+        struct symbols_data d;
+
+        return symbols_data_symbol(o->symbols, pid, va, &d) == 0 &&
+               snprintf(buf, len, "%s+0x%" PRIx64, d.symbol, d.offset) < (int) len;
+}
+
 static bool region(void *userdata, uint32_t pid, uint64_t va, char *name, size_t name_len, uint64_t *ret_offset) {
         const struct once *o = userdata;
 
@@ -293,7 +301,7 @@ int replay_once(const struct replay_args *a, const char *records_path, const str
                                     .clock = sink_clock, .feature = sink_feature };
         struct privacy_policy privacy;
         struct agg_symbolizer sym = { &once, symbol, object, node, .region = region, .privacy = &privacy,
-                                      .source = source };
+                                      .source = source, .data_symbol = data_symbol };
 
         /* [privacy] as the daemon's answers apply it. */
         config_privacy_policy(cfg, &privacy);

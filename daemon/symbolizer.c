@@ -102,6 +102,18 @@ bool symbolizer_source(struct symbolizer *z, uint32_t pid, uint64_t pc, char *bu
         return found;
 }
 
+bool symbolizer_data_symbol(struct symbolizer *z, uint32_t pid, uint64_t va, char *buf, size_t len) {
+        _cleanup_(symbols_snapshot_unrefp) struct symbols_snapshot *snap = symbolizer_snapshot(z);
+        struct symbols_data d;
+        bool found;
+
+        pthread_mutex_lock(&z->cache_lock);
+        found = symbols_cache_data_symbol(z->cache, snap, pid, va, &d) == 0 &&
+                snprintf(buf, len, "%s+0x%" PRIx64, d.symbol, d.offset) < (int) len;
+        pthread_mutex_unlock(&z->cache_lock);
+        return found;
+}
+
 bool symbolizer_region(struct symbolizer *z, uint32_t pid, uint64_t va, char *name, size_t name_len,
                        uint64_t *ret_offset) {
         _cleanup_(symbols_snapshot_unrefp) struct symbols_snapshot *snap = symbolizer_snapshot(z);

@@ -134,6 +134,55 @@ static void add_source(json_t *o, const struct agg_symbolizer *sym, uint32_t pid
                 json_object_set_new(o, "source", json_string(src));
 }
 
+/*
+ * The kind of memory of a mapping's name (perf's and /proc/PID/maps'):
+ * "heap", "stack", "anon" (anonymous memory), "file" (a path), or the
+ * bracketed name itself without brackets ("vdso").
+ */
+static const char *memory_kind(const char *name, char *buf, size_t len) {
+        static const char *const anon[] = { "//anon", "/dev/zero", "/anon_hugepage", "[anon:", "/memfd:" };
+
+        if (!name[0] || streq(name, PRIVACY_ANON))
+                return "anon";
+        for (size_t i = 0; i < ELEMENTSOF(anon); i++)
+                if (strncmp(name, anon[i], strlen(anon[i])) == 0)
+                        return "anon";
+        if (streq(name, "[heap]"))
+                return "heap";
+        if (strncmp(name, "[stack", strlen("[stack")) == 0)
+                return "stack";
+        if (name[0] == '/')
+                return "file";
+        if (name[0] == '[' && name[strlen(name) - 1] == ']') {
+                snprintf(buf, len, "%.*s", (int) strlen(name) - 2, name + 1);
+                return buf;
+        }
+        return name;
+}
+
+/*
+ * A line's "memory": the kind of the mapping that holds va (memory_kind()),
+ * when known. Names no address: said whatever [privacy] data_addresses is.
+ */
+static void add_memory(json_t *o, const struct agg_symbolizer *sym, uint32_t pid, uint64_t va) {
+        char name[PRIVACY_REGION_MAX], kind[PRIVACY_REGION_MAX];
+        uint64_t off;
+
+        if (!sym || !sym->region || privacy_kernel_addr(va) ||
+            !sym->region(sym->userdata, pid, va, name, sizeof(name), &off))
+                return;
+        json_object_set_new(o, "memory", json_string(memory_kind(name, kind, sizeof(kind))));
+}
+
+/* An offset's "data_symbol", "SYMBOL+0xOFFSET": the variable at va, never a kernel address. */
+static void add_data_symbol(json_t *o, const struct agg_symbolizer *sym, uint32_t pid, uint64_t va) {
+        char buf[SYMBOL_MAX + 3 + 16];
+
+        if (sym && sym->data_symbol && !privacy_kernel_addr(va) &&
+            sym->data_symbol(sym->userdata, pid, va, buf, sizeof(buf)))
+                json_object_set_new(o, "data_symbol", json_string(buf));
+}
+
 /* Who ran it: an operator's name for the process's cgroup (never a Prometheus label: unbounded). */
 static void add_cgroup(json_t *o, const struct agg_symbolizer *sym, uint32_t pid) {
         char path[AGG_CGROUP_MAX], service[AGG_SERVICE_MAX];
@@ -475,6 +524,8 @@ json_t *agg_hotlines_json(const struct store_hotlines_result *res, const struct 
 
         for (size_t i = 0; i < res->lines.n; i++) {
                 const struct hotlines_result *l = &res->lines.line[i];
+                /* The VA of the line's start (a PA-keyed line's by the VA seen on it), as add_line_address(). */
+                uint64_t line_va = l->l.by_pa ? l->l.va & ~(uint64_t) (res->lines.line_size - 1) : l->l.addr;
                 json_t *offs = json_array(), *line;
 
                 for (size_t k = 0; k < l->noffs; k++) {
@@ -493,6 +544,7 @@ json_t *agg_hotlines_json(const struct store_hotlines_result *res, const struct 
                                           "tids", u32_list(o->tids, o->ntids), "tids_truncated",
                                           (int) o->tids_more));
                         add_pc_names(entry, sym, o->pid, o->el, o->pc, true);
+                        add_data_symbol(entry, sym, l->l.pid, line_va + o->offset);
                         add_comm(entry, &o->comm);
                         add_cgroup(entry, sym, o->pid);
                         /* As the line's: what the entry's table missed of it is bounded (hotlines.h). */
@@ -507,6 +559,7 @@ json_t *agg_hotlines_json(const struct store_hotlines_result *res, const struct 
                 }
                 line = json_object();
                 add_line_address(line, sym, &l->l, res->lines.line_size);
+                add_memory(line, sym, l->l.pid, line_va);
                 /* records counts what the table saw of the line; a line that took
                  * over an evicted one's counter may have had up to its error
                  * more before (hotlines.h): records <= true <= records_max. */

@@ -46,6 +46,11 @@ struct agg_symbolizer {
          * Source:Line), for "source" fields; false when unknown. May be NULL.
          */
         bool (*source)(void *userdata, uint32_t pid, uint64_t pc, char *buf, size_t len);
+        /*
+         * The variable at data address va, "SYMBOL+0xOFFSET" (perf c2c's Data
+         * Symbol), for "data_symbol" fields; false when unknown. May be NULL.
+         */
+        bool (*data_symbol)(void *userdata, uint32_t pid, uint64_t va, char *buf, size_t len);
 };
 
 /* A cgroup path (PATH_MAX) and a service name (a unit name is at most 255 bytes, unit_name_is_valid()). */

@@ -641,7 +641,8 @@ static void handle_aggregate(struct api *a, const struct http_request *req, stru
                                                                      a->provider.object, a->provider.node,
                                                                      a->provider.cgroup, a->provider.region,
                                                                      a->provider.privacy,
-                                                                     a->provider.source } : NULL);
+                                                                     a->provider.source,
+                                                                     a->provider.data_symbol } : NULL);
         if (!o) {
                 http_response_error(resp, 500, "query failed");
                 return;

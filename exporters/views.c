@@ -241,6 +241,7 @@ static const struct table_column pareto_cols[] = {
         { NULL, "Symbol", TABLE_LEFT, NULL },
         { NULL, "Object", TABLE_LEFT, NULL },
         { NULL, "Source:Line", TABLE_LEFT, "the PC's source file and line from DWARF (the innermost inlined function's)" },
+        { NULL, "Data Symbol", TABLE_LEFT, "the variable at the line's address + offset, SYMBOL+0xOFFSET (perf c2c's)" },
         { NULL, "Loads", TABLE_RIGHT, NULL },
         { NULL, "Stores", TABLE_RIGHT, NULL },
         { "At most", "records", TABLE_RIGHT,
@@ -361,6 +362,7 @@ int view_hotlines(const json_t *answer, const struct view_context *ctx, struct v
                         cell_symbol(t, o);
                         cell_object(t, o);
                         table_text(t, js(o, "source"));
+                        table_text(t, js(o, "data_symbol"));
                         table_u64(t, ju(o, "loads"));
                         table_u64(t, ju(o, "stores"));
                         table_u64(t, ju(o, "records_max"));
