@@ -56,3 +56,23 @@ struct srcline *srcline_close(struct srcline *s);
  * stay valid until srcline_close().
  */
 size_t srcline_lookup(struct srcline *s, uint64_t addr, struct srcline_frame *ret, size_t max);
+
+/*
+ * The member of a global variable at an offset, from the DWARF type of the
+ * variable whose DW_AT_location is the address var_addr (DW_OP_addr; DWARF 5
+ * §2.5.1.1, §4.1): through structures and unions (DW_TAG_member and its
+ * DW_AT_data_member_location, §5.7.6), arrays (the element's size, §5.5) and
+ * typedefs and qualifiers, written as C would ("struct shard[3].lock",
+ * "struct stats.misses", "+0x2" for bytes inside a scalar, "uint8_t[1234]"),
+ * into buf (len bytes), and the variable's type size in *ret_size.
+ * Returns 0, -ENOENT when no variable of the DWARF is at var_addr or its
+ * type is unknown, -E2BIG when the name does not fit.
+ *
+ * The variables are indexed by address at the first call (a walk of every
+ * compile unit's top-level DIEs), at most SRCLINE_MAX_VARIABLES of them.
+ */
+#define SRCLINE_MAX_VARIABLES   (1U << 18)
+/* Members and array levels followed from a variable down to the offset. */
+#define SRCLINE_MAX_TYPE_DEPTH  16
+int srcline_member(struct srcline *s, uint64_t var_addr, uint64_t offset, char *buf, size_t len,
+                   uint64_t *ret_size);

@@ -1821,6 +1821,9 @@ static const struct mapping *cache_mapping(const struct symbols_cache *c, const 
 
 /* ---- Data symbols ---- */
 
+static struct srcline *mapping_dwarf(struct symbols_cache *c, struct map_file *mf, const struct elf_file *f,
+                                     const struct elf_file *layout, struct file_ref *ret_ref);
+
 /*
  * The ELF virtual address of file offset off of a data mapping: the PT_LOAD
  * whose file bytes hold it, else one whose memory image does (the part of a
@@ -1863,6 +1866,9 @@ static const struct sym *dsym_find(const struct elf_file *f, uint64_t addr) {
 
 int symbols_cache_data_symbol(struct symbols_cache *c, const struct symbols_snapshot *snap, uint32_t pid,
                               uint64_t addr, struct symbols_data *ret) {
+        struct file_ref names_ref, dw_ref;
+        struct symbols_data res;
+        struct srcline *dw;
         const struct elf_file *layout = NULL, *f;
         const struct mapping *m, *file_map;
         const struct proc *p;
@@ -1901,12 +1907,21 @@ int symbols_cache_data_symbol(struct symbols_cache *c, const struct symbols_snap
         y = dsym_find(f, vaddr);
         if (!y)
                 return -ENOENT;
-        *ret = (struct symbols_data) {
+        res = (struct symbols_data) {
                 .symbol = f->names + y->name,
                 .offset = vaddr - y->start,
                 .size = y->size,
                 .filename = file_map->file->filename,
         };
+        /* Its member at that offset, from its DWARF type (srcline_member()); the DWARF may be another file's. */
+        names_ref = (struct file_ref) { (size_t) (f - c->files), f->gen };
+        dw = mapping_dwarf(c, file_map->file, f, layout, &dw_ref);
+        if (dw && srcline_member(dw, y->start, res.offset, res.member, sizeof(res.member), &res.type_size) < 0)
+                res.member[0] = '\0';
+        /* Opening a debug file for its DWARF may have evicted the file whose name this is. */
+        if (!ref_valid(c, &names_ref))
+                return -ENOENT;
+        *ret = res;
         return 0;
 }
 
@@ -1925,6 +1940,36 @@ static struct srcline *file_dwarf(struct symbols_cache *s, struct elf_file *f) {
                         cache_count(&s->st.dwarf_errors, 1);
         }
         return f->dwarf;
+}
+
+/*
+ * The DWARF of the file that names mf's symbols (f: the binary, or the debug
+ * file of a stripped one), else of the binary (layout) when it kept its
+ * DWARF but not .symtab, else of the detached debug file of its build (GDB's
+ * and Debian's layout; perf's build-id cache's "debug"), as symbol_file()
+ * finds it for symbols; *ret_ref the slot it is in. Slots are the cache's
+ * own, evicted as ELF files are. NULL when none has DWARF.
+ */
+static struct srcline *mapping_dwarf(struct symbols_cache *c, struct map_file *mf, const struct elf_file *f,
+                                     const struct elf_file *layout, struct file_ref *ret_ref) {
+        struct srcline *dw = file_dwarf(c, &c->files[f - c->files]);
+
+        if (dw)
+                *ret_ref = (struct file_ref) { (size_t) (f - c->files), f->gen };
+        if (!dw && layout != f) {
+                dw = file_dwarf(c, &c->files[layout - c->files]);
+                *ret_ref = (struct file_ref) { (size_t) (layout - c->files), layout->gen };
+        }
+        if (!dw) {
+                const char *id = mf->build_id_hex[0] ? mf->build_id_hex : layout->build_id_hex;
+                const struct elf_file *d = id[0] ? file_by_build_id(c, id, debug_layouts, ELEMENTSOF(debug_layouts),
+                                                                    &mf->debug_state, &mf->debug) : NULL;
+
+                dw = d ? file_dwarf(c, &c->files[d - c->files]) : NULL;
+                if (dw)
+                        *ret_ref = (struct file_ref) { (size_t) (d - c->files), d->gen };
+        }
+        return dw;
 }
 
 /* symbols_cache_lines(), and in *ret_ref the slot whose DWARF the strings point into. */
@@ -1950,30 +1995,7 @@ static int lines_of(struct symbols_cache *c, const struct symbols_snapshot *snap
         if (!f)
                 return 0;
         addr = file_vaddr(layout, pc - m->start + m->pgoff);
-        /*
-         * The DWARF of the file that names the function (the binary, or the
-         * debug file of a stripped one), else of the binary when it kept its
-         * DWARF but not .symtab, else of the detached debug file of its build
-         * (GDB's and Debian's layout; perf's build-id cache's "debug"), as
-         * symbol_file() finds it for symbols. Slots are the cache's own,
-         * evicted as ELF files are.
-         */
-        dw = file_dwarf(c, &c->files[f - c->files]);
-        if (dw)
-                *ret_ref = (struct file_ref) { (size_t) (f - c->files), f->gen };
-        if (!dw && layout != f) {
-                dw = file_dwarf(c, &c->files[layout - c->files]);
-                *ret_ref = (struct file_ref) { (size_t) (layout - c->files), layout->gen };
-        }
-        if (!dw) {
-                const char *id = mf->build_id_hex[0] ? mf->build_id_hex : layout->build_id_hex;
-                const struct elf_file *d = id[0] ? file_by_build_id(c, id, debug_layouts, ELEMENTSOF(debug_layouts),
-                                                                    &mf->debug_state, &mf->debug) : NULL;
-
-                dw = d ? file_dwarf(c, &c->files[d - c->files]) : NULL;
-                if (dw)
-                        *ret_ref = (struct file_ref) { (size_t) (d - c->files), d->gen };
-        }
+        dw = mapping_dwarf(c, mf, f, layout, ret_ref);
         if (!dw)
                 return 0;
         n = srcline_lookup(dw, addr, frames, MIN(max, (size_t) SRCLINE_MAX_FRAMES));

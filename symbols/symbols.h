@@ -284,16 +284,27 @@ int symbols_cache_lookup_lines(struct symbols_cache *c, const struct symbols_sna
  * of the file mapped there, or of the file whose mapping ends where the
  * anonymous one holding addr starts (the rest of its .bss, past the file's
  * pages), found through the PT_LOAD whose memory image holds addr, by the
- * symbols that name the file's functions (.symtab, a debug file by build id).
+ * symbols that name the file's functions (.symtab, a debug file by build id),
+ * and the member at that offset from the variable's DWARF type when its DWARF
+ * can be read (the files symbols_cache_lines() reads).
  * Thread-local variables (STT_TLS) are not addresses and are not found.
  * Returns 0 with ret filled (strings valid until the cache's next lookup),
  * or -ENOENT. Reads ELF files: never on a collector's path.
  */
+/* A member's name, "struct shard[3].lock.owner": a type name and a path of a few members. */
+#define SYMBOLS_MEMBER_MAX 512
 struct symbols_data {
         const char *symbol;
         uint64_t offset;        /* addr's distance from the symbol's start, < size */
         uint64_t size;          /* st_size */
         const char *filename;   /* the file whose symbol it is (its mapping's path) */
+        /*
+         * The member at offset from the variable's DWARF type
+         * (srcline_member(): "struct stats.misses", "struct shard[3].lock");
+         * "" when the file has no DWARF or the type does not say (type_size 0).
+         */
+        char member[SYMBOLS_MEMBER_MAX];
+        uint64_t type_size;
 };
 int symbols_cache_data_symbol(struct symbols_cache *c, const struct symbols_snapshot *snap, uint32_t pid,
                               uint64_t addr, struct symbols_data *ret);

@@ -11,7 +11,8 @@
  * innermost first ("?" for what is unknown). Among the PCs,
  * "map:START:LEN:PGOFF:PATH" adds a data mapping (PERF_RECORD_MISC_MMAP_DATA;
  * PATH "//anon" for anonymous memory) and "d0xADDR" asks for the variable at
- * a data address: "data 0x... SYMBOL+0xOFFSET SIZE", or "data 0x... -".
+ * a data address: "data 0x... SYMBOL+0xOFFSET SIZE MEMBER" ("?": no member
+ * known), or "data 0x... -".
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -58,8 +59,8 @@ int main(int argc, char **argv) {
                         struct symbols_data dd;
 
                         if (symbols_data_symbol(s, DUMP_PID, addr, &dd) == 0)
-                                printf("data 0x%" PRIx64 " %s+0x%" PRIx64 " %" PRIu64 "\n", addr, dd.symbol, dd.offset,
-                                       dd.size);
+                                printf("data 0x%" PRIx64 " %s+0x%" PRIx64 " %" PRIu64 " %s\n", addr, dd.symbol,
+                                       dd.offset, dd.size, dd.member[0] ? dd.member : "?");
                         else
                                 printf("data 0x%" PRIx64 " -\n", addr);
                         continue;

@@ -19,7 +19,12 @@
 #     past them as anonymous memory after the file's mapping), every sized
 #     OBJECT symbol nm -S lists is named at its first, middle and last byte
 #     as SYMBOL+0xOFFSET, padding between them by none; TLS (tls_ops) is no
-#     address; a stripped copy names them through its debug file.
+#     address; a stripped copy names them through its debug file;
+#   - members from the variables' DWARF types: at offsets a helper compiled
+#     here from the fixture's own source prints (offsetof, sizeof), stats'
+#     members, a byte inside one, shards[i]'s members through the array and
+#     an array member's element, ring's element by its typedef's name; the
+#     stripped copy through its debug file; none without DWARF.
 #
 #   test-srcline.py FIXTURE SRCLINE_DUMP
 
@@ -198,6 +203,65 @@ def check_data(tool, roots, elf, truth_elf, seg, label):
           % (label, len(want), len(past_file)))
 
 
+HELPER = r"""
+#define main fixture_main
+#include "%s"
+#undef main
+#include <stddef.h>
+#include <stdio.h>
+int main(void) {
+        printf("hits %%zu\nmisses %%zu\nstats %%zu\n", offsetof(struct stats, hits), offsetof(struct stats, misses),
+               sizeof(struct stats));
+        printf("shard %%zu\ncount %%zu\nlock %%zu\npad %%zu\n", sizeof(struct shard), offsetof(struct shard, count),
+               offsetof(struct shard, lock), offsetof(struct shard, pad));
+        return 0;
+}
+"""
+
+
+def layout(src, tmp):
+    """The fixture's struct layout as its own compiler lays it out: offsetof and sizeof printed by a helper."""
+    c, exe = os.path.join(tmp, "layout.c"), os.path.join(tmp, "layout")
+    with open(c, "w") as f:
+        f.write(HELPER % src)
+    run(["cc", "-O2", "-pthread", "-o", exe, c])
+    return {k: int(v) for k, v in (l.split() for l in run([exe]).splitlines())}
+
+
+def check_members(tool, roots, elf, truth_elf, seg, src, tmp, label, want_members=True):
+    lay = layout(src, tmp)
+    syms = object_symbols(truth_elf)
+    stats, shards, ring = syms["stats"][0], syms["shards"][0], syms["ring"][0]
+    want = {
+        stats + lay["hits"]: ("stats+%#x" % lay["hits"], lay["stats"], "struct stats.hits"),
+        stats + lay["misses"]: ("stats+%#x" % lay["misses"], lay["stats"], "struct stats.misses"),
+        stats + lay["misses"] + 3: ("stats+%#x" % (lay["misses"] + 3), lay["stats"], "struct stats.misses+0x3"),
+        shards + 3 * lay["shard"] + lay["lock"]: ("shards+%#x" % (3 * lay["shard"] + lay["lock"]), 4 * lay["shard"],
+                                                  "struct shard[3].lock"),
+        shards + 2 * lay["shard"] + lay["count"]: ("shards+%#x" % (2 * lay["shard"] + lay["count"]),
+                                                   4 * lay["shard"], "struct shard[2].count"),
+        shards + lay["shard"] + lay["pad"] + 5: ("shards+%#x" % (lay["shard"] + lay["pad"] + 5), 4 * lay["shard"],
+                                                 "struct shard[1].pad[5]"),
+        ring + 1234: ("ring+%#x" % 1234, syms["ring"][1], "uint8_t[1234]"),
+    }
+    off, vaddr, filesz = seg
+    start = BASE + (vaddr & ~(PAGE - 1))
+    length = (vaddr + filesz - (vaddr & ~(PAGE - 1)) + PAGE - 1) & ~(PAGE - 1)
+    out = run([tool, roots, elf, hex(start), hex(length), hex(off & ~(PAGE - 1))] + data_maps(elf)
+              + ["d%#x" % (BASE + a) for a in sorted(want)])
+    have = {}
+    for line in out.splitlines():
+        f = line.split(" ", 4)
+        if f[0] == "data" and len(f) == 5:
+            have[int(f[1], 16) - BASE] = (f[2], int(f[3]), f[4])
+    for a, (sym, size, member) in want.items():
+        exp = (sym, size, member if want_members else "?")
+        if have.get(a) != exp:
+            fail("%s: %#x: %s, want %s" % (label, a, have.get(a), exp))
+    print("ok: %s: %d members %s" % (label, len(want), "as offsetof() places them" if want_members else
+                                     "absent, names kept"))
+
+
 def seg_rw(elf):
     for s in load_segments(elf):
         if "W" in s[4]:
@@ -230,7 +294,7 @@ def check_same(label, ours, theirs, want_names=True):
 
 def main():
     fixture, tool = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-    for t in ("addr2line", "objdump", "readelf", "objcopy", "strip", "nm"):
+    for t in ("addr2line", "objdump", "readelf", "objcopy", "strip", "nm", "cc"):
         if not shutil.which(t):
             skip("no " + t)
     src = os.path.join(os.environ.get("ARMPROFD_SOURCE_DIR", "."), "tests/symbols/srcline-fixture.c")
@@ -253,6 +317,8 @@ def main():
             fail("no PC of %s() inlined into %s() at %s:%d" % (inner, outer, src, line))
     print("ok: %d PCs as addr2line gives them, %d with inlined frames" % (len(vaddrs), inlined))
     check_data(tool, "", fixture, fixture, seg, "-O2 -g")
+    with tempfile.TemporaryDirectory() as tmp:
+        check_members(tool, "", fixture, fixture, seg, src, tmp, "-O2 -g")
 
     with tempfile.TemporaryDirectory() as tmp:
         # Stripped of everything; the debug file only under ROOT/.build-id/xx/yyyy.debug.
@@ -275,6 +341,7 @@ def main():
         if any(fr for _, fr in ours.values()) or any(s for s, _ in ours.values() if s in FUNCS):
             fail("stripped without its debug file: names or lines from nowhere")
         check_data(tool, root, stripped, fixture, seg, "stripped, debug file by build id")
+        check_members(tool, root, stripped, fixture, seg, src, tmp, "stripped, debug file by build id")
         print("ok: stripped binary, debug file by build id: the same frames")
 
         # Names kept, DWARF gone (strip -g): names, no lines.
@@ -287,6 +354,7 @@ def main():
                 fail("no DWARF: 0x%x: want %s and no lines, have %s %s" % (v, want[v][-1][0], sym, fr))
         if "dwarf_loaded=0 dwarf_errors=0" not in stats:
             fail("no DWARF: %s" % stats)
+        check_members(tool, "", nodebug, fixture, seg, src, tmp, "no DWARF", want_members=False)
         print("ok: without DWARF: names by symbol, no lines")
 
         # .debug_info overwritten: libdw refuses or reads garbage; never a crash, names stay.
