@@ -183,10 +183,11 @@ static bool provider_source(void *userdata, uint32_t pid, uint64_t pc, char *buf
         return collector_source(m->collector, pid, pc, buf, len);
 }
 
-static bool provider_data_symbol(void *userdata, uint32_t pid, uint64_t va, char *buf, size_t len) {
+static bool provider_data_symbol(void *userdata, uint32_t pid, uint64_t va, char *buf, size_t len, char *member,
+                                 size_t member_len) {
         struct manager *m = userdata;
 
-        return collector_data_symbol(m->collector, pid, va, buf, len);
+        return collector_data_symbol(m->collector, pid, va, buf, len, member, member_len);
 }
 
 static bool provider_object(void *userdata, uint32_t pid, uint64_t pc, char *buf, size_t len) {

@@ -217,12 +217,17 @@ static bool source(void *userdata, uint32_t pid, uint64_t pc, char *buf, size_t 
                snprintf(buf, len, "%s:%" PRIu32, frames[0].file, frames[0].line) < (int) len;
 }
 
-static bool data_symbol(void *userdata, uint32_t pid, uint64_t va, char *buf, size_t len) {
+static bool data_symbol(void *userdata, uint32_t pid, uint64_t va, char *buf, size_t len, char *member,
+                        size_t member_len) {
         const struct once *o = userdata;
         struct symbols_data d;
 
-        return symbols_data_symbol(o->symbols, pid, va, &d) == 0 &&
-               snprintf(buf, len, "%s+0x%" PRIx64, d.symbol, d.offset) < (int) len;
+        if (symbols_data_symbol(o->symbols, pid, va, &d) < 0 ||
+            snprintf(buf, len, "%s+0x%" PRIx64, d.symbol, d.offset) >= (int) len)
+                return false;
+        if (snprintf(member, member_len, "%s", d.member) >= (int) member_len)
+                member[0] = '\0';
+        return true;
 }
 
 static bool region(void *userdata, uint32_t pid, uint64_t va, char *name, size_t name_len, uint64_t *ret_offset) {

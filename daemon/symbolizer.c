@@ -102,7 +102,8 @@ bool symbolizer_source(struct symbolizer *z, uint32_t pid, uint64_t pc, char *bu
         return found;
 }
 
-bool symbolizer_data_symbol(struct symbolizer *z, uint32_t pid, uint64_t va, char *buf, size_t len) {
+bool symbolizer_data_symbol(struct symbolizer *z, uint32_t pid, uint64_t va, char *buf, size_t len, char *member,
+                            size_t member_len) {
         _cleanup_(symbols_snapshot_unrefp) struct symbols_snapshot *snap = symbolizer_snapshot(z);
         struct symbols_data d;
         bool found;
@@ -110,6 +111,8 @@ bool symbolizer_data_symbol(struct symbolizer *z, uint32_t pid, uint64_t va, cha
         pthread_mutex_lock(&z->cache_lock);
         found = symbols_cache_data_symbol(z->cache, snap, pid, va, &d) == 0 &&
                 snprintf(buf, len, "%s+0x%" PRIx64, d.symbol, d.offset) < (int) len;
+        if (found && snprintf(member, member_len, "%s", d.member) >= (int) member_len)
+                member[0] = '\0';
         pthread_mutex_unlock(&z->cache_lock);
         return found;
 }

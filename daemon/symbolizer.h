@@ -74,8 +74,13 @@ bool symbolizer_object(struct symbolizer *z, uint32_t pid, uint64_t pc, char *bu
  * collector's.
  */
 bool symbolizer_source(struct symbolizer *z, uint32_t pid, uint64_t pc, char *buf, size_t len);
-/* `data_symbol`: the variable at data address va, "SYMBOL+0xOFFSET" (perf c2c's Data Symbol; symbols_cache_data_symbol()). */
-bool symbolizer_data_symbol(struct symbolizer *z, uint32_t pid, uint64_t va, char *buf, size_t len);
+/*
+ * `data_symbol`: the variable at data address va, "SYMBOL+0xOFFSET" (perf
+ * c2c's Data Symbol; symbols_cache_data_symbol()), and in member the member
+ * there from its DWARF type ("" when unknown).
+ */
+bool symbolizer_data_symbol(struct symbolizer *z, uint32_t pid, uint64_t va, char *buf, size_t len, char *member,
+                            size_t member_len);
 /* The mapping that holds data address va of pid, in the newest snapshot (privacy_region_fn; no ELF file read). */
 bool symbolizer_region(struct symbolizer *z, uint32_t pid, uint64_t va, char *name, size_t name_len,
                        uint64_t *ret_offset);
