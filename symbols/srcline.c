@@ -418,7 +418,9 @@ int srcline_member(struct srcline *s, uint64_t addr, uint64_t offset, char *buf,
         if (!die_type(&die, &elem, false))
                 return -ENOENT;
         strip_qualifiers(&elem);
-        while (dwarf_tag(&elem) == DW_TAG_array_type && die_type(&elem, &elem, false))
+        /* Bounded: a hostile file's array type may be its own element. */
+        for (unsigned i = 0; i < SRCLINE_MAX_TYPE_DEPTH && dwarf_tag(&elem) == DW_TAG_array_type &&
+                             die_type(&elem, &elem, false); i++)
                 strip_qualifiers(&elem);
         if (len == 0 || !put_type_name(&elem, buf, len, &pos))
                 return -E2BIG;

@@ -1868,6 +1868,7 @@ int symbols_cache_data_symbol(struct symbols_cache *c, const struct symbols_snap
                               uint64_t addr, struct symbols_data *ret) {
         struct file_ref names_ref, dw_ref;
         struct symbols_data res;
+        uint64_t var_start;
         struct srcline *dw;
         const struct elf_file *layout = NULL, *f;
         const struct mapping *m, *file_map;
@@ -1907,6 +1908,7 @@ int symbols_cache_data_symbol(struct symbols_cache *c, const struct symbols_snap
         y = dsym_find(f, vaddr);
         if (!y)
                 return -ENOENT;
+        var_start = y->start;
         res = (struct symbols_data) {
                 .symbol = f->names + y->name,
                 .offset = vaddr - y->start,
@@ -1916,7 +1918,7 @@ int symbols_cache_data_symbol(struct symbols_cache *c, const struct symbols_snap
         /* Its member at that offset, from its DWARF type (srcline_member()); the DWARF may be another file's. */
         names_ref = (struct file_ref) { (size_t) (f - c->files), f->gen };
         dw = mapping_dwarf(c, file_map->file, f, layout, &dw_ref);
-        if (dw && srcline_member(dw, y->start, res.offset, res.member, sizeof(res.member), &res.type_size) < 0)
+        if (dw && srcline_member(dw, var_start, res.offset, res.member, sizeof(res.member), &res.type_size) < 0)
                 res.member[0] = '\0';
         /* Opening a debug file for its DWARF may have evicted the file whose name this is. */
         if (!ref_valid(c, &names_ref))

@@ -46,6 +46,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         n = symbols_lines(s, FUZZ_PID, pc, frames, ELEMENTSOF(frames));
                         if (n < 0 || n > (int) ELEMENTSOF(frames))
                                 __builtin_trap();
+                        /* Data symbols and their DWARF members at the same addresses (.rodata may be there). */
+                        struct symbols_data d;
+
+                        if (symbols_data_symbol(s, FUZZ_PID, pc, &d) == 0)
+                                chars += strlen(d.symbol) + strlen(d.member);
                         /* Every string read to its end: ASan stops at one that points out of its file's data. */
                         for (int i = 0; i < n; i++)
                                 chars += (frames[i].file ? strlen(frames[i].file) : 0) +
