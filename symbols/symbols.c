@@ -13,10 +13,14 @@
 
 #include <gelf.h>
 #include <libelf.h>
+#include <zlib.h>
 
 #include "macro.h"
 #include "srcline.h"
 #include "strbuf.h"
+
+/* Bytes read at a time for a file's CRC-32 (.gnu_debuglink). */
+#define CRC_CHUNK               (UINT32_C(1) << 16)
 
 /* Kernel addresses: the top byte is 0xff (arm64 TTBR1 half, x86-64 upper half). */
 #define KERNEL_ADDR_SHIFT       56
@@ -83,6 +87,12 @@ struct elf_file {
         /* Its DWARF (symbols_cache_lines()), opened at the first line asked of it: DWARF_* below. */
         uint8_t dwarf_state;
         struct srcline *dwarf;
+        /* .gnu_debuglink: the name of its debug file and that file's CRC-32; NULL when none. */
+        char *debuglink;
+        uint32_t debuglink_crc;
+        /* Its own CRC-32 (zlib's crc32(), the one .gnu_debuglink holds), computed when first asked. */
+        bool crc_done;
+        uint32_t crc;
 };
 
 enum {
@@ -122,6 +132,7 @@ struct map_file {
         const struct symbols_cache *owner;  /* the cache the state below is of */
         struct file_ref file, debug, build; /* the file at its path, a debug file, its build from a cache */
         uint8_t debug_state, build_state;   /* LOOKUP_*: the files found by build id, looked for once */
+        uint8_t link_state;     /* LOOKUP_*: the debug file its .gnu_debuglink names (in debug), looked for once */
         bool counted;           /* its mismatch or debug file is in the stats */
         bool perf_map_checked;  /* anonymous memory: its process's perf map was checked for changes */
         uint64_t perf_map_retry; /* anonymous memory without a perf map: not looked for before (µs) */
@@ -736,6 +747,7 @@ struct symbols_cache *symbols_cache_new(const struct symbols_limits *limits) {
 
 static void file_done(struct elf_file *f) {
         srcline_close(f->dwarf);
+        free(f->debuglink);
         free(f->path);
         free(f->syms);
         free(f->dsyms);
@@ -972,6 +984,49 @@ static void read_build_id(Elf *elf, char out[SYMBOLS_BUILD_ID_HEX_SIZE]) {
 }
 
 /*
+ * .gnu_debuglink (GDB's "Debugging Information in Separate Files"; binutils
+ * objcopy --add-gnu-debuglink): the debug file's name, NUL-terminated,
+ * padded to 4 bytes, then its CRC-32 in the file's byte order. A name with a
+ * '/' or longer than NAME_MAX is refused: it is looked for as a file name.
+ */
+static void read_debuglink(Elf *elf, struct elf_file *f) {
+        Elf_Scn *scn = NULL;
+        size_t shstrndx;
+        GElf_Shdr sh;
+
+        if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+                return;
+        while ((scn = elf_nextscn(elf, scn))) {
+                const char *name;
+                Elf_Data *data;
+                size_t len, crc_at;
+                uint32_t crc;
+
+                if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS)
+                        continue;
+                name = elf_strptr(elf, shstrndx, sh.sh_name);
+                if (!name || !streq(name, ".gnu_debuglink"))
+                        continue;
+                /* elf_getdata() gives the bytes as they are (SHT_PROGBITS: no translation). */
+                data = elf_getdata(scn, NULL);
+                if (!data || !data->d_buf)
+                        return;
+                len = strnlen(data->d_buf, data->d_size);
+                crc_at = (len + 1 + 3) & ~(size_t) 3;
+                if (len == 0 || len > NAME_MAX || memchr(data->d_buf, '/', len) || crc_at + sizeof(crc) > data->d_size)
+                        return;
+                memcpy(&crc, (const char *) data->d_buf + crc_at, sizeof(crc));
+                if ((elf_getident(elf, NULL)[EI_DATA] == ELFDATA2MSB) != (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__))
+                        crc = __builtin_bswap32(crc);
+                f->debuglink = strndup(data->d_buf, len);
+                if (!f->debuglink)
+                        oom();
+                f->debuglink_crc = crc;
+                return;
+        }
+}
+
+/*
  * A file the input names (a mapped path, a perf map any process may write,
  * kallsyms), opened read-only: O_NONBLOCK so that a FIFO put there cannot
  * hold the reader in open(2), and only a regular file is read (-EBADF for
@@ -1041,6 +1096,7 @@ static int load_file(struct symbols_cache *s, struct elf_file *f) {
                 };
         }
         read_build_id(elf, f->build_id_hex);
+        read_debuglink(elf, f);
         r = load_symbols(s, elf, f);
 out:
         elf_end(elf);
@@ -1301,6 +1357,116 @@ static const struct elf_file *file_by_build_id(struct symbols_cache *s, const ch
         return f->error < 0 || !streq(f->build_id_hex, id) ? NULL : f;
 }
 
+/* f's CRC-32 over its bytes (zlib's crc32(), GDB's gnu_debuglink_crc32()); false when it cannot be read. */
+static bool file_crc(struct elf_file *f, uint32_t *ret) {
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ uint8_t *buf = NULL;
+        uLong crc = crc32(0, Z_NULL, 0);
+        struct stat st;
+        ssize_t n;
+
+        if (f->crc_done) {
+                *ret = f->crc;
+                return true;
+        }
+        fd = open_regular(f->path, &st);
+        if (fd < 0)
+                return false;
+        buf = xmalloc(CRC_CHUNK);
+        while ((n = read(fd, buf, CRC_CHUNK)) > 0)
+                crc = crc32(crc, buf, (uInt) n);
+        if (n < 0)
+                return false;
+        f->crc = (uint32_t) crc;
+        f->crc_done = true;
+        *ret = f->crc;
+        return true;
+}
+
+/*
+ * The debug file the .gnu_debuglink of layout names, for mapping m, where
+ * GDB looks for it ("Debugging Information in Separate Files"): beside the
+ * mapped file, in its directory's .debug/, and under each debug root with
+ * the file's directory (/usr/lib/debug/usr/bin/NAME). It must be the build
+ * the link was made for: the same build id when both have one, else the
+ * CRC-32 the link holds. Looked for once per mapping (m->link_state), kept in
+ * m->debug. NULL when there is none.
+ */
+static const struct elf_file *file_by_debuglink(struct symbols_cache *s, struct map_file *m,
+                                                const struct elf_file *layout) {
+        _cleanup_free_ char *name = NULL, *dir = NULL;
+        char id[SYMBOLS_BUILD_ID_HEX_SIZE];
+        struct strbuf path = STRBUF_INIT;
+        const char *slash = strrchr(m->filename, '/');
+        uint32_t want_crc = layout->debuglink_crc;
+
+        if (m->link_state == LOOKUP_NONE || !layout->debuglink || !slash)
+                return NULL;
+        if (m->link_state == LOOKUP_FOUND && ref_valid(s, &m->debug)) {
+                s->files[m->debug.slot].last_used = ++s->tick;
+                return &s->files[m->debug.slot];
+        }
+        /* file_get() below may evict layout's slot: what is needed of it, copied. */
+        name = xstrdup(layout->debuglink);
+        memcpy(id, layout->build_id_hex, sizeof(id));
+        dir = strndup(m->filename, (size_t) (slash - m->filename));
+        if (!dir)
+                oom();
+        for (unsigned i = 0;; i++) {
+                struct elf_file *f;
+                uint32_t crc;
+
+                path.len = 0;
+                if (i == 0)
+                        strbuf_printf(&path, "%s/%s", dir, name);
+                else if (i == 1)
+                        strbuf_printf(&path, "%s/.debug/%s", dir, name);
+                else {
+                        /* The debug roots, one per step from i = 2. */
+                        const char *root = s->debug_dirs;
+                        size_t len;
+
+                        for (unsigned k = 2; k < i && *root; k++)
+                                root += strcspn(root, ":") + (root[strcspn(root, ":")] == ':');
+                        len = strcspn(root, ":");
+                        if (!*root)
+                                break;
+                        if (len == 0)
+                                continue;
+                        strbuf_printf(&path, "%.*s%s/%s", (int) len, root, dir, name);
+                }
+                /* The link names the binary itself (a debug file of the same name beside it is its own). */
+                if (streq(path.buf, m->filename) || access(path.buf, R_OK) != 0)
+                        continue;
+                f = (struct elf_file *) file_get(s, path.buf, &m->debug);
+                if (f->error < 0)
+                        continue;
+                if (id[0] && f->build_id_hex[0] ? streq(id, f->build_id_hex) : file_crc(f, &crc) && crc == want_crc) {
+                        m->link_state = LOOKUP_FOUND;
+                        strbuf_done(&path);
+                        return f;
+                }
+        }
+        m->link_state = LOOKUP_NONE;
+        strbuf_done(&path);
+        return NULL;
+}
+
+/*
+ * The debug file of mapping m whose binary (layout) is stripped: by its
+ * build id under the debug roots, else by its .gnu_debuglink. NULL when none.
+ */
+static const struct elf_file *debug_file(struct symbols_cache *s, struct map_file *m, const char *id,
+                                         const struct elf_file *layout) {
+        const struct elf_file *d = NULL;
+
+        if (id[0])
+                d = file_by_build_id(s, id, debug_layouts, ELEMENTSOF(debug_layouts), &m->debug_state, &m->debug);
+        if (!d && m->debug_state != LOOKUP_FOUND)
+                d = file_by_debuglink(s, m, layout);
+        return d;
+}
+
 /*
  * The file whose symbols name m's PCs (see the header comment), or NULL.
  * *ret_layout is the file whose PT_LOADs turn file offsets into addresses:
@@ -1329,8 +1495,8 @@ static const struct elf_file *symbol_file(struct symbols_cache *s, struct map_fi
         }
 
         sym = layout;
-        if (!layout->has_symtab && id[0]) {
-                d = file_by_build_id(s, id, debug_layouts, ELEMENTSOF(debug_layouts), &m->debug_state, &m->debug);
+        if (!layout->has_symtab) {
+                d = debug_file(s, m, id, layout);
                 if (d && d->has_symtab) {
                         sym = d;
                         cache_count(&s->st.debug_files, count);
@@ -1811,7 +1977,7 @@ static const struct mapping *cache_mapping(const struct symbols_cache *c, const 
                 /* First looked up by this cache: its refs name no slot of ours. */
                 mf->owner = c;
                 mf->file.slot = mf->debug.slot = mf->build.slot = SIZE_MAX;
-                mf->debug_state = mf->build_state = LOOKUP_UNKNOWN;
+                mf->debug_state = mf->build_state = mf->link_state = LOOKUP_UNKNOWN;
                 mf->counted = false;
                 mf->perf_map_checked = false;
                 mf->perf_map_retry = 0;
@@ -1964,8 +2130,7 @@ static struct srcline *mapping_dwarf(struct symbols_cache *c, struct map_file *m
         }
         if (!dw) {
                 const char *id = mf->build_id_hex[0] ? mf->build_id_hex : layout->build_id_hex;
-                const struct elf_file *d = id[0] ? file_by_build_id(c, id, debug_layouts, ELEMENTSOF(debug_layouts),
-                                                                    &mf->debug_state, &mf->debug) : NULL;
+                const struct elf_file *d = debug_file(c, mf, id, layout);
 
                 dw = d ? file_dwarf(c, &c->files[d - c->files]) : NULL;
                 if (dw)

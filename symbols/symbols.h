@@ -19,8 +19,10 @@
  * its PCs get no function name rather than a wrong one. A file without
  * .symtab (stripped, as Debian ships binaries) takes its function names from
  * the detached debug file of its build id, when installed, and its address
- * layout from the binary itself. Files found by build id are looked for
- * once per mapping; a miss costs no cache slot.
+ * layout from the binary itself, else from the debug file its
+ * .gnu_debuglink names (GDB's places; the same build id, or the link's
+ * CRC-32). Files found by build id or link are looked for once per mapping;
+ * a miss costs no cache slot.
  *
  * JIT code: a PC in anonymous executable memory ("//anon", "[anon:NAME]",
  * "/anon_hugepage", "/dev/zero", "/memfd:...": the shapes of perf's

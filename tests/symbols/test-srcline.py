@@ -12,6 +12,10 @@
 #   - a copy stripped of everything, its debug file only under a build-id
 #     root: the same frames (and names), from the debug file; without the
 #     root, neither names nor lines;
+#   - the same copy with a .gnu_debuglink (objcopy --add-gnu-debuglink) and
+#     its debug file in .debug/ beside it: the same frames; another build's
+#     debug file of that name refused (build id), and without build ids the
+#     link's CRC-32 decides;
 #   - a copy stripped of its DWARF only: names from .symtab, no lines;
 #   - a copy whose .debug_info is overwritten: no crash, names still given;
 #   - data symbols (perf c2c's Data Symbol): the fixture's segments mapped as
@@ -343,6 +347,43 @@ def main():
         check_data(tool, root, stripped, fixture, seg, "stripped, debug file by build id")
         check_members(tool, root, stripped, fixture, seg, src, tmp, "stripped, debug file by build id")
         print("ok: stripped binary, debug file by build id: the same frames")
+
+        # .gnu_debuglink only (no build-id root): the debug file in the binary's directory's .debug/, as GDB
+        # looks for it; another build's debug file of that name is refused (its build id differs).
+        linkdir = os.path.join(tmp, "link")
+        os.makedirs(os.path.join(linkdir, ".debug"))
+        linked = os.path.join(linkdir, "fixture-linked")
+        shutil.copy(debug, os.path.join(linkdir, ".debug", "fixture.debug"))
+        run(["objcopy", "--add-gnu-debuglink=" + os.path.join(linkdir, ".debug", "fixture.debug"), stripped, linked])
+        if ".gnu_debuglink" not in run(["readelf", "-SW", linked]):
+            fail("objcopy --add-gnu-debuglink left no .gnu_debuglink")
+        ours, stats = dump(tool, "", linked, seg, vaddrs)
+        check_same("stripped, debug file by .gnu_debuglink", ours, want)
+        check_data(tool, "", linked, fixture, seg, "stripped, debug file by .gnu_debuglink")
+        seed = os.path.join(os.environ.get("ARMPROFD_SOURCE_DIR", "."), "tests/symbols/corpus/fuzz-symbols/dwarf-inline")
+        run(["objcopy", "--only-keep-debug", seed, os.path.join(linkdir, ".debug", "fixture.debug")])
+        ours, stats = dump(tool, "", linked, seg, vaddrs)
+        if any(fr for _, fr in ours.values()) or any(s in FUNCS for s, _ in ours.values()):
+            fail("another build's debug file of the linked name was used")
+        print("ok: stripped binary, debug file by .gnu_debuglink: the same frames; another build's refused")
+
+        # Neither has a build id: the link's CRC-32 decides (binutils computes it, we check it).
+        nobid_dir = os.path.join(tmp, "nobid")
+        os.makedirs(nobid_dir)
+        nobid_debug = os.path.join(nobid_dir, "nobid.debug")
+        nobid = os.path.join(nobid_dir, "fixture-nobid")
+        run(["objcopy", "--remove-section=.note.gnu.build-id", debug, nobid_debug])
+        run(["objcopy", "--remove-section=.note.gnu.build-id", "--add-gnu-debuglink=" + nobid_debug, stripped, nobid])
+        if "Build ID" in run(["readelf", "-n", nobid]):
+            fail("objcopy left a build id")
+        ours, stats = dump(tool, "", nobid, seg, vaddrs)
+        check_same("no build id, debug file by .gnu_debuglink's CRC", ours, want)
+        with open(nobid_debug, "ab") as f:
+            f.write(b"\0")
+        ours, stats = dump(tool, "", nobid, seg, vaddrs)
+        if any(fr for _, fr in ours.values()):
+            fail("a debug file whose CRC-32 is not the link's was used")
+        print("ok: no build id: the debug file by its CRC-32, refused once it changes")
 
         # Names kept, DWARF gone (strip -g): names, no lines.
         nodebug = os.path.join(tmp, "fixture-nodebug")
