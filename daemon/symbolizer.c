@@ -320,7 +320,7 @@ size_t symbolizer_metric_rows(const struct symbols_stats *st, struct prom_counte
         };
         rows[n++] = (struct prom_counter_row) {
                 "armprofd_symbols_dwarf_errors_total",
-                "Files with DWARF sections that libdw could not read (corrupt, truncated): no source lines from them.",
+                "Files whose DWARF could not be read (corrupt, truncated, over 512 MiB): no source lines from them.",
                 .value = st->dwarf_errors,
         };
         return n;

@@ -69,24 +69,50 @@ static const char *absolute(Dwarf_Die *cudie, const char *name, char buf[PATH_MA
         return buf;
 }
 
-/* Whether the file has DWARF debug info: a .debug_info section (.zdebug_info: GNU's compressed ones, -gz=zlib-gnu). */
-static bool has_debug_info(Elf *elf) {
+/*
+ * Whether the file has DWARF debug info: 0 with a .debug_info section
+ * (.zdebug_info: GNU's compressed ones, -gz=zlib-gnu), -ENODATA without,
+ * -EFBIG when its DWARF sections, as libdw will hold them in memory
+ * (uncompressed: the ELF compression header's ch_size, gABI "Compressed
+ * Sections"), are over SRCLINE_MAX_DWARF_BYTES.
+ */
+static int has_debug_info(Elf *elf) {
         Elf_Scn *scn = NULL;
+        uint64_t total = 0;
         size_t shstrndx;
+        bool info = false;
 
         if (elf_getshdrstrndx(elf, &shstrndx) != 0)
-                return false;
+                return -ENODATA;
         while ((scn = elf_nextscn(elf, scn))) {
                 GElf_Shdr sh;
+                GElf_Chdr ch;
                 const char *name;
+                uint64_t size;
 
                 if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
                         continue;
                 name = elf_strptr(elf, shstrndx, sh.sh_name);
-                if (name && (streq(name, ".debug_info") || streq(name, ".zdebug_info")))
-                        return true;
+                if (!name || (strncmp(name, ".debug_", strlen(".debug_")) != 0 &&
+                              strncmp(name, ".zdebug_", strlen(".zdebug_")) != 0))
+                        continue;
+                info |= streq(name, ".debug_info") || streq(name, ".zdebug_info");
+                size = (sh.sh_flags & SHF_COMPRESSED) && gelf_getchdr(scn, &ch) ? ch.ch_size : sh.sh_size;
+                /* .zdebug_: "ZLIB" and the uncompressed size, 8 bytes big-endian (binutils' zlib-gnu format). */
+                if (name[1] == 'z') {
+                        Elf_Data *raw = elf_rawdata(scn, NULL);
+
+                        if (raw && raw->d_size >= 12 && memcmp(raw->d_buf, "ZLIB", 4) == 0) {
+                                size = 0;
+                                for (int i = 4; i < 12; i++)
+                                        size = size << 8 | ((const uint8_t *) raw->d_buf)[i];
+                        }
+                }
+                if (size > SRCLINE_MAX_DWARF_BYTES - total)
+                        return -EFBIG;
+                total += size;
         }
-        return false;
+        return info ? 0 : -ENODATA;
 }
 
 int srcline_open(const char *path, struct srcline **ret) {
@@ -94,7 +120,7 @@ int srcline_open(const char *path, struct srcline **ret) {
         struct stat st;
         Dwarf *dw;
         Elf *elf;
-        int fd;
+        int fd, k;
 
         /* A path the input names: never wait in open(2) on a FIFO, read only a regular file. */
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
@@ -114,10 +140,11 @@ int srcline_open(const char *path, struct srcline **ret) {
                 safe_close(fd);
                 return -EBADMSG;
         }
-        if (!has_debug_info(elf)) {
+        k = has_debug_info(elf);
+        if (k < 0) {
                 elf_end(elf);
                 safe_close(fd);
-                return -ENODATA;
+                return k;
         }
         /*
          * dwarf_begin_elf() checks the sections (elfutils

@@ -43,9 +43,18 @@ struct srcline_frame {
 struct srcline;
 
 /*
+ * The DWARF sections of one file libdw may hold in memory (read, or
+ * decompressed): a file with more is not read for lines (a large C++
+ * library's debug file has gigabytes; the daemon is bounded by its unit's
+ * MemoryMax=). 512 MiB covers a debug file of millions of lines of C.
+ */
+#define SRCLINE_MAX_DWARF_BYTES (UINT64_C(512) << 20)
+
+/*
  * The DWARF of the ELF file at path (a binary with -g, a detached debug
- * file). Returns 0 and *ret, -ENODATA when it has no DWARF, -EBADMSG when
- * libdw refuses it, or -errno of the file.
+ * file). Returns 0 and *ret, -ENODATA when it has no DWARF, -EFBIG when its
+ * DWARF is over SRCLINE_MAX_DWARF_BYTES, -EBADMSG when libdw refuses it, or
+ * -errno of the file.
  */
 int srcline_open(const char *path, struct srcline **ret);
 struct srcline *srcline_close(struct srcline *s);

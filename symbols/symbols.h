@@ -127,7 +127,7 @@ struct symbols_stats {
         uint64_t perf_maps_loaded;      /* perf-PID.map files read (a re-read after growth counts again) */
         uint64_t bad_symbol_lines;      /* perf map and kallsyms lines that did not parse, or too long */
         uint64_t dwarf_loaded;          /* files whose DWARF was opened for source lines (again after an eviction) */
-        uint64_t dwarf_errors;          /* files whose DWARF libdw refused (corrupt, truncated) */
+        uint64_t dwarf_errors;          /* files whose DWARF libdw refused (corrupt, truncated) or too large to read */
 };
 
 /*

@@ -18,6 +18,7 @@
 #     link's CRC-32 decides;
 #   - a copy stripped of its DWARF only: names from .symtab, no lines;
 #   - a copy whose .debug_info is overwritten: no crash, names still given;
+#     compressed DWARF read, and refused (counted) when it claims 1 TiB;
 #   - data symbols (perf c2c's Data Symbol): the fixture's segments mapped as
 #     the loader maps them (readelf -l: each PT_LOAD's file pages, and .bss
 #     past them as anonymous memory after the file's mapping), every sized
@@ -397,6 +398,29 @@ def main():
             fail("no DWARF: %s" % stats)
         check_members(tool, "", nodebug, fixture, seg, src, tmp, "no DWARF", want_members=False)
         print("ok: without DWARF: names by symbol, no lines")
+
+        # Compressed DWARF (objcopy --compress-debug-sections, SHF_COMPRESSED): the same frames. Its
+        # .debug_info then claiming 1 TiB uncompressed (the Elf64_Chdr's ch_size, gABI "Compressed
+        # Sections"): over the bound, refused and counted, names kept.
+        packed = os.path.join(tmp, "fixture-zlib")
+        run(["objcopy", "--compress-debug-sections=zlib", fixture, packed])
+        ours, stats = dump(tool, "", packed, seg, vaddrs)
+        check_same("compressed DWARF", ours, want)
+        for line in run(["readelf", "-SW", packed]).splitlines():
+            m = re.search(r"\]\s+\.debug_info\s+\S+\s+[0-9a-f]+\s+([0-9a-f]+)\s+[0-9a-f]+\s+\S+\s+(\S*C\S*)", line)
+            if m:
+                with open(packed, "r+b") as f:
+                    f.seek(int(m.group(1), 16) + 8)  # ch_type, ch_reserved, then ch_size (ELFCLASS64, LE)
+                    f.write((1 << 40).to_bytes(8, "little"))
+                break
+        else:
+            fail("objcopy left no compressed .debug_info (flag C) in readelf -S")
+        ours, stats = dump(tool, "", packed, seg, vaddrs)
+        if any(fr for _, fr in ours.values()) or "dwarf_loaded=0 dwarf_errors=1" not in stats:
+            fail("1 TiB of DWARF: want it refused and counted, have %s" % stats)
+        if any(ours[v][0] != want[v][-1][0] for v in vaddrs):
+            fail("1 TiB of DWARF: names lost")
+        print("ok: compressed DWARF read; one claiming 1 TiB refused (%s)" % stats)
 
         # .debug_info overwritten: libdw refuses or reads garbage; never a crash, names stay.
         bad = os.path.join(tmp, "fixture-bad")
