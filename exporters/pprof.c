@@ -872,6 +872,12 @@ static void part_add(struct pprof_builder *p, const struct pprof_builder *b, siz
 
                         mapping_id = pprof_mapping(p, m->start, m->limit, m->offset, b->strs[m->filename],
                                                    b->strs[m->build_id], m->has_functions);
+                        /*
+                         * Its flags as the whole profile's from the start: one that a later sample's
+                         * lines turned on would grow a mapping part_size_since() already counted.
+                         */
+                        p->mappings[mapping_id - 1].has_lines |= m->has_lines;
+                        p->mappings[mapping_id - 1].has_inline_frames |= m->has_inline_frames;
                 }
                 ids[i] = location_id(p, l->address, mapping_id,
                                      l->function_id ? b->strs[b->functions[l->function_id - 1].name] : NULL);
