@@ -374,8 +374,10 @@ static uint64_t location_id(struct pprof_builder *b, uint64_t address, uint64_t 
                 *l = k;
                 itab_claim(&b->location_index, slot, h, &b->n_locations);
         }
+        /* A location with Lines is named by them: its function's own Function would be one no Line uses. */
         if (function && *function && l->function_id == 0) {
-                l->function_id = function_id(b, function);
+                if (l->n_lines == 0)
+                        l->function_id = function_id(b, function);
                 if (mapping_id)
                         b->mappings[mapping_id - 1].has_functions = true;
         }
