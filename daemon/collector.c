@@ -874,6 +874,15 @@ bool collector_object(struct collector *c, uint32_t pid, uint64_t pc, char *buf,
         return symbolizer_object(&c->symbols, pid, pc, buf, len);
 }
 
+bool collector_source(struct collector *c, uint32_t pid, uint64_t pc, char *buf, size_t len) {
+        return symbolizer_source(&c->symbols, pid, pc, buf, len);
+}
+
+bool collector_data_symbol(struct collector *c, uint32_t pid, uint64_t va, char *buf, size_t len, char *member,
+                           size_t member_len) {
+        return symbolizer_data_symbol(&c->symbols, pid, va, buf, len, member, member_len);
+}
+
 bool collector_region(struct collector *c, uint32_t pid, uint64_t va, char *name, size_t name_len,
                       uint64_t *ret_offset) {
         return symbolizer_region(&c->symbols, pid, va, name, name_len, ret_offset);

@@ -189,6 +189,11 @@ bool collector_symbol(struct collector *c, uint32_t pid, uint64_t pc, char *buf,
 int collector_node(struct collector *c, uint64_t pa);
 /* The file mapped at pc in pid (SYMBOLS_KERNEL_NAME for kernel addresses); false when unknown. */
 bool collector_object(struct collector *c, uint32_t pid, uint64_t pc, char *buf, size_t len);
+/* The source file and line of a PC, "FILE:LINE" (symbolizer_source()); false when unknown. */
+bool collector_source(struct collector *c, uint32_t pid, uint64_t pc, char *buf, size_t len);
+/* The variable at a data address, "SYMBOL+0xOFFSET" (symbolizer_data_symbol()); false when unknown. */
+bool collector_data_symbol(struct collector *c, uint32_t pid, uint64_t va, char *buf, size_t len, char *member,
+                           size_t member_len);
 /* The mapping of a data address of pid as [privacy] data_addresses = no serves it (privacy_region_fn). */
 bool collector_region(struct collector *c, uint32_t pid, uint64_t va, char *name, size_t name_len,
                       uint64_t *ret_offset);

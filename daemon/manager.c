@@ -179,6 +179,19 @@ static bool provider_symbol(void *userdata, uint32_t pid, uint64_t pc, char *buf
         return collector_symbol(m->collector, pid, pc, buf, len);
 }
 
+static bool provider_source(void *userdata, uint32_t pid, uint64_t pc, char *buf, size_t len) {
+        struct manager *m = userdata;
+
+        return collector_source(m->collector, pid, pc, buf, len);
+}
+
+static bool provider_data_symbol(void *userdata, uint32_t pid, uint64_t va, char *buf, size_t len, char *member,
+                                 size_t member_len) {
+        struct manager *m = userdata;
+
+        return collector_data_symbol(m->collector, pid, va, buf, len, member, member_len);
+}
+
 static bool provider_object(void *userdata, uint32_t pid, uint64_t pc, char *buf, size_t len) {
         struct manager *m = userdata;
 
@@ -633,6 +646,8 @@ static int serve(struct manager *m) {
                 .now_ns = provider_now_ns,
                 .symbol = provider_symbol,
                 .object = provider_object,
+                .source = provider_source,
+                .data_symbol = provider_data_symbol,
                 .node = provider_node,
                 .cgroup = provider_cgroup,
                 .epoch_end_at = provider_epoch_end_at,

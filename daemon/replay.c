@@ -208,6 +208,28 @@ static bool object(void *userdata, uint32_t pid, uint64_t pc, char *buf, size_t 
         return symbols_lookup(o->symbols, pid, pc, &res) == 0 && symbols_result_object(&res, buf, len);
 }
 
+static bool source(void *userdata, uint32_t pid, uint64_t pc, char *buf, size_t len) {
+        const struct once *o = userdata;
+        struct symbols_frame frames[SYMBOLS_MAX_FRAMES];
+        int n = symbols_lines(o->symbols, pid, pc, frames, ELEMENTSOF(frames));
+
+        return n > 0 && frames[0].file && frames[0].line > 0 &&
+               snprintf(buf, len, "%s:%" PRIu32, frames[0].file, frames[0].line) < (int) len;
+}
+
+static bool data_symbol(void *userdata, uint32_t pid, uint64_t va, char *buf, size_t len, char *member,
+                        size_t member_len) {
+        const struct once *o = userdata;
+        struct symbols_data d;
+
+        if (symbols_data_symbol(o->symbols, pid, va, &d) < 0 ||
+            snprintf(buf, len, "%s+0x%" PRIx64, d.symbol, d.offset) >= (int) len)
+                return false;
+        if (snprintf(member, member_len, "%s", d.member) >= (int) member_len)
+                member[0] = '\0';
+        return true;
+}
+
 static bool region(void *userdata, uint32_t pid, uint64_t va, char *name, size_t name_len, uint64_t *ret_offset) {
         const struct once *o = userdata;
 
@@ -283,7 +305,8 @@ int replay_once(const struct replay_args *a, const char *records_path, const str
         struct source_sink sink = { .userdata = &once, .records = sink_records, .mapping = sink_mapping,
                                     .clock = sink_clock, .feature = sink_feature };
         struct privacy_policy privacy;
-        struct agg_symbolizer sym = { &once, symbol, object, node, .region = region, .privacy = &privacy };
+        struct agg_symbolizer sym = { &once, symbol, object, node, .region = region, .privacy = &privacy,
+                                      .source = source, .data_symbol = data_symbol };
 
         /* [privacy] as the daemon's answers apply it. */
         config_privacy_policy(cfg, &privacy);

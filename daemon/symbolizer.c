@@ -2,6 +2,7 @@
 #include "symbolizer.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 
 #include "log.h"
@@ -87,6 +88,35 @@ bool symbolizer_object(struct symbolizer *z, uint32_t pid, uint64_t pc, char *bu
         return lookup(z, pid, pc, symbols_result_object, buf, len);
 }
 
+bool symbolizer_source(struct symbolizer *z, uint32_t pid, uint64_t pc, char *buf, size_t len) {
+        _cleanup_(symbols_snapshot_unrefp) struct symbols_snapshot *snap = symbolizer_snapshot(z);
+        struct symbols_frame frames[SYMBOLS_MAX_FRAMES];
+        bool found;
+        int n;
+
+        pthread_mutex_lock(&z->cache_lock);
+        n = symbols_cache_lines(z->cache, snap, pid, pc, frames, ELEMENTSOF(frames));
+        found = n > 0 && frames[0].file && frames[0].line > 0 &&
+                snprintf(buf, len, "%s:%" PRIu32, frames[0].file, frames[0].line) < (int) len;
+        pthread_mutex_unlock(&z->cache_lock);
+        return found;
+}
+
+bool symbolizer_data_symbol(struct symbolizer *z, uint32_t pid, uint64_t va, char *buf, size_t len, char *member,
+                            size_t member_len) {
+        _cleanup_(symbols_snapshot_unrefp) struct symbols_snapshot *snap = symbolizer_snapshot(z);
+        struct symbols_data d;
+        bool found;
+
+        pthread_mutex_lock(&z->cache_lock);
+        found = symbols_cache_data_symbol(z->cache, snap, pid, va, &d) == 0 &&
+                snprintf(buf, len, "%s+0x%" PRIx64, d.symbol, d.offset) < (int) len;
+        if (found && snprintf(member, member_len, "%s", d.member) >= (int) member_len)
+                member[0] = '\0';
+        pthread_mutex_unlock(&z->cache_lock);
+        return found;
+}
+
 bool symbolizer_region(struct symbolizer *z, uint32_t pid, uint64_t va, char *name, size_t name_len,
                        uint64_t *ret_offset) {
         _cleanup_(symbols_snapshot_unrefp) struct symbols_snapshot *snap = symbolizer_snapshot(z);
@@ -113,8 +143,18 @@ bool symbolizer_service(void *userdata, uint32_t pid, char *buf, size_t len) {
 bool symbolizer_locate(void *userdata, uint32_t pid, uint64_t pc, struct profile_location *ret) {
         struct symbolizer_locate *l = userdata;
 
-        if (symbols_cache_lookup(l->cache, l->snap, pid, pc, &l->last) < 0)
+        size_t n = 0;
+
+        /* Lines too: a profile is built off the collector's path, with the cache held (symbolizer.h). */
+        if (symbols_cache_lookup_lines(l->cache, l->snap, pid, pc, &l->last, l->frames, ELEMENTSOF(l->frames), &n) < 0)
                 return false;
+        for (size_t i = 0; i < n; i++)
+                l->lines[i] = (struct pprof_line) {
+                        /* The outermost frame is the function the symbol table names, as the rest of the profile. */
+                        .function = i + 1 == n && l->last.function ? l->last.function : l->frames[i].function,
+                        .filename = l->frames[i].file,
+                        .line = l->frames[i].line,
+                };
         *ret = (struct profile_location) {
                 .function = l->last.function,
                 .has_mapping = l->last.has_mapping,
@@ -124,6 +164,8 @@ bool symbolizer_locate(void *userdata, uint32_t pid, uint64_t pc, struct profile
                 .filename = l->last.filename,
                 .build_id_hex = l->last.build_id_hex,
                 .symbols_read = l->last.symbols_read,
+                .lines = n > 0 ? l->lines : NULL,
+                .n_lines = n,
         };
         return true;
 }
@@ -270,6 +312,16 @@ size_t symbolizer_metric_rows(const struct symbols_stats *st, struct prom_counte
                 "Mappings whose file on disk is another build, named from perf's copy of their build "
                 "(~/.debug/.build-id).",
                 .value = st->build_id_cache_files,
+        };
+        rows[n++] = (struct prom_counter_row) {
+                "armprofd_symbols_dwarf_files_loaded_total",
+                "Files whose DWARF was read for source lines (again after an eviction from the file cache).",
+                .value = st->dwarf_loaded,
+        };
+        rows[n++] = (struct prom_counter_row) {
+                "armprofd_symbols_dwarf_errors_total",
+                "Files whose DWARF could not be read (corrupt, truncated, over 512 MiB): no source lines from them.",
+                .value = st->dwarf_errors,
         };
         return n;
 }

@@ -67,6 +67,20 @@ struct symbols_snapshot *symbolizer_snapshot(struct symbolizer *z);
  */
 bool symbolizer_function(struct symbolizer *z, uint32_t pid, uint64_t pc, char *buf, size_t len);
 bool symbolizer_object(struct symbolizer *z, uint32_t pid, uint64_t pc, char *buf, size_t len);
+/*
+ * `source`: pc's source file and line from DWARF, "FILE:LINE" (perf c2c's
+ * Source:Line: the innermost inlined frame's), copied into buf; false when
+ * unknown. Reads DWARF under cache_lock: a request's thread, never the
+ * collector's.
+ */
+bool symbolizer_source(struct symbolizer *z, uint32_t pid, uint64_t pc, char *buf, size_t len);
+/*
+ * `data_symbol`: the variable at data address va, "SYMBOL+0xOFFSET" (perf
+ * c2c's Data Symbol; symbols_cache_data_symbol()), and in member the member
+ * there from its DWARF type ("" when unknown).
+ */
+bool symbolizer_data_symbol(struct symbolizer *z, uint32_t pid, uint64_t va, char *buf, size_t len, char *member,
+                            size_t member_len);
 /* The mapping that holds data address va of pid, in the newest snapshot (privacy_region_fn; no ELF file read). */
 bool symbolizer_region(struct symbolizer *z, uint32_t pid, uint64_t va, char *name, size_t name_len,
                        uint64_t *ret_offset);
@@ -134,6 +148,8 @@ struct symbolizer_locate {
         struct symbols_cache *cache;
         const struct symbols_snapshot *snap;
         struct symbols_result last;     /* what the strings of the last answer point into */
+        struct symbols_frame frames[SYMBOLS_MAX_FRAMES];        /* the last answer's source lines */
+        struct pprof_line lines[SYMBOLS_MAX_FRAMES];
         /* The service a pid runs in (profile_symbolizer.service), NULL: none. */
         bool (*service)(void *userdata, uint32_t pid, char *buf, size_t len);
         void *service_userdata;
@@ -142,5 +158,5 @@ bool symbolizer_locate(void *userdata, uint32_t pid, uint64_t pc, struct profile
 bool symbolizer_service(void *userdata, uint32_t pid, char *buf, size_t len);
 
 /* The symbol cache's counters as /metrics families (prom_write_counter_rows()). */
-#define SYMBOLIZER_METRIC_ROWS 9
+#define SYMBOLIZER_METRIC_ROWS 11
 size_t symbolizer_metric_rows(const struct symbols_stats *st, struct prom_counter_row rows[SYMBOLIZER_METRIC_ROWS]);

@@ -126,6 +126,150 @@ static void add_object(json_t *o, const struct agg_symbolizer *sym, uint32_t pid
                 json_object_set_new(o, "object", json_string(path));
 }
 
+/* Its "source", "FILE:LINE" (a path and a decimal line number). */
+static void add_source(json_t *o, const struct agg_symbolizer *sym, uint32_t pid, uint64_t pc) {
+        char src[OBJECT_MAX + DECIMAL_STR_MAX(uint32_t) + 1];
+
+        if (sym && sym->source && sym->source(sym->userdata, pid, pc, src, sizeof(src)))
+                json_object_set_new(o, "source", json_string(src));
+}
+
+/*
+ * The kind of memory of a mapping's name (perf's and /proc/PID/maps'):
+ * "heap", "stack", "anon" (anonymous memory), "file" (a path), or the
+ * bracketed name itself without brackets ("vdso").
+ */
+static const char *memory_kind(const char *name, char *buf, size_t len) {
+        static const char *const anon[] = { "//anon", "/dev/zero", "/anon_hugepage", "[anon:", "/memfd:" };
+
+        if (!name[0] || streq(name, PRIVACY_ANON))
+                return "anon";
+        for (size_t i = 0; i < ELEMENTSOF(anon); i++)
+                if (strncmp(name, anon[i], strlen(anon[i])) == 0)
+                        return "anon";
+        if (streq(name, "[heap]"))
+                return "heap";
+        if (strncmp(name, "[stack", strlen("[stack")) == 0)
+                return "stack";
+        if (name[0] == '/')
+                return "file";
+        if (name[0] == '[' && name[strlen(name) - 1] == ']') {
+                snprintf(buf, len, "%.*s", (int) strlen(name) - 2, name + 1);
+                return buf;
+        }
+        return name;
+}
+
+/*
+ * A line's "memory": the kind of the mapping that holds va (memory_kind()),
+ * when known. Names no address: said whatever [privacy] data_addresses is.
+ */
+static void add_memory(json_t *o, const struct agg_symbolizer *sym, uint32_t pid, uint64_t va) {
+        char name[PRIVACY_REGION_MAX], kind[PRIVACY_REGION_MAX];
+        uint64_t off;
+
+        if (!sym || !sym->region || privacy_kernel_addr(va) ||
+            !sym->region(sym->userdata, pid, va, name, sizeof(name), &off))
+                return;
+        json_object_set_new(o, "memory", json_string(memory_kind(name, kind, sizeof(kind))));
+}
+
+/* A member's name: a type and a path ("struct shard[3].lock"), as symbols.h's SYMBOLS_MEMBER_MAX. */
+#define MEMBER_MAX 512
+
+/*
+ * An offset's "data_symbol", "SYMBOL+0xOFFSET", the variable at va (never a
+ * kernel address), and its "data_member" when its DWARF type says; the
+ * member into member ("" when none).
+ */
+static void add_data_symbol(json_t *o, const struct agg_symbolizer *sym, uint32_t pid, uint64_t va,
+                            char member[MEMBER_MAX]) {
+        char buf[SYMBOL_MAX + 3 + 16];
+
+        member[0] = '\0';
+        if (!sym || !sym->data_symbol || privacy_kernel_addr(va) ||
+            !sym->data_symbol(sym->userdata, pid, va, buf, sizeof(buf), member, MEMBER_MAX))
+                return;
+        json_object_set_new(o, "data_symbol", json_string(buf));
+        if (member[0])
+                json_object_set_new(o, "data_member", json_string(member));
+}
+
+/* The path of a member's name past its type ("struct stats.hits" -> ".hits"), or the whole. */
+static const char *member_path(const char *member) {
+        const char *p = member + strcspn(member, ".[");
+
+        return *p ? p : member;
+}
+
+/* The length of a member's name without the "+0xN" of a byte inside it: the member it is in. */
+static size_t member_len(const char *member) {
+        const char *plus = strrchr(member, '+');
+
+        return plus && strncmp(plus, "+0x", 3) == 0 ? (size_t) (plus - member) : strlen(member);
+}
+
+/* CPUs a summary lists per member: more are left out (each entry's "cpus" has them). */
+#define WRITTEN_CPUS_MAX 64
+
+/* A member written at a line's offsets: where first, by which CPUs, from which functions. */
+struct written {
+        const char *member;     /* a line's offsets' member, NUL-terminated */
+        uint64_t offset;        /* the lowest */
+        uint16_t cpus[WRITTEN_CPUS_MAX];
+        size_t ncpus;
+        const char *function;   /* the first entry's */
+};
+
+static bool written_cpu(const struct written *w, uint16_t cpu) {
+        for (size_t i = 0; i < w->ncpus; i++)
+                if (w->cpus[i] == cpu)
+                        return true;
+        return false;
+}
+
+static int u16_cmp(const void *a, const void *b) {
+        return (int) *(const uint16_t *) a - (int) *(const uint16_t *) b;
+}
+
+/*
+ * The fix-relevant fact of a false-shared line: "N members written by
+ * different CPUs: .hits @+0x0 by CPUs 0,1 (worker_a), .misses @+0x8 by CPUs
+ * 2,3 (worker_b)", when two of the members its entries store to were
+ * written by CPUs none of which wrote the other (the CPUs an entry lists
+ * are those of its accesses; an entry with stores is a store's PC). NULL
+ * otherwise: one member, or the same CPUs write all of them.
+ */
+static char *written_summary(struct written *w, size_t n) {
+        struct strbuf b = STRBUF_INIT;
+        bool apart = false;
+
+        for (size_t i = 0; i < n && !apart; i++)
+                for (size_t j = i + 1; j < n && !apart; j++) {
+                        bool shared = false;
+
+                        for (size_t k = 0; k < w[i].ncpus && !shared; k++)
+                                shared = written_cpu(&w[j], w[i].cpus[k]);
+                        apart = !shared;
+                }
+        if (!apart)
+                return NULL;
+        strbuf_printf(&b, "%zu members written by different CPUs:", n);
+        for (size_t i = 0; i < n; i++) {
+                qsort(w[i].cpus, w[i].ncpus, sizeof(*w[i].cpus), u16_cmp);
+                const char *path = member_path(w[i].member);
+
+                strbuf_printf(&b, "%s %.*s @+0x%" PRIx64 " by CPU%s ", i ? "," : "",
+                              (int) (member_len(w[i].member) - (size_t) (path - w[i].member)), path, w[i].offset,
+                              w[i].ncpus == 1 ? "" : "s");
+                for (size_t k = 0; k < w[i].ncpus; k++)
+                        strbuf_printf(&b, "%s%u", k ? "," : "", (unsigned) w[i].cpus[k]);
+                if (w[i].function)
+                        strbuf_printf(&b, " (%s)", w[i].function);
+        }
+        return strbuf_steal(&b, NULL);
+}
+
 /* Who ran it: an operator's name for the process's cgroup (never a Prometheus label: unbounded). */
 static void add_cgroup(json_t *o, const struct agg_symbolizer *sym, uint32_t pid) {
         char path[AGG_CGROUP_MAX], service[AGG_SERVICE_MAX];
@@ -197,6 +341,7 @@ static void add_pc_names(json_t *o, const struct agg_symbolizer *sym, uint32_t p
         add_symbol(o, sym, pid, pc);
         if (with_object)
                 add_object(o, sym, pid, pc);
+        add_source(o, sym, pid, pc);
 }
 
 /* first's members, then rest's (consumed): the field order of the answers stays as it was. */
@@ -429,6 +574,9 @@ json_t *agg_hotpcs_json(const struct store_hotpcs_result *res, const struct agg_
                         json_object_set_new(item, "symbol", json_string(row->withheld ? PRIVACY_KERNEL : row->symbol));
                 if (row->object)
                         json_object_set_new(item, "object", json_string(row->object));
+                /* The hottest PC's line (a row sums a function's PCs: its hottest line leads). */
+                if (!row->withheld)
+                        add_source(item, sym, it->pid, it->pc);
                 add_comm(item, &it->comm);
                 add_cgroup(item, sym, it->pid);
                 json_object_set_new(item, "pids", u32_list(row->pids, row->n_pids));
@@ -468,7 +616,14 @@ json_t *agg_hotlines_json(const struct store_hotlines_result *res, const struct 
 
         for (size_t i = 0; i < res->lines.n; i++) {
                 const struct hotlines_result *l = &res->lines.line[i];
+                /* The VA of the line's start (a PA-keyed line's by the VA seen on it), as add_line_address(). */
+                uint64_t line_va = l->l.by_pa ? l->l.va & ~(uint64_t) (res->lines.line_size - 1) : l->l.addr;
                 json_t *offs = json_array(), *line;
+                /* The members its entries store to, for its "summary" (written_summary()). */
+                _cleanup_free_ char (*members)[MEMBER_MAX] = xcalloc(MAX(l->noffs, (size_t) 1), MEMBER_MAX);
+                _cleanup_free_ struct written *w = xcalloc(MAX(l->noffs, (size_t) 1), sizeof(*w));
+                _cleanup_free_ char *summary = NULL;
+                size_t nw = 0;
 
                 for (size_t k = 0; k < l->noffs; k++) {
                         const struct hotlines_off *o = &l->off[k];
@@ -486,6 +641,39 @@ json_t *agg_hotlines_json(const struct store_hotlines_result *res, const struct 
                                           "tids", u32_list(o->tids, o->ntids), "tids_truncated",
                                           (int) o->tids_more));
                         add_pc_names(entry, sym, o->pid, o->el, o->pc, true);
+                        /* An offset of several PCs is one address: looked up once per line. */
+                        size_t same = 0;
+
+                        while (same < k && l->off[same].offset != o->offset)
+                                same++;
+                        if (same < k) {
+                                const json_t *prev = json_array_get(offs, same);
+                                json_t *v;
+
+                                if ((v = json_object_get(prev, "data_symbol")))
+                                        json_object_set(entry, "data_symbol", v);
+                                if ((v = json_object_get(prev, "data_member")))
+                                        json_object_set(entry, "data_member", v);
+                                memcpy(members[k], members[same], MEMBER_MAX);
+                        } else
+                                add_data_symbol(entry, sym, l->l.pid, line_va + o->offset, members[k]);
+                        if (o->stores > 0 && members[k][0]) {
+                                size_t j = 0;
+
+                                while (j < nw && (member_len(w[j].member) != member_len(members[k]) ||
+                                                  strncmp(w[j].member, members[k], member_len(members[k])) != 0))
+                                        j++;
+                                if (j == nw)
+                                        w[nw++] = (struct written) {
+                                                .member = members[k],
+                                                .offset = o->offset,
+                                                .function = json_string_value(json_object_get(entry, "symbol")),
+                                        };
+                                w[j].offset = MIN(w[j].offset, o->offset);
+                                for (unsigned c = 0; c < o->ncpus; c++)
+                                        if (!written_cpu(&w[j], o->cpus[c]) && w[j].ncpus < ELEMENTSOF(w[j].cpus))
+                                                w[j].cpus[w[j].ncpus++] = o->cpus[c];
+                        }
                         add_comm(entry, &o->comm);
                         add_cgroup(entry, sym, o->pid);
                         /* As the line's: what the entry's table missed of it is bounded (hotlines.h). */
@@ -500,6 +688,7 @@ json_t *agg_hotlines_json(const struct store_hotlines_result *res, const struct 
                 }
                 line = json_object();
                 add_line_address(line, sym, &l->l, res->lines.line_size);
+                add_memory(line, sym, l->l.pid, line_va);
                 /* records counts what the table saw of the line; a line that took
                  * over an evicted one's counter may have had up to its error
                  * more before (hotlines.h): records <= true <= records_max. */
@@ -516,6 +705,9 @@ json_t *agg_hotlines_json(const struct store_hotlines_result *res, const struct 
                                   (json_int_t) l->l.lat_sum, "latency_max_cycles", (int) l->l.lat_max, "offsets",
                                   offs));
                 add_node(line, sym, &l->l);
+                summary = nw >= 2 ? written_summary(w, nw) : NULL;
+                if (summary)
+                        json_object_set_new(line, "summary", json_string(summary));
                 json_array_append_new(lines, line);
         }
         return json_pack("{s:o, s:i, s:I, s:{s:I, s:I}, s:I, s:I, s:I, s:I, s:o}", "interval",

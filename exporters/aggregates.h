@@ -41,6 +41,19 @@ struct agg_symbolizer {
         privacy_region_fn region;
         /* What may be served of addresses (privacy.h); NULL: PRIVACY_POLICY_DEFAULT. */
         const struct privacy_policy *privacy;
+        /*
+         * pc's source file and line from DWARF, "FILE:LINE" (perf c2c's
+         * Source:Line), for "source" fields; false when unknown. May be NULL.
+         */
+        bool (*source)(void *userdata, uint32_t pid, uint64_t pc, char *buf, size_t len);
+        /*
+         * The variable at data address va, "SYMBOL+0xOFFSET" (perf c2c's Data
+         * Symbol), for "data_symbol" fields, and in member the member there
+         * from its DWARF type ("struct stats.hits"; "" when unknown), for
+         * "data_member"; false when no variable is known. May be NULL.
+         */
+        bool (*data_symbol)(void *userdata, uint32_t pid, uint64_t va, char *buf, size_t len, char *member,
+                            size_t member_len);
 };
 
 /* A cgroup path (PATH_MAX) and a service name (a unit name is at most 255 bytes, unit_name_is_valid()). */

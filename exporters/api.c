@@ -640,7 +640,9 @@ static void handle_aggregate(struct api *a, const struct http_request *req, stru
                      a->provider.symbol ? &(struct agg_symbolizer) { a->provider.userdata, a->provider.symbol,
                                                                      a->provider.object, a->provider.node,
                                                                      a->provider.cgroup, a->provider.region,
-                                                                     a->provider.privacy } : NULL);
+                                                                     a->provider.privacy,
+                                                                     a->provider.source,
+                                                                     a->provider.data_symbol } : NULL);
         if (!o) {
                 http_response_error(resp, 500, "query failed");
                 return;

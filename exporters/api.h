@@ -58,6 +58,11 @@ struct api_provider {
          * symbolizer_bare_names() (daemon/symbolizer.h), which says which.
          */
         symbolz_names_fn bare_symbols;
+        /* The source file and line of a PC, "FILE:LINE", for "source" fields; false when unknown. May be NULL. */
+        bool (*source)(void *userdata, uint32_t pid, uint64_t pc, char *buf, size_t len);
+        /* The variable at a data address, "SYMBOL+0xOFFSET", and its member there (agg_symbolizer); may be NULL. */
+        bool (*data_symbol)(void *userdata, uint32_t pid, uint64_t va, char *buf, size_t len, char *member,
+                            size_t member_len);
 };
 
 struct api;

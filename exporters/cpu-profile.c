@@ -124,8 +124,12 @@ static int resolve(struct pprof_builder *b, struct loc_cache *c, const struct pr
         if (kernel && !(named && s.function && s.function[0])) {
                 r = pprof_location(b, STORE_KERNEL_FRAME, 0, CPU_PROFILE_KERNEL_FUNCTION, &slot->loc);
                 slot->kernel_unnamed = true;
-        } else
-                r = pprof_location(b, pc, mapping, named ? s.function : NULL, &slot->loc);
+        } else {
+                /* A caller's lines are those of its call (key_pc), its location the return address. */
+                r = named && s.n_lines > 0 ? pprof_location_lines(b, pc, mapping, s.lines, s.n_lines) : 0;
+                if (r >= 0)
+                        r = pprof_location(b, pc, mapping, named ? s.function : NULL, &slot->loc);
+        }
         if (r < 0) {
                 slot->loc = 0;
                 return r;

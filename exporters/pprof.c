@@ -45,11 +45,25 @@ struct pprof_mapping_rec {
         uint64_t start, limit, offset;
         int64_t filename, build_id;     /* string table indexes */
         bool has_functions;
+        bool has_lines;                 /* a location of it has Lines with files and line numbers */
+        bool has_inline_frames;         /* ... more than one */
 };
 
 struct pprof_location_rec {
         uint64_t mapping_id, address;
         uint64_t function_id;           /* 0: unknown */
+        size_t first_line, n_lines;     /* in lines[]: its inlined frames, innermost first; 0: function_id's one */
+};
+
+/* A Line: its function (name and file) and line number. */
+struct pprof_line_rec {
+        uint64_t function_id;
+        int64_t line;
+};
+
+/* A Function: its name and source file (string table indexes; filename 0 when unknown). */
+struct pprof_function_rec {
+        int64_t name, filename;
 };
 
 struct pprof_label_rec {
@@ -87,9 +101,12 @@ struct pprof_builder {
         size_t n_locations, cap_locations;
         struct itab location_index;
 
-        int64_t *functions;             /* name string index per function id - 1 */
+        struct pprof_function_rec *functions;   /* per function id - 1 */
         size_t n_functions, cap_functions;
         struct itab function_index;
+
+        struct pprof_line_rec *lines;   /* the locations' Lines */
+        size_t n_lines, cap_lines;
 
         struct pprof_sample_rec *samples;
         size_t n_samples, cap_samples;
@@ -262,6 +279,7 @@ struct pprof_builder *pprof_builder_free(struct pprof_builder *b) {
         free(b->mappings);
         free(b->locations);
         free(b->functions);
+        free(b->lines);
         free(b->samples);
         free(b->sample_locations);
         free(b->values);
@@ -311,21 +329,27 @@ uint64_t pprof_mapping(struct pprof_builder *b, uint64_t start, uint64_t limit, 
 }
 
 static bool function_eq(const struct pprof_builder *b, size_t idx, const void *key) {
-        return b->functions[idx] == *(const int64_t *) key;
+        const struct pprof_function_rec *k = key;
+
+        return b->functions[idx].name == k->name && b->functions[idx].filename == k->filename;
 }
 
-/* Function id (>= 1) for a name: one Function per distinct name. */
-static uint64_t function_id(struct pprof_builder *b, const char *name) {
-        int64_t n = intern(b, name);
-        uint64_t h = fnv_u64(FNV64_OFFSET, (uint64_t) n);
+/* Function id (>= 1) for a name in a source file (NULL: unknown): one Function per distinct pair. */
+static uint64_t function_id_file(struct pprof_builder *b, const char *name, const char *filename) {
+        struct pprof_function_rec k = { intern(b, name), intern(b, filename) };
+        uint64_t h = fnv_u64(fnv_u64(FNV64_OFFSET, (uint64_t) k.name), (uint64_t) k.filename);
         struct itab_slot *slot;
 
-        slot = itab_lookup(b, &b->function_index, h, function_eq, &n);
+        slot = itab_lookup(b, &b->function_index, h, function_eq, &k);
         if (slot->idx1)
                 return slot->idx1;
         GROW(b->functions, b->cap_functions, b->n_functions + 1);
-        b->functions[b->n_functions] = n;
+        b->functions[b->n_functions] = k;
         return itab_claim(&b->function_index, slot, h, &b->n_functions);
+}
+
+static uint64_t function_id(struct pprof_builder *b, const char *name) {
+        return function_id_file(b, name, NULL);
 }
 
 static bool location_eq(const struct pprof_builder *b, size_t idx, const void *key) {
@@ -350,12 +374,50 @@ static uint64_t location_id(struct pprof_builder *b, uint64_t address, uint64_t 
                 *l = k;
                 itab_claim(&b->location_index, slot, h, &b->n_locations);
         }
+        /* A location with Lines is named by them: its function's own Function would be one no Line uses. */
         if (function && *function && l->function_id == 0) {
-                l->function_id = function_id(b, function);
+                if (l->n_lines == 0)
+                        l->function_id = function_id(b, function);
                 if (mapping_id)
                         b->mappings[mapping_id - 1].has_functions = true;
         }
         return slot->idx1;
+}
+
+/* Lines for location id (>= 1) when it has none: see pprof_location_lines(). */
+static void location_set_lines(struct pprof_builder *b, uint64_t id, const struct pprof_line *lines, size_t n) {
+        struct pprof_location_rec *l = &b->locations[id - 1];
+        size_t first = b->n_lines;
+
+        if (l->n_lines > 0 || n == 0)
+                return;
+        n = MIN(n, (size_t) PPROF_MAX_LINES);
+        GROW(b->lines, b->cap_lines, first + n);
+        for (size_t i = 0; i < n; i++)
+                b->lines[first + i] = (struct pprof_line_rec) {
+                        .function_id = function_id_file(b, lines[i].function ?: "", lines[i].filename),
+                        .line = lines[i].line,
+                };
+        /* Re-fetched: function_id_file() does not move locations, but be plain about it. */
+        l = &b->locations[id - 1];
+        l->first_line = first;
+        l->n_lines = n;
+        b->n_lines = first + n;
+        if (l->mapping_id) {
+                struct pprof_mapping_rec *m = &b->mappings[l->mapping_id - 1];
+
+                m->has_lines = true;
+                m->has_inline_frames |= n > 1;
+                m->has_functions |= lines[0].function && lines[0].function[0];
+        }
+}
+
+int pprof_location_lines(struct pprof_builder *b, uint64_t address, uint64_t mapping_id,
+                         const struct pprof_line *lines, size_t n) {
+        if (mapping_id > b->n_mappings)
+                return -EINVAL;
+        location_set_lines(b, location_id(b, address, mapping_id, NULL), lines, n);
+        return 0;
 }
 
 int pprof_location(struct pprof_builder *b, uint64_t address, uint64_t mapping_id, const char *function,
@@ -521,9 +583,13 @@ static void fill_mapping(const struct pprof_builder *b, size_t i, Perftools__Pro
         mp->build_id = m->build_id;
         /* Its symbols were read here: pprof then neither reads the file again nor asks /debug/pprof/symbol. */
         mp->has_functions = m->has_functions;
+        /* Lines from the file's DWARF: pprof then does not look for them itself (internal/symbolizer). */
+        mp->has_filenames = m->has_lines;
+        mp->has_line_numbers = m->has_lines;
+        mp->has_inline_frames = m->has_inline_frames;
 }
 
-/* lnp: where the one Line pointer lives (ln is it). */
+/* ln, lnp: room for the location's Lines (location_n_lines()) and their pointers. */
 static void fill_location(const struct pprof_builder *b, size_t i, Perftools__Profiles__Location *lc,
                           Perftools__Profiles__Line *ln, Perftools__Profiles__Line **lnp) {
         const struct pprof_location_rec *l = &b->locations[i];
@@ -532,7 +598,17 @@ static void fill_location(const struct pprof_builder *b, size_t i, Perftools__Pr
         lc->id = i + 1;
         lc->mapping_id = l->mapping_id;
         lc->address = l->address;
-        if (l->function_id) {
+        if (l->n_lines > 0) {
+                /* profile.proto: "line[i] is inlined into line[i+1]": the innermost first, as given. */
+                for (size_t j = 0; j < l->n_lines; j++) {
+                        perftools__profiles__line__init(&ln[j]);
+                        ln[j].function_id = b->lines[l->first_line + j].function_id;
+                        ln[j].line = b->lines[l->first_line + j].line;
+                        lnp[j] = &ln[j];
+                }
+                lc->n_line = l->n_lines;
+                lc->line = lnp;
+        } else if (l->function_id) {
                 perftools__profiles__line__init(ln);
                 ln->function_id = l->function_id;
                 *lnp = ln;
@@ -544,8 +620,9 @@ static void fill_location(const struct pprof_builder *b, size_t i, Perftools__Pr
 static void fill_function(const struct pprof_builder *b, size_t i, Perftools__Profiles__Function *fn) {
         perftools__profiles__function__init(fn);
         fn->id = i + 1;
-        fn->name = b->functions[i];
-        fn->system_name = b->functions[i];
+        fn->name = b->functions[i].name;
+        fn->system_name = b->functions[i].name;
+        fn->filename = b->functions[i].filename;
 }
 
 /* Everything of the Profile but its repeated samples, mappings, locations,
@@ -588,10 +665,12 @@ static void build_profile(const struct pprof_builder *b, struct pb_scratch *a, P
         Perftools__Profiles__Label *lb = scratch_array(a, b->n_labels, sizeof(*lb));
         Perftools__Profiles__Mapping *mp = scratch_array(a, b->n_mappings, sizeof(*mp));
         Perftools__Profiles__Location *lc = scratch_array(a, b->n_locations, sizeof(*lc));
-        Perftools__Profiles__Line *ln = scratch_array(a, b->n_locations, sizeof(*ln));
+        /* One Line per location without lines of its own (its function's), the lines of the others. */
+        Perftools__Profiles__Line *ln = scratch_array(a, b->n_locations + b->n_lines, sizeof(*ln));
         Perftools__Profiles__Function *fn = scratch_array(a, b->n_functions, sizeof(*fn));
         Perftools__Profiles__Label **lbp = scratch_array(a, b->n_labels, sizeof(*lbp));
-        Perftools__Profiles__Line **lnp = scratch_array(a, b->n_locations, sizeof(*lnp));
+        Perftools__Profiles__Line **lnp = scratch_array(a, b->n_locations + b->n_lines, sizeof(*lnp));
+        size_t next_line = 0;
 
         fill_header(b, vt, scratch_array(a, b->n_types, sizeof(*p->sample_type)), p);
 
@@ -616,7 +695,8 @@ static void build_profile(const struct pprof_builder *b, struct pb_scratch *a, P
         p->n_location = b->n_locations;
         p->location = scratch_array(a, b->n_locations, sizeof(*p->location));
         for (size_t i = 0; i < b->n_locations; i++) {
-                fill_location(b, i, &lc[i], &ln[i], &lnp[i]);
+                fill_location(b, i, &lc[i], &ln[next_line], &lnp[next_line]);
+                next_line += MAX(b->locations[i].n_lines, (size_t) 1);
                 p->location[i] = &lc[i];
         }
 
@@ -713,9 +793,9 @@ static size_t part_size_since(const struct pprof_builder *b, const struct part_m
         }
         for (size_t i = m->n_locations; i < b->n_locations; i++) {
                 Perftools__Profiles__Location lc;
-                Perftools__Profiles__Line ln, *lnp;
+                Perftools__Profiles__Line ln[PPROF_MAX_LINES], *lnp[PPROF_MAX_LINES];
 
-                fill_location(b, i, &lc, &ln, &lnp);
+                fill_location(b, i, &lc, ln, lnp);
                 size += field_size(perftools__profiles__location__get_packed_size(&lc));
         }
         for (size_t i = m->n_functions; i < b->n_functions; i++) {
@@ -794,9 +874,30 @@ static void part_add(struct pprof_builder *p, const struct pprof_builder *b, siz
 
                         mapping_id = pprof_mapping(p, m->start, m->limit, m->offset, b->strs[m->filename],
                                                    b->strs[m->build_id], m->has_functions);
+                        /*
+                         * Its flags as the whole profile's from the start: one that a later sample's
+                         * lines turned on would grow a mapping part_size_since() already counted.
+                         */
+                        p->mappings[mapping_id - 1].has_lines |= m->has_lines;
+                        p->mappings[mapping_id - 1].has_inline_frames |= m->has_inline_frames;
                 }
                 ids[i] = location_id(p, l->address, mapping_id,
-                                     l->function_id ? b->strs[b->functions[l->function_id - 1]] : NULL);
+                                     l->function_id ? b->strs[b->functions[l->function_id - 1].name] : NULL);
+                if (l->n_lines > 0) {
+                        struct pprof_line lines[PPROF_MAX_LINES];
+
+                        for (size_t j = 0; j < l->n_lines; j++) {
+                                const struct pprof_line_rec *ln = &b->lines[l->first_line + j];
+                                const struct pprof_function_rec *fn = &b->functions[ln->function_id - 1];
+
+                                lines[j] = (struct pprof_line) {
+                                        .function = b->strs[fn->name],
+                                        .filename = fn->filename ? b->strs[fn->filename] : NULL,
+                                        .line = ln->line,
+                                };
+                        }
+                        location_set_lines(p, ids[i], lines, l->n_lines);
+                }
         }
 
         first_label = p->n_labels;

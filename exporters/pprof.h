@@ -82,7 +82,8 @@ void pprof_add_comment(struct pprof_builder *b, const char *text);
  * mapping without it itself, from the file on its own host, then asks the
  * profile's server (/debug/pprof/symbol): github.com/google/pprof
  * internal/symbolizer newMapping() and internal/symbolz Symbolize(). The
- * mapping never claims file names or line numbers.
+ * mapping claims file names, line numbers and inline frames once one of its
+ * locations has lines (pprof_location_lines()).
  */
 uint64_t pprof_mapping(struct pprof_builder *b, uint64_t start, uint64_t limit, uint64_t file_offset,
                        const char *filename, const char *build_id_hex, bool has_functions);
@@ -105,6 +106,31 @@ int pprof_sample(struct pprof_builder *b, uint64_t address, uint64_t mapping_id,
  */
 int pprof_location(struct pprof_builder *b, uint64_t address, uint64_t mapping_id, const char *function,
                    uint64_t *ret_id);
+
+/* Lines a location keeps: a chain of inlined frames deeper than this is cut (its outermost). */
+#define PPROF_MAX_LINES 8
+
+/* A Line of a Location (profile.proto): a function, its source file (NULL: unknown) and a line (0: unknown). */
+struct pprof_line {
+        const char *function;
+        const char *filename;
+        int64_t line;
+};
+
+/*
+ * The Lines of the location at (address, mapping_id), made if it is not
+ * there yet (it then has no function of its own until a pprof_sample() or
+ * pprof_location() names one): its inlined frames, innermost first
+ * (profile.proto: "line[i] is inlined into line[i+1]"), n <= PPROF_MAX_LINES
+ * kept, each function a Function of that name and file. The first call that
+ * gives lines wins. With lines, the location's Lines are these and not its
+ * function's one; its mapping then says has_filenames, has_line_numbers and
+ * (more than one) has_inline_frames, so that `go tool pprof -list` and
+ * `-lines` read them. Returns 0, or -EINVAL for a mapping id the builder did
+ * not hand out.
+ */
+int pprof_location_lines(struct pprof_builder *b, uint64_t address, uint64_t mapping_id,
+                         const struct pprof_line *lines, size_t n);
 
 /*
  * One sample with a call stack: location ids from pprof_location(), leaf

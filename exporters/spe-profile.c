@@ -232,7 +232,10 @@ static int build_builder(struct store_hotpcs_result *res, const struct profile_s
                         mapping = pprof_mapping(b, s.map_start, s.map_limit, s.map_pgoff, s.filename,
                                                 s.build_id_hex && s.build_id_hex[0] ? s.build_id_hex : NULL,
                                                 s.symbols_read);
-                k = pprof_sample(b, it->pc, mapping, s.function, values, labels, n);
+                if (s.n_lines > 0)
+                        k = pprof_location_lines(b, it->pc, mapping, s.lines, s.n_lines);
+                if (k >= 0)
+                        k = pprof_sample(b, it->pc, mapping, s.function, values, labels, n);
         }
         for (size_t i = 0; i < n_pids; i++)
                 free(pids[i].name);

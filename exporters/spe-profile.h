@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pprof.h"
 #include "privacy.h"
 #include "store.h"
 #include "strbuf.h"
@@ -33,6 +34,9 @@ struct profile_location {
         const char *build_id_hex;       /* NULL or "" when none */
         /* The mapping's file was read for symbols: a pc of it without a function has none (pprof's has_functions). */
         bool symbols_read;
+        /* Its source lines from DWARF, innermost inlined frame first (pprof_location_lines()); n_lines 0: none. */
+        const struct pprof_line *lines;
+        size_t n_lines;
 };
 
 struct profile_symbolizer {

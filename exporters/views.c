@@ -240,6 +240,8 @@ static const struct table_column pareto_cols[] = {
         { "cpu", "cnt", TABLE_RIGHT, "CPUs that made the accesses" },
         { NULL, "Symbol", TABLE_LEFT, NULL },
         { NULL, "Object", TABLE_LEFT, NULL },
+        { NULL, "Source:Line", TABLE_LEFT, "the PC's source file and line from DWARF (the innermost inlined function's)" },
+        { NULL, "Data Symbol", TABLE_LEFT, "the variable at the line's address + offset, SYMBOL+0xOFFSET (perf c2c's)" },
         { NULL, "Loads", TABLE_RIGHT, NULL },
         { NULL, "Stores", TABLE_RIGHT, NULL },
         { "At most", "records", TABLE_RIGHT,
@@ -359,6 +361,8 @@ int view_hotlines(const json_t *answer, const struct view_context *ctx, struct v
                         table_u64(t, json_array_size(json_object_get(o, "cpus")));
                         cell_symbol(t, o);
                         cell_object(t, o);
+                        table_text(t, js(o, "source"));
+                        table_text(t, js(o, "data_symbol"));
                         table_u64(t, ju(o, "loads"));
                         table_u64(t, ju(o, "stores"));
                         table_u64(t, ju(o, "records_max"));
@@ -395,7 +399,7 @@ static void cell_pids(struct table *t, const json_t *o) {
 }
 
 /* The first PC_COLS_NAMED columns every PC has; the rest only SPE's operations. */
-#define PC_COLS_NAMED 9
+#define PC_COLS_NAMED 10
 static const struct table_column pc_cols[] = {
         { NULL, "Overhead", TABLE_RIGHT, "share of the window's samples" },
         { NULL, "Samples", TABLE_RIGHT, "an upper bound: at most Error more than the true count" },
@@ -406,6 +410,7 @@ static const struct table_column pc_cols[] = {
         { NULL, "Service", TABLE_LEFT, "the systemd unit or container the process runs in" },
         { NULL, "Shared Object", TABLE_LEFT, NULL },
         { NULL, "Symbol", TABLE_LEFT, NULL },
+        { NULL, "Source:Line", TABLE_LEFT, "the hottest PC's source file and line from DWARF" },
         { "Ops", "Load", TABLE_RIGHT, NULL },
         { "Ops", "Store", TABLE_RIGHT, NULL },
         { "Ops", "Branch", TABLE_RIGHT, NULL },
@@ -457,6 +462,7 @@ int view_hotpcs(const json_t *answer, const struct view_context *ctx, struct vie
                 table_text(t, js(o, "service"));
                 cell_object(t, o);
                 cell_symbol(t, o);
+                table_text(t, js(o, "source"));
                 if (!with_ops)
                         continue;
                 for (size_t k = 0; k < ELEMENTSOF(ops); k++)

@@ -13,9 +13,14 @@
 
 #include <gelf.h>
 #include <libelf.h>
+#include <zlib.h>
 
 #include "macro.h"
+#include "srcline.h"
 #include "strbuf.h"
+
+/* Bytes read at a time for a file's CRC-32 (.gnu_debuglink). */
+#define CRC_CHUNK               (UINT32_C(1) << 16)
 
 /* Kernel addresses: the top byte is 0xff (arm64 TTBR1 half, x86-64 upper half). */
 #define KERNEL_ADDR_SHIFT       56
@@ -54,7 +59,7 @@ struct sym {
 };
 
 struct load_seg {
-        uint64_t offset, filesz, vaddr;
+        uint64_t offset, filesz, vaddr, memsz;
 };
 
 /* One cached ELF file. `gen` changes whenever the slot is (re)loaded, so a
@@ -76,7 +81,24 @@ struct elf_file {
         size_t n_loads;
         struct sym *syms;       /* sorted by start */
         size_t n_syms;
+        struct sym *dsyms;      /* data: OBJECT symbols of nonzero size, sorted by start (names in names too) */
+        size_t n_dsyms;
         char *names;
+        /* Its DWARF (symbols_cache_lines()), opened at the first line asked of it: DWARF_* below. */
+        uint8_t dwarf_state;
+        struct srcline *dwarf;
+        /* .gnu_debuglink: the name of its debug file and that file's CRC-32; NULL when none. */
+        char *debuglink;
+        uint32_t debuglink_crc;
+        /* Its own CRC-32 (zlib's crc32(), the one .gnu_debuglink holds), computed when first asked. */
+        bool crc_done;
+        uint32_t crc;
+};
+
+enum {
+        DWARF_UNKNOWN = 0,      /* not opened yet */
+        DWARF_NONE,             /* none, or refused */
+        DWARF_OPEN,
 };
 
 /* Where a mapping's file was in the cache: valid while the slot's gen is unchanged. */
@@ -110,6 +132,7 @@ struct map_file {
         const struct symbols_cache *owner;  /* the cache the state below is of */
         struct file_ref file, debug, build; /* the file at its path, a debug file, its build from a cache */
         uint8_t debug_state, build_state;   /* LOOKUP_*: the files found by build id, looked for once */
+        uint8_t link_state;     /* LOOKUP_*: the debug file its .gnu_debuglink names (in debug), looked for once */
         bool counted;           /* its mismatch or debug file is in the stats */
         bool perf_map_checked;  /* anonymous memory: its process's perf map was checked for changes */
         uint64_t perf_map_retry; /* anonymous memory without a perf map: not looked for before (µs) */
@@ -723,8 +746,11 @@ struct symbols_cache *symbols_cache_new(const struct symbols_limits *limits) {
 }
 
 static void file_done(struct elf_file *f) {
+        srcline_close(f->dwarf);
+        free(f->debuglink);
         free(f->path);
         free(f->syms);
+        free(f->dsyms);
         free(f->names);
         *f = (struct elf_file) {};
 }
@@ -765,6 +791,8 @@ void symbols_cache_stats(const struct symbols_cache *c, struct symbols_stats *re
         ret->symbols_truncated = cache_counter(&c->st.symbols_truncated);
         ret->build_id_mismatches = cache_counter(&c->st.build_id_mismatches);
         ret->debug_files = cache_counter(&c->st.debug_files);
+        ret->dwarf_loaded = cache_counter(&c->st.dwarf_loaded);
+        ret->dwarf_errors = cache_counter(&c->st.dwarf_errors);
         ret->build_id_cache_files = cache_counter(&c->st.build_id_cache_files);
         ret->perf_maps_loaded = cache_counter(&c->st.perf_maps_loaded);
         ret->bad_symbol_lines = cache_counter(&c->st.bad_symbol_lines);
@@ -842,8 +870,8 @@ static void syms_finish(struct elf_file *f, struct sym *syms, size_t n, struct s
 
 static int load_symbols(struct symbols_cache *s, Elf *elf, struct elf_file *f) {
         struct strbuf names = STRBUF_INIT;
-        struct sym *syms = NULL;
-        size_t n = 0, cap = 0, count;
+        struct sym *syms = NULL, *dsyms = NULL;
+        size_t n = 0, cap = 0, nd = 0, capd = 0, count;
         Elf_Scn *scn;
         Elf_Data *data;
         GElf_Shdr sh;
@@ -863,9 +891,35 @@ static int load_symbols(struct symbols_cache *s, Elf *elf, struct elf_file *f) {
 
                 if (!gelf_getsym(data, (int) i, &es))
                         break;
-                if (GELF_ST_TYPE(es.st_info) != STT_FUNC && GELF_ST_TYPE(es.st_info) != STT_GNU_IFUNC)
+                if (es.st_shndx == SHN_UNDEF || es.st_shndx >= SHN_LORESERVE || es.st_value == 0)
                         continue;
-                if (es.st_shndx == SHN_UNDEF || es.st_value == 0)
+                /*
+                 * Data: a variable of .data, .bss, .rodata (STT_OBJECT, ELF
+                 * gABI "Symbol Table"), of its size. Not STT_TLS: its value
+                 * is an offset in each thread's TLS block, not an address.
+                 */
+                if (GELF_ST_TYPE(es.st_info) == STT_OBJECT && es.st_size > 0) {
+                        name = elf_strptr(elf, sh.sh_link, es.st_name);
+                        if (!name || !*name)
+                                continue;
+                        if (nd == s->lim.max_symbols_per_file || names.len > UINT32_MAX) {
+                                cache_count(&s->st.symbols_truncated, 1);
+                                continue;
+                        }
+                        if (nd == capd) {
+                                capd = capd ? capd * 2 : ARRAY_MIN_CAP;
+                                dsyms = xrealloc(dsyms, capd * sizeof(*dsyms));
+                        }
+                        dsyms[nd++] = (struct sym) {
+                                .start = es.st_value,
+                                .size = es.st_size,
+                                .name = (uint32_t) names.len,
+                                .rank = binding_rank(GELF_ST_BIND(es.st_info)),
+                        };
+                        strbuf_append(&names, name, strlen(name) + 1);
+                        continue;
+                }
+                if (GELF_ST_TYPE(es.st_info) != STT_FUNC && GELF_ST_TYPE(es.st_info) != STT_GNU_IFUNC)
                         continue;
                 name = elf_strptr(elf, sh.sh_link, es.st_name);
                 if (!name || !*name)
@@ -891,6 +945,18 @@ static int load_symbols(struct symbols_cache *s, Elf *elf, struct elf_file *f) {
                 strbuf_append(&names, name, strlen(name) + 1);
         }
 
+        /* Aliases of one variable (a global and its local twin): the sort puts the preferred first. */
+        if (nd > 0) {
+                size_t w = 1;
+
+                qsort(dsyms, nd, sizeof(*dsyms), sym_cmp);
+                for (size_t i = 1; i < nd; i++)
+                        if (dsyms[i].start != dsyms[w - 1].start)
+                                dsyms[w++] = dsyms[i];
+                nd = w;
+        }
+        f->dsyms = dsyms;
+        f->n_dsyms = nd;
         syms_finish(f, syms, n, &names, sym_cmp);
         return 0;
 }
@@ -914,6 +980,49 @@ static void read_build_id(Elf *elf, char out[SYMBOLS_BUILD_ID_HEX_SIZE]) {
                                 build_id_to_hex((const uint8_t *) data->d_buf + desc_off, nh.n_descsz, out);
                                 return;
                         }
+        }
+}
+
+/*
+ * .gnu_debuglink (GDB's "Debugging Information in Separate Files"; binutils
+ * objcopy --add-gnu-debuglink): the debug file's name, NUL-terminated,
+ * padded to 4 bytes, then its CRC-32 in the file's byte order. A name with a
+ * '/' or longer than NAME_MAX is refused: it is looked for as a file name.
+ */
+static void read_debuglink(Elf *elf, struct elf_file *f) {
+        Elf_Scn *scn = NULL;
+        size_t shstrndx;
+        GElf_Shdr sh;
+
+        if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+                return;
+        while ((scn = elf_nextscn(elf, scn))) {
+                const char *name;
+                Elf_Data *data;
+                size_t len, crc_at;
+                uint32_t crc;
+
+                if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS)
+                        continue;
+                name = elf_strptr(elf, shstrndx, sh.sh_name);
+                if (!name || !streq(name, ".gnu_debuglink"))
+                        continue;
+                /* elf_getdata() gives the bytes as they are (SHT_PROGBITS: no translation). */
+                data = elf_getdata(scn, NULL);
+                if (!data || !data->d_buf)
+                        return;
+                len = strnlen(data->d_buf, data->d_size);
+                crc_at = (len + 1 + 3) & ~(size_t) 3;
+                if (len == 0 || len > NAME_MAX || memchr(data->d_buf, '/', len) || crc_at + sizeof(crc) > data->d_size)
+                        return;
+                memcpy(&crc, (const char *) data->d_buf + crc_at, sizeof(crc));
+                if ((elf_getident(elf, NULL)[EI_DATA] == ELFDATA2MSB) != (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__))
+                        crc = __builtin_bswap32(crc);
+                f->debuglink = strndup(data->d_buf, len);
+                if (!f->debuglink)
+                        oom();
+                f->debuglink_crc = crc;
+                return;
         }
 }
 
@@ -982,10 +1091,12 @@ static int load_file(struct symbols_cache *s, struct elf_file *f) {
                 f->loads[f->n_loads++] = (struct load_seg) {
                         .offset = ph.p_offset,
                         .filesz = ph.p_filesz,
+                        .memsz = ph.p_memsz,
                         .vaddr = ph.p_vaddr,
                 };
         }
         read_build_id(elf, f->build_id_hex);
+        read_debuglink(elf, f);
         r = load_symbols(s, elf, f);
 out:
         elf_end(elf);
@@ -1140,10 +1251,12 @@ static void file_load(struct symbols_cache *s, struct elf_file *f) {
         cache_count(f->perf_map ? &s->st.perf_maps_loaded : &s->st.files_loaded, 1);
         if (f->error < 0) {
                 free(f->syms);
+                free(f->dsyms);
                 free(f->names);
                 f->syms = NULL;
+                f->dsyms = NULL;
                 f->names = NULL;
-                f->n_syms = 0;
+                f->n_syms = f->n_dsyms = 0;
                 cache_count(&s->st.file_errors, 1);
         }
 }
@@ -1244,6 +1357,116 @@ static const struct elf_file *file_by_build_id(struct symbols_cache *s, const ch
         return f->error < 0 || !streq(f->build_id_hex, id) ? NULL : f;
 }
 
+/* f's CRC-32 over its bytes (zlib's crc32(), GDB's gnu_debuglink_crc32()); false when it cannot be read. */
+static bool file_crc(struct elf_file *f, uint32_t *ret) {
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ uint8_t *buf = NULL;
+        uLong crc = crc32(0, Z_NULL, 0);
+        struct stat st;
+        ssize_t n;
+
+        if (f->crc_done) {
+                *ret = f->crc;
+                return true;
+        }
+        fd = open_regular(f->path, &st);
+        if (fd < 0)
+                return false;
+        buf = xmalloc(CRC_CHUNK);
+        while ((n = read(fd, buf, CRC_CHUNK)) > 0)
+                crc = crc32(crc, buf, (uInt) n);
+        if (n < 0)
+                return false;
+        f->crc = (uint32_t) crc;
+        f->crc_done = true;
+        *ret = f->crc;
+        return true;
+}
+
+/*
+ * The debug file the .gnu_debuglink of layout names, for mapping m, where
+ * GDB looks for it ("Debugging Information in Separate Files"): beside the
+ * mapped file, in its directory's .debug/, and under each debug root with
+ * the file's directory (/usr/lib/debug/usr/bin/NAME). It must be the build
+ * the link was made for: the same build id when both have one, else the
+ * CRC-32 the link holds. Looked for once per mapping (m->link_state), kept in
+ * m->debug. NULL when there is none.
+ */
+static const struct elf_file *file_by_debuglink(struct symbols_cache *s, struct map_file *m,
+                                                const struct elf_file *layout) {
+        _cleanup_free_ char *name = NULL, *dir = NULL;
+        char id[SYMBOLS_BUILD_ID_HEX_SIZE];
+        struct strbuf path = STRBUF_INIT;
+        const char *slash = strrchr(m->filename, '/');
+        uint32_t want_crc = layout->debuglink_crc;
+
+        if (m->link_state == LOOKUP_NONE || !layout->debuglink || !slash)
+                return NULL;
+        if (m->link_state == LOOKUP_FOUND && ref_valid(s, &m->debug)) {
+                s->files[m->debug.slot].last_used = ++s->tick;
+                return &s->files[m->debug.slot];
+        }
+        /* file_get() below may evict layout's slot: what is needed of it, copied. */
+        name = xstrdup(layout->debuglink);
+        memcpy(id, layout->build_id_hex, sizeof(id));
+        dir = strndup(m->filename, (size_t) (slash - m->filename));
+        if (!dir)
+                oom();
+        for (unsigned i = 0;; i++) {
+                struct elf_file *f;
+                uint32_t crc;
+
+                path.len = 0;
+                if (i == 0)
+                        strbuf_printf(&path, "%s/%s", dir, name);
+                else if (i == 1)
+                        strbuf_printf(&path, "%s/.debug/%s", dir, name);
+                else {
+                        /* The debug roots, one per step from i = 2. */
+                        const char *root = s->debug_dirs;
+                        size_t len;
+
+                        for (unsigned k = 2; k < i && *root; k++)
+                                root += strcspn(root, ":") + (root[strcspn(root, ":")] == ':');
+                        len = strcspn(root, ":");
+                        if (!*root)
+                                break;
+                        if (len == 0)
+                                continue;
+                        strbuf_printf(&path, "%.*s%s/%s", (int) len, root, dir, name);
+                }
+                /* The link names the binary itself (a debug file of the same name beside it is its own). */
+                if (streq(path.buf, m->filename) || access(path.buf, R_OK) != 0)
+                        continue;
+                f = (struct elf_file *) file_get(s, path.buf, &m->debug);
+                if (f->error < 0)
+                        continue;
+                if (id[0] && f->build_id_hex[0] ? streq(id, f->build_id_hex) : file_crc(f, &crc) && crc == want_crc) {
+                        m->link_state = LOOKUP_FOUND;
+                        strbuf_done(&path);
+                        return f;
+                }
+        }
+        m->link_state = LOOKUP_NONE;
+        strbuf_done(&path);
+        return NULL;
+}
+
+/*
+ * The debug file of mapping m whose binary (layout) is stripped: by its
+ * build id under the debug roots, else by its .gnu_debuglink. NULL when none.
+ */
+static const struct elf_file *debug_file(struct symbols_cache *s, struct map_file *m, const char *id,
+                                         const struct elf_file *layout) {
+        const struct elf_file *d = NULL;
+
+        if (id[0])
+                d = file_by_build_id(s, id, debug_layouts, ELEMENTSOF(debug_layouts), &m->debug_state, &m->debug);
+        if (!d && m->debug_state != LOOKUP_FOUND)
+                d = file_by_debuglink(s, m, layout);
+        return d;
+}
+
 /*
  * The file whose symbols name m's PCs (see the header comment), or NULL.
  * *ret_layout is the file whose PT_LOADs turn file offsets into addresses:
@@ -1272,8 +1495,8 @@ static const struct elf_file *symbol_file(struct symbols_cache *s, struct map_fi
         }
 
         sym = layout;
-        if (!layout->has_symtab && id[0]) {
-                d = file_by_build_id(s, id, debug_layouts, ELEMENTSOF(debug_layouts), &m->debug_state, &m->debug);
+        if (!layout->has_symtab) {
+                d = debug_file(s, m, id, layout);
                 if (d && d->has_symtab) {
                         sym = d;
                         cache_count(&s->st.debug_files, count);
@@ -1732,13 +1955,258 @@ bool symbols_result_object(const struct symbols_result *r, char *buf, size_t len
         return true;
 }
 
-int symbols_cache_lookup(struct symbols_cache *c, const struct symbols_snapshot *snap, uint32_t pid, uint64_t pc,
-                         struct symbols_result *ret) {
-        struct symbols_result res = {};
+/* The mapping of pid at pc in snap (NULL when none), its file's lookup state made this cache's. */
+static const struct mapping *cache_mapping(const struct symbols_cache *c, const struct symbols_snapshot *snap,
+                                           uint32_t pid, uint64_t pc) {
         const struct mapping *m;
         const struct proc *p;
         size_t i;
         bool found;
+
+        if (!snap)
+                return NULL;
+        i = proc_search(snap->procs, snap->n_procs, pid, &found);
+        if (!found)
+                return NULL;
+        p = &snap->procs[i];
+        proc_touch(snap->shared, p);
+        m = maps_find(p->pm, pc);
+        if (m && m->file->owner != c) {
+                struct map_file *mf = m->file;
+
+                /* First looked up by this cache: its refs name no slot of ours. */
+                mf->owner = c;
+                mf->file.slot = mf->debug.slot = mf->build.slot = SIZE_MAX;
+                mf->debug_state = mf->build_state = mf->link_state = LOOKUP_UNKNOWN;
+                mf->counted = false;
+                mf->perf_map_checked = false;
+                mf->perf_map_retry = 0;
+        }
+        return m;
+}
+
+/* ---- Data symbols ---- */
+
+static struct srcline *mapping_dwarf(struct symbols_cache *c, struct map_file *mf, const struct elf_file *f,
+                                     const struct elf_file *layout, struct file_ref *ret_ref);
+
+/*
+ * The ELF virtual address of file offset off of a data mapping: the PT_LOAD
+ * whose file bytes hold it, else one whose memory image does (the part of a
+ * page past p_filesz that the loader zeroes: .bss, ELF gABI "Program
+ * Loading"). False when none does.
+ */
+static bool data_vaddr(const struct elf_file *f, uint64_t off, uint64_t *ret) {
+        if (!f->relocatable || f->n_loads == 0) {
+                *ret = off;
+                return true;
+        }
+        for (size_t i = 0; i < f->n_loads; i++)
+                if (off >= f->loads[i].offset && off - f->loads[i].offset < f->loads[i].filesz) {
+                        *ret = off - f->loads[i].offset + f->loads[i].vaddr;
+                        return true;
+                }
+        for (size_t i = f->n_loads; i > 0; i--)
+                if (off >= f->loads[i - 1].offset && off - f->loads[i - 1].offset < f->loads[i - 1].memsz) {
+                        *ret = off - f->loads[i - 1].offset + f->loads[i - 1].vaddr;
+                        return true;
+                }
+        return false;
+}
+
+static const struct sym *dsym_find(const struct elf_file *f, uint64_t addr) {
+        size_t lo = 0, hi = f->n_dsyms;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+
+                if (f->dsyms[mid].start <= addr)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        if (lo == 0 || addr - f->dsyms[lo - 1].start >= f->dsyms[lo - 1].size)
+                return NULL;
+        return &f->dsyms[lo - 1];
+}
+
+int symbols_cache_data_symbol(struct symbols_cache *c, const struct symbols_snapshot *snap, uint32_t pid,
+                              uint64_t addr, struct symbols_data *ret) {
+        struct file_ref names_ref, dw_ref;
+        struct symbols_data res;
+        uint64_t var_start;
+        struct srcline *dw;
+        const struct elf_file *layout = NULL, *f;
+        const struct mapping *m, *file_map;
+        const struct proc *p;
+        const struct sym *y;
+        uint64_t off, vaddr;
+        size_t i;
+        bool found;
+
+        if ((addr >> KERNEL_ADDR_SHIFT) == KERNEL_ADDR_TOP_BYTE)
+                return -ENOENT;
+        m = cache_mapping(c, snap, pid, addr);
+        if (!m)
+                return -ENOENT;
+        file_map = m;
+        off = addr - m->start + m->pgoff;
+        if (!is_file_path(m->file->filename) || is_anon_memory(m->file->filename)) {
+                /*
+                 * The rest of .bss past the file's last page is anonymous
+                 * memory right after the file's mapping (the loader maps it:
+                 * glibc's _dl_map_segments(), the kernel's load_elf_binary()
+                 * set_brk() for the executable): the file's image goes on.
+                 */
+                i = proc_search(snap->procs, snap->n_procs, pid, &found);
+                p = &snap->procs[i];
+                if (m == p->pm->maps || (m - 1)->end != m->start || !is_file_path((m - 1)->file->filename) ||
+                    is_anon_memory((m - 1)->file->filename))
+                        return -ENOENT;
+                file_map = m - 1;
+                if (file_map->file->owner != c)
+                        (void) cache_mapping(c, snap, pid, file_map->start);
+                off = file_map->end - file_map->start + file_map->pgoff + (addr - m->start);
+        }
+        f = symbol_file(c, file_map->file, &layout);
+        if (!f || !data_vaddr(layout, off, &vaddr))
+                return -ENOENT;
+        y = dsym_find(f, vaddr);
+        if (!y)
+                return -ENOENT;
+        var_start = y->start;
+        res = (struct symbols_data) {
+                .symbol = f->names + y->name,
+                .offset = vaddr - y->start,
+                .size = y->size,
+                .filename = file_map->file->filename,
+        };
+        /* Its member at that offset, from its DWARF type (srcline_member()); the DWARF may be another file's. */
+        names_ref = (struct file_ref) { (size_t) (f - c->files), f->gen };
+        dw = mapping_dwarf(c, file_map->file, f, layout, &dw_ref);
+        if (dw && srcline_member(dw, var_start, res.offset, res.member, sizeof(res.member), &res.type_size) < 0)
+                res.member[0] = '\0';
+        /* Opening a debug file for its DWARF may have evicted the file whose name this is. */
+        if (!ref_valid(c, &names_ref))
+                return -ENOENT;
+        *ret = res;
+        return 0;
+}
+
+/* The DWARF of f, opened once per load of its slot; NULL when it has none. */
+static struct srcline *file_dwarf(struct symbols_cache *s, struct elf_file *f) {
+        int k;
+
+        if (!f || f->error < 0 || f->perf_map)
+                return NULL;
+        if (f->dwarf_state == DWARF_UNKNOWN) {
+                k = srcline_open(f->path, &f->dwarf);
+                f->dwarf_state = k < 0 ? DWARF_NONE : DWARF_OPEN;
+                if (k >= 0)
+                        cache_count(&s->st.dwarf_loaded, 1);
+                else if (k != -ENODATA)
+                        cache_count(&s->st.dwarf_errors, 1);
+        }
+        return f->dwarf;
+}
+
+/*
+ * The DWARF of the file that names mf's symbols (f: the binary, or the debug
+ * file of a stripped one), else of the binary (layout) when it kept its
+ * DWARF but not .symtab, else of the detached debug file of its build (GDB's
+ * and Debian's layout; perf's build-id cache's "debug"), as symbol_file()
+ * finds it for symbols; *ret_ref the slot it is in. Slots are the cache's
+ * own, evicted as ELF files are. NULL when none has DWARF.
+ */
+static struct srcline *mapping_dwarf(struct symbols_cache *c, struct map_file *mf, const struct elf_file *f,
+                                     const struct elf_file *layout, struct file_ref *ret_ref) {
+        struct srcline *dw = file_dwarf(c, &c->files[f - c->files]);
+
+        if (dw)
+                *ret_ref = (struct file_ref) { (size_t) (f - c->files), f->gen };
+        if (!dw && layout != f) {
+                dw = file_dwarf(c, &c->files[layout - c->files]);
+                *ret_ref = (struct file_ref) { (size_t) (layout - c->files), layout->gen };
+        }
+        if (!dw) {
+                const char *id = mf->build_id_hex[0] ? mf->build_id_hex : layout->build_id_hex;
+                const struct elf_file *d = debug_file(c, mf, id, layout);
+
+                dw = d ? file_dwarf(c, &c->files[d - c->files]) : NULL;
+                if (dw)
+                        *ret_ref = (struct file_ref) { (size_t) (d - c->files), d->gen };
+        }
+        return dw;
+}
+
+/* symbols_cache_lines(), and in *ret_ref the slot whose DWARF the strings point into. */
+static int lines_of(struct symbols_cache *c, const struct symbols_snapshot *snap, uint32_t pid, uint64_t pc,
+                    struct symbols_frame *ret, size_t max, struct file_ref *ret_ref) {
+        struct srcline_frame frames[SRCLINE_MAX_FRAMES];
+        const struct elf_file *layout = NULL, *f;
+        struct srcline *dw = NULL;
+        const struct mapping *m;
+        struct map_file *mf;
+        uint64_t addr;
+        size_t n;
+
+        if ((pc >> KERNEL_ADDR_SHIFT) == KERNEL_ADDR_TOP_BYTE)
+                return 0;
+        m = cache_mapping(c, snap, pid, pc);
+        if (!m)
+                return -ENOENT;
+        mf = m->file;
+        if (!is_file_path(mf->filename) || is_anon_memory(mf->filename))
+                return 0;
+        f = symbol_file(c, mf, &layout);
+        if (!f)
+                return 0;
+        addr = file_vaddr(layout, pc - m->start + m->pgoff);
+        dw = mapping_dwarf(c, mf, f, layout, ret_ref);
+        if (!dw)
+                return 0;
+        n = srcline_lookup(dw, addr, frames, MIN(max, (size_t) SRCLINE_MAX_FRAMES));
+        for (size_t i = 0; i < n; i++)
+                ret[i] = (struct symbols_frame) {
+                        .function = frames[i].function,
+                        .file = frames[i].file,
+                        .line = frames[i].line,
+                };
+        return (int) n;
+}
+
+int symbols_cache_lines(struct symbols_cache *c, const struct symbols_snapshot *snap, uint32_t pid, uint64_t pc,
+                        struct symbols_frame *ret, size_t max) {
+        struct file_ref ref;
+
+        return lines_of(c, snap, pid, pc, ret, max, &ref);
+}
+
+int symbols_cache_lookup_lines(struct symbols_cache *c, const struct symbols_snapshot *snap, uint32_t pid,
+                               uint64_t pc, struct symbols_result *ret, struct symbols_frame *ret_frames, size_t max,
+                               size_t *ret_n) {
+        struct symbols_result res;
+        struct file_ref ref = { SIZE_MAX, 0 };
+        int n, k;
+
+        n = lines_of(c, snap, pid, pc, ret_frames, max, &ref);
+        if (n < 0)
+                return n;
+        k = symbols_cache_lookup(c, snap, pid, pc, &res);
+        if (k < 0)
+                return k;
+        /* The lookup reads the files the lines' did, all cached; should it have evicted the DWARF's slot, no lines. */
+        if (n > 0 && !ref_valid(c, &ref))
+                n = 0;
+        *ret = res;
+        *ret_n = (size_t) n;
+        return 0;
+}
+
+int symbols_cache_lookup(struct symbols_cache *c, const struct symbols_snapshot *snap, uint32_t pid, uint64_t pc,
+                         struct symbols_result *ret) {
+        struct symbols_result res = {};
+        const struct mapping *m;
 
         if ((pc >> KERNEL_ADDR_SHIFT) == KERNEL_ADDR_TOP_BYTE) {
                 const struct ksym *k = ksym_find(&c->ksyms, pc);
@@ -1752,14 +2220,7 @@ int symbols_cache_lookup(struct symbols_cache *c, const struct symbols_snapshot 
                 *ret = res;
                 return 0;
         }
-        if (!snap)
-                return -ENOENT;
-        i = proc_search(snap->procs, snap->n_procs, pid, &found);
-        if (!found)
-                return -ENOENT;
-        p = &snap->procs[i];
-        proc_touch(snap->shared, p);
-        m = maps_find(p->pm, pc);
+        m = cache_mapping(c, snap, pid, pc);
         if (!m)
                 return -ENOENT;
 
@@ -1769,17 +2230,6 @@ int symbols_cache_lookup(struct symbols_cache *c, const struct symbols_snapshot 
         res.map_pgoff = m->pgoff;
         res.filename = m->file->filename;
         memcpy(res.build_id_hex, m->file->build_id_hex, sizeof(res.build_id_hex));
-        if (m->file->owner != c) {
-                struct map_file *mf = m->file;
-
-                /* First looked up by this cache: its refs name no slot of ours. */
-                mf->owner = c;
-                mf->file.slot = mf->debug.slot = mf->build.slot = SIZE_MAX;
-                mf->debug_state = mf->build_state = LOOKUP_UNKNOWN;
-                mf->counted = false;
-                mf->perf_map_checked = false;
-                mf->perf_map_retry = 0;
-        }
         if (is_anon_memory(m->file->filename)) {
                 const struct elf_file *f = NULL;
                 const struct sym *y = perf_map_find(c, m->file, pid, pc, &f);
@@ -1857,6 +2307,14 @@ static const struct symbols_snapshot *symbols_current(struct symbols *s) {
 
 int symbols_lookup(struct symbols *s, uint32_t pid, uint64_t pc, struct symbols_result *ret) {
         return symbols_cache_lookup(s->cache, symbols_current(s), pid, pc, ret);
+}
+
+int symbols_data_symbol(struct symbols *s, uint32_t pid, uint64_t addr, struct symbols_data *ret) {
+        return symbols_cache_data_symbol(s->cache, symbols_current(s), pid, addr, ret);
+}
+
+int symbols_lines(struct symbols *s, uint32_t pid, uint64_t pc, struct symbols_frame *ret, size_t max) {
+        return symbols_cache_lines(s->cache, symbols_current(s), pid, pc, ret, max);
 }
 
 int symbols_region(struct symbols *s, uint32_t pid, uint64_t addr, char *name, size_t name_len,

@@ -19,8 +19,10 @@
  * its PCs get no function name rather than a wrong one. A file without
  * .symtab (stripped, as Debian ships binaries) takes its function names from
  * the detached debug file of its build id, when installed, and its address
- * layout from the binary itself. Files found by build id are looked for
- * once per mapping; a miss costs no cache slot.
+ * layout from the binary itself, else from the debug file its
+ * .gnu_debuglink names (GDB's places; the same build id, or the link's
+ * CRC-32). Files found by build id or link are looked for once per mapping;
+ * a miss costs no cache slot.
  *
  * JIT code: a PC in anonymous executable memory ("//anon", "[anon:NAME]",
  * "/anon_hugepage", "/dev/zero", "/memfd:...": the shapes of perf's
@@ -124,6 +126,8 @@ struct symbols_stats {
         uint64_t build_id_cache_files;  /* mappings named from perf's copy of their build */
         uint64_t perf_maps_loaded;      /* perf-PID.map files read (a re-read after growth counts again) */
         uint64_t bad_symbol_lines;      /* perf map and kallsyms lines that did not parse, or too long */
+        uint64_t dwarf_loaded;          /* files whose DWARF was opened for source lines (again after an eviction) */
+        uint64_t dwarf_errors;          /* files whose DWARF libdw refused (corrupt, truncated) or too large to read */
 };
 
 /*
@@ -245,6 +249,69 @@ struct symbols_cache *symbols_cache_free(struct symbols_cache *c);
 int symbols_cache_lookup(struct symbols_cache *c, const struct symbols_snapshot *snap, uint32_t pid, uint64_t pc,
                          struct symbols_result *ret);
 /*
+ * Source lines of pc of pid (symbols/srcline.h): its frames, innermost
+ * first (the inlined functions that hold pc, then the function they are
+ * inlined into), at most max, into ret. Returns how many: 0 for a pc
+ * without lines (no DWARF for its file, or no line table row at it; a
+ * kernel address, anonymous memory), or -ENOENT when no mapping of pid
+ * covers pc. Strings point into the cache, valid until its next lookup.
+ *
+ * The DWARF is read from the file symbols_cache_lookup() names pc from
+ * (the binary, or the detached debug file of its build id), else the
+ * binary, else the debug file of its build id under the debug roots; each
+ * is a slot of the ELF file cache (max_files, its evictions counted),
+ * opened once per load. Reads files: never on a collector's path.
+ */
+#define SYMBOLS_MAX_FRAMES 8
+struct symbols_frame {
+        const char *function;   /* DWARF's name of the (inlined) function; NULL when none */
+        const char *file;       /* source file as the line table gives it; NULL when unknown */
+        uint32_t line;          /* 0: unknown */
+};
+int symbols_cache_lines(struct symbols_cache *c, const struct symbols_snapshot *snap, uint32_t pid, uint64_t pc,
+                        struct symbols_frame *ret, size_t max);
+/*
+ * Both symbols_cache_lookup() and symbols_cache_lines() of pc, whose strings
+ * all stay valid until the cache's next lookup (each alone may evict the
+ * file the other's strings point into). 0 with ret, ret_frames and *ret_n
+ * filled, or -ENOENT.
+ */
+int symbols_cache_lookup_lines(struct symbols_cache *c, const struct symbols_snapshot *snap, uint32_t pid,
+                               uint64_t pc, struct symbols_result *ret, struct symbols_frame *ret_frames, size_t max,
+                               size_t *ret_n);
+
+/*
+ * The variable that holds data address addr of pid (perf c2c's Data
+ * Symbol): an OBJECT symbol (.data, .bss, .rodata; ELF gABI "Symbol Table")
+ * of the file mapped there, or of the file whose mapping ends where the
+ * anonymous one holding addr starts (the rest of its .bss, past the file's
+ * pages), found through the PT_LOAD whose memory image holds addr, by the
+ * symbols that name the file's functions (.symtab, a debug file by build id),
+ * and the member at that offset from the variable's DWARF type when its DWARF
+ * can be read (the files symbols_cache_lines() reads).
+ * Thread-local variables (STT_TLS) are not addresses and are not found.
+ * Returns 0 with ret filled (strings valid until the cache's next lookup),
+ * or -ENOENT. Reads ELF files: never on a collector's path.
+ */
+/* A member's name, "struct shard[3].lock.owner": a type name and a path of a few members. */
+#define SYMBOLS_MEMBER_MAX 512
+struct symbols_data {
+        const char *symbol;
+        uint64_t offset;        /* addr's distance from the symbol's start, < size */
+        uint64_t size;          /* st_size */
+        const char *filename;   /* the file whose symbol it is (its mapping's path) */
+        /*
+         * The member at offset from the variable's DWARF type
+         * (srcline_member(): "struct stats.misses", "struct shard[3].lock");
+         * "" when the file has no DWARF or the type does not say (type_size 0).
+         */
+        char member[SYMBOLS_MEMBER_MAX];
+        uint64_t type_size;
+};
+int symbols_cache_data_symbol(struct symbols_cache *c, const struct symbols_snapshot *snap, uint32_t pid,
+                              uint64_t addr, struct symbols_data *ret);
+
+/*
  * The cache's counters into ret (every field but pid_evictions and
  * mapping_evictions, left as they are). Any thread, without the cache's
  * lock, even while a lookup runs: each counter is exact and monotonic, but
@@ -280,6 +347,10 @@ struct symbols_maps *symbols_get_maps(struct symbols *s);
 int symbols_load_kallsyms(struct symbols *s, const char *path);
 /* symbols_cache_lookup() of every mapping added so far. */
 int symbols_lookup(struct symbols *s, uint32_t pid, uint64_t pc, struct symbols_result *ret);
+/* symbols_cache_data_symbol() of every mapping added so far. */
+int symbols_data_symbol(struct symbols *s, uint32_t pid, uint64_t addr, struct symbols_data *ret);
+/* symbols_cache_lines() of every mapping added so far. */
+int symbols_lines(struct symbols *s, uint32_t pid, uint64_t pc, struct symbols_frame *ret, size_t max);
 /* symbols_snapshot_region() of every mapping added so far. */
 int symbols_region(struct symbols *s, uint32_t pid, uint64_t addr, char *name, size_t name_len,
                    uint64_t *ret_offset);

@@ -23,7 +23,9 @@ and against `perf c2c report` on the same file:
   line: loads + stores <= its truth <= its records_max, some exact and some not, where
   the line or the entry took an evicted one's place;
 - with [privacy] physical_addresses the lines are keyed by PA and carry the NUMA
-  node that the file's memory topology gives, as perf c2c's Node column does.
+  node that the file's memory topology gives, as perf c2c's Node column does;
+- each line in the generator's anonymous data mapping (truth.txt's data.base, map_len,
+  map_name) says "memory": "anon", no other does, and no offset names a data symbol.
 """
 
 import csv
@@ -98,6 +100,15 @@ with tempfile.TemporaryDirectory(prefix="armprofd-hl-truth-") as tmp:
         assert len(listed) == min(500, len(truth))
         check_lines(listed, truth, elf)
         assert all(l["records_max"] == l["records"] for l in listed), "no eviction, yet a line is not exact"
+        # "memory": the kind of the data mapping truth.txt names (an anonymous one, data.map_name) for the lines
+        # in it, none for the others (kernel lines, past its end); no variable is named in anonymous memory.
+        base, end = int(facts["data.base"], 16), int(facts["data.base"], 16) + int(facts["data.map_len"], 16)
+        assert facts["data.map_name"] == "//anon", facts["data.map_name"]
+        for l in listed:
+            a = int(l["address"], 16)
+            assert l.get("memory") == ("anon" if base <= a < end else None), (l["address"], l.get("memory"))
+            assert not any("data_symbol" in o for o in l["offsets"]), l
+        print(f"memory: {sum(1 for l in listed if 'memory' in l)} lines in the anonymous data mapping say anon")
         assert all(o["records_max"] == o["loads"] + o["stores"] for l in listed for o in l["offsets"]), \
             "no eviction, yet an entry is not exact"
         by_addr = {int(l["address"], 16): l for l in listed}

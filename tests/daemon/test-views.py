@@ -176,7 +176,9 @@ def check_hotlines(d, data):
             want = [pct(o["peer_snoops"]["remote"], p["remote"]), pct(o["peer_snoops"]["local"], p["local"]),
                     "0.00%", "0.00%", pct(o["stores"], st), o["offset"], str(line.get("node", "N/A")), o["pc"], mean,
                     str(o["loads"] + o["stores"]), str(len(o["cpus"])), "[.] " + o["symbol"],
-                    os.path.basename(o["object"]), str(o["loads"]), str(o["stores"]), str(o["records_max"]),
+                    os.path.basename(o["object"]), o.get("source", ""), o.get("data_symbol", ""), str(o["loads"]),
+                    str(o["stores"]),
+                    str(o["records_max"]),
                     ",".join(str(t) for t in o["tids"]), o.get("comm", "")]
             assert r[1:] == want, (r, want)
     print(f"hotlines text: {len(top)} lines, {sum(len(b['rows']) for b in blocks)} Pareto rows = the JSON's")

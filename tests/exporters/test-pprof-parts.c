@@ -47,9 +47,12 @@ static const char *str(const Profile *p, int64_t i) {
  * Sample i (0-based) has weight i + 1 (samples) and 1000 * (i + 1) (cpu), a
  * two-frame stack: its own leaf "leaf<i>" at 0x1000 + i * 16 in one of two
  * mappings, and the common caller "main"; label "comm" = "c<i % 3>".
- * Added in the order 0..n-1, so the heaviest is the last one.
+ * Added in the order 0..n-1, so the heaviest is the last one. With lines,
+ * the lighter half's leaves in the first mapping get two Lines (an inlined
+ * frame and its caller, pprof_location_lines()), the heavier half's none:
+ * a part takes a mapping from a heavy sample first, its lines later.
  */
-static struct pprof_builder *make(size_t n, const char *fat_name, size_t fat_index) {
+static struct pprof_builder *make_lines(size_t n, const char *fat_name, size_t fat_index, bool with_lines) {
         struct pprof_builder *b = pprof_builder_new(types, 2, &(struct pprof_value_type) { "cpu", "nanoseconds" },
                                                     1000, 1700000000000000000ULL, 15000000000ULL);
         uint64_t m[2], main_loc;
@@ -66,6 +69,14 @@ static struct pprof_builder *make(size_t n, const char *fat_name, size_t fat_ind
 
                 snprintf(name, sizeof(name), "leaf%zu", i);
                 snprintf(comm, sizeof(comm), "c%zu", i % 3);
+                if (with_lines && i % 2 == 0 && i < n / 2) {
+                        const struct pprof_line lines[2] = {
+                                { "inlined", "/src/app/inlined.h", 10 + (int64_t) i },
+                                { name, "/src/app/app.c", 100 + (int64_t) i },
+                        };
+
+                        assert_int_equal(pprof_location_lines(b, 0x1000 + 0x1000 + i * 16, m[0], lines, 2), 0);
+                }
                 assert_int_equal(pprof_location(b, (i % 2 ? 0x200000 : 0x1000) + 0x1000 + i * 16, m[i % 2],
                                                 fat_name && i == fat_index ? fat_name : name, &locs[0]),
                                  0);
@@ -74,6 +85,10 @@ static struct pprof_builder *make(size_t n, const char *fat_name, size_t fat_ind
         }
         assert_int_equal(pprof_n_samples(b), n);
         return b;
+}
+
+static struct pprof_builder *make(size_t n, const char *fat_name, size_t fat_index) {
+        return make_lines(n, fat_name, fat_index, false);
 }
 
 static int cmp_str(const void *a, const void *b) {
@@ -129,7 +144,8 @@ static void check_part(const struct strbuf *gz, struct part_seen *ret) {
                 for (size_t i = 0; i < p->n_mapping; i++)
                         used[p->mapping[i]->filename] = used[p->mapping[i]->build_id] = true;
                 for (size_t i = 0; i < p->n_function; i++)
-                        used[p->function[i]->name] = used[p->function[i]->system_name] = true;
+                        used[p->function[i]->name] = used[p->function[i]->system_name] =
+                                used[p->function[i]->filename] = true;
                 for (size_t i = 0; i < p->n_sample; i++)
                         for (size_t j = 0; j < p->sample[i]->n_label; j++)
                                 used[p->sample[i]->label[j]->key] = used[p->sample[i]->label[j]->str] = true;
@@ -147,8 +163,10 @@ static void check_part(const struct strbuf *gz, struct part_seen *ret) {
 
                 assert_int_equal(l->id, i + 1);
                 assert_true(l->mapping_id >= 1 && l->mapping_id <= p->n_mapping);
-                assert_int_equal(l->n_line, 1);
-                assert_true(l->line[0]->function_id >= 1 && l->line[0]->function_id <= p->n_function);
+                /* One Line, or with lines (make_lines()) an inlined frame and its caller. */
+                assert_true(l->n_line == 1 || l->n_line == 2);
+                for (size_t j = 0; j < l->n_line; j++)
+                        assert_true(l->line[j]->function_id >= 1 && l->line[j]->function_id <= p->n_function);
         }
         for (size_t i = 0; i < p->n_function; i++) {
                 assert_int_equal(p->function[i]->id, i + 1);
@@ -192,7 +210,8 @@ static void check_part(const struct strbuf *gz, struct part_seen *ret) {
                 for (size_t i = 0; i < p->n_location; i++) {
                         assert_true(loc_used[i + 1]);
                         map_used[p->location[i]->mapping_id] = true;
-                        fn_used[p->location[i]->line[0]->function_id] = true;
+                        for (size_t j = 0; j < p->location[i]->n_line; j++)
+                                fn_used[p->location[i]->line[j]->function_id] = true;
                 }
                 for (size_t i = 0; i < p->n_mapping; i++)
                         assert_true(map_used[i + 1]);
@@ -352,14 +371,14 @@ static void test_trim_lightest(void **state) {
 }
 
 /* Split by bytes: every part within max_bytes, measured decompressed, and all there. */
-static void test_split_by_bytes(void **state) {
-        struct pprof_builder *b = make(N_SAMPLES, NULL, 0);
+static void split_by_bytes(bool with_lines) {
+        struct pprof_builder *b = make_lines(N_SAMPLES, NULL, 0, with_lines);
         struct strbuf whole = STRBUF_INIT, raw = STRBUF_INIT;
 
         assert_int_equal(pprof_finish(b, &whole), 0);
         test_gunzip(&whole, 0, &raw);
-        /* From a third of the whole down to little more than a part with one sample. */
-        for (size_t max = raw.len / 3; max >= 250; max -= 37) {
+        /* From a third of the whole down to little more than a part with one sample (with its Lines: larger). */
+        for (size_t max = raw.len / 3; max >= (with_lines ? 400 : 250); max -= 37) {
                 struct pprof_parts parts;
                 int64_t sum[2] = {};
                 size_t n = 0;
@@ -385,6 +404,20 @@ static void test_split_by_bytes(void **state) {
         strbuf_done(&whole);
         strbuf_done(&raw);
         pprof_builder_free(b);
+}
+
+static void test_split_by_bytes(void **state) {
+        split_by_bytes(false);
+}
+
+/*
+ * The same with Lines on some locations of a mapping that a part first
+ * takes for a location without: its has_filenames, has_line_numbers and
+ * has_inline_frames are counted when the part takes it (a part once came
+ * out 17 bytes over max_bytes).
+ */
+static void test_split_by_bytes_lines(void **state) {
+        split_by_bytes(true);
 }
 
 /* max_bytes under a single sample's part: everything trimmed, no part. */
@@ -513,6 +546,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_trim_lightest),
                 cmocka_unit_test(test_split_by_bytes),
                 cmocka_unit_test(test_bytes_under_one_sample),
+                cmocka_unit_test(test_split_by_bytes_lines),
                 cmocka_unit_test(test_fat_sample_trimmed),
                 cmocka_unit_test(test_ties_stable),
                 cmocka_unit_test(test_store_sized),
