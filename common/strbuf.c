@@ -118,6 +118,17 @@ void strbuf_printf(struct strbuf *sb, const char *fmt, ...) {
         va_end(ap);
 }
 
+void str_appendf(char *buf, size_t size, const char *fmt, ...) {
+        size_t len = strnlen(buf, size);
+        va_list ap;
+
+        if (len + 1 >= size)
+                return;
+        va_start(ap, fmt);
+        (void) vsnprintf(buf + len, size - len, fmt, ap);
+        va_end(ap);
+}
+
 void escape_bytes(char *dst, size_t size, const char *src, size_t len) {
         size_t o = 0;
 

@@ -52,6 +52,13 @@ void strbuf_put_u64(struct strbuf *sb, uint64_t v);
 void strbuf_printf(struct strbuf *sb, const char *fmt, ...) _printf_(2, 3);
 void strbuf_vprintf(struct strbuf *sb, const char *fmt, va_list ap) _printf_(2, 0);
 /*
+ * Append to the NUL-terminated string in buf[0, size) (a note, a message
+ * for people), cut where buf ends; nothing once it is full.
+ */
+void str_appendf(char *buf, size_t size, const char *fmt, ...) _printf_(3, 4);
+/* The same into a char array. */
+#define STR_APPENDF(array, ...) str_appendf((array), sizeof(array), __VA_ARGS__)
+/*
  * src[0, len) into dst (size > 0), NUL-terminated: printable ASCII as it
  * is, every other byte as \xNN (outside input in a message or a log line),
  * cut where dst ends, never inside an escape.

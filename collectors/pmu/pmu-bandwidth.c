@@ -4,7 +4,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,17 +33,6 @@ const char *pmu_bandwidth_method_to_string(enum pmu_bandwidth_method m) {
         if (m < 0 || m >= _PMU_BANDWIDTH_METHOD_MAX)
                 return NULL;
         return method_names[m];
-}
-
-_printf_(2, 3) static void note_append(struct pmu_bandwidth_plan *p, const char *fmt, ...) {
-        size_t len = strlen(p->note);
-        va_list ap;
-
-        if (len + 1 >= sizeof(p->note))
-                return;
-        va_start(ap, fmt);
-        (void) vsnprintf(p->note + len, sizeof(p->note) - len, fmt, ap);
-        va_end(ap);
 }
 
 static int cmp_names(const void *a, const void *b) {
@@ -83,7 +71,8 @@ static void plan_one(struct pmu_bandwidth_plan *p, const char *devices, const ch
         if (r >= 0)
                 r = cpulist_parse(mask, &cpus);
         if (r < 0) {
-                note_append(p, "%s%s: unreadable type or cpumask (%s)", p->note[0] ? "; " : "", name, strerror(-r));
+                STR_APPENDF(p->note, "%s%s: unreadable type or cpumask (%s)", p->note[0] ? "; " : "", name,
+                            strerror(-r));
                 return;
         }
         src.type = (uint32_t) type;
@@ -98,7 +87,7 @@ static void plan_one(struct pmu_bandwidth_plan *p, const char *devices, const ch
         for (size_t i = 0; r >= 0 && i < 2; i++) {
                 r = pmu_desc_event_config_terms(&d, events[method][i], &src.config[i]);
                 if (r < 0)
-                        note_append(p, "%s%s: events/%s: %s", p->note[0] ? "; " : "", name, events[method][i],
+                        STR_APPENDF(p->note, "%s%s: events/%s: %s", p->note[0] ? "; " : "", name, events[method][i],
                                     r == -ENOENT ? "not listed" : strerror(-r));
         }
         pmu_sysfs_attrs_free(d.events, d.n_events);
@@ -108,7 +97,7 @@ static void plan_one(struct pmu_bandwidth_plan *p, const char *devices, const ch
 
         CPULIST_FOREACH(cpu, &cpus) {
                 if (p->n == PMU_BANDWIDTH_MAX_SOURCES) {
-                        note_append(p, "%s%s on cpu %d and later: more than %u memory PMU groups, not counted",
+                        STR_APPENDF(p->note, "%s%s on cpu %d and later: more than %u memory PMU groups, not counted",
                                     p->note[0] ? "; " : "", name, cpu, PMU_BANDWIDTH_MAX_SOURCES);
                         return;
                 }
@@ -151,8 +140,8 @@ int pmu_bandwidth_plan(const char *sysfs_root, struct pmu_bandwidth_plan *ret) {
         }
         free(names);
         if (n_names == 0)
-                note_append(&p, "no memory-side PMU in %s (arm_cmn_*, uncore_imc*: a mesh without the arm_cmn "
-                                "driver loaded, most virtual machines)",
+                STR_APPENDF(p.note, "no memory-side PMU in %s (arm_cmn_*, uncore_imc*: a mesh without the arm_cmn "
+                                    "driver loaded, most virtual machines)",
                             devices);
         *ret = p;
         return 0;

@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -396,18 +395,6 @@ static bool is_listed(const enum pmu_event_id *list, size_t n, enum pmu_event_id
         return false;
 }
 
-/* Append to c->message, silently truncating (it is for people). */
-_printf_(2, 3) static void message_append(struct pmu_collector *c, const char *fmt, ...) {
-        size_t len = strlen(c->message);
-        va_list ap;
-
-        if (len + 1 >= sizeof(c->message))
-                return;
-        va_start(ap, fmt);
-        (void) vsnprintf(c->message + len, sizeof(c->message) - len, fmt, ap);
-        va_end(ap);
-}
-
 /* Derive the state and its message from what is open now and from the
  * errors of the last open on each online CPU. */
 static void update_state(struct pmu_collector *c) {
@@ -458,12 +445,12 @@ static void update_state(struct pmu_collector *c) {
         if (eacces != 0) {
                 char hint[256];
 
-                message_append(c, "perf_event_open: %s for per-CPU counting: %s. ", strerror(-eacces),
-                               pmu_perf_permission_hint(c->procfs_root, hint, sizeof(hint)));
+                STR_APPENDF(c->message, "perf_event_open: %s for per-CPU counting: %s. ", strerror(-eacces),
+                            pmu_perf_permission_hint(c->procfs_root, hint, sizeof(hint)));
         }
         if (emfile)
-                message_append(c, "perf_event_open: too many open files (one fd per event per CPU); "
-                                  "raise RLIMIT_NOFILE (LimitNOFILE=). ");
+                STR_APPENDF(c->message, "perf_event_open: too many open files (one fd per event per CPU); "
+                                        "raise RLIMIT_NOFILE (LimitNOFILE=). ");
         /*
          * No core PMU in sysfs (a VM whose hypervisor offers none): every
          * hardware event fails, each with ENOENT or EOPNOTSUPP from the
@@ -477,16 +464,16 @@ static void update_state(struct pmu_collector *c) {
                         if (!ok[c->events[i]] && pmu_event_get(c->events[i])->class == PMU_EVENT_CLASS_HARDWARE)
                                 no_pmu[hardware++] = c->events[i];
                 if (hardware > 0) {
-                        message_append(c, "no hardware PMU on this host: nothing in %s/bus/event_source/devices "
-                                          "counts for a CPU (a virtual machine whose hypervisor exposes none, or "
-                                          "a kernel without the PMU's driver), so its %zu hardware event%s "
-                                          "cannot be counted: ",
-                                       c->sysfs->root, hardware, hardware == 1 ? "" : "s");
+                        STR_APPENDF(c->message, "no hardware PMU on this host: nothing in %s/bus/event_source/devices "
+                                                "counts for a CPU (a virtual machine whose hypervisor exposes none, or "
+                                                "a kernel without the PMU's driver), so its %zu hardware event%s "
+                                                "cannot be counted: ",
+                                    c->sysfs->root, hardware, hardware == 1 ? "" : "s");
                         for (size_t i = 0; i < hardware; i++)
-                                message_append(c, "%s%s", i ? ", " : "", pmu_event_get(no_pmu[i])->name);
-                        message_append(c, ". Bare metal, or a VM given a virtual PMU (KVM: -cpu host with "
-                                          "pmu=on; VMware: virtualized CPU performance counters), counts them; "
-                                          "the software events count here. ");
+                                STR_APPENDF(c->message, "%s%s", i ? ", " : "", pmu_event_get(no_pmu[i])->name);
+                        STR_APPENDF(c->message, ". Bare metal, or a VM given a virtual PMU (KVM: -cpu host with "
+                                                "pmu=on; VMware: virtualized CPU performance counters), counts them; "
+                                                "the software events count here. ");
                 }
         }
         /* With permission denied, the list would only repeat EACCES. */
@@ -498,16 +485,16 @@ static void update_state(struct pmu_collector *c) {
                         if (is_listed(no_pmu, ELEMENTSOF(no_pmu), c->events[i]))
                                 unexplained--;
                 if (c->state == PMU_STATE_NO_EVENTS && unexplained == configured)
-                        message_append(c, "no configured event could be opened: ");
+                        STR_APPENDF(c->message, "no configured event could be opened: ");
                 else if (unexplained > 0)
-                        message_append(c, "%zu of %zu configured events unavailable: ", unexplained, configured);
+                        STR_APPENDF(c->message, "%zu of %zu configured events unavailable: ", unexplained, configured);
                 for (size_t i = 0; i < c->n_events; i++) {
                         enum pmu_event_id ev = c->events[i];
 
                         if (ok[ev] || is_listed(no_pmu, ELEMENTSOF(no_pmu), ev))
                                 continue;
-                        message_append(c, "%s%s (%s)", first ? "" : ", ", pmu_event_get(ev)->name,
-                                       error[ev] ? pmu_event_error_string(error[ev]) : "not opened");
+                        STR_APPENDF(c->message, "%s%s (%s)", first ? "" : ", ", pmu_event_get(ev)->name,
+                                    error[ev] ? pmu_event_error_string(error[ev]) : "not opened");
                         first = false;
                 }
         }

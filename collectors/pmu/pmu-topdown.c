@@ -3,12 +3,12 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "macro.h"
+#include "strbuf.h"
 
 #define PROCFS_DEFAULT_ROOT "/proc"
 /* /proc/cpuinfo: a line of it ("model name : ..." is the longest we meet). */
@@ -202,17 +202,6 @@ bool pmu_topdown_plan_computes(const struct pmu_topdown_plan *p, enum pmu_topdow
         return false;
 }
 
-_printf_(2, 3) static void note_append(struct pmu_topdown_plan *p, const char *fmt, ...) {
-        size_t len = strlen(p->note);
-        va_list ap;
-
-        if (len + 1 >= sizeof(p->note))
-                return;
-        va_start(ap, fmt);
-        (void) vsnprintf(p->note + len, sizeof(p->note) - len, fmt, ap);
-        va_end(ap);
-}
-
 /* Add the inputs to the plan, leader first; on a missing event, method NONE
  * and a note naming every missing one. */
 static void plan_events(struct pmu_topdown_plan *p, const struct pmu_desc *pmu, const enum pmu_topdown_input *want,
@@ -230,7 +219,7 @@ static void plan_events(struct pmu_topdown_plan *p, const struct pmu_desc *pmu, 
                         r = x86_terms ? pmu_desc_event_config_terms(pmu, d->sysfs_name, &config)
                                       : pmu_desc_event_config(pmu, d->sysfs_name, &config);
                 if (r < 0) {
-                        note_append(p, "%s%s%s", missing++ == 0 ? "events/ lacks " : ", ", d->sysfs_name,
+                        STR_APPENDF(p->note, "%s%s%s", missing++ == 0 ? "events/ lacks " : ", ", d->sysfs_name,
                                     r == -ENOENT ? "" : " (unparsable)");
                         continue;
                 }
@@ -254,7 +243,7 @@ static void plan_events(struct pmu_topdown_plan *p, const struct pmu_desc *pmu, 
                 p->n++;
         }
         if (missing > 0) {
-                note_append(p, " (the kernel lists an event when the core counts it, PMCEID on Arm)");
+                STR_APPENDF(p->note, " (the kernel lists an event when the core counts it, PMCEID on Arm)");
                 p->method = PMU_TOPDOWN_NONE;
                 p->n = 0;
         }
@@ -331,15 +320,16 @@ static void plan_arm(const char *sysfs_root, unsigned cpu, const struct pmu_desc
 
         r = read_midr(sysfs_root, cpu, &midr);
         if (r < 0) {
-                note_append(p, "cannot read cpu%u's midr_el1 (%s): the core, and so its formulas, is unknown", cpu,
+                STR_APPENDF(p->note, "cannot read cpu%u's midr_el1 (%s): the core, and so its formulas, is "
+                                     "unknown", cpu,
                             strerror(-r));
                 return;
         }
         p->midr = midr;
         if (MIDR_IMPLEMENTER(midr) != ARM_CPU_IMP_ARM) {
                 snprintf(p->core, sizeof(p->core), "midr 0x%08x", midr);
-                note_append(p, "MIDR 0x%08x (implementer 0x%02x, part 0x%03x): no published top-down formulas for "
-                               "this core",
+                STR_APPENDF(p->note, "MIDR 0x%08x (implementer 0x%02x, part 0x%03x): no published top-down "
+                                     "formulas for this core",
                             midr, MIDR_IMPLEMENTER(midr), MIDR_PARTNUM(midr));
                 return;
         }
@@ -349,9 +339,9 @@ static void plan_arm(const char *sysfs_root, unsigned cpu, const struct pmu_desc
                 p->method = PMU_TOPDOWN_ARM_CYCLES;
                 plan_events(p, pmu, cycles_in, ELEMENTSOF(cycles_in), false);
                 if (p->method != PMU_TOPDOWN_NONE)
-                        note_append(p, "level 1 is partial: Neoverse N1 has no STALL_SLOT* or OP_* events, only "
-                                       "stall cycles (frontend_stalled_cycles, backend_stalled_cycles); bad "
-                                       "speculation and retiring are not computed");
+                        STR_APPENDF(p->note, "level 1 is partial: Neoverse N1 has no STALL_SLOT* or OP_* events, only "
+                                             "stall cycles (frontend_stalled_cycles, backend_stalled_cycles); bad "
+                                             "speculation and retiring are not computed");
                 break;
         case ARM_CPU_PART_NEOVERSE_V1:
                 name = "neoverse-v1";
@@ -382,14 +372,15 @@ static void plan_arm(const char *sysfs_root, unsigned cpu, const struct pmu_desc
         default:
                 snprintf(p->core, sizeof(p->core), "arm part 0x%03x r%up%u", MIDR_PARTNUM(midr), MIDR_VARIANT(midr),
                          MIDR_REVISION(midr));
-                note_append(p, "Arm part 0x%03x: no top-down formulas implemented for this core (Neoverse N1, V1, "
-                               "N2, V2 and V3 have them)",
+                STR_APPENDF(p->note, "Arm part 0x%03x: no top-down formulas implemented for this core "
+                                     "(Neoverse N1, V1, N2, V2 and V3 have them)",
                             MIDR_PARTNUM(midr));
                 return;
         }
         snprintf(p->core, sizeof(p->core), "%s r%up%u", name, MIDR_VARIANT(midr), MIDR_REVISION(midr));
         if (p->n2_stall_slot_quirk)
-                note_append(p, "%sN2 before r0p3: STALL_SLOT and STALL_SLOT_FRONTEND less CPU_CYCLES", p->note[0] ? "; " : "");
+                STR_APPENDF(p->note, "%sN2 before r0p3: STALL_SLOT and STALL_SLOT_FRONTEND less CPU_CYCLES",
+                            p->note[0] ? "; " : "");
 }
 
 static void fclosep(FILE **f) {
@@ -463,8 +454,8 @@ static void plan_amd(const struct pmu_desc *pmu, unsigned family, unsigned model
         } else {
                 snprintf(p->core, sizeof(p->core), "%s family 0x%x model 0x%x", zen3 ? "zen3" : "amd", family,
                          model);
-                note_append(p, "AMD family 0x%x model 0x%x: Linux publishes pipeline utilization (PipelineL1) "
-                               "for Zen 4 and Zen 5 only",
+                STR_APPENDF(p->note, "AMD family 0x%x model 0x%x: Linux publishes pipeline utilization (PipelineL1) "
+                                     "for Zen 4 and Zen 5 only",
                             family, model);
                 return;
         }
@@ -501,9 +492,9 @@ static void plan_x86(const char *procfs_root, unsigned cpu, const struct pmu_des
                 return;
         }
         if (!pmu_desc_event(pmu, "slots")) {
-                note_append(p, "%s has no `slots` event (no perf-metrics top-down: an E-core, or a core "
-                               "whose kernel lists neither perf metrics nor topdown-total-slots); the formulas from "
-                               "model-specific events are not implemented",
+                STR_APPENDF(p->note, "%s has no `slots` event (no perf-metrics top-down: an E-core, or a core "
+                                     "whose kernel lists neither perf metrics nor topdown-total-slots); the formulas "
+                                     "from model-specific events are not implemented",
                             pmu->name);
                 return;
         }
@@ -515,8 +506,8 @@ static void plan_x86(const char *procfs_root, unsigned cpu, const struct pmu_des
         else {
                 plan_events(p, pmu, l1_in, ELEMENTSOF(l1_in), true);
                 if (p->method != PMU_TOPDOWN_NONE)
-                        note_append(p, "level 2 needs topdown-heavy-ops/br-mispredict/fetch-lat/mem-bound "
-                                       "(Sapphire Rapids and later)");
+                        STR_APPENDF(p->note, "level 2 needs topdown-heavy-ops/br-mispredict/fetch-lat/mem-bound "
+                                             "(Sapphire Rapids and later)");
         }
 }
 
@@ -532,7 +523,7 @@ int pmu_topdown_plan_cpu(const char *sysfs_root, const char *procfs_root, unsign
         if (!procfs_root)
                 procfs_root = PROCFS_DEFAULT_ROOT;
         if (!pmu) {
-                note_append(&p, "no core PMU counts for this CPU");
+                STR_APPENDF(p.note, "no core PMU counts for this CPU");
                 *ret = p;
                 return 0;
         }
@@ -541,13 +532,14 @@ int pmu_topdown_plan_cpu(const char *sysfs_root, const char *procfs_root, unsign
         else if (pmu->kind == PMU_KIND_X86)
                 plan_x86(procfs_root, cpu, pmu, &p);
         else
-                note_append(&p, "%s: no top-down formulas for this kind of PMU", pmu->name);
+                STR_APPENDF(p.note, "%s: no top-down formulas for this kind of PMU", pmu->name);
 
         needed = general_needed(&p, cycle_counter);
         if (p.method != PMU_TOPDOWN_NONE && needed > general_counters) {
                 /* One group or nothing: split, its members would count in
                  * different windows and the fractions would not add up. */
-                note_append(&p, "%sthe top-down group needs %u general counters and %s has %u", p.note[0] ? "; " : "",
+                STR_APPENDF(p.note, "%sthe top-down group needs %u general counters and %s has %u",
+                            p.note[0] ? "; " : "",
                             needed, pmu->name, general_counters);
                 p.method = PMU_TOPDOWN_NONE;
                 p.n = 0;
@@ -563,14 +555,15 @@ int pmu_topdown_plan_mpki(const struct pmu_desc *pmu, unsigned general_counters,
         if (!ret)
                 return -EINVAL;
         if (!pmu || pmu->kind != PMU_KIND_ARM_PMUV3) {
-                note_append(&p, "misses per kilo-instruction are computed on Arm PMUv3 cores only");
+                STR_APPENDF(p.note, "misses per kilo-instruction are computed on Arm PMUv3 cores only");
                 *ret = p;
                 return 0;
         }
         p.type = pmu->type;
         if (general_counters < 2 || pmu_desc_event_config(pmu, inputs[PMU_TD_INST_RETIRED].sysfs_name, &config) < 0) {
-                note_append(&p, general_counters < 2 ? "the MPKI group needs 2 general counters at least"
-                                                     : "events/ lacks inst_retired (qemu counts it with -icount only)");
+                STR_APPENDF(p.note, general_counters < 2
+                                            ? "the MPKI group needs 2 general counters at least"
+                                            : "events/ lacks inst_retired (qemu counts it with -icount only)");
                 *ret = p;
                 return 0;
         }
@@ -580,11 +573,11 @@ int pmu_topdown_plan_mpki(const struct pmu_desc *pmu, unsigned general_counters,
                 const char *name = inputs[mpki_events[i].in].sysfs_name;
 
                 if (pmu_desc_event_config(pmu, name, &config) < 0) {
-                        note_append(&p, "%sevents/ lacks %s", p.note[0] ? "; " : "", name);
+                        STR_APPENDF(p.note, "%sevents/ lacks %s", p.note[0] ? "; " : "", name);
                         continue;
                 }
                 if (p.n == general_counters) {
-                        note_append(&p, "%s%s: beyond the %u general counters", p.note[0] ? "; " : "", name,
+                        STR_APPENDF(p.note, "%s%s: beyond the %u general counters", p.note[0] ? "; " : "", name,
                                     general_counters);
                         continue;
                 }
