@@ -232,8 +232,7 @@ static void emit(struct spe_stream *s, struct spe_stream_out *out, size_t n) {
                                 s->st.thread_unknown_lost++;
                         else if (tid == SOURCE_NO_ID && s->chunk_switched)
                                 s->st.thread_unknown_no_clock++;
-                }
-                else if (out->seen && (pid != seen_pid || tid != seen_tid)) {
+                } else if (out->seen && (pid != seen_pid || tid != seen_tid)) {
                         seen_pid = pid;
                         seen_tid = tid;
                         out->seen(out->userdata, pid, tid,
