@@ -386,25 +386,36 @@ static void test_hotplug(void) {
         pmu_collector_free(c);
 }
 
+/*
+ * A collector of the whole catalogue read twice on CPU 0 around a busy loop
+ * (its groups, top-down's among them, then have a delta): the snapshot, or
+ * NULL when it could not be made (said as a failure of `what`).
+ */
+static struct pmu_snapshot *read_around_loop(const char *what, struct pmu_collector **ret) {
+        struct pmu_collector_config cfg = {};
+        int r;
+
+        r = pmu_collector_new(&cfg, ret);
+        check(r == 0, "%s: %s", what, r < 0 ? strerror(-r) : "ok");
+        if (r < 0)
+                return NULL;
+        pin(0);
+        (void) pmu_collector_read(*ret);
+        busy_loop(LOOP_ITERS / 10);
+        (void) pmu_collector_read(*ret);
+        return snap(*ret);
+}
+
 /* Top-down on the emulated PMU: what it offers is counted (cycles), top-down
  * is said to be unavailable with the reason naming the MIDR that the kernel
  * shows (read here from sysfs, not from the library), and nothing reports a
  * fraction outside [0, 1]. */
 static void test_topdown(void) {
-        struct pmu_collector_config cfg = {};
         struct pmu_collector *c = NULL;
-        struct pmu_snapshot *s;
-        int r;
+        struct pmu_snapshot *s = read_around_loop("collector with the whole catalogue for top-down", &c);
 
-        r = pmu_collector_new(&cfg, &c);
-        check(r == 0, "collector with the whole catalogue for top-down: %s", r < 0 ? strerror(-r) : "ok");
-        if (r < 0)
+        if (!s)
                 return;
-        pin(0);
-        (void) pmu_collector_read(c);
-        busy_loop(LOOP_ITERS / 10);
-        (void) pmu_collector_read(c);
-        s = snap(c);
         for (size_t i = 0; i < s->n_cpus; i++) {
                 const struct pmu_cpu_snapshot *cs = &s->cpus[i];
                 const struct pmu_cpu_topdown *t = &cs->topdown;
@@ -443,20 +454,11 @@ static void test_topdown(void) {
  * comes from sysfs, read here: the MIDR and the PMU's events/.
  */
 static void test_topdown_n1(void) {
-        struct pmu_collector_config cfg = {};
         struct pmu_collector *c = NULL;
-        struct pmu_snapshot *s;
-        int r;
+        struct pmu_snapshot *s = read_around_loop("collector under -cpu neoverse-n1", &c);
 
-        r = pmu_collector_new(&cfg, &c);
-        check(r == 0, "collector under -cpu neoverse-n1: %s", r < 0 ? strerror(-r) : "ok");
-        if (r < 0)
+        if (!s)
                 return;
-        pin(0);
-        (void) pmu_collector_read(c);
-        busy_loop(LOOP_ITERS / 10);
-        (void) pmu_collector_read(c);
-        s = snap(c);
         check(s->n_cpus > 0, "%zu CPU(s) in the snapshot", s->n_cpus);
         for (size_t i = 0; i < s->n_cpus; i++) {
                 const struct pmu_cpu_snapshot *cs = &s->cpus[i];
